@@ -1,0 +1,123 @@
+-- Store schema, version 1. Times are integer nanoseconds (ts_ns relative to nothing: the
+-- trace's own clock, exactly as written, microseconds * 1000 with no float in between).
+-- Every table is keyed by trace_id; a trace and all its rows land in one transaction.
+
+CREATE TABLE IF NOT EXISTS store_meta (
+    key   VARCHAR PRIMARY KEY,
+    value VARCHAR NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS traces (
+    trace_id          VARCHAR PRIMARY KEY,  -- first 16 hex digits of sha256(uncompressed JSON bytes)
+    name              VARCHAR NOT NULL,     -- file name (uploads) or a run label (captures)
+    source            VARCHAR NOT NULL,     -- 'captured' | 'uploaded'
+    added_at          TIMESTAMP NOT NULL,   -- UTC
+    size_bytes        BIGINT NOT NULL,      -- uncompressed JSON size
+    gpu_name          VARCHAR,              -- deviceProperties[0].name (or run metadata)
+    device_properties JSON,                 -- deviceProperties list as written
+    torch_version     VARCHAR,
+    cuda_version      VARCHAR,              -- CUDA runtime version
+    cudnn_version     VARCHAR,
+    driver_version    VARCHAR,              -- CUDA driver version
+    rank              INTEGER,              -- distributedInfo.rank
+    world_size        INTEGER,              -- distributedInfo.world_size
+    events            BIGINT NOT NULL,      -- events in the file (all phases)
+    kernels           BIGINT NOT NULL,      -- kernel events stored
+    skipped_events    BIGINT NOT NULL,      -- events of the wrong type, skipped
+    start_ns          BIGINT,               -- first event start
+    end_ns            BIGINT,               -- last event end
+    -- captured runs (from the trace's top-level "attention_run" object); NULL for uploads
+    variant           VARCHAR,
+    batch             INTEGER,
+    heads             INTEGER,
+    seq_len           INTEGER,
+    head_dim          INTEGER,
+    dtype             VARCHAR,
+    causal            BOOLEAN,
+    cold              BOOLEAN,              -- first call of a fresh shape, before any warm-up
+    run_meta          JSON                  -- the whole "attention_run" object
+);
+
+CREATE TABLE IF NOT EXISTS iterations (
+    trace_id   VARCHAR NOT NULL,
+    iteration  INTEGER NOT NULL,            -- 0-based order in the trace
+    name       VARCHAR NOT NULL,            -- e.g. 'ProfilerStep#5'
+    start_ns   BIGINT NOT NULL,
+    end_ns     BIGINT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS kernels (
+    trace_id             VARCHAR NOT NULL,
+    name                 VARCHAR NOT NULL,
+    device               INTEGER,
+    stream               BIGINT,
+    ts_ns                BIGINT NOT NULL,
+    dur_ns               BIGINT NOT NULL,
+    grid_x INTEGER, grid_y INTEGER, grid_z INTEGER,
+    block_x INTEGER, block_y INTEGER, block_z INTEGER,
+    registers_per_thread INTEGER,
+    shared_mem_bytes     BIGINT,            -- static + dynamic, per block
+    blocks_per_sm        DOUBLE,
+    warps_per_sm         DOUBLE,
+    est_occupancy_pct    DOUBLE,            -- Kineto's static estimate, as reported
+    correlation          UBIGINT,
+    external_id          UBIGINT,
+    iteration            INTEGER            -- NULL when outside every iteration
+);
+
+CREATE TABLE IF NOT EXISTS memops (            -- gpu_memcpy and gpu_memset
+    trace_id        VARCHAR NOT NULL,
+    kind            VARCHAR NOT NULL,        -- 'memcpy' | 'memset'
+    name            VARCHAR NOT NULL,        -- e.g. 'Memcpy DtoD (Device -> Device)'
+    device          INTEGER,
+    stream          BIGINT,
+    ts_ns           BIGINT NOT NULL,
+    dur_ns          BIGINT NOT NULL,
+    bytes           UBIGINT,
+    bandwidth_gbps  DOUBLE,                  -- as reported ('memory bandwidth (GB/s)')
+    correlation     UBIGINT,
+    external_id     UBIGINT,
+    iteration       INTEGER
+);
+
+CREATE TABLE IF NOT EXISTS launches (          -- every runtime / driver API call
+    trace_id     VARCHAR NOT NULL,
+    name         VARCHAR NOT NULL,           -- cudaLaunchKernel, cuLaunchKernelEx, hipLaunchKernel, ...
+    api_kind     VARCHAR NOT NULL,           -- 'runtime' | 'driver'
+    cbid         INTEGER,                    -- CUPTI callback id (ROCm: cid)
+    pid          VARCHAR,
+    tid          VARCHAR,
+    ts_ns        BIGINT NOT NULL,
+    dur_ns       BIGINT NOT NULL,
+    correlation  UBIGINT,
+    external_id  UBIGINT,
+    iteration    INTEGER
+);
+
+CREATE TABLE IF NOT EXISTS ops (               -- cpu_op, user_annotation, gpu_user_annotation (+ python_function, opt-in)
+    trace_id     VARCHAR NOT NULL,
+    op_id        BIGINT NOT NULL,            -- unique within a trace
+    parent_id    BIGINT,                     -- enclosing op on the same thread (or GPU stream); NULL at top
+    depth        INTEGER NOT NULL,           -- 0 at top level
+    cat          VARCHAR NOT NULL,
+    name         VARCHAR NOT NULL,
+    pid          VARCHAR,
+    tid          VARCHAR,
+    ts_ns        BIGINT NOT NULL,
+    dur_ns       BIGINT NOT NULL,
+    self_ns      BIGINT NOT NULL,            -- dur_ns minus the children's dur_ns
+    external_id  UBIGINT,
+    iteration    INTEGER
+);
+
+-- What each API call launched: the kernel or copy with the same correlation id.
+CREATE OR REPLACE VIEW launch_targets AS
+SELECT l.trace_id, l.name AS api, l.api_kind, l.ts_ns AS api_ts_ns, l.dur_ns AS api_dur_ns,
+       l.correlation, l.iteration, g.kind AS target_kind, g.name AS target_name,
+       g.ts_ns AS target_ts_ns, g.dur_ns AS target_dur_ns
+FROM launches l
+JOIN (
+    SELECT trace_id, 'kernel' AS kind, name, ts_ns, dur_ns, correlation FROM kernels
+    UNION ALL
+    SELECT trace_id, kind, name, ts_ns, dur_ns, correlation FROM memops
+) g ON g.trace_id = l.trace_id AND g.correlation = l.correlation;

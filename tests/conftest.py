@@ -1,0 +1,40 @@
+"""Shared test fixtures: paths to real traces and a fresh store per test."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+SHARED_TRACES = ROOT.parent / "shared" / "traces"
+
+
+def pytest_collection_modifyitems(config, items):
+    """GPU tests need CUDA; on a machine without it they are deselected, not silently passed."""
+    try:
+        import torch
+
+        has_cuda = torch.cuda.is_available()
+    except ImportError:  # pragma: no cover - torch is a requirement
+        has_cuda = False
+    if has_cuda:
+        return
+    keep = [item for item in items if "gpu" not in item.keywords]
+    dropped = [item for item in items if "gpu" in item.keywords]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "store.duckdb"
+
+
+@pytest.fixture
+def shared_traces() -> list[Path]:
+    paths = sorted(p for p in SHARED_TRACES.iterdir() if p.name.endswith((".json", ".json.gz")))
+    assert paths, f"no real traces found in {SHARED_TRACES}"
+    return paths
