@@ -1,0 +1,441 @@
+"""Parse a PyTorch profiler (Kineto) Chrome trace into typed rows, streaming.
+
+The file is read in chunks (gzip or plain, from a path, bytes or a binary file-like object); the
+`traceEvents` array is cut at event boundaries and each piece is decoded with msgspec straight into
+small structs, so memory stays bounded by the chunk size whatever the trace size. Only the events
+the store keeps become rows; the rest are counted. Timestamps are converted from their decimal text
+to integer nanoseconds, so absolute epoch-microsecond traces keep their nanosecond digits.
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import os
+import re
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import msgspec
+
+from profiler import errors
+from profiler.args import Args, arg, as_float, as_int, dim3
+
+CHUNK_BYTES = 8 << 20
+DEFAULT_MAX_BYTES = 4 << 30  # decompressed size cap; also stops gzip bombs
+HEADER_SEARCH_BYTES = 64 << 20  # traceEvents must start within this many bytes
+
+Source = str | os.PathLike | bytes | bytearray | memoryview | BinaryIO
+Progress = Callable[[float], None]
+
+
+class Event(msgspec.Struct, gc=False):
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    pid: Any = None
+    tid: Any = None
+    ts: msgspec.Raw = msgspec.Raw()
+    dur: float = 0.0
+    args: Args | None = None  # type: ignore[valid-type]
+
+
+_EVENTS = msgspec.json.Decoder(list[Event])
+_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
+_EVENT = msgspec.json.Decoder(Event)
+_ANY = msgspec.json.Decoder()
+
+# trace category -> store table (2020-era traces capitalise categories)
+CATEGORY_TABLE = {
+    "kernel": "kernels", "Kernel": "kernels",
+    "gpu_memcpy": "memops", "Memcpy": "memops",
+    "gpu_memset": "memops", "Memset": "memops",
+    "cuda_runtime": "launches", "Runtime": "launches", "cuda_driver": "launches",
+    "cpu_op": "ops", "Operator": "ops", "user_annotation": "ops", "gpu_user_annotation": "ops",
+}
+MEMOP_KIND = {"gpu_memcpy": "memcpy", "Memcpy": "memcpy", "gpu_memset": "memset", "Memset": "memset"}
+OP_CATEGORY = {"Operator": "cpu_op"}  # normalise old names
+
+KERNEL_COLUMNS = (
+    "name", "device", "stream", "ts_ns", "dur_ns", "grid_x", "grid_y", "grid_z",
+    "block_x", "block_y", "block_z", "registers_per_thread", "shared_mem_bytes",
+    "blocks_per_sm", "warps_per_sm", "est_occupancy_pct", "correlation", "external_id",
+)
+MEMOP_COLUMNS = (
+    "kind", "name", "device", "stream", "ts_ns", "dur_ns", "bytes", "bandwidth_gbps",
+    "correlation", "external_id",
+)
+LAUNCH_COLUMNS = (
+    "name", "api_kind", "cbid", "pid", "tid", "ts_ns", "dur_ns", "correlation", "external_id",
+)
+OP_COLUMNS = ("op_id", "cat", "name", "pid", "tid", "ts_ns", "dur_ns", "external_id")
+COLUMNS = {"kernels": KERNEL_COLUMNS, "memops": MEMOP_COLUMNS, "launches": LAUNCH_COLUMNS, "ops": OP_COLUMNS}
+
+
+@dataclass
+class Batch:
+    """Rows of one chunk: table name -> list of row tuples in `COLUMNS[table]` order."""
+
+    rows: dict[str, list[tuple]] = field(default_factory=lambda: {t: [] for t in COLUMNS})
+
+
+# --- numbers ---------------------------------------------------------------------------------
+
+def to_ns(raw: bytes | msgspec.Raw) -> int | None:
+    """Decimal microseconds text (e.g. b'1712186298123456.789') -> integer nanoseconds, exactly."""
+    text = bytes(raw)
+    if not text:
+        return None
+    whole, dot, frac = text.partition(b".")
+    if len(frac) <= 3 and b"e" not in text and b"E" not in text and whole.lstrip(b"-").isdigit():
+        ns = int(whole) * 1000
+        if frac:
+            part = int(frac.ljust(3, b"0"))
+            ns = ns - part if whole.startswith(b"-") else ns + part
+        return ns
+    try:
+        return int((Decimal(text.decode()) * 1000).to_integral_value())
+    except (InvalidOperation, UnicodeDecodeError, ValueError):
+        return None
+
+
+def _uint(value: Any) -> int | None:
+    v = as_int(value)
+    return v if v is not None and 0 <= v < 1 << 64 else None
+
+
+def _api_kind(cat: str, name: str) -> str:
+    driver = cat == "cuda_driver" or (name.startswith("cu") and not name.startswith("cuda"))
+    driver = driver or name.startswith(("hipModule", "hipExtModule"))
+    return "driver" if driver else "runtime"
+
+
+def _or(value: Any, fallback: Any) -> Any:
+    return fallback if value is None else value
+
+
+def _lane(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+# --- event -> row ----------------------------------------------------------------------------
+
+def _kernel_row(e: Event, ts: int) -> tuple:
+    a = e.args
+    gx, gy, gz = dim3(arg(a, "grid"))
+    bx, by, bz = dim3(arg(a, "block"))
+    return (
+        e.name, _or(as_int(arg(a, "device")), as_int(e.pid)), _or(as_int(arg(a, "stream")), as_int(e.tid)),
+        ts, round(e.dur * 1000), gx, gy, gz, bx, by, bz,
+        as_int(arg(a, "registers_per_thread")), as_int(arg(a, "shared_mem_bytes")),
+        as_float(arg(a, "blocks_per_sm")), as_float(arg(a, "warps_per_sm")),
+        as_float(arg(a, "est_occupancy_pct")), _uint(arg(a, "correlation")), _uint(arg(a, "external_id")),
+    )
+
+
+def _memop_row(e: Event, ts: int) -> tuple:
+    a = e.args
+    return (
+        MEMOP_KIND[e.cat], e.name, _or(as_int(arg(a, "device")), as_int(e.pid)),
+        _or(as_int(arg(a, "stream")), as_int(e.tid)), ts,
+        round(e.dur * 1000), _uint(arg(a, "bytes")), as_float(arg(a, "bandwidth_gbps")),
+        _uint(arg(a, "correlation")), _uint(arg(a, "external_id")),
+    )
+
+
+def _launch_row(e: Event, ts: int) -> tuple:
+    a = e.args
+    return (
+        e.name, _api_kind(e.cat, e.name), as_int(arg(a, "cbid")), _lane(e.pid), _lane(e.tid), ts,
+        round(e.dur * 1000), _uint(arg(a, "correlation")), _uint(arg(a, "external_id")),
+    )
+
+
+def _op_row(e: Event, ts: int, op_id: int) -> tuple:
+    return (
+        op_id, OP_CATEGORY.get(e.cat, e.cat), e.name, _lane(e.pid), _lane(e.tid), ts,
+        round(e.dur * 1000), _uint(arg(e.args, "external_id")),
+    )
+
+
+# --- reading bytes ---------------------------------------------------------------------------
+
+class _Chunks:
+    """Decompressed chunks of a source, hashed and size-capped as they go by."""
+
+    def __init__(self, src: Source, name: str, max_bytes: int, progress: Progress | None):
+        self.name, self.max_bytes, self.progress = name, max_bytes, progress
+        self.sha = hashlib.sha256()
+        self.size = 0
+        self._raw, self._total, self._owned = _open_raw(src, name)
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            stream = self._decompressing()
+            while chunk := self._read(stream):
+                self.size += len(chunk)
+                if self.size > self.max_bytes:
+                    raise errors.TraceTooLargeError(
+                        self.name, f"decompressed size exceeds the {self.max_bytes / 2**30:.1f} GiB limit")
+                self.sha.update(chunk)
+                self._report()
+                yield chunk
+        finally:
+            if self._owned:
+                self._raw.close()
+
+    def _decompressing(self) -> BinaryIO:
+        head = self._raw.peek(2)[:2] if hasattr(self._raw, "peek") else b""
+        if head == b"\x1f\x8b":
+            return gzip.GzipFile(fileobj=self._raw, mode="rb")  # type: ignore[return-value]
+        return self._raw
+
+    def _read(self, stream: BinaryIO) -> bytes:
+        try:
+            return stream.read(CHUNK_BYTES)
+        except EOFError as e:
+            raise errors.CorruptGzipError(self.name, "the gzip data ends early: the file is truncated") from e
+        except (gzip.BadGzipFile, zlib.error, OSError) as e:
+            raise errors.CorruptGzipError(self.name, f"the gzip data is corrupt ({e})") from e
+
+    def _report(self) -> None:
+        if self.progress and self._total:
+            try:
+                self.progress(min(1.0, self._raw.tell() / self._total))
+            except (OSError, ValueError):
+                pass
+
+
+def _open_raw(src: Source, name: str) -> tuple[io.BufferedReader, int, bool]:
+    """A buffered binary reader over the source, its total size if known, and whether we own it."""
+    if isinstance(src, (bytes, bytearray, memoryview)):
+        return io.BufferedReader(io.BytesIO(bytes(src))), len(src), True
+    if isinstance(src, (str, os.PathLike)):
+        try:
+            return open(src, "rb"), os.path.getsize(src), True  # noqa: SIM115 - closed by _Chunks
+        except OSError as e:
+            raise errors.TraceError(name, f"cannot be read ({e.strerror or e})") from e
+    if not hasattr(src, "read"):
+        raise errors.TraceError(name, f"is not a path, bytes or a binary file (got {type(src).__name__})")
+    total = getattr(src, "size", None)
+    reader = src if hasattr(src, "peek") else io.BufferedReader(_ReadOnly(src))
+    return reader, total or 0, False  # type: ignore[return-value]
+
+
+class _ReadOnly(io.RawIOBase):
+    """Adapts any object with read() (e.g. a Streamlit UploadedFile) to a raw stream."""
+
+    def __init__(self, f: Any):
+        self._f = f
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        data = self._f.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+    def tell(self) -> int:
+        return self._f.tell()
+
+
+def display_name(src: Source, name: str | None) -> str:
+    if name:
+        return name
+    if isinstance(src, (str, os.PathLike)):
+        return Path(src).name
+    return getattr(src, "name", None) or "uploaded trace"
+
+
+# --- cutting the traceEvents array ------------------------------------------------------------
+
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*')
+_WS = b" \t\r\n"
+
+
+def _array_start(buf: bytes, name: str) -> tuple[bytes, int] | None:
+    """(header prefix, index of the first byte inside the events array), or None to read more."""
+    body = buf.lstrip(_WS + b"\xef\xbb\xbf")
+    offset = len(buf) - len(body)
+    if not body:
+        return None
+    if body[:1] == b"[":
+        return b"", offset + 1
+    if body[:1] != b"{":
+        raise errors.NotJsonError(name, "is not JSON (it does not start with '{' or '[')")
+    match = _EVENTS_KEY.search(buf)
+    if match is None or match.end() >= len(buf):
+        if len(buf) > HEADER_SEARCH_BYTES:
+            raise errors.NotATraceError(name, "has no traceEvents list near its start")
+        return None
+    if buf[match.end():match.end() + 1] != b"[":
+        raise errors.NotATraceError(name, "has a traceEvents key that is not a list")
+    return buf[: match.end()], match.end() + 1
+
+
+def _boundaries(buf: bytes, lo: int) -> Iterator[tuple[int, int]]:
+    """Candidate cuts between two events, last first: (end of one event, start of the next)."""
+    hi = len(buf)
+    while (close := buf.rfind(b"}", lo, hi)) >= 0:
+        hi = close
+        j = close + 1
+        while j < len(buf) and buf[j] in _WS:
+            j += 1
+        if buf[j:j + 1] != b",":
+            continue
+        j += 1
+        while j < len(buf) and buf[j] in _WS:
+            j += 1
+        if buf[j:j + 1] == b"{":
+            yield close + 1, j
+
+
+def _closings(buf: bytes, prefix: bytes) -> Iterator[tuple[int, dict | list]]:
+    """Candidate ends of the events array in the last buffer, last first, each with the decoded
+    top level (without events). A candidate is right only if the events before it decode too."""
+    hi = len(buf)
+    while (close := buf.rfind(b"]", 0, hi)) >= 0:
+        hi = close
+        suffix = buf[close + 1:]
+        if not prefix:
+            if not suffix.strip(_WS):
+                yield close, []
+            continue
+        try:
+            top = _ANY.decode(prefix + b"[]" + suffix)
+        except msgspec.DecodeError:
+            continue
+        if isinstance(top, dict) and top.get("traceEvents") == []:
+            yield close, top
+
+
+# --- the reader ------------------------------------------------------------------------------
+
+@dataclass
+class TraceSummary:
+    name: str
+    trace_id: str  # first 16 hex digits of sha256(decompressed bytes)
+    size_bytes: int
+    events: int
+    skipped: int
+    header: dict
+
+
+class TraceReader:
+    """Iterate `batches()` to stream a trace's rows; `summary` is set once they are exhausted."""
+
+    def __init__(self, src: Source, name: str | None = None, *, max_bytes: int = DEFAULT_MAX_BYTES,
+                 keep_python: bool = False, progress: Progress | None = None):
+        self.name = display_name(src, name)
+        self._chunks = _Chunks(src, self.name, max_bytes, progress)
+        self._keep_python = keep_python
+        self._events = self._skipped = self._next_op = 0
+        self.summary: TraceSummary | None = None
+
+    def batches(self) -> Iterator[Batch]:
+        chunks = iter(self._chunks)
+        prefix, buf = self._find_events(chunks)
+        for chunk in chunks:
+            buf += chunk
+            if len(buf) >= CHUNK_BYTES and (cut := self._cut(buf)) is not None:
+                events, start = cut
+                buf = buf[start:]
+                yield self._rows(events)
+        yield self._rows(self._last(buf, prefix))
+        self.summary = TraceSummary(
+            self.name, self._chunks.sha.hexdigest()[:16], self._chunks.size,
+            self._events, self._skipped, self._header)
+
+    def _find_events(self, chunks: Iterator[bytes]) -> tuple[bytes, bytes]:
+        buf = b""
+        for chunk in chunks:
+            buf += chunk
+            if (start := _array_start(buf, self.name)) is not None:
+                return start[0], buf[start[1]:]
+        if not buf.strip(_WS):
+            raise errors.EmptyTraceError(self.name, "is empty")
+        raise self._whole_file_error(buf)
+
+    def _whole_file_error(self, buf: bytes) -> errors.TraceError:
+        try:
+            top = _ANY.decode(buf)
+        except msgspec.DecodeError as e:
+            return self._json_error(e)
+        kind = type(top).__name__
+        if isinstance(top, dict):
+            return errors.NotATraceError(self.name, "is JSON but not a trace: it has no traceEvents list")
+        return errors.NotATraceError(self.name, f"is JSON but not a trace: its top level is a {kind}")
+
+    def _json_error(self, e: msgspec.DecodeError) -> errors.TraceError:
+        if "truncated" in str(e):
+            return errors.TruncatedTraceError(self.name, "is truncated: the JSON ends in the middle")
+        return errors.NotJsonError(self.name, f"is not valid JSON ({e})")
+
+    def _cut(self, buf: bytes) -> tuple[list[Event], int] | None:
+        for attempt, (end, start) in enumerate(_boundaries(buf, 0)):
+            try:
+                return self._decode(buf[:end]), start
+            except msgspec.DecodeError as e:
+                if attempt >= 8 or len(buf) > 4 * CHUNK_BYTES:
+                    raise self._json_error(e) from e
+        return None
+
+    def _last(self, buf: bytes, prefix: bytes) -> list[Event]:
+        error: msgspec.DecodeError | None = None
+        for end, top in _closings(buf, prefix):
+            try:
+                events = self._decode(buf[:end].rstrip(_WS).rstrip(b","))
+            except msgspec.DecodeError as e:
+                error = error or e
+                continue
+            self._header = top if isinstance(top, dict) else {}
+            return events
+        if error is not None:
+            raise self._json_error(error)
+        raise errors.TruncatedTraceError(self.name, "is truncated: the traceEvents list never closes")
+
+    def _decode(self, body: bytes) -> list[Event]:
+        data = b"[" + body + b"]"
+        try:
+            return _EVENTS.decode(data)
+        except msgspec.ValidationError:
+            pass
+        good = []
+        for raw in _RAW_LIST.decode(data):
+            try:
+                good.append(_EVENT.decode(raw))
+            except msgspec.ValidationError:
+                self._skipped += 1
+                self._events += 1
+        return good
+
+    def _rows(self, events: list[Event]) -> Batch:
+        self._events += len(events)
+        batch = Batch()
+        rows = batch.rows
+        keep_python = self._keep_python
+        for e in events:
+            table = CATEGORY_TABLE.get(e.cat)
+            if table is None and not (keep_python and e.cat == "python_function"):
+                continue
+            if e.ph != "X":
+                continue
+            ts = to_ns(e.ts)
+            if ts is None:
+                self._skipped += 1
+                continue
+            if table == "kernels":
+                rows["kernels"].append(_kernel_row(e, ts))
+            elif table == "launches":
+                rows["launches"].append(_launch_row(e, ts))
+            elif table == "memops":
+                rows["memops"].append(_memop_row(e, ts))
+            else:
+                rows["ops"].append(_op_row(e, ts, self._next_op))
+                self._next_op += 1
+        return batch
