@@ -1,0 +1,144 @@
+"""Ingest benchmark (issue 2): wall time and peak RSS of three parsers on one large trace.
+
+Each tool runs as its own process on the same plain-JSON file (made by make_large_trace.py if
+missing): this project's `python -m profiler ingest` into a fresh database, HTA's
+`parse_trace_file`, and plain `json.load`. Wall time covers the whole process (interpreter start
+and imports included); peak RSS is that process's ru_maxrss from wait4.
+Usage: python bench/ingest.py [--trace PATH] [--mb 500] [--only ingest,hta,json] [--write-results]
+"""
+import argparse
+import datetime
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_large_trace import make_large_trace  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_TRACE = ROOT / "bench" / "out" / "large.trace.json"
+RESULTS = ROOT / "bench" / "RESULTS.md"
+HTA = """import sys
+from hta.common.trace import parse_trace_file
+meta, df, symbols = parse_trace_file(sys.argv[1])
+print(f"{len(df)} rows, {int((df['stream'] >= 0).sum())} GPU kernels/memops")"""
+JSON = """import json, sys
+with open(sys.argv[1], "rb") as f:
+    doc = json.load(f)
+print(f"{len(doc['traceEvents'])} events")"""
+
+
+def commands(trace: Path, db: Path) -> dict[str, list[str]]:
+    py = sys.executable
+    return {"ingest": [py, "-m", "profiler", "ingest", str(trace), "--db", str(db)],
+            "hta": [py, "-c", HTA, str(trace)],
+            "json": [py, "-c", JSON, str(trace)]}
+
+
+def measure(cmd: list[str]) -> dict:
+    """Run cmd to completion; its wall seconds, peak RSS (bytes), exit code and last output line."""
+    with tempfile.TemporaryFile() as log:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        log.seek(0)
+        lines = log.read().decode(errors="replace").strip().splitlines() or [""]
+    return {"seconds": seconds, "rss": usage.ru_maxrss * 1024, "rc": proc.returncode,
+            "said": lines[-1][-100:]}
+
+
+def table(size: int, runs: dict[str, dict]) -> str:
+    rows = ["| tool | MB | seconds | MB/s | peak RSS MB | RSS / file | exit | last output line |",
+            "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for name, r in runs.items():
+        rows.append(f"| {name} | {size / 1e6:.0f} | {r['seconds']:.1f} | {size / 1e6 / r['seconds']:.1f}"
+                    f" | {r['rss'] / 1e6:.0f} | {r['rss'] / size:.2f} | {r['rc']} | `{r['said']}` |")
+    return "\n".join(rows)
+
+
+def verdict(runs: dict[str, dict], size: int) -> str:
+    if "ingest" not in runs or runs["ingest"]["rc"] != 0:
+        return "Targets not checked: the project's ingest did not run or failed."
+    ing = runs["ingest"]
+    lines = [f"- ingest peak RSS / file = {ing['rss'] / size:.2f} (target <= 1.5): "
+             f"{'met' if ing['rss'] <= 1.5 * size else 'MISSED'}"]
+    if "hta" in runs and runs["hta"]["rc"] == 0:
+        speedup = runs["hta"]["seconds"] / ing["seconds"]
+        lines.insert(0, f"- ingest throughput / HTA's = {speedup:.1f}x (target >= 10x): "
+                        f"{'met' if speedup >= 10 else 'MISSED'}")
+    return "\n".join(lines)
+
+
+def machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                if line.startswith("model name")), platform.processor())
+    ram = next(int(line.split()[1]) for line in open("/proc/meminfo") if line.startswith("MemTotal"))
+    load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    return (f"{os.cpu_count()} CPUs ({cpu}), {ram / 2**20:.1f} GiB RAM, Python {platform.python_version()}; "
+            f"uptime before the run: `{load}`")
+
+
+def section(trace: Path, info: str, runs: dict, before: str) -> str:
+    size = trace.stat().st_size
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return (f"## Ingest\n\n`python bench/ingest.py --write-results`, {now}.\n\n"
+            f"Machine: {before}; after: `{subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}`.\n"
+            f"(The machine is shared with other engineers: read the load averages next to the times.)\n\n"
+            f"Trace: {info}, plain JSON, {size / 1e6:.0f} MB (MB = 10^6 bytes). Each tool is a fresh "
+            f"process; wall time includes interpreter start and imports; peak RSS is ru_maxrss.\n\n"
+            f"{table(size, runs)}\n\n{verdict(runs, size)}\n")
+
+
+def write_results(text: str) -> None:
+    """Replace the '## Ingest' section of RESULTS.md (up to the next '## ' heading), or append it."""
+    old = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
+    start = old.find("## Ingest\n")
+    if start < 0:
+        new = old.rstrip("\n") + "\n\n" + text
+    else:
+        end = old.find("\n## ", start + 1)
+        new = old[:start] + text + (old[end:] if end >= 0 else "")
+    RESULTS.write_text(new)
+
+
+def count_events(trace: Path) -> int:
+    """Events in a trace written by make_large_trace (one event per line)."""
+    with open(trace, "rb") as f:
+        return sum(1 for line in f if line.startswith(b'{"'))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trace", type=Path, default=DEFAULT_TRACE)
+    ap.add_argument("--mb", type=float, default=500, help="minimum trace size, MB")
+    ap.add_argument("--only", default="ingest,hta,json", help="comma-separated tools to run")
+    ap.add_argument("--write-results", action="store_true", help="update bench/RESULTS.md")
+    args = ap.parse_args()
+    if not args.trace.exists() or args.trace.stat().st_size < args.mb * 1e6:
+        args.trace.parent.mkdir(parents=True, exist_ok=True)
+        print("writing", make_large_trace(args.trace, int(args.mb * 1e6)), file=sys.stderr)
+    info = f"`{args.trace.name}`, {count_events(args.trace):,} events"
+    before = machine()
+    with tempfile.TemporaryDirectory() as tmp:
+        cmds = commands(args.trace, Path(tmp) / "bench.duckdb")
+        with open(args.trace, "rb") as f:  # warm the page cache so no tool pays for the first read
+            while f.read(1 << 24):
+                pass
+        runs = {}
+        for name in args.only.split(","):
+            print(f"running {name} ...", file=sys.stderr)
+            runs[name] = measure(cmds[name])
+    text = section(args.trace, info, runs, before)
+    print(text)
+    if args.write_results:
+        write_results(text)
+
+
+if __name__ == "__main__":
+    main()
