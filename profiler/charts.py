@@ -1,0 +1,233 @@
+"""DataFrame ▶ Altair (and the small table shaping pages need), for every analysis page.
+
+Charts use no fixed text or background colours, so the Streamlit theme (light or dark) styles
+axes and labels; marks use the ``tableau10`` palette, which reads on both backgrounds. Functions
+are named after the query whose DataFrame they draw (``kernel_table`` ▶ ``kernel_time_chart``).
+``labels`` arguments map run ids to the labels of ``queries.run_labels``.
+"""
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+PALETTE = "tableau10"
+HIGHLIGHT = "#e45756"   # selected launch/kernel pair: visible on light and dark backgrounds
+LANE_PX = 22
+TOP_N = 15
+
+
+def label_map(labels: pd.DataFrame) -> dict[str, str]:
+    """``run_labels`` DataFrame ▶ {run_id: label}."""
+    return dict(zip(labels["run_id"], labels["label"]))
+
+
+def per_run(df: pd.DataFrame, run_ids) -> list[tuple[str, pd.DataFrame]]:
+    """The rows of each run, in ``run_ids`` order, without the run_id column."""
+    return [(r, df[df["run_id"] == r].drop(columns="run_id").reset_index(drop=True))
+            for r in run_ids]
+
+
+def search(df: pd.DataFrame, column: str, text: str | None) -> pd.DataFrame:
+    """Rows whose ``column`` contains ``text`` (case-insensitive, plain text); all when empty."""
+    if not text:
+        return df
+    return df[df[column].astype(str).str.contains(text, case=False, regex=False)]
+
+
+def _with_labels(df: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
+    return df.assign(run=df["run_id"].map(labels).fillna(df["run_id"]))
+
+
+# ── timeline ─────────────────────────────────────────────────────────────────────────────────
+
+TIMELINE_TOOLTIP = ["name", "kind", "dur_us", "start_us", "events", "grid", "block",
+                    "registers_per_thread", "shared_mem_bytes", "est_occupancy_pct",
+                    "launch_api", "correlation"]
+
+
+def lane_order(marks: pd.DataFrame) -> list[str]:
+    """CPU op rows (by depth), then API rows, then GPU streams."""
+    lanes = marks[["lane_group", "lane", "level"]].drop_duplicates("lane")
+    return lanes.sort_values(["lane_group", "lane", "level"])["lane"].tolist()
+
+
+def timeline_chart(marks: pd.DataFrame, title: str,
+                   x_domain_us: tuple[float, float] | None = None) -> alt.Chart:
+    """One panel: a bar per mark on its lane; zoom/pan on time; clicking a launch or kernel
+    outlines every mark with its correlation id (the launch and what it launched)."""
+    pair = alt.selection_point(fields=["correlation"], on="click", empty=False, name="pair")
+    zoom = alt.selection_interval(bind="scales", encodings=["x"])
+    scale = alt.Scale(domain=list(x_domain_us)) if x_domain_us else alt.Undefined
+    lanes = lane_order(marks)
+    return alt.Chart(marks, title=title).mark_bar(clip=True).encode(
+        x=alt.X("start_us:Q", title="µs from iteration start", scale=scale),
+        x2="end_us:Q",
+        y=alt.Y("lane:N", sort=lanes, title=None, axis=alt.Axis(labelLimit=220)),
+        color=alt.Color("kind:N", scale=alt.Scale(scheme=PALETTE), title="event"),
+        stroke=alt.condition(pair, alt.value(HIGHLIGHT), alt.value(None)),
+        strokeWidth=alt.condition(pair, alt.value(3), alt.value(0)),
+        tooltip=[c for c in TIMELINE_TOOLTIP if c in marks.columns],
+    ).add_params(pair, zoom).properties(height=LANE_PX * max(len(lanes), 1) + 40)
+
+
+# ── kernels ──────────────────────────────────────────────────────────────────────────────────
+
+def kernel_time_chart(kernels: pd.DataFrame, labels: dict[str, str], top_n: int = TOP_N):
+    """GPU time per iteration of the ``top_n`` heaviest kernels, one bar per run."""
+    top = kernels.groupby("kernel")["us_per_iter"].max().nlargest(top_n).index
+    data = _with_labels(kernels[kernels["kernel"].isin(top)], labels)
+    return alt.Chart(data, title=f"GPU time per iteration, top {len(top)} kernels").mark_bar().encode(
+        x=alt.X("us_per_iter:Q", title="µs per iteration"),
+        y=alt.Y("kernel:N", sort="-x", title=None, axis=alt.Axis(labelLimit=320)),
+        yOffset="run:N",
+        color=alt.Color("run:N", scale=alt.Scale(scheme=PALETTE), legend=alt.Legend(orient="top")),
+        tooltip=["run", "kernel", "calls_per_iter", "us_per_iter", "mean_us",
+                 "gpu_time_share_pct", "grid", "block", "est_occupancy_pct"],
+    )
+
+
+# ── launches ─────────────────────────────────────────────────────────────────────────────────
+
+def launch_api_chart(apis: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
+    """Calls per iteration of each runtime / driver API, coloured by category, a row per run."""
+    data = _with_labels(apis, labels)
+    return alt.Chart(data, title="API calls per iteration").mark_bar().encode(
+        x=alt.X("calls_per_iter:Q", title="calls per iteration"),
+        y=alt.Y("api:N", sort="-x", title=None, axis=alt.Axis(labelLimit=260)),
+        yOffset="run:N",
+        color=alt.Color("category:N", scale=alt.Scale(scheme=PALETTE)),
+        opacity=alt.Opacity("run:N", legend=alt.Legend(orient="top")),
+        tooltip=["run", "api", "api_kind", "category", "calls_per_iter", "cpu_us_per_iter",
+                 "mean_us", "kernels_launched", "memops_launched"],
+    )
+
+
+def latency_histogram_chart(hist: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
+    """Launch latency distribution (log-spaced bins), one row per run, a colour per API."""
+    data = _with_labels(hist, labels)
+    return alt.Chart(data).mark_bar(opacity=0.8).encode(
+        x=alt.X("bin_start_us:Q", scale=alt.Scale(type="log"),
+                title="launch latency: API start → kernel start (µs, log)"),
+        x2="bin_end_us:Q",
+        y=alt.Y("launches:Q", stack=True, title="launches"),
+        color=alt.Color("api:N", scale=alt.Scale(scheme=PALETTE)),
+        row=alt.Row("run:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left")),
+        tooltip=["run", "api", "bin_start_us", "bin_end_us", "launches"],
+    ).properties(height=120)
+
+
+# ── CPU cost ─────────────────────────────────────────────────────────────────────────────────
+
+CPU_GPU_METRICS = {"cpu_op_self_us": "CPU ops (self)", "launch_api_us": "launch/runtime API",
+                   "gpu_kernel_us": "GPU kernels", "gpu_memop_us": "GPU memcpy/memset"}
+
+
+def cpu_gpu_chart(per_iter: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
+    """CPU vs GPU time of every iteration, a row per run."""
+    data = _with_labels(per_iter, labels).melt(
+        id_vars=["run", "iteration", "wall_us"], value_vars=list(CPU_GPU_METRICS),
+        var_name="metric", value_name="us")
+    data["metric"] = data["metric"].map(CPU_GPU_METRICS)
+    return alt.Chart(data).mark_bar().encode(
+        x=alt.X("iteration:O", title="iteration"),
+        xOffset=alt.XOffset("metric:N", sort=list(CPU_GPU_METRICS.values())),
+        y=alt.Y("us:Q", title="µs"),
+        color=alt.Color("metric:N", sort=list(CPU_GPU_METRICS.values()),
+                        scale=alt.Scale(scheme=PALETTE)),
+        row=alt.Row("run:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left")),
+        tooltip=["run", "iteration", "metric", "us", "wall_us"],
+    ).properties(height=140)
+
+
+def op_self_time_chart(ops: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
+    """Self CPU time per iteration of the heaviest ops, one bar per run."""
+    data = _with_labels(ops, labels)
+    return alt.Chart(data, title="Self CPU time per iteration by op").mark_bar().encode(
+        x=alt.X("self_us_per_iter:Q", title="self µs per iteration"),
+        y=alt.Y("op:N", sort="-x", title=None, axis=alt.Axis(labelLimit=320)),
+        yOffset="run:N",
+        color=alt.Color("run:N", scale=alt.Scale(scheme=PALETTE), legend=alt.Legend(orient="top")),
+        tooltip=["run", "op", "calls_per_iter", "self_us_per_iter", "total_us_per_iter",
+                 "self_share_pct"],
+    )
+
+
+def cold_warm_chart(summary: pd.DataFrame) -> alt.Chart:
+    """Per run: CPU time of the first iteration vs the later ones, next to GPU kernel time."""
+    cols = {"first_iter_cpu_us": "CPU, first iteration", "later_iter_cpu_us": "CPU, later (mean)",
+            "gpu_kernel_us": "GPU kernels (mean)"}
+    data = summary.assign(temperature=summary["cold"].map({True: "cold", False: "warm"})
+                          .fillna("unknown")).melt(id_vars=["label", "temperature"],
+                                                   value_vars=list(cols), var_name="metric",
+                                                   value_name="us").dropna(subset=["us"])
+    data["metric"] = data["metric"].map(cols)
+    return alt.Chart(data, title="Cold vs warm: CPU per iteration").mark_bar().encode(
+        x=alt.X("us:Q", title="µs per iteration"),
+        y=alt.Y("label:N", title=None, axis=alt.Axis(labelLimit=320)),
+        yOffset=alt.YOffset("metric:N", sort=list(cols.values())),
+        color=alt.Color("metric:N", sort=list(cols.values()), scale=alt.Scale(scheme=PALETTE)),
+        tooltip=["label", "temperature", "metric", "us"],
+    )
+
+
+# ── compare ──────────────────────────────────────────────────────────────────────────────────
+
+def alignment_chart(aligned: pd.DataFrame, label_a: str, label_b: str) -> alt.Chart:
+    """Two strips, one per run: a cell per aligned kernel slot, coloured by whether it is in both
+    runs or only one; hover shows the kernel."""
+    a = aligned.dropna(subset=["name_a"]).assign(run=label_a, name=lambda d: d["name_a"],
+                                                  dur_us=lambda d: d["dur_us_a"])
+    b = aligned.dropna(subset=["name_b"]).assign(run=label_b, name=lambda d: d["name_b"],
+                                                  dur_us=lambda d: d["dur_us_b"])
+    data = pd.concat([a, b])[["slot", "run", "name", "dur_us", "status"]]
+    return alt.Chart(data, title="Kernel sequence of one iteration, aligned").mark_rect().encode(
+        x=alt.X("slot:O", title="aligned position", axis=alt.Axis(labels=False, ticks=False)),
+        y=alt.Y("run:N", sort=[label_a, label_b], title=None, axis=alt.Axis(labelLimit=320)),
+        color=alt.Color("status:N", scale=alt.Scale(domain=["same", "only in a", "only in b"],
+                                                    scheme=PALETTE)),
+        tooltip=["run", "slot", "name", "dur_us", "status"],
+    ).properties(height=90)
+
+
+def delta_chart(delta: pd.DataFrame, top_n: int = TOP_N) -> alt.Chart:
+    """Change in time per iteration (b − a) of the kernels that changed most."""
+    data = delta.reindex(delta["us_delta"].abs().sort_values(ascending=False).index).head(top_n)
+    return alt.Chart(data, title="GPU time per iteration, b − a").mark_bar().encode(
+        x=alt.X("us_delta:Q", title="µs per iteration (b − a)"),
+        y=alt.Y("kernel:N", sort="-x", title=None, axis=alt.Axis(labelLimit=320)),
+        color=alt.Color("presence:N", scale=alt.Scale(domain=["both", "only in a", "only in b"],
+                                                      scheme=PALETTE)),
+        tooltip=["kernel", "calls_a", "calls_b", "us_a", "us_b", "us_delta", "presence"],
+    )
+
+
+# ── the cuDNN story (plain words from the selected runs' numbers) ────────────────────────────
+
+def cudnn_story(cudnn: pd.DataFrame, labels: dict[str, str]) -> list[str]:
+    """One paragraph per run that calls cuDNN attention (``queries.cudnn_op_time`` rows):
+    first-call vs later CPU cost and CPU vs GPU time per call."""
+    if cudnn.empty:
+        return ["None of the selected runs calls a cuDNN attention op, so there is no cuDNN CPU "
+                "cost to explain; select a cuDNN run (variant `cudnn`) to see it."]
+    return [_cudnn_paragraph(labels.get(run, run), rows.sort_values("iteration"))
+            for run, rows in cudnn.groupby("run_id", sort=False)]
+
+
+def _cudnn_paragraph(label: str, rows: pd.DataFrame) -> str:
+    cpu = rows["cudnn_cpu_us"] / rows["cudnn_calls"]
+    gpu = rows["cudnn_kernel_us"] / rows["cudnn_calls"]
+    first, later, kernel = cpu.iloc[0], cpu.iloc[1:].mean(), gpu.mean()
+    text = f"**{label}**: a cuDNN attention call cost {first:,.0f} µs of CPU time in the first iteration"
+    if len(rows) > 1:
+        text += f" and {later:,.0f} µs per call afterwards"
+        if first > 2 * later:
+            text += (f" — {first / later:,.1f}× more the first time: cuDNN builds and caches an "
+                     "execution plan for each new shape, a one-time cost a warm-up call absorbs")
+    warm = later if len(rows) > 1 else first
+    text += f". Its kernels ran {kernel:,.0f} µs per call on the GPU. "
+    if warm > kernel:
+        return text + ("Even warm, the CPU needs longer to prepare a call than the GPU needs to run "
+                       "it, so at this size the variant is CPU-bound: the GPU idles unless the "
+                       "CPU runs ahead (larger shapes, CUDA graphs, or a leaner path such as flash).")
+    return text + ("Warm, the GPU work outweighs the CPU work per call, so the CPU cost stays "
+                   "hidden as long as the CPU keeps ahead of the GPU.")

@@ -1,0 +1,211 @@
+"""SQL ▶ DataFrame: every read the dashboard makes, one query per ``sql/<name>.sql`` file.
+
+Each function is named after its SQL file and the table it returns, takes a ``Store`` (anything
+with ``query(sql, params) -> DataFrame``) and run ids, and returns a pandas DataFrame with units in
+its column names (``*_ns``, ``*_us``, ``*_pct``, ``*_bytes``). Times "per iteration" divide by the
+run's ProfilerStep count; a run without iterations counts as one iteration spanning the trace.
+
+Sections: runs & iterations · kernels · timeline · launches · CPU cost · compare.
+Add new queries in the section they belong to (or a new section) with their own ``.sql`` file.
+"""
+from __future__ import annotations
+
+import difflib
+from functools import cache
+from pathlib import Path
+
+import pandas as pd
+
+from profiler.errors import StoreError, UnknownRunError
+
+SQL_DIR = Path(__file__).resolve().parent / "sql"
+TIMELINE_MAX_MARKS = 3000     # marks per panel the browser draws quickly
+TIMELINE_WIDTH_PX = 1200      # events shorter than window / width merge into one mark
+ALIGN_MAX_KERNELS = 4000      # longer sequences are cut before alignment (quadratic matcher)
+
+
+class QueryError(StoreError):
+    """A query asked for something the store cannot answer; the message says what and why."""
+
+
+@cache
+def sql_text(name: str) -> str:
+    """The text of ``sql/<name>.sql``."""
+    path = SQL_DIR / f"{name}.sql"
+    if not path.is_file():
+        raise QueryError(f"no query file {path.name} in {SQL_DIR}")
+    return path.read_text(encoding="utf-8")
+
+
+def _run(store, name: str, **params) -> pd.DataFrame:
+    return store.query(sql_text(name), params)
+
+
+def _ids(run_ids) -> list[str]:
+    return [str(r) for r in run_ids]
+
+
+# ── runs & iterations ────────────────────────────────────────────────────────────────────────
+
+def run_labels(store, run_ids) -> pd.DataFrame:
+    """run_id, label (variant/shape or file name + short id), name, source, gpu_name, cold."""
+    return _run(store, "run_labels", run_ids=_ids(run_ids))
+
+
+def run_iterations(store, run_ids) -> pd.DataFrame:
+    """run_id, iteration, name, start_ns, end_ns, dur_us (whole trace when none recorded)."""
+    return _run(store, "run_iterations", run_ids=_ids(run_ids))
+
+
+def iteration_bounds(store, run_ids, iteration: int) -> pd.DataFrame:
+    """Per run the chosen iteration (its last one when it has fewer): run_id, iteration,
+    start_ns, end_ns, dur_us. Runs missing from the store are left out."""
+    iters = run_iterations(store, run_ids)
+    if iters.empty:
+        return iters
+    last = iters.groupby("run_id")["iteration"].transform("max")
+    chosen = iters[iters["iteration"] == last.clip(upper=iteration)]
+    return chosen.reset_index(drop=True)
+
+
+# ── kernels ──────────────────────────────────────────────────────────────────────────────────
+
+def kernel_table(store, run_ids) -> pd.DataFrame:
+    """Kernels per run by name: calls_per_iter, calls, total_us, us_per_iter, mean_us,
+    gpu_time_share_pct, grid, block, registers_per_thread, shared_mem_bytes, est_occupancy_pct."""
+    return _run(store, "kernel_table", run_ids=_ids(run_ids))
+
+
+# ── timeline ─────────────────────────────────────────────────────────────────────────────────
+
+def timeline_marks(store, run_id: str, origin_ns: int, window_ns: tuple[int, int],
+                   width_px: int = TIMELINE_WIDTH_PX, max_depth: int = 6,
+                   max_marks: int = TIMELINE_MAX_MARKS) -> pd.DataFrame:
+    """The marks of one timeline panel: ``window_ns`` is (start, end) relative to ``origin_ns``.
+    Sub-pixel events are merged per lane in DuckDB; at most ``max_marks`` rows come back (the
+    longest); ``marks_before_cap`` says how many there were. Times in µs from ``origin_ns``."""
+    start, end = window_ns
+    if end <= start:
+        raise QueryError(f"time window {start}..{end} ns is empty: its end must follow its start")
+    bucket_ns = max(1, (end - start) // max(1, width_px))
+    return _run(store, "timeline_marks", run_id=run_id, origin_ns=origin_ns,
+                t0_ns=origin_ns + start, t1_ns=origin_ns + end, bucket_ns=bucket_ns,
+                max_depth=max_depth, max_marks=max_marks)
+
+
+# ── launches ─────────────────────────────────────────────────────────────────────────────────
+
+def launch_api_table(store, run_ids) -> pd.DataFrame:
+    """API calls per run by name: api_kind, category (launch/memcpy/memset/sync/other),
+    calls_per_iter, calls, cpu_us_per_iter, mean_us, kernels_launched, memops_launched."""
+    return _run(store, "launch_api_table", run_ids=_ids(run_ids))
+
+
+def launch_targets_table(store, run_ids) -> pd.DataFrame:
+    """What each API launched: run_id, api, api_kind, target_kind, target_name,
+    launches_per_iter, launches, mean_target_us."""
+    return _run(store, "launch_targets_table", run_ids=_ids(run_ids))
+
+
+def launch_latency_histogram(store, run_ids) -> pd.DataFrame:
+    """API start → kernel start: run_id, api, bin_start_us, bin_end_us, launches."""
+    return _run(store, "launch_latency_histogram", run_ids=_ids(run_ids))
+
+
+def launch_latency_stats(store, run_ids) -> pd.DataFrame:
+    """API start → kernel start: run_id, api, launches, p50_us, p90_us, p99_us, max_us."""
+    return _run(store, "launch_latency_stats", run_ids=_ids(run_ids))
+
+
+# ── CPU cost ─────────────────────────────────────────────────────────────────────────────────
+
+def iteration_cpu_gpu(store, run_ids) -> pd.DataFrame:
+    """Per run and iteration: wall_us, cpu_op_self_us, launch_api_us, gpu_kernel_us,
+    gpu_memop_us."""
+    return _run(store, "iteration_cpu_gpu", run_ids=_ids(run_ids))
+
+
+def op_self_time(store, run_ids, limit: int = 15) -> pd.DataFrame:
+    """The ``limit`` heaviest CPU ops per run: op, calls_per_iter, self_us_per_iter,
+    total_us_per_iter, self_share_pct."""
+    return _run(store, "op_self_time", run_ids=_ids(run_ids), limit=int(limit))
+
+
+def cudnn_op_time(store, run_ids) -> pd.DataFrame:
+    """Per run and iteration: cudnn_calls, cudnn_cpu_us (outermost cuDNN ops),
+    cudnn_kernel_us (kernels they launched)."""
+    return _run(store, "cudnn_op_time", run_ids=_ids(run_ids))
+
+
+def run_cpu_summary(store, run_ids) -> pd.DataFrame:
+    """One row per run: label, cold, iterations, mean per-iteration cpu_op_self_us,
+    launch_api_us and gpu_kernel_us, first_iter_cpu_us vs later_iter_cpu_us, and cpu_gpu_ratio
+    (launch API time over kernel time: above 1 the GPU waits for the CPU)."""
+    per_iter = iteration_cpu_gpu(store, run_ids)
+    labels = run_labels(store, run_ids)[["run_id", "label", "cold"]]
+    if per_iter.empty:
+        return labels.iloc[0:0]
+    grouped = per_iter.sort_values("iteration").groupby("run_id")
+    summary = grouped[["cpu_op_self_us", "launch_api_us", "gpu_kernel_us"]].mean()
+    summary["iterations"] = grouped.size()
+    summary["first_iter_cpu_us"] = grouped["cpu_op_self_us"].first()
+    summary["later_iter_cpu_us"] = grouped["cpu_op_self_us"].apply(lambda s: s.iloc[1:].mean())
+    kernel_us = summary["gpu_kernel_us"].where(summary["gpu_kernel_us"] > 0)
+    summary["cpu_gpu_ratio"] = summary["launch_api_us"] / kernel_us
+    return labels.merge(summary.reset_index(), on="run_id")
+
+
+# ── compare ──────────────────────────────────────────────────────────────────────────────────
+
+def kernel_sequence(store, run_id: str, iteration: int) -> pd.DataFrame:
+    """Kernels and copies of one iteration in start order: seq, kind, name, stream, start_us
+    (from the iteration start), dur_us, launch_api."""
+    bounds = iteration_bounds(store, [run_id], iteration)
+    if bounds.empty:
+        raise UnknownRunError(f"run {run_id} is not in the store (deleted, or a mistyped link?)")
+    row = bounds.iloc[0]
+    return _run(store, "kernel_sequence", run_id=run_id, start_ns=int(row.start_ns),
+                end_ns=int(row.end_ns))
+
+
+def kernel_delta(store, run_a: str, run_b: str) -> pd.DataFrame:
+    """Per kernel name, per iteration: calls_a, calls_b, calls_delta, us_a, us_b, us_delta,
+    presence ('both' | 'only in a' | 'only in b')."""
+    _check_pair(run_a, run_b)
+    return _run(store, "kernel_delta", run_a=run_a, run_b=run_b)
+
+
+def launch_api_delta(store, run_a: str, run_b: str) -> pd.DataFrame:
+    """Per API name, per iteration: api_kind, calls_a/b/delta, cpu_us_a/b/delta, presence."""
+    _check_pair(run_a, run_b)
+    return _run(store, "launch_api_delta", run_a=run_a, run_b=run_b)
+
+
+def _check_pair(run_a: str, run_b: str) -> None:
+    if run_a == run_b:
+        raise QueryError(f"compare needs two different runs; both sides are {run_a}")
+
+
+def align_sequences(seq_a: pd.DataFrame, seq_b: pd.DataFrame) -> pd.DataFrame:
+    """Align two kernel sequences by name (longest matching blocks): one row per aligned slot
+    with seq_a, name_a, dur_us_a, seq_b, name_b, dur_us_b and status ('same' | 'only in a' |
+    'only in b'); a replaced stretch becomes 'only in a' rows followed by 'only in b' rows."""
+    a = seq_a.head(ALIGN_MAX_KERNELS).reset_index(drop=True)
+    b = seq_b.head(ALIGN_MAX_KERNELS).reset_index(drop=True)
+    matcher = difflib.SequenceMatcher(None, list(a["name"]), list(b["name"]), autojunk=False)
+    rows: list[tuple] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            rows += [(i, j, "same") for i, j in zip(range(i1, i2), range(j1, j2))]
+            continue
+        rows += [(i, None, "only in a") for i in range(i1, i2)]
+        rows += [(None, j, "only in b") for j in range(j1, j2)]
+    return pd.DataFrame([_aligned_row(a, b, k, *row) for k, row in enumerate(rows)],
+                        columns=["slot", "seq_a", "name_a", "dur_us_a", "seq_b", "name_b",
+                                 "dur_us_b", "status"])
+
+
+def _aligned_row(a: pd.DataFrame, b: pd.DataFrame, slot: int, i, j, status: str) -> tuple:
+    left = (a.at[i, "seq"], a.at[i, "name"], a.at[i, "dur_us"]) if i is not None else (None,) * 3
+    right = (b.at[j, "seq"], b.at[j, "name"], b.at[j, "dur_us"]) if j is not None else (None,) * 3
+    return (slot, *left, *right, status)

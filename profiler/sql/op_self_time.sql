@@ -1,0 +1,24 @@
+-- CPU ops of each selected run by self time (time not spent in child ops), per iteration;
+-- the $limit heaviest per run. ProfilerStep#N annotations are left out.
+-- params: $run_ids VARCHAR[], $limit INTEGER
+WITH n AS (
+    SELECT t.trace_id, count(i.iteration) AS n_iter
+    FROM traces t LEFT JOIN iterations i ON i.trace_id = t.trace_id
+    WHERE t.trace_id IN (SELECT unnest($run_ids))
+    GROUP BY t.trace_id
+), o AS (
+    SELECT o.trace_id, o.name, o.self_ns, o.dur_ns, greatest(n.n_iter, 1) AS n_iter
+    FROM ops o JOIN n ON n.trace_id = o.trace_id
+    WHERE (n.n_iter = 0 OR o.iteration IS NOT NULL) AND o.cat IN ('cpu_op', 'user_annotation')
+      AND o.name NOT LIKE 'ProfilerStep#%'
+), g AS (
+    SELECT trace_id AS run_id, name AS op,
+           count(*) / any_value(n_iter) AS calls_per_iter,
+           sum(self_ns) / 1e3 / any_value(n_iter) AS self_us_per_iter,
+           sum(dur_ns) / 1e3 / any_value(n_iter) AS total_us_per_iter,
+           100.0 * sum(self_ns) / sum(sum(self_ns)) OVER (PARTITION BY trace_id) AS self_share_pct
+    FROM o GROUP BY trace_id, name
+)
+SELECT * FROM g
+QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY self_us_per_iter DESC, op) <= $limit
+ORDER BY run_id, self_us_per_iter DESC, op;
