@@ -1,0 +1,223 @@
+"""queries.py on a hand-written store whose every number can be checked by hand.
+
+Run ``runa`` (captured, cold, cuDNN): two iterations of 100 µs; each launches one ``cudnn_fwd``
+kernel with ``cuLaunchKernel`` and one DtoD memcpy; iteration 1 ends with a 40 µs
+``cudaDeviceSynchronize``. Run ``runb`` (uploaded, flash): no iterations, two ``flash_fwd``
+kernels launched with ``cudaLaunchKernel``. Times below are nanoseconds.
+"""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from profiler import queries as q
+from profiler.errors import UnknownRunError
+from profiler.store import Store
+
+TRACES = [
+    # trace_id, name, source, variant, seq_len, dtype, cold, start_ns, end_ns
+    ("runa", "cudnn.json", "captured", "cudnn", 1024, "bf16", True, 0, 200_000),
+    ("runb", "flash.json", "uploaded", None, None, None, None, 0, 50_000),
+]
+ITERATIONS = [("runa", 0, "ProfilerStep#1", 0, 100_000), ("runa", 1, "ProfilerStep#2", 100_000, 200_000)]
+# trace_id, op_id, parent_id, depth, cat, name, tid, ts_ns, dur_ns, self_ns, external_id, iteration
+OPS = [
+    ("runa", 1, None, 0, "user_annotation", "ProfilerStep#1", "7", 0, 100_000, 70_000, 1, 0),
+    ("runa", 2, 1, 1, "cpu_op", "aten::scaled_dot_product_attention", "7", 10_000, 30_000, 20_000, 2, 0),
+    ("runa", 3, 2, 2, "cpu_op", "aten::_cudnn_attention_forward", "7", 15_000, 10_000, 10_000, 3, 0),
+    ("runa", 4, None, 0, "user_annotation", "ProfilerStep#2", "7", 100_000, 100_000, 80_000, 4, 1),
+    ("runa", 5, 4, 1, "cpu_op", "aten::scaled_dot_product_attention", "7", 110_000, 20_000, 15_000, 5, 1),
+    ("runa", 6, 5, 2, "cpu_op", "aten::_cudnn_attention_forward", "7", 112_000, 5_000, 5_000, 6, 1),
+    ("runb", 1, None, 0, "cpu_op", "aten::_flash_attention_forward", "9", 1_000, 8_000, 8_000, 11, None),
+]
+# trace_id, name, api_kind, tid, ts_ns, dur_ns, correlation, external_id, iteration
+LAUNCHES = [
+    ("runa", "cuLaunchKernel", "driver", "7", 16_000, 2_000, 1, 3, 0),
+    ("runa", "cudaMemcpyAsync", "runtime", "7", 20_000, 1_000, 2, 3, 0),
+    ("runa", "cuLaunchKernel", "driver", "7", 113_000, 1_000, 3, 6, 1),
+    ("runa", "cudaMemcpyAsync", "runtime", "7", 115_000, 1_000, 4, 6, 1),
+    ("runa", "cudaDeviceSynchronize", "runtime", "7", 150_000, 40_000, 5, None, 1),
+    ("runb", "cudaLaunchKernel", "runtime", "9", 2_000, 3_000, 21, 11, None),
+    ("runb", "cudaLaunchKernel", "runtime", "9", 6_000, 1_000, 22, 11, None),
+]
+# trace_id, name, stream, ts_ns, dur_ns, grid, block, regs, smem, occ, correlation, external_id, iteration
+KERNELS = [
+    ("runa", "cudnn_fwd", 7, 30_000, 20_000, (8, 1, 1), (128, 1, 1), 168, 100_000, 0.0, 1, 3, 0),
+    ("runa", "cudnn_fwd", 7, 120_000, 10_000, (8, 1, 1), (128, 1, 1), 168, 100_000, 0.0, 3, 6, 1),
+    ("runb", "flash_fwd", 7, 10_000, 4_000, (4, 2, 1), (64, 1, 1), 96, 20_000, 25.0, 21, 11, None),
+    ("runb", "flash_fwd", 7, 20_000, 6_000, (4, 2, 1), (64, 1, 1), 96, 20_000, 25.0, 22, 11, None),
+]
+# trace_id, kind, name, stream, ts_ns, dur_ns, bytes, correlation, iteration
+MEMOPS = [
+    ("runa", "memcpy", "Memcpy DtoD (Device -> Device)", 7, 50_000, 5_000, 4096, 2, 0),
+    ("runa", "memcpy", "Memcpy DtoD (Device -> Device)", 7, 135_000, 5_000, 4096, 4, 1),
+]
+
+
+def insert_tiny(con) -> None:
+    for t in TRACES:
+        con.execute("INSERT INTO traces (trace_id, name, source, added_at, size_bytes, events, kernels,"
+                    " skipped_events, variant, seq_len, dtype, cold, start_ns, end_ns)"
+                    " VALUES (?, ?, ?, now(), 1, 1, 1, 0, ?, ?, ?, ?, ?, ?)", list(t))
+    con.executemany("INSERT INTO iterations VALUES (?, ?, ?, ?, ?)", ITERATIONS)
+    con.executemany("INSERT INTO ops (trace_id, op_id, parent_id, depth, cat, name, tid, ts_ns, dur_ns,"
+                    " self_ns, external_id, iteration) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", OPS)
+    con.executemany("INSERT INTO launches (trace_id, name, api_kind, tid, ts_ns, dur_ns, correlation,"
+                    " external_id, iteration) VALUES (?,?,?,?,?,?,?,?,?)", LAUNCHES)
+    con.executemany("INSERT INTO kernels (trace_id, name, device, stream, ts_ns, dur_ns, grid_x, grid_y,"
+                    " grid_z, block_x, block_y, block_z, registers_per_thread, shared_mem_bytes,"
+                    " est_occupancy_pct, correlation, external_id, iteration)"
+                    " VALUES (?,?,0,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    [(k[0], k[1], k[2], k[3], k[4], *k[5], *k[6], *k[7:]) for k in KERNELS])
+    con.executemany("INSERT INTO memops (trace_id, kind, name, device, stream, ts_ns, dur_ns, bytes,"
+                    " correlation, iteration) VALUES (?,?,?,0,?,?,?,?,?,?)", MEMOPS)
+
+
+@pytest.fixture
+def tiny(db_path) -> Store:
+    store = Store(db_path)
+    with store.connect() as con:
+        insert_tiny(con)
+    return store
+
+
+RUNS = ["runa", "runb"]
+
+
+def test_run_iterations_gives_whole_trace_to_runs_without_steps(tiny):
+    it = q.run_iterations(tiny, RUNS)
+    assert it[["run_id", "iteration", "dur_us"]].values.tolist() == [
+        ["runa", 0, 100.0], ["runa", 1, 100.0], ["runb", 0, 50.0]]
+    assert it.loc[2, "name"] == "whole trace"
+
+
+def test_iteration_bounds_clips_to_last_iteration(tiny):
+    b = q.iteration_bounds(tiny, RUNS, 5)
+    assert b[["run_id", "iteration", "start_ns"]].values.tolist() == [["runa", 1, 100_000],
+                                                                     ["runb", 0, 0]]
+
+
+def test_run_labels_in_requested_order(tiny):
+    labels = q.run_labels(tiny, ["runb", "runa"])
+    assert labels["run_id"].tolist() == ["runb", "runa"]
+    assert labels.loc[1, "label"].startswith("cudnn bf16 L=1024 (cold)")
+
+
+def test_kernel_table_per_iteration(tiny):
+    k = q.kernel_table(tiny, RUNS).set_index("run_id")
+    assert k.loc["runa", ["calls", "calls_per_iter", "us_per_iter", "mean_us"]].tolist() == [
+        2, 1.0, 15.0, 15.0]
+    assert k.loc["runb", ["calls", "calls_per_iter", "us_per_iter", "mean_us"]].tolist() == [
+        2, 2.0, 10.0, 5.0]
+    assert k.loc["runa", "grid"] == "8×1×1" and k.loc["runb", "block"] == "64×1×1"
+    assert k["gpu_time_share_pct"].tolist() == [100.0, 100.0]
+
+
+def test_timeline_marks_are_relative_to_the_origin(tiny):
+    m = q.timeline_marks(tiny, "runa", 100_000, (0, 100_000))
+    kernel = m[m["kind"] == "kernel"].iloc[0]
+    assert (kernel["start_us"], kernel["end_us"], kernel["launch_api"]) == (20.0, 30.0, "cuLaunchKernel")
+    assert kernel["registers_per_thread"] == 168 and kernel["shared_mem_bytes"] == 100_000
+    assert set(m["lane"]) == {"CPU 7 · depth 0", "CPU 7 · depth 1", "CPU 7 · depth 2", "API 7",
+                              "GPU 0 stream 7"}
+    assert len(m) == 8 and (m["events"] == 1).all()
+
+
+def test_timeline_marks_share_correlation_between_launch_and_kernel(tiny):
+    m = q.timeline_marks(tiny, "runa", 0, (0, 100_000))
+    pair = m[m["correlation"] == 1]
+    assert sorted(pair["kind"]) == ["driver", "kernel"]
+
+
+def test_timeline_merges_sub_pixel_events(tiny):
+    m = q.timeline_marks(tiny, "runa", 0, (0, 100_000), width_px=4)   # 25 µs buckets
+    merged = m[m["kind"] == "merged"]
+    assert merged[["lane", "events", "start_us"]].values.tolist() == [["API 7", 2, 16.0]]
+
+
+def test_timeline_caps_marks_longest_first(tiny):
+    m = q.timeline_marks(tiny, "runa", 0, (0, 200_000), max_marks=3)
+    assert len(m) == 3 and m["marks_before_cap"].iloc[0] == 6 + 5 + 2 + 2   # ops, APIs, kernels, copies
+    assert m["dur_us"].tolist() == sorted(m["dur_us"], reverse=True)
+
+
+def test_timeline_rejects_an_empty_window(tiny):
+    with pytest.raises(q.QueryError, match="empty"):
+        q.timeline_marks(tiny, "runa", 0, (500, 500))
+
+
+def test_launch_api_table(tiny):
+    a = q.launch_api_table(tiny, RUNS).set_index(["run_id", "api"])
+    assert a.loc[("runa", "cuLaunchKernel"), ["category", "api_kind", "kernels_launched"]].tolist() == [
+        "launch", "driver", 2]
+    assert a.loc[("runa", "cudaMemcpyAsync"), ["category", "memops_launched"]].tolist() == ["memcpy", 2]
+    sync = a.loc[("runa", "cudaDeviceSynchronize")]
+    assert (sync["category"], sync["calls_per_iter"], sync["cpu_us_per_iter"]) == ("sync", 0.5, 20.0)
+
+
+def test_launch_targets_and_latency(tiny):
+    t = q.launch_targets_table(tiny, RUNS)
+    assert t[["run_id", "api", "target_name", "launches"]].values.tolist()[0] == [
+        "runa", "cuLaunchKernel", "cudnn_fwd", 2]
+    s = q.launch_latency_stats(tiny, RUNS).set_index("run_id")
+    assert s.loc["runa", "p50_us"] == pytest.approx(10.5)    # latencies 14 and 7 µs
+    assert s.loc["runb", "max_us"] == pytest.approx(14.0)    # 10-2 = 8 and 20-6 = 14 µs
+    h = q.launch_latency_histogram(tiny, RUNS)
+    assert h.groupby("run_id")["launches"].sum().tolist() == [2, 2]
+    assert ((h["bin_start_us"] <= 14.0) & (h["bin_end_us"] > 7.0)).all()
+
+
+def test_iteration_cpu_gpu(tiny):
+    it = q.iteration_cpu_gpu(tiny, RUNS)
+    cols = ["cpu_op_self_us", "launch_api_us", "gpu_kernel_us", "gpu_memop_us"]
+    assert it[cols].values.tolist() == [[30.0, 3.0, 20.0, 5.0], [20.0, 42.0, 10.0, 5.0],
+                                        [8.0, 4.0, 10.0, 0.0]]
+
+
+def test_op_self_time_limit_and_shares(tiny):
+    ops = q.op_self_time(tiny, RUNS, limit=1)
+    assert ops[["run_id", "op", "self_us_per_iter"]].values.tolist() == [
+        ["runa", "aten::scaled_dot_product_attention", 17.5],
+        ["runb", "aten::_flash_attention_forward", 8.0]]
+    assert ops["self_share_pct"].tolist() == [70.0, 100.0]
+
+
+def test_run_cpu_summary_first_vs_later(tiny):
+    s = q.run_cpu_summary(tiny, RUNS).set_index("run_id")
+    assert s.loc["runa", ["first_iter_cpu_us", "later_iter_cpu_us", "iterations"]].tolist() == [
+        30.0, 20.0, 2]
+    assert s.loc["runa", "cpu_gpu_ratio"] == pytest.approx(22.5 / 15.0)
+    assert pd.isna(s.loc["runb", "later_iter_cpu_us"])
+
+
+def test_cudnn_op_time_counts_outermost_ops_and_their_kernels(tiny):
+    c = q.cudnn_op_time(tiny, RUNS)
+    assert c[["run_id", "iteration", "cudnn_calls", "cudnn_cpu_us", "cudnn_kernel_us"]].values.tolist() == [
+        ["runa", 0, 1, 10.0, 20.0], ["runa", 1, 1, 5.0, 10.0]]
+
+
+def test_kernel_sequence_and_alignment(tiny):
+    a = q.kernel_sequence(tiny, "runa", 1)
+    assert a[["seq", "name", "start_us", "launch_api"]].values.tolist() == [
+        [0, "cudnn_fwd", 20.0, "cuLaunchKernel"],
+        [1, "Memcpy DtoD (Device -> Device)", 35.0, "cudaMemcpyAsync"]]
+    b = a[a["kind"] == "kernel"]
+    aligned = q.align_sequences(a, b)
+    assert aligned["status"].tolist() == ["same", "only in a"]
+    assert aligned.loc[1, "name_a"].startswith("Memcpy") and pd.isna(aligned.loc[1, "name_b"])
+
+
+def test_kernel_sequence_of_an_unknown_run(tiny):
+    with pytest.raises(UnknownRunError, match="nope"):
+        q.kernel_sequence(tiny, "nope", 0)
+
+
+def test_kernel_and_api_deltas(tiny):
+    k = q.kernel_delta(tiny, "runa", "runb").set_index("kernel")
+    assert k.loc["flash_fwd", ["calls_b", "us_b", "presence"]].tolist() == [2.0, 10.0, "only in b"]
+    assert k.loc["cudnn_fwd", ["calls_a", "us_delta", "presence"]].tolist() == [1.0, -15.0, "only in a"]
+    api = q.launch_api_delta(tiny, "runa", "runb").set_index("api")
+    assert api.loc["cudaLaunchKernel", "calls_delta"] == 2.0
+    assert api.loc["cuLaunchKernel", "presence"] == "only in a"
+    with pytest.raises(q.QueryError, match="two different runs"):
+        q.kernel_delta(tiny, "runa", "runa")
