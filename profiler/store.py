@@ -1,0 +1,177 @@
+"""The DuckDB store: one file, opened briefly per call, written one whole trace per transaction.
+
+Ingest streams a trace into a private staging database (a temporary file, so a multi-GB trace never
+has to fit in memory), works out nesting and iterations there, and only then opens the store to
+copy everything in one transaction. The store file is therefore held for seconds at most, and other
+processes (the dashboard, the command line) get their turn; a locked file is retried briefly.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+from profiler import errors, metadata, trace
+from profiler.staging import Staging
+
+SCHEMA_VERSION = 1
+SCHEMA_SQL = Path(__file__).with_name("schema.sql")
+INGEST_SQL = Path(__file__).with_name("sql") / "ingest"
+LOCK_TIMEOUT_S = 15.0
+DEFAULT_DB = Path("data") / "traces.duckdb"
+
+_init_lock = threading.Lock()
+
+
+def default_db_path() -> Path:
+    """PROFILER_DB if set, else data/traces.duckdb."""
+    return Path(os.environ.get("PROFILER_DB") or DEFAULT_DB)
+
+
+def ingest_sql(name: str) -> str:
+    return (INGEST_SQL / f"{name}.sql").read_text()
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    trace_id: str
+    name: str
+    events: int
+    kernels: int
+    seconds: float
+    duplicate: bool  # the same bytes were already in the store: nothing was written
+
+
+class Store:
+    """A store file. Cheap to construct; every call opens and closes its own connection."""
+
+    def __init__(self, path: str | os.PathLike | None = None, *, lock_timeout_s: float = LOCK_TIMEOUT_S):
+        self.path = Path(path) if path is not None else default_db_path()
+        self.lock_timeout_s = lock_timeout_s
+        self._ready = False
+
+    # --- connections ------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A short-lived connection to the store (schema created or migrated on first use)."""
+        con = self._open()
+        try:
+            if not self._ready:
+                self._ensure_schema(con)
+            yield con
+        except duckdb.Error as e:
+            raise errors.StoreError(f"store {self.path}: {e}") from e
+        finally:
+            con.close()
+
+    def _open(self) -> duckdb.DuckDBPyConnection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        deadline = time.monotonic() + self.lock_timeout_s
+        delay = 0.02
+        while True:
+            try:
+                return duckdb.connect(str(self.path))
+            except duckdb.IOException as e:
+                if "lock" not in str(e).lower():
+                    raise errors.StoreError(f"store {self.path} cannot be opened: {e}") from e
+                if time.monotonic() >= deadline:
+                    raise errors.StoreLockedError(
+                        f"store {self.path} is locked by another process (waited "
+                        f"{self.lock_timeout_s:.0f} s); try again when it has finished") from e
+            except duckdb.Error as e:
+                raise errors.StoreError(f"store {self.path} cannot be opened: {e}") from e
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+    def _ensure_schema(self, con: duckdb.DuckDBPyConnection) -> None:
+        with _init_lock:
+            if self._ready:
+                return
+            con.execute(SCHEMA_SQL.read_text())
+            row = con.execute("SELECT value FROM store_meta WHERE key = 'schema_version'").fetchone()
+            version = int(row[0]) if row else None
+            if version is None:
+                con.execute("INSERT INTO store_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+            elif version > SCHEMA_VERSION:
+                raise errors.StoreError(
+                    f"store {self.path} has schema version {version}, newer than this program "
+                    f"understands ({SCHEMA_VERSION}); upgrade the dashboard")
+            self._ready = True
+
+    def query(self, sql: str, params: Any = None) -> pd.DataFrame:
+        """Run one read query and return its rows as a DataFrame."""
+        with self.connect() as con:
+            return con.execute(sql, params).df()
+
+    def schema_version(self) -> int:
+        with self.connect() as con:
+            return int(con.execute("SELECT value FROM store_meta WHERE key = 'schema_version'").fetchone()[0])
+
+    def has_trace(self, trace_id: str) -> bool:
+        with self.connect() as con:
+            return con.execute("SELECT 1 FROM traces WHERE trace_id = ?", [trace_id]).fetchone() is not None
+
+    # --- ingest -----------------------------------------------------------------------------
+
+    def ingest(self, src: trace.Source, name: str | None = None, *, source: str = "uploaded",
+               progress: trace.Progress | None = None, keep_python: bool = False,
+               max_bytes: int = trace.DEFAULT_MAX_BYTES) -> IngestResult:
+        """Ingest one trace (path, bytes or binary file-like; gzip or plain JSON).
+
+        Raises a `TraceError` subclass naming the file and the problem; the store is then exactly
+        as before. The same bytes ingested twice give the same id, and the second time is a no-op.
+        """
+        started = time.perf_counter()
+        reader = trace.TraceReader(src, name, max_bytes=max_bytes, keep_python=keep_python, progress=progress)
+        with tempfile.TemporaryDirectory(prefix="profiler-ingest-") as tmp:
+            staging = Staging(Path(tmp) / "stage.duckdb")
+            try:
+                for batch in reader.batches():
+                    staging.add(batch)
+                summary = reader.summary
+                assert summary is not None
+                if summary.events - summary.skipped == 0:
+                    raise errors.NotATraceError(reader.name, "has no trace events")
+                span = staging.finish(ingest_sql)
+            finally:
+                staging.close()
+            row = metadata.trace_row(summary, source, span, dt.datetime.now(dt.UTC).replace(tzinfo=None))
+            duplicate = self._commit(row, staging.path)
+        return IngestResult(summary.trace_id, summary.name, summary.events, span.kernels,
+                            time.perf_counter() - started, duplicate)
+
+    def _commit(self, row: dict, stage_path: Path) -> bool:
+        """Copy the staged trace into the store in one transaction; False if it was already there."""
+        with self.connect() as con:
+            if con.execute("SELECT 1 FROM traces WHERE trace_id = ?", [row["trace_id"]]).fetchone():
+                return True
+            con.execute(f"ATTACH '{stage_path}' AS stage (READ_ONLY)")
+            try:
+                con.execute("BEGIN TRANSACTION")
+                try:
+                    columns = ", ".join(row)
+                    marks = ", ".join("?" for _ in row)
+                    con.execute(f"INSERT INTO traces ({columns}) VALUES ({marks})", list(row.values()))
+                    for table in ("iterations", "ops", "launches", "kernels", "memops"):
+                        con.execute(ingest_sql(f"insert_{table}"), {"trace_id": row["trace_id"]})
+                    con.execute("COMMIT")
+                except duckdb.ConstraintException:
+                    con.execute("ROLLBACK")
+                    return True  # another thread committed the same trace first
+                except BaseException:
+                    con.execute("ROLLBACK")
+                    raise
+            finally:
+                con.execute("DETACH stage")
+        return False
