@@ -11,11 +11,13 @@ Add new queries in the section they belong to (or a new section) with their own 
 from __future__ import annotations
 
 import difflib
+import json
 from functools import cache
 from pathlib import Path
 
 import pandas as pd
 
+from profiler import gpus, occupancy, tensor_cores
 from profiler.errors import StoreError, UnknownRunError
 
 SQL_DIR = Path(__file__).resolve().parent / "sql"
@@ -74,6 +76,41 @@ def kernel_table(store, run_ids) -> pd.DataFrame:
     """Kernels per run by name: calls_per_iter, calls, total_us, us_per_iter, mean_us,
     gpu_time_share_pct, grid, block, registers_per_thread, shared_mem_bytes, est_occupancy_pct."""
     return _run(store, "kernel_table", run_ids=_ids(run_ids))
+
+
+def kernel_details(store, run_ids) -> pd.DataFrame:
+    """``kernel_table`` plus theoretical occupancy letting kernels opt into large shared memory
+    (theory_occupancy_pct, occupancy_limiter: what Kineto's 0 % really means) and the math
+    engine read from the name (tc_engine, tc_precision, tc_op, tc_rule)."""
+    table = tensor_cores.classify_frame(kernel_table(store, run_ids), "kernel")
+    devices = run_devices(store, run_ids)
+    theory = [_theory(row, devices.get(row.run_id)) for row in table.itertuples()]
+    table["theory_occupancy_pct"] = [t.occupancy_pct for t in theory]
+    table["occupancy_limiter"] = [t.limiter for t in theory]
+    return table
+
+
+def run_devices(store, run_ids) -> dict[str, tuple[list | None, str | None]]:
+    """{run_id: (deviceProperties list or None, gpu_name)}."""
+    rows = _run(store, "run_devices", run_ids=_ids(run_ids)).itertuples()
+    return {r.run_id: (json.loads(r.device_properties) if isinstance(r.device_properties, str)
+                       else None, None if pd.isna(r.gpu_name) else r.gpu_name) for r in rows}
+
+
+def _theory(row, device_info) -> occupancy.Occupancy:
+    props, gpu = device_info or (None, None)
+    device_index = None if pd.isna(row.device) else int(row.device)
+    try:
+        device = gpus.resolve_device(props, device_index, gpu)
+    except ValueError:
+        device = None
+    launch = occupancy.Launch(_opt(row.threads_per_block) or 0, _opt(row.registers_per_thread),
+                              _opt(row.shared_mem_bytes), _opt(row.grid_blocks))
+    return occupancy.occupancy(launch, device)
+
+
+def _opt(value) -> int | None:
+    return None if pd.isna(value) else int(value)
 
 
 # ── timeline ─────────────────────────────────────────────────────────────────────────────────

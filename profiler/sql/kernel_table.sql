@@ -23,7 +23,10 @@ SELECT trace_id AS run_id, name AS kernel,
        mode(block_x || '×' || block_y || '×' || block_z) AS block,
        mode(registers_per_thread) AS registers_per_thread,
        mode(shared_mem_bytes) AS shared_mem_bytes,
-       avg(est_occupancy_pct) AS est_occupancy_pct
+       avg(est_occupancy_pct) AS est_occupancy_pct,
+       mode(device) AS device,
+       mode(block_x * block_y * block_z) AS threads_per_block,
+       mode(grid_x * grid_y * grid_z) AS grid_blocks
 FROM k
 GROUP BY trace_id, name
 ORDER BY run_id, total_us DESC, kernel;
