@@ -1,0 +1,81 @@
+"""Time a whole capture end to end in one process (profiler started once).
+
+    python bench/capture.py [--seq 1024] [--no-cold] [--out-dir DIR] [--json-out FILE]
+
+Prints (and optionally writes) a JSON object: the machine, the versions, seconds spent importing
+torch, seconds in `capture()`, the whole process time, and for each variant the seconds from its
+first progress report to its last. Trace files are written only, never ingested.
+"""
+from __future__ import annotations
+
+import time
+
+PROCESS_START = time.perf_counter()
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+from profiler.capture import CaptureConfig, capture  # noqa: E402
+
+IMPORTED = time.perf_counter()
+
+
+class Clock:
+    """A progress callback that notes when each variant was first and last heard from."""
+
+    def __init__(self) -> None:
+        self.spans: dict[str, list[float]] = {}
+
+    def __call__(self, variant: str, fraction: float, message: str) -> None:
+        now = time.perf_counter()
+        if variant:
+            self.spans.setdefault(variant, [now, now])[1] = now
+        print(f"{now - PROCESS_START:7.2f} s  {fraction * 100:5.1f}%  {variant} {message}", file=sys.stderr)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seq", default="1024")
+    parser.add_argument("--cold", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--out-dir", type=Path, default=Path("bench/out/capture"))
+    parser.add_argument("--json-out", type=Path, default=None)
+    args = parser.parse_args()
+    config = CaptureConfig(seq_lens=tuple(int(s) for s in args.seq.split(",")), cold=args.cold,
+                           out_dir=args.out_dir)
+    clock = Clock()
+    started = time.perf_counter()
+    outcomes = capture(config, progress=clock)
+    finished = time.perf_counter()
+    cuda = torch.cuda.is_available()
+    result = {
+        "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": f"{platform.node()} {platform.machine()}, {torch.get_num_threads()} torch threads",
+        "device_name": torch.cuda.get_device_name() if cuda else "cpu",
+        "torch": torch.__version__, "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version() if cuda else None,
+        "config": {"seq_lens": list(config.seq_lens), "cold": config.cold, "batch": config.batch,
+                   "heads": config.heads, "head_dim": config.head_dim, "dtype": config.dtype},
+        "import_s": round(IMPORTED - PROCESS_START, 2),
+        "capture_s": round(finished - started, 2),
+        "process_s": round(finished - PROCESS_START, 2),
+        "variant_s": {v: round(b - a, 2) for v, (a, b) in clock.spans.items()},
+        "profiled": [o.name for o in outcomes if o.path is not None],
+        "skipped": {o.name: o.skipped for o in outcomes if o.skipped},
+        "trace_bytes": sum(o.path.stat().st_size for o in outcomes if o.path is not None),
+    }
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.json_out:
+        args.json_out.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,272 @@
+"""The attention variants a capture can profile, and whether each can run here.
+
+Each variant is a name (the public vocabulary: CLI, URLs, UI), a sentence, a list of checks that
+say why it cannot run in a given setting, and a ``build`` that turns a setting into an attention
+function ``fn(q, k, v) -> out`` over tensors shaped (batch, heads, seq_len, head_dim).
+``build`` runs once per shape, outside every timing and profile, so one-time setup (a block mask,
+a compiled wrapper, a kernel download) never lands inside a measured call.
+
+This module and ``profiler/capture.py`` are the only ones that import torch.
+"""
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+HUB_FLASH_REPO = "kernels-community/flash-attn"
+
+AttentionFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+class VariantError(Exception):
+    """A variant could not be prepared or run here; the message says why, in one sentence."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """Where and how a variant would run: enough to decide availability and to build it."""
+
+    device: str = "cuda"  # 'cuda' | 'cpu'
+    dtype: str = "bf16"  # a key of DTYPES
+    head_dim: int = 64
+    causal: bool = True
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return DTYPES[self.dtype]
+
+
+Check = Callable[[Setting], "str | None"]
+Builder = Callable[[Setting], AttentionFn]
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    description: str
+    checks: tuple[Check, ...]
+    build: Builder
+
+    def why_not(self, setting: Setting) -> str | None:
+        """None when the variant can run in ``setting``, else the first reason it cannot."""
+        for check in self.checks:
+            reason = check(setting)
+            if reason:
+                return reason
+        return None
+
+
+@dataclass(frozen=True)
+class Availability:
+    name: str
+    available: bool
+    reason: str  # '' when available
+
+
+# ---- checks -------------------------------------------------------------------------------
+
+def _cuda_present(s: Setting) -> str | None:
+    if s.device == "cuda" and not torch.cuda.is_available():
+        return "CUDA was asked for but torch sees no CUDA GPU"
+    return None
+
+
+def _needs_cuda(what: str) -> Check:
+    return lambda s: None if s.device == "cuda" else f"{what} needs CUDA"
+
+
+def _needs_half(what: str, cuda_only: bool = False) -> Check:
+    def check(s: Setting) -> str | None:
+        if s.dtype in ("bf16", "fp16") or (cuda_only and s.device != "cuda"):
+            return None
+        where = " on CUDA" if cuda_only else ""
+        return f"{what} needs bf16 or fp16{where}, not {s.dtype}"
+    return check
+
+
+def _needs_sm80(what: str) -> Check:
+    def check(s: Setting) -> str | None:
+        if s.device != "cuda" or not torch.cuda.is_available():
+            return None
+        major, minor = torch.cuda.get_device_capability()
+        return None if major >= 8 else f"{what} needs an sm80+ GPU, this one is sm{major}{minor}"
+    return check
+
+
+def _head_dim_at_most(limit: int, what: str) -> Check:
+    return lambda s: None if s.head_dim <= limit and s.head_dim % 8 == 0 else (
+        f"{what} needs a head dim that is a multiple of 8 and at most {limit}, not {s.head_dim}")
+
+
+def _compiler_present(s: Setting) -> str | None:
+    if s.device == "cuda":
+        return None if importlib.util.find_spec("triton") else "torch.compile on CUDA needs triton"
+    from torch._inductor import config
+
+    cxx = config.cpp.cxx[0] if isinstance(config.cpp.cxx, tuple) else config.cpp.cxx
+    return None if shutil.which(cxx or "g++") else f"torch.compile on CPU needs a C++ compiler ({cxx})"
+
+
+def _kernels_installed(s: Setting) -> str | None:
+    if importlib.util.find_spec("kernels") is None:
+        return "the `kernels` package is not installed (it fetches the kernel from the Hugging Face hub)"
+    return None
+
+
+# ---- attention functions ------------------------------------------------------------------
+
+def _scale(q: torch.Tensor) -> float:
+    return q.shape[-1] ** -0.5
+
+
+def _causal_mask(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    return torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).triu(1)
+
+
+def naive_attention(q, k, v, causal: bool = True, inplace: bool = False):
+    scores = torch.matmul(q, k.transpose(-2, -1)) * _scale(q)
+    if causal:
+        mask = _causal_mask(q, k)
+        scores = scores.masked_fill_(mask, float("-inf")) if inplace else scores.masked_fill(mask, float("-inf"))
+    return torch.matmul(torch.softmax(scores, dim=-1), v)
+
+
+def reference_attention(q, k, v, causal: bool = True) -> torch.Tensor:
+    """The fp32 reference every variant's output is checked against."""
+    return naive_attention(q.float(), k.float(), v.float(), causal=causal)
+
+
+def make_inputs(batch: int, heads: int, seq_len: int, head_dim: int, dtype: str, device: str,
+                seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """q, k, v shaped (batch, heads, seq_len, head_dim), standard normal, reproducible."""
+    gen = torch.Generator(device=device).manual_seed(seed)
+    shape = (batch, heads, seq_len, head_dim)
+    return tuple(torch.randn(shape, generator=gen, device=device, dtype=DTYPES[dtype]) for _ in range(3))
+
+
+def relative_error(out: torch.Tensor, reference: torch.Tensor) -> float | None:
+    """||out - ref|| / ||ref|| in fp32; None when the output is not finite or has the wrong shape."""
+    if out.shape != reference.shape:
+        return None
+    err = (torch.linalg.vector_norm(out.float() - reference) / torch.linalg.vector_norm(reference)).item()
+    return err if err == err and err != float("inf") else None
+
+
+def _build_naive(inplace: bool) -> Builder:
+    return lambda s: (lambda q, k, v: naive_attention(q, k, v, causal=s.causal, inplace=inplace))
+
+
+def _build_naive_compiled(s: Setting) -> AttentionFn:
+    def naive(q, k, v):
+        return naive_attention(q, k, v, causal=s.causal)
+    return torch.compile(naive)
+
+
+def _build_sdpa(backend: SDPBackend | None) -> Builder:
+    def build(s: Setting) -> AttentionFn:
+        def attend(q, k, v):
+            if backend is None:
+                return F.scaled_dot_product_attention(q, k, v, is_causal=s.causal)
+            with sdpa_kernel(backend):
+                return F.scaled_dot_product_attention(q, k, v, is_causal=s.causal)
+        return attend
+    return build
+
+
+def _build_flex(s: Setting) -> AttentionFn:
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+    compiled = torch.compile(flex_attention)
+    masks: dict[tuple[int, int], object] = {}
+
+    def causal(b, h, q_idx, kv_idx):
+        return q_idx >= kv_idx
+
+    def attend(q, k, v):
+        if not s.causal:
+            return compiled(q, k, v)
+        key = (q.shape[-2], k.shape[-2])
+        if key not in masks:  # built on the first (cold) call of a shape, like the compile itself
+            masks[key] = create_block_mask(causal, None, None, key[0], key[1], device=q.device.type)
+        return compiled(q, k, v, block_mask=masks[key])
+    return attend
+
+
+def _build_hub_flash(s: Setting) -> AttentionFn:
+    from kernels import get_kernel
+
+    try:
+        module = get_kernel(HUB_FLASH_REPO)
+    except Exception as exc:  # the hub raises many types: offline, DNS, HTTP, missing build
+        raise VariantError(f"the kernel hub is unreachable or has no build for this machine "
+                           f"({type(exc).__name__}: {str(exc).splitlines()[0][:120]})") from exc
+
+    def attend(q, k, v):  # the hub kernel takes (batch, seq, heads, dim)
+        out = module.flash_attn_func(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=s.causal)
+        out = out[0] if isinstance(out, tuple) else out
+        return out.transpose(1, 2)
+    return attend
+
+
+# ---- the registry -------------------------------------------------------------------------
+
+def _registry() -> dict[str, Variant]:
+    flash, eff, cudnn = "FlashAttention (sdpa_flash)", "memory-efficient attention", "cuDNN attention"
+    items = [
+        Variant("naive", "matmul, scale, out-of-place masked_fill, softmax, matmul",
+                (_cuda_present,), _build_naive(inplace=False)),
+        Variant("naive_inplace", "naive with an in-place masked_fill_",
+                (_cuda_present,), _build_naive(inplace=True)),
+        Variant("naive_compiled", "naive under torch.compile",
+                (_cuda_present, _compiler_present), _build_naive_compiled),
+        Variant("sdpa_auto", "F.scaled_dot_product_attention, backend chosen by PyTorch",
+                (_cuda_present,), _build_sdpa(None)),
+        Variant("sdpa_math", "SDPA forced to the math backend",
+                (_cuda_present,), _build_sdpa(SDPBackend.MATH)),
+        Variant("sdpa_efficient", "SDPA forced to the memory-efficient (cutlass fmha) backend",
+                (_cuda_present, _needs_cuda(eff)), _build_sdpa(SDPBackend.EFFICIENT_ATTENTION)),
+        Variant("sdpa_flash", "SDPA forced to the FlashAttention backend",
+                (_cuda_present, _needs_half(flash, cuda_only=True), _needs_sm80(flash),
+                 _head_dim_at_most(256, flash)),
+                _build_sdpa(SDPBackend.FLASH_ATTENTION)),
+        Variant("sdpa_cudnn", "SDPA forced to the cuDNN backend",
+                (_cuda_present, _needs_cuda(cudnn), _needs_half(cudnn), _needs_sm80(cudnn),
+                 _head_dim_at_most(128, cudnn)), _build_sdpa(SDPBackend.CUDNN_ATTENTION)),
+        Variant("flex", "FlexAttention (compiled) with a causal block mask",
+                (_cuda_present, _compiler_present), _build_flex),
+        Variant("hub_flash", f"flash-attn from the Hugging Face kernel hub ({HUB_FLASH_REPO})",
+                (_cuda_present, _needs_cuda("the hub flash kernel"), _kernels_installed,
+                 _needs_half("the hub flash kernel")), _build_hub_flash),
+    ]
+    return {v.name: v for v in items}
+
+
+VARIANTS: dict[str, Variant] = _registry()
+
+
+def default_device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def get_variant(name: str) -> Variant:
+    try:
+        return VARIANTS[name]
+    except KeyError:
+        raise VariantError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}") from None
+
+
+def availability(setting: Setting | None = None) -> list[Availability]:
+    """Every variant, in registry order, with whether it can run in ``setting`` and why not."""
+    setting = setting or Setting(device=default_device())
+    rows = []
+    for variant in VARIANTS.values():
+        reason = variant.why_not(setting)
+        rows.append(Availability(variant.name, reason is None, reason or ""))
+    return rows
