@@ -47,6 +47,7 @@ class Span:
 class Staging:
     def __init__(self, path: Path):
         self.path = path
+        self.catalog = path.stem  # DuckDB names a database file's catalog after its stem
         self.con = duckdb.connect(str(path), config={"memory_limit": STAGING_MEMORY_LIMIT})
         self.con.execute((Path(__file__).with_name("sql") / "ingest" / "stage_tables.sql").read_text())
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+import re
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,8 +40,10 @@ def default_db_path() -> Path:
     return Path(os.environ.get("PROFILER_DB") or DEFAULT_DB)
 
 
-def ingest_sql(name: str) -> str:
-    return (INGEST_SQL / f"{name}.sql").read_text()
+def ingest_sql(name: str, stage: str = "stage") -> str:
+    """The text of sql/ingest/<name>.sql, its `stage.` tables read from the catalog `stage`
+    (each ingest attaches its staging file under its own name, so threads never collide)."""
+    return re.sub(r"\bstage\.", f"{stage}.", (INGEST_SQL / f"{name}.sql").read_text())
 
 
 @dataclass(frozen=True)
@@ -135,7 +139,7 @@ class Store:
         started = time.perf_counter()
         reader = trace.TraceReader(src, name, max_bytes=max_bytes, keep_python=keep_python, progress=progress)
         with tempfile.TemporaryDirectory(prefix="profiler-ingest-") as tmp:
-            staging = Staging(Path(tmp) / "stage.duckdb")
+            staging = Staging(Path(tmp) / f"stage_{uuid.uuid4().hex}.duckdb")
             try:
                 for batch in reader.batches():
                     staging.add(batch)
@@ -143,7 +147,7 @@ class Store:
                 assert summary is not None
                 if summary.events - summary.skipped == 0:
                     raise errors.NotATraceError(reader.name, "has no trace events")
-                span = staging.finish(ingest_sql)
+                span = staging.finish(lambda name: ingest_sql(name, staging.catalog))
             finally:
                 staging.close()
             row = metadata.trace_row(summary, source, span, dt.datetime.now(dt.UTC).replace(tzinfo=None))
@@ -153,10 +157,11 @@ class Store:
 
     def _commit(self, row: dict, stage_path: Path) -> bool:
         """Copy the staged trace into the store in one transaction; False if it was already there."""
+        stage = stage_path.stem
         with self.connect() as con:
             if con.execute("SELECT 1 FROM traces WHERE trace_id = ?", [row["trace_id"]]).fetchone():
                 return True
-            con.execute(f"ATTACH '{stage_path}' AS stage (READ_ONLY)")
+            con.execute(f"ATTACH '{stage_path}' AS {stage} (READ_ONLY)")
             try:
                 con.execute("BEGIN TRANSACTION")
                 try:
@@ -164,7 +169,7 @@ class Store:
                     marks = ", ".join("?" for _ in row)
                     con.execute(f"INSERT INTO traces ({columns}) VALUES ({marks})", list(row.values()))
                     for table in ("iterations", "ops", "launches", "kernels", "memops"):
-                        con.execute(ingest_sql(f"insert_{table}"), {"trace_id": row["trace_id"]})
+                        con.execute(ingest_sql(f"insert_{table}", stage), {"trace_id": row["trace_id"]})
                     con.execute("COMMIT")
                 except duckdb.ConstraintException:
                     con.execute("ROLLBACK")
@@ -173,5 +178,5 @@ class Store:
                     con.execute("ROLLBACK")
                     raise
             finally:
-                con.execute("DETACH stage")
+                con.execute(f"DETACH {stage}")
         return False

@@ -38,3 +38,18 @@ def shared_traces() -> list[Path]:
     paths = sorted(p for p in SHARED_TRACES.iterdir() if p.name.endswith((".json", ".json.gz")))
     assert paths, f"no real traces found in {SHARED_TRACES}"
     return paths
+
+
+FIXTURE_TRACES = ("tiny_naive.json", "tiny_inplace.json", "tiny_old_format.json")
+
+
+@pytest.fixture
+def fixture_store(tmp_path: Path):
+    """A real store file holding the hand-written fixture traces (naive and in-place runs
+    captured on an 'H200', plus a 2020-era upload). Returns (store, {file name: trace id})."""
+    from profiler.store import Store
+
+    store = Store(tmp_path / "fixture.duckdb")
+    ids = {name: store.ingest(FIXTURES / name, source="captured" if "tiny_" in name and "old" not in name
+                              else "uploaded").trace_id for name in FIXTURE_TRACES}
+    return store, ids

@@ -1,0 +1,205 @@
+"""The store on hand-written traces whose expected tables were worked out by hand."""
+from __future__ import annotations
+
+import gzip
+import json
+import threading
+
+import duckdb
+import pytest
+
+from profiler import errors
+from profiler.store import SCHEMA_VERSION, Store, default_db_path
+from tests.conftest import FIXTURES
+
+
+def rows(store: Store, sql: str, *params) -> list[tuple]:
+    with store.connect() as con:
+        return con.execute(sql, list(params)).fetchall()
+
+
+@pytest.fixture
+def naive(db_path):
+    store = Store(db_path)
+    return store, store.ingest(FIXTURES / "tiny_naive.json", source="captured")
+
+
+def test_schema_version_is_recorded(db_path):
+    assert Store(db_path).schema_version() == SCHEMA_VERSION
+
+
+def test_default_path_follows_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("PROFILER_DB", str(tmp_path / "x.duckdb"))
+    assert default_db_path() == tmp_path / "x.duckdb"
+    monkeypatch.delenv("PROFILER_DB")
+    assert default_db_path().as_posix() == "data/traces.duckdb"
+
+
+def test_trace_row_carries_device_versions_and_run(naive):
+    store, result = naive
+    (row,) = rows(store, """SELECT name, source, gpu_name, cuda_version, driver_version, variant, batch,
+        heads, seq_len, head_dim, dtype, causal, cold, events, kernels, skipped_events, start_ns, end_ns,
+        json_extract_string(device_properties, '$[0].numSms') FROM traces""")
+    assert row == ("tiny_naive.json", "captured", "NVIDIA H200", "13.0", "13.0", "naive", 8, 16, 1024, 64,
+                   "bf16", True, False, 26, 4, 1, 990_000, 1_200_000, "132")
+    assert len(result.trace_id) == 16 and result.kernels == 4 and not result.duplicate
+
+
+def test_kernels_keep_every_argument_and_belong_to_their_launch_iteration(naive):
+    store, _ = naive
+    got = rows(store, """SELECT name, stream, ts_ns, dur_ns, grid_x, grid_y, block_x, registers_per_thread,
+        shared_mem_bytes, blocks_per_sm, warps_per_sm, est_occupancy_pct, correlation, external_id, iteration
+        FROM kernels ORDER BY ts_ns""")
+    assert got == [
+        ("launched_before_window", 7, 990_000, 2_000, 1, 1, 32, None, None, None, None, None, 999, None, None),
+        ("sm90_xmma_gemm_bf16bf16_bf16f32", 7, 1_020_000, 30_125, 128, 16, 128, 168, 32768, 1.5, 6.0, 9.0, 11, 4, 0),
+        ("void at::native::vectorized_elementwise_kernel<4, at::native::masked_fill>", 7, 1_061_500, 4_000,
+         1056, 1, 128, 16, 0, 8.0, 64.0, 100.0, 13, 7, 0),
+        ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop", 7, 1_140_000, 25_000, 16, 128, 384, 128, 196608,
+         0.0, 0.0, 0.0, 21, 9, 1),
+    ]
+
+
+def test_launches_link_to_what_they_launched(naive):
+    store, _ = naive
+    got = rows(store, """SELECT api, api_kind, target_kind, target_name, target_ts_ns - api_ts_ns
+        FROM launch_targets ORDER BY api_ts_ns""")
+    assert got == [
+        ("cudaLaunchKernel", "runtime", "kernel", "sm90_xmma_gemm_bf16bf16_bf16f32", 16_000),
+        ("cudaMemcpyAsync", "runtime", "memcpy", "Memcpy DtoD (Device -> Device)", 19_000),
+        ("cudaLaunchKernel", "runtime", "kernel",
+         "void at::native::vectorized_elementwise_kernel<4, at::native::masked_fill>", 15_500),
+        ("cuLaunchKernelEx", "driver", "kernel", "cudnn_generated_fort_native_sdpa_sm90_flash_fprop", 10_000),
+    ]
+    calls = rows(store, "SELECT name, cbid, dur_ns, iteration FROM launches ORDER BY ts_ns")
+    assert ("cudaDeviceSynchronize", 165, 15_000, 0) in calls and len(calls) == 5
+
+
+def test_memops_kind_bytes_and_bandwidth(naive):
+    store, _ = naive
+    assert rows(store, "SELECT kind, name, bytes, bandwidth_gbps, stream, iteration FROM memops ORDER BY ts_ns") == [
+        ("memcpy", "Memcpy DtoD (Device -> Device)", 268435456, 26843.5456, 7, 0),
+        ("memset", "Memset (Device)", 4096, 4.096, 8, 1),
+    ]
+
+
+def test_ops_nest_with_self_time(naive):
+    store, _ = naive
+    got = rows(store, """SELECT o.name, p.name, o.depth, o.self_ns, o.iteration
+        FROM ops o LEFT JOIN ops p ON p.trace_id = o.trace_id AND p.op_id = o.parent_id ORDER BY o.ts_ns""")
+    assert got == [
+        ("ProfilerStep#3", None, 0, 10_000, 0),
+        ("attention::naive", "ProfilerStep#3", 1, 40_000, 0),
+        ("aten::matmul", "attention::naive", 2, 4_500, 0),
+        ("aten::bmm", "aten::matmul", 3, 15_500, 0),
+        ("aten::masked_fill", "attention::naive", 2, 12_000, 0),
+        ("aten::clone", "aten::masked_fill", 3, 10_000, 0),
+        ("aten::masked_fill_", "aten::masked_fill", 3, 8_000, 0),
+        ("ProfilerStep#4", None, 0, 60_000, 1),
+        ("aten::_cudnn_attention_forward", "ProfilerStep#4", 1, 40_000, 1),
+    ]
+
+
+def test_iterations_are_profiler_steps(naive):
+    store, _ = naive
+    assert rows(store, "SELECT iteration, name, start_ns, end_ns FROM iterations ORDER BY iteration") == [
+        (0, "ProfilerStep#3", 1_000_000, 1_100_000), (1, "ProfilerStep#4", 1_100_000, 1_200_000)]
+
+
+def test_old_format_bare_array_capitalised_categories(db_path):
+    store = Store(db_path)
+    result = store.ingest(FIXTURES / "tiny_old_format.json")
+    assert result.events == 9 and result.kernels == 1
+    assert rows(store, "SELECT name, external_id, warps_per_sm, iteration FROM kernels") == [
+        ("implicit_convolve_sgemm", 2, 12.5, 0)]
+    assert rows(store, "SELECT kind, bytes, iteration FROM memops ORDER BY ts_ns") == [
+        ("memset", 1024, 0), ("memcpy", 2048, 1)]  # 'Bytes' spelled with a capital
+    assert rows(store, "SELECT DISTINCT cat, tid FROM ops") == [("cpu_op", "140001")]
+    assert rows(store, "SELECT gpu_name, variant FROM traces") == [(None, None)]
+
+
+def test_nanosecond_digits_and_unsigned_64_bit_ids_survive(db_path):
+    store = Store(db_path)
+    store.ingest(FIXTURES / "tiny_ns_clock.json")
+    assert rows(store, "SELECT ts_ns, dur_ns, correlation, external_id, iteration FROM kernels") == [
+        (1712195495997120123, 1001, 2**64 - 1, 2**64 - 2, 0)]
+    assert rows(store, "SELECT pid, tid FROM ops") == [("Spans", "Traces")]
+    assert rows(store, "SELECT rank, world_size FROM traces") == [(3, 8)]
+
+
+def test_iterations_fall_back_to_repeated_annotation_then_whole_trace(db_path):
+    def event(name, cat, ts, dur):
+        return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur}
+
+    store = Store(db_path)
+    steps = [event("attention::sdpa", "user_annotation", t, 10) for t in (0, 20, 40)]
+    store.ingest(json.dumps({"traceEvents": steps + [event("aten::add", "cpu_op", 21, 2)]}).encode(), "a.json")
+    store.ingest(json.dumps({"traceEvents": [event("aten::add", "cpu_op", 5, 2)]}).encode(), "b.json")
+    assert rows(store, """SELECT t.name, i.iteration, i.name, i.start_ns, i.end_ns FROM iterations i
+        JOIN traces t USING (trace_id) ORDER BY t.name, i.iteration""") == [
+        ("a.json", 0, "attention::sdpa", 0, 10_000), ("a.json", 1, "attention::sdpa", 20_000, 30_000),
+        ("a.json", 2, "attention::sdpa", 40_000, 50_000), ("b.json", 0, "(whole trace)", 5_000, 7_001)]
+    assert rows(store, "SELECT iteration FROM ops WHERE name = 'aten::add' ORDER BY ts_ns") == [(0,), (1,)]
+
+
+def test_same_bytes_same_id_and_second_ingest_is_a_no_op(naive):
+    store, first = naive
+    again = store.ingest(FIXTURES / "tiny_naive.json", name="renamed.json")
+    assert again.trace_id == first.trace_id and again.duplicate
+    assert rows(store, "SELECT count(*) FROM kernels") == [(4,)]
+    assert rows(store, "SELECT name FROM traces") == [("tiny_naive.json",)]
+
+
+def test_gzip_bytes_and_file_objects_give_the_same_id(naive, tmp_path):
+    store, first = naive
+    raw = (FIXTURES / "tiny_naive.json").read_bytes()
+    gz = tmp_path / "tiny.pt.trace.json.gz"
+    gz.write_bytes(gzip.compress(raw))
+    assert store.ingest(gz).trace_id == first.trace_id
+    assert store.ingest(raw, "bytes.json").trace_id == first.trace_id
+    with open(gz, "rb") as f:
+        assert store.ingest(f).trace_id == first.trace_id
+
+
+def test_python_functions_are_opt_in(db_path):
+    ev = {"ph": "X", "cat": "python_function", "name": "model.py(12): forward", "pid": 1, "tid": 1, "ts": 1, "dur": 5}
+    data = json.dumps({"traceEvents": [ev]}).encode()
+    store = Store(db_path)
+    store.ingest(data, "without.json")
+    assert rows(store, "SELECT count(*) FROM ops") == [(0,)]
+    other = json.dumps({"traceEvents": [ev], "traceName": "x"}).encode()
+    store.ingest(other, "with.json", keep_python=True)
+    assert rows(store, "SELECT cat, name FROM ops") == [("python_function", "model.py(12): forward")]
+
+
+def test_threads_ingest_and_query_at_once_without_losing_rows(db_path):
+    store = Store(db_path)
+    base = json.loads((FIXTURES / "tiny_naive.json").read_text())
+    failures: list[BaseException] = []
+
+    def ingest(i: int) -> None:
+        try:
+            for j in range(3):
+                variant = dict(base, traceName=f"copy-{i}-{j}")
+                store.ingest(json.dumps(variant).encode(), f"copy-{i}-{j}.json")
+                store.query("SELECT count(*) FROM kernels")
+        except BaseException as e:  # noqa: BLE001 - collected and asserted below
+            failures.append(e)
+
+    threads = [threading.Thread(target=ingest, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+    assert rows(store, "SELECT count(*), count(DISTINCT trace_id) FROM kernels") == [(48, 12)]
+    assert rows(store, "SELECT count(*) FROM traces") == [(12,)]
+
+
+def test_newer_schema_is_refused_with_a_clear_error(db_path):
+    Store(db_path).schema_version()
+    con = duckdb.connect(str(db_path))
+    con.execute("UPDATE store_meta SET value = '99' WHERE key = 'schema_version'")
+    con.close()
+    with pytest.raises(errors.StoreError, match="schema version 99"):
+        Store(db_path).schema_version()
