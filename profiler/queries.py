@@ -49,6 +49,13 @@ def _ids(run_ids) -> list[str]:
 
 # ── runs & iterations ────────────────────────────────────────────────────────────────────────
 
+def run_catalog(store) -> pd.DataFrame:
+    """Every run, newest first: run_id, name, variant, shape (B×H×L×D), dtype, causal, cold,
+    gpu_name, versions, iterations, kernels_per_iter, gpu_us_per_iter, cpu_us_per_iter, events,
+    size_bytes, source, added_at."""
+    return _run(store, "run_catalog")
+
+
 def run_labels(store, run_ids) -> pd.DataFrame:
     """run_id, label (variant/shape or file name + short id), name, source, gpu_name, cold."""
     return _run(store, "run_labels", run_ids=_ids(run_ids))

@@ -1,0 +1,152 @@
+"""Kernel families and an edit-distance alignment of two runs' kernel sequences.
+
+Two runs of different attention variants launch kernels whose templated names differ in tile
+sizes, dtypes and template arguments even when they do the same job. `kernel_family(name)`
+reduces a name to its job (rules in `docs/analysis.md`); `align(a, b)` aligns two family
+sequences with the minimum number of insertions, deletions and substitutions (Levenshtein), so
+the diff shows what one run does that the other does not.
+"""
+from __future__ import annotations
+
+import re
+from difflib import SequenceMatcher
+
+import pandas as pd
+
+FULL_DP_CELLS = 250_000   # above this, align only the stretches between common blocks
+GENERIC = {"Kernel", "Kernel2", "device_kernel", "elementwise_kernel", "vectorized_elementwise_kernel",
+           "unrolled_elementwise_kernel", "reduce_kernel", "index_elementwise_kernel",
+           "elementwise_kernel_with_index", "multi_tensor_apply_kernel"}
+WRAPPERS = {"gpu_kernel_impl", "gpu_kernel_impl_nocast", "BinaryFunctor", "AUnaryFunctor",
+            "BUnaryFunctor", "UnaryFunctor", "func_wrapper_t", "ReduceOp", "lambda", "operator",
+            "TensorIteratorBase", "TensorIterator", "enable_sm90_or_later", "OffsetCalculator",
+            "Array", "array", "OpaqueType", "TensorListMetadata", "BFloat16", "Half", "Scalar",
+            "unsigned", "int", "long", "float", "double", "bool", "char", "const", "void", "true",
+            "false", "anonymous", "namespace", "decltype", "nullptr", "std", "c10", "at", "native",
+            "detail", "cutlass", "bfloat16_t", "half_t", "cute", "C", "tuple"}
+_SHAPE_TOKEN = re.compile(r"\d+x\d+")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def kernel_family(name: str) -> str:
+    """The job a kernel does, without tile sizes and template arguments.
+
+    `volta_sgemm_64x32_sliced1x4_nn` -> `volta_sgemm`; `void at::native::vectorized_elementwise_
+    kernel<4, at::native::FillFunctor<float>, ...>(...)` -> `vectorized_elementwise_kernel[FillFunctor]`;
+    `Memcpy DtoD (Device -> Device)` -> `Memcpy DtoD`.
+    """
+    text = name.strip().removeprefix("void ").replace("(anonymous namespace)::", "").strip()
+    if text.startswith(("Memcpy", "Memset")):
+        return text.split(" (")[0]
+    cut = min([i for i in (text.find("<"), text.find("(")) if i >= 0], default=len(text))
+    base, rest = text[:cut], text[cut:]
+    base = base.split("::")[-1]
+    if base in GENERIC and rest:
+        hint = _template_hint(rest)
+        return f"{base}[{hint}]" if hint else base
+    return _strip_shape_tokens(base)
+
+
+def _strip_shape_tokens(base: str) -> str:
+    kept = []
+    for token in base.split("_"):
+        if kept and _SHAPE_TOKEN.search(token):
+            break
+        kept.append(token)
+    return "_".join(kept)
+
+
+def _template_hint(rest: str) -> str | None:
+    for ident in _IDENT.findall(rest.replace("(anonymous namespace)", "")):
+        if ident not in WRAPPERS and not ident.startswith(("binary_internal", "Opaque")):
+            return _strip_shape_tokens(ident)
+    return None
+
+
+def align(a: list[str], b: list[str]) -> list[tuple[int | None, int | None]]:
+    """Minimum-edit alignment of two sequences: (i, j) pairs; i or j is None for a gap.
+
+    Matches and substitutions pair an i with a j; an equal pair costs 0, anything else 1.
+    Long sequences are first split at SequenceMatcher's common blocks (exact inside each gap).
+    """
+    if len(a) * len(b) <= FULL_DP_CELLS:
+        return _levenshtein(a, b, 0, 0)
+    pairs: list[tuple[int | None, int | None]] = []
+    i = j = 0
+    for block in SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks():
+        pairs += _gap(a[i:block.a], b[j:block.b], i, j)
+        pairs += [(block.a + k, block.b + k) for k in range(block.size)]
+        i, j = block.a + block.size, block.b + block.size
+    return pairs
+
+
+def _gap(a: list[str], b: list[str], i0: int, j0: int) -> list[tuple[int | None, int | None]]:
+    if len(a) * len(b) <= FULL_DP_CELLS:
+        return _levenshtein(a, b, i0, j0)
+    return [(i0 + k, None) for k in range(len(a))] + [(None, j0 + k) for k in range(len(b))]
+
+
+def _levenshtein(a, b, i0, j0) -> list[tuple[int | None, int | None]]:
+    n, m = len(a), len(b)
+    cost = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n + 1):
+        cost[i][0] = i
+    for j in range(m + 1):
+        cost[0][j] = j
+    for i in range(1, n + 1):
+        row, prev, ai = cost[i], cost[i - 1], a[i - 1]
+        for j in range(1, m + 1):
+            row[j] = min(prev[j - 1] + (ai != b[j - 1]), prev[j] + 1, row[j - 1] + 1)
+    return _backtrace(cost, a, b, i0, j0)
+
+
+def _backtrace(cost, a, b, i0, j0) -> list[tuple[int | None, int | None]]:
+    i, j, out = len(a), len(b), []
+    while i or j:
+        if i and j and cost[i][j] == cost[i - 1][j - 1] + (a[i - 1] != b[j - 1]):
+            i, j = i - 1, j - 1
+            out.append((i0 + i, j0 + j))
+        elif i and cost[i][j] == cost[i - 1][j] + 1:
+            i -= 1
+            out.append((i0 + i, None))
+        else:
+            j -= 1
+            out.append((None, j0 + j))
+    return out[::-1]
+
+
+def align_kernel_sequences(seq_a: pd.DataFrame, seq_b: pd.DataFrame) -> pd.DataFrame:
+    """Align two iterations' kernel sequences (columns seq, name, dur_us, as
+    `queries.kernel_sequence` returns) by family. One row per slot: slot, seq_a, name_a,
+    dur_us_a, seq_b, name_b, dur_us_b, family, status ('same' | 'same family' | 'replaced' |
+    'only in a' | 'only in b')."""
+    a, b = seq_a.reset_index(drop=True), seq_b.reset_index(drop=True)
+    fam_a, fam_b = [kernel_family(n) for n in a["name"]], [kernel_family(n) for n in b["name"]]
+    rows = [_slot(k, a, b, fam_a, fam_b, i, j) for k, (i, j) in enumerate(align(fam_a, fam_b))]
+    return pd.DataFrame(rows, columns=["slot", "seq_a", "name_a", "dur_us_a", "seq_b", "name_b",
+                                       "dur_us_b", "family", "status"])
+
+
+def _slot(k, a, b, fam_a, fam_b, i, j) -> tuple:
+    left = (a.at[i, "seq"], a.at[i, "name"], a.at[i, "dur_us"]) if i is not None else (None,) * 3
+    right = (b.at[j, "seq"], b.at[j, "name"], b.at[j, "dur_us"]) if j is not None else (None,) * 3
+    if i is None or j is None:
+        status, family = ("only in b", fam_b[j]) if i is None else ("only in a", fam_a[i])
+    elif fam_a[i] != fam_b[j]:
+        status, family = "replaced", f"{fam_a[i]} -> {fam_b[j]}"
+    else:
+        status, family = ("same" if left[1] == right[1] else "same family"), fam_a[i]
+    return (k, *left, *right, family, status)
+
+
+def family_delta(kernel_delta: pd.DataFrame) -> pd.DataFrame:
+    """`queries.kernel_delta` (per kernel name) summed per family: family, kernels (names),
+    calls_a, calls_b, calls_delta, us_a, us_b, us_delta, presence."""
+    df = kernel_delta.assign(family=kernel_delta["kernel"].map(kernel_family))
+    out = df.groupby("family", as_index=False).agg(
+        kernels=("kernel", "count"), calls_a=("calls_a", "sum"), calls_b=("calls_b", "sum"),
+        us_a=("us_a", "sum"), us_b=("us_b", "sum"))
+    out["calls_delta"], out["us_delta"] = out["calls_b"] - out["calls_a"], out["us_b"] - out["us_a"]
+    out["presence"] = ["only in b" if a == 0 else "only in a" if b == 0 else "both"
+                       for a, b in zip(out["calls_a"], out["calls_b"])]
+    return out.sort_values("us_delta", key=abs, ascending=False, ignore_index=True)
