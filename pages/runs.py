@@ -1,7 +1,94 @@
-"""Runs page."""
+"""Runs: every captured and uploaded run in the store; pick the runs to compare, rename, delete."""
 import streamlit as st
 
-from profiler import ui
+from profiler import catalog, queries, ui
+
+Col = st.column_config
+COLUMNS = {
+    "run_id": Col.TextColumn("run id", help="Content hash of the trace: the same file is the same "
+                             "run everywhere, so shared links name runs by it."),
+    "name": Col.TextColumn("name"),
+    "variant": Col.TextColumn("variant", help="Attention implementation (captured runs)."),
+    "shape": Col.TextColumn("shape B×H×L×D", help="batch × heads × sequence length × head dim"),
+    "dtype": Col.TextColumn("dtype"),
+    "causal": Col.CheckboxColumn("causal"),
+    "cold": Col.CheckboxColumn("cold", help="First call of a fresh shape, before any warm-up."),
+    "gpu_name": Col.TextColumn("GPU"),
+    "versions": Col.TextColumn("versions"),
+    "iterations": Col.NumberColumn("iters", help="ProfilerStep windows in the trace; with none, "
+                                   "the whole trace counts as one iteration."),
+    "kernels_per_iter": Col.NumberColumn("kernels / iter", format="%.1f"),
+    "gpu_us_per_iter": Col.NumberColumn("GPU µs / iter", format="%.1f",
+                                        help="Summed kernel time per iteration."),
+    "cpu_us_per_iter": Col.NumberColumn("CPU µs / iter", format="%.1f",
+                                        help="Self time of CPU ops per iteration, all threads."),
+    "events": Col.NumberColumn("events", format="localized"),
+    "source": Col.TextColumn("source"),
+    "added_at": Col.DatetimeColumn("added (UTC)", format="YYYY-MM-DD HH:mm"),
+}
+ANALYSIS = {"timeline": "Timeline", "kernels": "Kernels", "launches": "Launches",
+            "cpu-cost": "CPU cost", "compare": "Compare"}
+
+
+def empty_store() -> None:
+    st.info("The store has no runs yet. Capture some on the profile page, or upload a "
+            "PyTorch profiler trace.")
+    st.page_link(ui.PAGE_FILES["profile"], label="Profile attention variants", icon=":material/play_circle:")
+    st.page_link(ui.PAGE_FILES["upload"], label="Upload traces", icon=":material/upload:")
+    st.stop()
+
+
+def open_selection(state) -> None:
+    st.markdown(f"**{len(state.runs)} selected.** Open them in:" if state.runs else
+                "Select rows (the checkbox column on the left) to compare runs.")
+    if not state.runs:
+        return
+    columns = st.columns(len(ANALYSIS) + 1)
+    for column, (page, title) in zip(columns, ANALYSIS.items()):
+        with column:
+            ui.link_to(page, state.with_(page=page), label=title)
+    with columns[-1]:
+        ui.copy_link(state)
+
+
+def rename(state) -> None:
+    if len(state.runs) != 1:
+        st.caption("Select exactly one run to rename it.")
+        return
+    with st.form("rename", border=False):
+        name = st.text_input(f"New name for run {state.runs[0]}", max_chars=catalog.MAX_NAME_CHARS)
+        if st.form_submit_button("Rename", icon=":material/edit:"):
+            with ui.guard():
+                catalog.rename_run(ui.get_store(), state.runs[0], name)
+                st.rerun()
+
+
+def delete(state) -> None:
+    if not state.runs:
+        return
+    sure = st.checkbox(f"Delete the {len(state.runs)} selected run(s) for everyone using this "
+                       "store (cannot be undone)")
+    if st.button("Delete", icon=":material/delete:", disabled=not sure):
+        deleted = catalog.delete_runs(ui.get_store(), state.runs)
+        ui.select_runs(())
+        st.toast(f"Deleted {deleted} run(s).")
+        st.rerun()
+
 
 st.title("Runs")
 state = ui.view_state("runs")
+with ui.guard():
+    runs = queries.run_catalog(ui.get_store())
+    if runs.empty:
+        empty_store()
+    st.caption(f"{len(runs)} runs in the store. Per-iteration numbers divide by the run's "
+               "ProfilerStep count. Select runs to compare them on the analysis pages.")
+    picked = ui.pick_rows(runs, "catalog", state.runs, column_config=COLUMNS,
+                          column_order=list(COLUMNS), hide_index=True)
+    if picked != state.runs:
+        state = ui.update_view(state, runs=picked)
+    open_selection(state)
+    ui.csv_download(runs, "runs", label="Download the catalog as CSV")
+    with st.expander("Rename or delete the selected runs", icon=":material/settings:"):
+        rename(state)
+        delete(state)

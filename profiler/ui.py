@@ -3,7 +3,7 @@
 Store
     ``get_store() -> Store``: the store at ``PROFILER_DB`` (default ``data/traces.duckdb``),
     cached per process with ``st.cache_resource``; an empty store is seeded once from
-    ``data/samples/`` (``profiler.samples.seed_if_empty``). Safe to share across sessions: the
+    ``data/samples/`` (``profiler.samples.seed_if_empty``) unless ``PROFILER_SEED=0``. Safe to share across sessions: the
     Store opens a short-lived connection per call.
 
 View state (the URL is the source of truth; see ``profiler.share``)
@@ -24,6 +24,19 @@ Empty states and errors
     ``with guard(): ...``: run a block, showing those errors with ``st.error`` instead of a
     traceback; returns normally afterwards (the rest of the page still renders).
 
+Tables and uploads
+    ``pick_rows(df, key, selected, id_col="run_id", **dataframe_kwargs) -> tuple[str, ...]``: an
+    ``st.dataframe`` with row selection, pre-selected from ``selected`` (e.g. the URL's runs);
+    returns the ids of the selected rows (in ``selected``'s order when the set is unchanged).
+    ``ingest_files(files, source="uploaded") -> list[IngestResult]``: ingest each uploaded file
+    with its own progress bar; a bad file gets an ``st.error`` naming it and the problem, the
+    others go on.
+    ``upload_limit_mb() -> int``: the server's per-file upload limit.
+
+Navigation
+    ``link_to(page, state, label=None)``: an ``st.page_link`` to ``page`` (a url path such as
+    ``"kernels"``) that carries ``state``'s runs, iteration, window and filters.
+
 Sharing and downloads
     ``copy_link(state)``: a "Share this view" popover holding the full URL (copy button).
     ``csv_download(df, name, label=...)``: a download button for ``df`` as ``name.csv``.
@@ -38,11 +51,13 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from profiler import queries
 from profiler.errors import StoreError, TraceError
 from profiler.share import PAGES, ShareError, ViewState, decode, encode, share_url
 from profiler.store import Store, default_db_path
 
 PROJECT_ERRORS = (TraceError, StoreError, ShareError)
+PAGE_FILES = {page: f"pages/{page.replace('-', '_')}.py" for page in PAGES}
 _RUNS_KEY = "_selected_runs"
 _SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
 
@@ -55,6 +70,8 @@ def _store_at(path: str) -> Store:
 
 
 def _seed(store: Store) -> None:
+    if os.environ.get("PROFILER_SEED", "1") == "0":
+        return
     try:
         from profiler.samples import seed_if_empty
     except ModuleNotFoundError:
@@ -119,17 +136,35 @@ def select_runs(run_ids: Iterable[str]) -> None:
     st.query_params.from_dict(params)
 
 
+def _known(runs: tuple[str, ...]) -> tuple[str, ...]:
+    """``runs`` that are in the store; warns about the others (deleted, or another deployment)."""
+    if not runs:
+        return runs
+    known = set(queries.run_labels(get_store(), runs)["run_id"])
+    missing = [r for r in runs if r not in known]
+    if missing:
+        st.warning(f"Not in this store (deleted, or shared from another deployment): "
+                   f"{', '.join(missing)}. Showing the other selected runs.")
+    return tuple(r for r in runs if r in known)
+
+
 def require_runs(state: ViewState, minimum: int = 1, purpose: str = "this page") -> tuple[str, ...]:
-    """The selected runs, or an empty state with a link to the runs page (then stop)."""
-    if len(state.runs) >= minimum:
-        return state.runs
-    if state.runs:
-        st.info(f"{purpose.capitalize()} needs {minimum} runs; {len(state.runs)} selected. "
+    """The selected runs that exist, or an empty state with a link to the runs page (then stop)."""
+    runs = _known(state.runs)
+    if len(runs) >= minimum:
+        return runs
+    if runs:
+        st.info(f"{purpose[0].upper() + purpose[1:]} needs {minimum} runs; {len(runs)} selected. "
                 "Pick more on the runs page.")
     else:
         st.info("No runs selected: pick runs on the runs page.")
-    st.page_link("pages/runs.py", label="Go to the runs page", icon=":material/list:")
+    st.page_link(PAGE_FILES["runs"], label="Go to the runs page", icon=":material/list:")
     st.stop()
+
+
+def link_to(page: str, state: ViewState, label: str | None = None, icon: str | None = None) -> None:
+    """A link to another page that keeps the runs, iteration, window and filters of ``state``."""
+    st.page_link(PAGE_FILES[page], label=label, icon=icon, query_params=encode(state))
 
 
 def show_error(err: Exception) -> None:
@@ -169,3 +204,45 @@ def csv_download(df: pd.DataFrame, name: str, label: str = "Download CSV") -> No
         label, df.to_csv(index=False).encode(), file_name=f"{name}.csv", mime="text/csv",
         key=f"csv-{name}", on_click="ignore", icon=":material/download:",
     )
+
+
+def pick_rows(df: pd.DataFrame, key: str, selected: tuple[str, ...], id_col: str = "run_id",
+              **dataframe_kwargs) -> tuple[str, ...]:
+    """A row-selectable table pre-selected from ``selected``; the ids of the selected rows."""
+    ids = list(df[id_col])
+    default = {"selection": {"rows": [ids.index(r) for r in selected if r in ids]}}
+    # the key follows the rows, so a stored selection never points at rows that moved
+    event = st.dataframe(df, key=f"{key}-{hash(tuple(ids))}", on_select="rerun",
+                         selection_mode="multi-row", selection_default=default,
+                         **dataframe_kwargs)
+    picked = tuple(ids[i] for i in event.selection.rows if i < len(ids))
+    kept = tuple(r for r in selected if r in picked)
+    return kept if set(kept) == set(picked) else kept + tuple(r for r in picked if r not in kept)
+
+
+def upload_limit_mb() -> int:
+    """The server's per-file upload limit in MB (``server.maxUploadSize``)."""
+    return int(st.get_option("server.maxUploadSize"))
+
+
+def _progress_text(name: str, result) -> str:
+    what = f"{name}: {result.events:,} events, {result.kernels:,} kernels in {result.seconds:.1f} s"
+    return what + (" (already in the store)" if result.duplicate else "")
+
+
+def ingest_files(files, source: str = "uploaded") -> list:
+    """Ingest each file with its own progress bar; errors are shown per file, not raised."""
+    store, results = get_store(), []
+    for f in files:
+        bar = st.progress(0.0, text=f"{f.name}: reading…")
+        def report(done: float, bar=bar, name=f.name) -> None:
+            bar.progress(min(max(done, 0.0), 1.0), text=f"{name}: {done:.0%}")
+        try:
+            result = store.ingest(f, name=f.name, source=source, progress=report)
+        except PROJECT_ERRORS as err:
+            bar.empty()
+            show_error(err)
+            continue
+        bar.progress(1.0, text=_progress_text(f.name, result))
+        results.append(result)
+    return results

@@ -1,0 +1,97 @@
+"""AppTest helpers for the page tests: a real store built from fixture traces, and `open_page`.
+
+`page_store` is a fresh copy (per test) of a DuckDB store holding the hand-written runs in
+`tests/fixtures/pages/` (captured-style, with `attention_run` metadata) and one real ROCm trace
+from `../shared/traces/`; `run_ids` maps each fixture file name to its run id; `empty_store` is
+an empty one (samples seeding off). The `pages` fixture drives the app:
+
+    at = pages.open("kernels", runs="id1,id2", iter="1")   # app.py, as a shared link opens it
+    pages.assert_clean(at)                                 # no exception, no st.error
+    assert "flash" in pages.texts(at)                      # all markdown/caption/info/... text
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from profiler.share import PAGES
+from profiler.store import Store
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE_FIXTURES = ROOT / "tests" / "fixtures" / "pages"
+SHARED_TRACES = ROOT.parent / "shared" / "traces"
+ROCM_TRACE = SHARED_TRACES / "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"
+PAGE_FILE = {page: f"pages/{page.replace('-', '_')}.py" for page in PAGES}
+TIMEOUT_S = 60
+
+
+def fixture_traces() -> list[Path]:
+    return sorted(PAGE_FIXTURES.glob("*.json")) + [ROCM_TRACE]
+
+
+@pytest.fixture(scope="session")
+def page_store_template(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """A store file with every fixture trace, built once; returns (path, {file name: run id})."""
+    path = tmp_path_factory.mktemp("page-store") / "template.duckdb"
+    store = Store(path)
+    ids = {p.name: store.ingest(p).trace_id for p in fixture_traces()}
+    return path, ids
+
+
+@pytest.fixture
+def page_store(page_store_template, tmp_path, monkeypatch) -> Store:
+    """A private copy of the template store; PROFILER_DB points at it for the app."""
+    template, _ = page_store_template
+    path = tmp_path / "store.duckdb"
+    shutil.copyfile(template, path)
+    monkeypatch.setenv("PROFILER_DB", str(path))
+    return Store(path)
+
+
+@pytest.fixture
+def run_ids(page_store_template) -> dict[str, str]:
+    """{fixture file name: run id} of the runs in `page_store`."""
+    return dict(page_store_template[1])
+
+
+@pytest.fixture
+def empty_store(tmp_path, monkeypatch) -> Store:
+    """An empty store (PROFILER_DB points at it; seeding from data/samples is off)."""
+    path = tmp_path / "empty.duckdb"
+    monkeypatch.setenv("PROFILER_DB", str(path))
+    monkeypatch.setenv("PROFILER_SEED", "0")
+    return Store(path)
+
+
+class PageDriver:
+    """Open pages of the real app with AppTest and check what they show."""
+
+    @staticmethod
+    def open(page: str, **params: str) -> AppTest:
+        """Run app.py on `page` (a url path such as "kernels") with these query parameters."""
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT_S)
+        for key, value in params.items():
+            at.query_params[key] = value
+        if page != "runs":
+            at.switch_page(PAGE_FILE[page])
+        return at.run()
+
+    @staticmethod
+    def assert_clean(at: AppTest) -> None:
+        """No uncaught exception and no st.error on the page."""
+        assert not at.exception, [e.value for e in at.exception]
+        assert not at.error, [e.value for e in at.error]
+
+    @staticmethod
+    def texts(at: AppTest) -> str:
+        """Every title, markdown, caption, info, warning and success text on the page, joined."""
+        kinds = ("title", "markdown", "caption", "info", "warning", "success")
+        return "\n".join(str(e.value) for kind in kinds for e in getattr(at, kind))
+
+
+@pytest.fixture
+def pages() -> PageDriver:
+    return PageDriver()

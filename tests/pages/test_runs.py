@@ -1,0 +1,100 @@
+"""Runs page: catalog from a real store, selection <-> ?runs=, rename, delete, empty state."""
+from __future__ import annotations
+
+import pandas as pd
+
+from profiler import queries
+
+FLASH, NAIVE = "sdpa_flash_small.json", "naive_small.json"
+
+
+def _catalog(at):
+    return next(df.value for df in at.dataframe if "variant" in df.value.columns)
+
+
+def test_catalog_lists_every_run_with_its_metadata(pages, page_store, run_ids):
+    at = pages.open("runs")
+    pages.assert_clean(at)
+    table = _catalog(at).set_index("run_id")
+    assert set(table.index) == set(run_ids.values())
+    flash = table.loc[run_ids[FLASH]]
+    assert (flash["variant"], flash["shape"], flash["dtype"]) == ("sdpa_flash", "2×4×256×64", "bf16")
+    assert flash["gpu_name"] == "NVIDIA H200" and flash["iterations"] == 2
+    # hand-computed from the fixture: one 150.5 µs kernel and 100 µs of CPU self time per step
+    assert flash["kernels_per_iter"] == 1 and flash["gpu_us_per_iter"] == 150.5
+    assert flash["cpu_us_per_iter"] == 100.0
+    rocm = table.loc[run_ids["hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"]]
+    assert rocm["source"] == "uploaded" and pd.isna(rocm["variant"])
+    assert "3 runs in the store" in pages.texts(at)
+
+
+def test_selection_comes_from_the_url_and_offers_the_analysis_pages(pages, page_store, run_ids):
+    runs = f"{run_ids[FLASH]},{run_ids[NAIVE]}"
+    at = pages.open("runs", runs=runs)
+    pages.assert_clean(at)
+    assert at.query_params["runs"] == runs
+    assert "**2 selected.**" in pages.texts(at)
+    shared = [c.value for c in at.code]
+    assert any(v.endswith(f"/?runs={runs}") for v in shared), shared
+
+
+def test_selecting_rows_writes_the_url(pages, page_store, run_ids):
+    at = pages.open("runs")
+    frame = next(df for df in at.dataframe if "variant" in df.value.columns)
+    table, key = frame.value, frame.key
+    naive_row = list(table["run_id"]).index(run_ids[NAIVE])
+    at.session_state[key] = {"selection": {"rows": [naive_row], "columns": [], "cells": []}}
+    at.run()
+    pages.assert_clean(at)
+    assert at.query_params["runs"] == run_ids[NAIVE]
+
+
+def test_rename_changes_the_name_everywhere(pages, page_store, run_ids):
+    at = pages.open("runs", runs=run_ids[FLASH])
+    at.text_input[0].input("flash after the fix")
+    at.button[0].click()
+    at.run()
+    pages.assert_clean(at)
+    labels = queries.run_labels(page_store, [run_ids[FLASH]])
+    assert labels["name"].tolist() == ["flash after the fix"]
+    assert "flash after the fix" in set(_catalog(at)["name"])
+
+
+def test_rename_to_blank_is_a_plain_error(pages, page_store, run_ids):
+    at = pages.open("runs", runs=run_ids[FLASH])
+    at.text_input[0].input("   ")
+    at.button[0].click()
+    at.run()
+    assert not at.exception
+    assert [e.value for e in at.error] == ["A run name cannot be empty."]
+
+
+def test_delete_needs_confirmation_then_removes_the_runs(pages, page_store, run_ids):
+    at = pages.open("runs", runs=f"{run_ids[FLASH]},{run_ids[NAIVE]}")
+    delete = next(b for b in at.button if b.label == "Delete")
+    assert delete.disabled
+    at.checkbox[0].check().run()
+    next(b for b in at.button if b.label == "Delete").click().run()
+    pages.assert_clean(at)
+    left = set(queries.run_catalog(page_store)["run_id"])
+    assert run_ids[FLASH] not in left and run_ids[NAIVE] not in left and len(left) == 1
+    assert "runs" not in at.query_params
+
+
+def test_empty_store_points_to_profile_and_upload(pages, empty_store):
+    at = pages.open("runs")
+    pages.assert_clean(at)
+    assert "The store has no runs yet" in pages.texts(at)
+    assert {p.label for p in at.get("page_link")} >= {"Profile attention variants", "Upload traces"}
+
+
+def test_unknown_runs_in_a_link_are_named(pages, page_store, run_ids):
+    at = pages.open("kernels", runs=f"{run_ids[FLASH]},0000000000000000")
+    assert not at.exception
+    assert "0000000000000000" in pages.texts(at)
+
+
+def test_bad_link_parameter_is_a_warning_not_a_crash(pages, page_store):
+    at = pages.open("runs", iter="two")
+    assert not at.exception
+    assert "iter: 'two' is not an integer" in pages.texts(at)

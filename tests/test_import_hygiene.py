@@ -1,0 +1,61 @@
+"""Layering (docs/architecture.md): only profiler/ui.py imports streamlit, only the capture layer
+imports torch, and pages reach the store only through queries / ui / catalog.
+
+Each backend module is imported in a fresh interpreter, so a transitive import counts too.
+"""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+MODULES = sorted(p.stem for p in (ROOT / "profiler").glob("*.py") if not p.stem.startswith("__"))
+STREAMLIT_OK = {"ui"}
+TORCH_OK = {"capture", "variants"}
+PAGE_FORBIDDEN = {"duckdb", "torch", "profiler.store", "profiler.trace", "profiler.args"}
+
+
+def _loaded_after_import(module: str) -> set[str]:
+    code = (f"import sys, profiler.{module}; "
+            "print(' '.join(m for m in ('streamlit', 'torch') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return set(out.stdout.split())
+
+
+def test_the_layers_exist():
+    assert {"share", "ui"} <= set(MODULES)
+
+
+@pytest.mark.parametrize("module", [m for m in MODULES if m not in STREAMLIT_OK | TORCH_OK])
+def test_backend_module_imports_neither_streamlit_nor_torch(module):
+    assert _loaded_after_import(module) == set()
+
+
+def test_ui_does_not_pull_in_torch():
+    assert _loaded_after_import("ui") == {"streamlit"}
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+@pytest.mark.parametrize("page", sorted((ROOT / "pages").glob("*.py")) + [ROOT / "app.py"],
+                         ids=lambda p: p.name)
+def test_pages_reach_the_store_only_through_queries_and_ui(page):
+    imported = _imports(page)
+    bad = {name for name in imported
+           if any(name == f or name.startswith(f + ".") for f in PAGE_FORBIDDEN)}
+    assert not bad, f"{page.name} imports {sorted(bad)}; go through profiler.queries or ui"
