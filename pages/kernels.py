@@ -1,9 +1,59 @@
-"""Kernels page (placeholder until the analysis pages land)."""
+"""Kernels: what ran on the GPU in each selected run, per iteration, side by side."""
 import streamlit as st
 
-from profiler import ui
+from profiler import charts, queries, ui
+
+Col = st.column_config
+COLUMNS = {
+    "kernel": Col.TextColumn("kernel", width="large"),
+    "calls_per_iter": Col.NumberColumn("calls / iter", format="%.1f"),
+    "us_per_iter": Col.NumberColumn("µs / iter", format="%.1f"),
+    "mean_us": Col.NumberColumn("mean µs", format="%.2f"),
+    "gpu_time_share_pct": Col.ProgressColumn("share of GPU time", format="%.1f%%", min_value=0,
+                                             max_value=100),
+    "grid": Col.TextColumn("grid"),
+    "block": Col.TextColumn("block"),
+    "registers_per_thread": Col.NumberColumn("regs / thread"),
+    "shared_mem_bytes": Col.NumberColumn("shared mem (B)", format="localized"),
+    "est_occupancy_pct": Col.NumberColumn(
+        "reported occ. %", format="%.0f",
+        help="Kineto's static estimate. It reads 0 for kernels that opt into more than 48 KB of "
+             "shared memory (cuDNN, cuBLAS nvjet, flash), however they really run."),
+    "theory_occupancy_pct": Col.NumberColumn(
+        "theoretical occ. %", format="%.1f",
+        help="CUDA occupancy calculator with opt-in shared memory, capped by the grid size."),
+    "occupancy_limiter": Col.TextColumn("limited by"),
+    "tc_engine": Col.TextColumn("math", help="Tensor cores or CUDA cores, read from the name."),
+    "tc_precision": Col.TextColumn("precision"),
+    "calls": Col.NumberColumn("calls (all iters)"),
+    "total_us": Col.NumberColumn("µs (all iters)", format="%.1f"),
+}
 
 st.title("Kernels")
 state = ui.view_state("kernels")
 runs = ui.require_runs(state)
-st.write(f"{len(runs)} runs selected.")
+st.caption("GPU kernels of each selected run grouped by name. Per-iteration numbers divide by the "
+           "run's ProfilerStep count (a run without steps counts as one iteration). Click a column "
+           "header to sort.")
+
+with ui.guard():
+    store = ui.get_store()
+    labels = charts.label_map(queries.run_labels(store, runs))
+    found = st.text_input("Search kernels", value=state.filter("q", ""),
+                          placeholder="part of a kernel name, e.g. flash, gemm, Memcpy")
+    if found != (state.filter("q") or ""):
+        state = ui.update_view(state, filters=state.with_filter("q", found).filters)
+    table = charts.search(queries.kernel_details(store, runs), "kernel", found)
+    if table.empty:
+        st.info("No kernels match." if found else "The selected runs recorded no GPU kernels.")
+    else:
+        st.altair_chart(charts.kernel_time_chart(table, labels), width="stretch")
+        columns = st.columns(min(len(runs), 2))
+        for i, (run, rows) in enumerate(charts.per_run(table, runs)):
+            with columns[i % len(columns)]:
+                st.subheader(labels.get(run, run), divider="gray")
+                st.caption(f"{len(rows)} kernel names")
+                st.dataframe(rows, column_config=COLUMNS, column_order=list(COLUMNS),
+                             hide_index=True, width="stretch")
+                ui.csv_download(rows, f"kernels-{run}")
+    ui.copy_link(state)

@@ -7,6 +7,8 @@ kernels launched with ``cudaLaunchKernel``. Times below are nanoseconds.
 """
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -111,6 +113,24 @@ def test_kernel_table_per_iteration(tiny):
         2, 2.0, 10.0, 5.0]
     assert k.loc["runa", "grid"] == "8×1×1" and k.loc["runb", "block"] == "64×1×1"
     assert k["gpu_time_share_pct"].tolist() == [100.0, 100.0]
+
+
+H200 = {"id": 0, "name": "NVIDIA H200", "computeMajor": 9, "computeMinor": 0, "numSms": 132,
+        "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 65536,
+        "regsPerMultiprocessor": 65536, "warpSize": 32, "sharedMemPerBlock": 49152,
+        "sharedMemPerMultiprocessor": 233472, "sharedMemPerBlockOptin": 232448}
+
+
+def test_kernel_details_adds_theoretical_occupancy_and_math_class(tiny):
+    with tiny.connect() as con:
+        con.execute("UPDATE traces SET device_properties = ? WHERE trace_id = 'runa'",
+                    [json.dumps([H200])])
+    k = q.kernel_details(tiny, RUNS).set_index("run_id")
+    # 8 blocks of 128 threads over 132 SMs: the grid, not the 100 KB of shared memory, limits it
+    assert k.loc["runa", "occupancy_limiter"] == "grid"
+    assert k.loc["runa", "theory_occupancy_pct"] == pytest.approx(100 * 8 * 128 / (132 * 2048))
+    assert k.loc["runb", "occupancy_limiter"] == "unknown"    # no device described
+    assert {"tc_engine", "tc_precision"} <= set(k.columns)
 
 
 def test_timeline_marks_are_relative_to_the_origin(tiny):

@@ -1,0 +1,60 @@
+"""Kernels page on the fixture store: per-run tables, chart, search filter in the URL, empty state."""
+from __future__ import annotations
+
+FLASH, NAIVE = "sdpa_flash_small.json", "naive_small.json"
+ROCM = "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"
+
+
+def _param(at, key: str) -> list[str]:
+    value = at.query_params[key]
+    return value if isinstance(value, list) else [value]
+
+
+def _tables(at):
+    return [df.value for df in at.dataframe]
+
+
+def test_one_table_per_run_with_per_iteration_numbers(pages, page_store, run_ids):
+    at = pages.open("kernels", runs=f"{run_ids[FLASH]},{run_ids[NAIVE]}")
+    pages.assert_clean(at)
+    flash, naive = _tables(at)
+    row = flash.iloc[0]
+    assert "flash_fwd_kernel" in row["kernel"]
+    # the fixture: one 150.5 µs kernel per ProfilerStep, 2 steps, 98,304 B of shared memory
+    assert (row["calls_per_iter"], row["us_per_iter"], row["gpu_time_share_pct"]) == (1.0, 150.5, 100.0)
+    assert (row["grid"], row["shared_mem_bytes"], row["est_occupancy_pct"]) == ("16×32×1", 98304, 0.0)
+    # the fixture records no block size, so the calculator says why it cannot run
+    assert row["occupancy_limiter"] == "unknown" and row["tc_engine"] == "tensor core"
+    assert naive["kernel"].tolist() == ["void at::native::elementwise_kernel<128, 2>"]
+    assert len(at.get("vega_lite_chart")) == 1
+    assert len(at.get("download_button")) == 2
+
+
+def test_search_filters_tables_and_is_kept_in_the_url(pages, page_store, run_ids):
+    at = pages.open("kernels", runs=f"{run_ids[FLASH]},{run_ids[NAIVE]}")
+    at.text_input[0].input("FLASH").run()
+    pages.assert_clean(at)
+    flash, naive = _tables(at)
+    assert len(flash) == 1 and naive.empty
+    assert _param(at, "q") == ["FLASH"]
+
+
+def test_query_params_restore_the_search(pages, page_store, run_ids):
+    at = pages.open("kernels", runs=run_ids[ROCM], q="hipLaunch-none")
+    pages.assert_clean(at)
+    assert at.text_input[0].value == "hipLaunch-none"
+    assert "No kernels match." in pages.texts(at)
+
+
+def test_rocm_run_without_registers_still_renders(pages, page_store, run_ids):
+    at = pages.open("kernels", runs=run_ids[ROCM])
+    pages.assert_clean(at)
+    (table,) = _tables(at)
+    assert len(table) > 0 and table["registers_per_thread"].isna().all()
+
+
+def test_no_runs_selected_shows_the_empty_state(pages, empty_store):
+    at = pages.open("kernels")
+    pages.assert_clean(at)
+    assert "No runs selected" in pages.texts(at)
+    assert not at.dataframe
