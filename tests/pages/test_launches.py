@@ -1,0 +1,47 @@
+"""Launches page on the fixture store: API table per run, targets, latency, empty state."""
+from __future__ import annotations
+
+FLASH, NAIVE = "sdpa_flash_small.json", "naive_small.json"
+ROCM = "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"
+
+
+def _table_with(at, column: str):
+    return [df.value for df in at.dataframe if column in df.value.columns]
+
+
+def test_api_table_targets_and_latency_per_run(pages, page_store, run_ids):
+    at = pages.open("launches", runs=f"{run_ids[NAIVE]},{run_ids[FLASH]}")
+    pages.assert_clean(at)
+    naive_apis, flash_apis = _table_with(at, "category")
+    naive = naive_apis.set_index("api")
+    # per ProfilerStep: one cudaLaunchKernel (20 µs) and one cudaMemcpyAsync (10 µs)
+    assert naive.loc["cudaLaunchKernel", ["calls_per_iter", "cpu_us_per_iter", "kernels_launched"]].tolist() == [1.0, 20.0, 2]
+    assert naive.loc["cudaMemcpyAsync", ["category", "memops_launched"]].tolist() == ["memcpy", 2]
+    assert flash_apis["api"].tolist() == ["cudaLaunchKernel"]
+    naive_targets, _ = _table_with(at, "target_name")
+    assert set(naive_targets["target_kind"]) == {"kernel", "memcpy"}
+    naive_latency, _ = _table_with(at, "p50_us")
+    assert naive_latency.loc[0, "p50_us"] == 30.0      # kernel at +30 µs after its launch call
+    assert len(at.get("vega_lite_chart")) == 2          # calls per API + latency histogram
+
+
+def test_rocm_hip_launch_apis(pages, page_store, run_ids):
+    at = pages.open("launches", runs=run_ids[ROCM])
+    pages.assert_clean(at)
+    (apis,) = _table_with(at, "category")
+    assert {"hipLaunchKernel", "hipExtModuleLaunchKernel"} <= set(apis["api"])
+    assert (apis.loc[apis["api"].str.startswith("hip") & apis["api"].str.contains("Launch"),
+                     "category"] == "launch").all()
+
+
+def test_query_params_restore_the_runs(pages, page_store, run_ids):
+    at = pages.open("launches", runs=run_ids[FLASH])
+    pages.assert_clean(at)
+    assert run_ids[FLASH] in "".join(c.value for c in at.code)   # the share link holds the run
+    assert len(_table_with(at, "category")) == 1
+
+
+def test_no_runs_selected_shows_the_empty_state(pages, empty_store):
+    at = pages.open("launches")
+    pages.assert_clean(at)
+    assert "No runs selected" in pages.texts(at)
