@@ -267,7 +267,11 @@ def _array_start(buf: bytes, name: str) -> tuple[bytes, int] | None:
     if body[:1] == b"[":
         return b"", offset + 1
     if body[:1] != b"{":
-        raise errors.NotJsonError(name, "is not JSON (it does not start with '{' or '[')")
+        try:
+            top = _ANY.decode(body)
+        except msgspec.DecodeError:
+            raise errors.NotJsonError(name, "is not JSON (it does not start with '{' or '[')") from None
+        raise errors.NotATraceError(name, f"is JSON but not a trace: its top level is a {type(top).__name__}")
     match = _EVENTS_KEY.search(buf)
     if match is None or match.end() >= len(buf):
         if len(buf) > HEADER_SEARCH_BYTES:
