@@ -253,3 +253,16 @@ def _aligned_row(a: pd.DataFrame, b: pd.DataFrame, slot: int, i, j, status: str)
     left = (a.at[i, "seq"], a.at[i, "name"], a.at[i, "dur_us"]) if i is not None else (None,) * 3
     right = (b.at[j, "seq"], b.at[j, "name"], b.at[j, "dur_us"]) if j is not None else (None,) * 3
     return (slot, *left, *right, status)
+
+
+# ── analysis (findings, compare CLI) ─────────────────────────────────────────────────────────
+
+def memop_table(store, run_ids) -> pd.DataFrame:
+    """Copies and sets per run by name: kind, calls_per_iter, bytes_per_iter, us_per_iter."""
+    return _run(store, "memop_table", run_ids=_ids(run_ids))
+
+
+def cpu_op_delta(store, run_a: str, run_b: str) -> pd.DataFrame:
+    """CPU ops per iteration, by name: calls_a/b/delta, self_us_a/b/delta, presence."""
+    _check_pair(run_a, run_b)
+    return _run(store, "cpu_op_delta", run_a=run_a, run_b=run_b)
