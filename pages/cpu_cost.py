@@ -1,9 +1,64 @@
-"""CPU cost page (placeholder until the analysis pages land)."""
+"""CPU cost: how much CPU each selected run spends to keep the GPU busy, per iteration, and why."""
 import streamlit as st
 
-from profiler import ui
+from profiler import charts, queries, ui
+
+Col = st.column_config
+SUMMARY_COLUMNS = {
+    "label": Col.TextColumn("run", width="medium"),
+    "cold": Col.CheckboxColumn("cold", help="First call of a fresh shape, before any warm-up."),
+    "iterations": Col.NumberColumn("iters"),
+    "cpu_op_self_us": Col.NumberColumn("CPU ops µs / iter", format="%.1f",
+                                       help="Self time of CPU ops, all threads, mean per iteration."),
+    "first_iter_cpu_us": Col.NumberColumn("CPU µs, 1st iter", format="%.1f"),
+    "later_iter_cpu_us": Col.NumberColumn("CPU µs, later iters", format="%.1f"),
+    "launch_api_us": Col.NumberColumn("launch/API µs / iter", format="%.1f"),
+    "gpu_kernel_us": Col.NumberColumn("GPU kernel µs / iter", format="%.1f"),
+    "cpu_gpu_ratio": Col.NumberColumn("API ÷ kernel time", format="%.2f",
+                                      help="Above 1 the GPU waits for the CPU to launch work."),
+    "bound": Col.TextColumn("verdict", width="medium"),
+}
+OP_COLUMNS = {
+    "op": Col.TextColumn("op", width="large"),
+    "calls_per_iter": Col.NumberColumn("calls / iter", format="%.1f"),
+    "self_us_per_iter": Col.NumberColumn("self µs / iter", format="%.1f"),
+    "total_us_per_iter": Col.NumberColumn("incl. children µs / iter", format="%.1f"),
+    "self_share_pct": Col.ProgressColumn("share of CPU self time", format="%.1f%%",
+                                         min_value=0, max_value=100),
+}
 
 st.title("CPU cost")
 state = ui.view_state("cpu-cost")
 runs = ui.require_runs(state)
-st.write(f"{len(runs)} runs selected.")
+st.caption("CPU time is the self time of CPU ops (time not spent in child ops), summed over "
+           "threads; the ProfilerStep annotation itself is left out. GPU time sums kernel "
+           "durations (overlapping streams count twice).")
+
+with ui.guard():
+    store = ui.get_store()
+    labels = charts.label_map(queries.run_labels(store, runs))
+    summary = queries.run_cpu_summary(store, runs)
+    st.subheader("Is it CPU-bound?", divider="gray")
+    st.dataframe(summary, column_config=SUMMARY_COLUMNS, column_order=list(SUMMARY_COLUMNS),
+                 hide_index=True)
+    ui.csv_download(summary, "cpu-summary")
+    st.subheader("The cuDNN story", divider="gray")
+    for paragraph in charts.cudnn_story(queries.cudnn_op_time(store, runs), labels):
+        st.markdown(paragraph)
+    st.subheader("CPU vs GPU time per iteration", divider="gray")
+    per_iter = queries.iteration_cpu_gpu(store, runs)
+    st.altair_chart(charts.cpu_gpu_chart(per_iter, labels), width="stretch")
+    if not summary.empty:
+        st.altair_chart(charts.cold_warm_chart(summary), width="stretch")
+    st.subheader("Self CPU time by op", divider="gray")
+    ops = queries.op_self_time(store, runs)
+    if ops.empty:
+        st.info("The selected runs recorded no CPU ops.")
+    else:
+        st.altair_chart(charts.op_self_time_chart(ops, labels), width="stretch")
+        for run, rows in charts.per_run(ops, runs):
+            with st.expander(f"Ops of {labels.get(run, run)}"):
+                st.dataframe(rows, column_config=OP_COLUMNS, column_order=list(OP_COLUMNS),
+                             hide_index=True)
+                ui.csv_download(rows, f"cpu-ops-{run}")
+    ui.copy_link(state)

@@ -184,7 +184,7 @@ def cudnn_op_time(store, run_ids) -> pd.DataFrame:
 def run_cpu_summary(store, run_ids) -> pd.DataFrame:
     """One row per run: label, cold, iterations, mean per-iteration cpu_op_self_us,
     launch_api_us and gpu_kernel_us, first_iter_cpu_us vs later_iter_cpu_us, and cpu_gpu_ratio
-    (launch API time over kernel time: above 1 the GPU waits for the CPU)."""
+    (launch API time over kernel time: above 1 the GPU waits for the CPU) with its verdict, bound."""
     per_iter = iteration_cpu_gpu(store, run_ids)
     labels = run_labels(store, run_ids)[["run_id", "label", "cold"]]
     if per_iter.empty:
@@ -196,7 +196,14 @@ def run_cpu_summary(store, run_ids) -> pd.DataFrame:
     summary["later_iter_cpu_us"] = grouped["cpu_op_self_us"].apply(lambda s: s.iloc[1:].mean())
     kernel_us = summary["gpu_kernel_us"].where(summary["gpu_kernel_us"] > 0)
     summary["cpu_gpu_ratio"] = summary["launch_api_us"] / kernel_us
+    summary["bound"] = summary["cpu_gpu_ratio"].map(_bound)
     return labels.merge(summary.reset_index(), on="run_id")
+
+
+def _bound(ratio: float) -> str:
+    if pd.isna(ratio):
+        return "no GPU kernels"
+    return "CPU-bound: launching takes longer than the kernels run" if ratio > 1 else "GPU-bound"
 
 
 # ── compare ──────────────────────────────────────────────────────────────────────────────────

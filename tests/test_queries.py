@@ -208,6 +208,8 @@ def test_run_cpu_summary_first_vs_later(tiny):
         30.0, 20.0, 2]
     assert s.loc["runa", "cpu_gpu_ratio"] == pytest.approx(22.5 / 15.0)
     assert pd.isna(s.loc["runb", "later_iter_cpu_us"])
+    assert s.loc["runa", "bound"].startswith("CPU-bound")     # 22.5 µs launching vs 15 µs kernels
+    assert s.loc["runb", "bound"] == "GPU-bound"              # 4 µs vs 10 µs
 
 
 def test_cudnn_op_time_counts_outermost_ops_and_their_kernels(tiny):

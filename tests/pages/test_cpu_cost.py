@@ -1,0 +1,45 @@
+"""CPU-cost page on the fixture store: summary verdict, charts, op table, cuDNN story, empty state."""
+from __future__ import annotations
+
+import pytest
+
+FLASH, NAIVE = "sdpa_flash_small.json", "naive_small.json"
+ROCM = "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"
+
+
+def _table_with(at, column: str):
+    return [df.value for df in at.dataframe if column in df.value.columns]
+
+
+def test_summary_ops_and_charts(pages, page_store, run_ids):
+    at = pages.open("cpu-cost", runs=f"{run_ids[NAIVE]},{run_ids[FLASH]}")
+    pages.assert_clean(at)
+    (summary,) = _table_with(at, "bound")
+    naive = summary.set_index("run_id").loc[run_ids[NAIVE]]
+    # per step: 100 µs of CPU op self time, 20 + 10 µs in API calls, one 150.5 µs kernel
+    assert (naive["cpu_op_self_us"], naive["launch_api_us"], naive["gpu_kernel_us"]) == (100.0, 30.0, 150.5)
+    assert naive["cpu_gpu_ratio"] == pytest.approx(30 / 150.5) and naive["bound"] == "GPU-bound"
+    ops = _table_with(at, "self_us_per_iter")
+    assert len(ops) == 2
+    assert ops[0].set_index("op").loc["aten::masked_fill", "self_us_per_iter"] == 80.0
+    assert len(at.get("vega_lite_chart")) == 3          # per iteration, cold/warm, ops
+    assert "None of the selected runs calls a cuDNN attention op" in pages.texts(at)
+
+
+def test_rocm_run_is_cpu_bound(pages, page_store, run_ids):
+    at = pages.open("cpu-cost", runs=run_ids[ROCM])
+    pages.assert_clean(at)
+    (summary,) = _table_with(at, "bound")
+    assert summary.loc[0, "cpu_gpu_ratio"] > 1 and summary.loc[0, "bound"].startswith("CPU-bound")
+
+
+def test_unknown_run_in_the_link_is_reported_not_raised(pages, page_store, run_ids):
+    at = pages.open("cpu-cost", runs=f"{run_ids[FLASH]},0123456789abcdef")
+    assert not at.exception
+    assert len(_table_with(at, "bound")) == 1
+
+
+def test_no_runs_selected_shows_the_empty_state(pages, empty_store):
+    at = pages.open("cpu-cost")
+    pages.assert_clean(at)
+    assert "No runs selected" in pages.texts(at)
