@@ -1,7 +1,88 @@
-"""Profile page."""
+"""Profile: capture attention variants with torch.profiler on this machine; new runs are selected."""
 import streamlit as st
 
 from profiler import ui
+from profiler.capture import CaptureConfig
+from profiler.variants import DTYPES, VARIANTS, Setting, availability, default_device
 
-st.title("Profile")
+SEQ_LENS = (128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+QUICK = ("naive", "naive_inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn")
+# small enough that a CPU capture finishes in seconds; GPU defaults are a typical LLM layer
+DEFAULTS = {"cpu": dict(batch=1, heads=4, seq=[256], head_dim=64, dtype="fp32"),
+            "cuda": dict(batch=8, heads=16, seq=[1024], head_dim=64, dtype="bf16")}
+
+
+def device_note(device: str) -> None:
+    if device == "cuda":
+        st.success("Capturing on this machine's CUDA GPU.", icon=":material/memory:")
+    else:
+        st.warning("No CUDA GPU on this machine: the capture runs on the CPU. Kernels, launches and "
+                   "GPU time only exist on a GPU, so GPU-only variants are skipped (reasons below) "
+                   "and CPU runs show CPU ops only.", icon=":material/warning:")
+
+
+def shape_inputs(d: dict) -> dict:
+    c = st.columns(4)
+    return dict(
+        batch=c[0].number_input("batch", 1, 256, d["batch"]),
+        heads=c[1].number_input("heads", 1, 256, d["heads"]),
+        head_dim=c[2].number_input("head dim", 8, 512, d["head_dim"], step=8),
+        dtype=c[3].selectbox("dtype", list(DTYPES), index=list(DTYPES).index(d["dtype"])),
+        seq_lens=tuple(st.multiselect("sequence lengths (several = a sweep, one run each)",
+                                      SEQ_LENS, default=d["seq"])),
+        causal=st.toggle("causal mask", value=True))
+
+
+def schedule_inputs() -> dict:
+    st.markdown("**Schedule** — a cold run records the first call of a fresh shape (compile, "
+                "cuDNN plan building); a warm run records `active` steps after warm-up.")
+    c = st.columns(4)
+    return dict(cold=c[0].toggle("also a cold run", value=True),
+                warmup_calls=c[1].number_input("warm-up calls (unprofiled)", 0, 100, 3),
+                warmup=c[2].number_input("profiler warm-up steps", 0, 20, 1),
+                active=c[3].number_input("active (recorded) steps", 1, 50, 3))
+
+
+def availability_table(setting: Setting) -> list[str]:
+    rows = availability(setting)
+    skipped = [r for r in rows if not r.available]
+    if skipped:
+        st.markdown(f"**{len(skipped)} of {len(rows)} variants cannot run with these settings "
+                    "here and will be skipped:**")
+        st.dataframe([{"variant": r.name, "why it is skipped": r.reason} for r in skipped],
+                     hide_index=True)
+    return [r.name for r in rows if r.available]
+
+
+def show_results(state, results, skipped) -> None:
+    new = tuple(dict.fromkeys(r.trace_id for r in results))
+    for reason in sorted({f"{o.variant} (L={o.seq_len}): {o.skipped}" for o in skipped}):
+        st.caption(f"Skipped {reason}")
+    if not new:
+        st.warning("No run was profiled; see the reasons above.")
+        return
+    state = ui.update_view(state, runs=new)
+    st.success(f"{len(new)} new run(s) in the store and selected. Open them in:")
+    columns = st.columns(4)
+    for column, page in zip(columns, ("runs", "kernels", "timeline", "cpu-cost")):
+        with column:
+            ui.link_to(page, state.with_(page=page))
+
+
+st.title("Profile attention variants")
 state = ui.view_state("profile")
+device = default_device()
+device_note(device)
+shape = shape_inputs(DEFAULTS[device])
+schedule = schedule_inputs()
+runnable = availability_table(Setting(device=device, dtype=shape["dtype"],
+                                      head_dim=shape["head_dim"], causal=shape["causal"]))
+chosen = st.multiselect("variants", runnable, default=[v for v in QUICK if v in runnable],
+                        help="; ".join(f"{n}: {VARIANTS[n].description}" for n in runnable))
+ready = bool(chosen and shape["seq_lens"])
+if st.button("Run capture", type="primary", icon=":material/play_arrow:", disabled=not ready):
+    config = CaptureConfig(variants=tuple(chosen), device=device, **shape, **schedule)
+    with ui.guard():
+        show_results(state, *ui.capture_runs(config))
+elif not ready:
+    st.caption("Choose at least one variant and one sequence length.")

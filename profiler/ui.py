@@ -32,6 +32,11 @@ Tables and uploads
     with its own progress bar; a bad file gets an ``st.error`` naming it and the problem, the
     others go on.
     ``upload_limit_mb() -> int``: the server's per-file upload limit.
+    ``capture_runs(config) -> (list[IngestResult], list[RunOutcome])``: run a
+    ``profiler.capture`` capture with a live progress bar per variant, ingest the traces, and
+    return the new runs and the skipped ones. One capture at a time per server (the profiler and
+    the GPU are shared); a second session waits with a spinner. Trace files are kept in
+    ``traces/`` next to the store file.
 
 Navigation
     ``link_to(page, state, label=None)``: an ``st.page_link`` to ``page`` (a url path such as
@@ -44,8 +49,10 @@ Sharing and downloads
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -59,7 +66,7 @@ from profiler.store import Store, default_db_path
 PROJECT_ERRORS = (TraceError, StoreError, ShareError)
 PAGE_FILES = {page: f"pages/{page.replace('-', '_')}.py" for page in PAGES}
 _RUNS_KEY = "_selected_runs"
-_SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
+_CAPTURE_LOCK = threading.Lock()  # torch.profiler is process-wide, and timings need the GPU alone
 
 
 @st.cache_resource(show_spinner="Opening the trace store…")
@@ -246,3 +253,41 @@ def ingest_files(files, source: str = "uploaded") -> list:
         bar.progress(1.0, text=_progress_text(f.name, result))
         results.append(result)
     return results
+
+
+class _VariantBars:
+    """One progress bar per variant, fed by ``capture``'s (variant, fraction, message) reports."""
+
+    def __init__(self, names: Iterable[str], runs_each: int):
+        self.bars = {n: st.progress(0.0, text=f"{n}: waiting") for n in names}
+        self.done = dict.fromkeys(self.bars, 0)
+        self.runs_each, self.seen = runs_each, 0
+
+    def __call__(self, variant: str, fraction: float, message: str) -> None:
+        finished = round(fraction * self.runs_each * len(self.bars))
+        if variant in self.bars:  # runs finished since the last report are this variant's
+            self.done[variant] += max(0, finished - self.seen)
+            share = min(1.0, self.done[variant] / self.runs_each)
+            self.bars[variant].progress(share, text=f"{variant}: {message}")
+        self.seen = max(self.seen, finished)
+
+
+def capture_runs(config) -> tuple[list, list]:
+    """Capture ``config`` (a ``capture.CaptureConfig``) with live bars, then ingest the traces."""
+    from profiler import capture  # torch loads only when someone captures
+
+    if not _CAPTURE_LOCK.acquire(blocking=False):
+        with st.spinner("Another session is capturing on this machine; waiting for it to finish…"):
+            _CAPTURE_LOCK.acquire()
+    try:  # the traces go next to the store (data/traces/ by default)
+        config = replace(config, out_dir=Path(db_path()).parent / "traces")
+        bars = _VariantBars(config.variants, len(config.seq_lens) * (2 if config.cold else 1))
+        outcomes = capture.capture(config, progress=bars)
+        with st.spinner("Adding the traces to the store…"):
+            results = capture.ingest_outcomes(get_store(), outcomes)
+    except capture.CaptureError as err:
+        show_error(err)
+        return [], []
+    finally:
+        _CAPTURE_LOCK.release()
+    return results, [o for o in outcomes if o.skipped]

@@ -1,0 +1,56 @@
+"""Profile page on a CPU machine: skipped variants explained, a real capture, new runs selected."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from profiler import queries
+from profiler.variants import Setting, availability, default_device
+
+DEVICE = default_device()
+NOTE = {"cpu": "No CUDA GPU on this machine", "cuda": "Capturing on this machine's CUDA GPU."}
+DTYPE = {"cpu": "fp32", "cuda": "bf16"}  # the page's defaults per device
+
+
+def test_the_device_is_named_and_skipped_variants_say_why(pages, page_store):
+    at = pages.open("profile")
+    pages.assert_clean(at)
+    assert NOTE[DEVICE] in pages.texts(at)
+    skipped = {r.name: r.reason for r in availability(Setting(device=DEVICE, dtype=DTYPE[DEVICE]))
+               if not r.available}
+    tables = [df.value for df in at.dataframe if "why it is skipped" in df.value.columns]
+    if DEVICE == "cpu" or skipped:
+        assert dict(zip(tables[0]["variant"], tables[0]["why it is skipped"])) == skipped
+    else:
+        assert not tables
+    offered = next(m for m in at.multiselect if m.label == "variants")
+    assert not set(offered.options) & set(skipped)
+
+
+def test_capture_adds_selected_runs_with_live_progress(pages, page_store):
+    before = set(queries.run_catalog(page_store)["run_id"])
+    at = pages.open("profile")
+    variants = next(m for m in at.multiselect if m.label == "variants")
+    variants.set_value(["sdpa_math"])
+    next(m for m in at.multiselect if m.label.startswith("sequence lengths")).set_value([128])
+    next(b for b in at.button if b.label == "Run capture").click()
+    at.run(timeout=300)
+    pages.assert_clean(at)
+    catalog = queries.run_catalog(page_store)
+    new = catalog[~catalog["run_id"].isin(before)]
+    # one cold and one warm run of the one variant, described by the trace's own metadata
+    assert sorted(new["cold"].tolist()) == [False, True]
+    assert set(new["variant"]) == {"sdpa_math"} and set(new["shape"]) == {"1×4×128×64"}
+    assert set(at.query_params["runs"].split(",")) == set(new["run_id"])
+    bars = at.get("progress")
+    assert [b.proto.value for b in bars] == [100]
+    assert "sdpa_math" in bars[0].proto.text
+    assert "2 new run(s) in the store and selected" in pages.texts(at)
+    traces = sorted(p.name for p in (Path(page_store.path).parent / "traces").iterdir())
+    assert traces == sorted(f"{n}.json.gz" for n in new["name"]), "trace files live next to the store"
+
+
+def test_no_sequence_length_disables_the_button(pages, page_store):
+    at = pages.open("profile")
+    next(m for m in at.multiselect if m.label.startswith("sequence lengths")).set_value([]).run()
+    assert next(b for b in at.button if b.label == "Run capture").disabled
+    assert "Choose at least one variant and one sequence length." in pages.texts(at)
