@@ -41,6 +41,7 @@ def commands(trace: Path, db: Path) -> dict[str, list[str]]:
 
 def measure(cmd: list[str]) -> dict:
     """Run cmd to completion; its wall seconds, peak RSS (bytes), exit code and last output line."""
+    load = os.getloadavg()[0]
     with tempfile.TemporaryFile() as log:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
@@ -49,16 +50,16 @@ def measure(cmd: list[str]) -> dict:
         proc.returncode = os.waitstatus_to_exitcode(status)
         log.seek(0)
         lines = log.read().decode(errors="replace").strip().splitlines() or [""]
-    return {"seconds": seconds, "rss": usage.ru_maxrss * 1024, "rc": proc.returncode,
+    return {"seconds": seconds, "rss": usage.ru_maxrss * 1024, "rc": proc.returncode, "load": load,
             "said": lines[-1][-100:]}
 
 
 def table(size: int, runs: dict[str, dict]) -> str:
-    rows = ["| tool | MB | seconds | MB/s | peak RSS MB | RSS / file | exit | last output line |",
-            "|---|---:|---:|---:|---:|---:|---:|---|"]
+    rows = ["| tool | MB | seconds | MB/s | peak RSS MB | RSS / file | load at start | exit | last output line |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for name, r in runs.items():
         rows.append(f"| {name} | {size / 1e6:.0f} | {r['seconds']:.1f} | {size / 1e6 / r['seconds']:.1f}"
-                    f" | {r['rss'] / 1e6:.0f} | {r['rss'] / size:.2f} | {r['rc']} | `{r['said']}` |")
+                    f" | {r['rss'] / 1e6:.0f} | {r['rss'] / size:.2f} | {r['load']:.1f} | {r['rc']} | `{r['said']}` |")
     return "\n".join(rows)
 
 
