@@ -1,9 +1,80 @@
-"""Compare page (placeholder until the analysis pages land)."""
+"""Compare: two runs side by side — one iteration's kernel sequences aligned, what only one of them
+launches, and how counts, GPU time and launch APIs change from run a to run b."""
 import streamlit as st
 
-from profiler import ui
+from profiler import charts, queries, ui
+
+Col = st.column_config
+ALIGN_COLUMNS = {
+    "status": Col.TextColumn("status"),
+    "name_a": Col.TextColumn("kernel in a", width="large"),
+    "dur_us_a": Col.NumberColumn("µs (a)", format="%.2f"),
+    "name_b": Col.TextColumn("kernel in b", width="large"),
+    "dur_us_b": Col.NumberColumn("µs (b)", format="%.2f"),
+    "family": Col.TextColumn("job (kernel family)"),
+}
+DELTA_COLUMNS = {
+    "kernel": Col.TextColumn("kernel / copy", width="large"),
+    "presence": Col.TextColumn("in"),
+    "calls_a": Col.NumberColumn("calls / iter (a)", format="%.1f"),
+    "calls_b": Col.NumberColumn("calls / iter (b)", format="%.1f"),
+    "calls_delta": Col.NumberColumn("Δ calls", format="%+.1f"),
+    "us_a": Col.NumberColumn("µs / iter (a)", format="%.1f"),
+    "us_b": Col.NumberColumn("µs / iter (b)", format="%.1f"),
+    "us_delta": Col.NumberColumn("Δ µs", format="%+.1f"),
+}
+API_COLUMNS = {
+    "api": Col.TextColumn("API"), "api_kind": Col.TextColumn("kind"),
+    "presence": Col.TextColumn("in"),
+    "calls_a": Col.NumberColumn("calls / iter (a)", format="%.1f"),
+    "calls_b": Col.NumberColumn("calls / iter (b)", format="%.1f"),
+    "calls_delta": Col.NumberColumn("Δ calls", format="%+.1f"),
+    "cpu_us_delta": Col.NumberColumn("Δ CPU µs / iter", format="%+.1f"),
+}
+
+
+def pick_pair(state, runs, labels):
+    """Runs a and b (URL filters ``a`` / ``b``; the first two selected runs by default)."""
+    left, right = st.columns(2)
+    a_default = state.filter("a") if state.filter("a") in runs else runs[0]
+    b_default = state.filter("b") if state.filter("b") in runs else runs[1]
+    with left:
+        a = st.selectbox("Run a", runs, index=runs.index(a_default), format_func=lambda r: labels.get(r, r))
+    with right:
+        b = st.selectbox("Run b", runs, index=runs.index(b_default), format_func=lambda r: labels.get(r, r))
+    iteration = st.number_input("Iteration (0 = first ProfilerStep in each run)", min_value=0,
+                                value=state.iteration or 0, step=1)
+    new = state.with_filter("a", a).with_filter("b", b).with_(iteration=int(iteration))
+    if new != state:
+        ui.set_view(new)
+    return new, a, b, int(iteration)
+
 
 st.title("Compare")
 state = ui.view_state("compare")
-runs = ui.require_runs(state)
-st.write(f"{len(runs)} runs selected.")
+runs = list(ui.require_runs(state, minimum=2, purpose="comparing"))
+
+with ui.guard():
+    store = ui.get_store()
+    labels = charts.label_map(queries.run_labels(store, runs))
+    state, a, b, iteration = pick_pair(state, runs, labels)
+    label_a, label_b = f"a: {labels.get(a, a)}", f"b: {labels.get(b, b)}"
+    aligned = queries.kernel_alignment(store, a, b, iteration)
+    st.subheader("Kernel sequence of one iteration", divider="gray")
+    st.markdown(charts.alignment_summary(aligned, label_a, label_b))
+    if not aligned.empty:
+        st.altair_chart(charts.alignment_chart(aligned, label_a, label_b), width="stretch")
+        with st.expander("Aligned sequence, slot by slot"):
+            st.dataframe(aligned, column_config=ALIGN_COLUMNS, column_order=list(ALIGN_COLUMNS),
+                         hide_index=True)
+    st.subheader("Kernels per iteration, b − a", divider="gray")
+    delta = queries.kernel_delta(store, a, b)
+    if not delta.empty:
+        st.altair_chart(charts.delta_chart(delta), width="stretch")
+    st.dataframe(delta, column_config=DELTA_COLUMNS, column_order=list(DELTA_COLUMNS),
+                 hide_index=True)
+    ui.csv_download(delta, f"kernel-delta-{a}-{b}")
+    st.subheader("Launch APIs per iteration, b − a", divider="gray")
+    st.dataframe(queries.launch_api_delta(store, a, b), column_config=API_COLUMNS,
+                 column_order=list(API_COLUMNS), hide_index=True)
+    ui.copy_link(state)

@@ -172,6 +172,9 @@ def cold_warm_chart(summary: pd.DataFrame) -> alt.Chart:
 
 # ── compare ──────────────────────────────────────────────────────────────────────────────────
 
+ALIGN_STATUSES = ["same", "same family", "replaced", "only in a", "only in b"]
+
+
 def alignment_chart(aligned: pd.DataFrame, label_a: str, label_b: str) -> alt.Chart:
     """Two strips, one per run: a cell per aligned kernel slot, coloured by whether it is in both
     runs or only one; hover shows the kernel."""
@@ -179,13 +182,12 @@ def alignment_chart(aligned: pd.DataFrame, label_a: str, label_b: str) -> alt.Ch
                                                   dur_us=lambda d: d["dur_us_a"])
     b = aligned.dropna(subset=["name_b"]).assign(run=label_b, name=lambda d: d["name_b"],
                                                   dur_us=lambda d: d["dur_us_b"])
-    data = pd.concat([a, b])[["slot", "run", "name", "dur_us", "status"]]
+    data = pd.concat([a, b])[["slot", "run", "name", "dur_us", "status", "family"]]
     return alt.Chart(data, title="Kernel sequence of one iteration, aligned").mark_rect().encode(
         x=alt.X("slot:O", title="aligned position", axis=alt.Axis(labels=False, ticks=False)),
         y=alt.Y("run:N", sort=[label_a, label_b], title=None, axis=alt.Axis(labelLimit=320)),
-        color=alt.Color("status:N", scale=alt.Scale(domain=["same", "only in a", "only in b"],
-                                                    scheme=PALETTE)),
-        tooltip=["run", "slot", "name", "dur_us", "status"],
+        color=alt.Color("status:N", scale=alt.Scale(domain=ALIGN_STATUSES, scheme=PALETTE)),
+        tooltip=["run", "slot", "name", "dur_us", "status", "family"],
     ).properties(height=90)
 
 
@@ -231,3 +233,20 @@ def _cudnn_paragraph(label: str, rows: pd.DataFrame) -> str:
                        "CPU runs ahead (larger shapes, CUDA graphs, or a leaner path such as flash).")
     return text + ("Warm, the GPU work outweighs the CPU work per call, so the CPU cost stays "
                    "hidden as long as the CPU keeps ahead of the GPU.")
+
+
+def alignment_summary(aligned: pd.DataFrame, label_a: str, label_b: str) -> str:
+    """One sentence: how many aligned kernels match and which appear in one run only."""
+    if aligned.empty:
+        return "Neither run launched GPU work in this iteration."
+    same = int(aligned["status"].isin(["same", "same family"]).sum())
+    replaced = int((aligned["status"] == "replaced").sum())
+    parts = [f"{same} kernels line up in both runs (same job), {replaced} were replaced by "
+             "another kind of kernel."]
+    for status, label, column in (("only in a", label_a, "name_a"), ("only in b", label_b, "name_b")):
+        names = aligned.loc[aligned["status"] == status, column].value_counts()
+        if not names.empty:
+            listed = ", ".join(f"`{n[:60]}` ×{c}" for n, c in names.head(5).items())
+            more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+            parts.append(f"Only in **{label}**: {listed}{more}.")
+    return " ".join(parts)

@@ -10,20 +10,19 @@ Add new queries in the section they belong to (or a new section) with their own 
 """
 from __future__ import annotations
 
-import difflib
 import json
 from functools import cache
 from pathlib import Path
 
 import pandas as pd
 
-from profiler import gpus, occupancy, tensor_cores
+from profiler import diff, gpus, occupancy, tensor_cores
 from profiler.errors import StoreError, UnknownRunError
 
 SQL_DIR = Path(__file__).resolve().parent / "sql"
 TIMELINE_MAX_MARKS = 3000     # marks per panel the browser draws quickly
 TIMELINE_WIDTH_PX = 1200      # events shorter than window / width merge into one mark
-ALIGN_MAX_KERNELS = 4000      # longer sequences are cut before alignment (quadratic matcher)
+ALIGN_MAX_KERNELS = 4000      # longer iterations are cut before alignment
 
 
 class QueryError(StoreError):

@@ -218,15 +218,24 @@ def test_cudnn_op_time_counts_outermost_ops_and_their_kernels(tiny):
         ["runa", 0, 1, 10.0, 20.0], ["runa", 1, 1, 5.0, 10.0]]
 
 
-def test_kernel_sequence_and_alignment(tiny):
+def test_kernel_sequence_of_one_iteration(tiny):
     a = q.kernel_sequence(tiny, "runa", 1)
     assert a[["seq", "name", "start_us", "launch_api"]].values.tolist() == [
         [0, "cudnn_fwd", 20.0, "cuLaunchKernel"],
         [1, "Memcpy DtoD (Device -> Device)", 35.0, "cudaMemcpyAsync"]]
-    b = a[a["kind"] == "kernel"]
-    aligned = q.align_sequences(a, b)
+
+
+def test_kernel_alignment_marks_work_in_one_run_only(tiny):
+    with tiny.connect() as con:     # runc: runa's iteration 1 without the copy
+        con.execute("INSERT INTO traces (trace_id, name, source, added_at, size_bytes, events,"
+                    " kernels, skipped_events, start_ns, end_ns)"
+                    " VALUES ('runc', 'c.json', 'uploaded', now(), 1, 1, 1, 0, 0, 100000)")
+        con.execute("INSERT INTO kernels (trace_id, name, ts_ns, dur_ns, correlation)"
+                    " VALUES ('runc', 'cudnn_fwd', 5000, 9000, 1)")
+    aligned = q.kernel_alignment(tiny, "runa", "runc", 1)
     assert aligned["status"].tolist() == ["same", "only in a"]
     assert aligned.loc[1, "name_a"].startswith("Memcpy") and pd.isna(aligned.loc[1, "name_b"])
+    assert aligned.loc[0, ["dur_us_a", "dur_us_b"]].tolist() == [10.0, 9.0]
 
 
 def test_kernel_sequence_of_an_unknown_run(tiny):
