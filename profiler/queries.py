@@ -236,29 +236,14 @@ def _check_pair(run_a: str, run_b: str) -> None:
         raise QueryError(f"compare needs two different runs; both sides are {run_a}")
 
 
-def align_sequences(seq_a: pd.DataFrame, seq_b: pd.DataFrame) -> pd.DataFrame:
-    """Align two kernel sequences by name (longest matching blocks): one row per aligned slot
-    with seq_a, name_a, dur_us_a, seq_b, name_b, dur_us_b and status ('same' | 'only in a' |
-    'only in b'); a replaced stretch becomes 'only in a' rows followed by 'only in b' rows."""
-    a = seq_a.head(ALIGN_MAX_KERNELS).reset_index(drop=True)
-    b = seq_b.head(ALIGN_MAX_KERNELS).reset_index(drop=True)
-    matcher = difflib.SequenceMatcher(None, list(a["name"]), list(b["name"]), autojunk=False)
-    rows: list[tuple] = []
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            rows += [(i, j, "same") for i, j in zip(range(i1, i2), range(j1, j2))]
-            continue
-        rows += [(i, None, "only in a") for i in range(i1, i2)]
-        rows += [(None, j, "only in b") for j in range(j1, j2)]
-    return pd.DataFrame([_aligned_row(a, b, k, *row) for k, row in enumerate(rows)],
-                        columns=["slot", "seq_a", "name_a", "dur_us_a", "seq_b", "name_b",
-                                 "dur_us_b", "status"])
-
-
-def _aligned_row(a: pd.DataFrame, b: pd.DataFrame, slot: int, i, j, status: str) -> tuple:
-    left = (a.at[i, "seq"], a.at[i, "name"], a.at[i, "dur_us"]) if i is not None else (None,) * 3
-    right = (b.at[j, "seq"], b.at[j, "name"], b.at[j, "dur_us"]) if j is not None else (None,) * 3
-    return (slot, *left, *right, status)
+def kernel_alignment(store, run_a: str, run_b: str, iteration: int) -> pd.DataFrame:
+    """The kernel sequences of one iteration of each run, aligned by kernel family
+    (``diff.align_kernel_sequences``): slot, seq_a, name_a, dur_us_a, seq_b, name_b, dur_us_b,
+    family, status ('same' | 'same family' | 'replaced' | 'only in a' | 'only in b')."""
+    _check_pair(run_a, run_b)
+    seq_a = kernel_sequence(store, run_a, iteration).head(ALIGN_MAX_KERNELS)
+    seq_b = kernel_sequence(store, run_b, iteration).head(ALIGN_MAX_KERNELS)
+    return diff.align_kernel_sequences(seq_a, seq_b)
 
 
 # ── analysis (findings, compare CLI) ─────────────────────────────────────────────────────────
