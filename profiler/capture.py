@@ -164,8 +164,8 @@ def _timing_key(device: str) -> str:
 
 
 def cold_call(fn, inputs, reference, variant: str, device: str) -> dict:
-    """The first call of a fresh shape, inside the recording cycle; then its output is checked
-    under a ``check_output`` label, after the call, so the check's kernels are told apart."""
+    """The first call of a fresh shape, inside the recording cycle. Its output is then checked
+    under a ``check_output`` label against the reference on the CPU: one device-to-host copy."""
     before = _reset_peak(device)
     with record_function(label(variant)):
         out, device_ms, wall_ms = _timed(fn, inputs, device)
@@ -252,6 +252,7 @@ class _Capture:
         self.total = len(self.variants) * len(config.seq_lens) * len(self.kinds)
         self.driver = _Driver()
         self.outcomes: list[RunOutcome] = []
+        self.before: list[str] = []  # variants already run at the current shape (caches they warmed)
 
     def tell(self, variant: str, message: str) -> None:
         self.progress(variant, len(self.outcomes) / self.total, message)
@@ -271,11 +272,14 @@ class _Capture:
     def shape(self, prof: profile, seq_len: int) -> None:
         c = self.config
         inputs = make_inputs(c.batch, c.heads, seq_len, c.head_dim, c.dtype, c.device, c.seed)
-        reference = reference_attention(*inputs, causal=c.causal)
+        reference = reference_attention(*inputs, causal=c.causal).cpu()
+        self.before = []
         for variant in self.variants:
             reason = self.variant(prof, variant, seq_len, inputs, reference)
             if reason is not None:
                 self.skip(variant.name, seq_len, reason)
+            else:
+                self.before.append(variant.name)
         del inputs, reference
         if c.device == "cuda":
             torch.cuda.empty_cache()
@@ -301,7 +305,7 @@ class _Capture:
         self.tell(variant, f"s{seq_len} skipped: {reason}")
 
     def record(self, prof: profile, variant: str, seq_len: int, cold: bool, numbers: dict) -> None:
-        meta = run_meta(self.config, variant, seq_len, cold, numbers)
+        meta = run_meta(self.config, variant, seq_len, cold, {**numbers, "ran_before": list(self.before)})
         name = run_name(self.config, variant, seq_len, cold)
         self.driver.path = self.config.out_dir / f"{name}.json.gz"
         prof.add_metadata_json(METADATA_KEY, json.dumps(meta))
