@@ -150,3 +150,22 @@ def family_delta(kernel_delta: pd.DataFrame) -> pd.DataFrame:
     out["presence"] = ["only in b" if a == 0 else "only in a" if b == 0 else "both"
                        for a, b in zip(out["calls_a"], out["calls_b"])]
     return out.sort_values("us_delta", key=abs, ascending=False, ignore_index=True)
+
+
+def kernel_comparison(kernel_delta: pd.DataFrame, details: pd.DataFrame, run_a: str,
+                      run_b: str) -> pd.DataFrame:
+    """Per kernel (or copy) name: `queries.kernel_delta` joined with each run's
+    `queries.kernel_details`: kernel, family, presence, calls_a, calls_b, us_a, us_b,
+    tc_engine, tc_precision, est_occupancy_pct_a/_b (reported), theory_occupancy_pct_a/_b,
+    occupancy_limiter_a/_b (NaN/None where the run lacks the kernel or it is a copy)."""
+    cols = ["kernel", "tc_engine", "tc_precision", "est_occupancy_pct", "theory_occupancy_pct",
+            "occupancy_limiter"]
+    out = kernel_delta.assign(family=kernel_delta["kernel"].map(kernel_family))
+    for side, run in (("a", run_a), ("b", run_b)):
+        mine = details.loc[details["run_id"] == run, cols].rename(
+            columns={c: f"{c}_{side}" for c in cols[1:]})
+        out = out.merge(mine, on="kernel", how="left")
+    for col in ("tc_engine", "tc_precision"):
+        out[col] = out[f"{col}_a"].combine_first(out[f"{col}_b"])
+        out = out.drop(columns=[f"{col}_a", f"{col}_b"])
+    return out

@@ -1,0 +1,125 @@
+"""`python -m profiler compare RUN_A RUN_B [--json]`: findings and the aligned kernel diff.
+
+RUN_A / RUN_B are run ids (`python -m profiler summary` lists them) or unique prefixes of them.
+Text output: the findings, the kernels per iteration side by side, and one iteration's kernel
+sequences aligned by family. `--json` prints the same as one object: `run_a`, `run_b`,
+`findings` (sentences), `evidence` (one dict per finding), `kernels` (per-run counts and times,
+`tensor_cores`, `precision`, `occupancy_reported_pct`, `occupancy_theoretical_pct`,
+`occupancy_limiter`, each per run as {"a": ..., "b": ...}) and `alignment`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+import pandas as pd
+
+from profiler import diff, findings, queries
+from profiler.errors import UnknownRunError
+from profiler.store import Store, default_db_path
+
+
+def register(subparsers) -> None:
+    """Add the `compare` subcommand to the `python -m profiler` parser."""
+    parser = subparsers.add_parser("compare", help="explain the difference between two runs")
+    parser.add_argument("run_a", metavar="RUN_A", help="run id or unique prefix")
+    parser.add_argument("run_b", metavar="RUN_B", help="run id or unique prefix")
+    parser.add_argument("--iteration", type=int, default=0,
+                        help="iteration whose kernel sequences are aligned (default 0)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--db", default=None,
+                        help=f"store file (default: $PROFILER_DB or {default_db_path()})")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the comparison; 0 on success (errors of this project propagate to the CLI's edge)."""
+    store = Store(args.db)
+    run_a, run_b = resolve_run(store, args.run_a), resolve_run(store, args.run_b)
+    report = compare_report(store, run_a, run_b, args.iteration)
+    text = json.dumps(report, indent=2, ensure_ascii=False, default=_json_default)
+    print(text if args.json else format_report(report))
+    return 0
+
+
+def resolve_run(store, text: str) -> str:
+    """The run id that `text` is, or uniquely starts; UnknownRunError otherwise."""
+    ids = list(queries.run_catalog(store)["run_id"])
+    matches = [r for r in ids if r == text] or [r for r in ids if r.startswith(text)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise UnknownRunError(f"no run {text!r} in the store {store.path} "
+                              "(`python -m profiler summary` lists them)")
+    raise UnknownRunError(f"{text!r} matches {len(matches)} runs ({', '.join(matches[:4])}); "
+                          "give more of the id")
+
+
+def compare_report(store, run_a: str, run_b: str, iteration: int = 0) -> dict:
+    """Everything `compare` prints, as plain JSON-ready data."""
+    found = findings.compare_findings(store, run_a, run_b)
+    details = queries.kernel_details(store, [run_a, run_b])
+    kernels = diff.kernel_comparison(queries.kernel_delta(store, run_a, run_b), details, run_a, run_b)
+    aligned = diff.align_kernel_sequences(queries.kernel_sequence(store, run_a, iteration),
+                                          queries.kernel_sequence(store, run_b, iteration))
+    return {"run_a": run_a, "run_b": run_b, "iteration": iteration,
+            "findings": [f.text for f in found], "evidence": [f.evidence | {"kind": f.kind} for f in found],
+            "kernels": [_kernel_item(row) for row in kernels.to_dict("records")],
+            "alignment": [_clean(row) for row in aligned.to_dict("records")]}
+
+
+def _kernel_item(row: dict) -> dict:
+    per_run = {"occupancy_reported_pct": "est_occupancy_pct", "occupancy_theoretical_pct":
+               "theory_occupancy_pct", "occupancy_limiter": "occupancy_limiter"}
+    item = {k: _clean_value(row[k]) for k in ("kernel", "family", "presence", "calls_a", "calls_b",
+                                               "us_a", "us_b")}
+    item["tensor_cores"], item["precision"] = _clean_value(row["tc_engine"]), _clean_value(row["tc_precision"])
+    for key, column in per_run.items():
+        item[key] = {side: _clean_value(row[f"{column}_{side}"]) for side in ("a", "b")}
+    return item
+
+
+def _clean(row: dict) -> dict:
+    return {k: _clean_value(v) for k, v in row.items()}
+
+
+def _clean_value(value):
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+def _json_default(value):
+    return value.item() if hasattr(value, "item") else str(value)
+
+
+def format_report(report: dict) -> str:
+    """The report as text for a terminal."""
+    lines = [f"A = {report['run_a']}    B = {report['run_b']}", "", "Findings:"]
+    lines += [f"  - {text}" for text in report["findings"]]
+    lines += ["", "Kernels per iteration (A vs B):",
+              f"  {'presence':9s} {'calls A':>7s} {'calls B':>7s} {'µs A':>9s} {'µs B':>9s}  "
+              f"{'engine':11s} {'occ':>5s} {'theory':>6s}  kernel   (occupancy of A, else B)"]
+    lines += [_kernel_line(k) for k in report["kernels"]]
+    lines += ["", f"Iteration {report['iteration']} aligned by kernel family:"]
+    lines += [_slot_line(s) for s in report["alignment"]]
+    return "\n".join(lines)
+
+
+def _kernel_line(k: dict) -> str:
+    side = "a" if k["calls_a"] else "b"
+    occ, theory = k["occupancy_reported_pct"][side], k["occupancy_theoretical_pct"][side]
+    return (f"  {k['presence']:9s} {k['calls_a']:7.1f} {k['calls_b']:7.1f} {k['us_a']:9.1f} "
+            f"{k['us_b']:9.1f}  {k['tensor_cores'] or '-':11s} {_pct(occ):>5s} {_pct(theory):>6s}  "
+            f"{k['kernel'][:90]}")
+
+
+def _slot_line(s: dict) -> str:
+    left = (s["name_a"] or "")[:50]
+    right = (s["name_b"] or "")[:50]
+    return f"  {s['slot']:4d} {s['status']:11s} {left:50s} | {right}"
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{value:.0f}%"
