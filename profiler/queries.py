@@ -253,6 +253,11 @@ def memop_table(store, run_ids) -> pd.DataFrame:
     return _run(store, "memop_table", run_ids=_ids(run_ids))
 
 
+def run_shapes(store, run_ids) -> pd.DataFrame:
+    """run_id, variant, batch, heads, seq_len, head_dim, dtype, causal, cold, gpu_name."""
+    return _run(store, "run_shapes", run_ids=_ids(run_ids))
+
+
 def cpu_op_delta(store, run_a: str, run_b: str) -> pd.DataFrame:
     """CPU ops per iteration, by name: calls_a/b/delta, self_us_a/b/delta, presence."""
     _check_pair(run_a, run_b)

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 
+from profiler import gpus, queries
 from profiler.gpus import Device
 
 BYTES_PER_ELEMENT = {"float32": 4, "fp32": 4, "float": 4, "tf32": 4, "bfloat16": 2, "bf16": 2,
@@ -106,7 +107,7 @@ def attention_min_bytes(shape: AttentionShape) -> int:
 
 def roofline_point(shape: AttentionShape, gpu_time_ns: int, device: Device | None) -> RooflinePoint:
     """Achieved throughput of one run against the device's datasheet roofline."""
-    if not gpu_time_ns or gpu_time_ns <= 0:
+    if not (gpu_time_ns is not None and gpu_time_ns > 0):  # also rejects NaN
         raise RooflineError(f"GPU time must be positive, got {gpu_time_ns!r} ns")
     flops, nbytes = attention_flops(shape), attention_min_bytes(shape)
     seconds, precision = gpu_time_ns / 1e9, precision_of(shape.dtype)
@@ -136,6 +137,10 @@ def roofline_frame(runs: pd.DataFrame, device_for_run) -> pd.DataFrame:
     rows = []
     for run in runs.to_dict("records"):
         base = {"trace_id": run["trace_id"], "variant": run.get("variant")}
+        if pd.isna(run.get("seq_len")):
+            rows.append(base | {"error": f"run {run['trace_id']} has no attention shape "
+                                         "(only captured runs describe themselves)"})
+            continue
         try:
             shape = AttentionShape(int(run["batch"]), int(run["heads"]), int(run["seq_len"]),
                                    int(run["head_dim"]), str(run["dtype"]), bool(run["causal"]))
@@ -143,3 +148,22 @@ def roofline_frame(runs: pd.DataFrame, device_for_run) -> pd.DataFrame:
         except (RooflineError, TypeError, ValueError) as exc:
             rows.append(base | {"error": f"run {run['trace_id']}: {exc}"})
     return pd.DataFrame(rows)
+
+
+def roofline_table(store, run_ids) -> pd.DataFrame:
+    """`roofline_frame` for runs in the store: shape from the run's metadata, GPU time = mean
+    kernel + copy time per iteration, device from the trace's properties or the built-in table."""
+    shapes = queries.run_shapes(store, run_ids)
+    per_iter = queries.iteration_cpu_gpu(store, run_ids)
+    gpu_ns = ((per_iter["gpu_kernel_us"] + per_iter["gpu_memop_us"]) * 1e3).groupby(per_iter["run_id"]).mean()
+    runs = shapes.assign(trace_id=shapes["run_id"], gpu_time_ns=shapes["run_id"].map(gpu_ns))
+    devices = queries.run_devices(store, run_ids)
+    return roofline_frame(runs, lambda run: _device(devices.get(run["trace_id"])))
+
+
+def _device(info) -> Device | None:
+    props, gpu_name = info or (None, None)
+    try:
+        return gpus.resolve_device(props, 0, gpu_name)
+    except ValueError:
+        return gpus.builtin_device(gpu_name)

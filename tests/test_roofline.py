@@ -1,12 +1,18 @@
 """Roofline: attention FLOPs and bytes from shape, checked by hand; achieved vs datasheet peak."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
 from profiler.gpus import builtin_device
 from profiler.roofline import (AttentionShape, RooflineError, attention_flops, attention_min_bytes,
-                               roofline_frame, roofline_point)
+                               roofline_frame, roofline_point, roofline_table)
+from profiler.store import Store
+
+FIXTURES = Path(__file__).parent / "fixtures" / "analysis"
+SHARED_TRACES = Path(__file__).resolve().parent.parent.parent / "shared" / "traces"
 
 H200 = builtin_device("NVIDIA H200")
 
@@ -78,3 +84,16 @@ def test_frame_keeps_bad_runs_as_error_rows():
     out = roofline_frame(runs, lambda run: H200).set_index("trace_id")
     assert out.loc["a", "flops"] == 4 * 2 * (128 * 129 // 2) * 64
     assert out.loc["b", "error"].startswith("run b:")
+
+
+def test_roofline_table_from_the_store(db_path):
+    store = Store(db_path)
+    cudnn = store.ingest(FIXTURES / "run_cudnn.json").trace_id
+    amd = store.ingest(SHARED_TRACES / "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz").trace_id
+    out = roofline_table(store, [cudnn, amd]).set_index("trace_id")
+    # 4 × 8 heads × 512 × 513 / 2 scores × 4 × 64 in 82 µs (80 µs SDPA + 2 µs fill) per iteration
+    flops = 4 * (4 * 8 * 512 * 513 // 2) * 64
+    assert out.loc[cudnn, "flops"] == flops and out.loc[cudnn, "gpu_time_ns"] == 82_000
+    assert out.loc[cudnn, "achieved_tflops"] == pytest.approx(flops / 82e-6 / 1e12)
+    assert out.loc[cudnn, "peak_tflops"] == 989.4 and out.loc[cudnn, "precision"] == "bf16"
+    assert "has no attention shape" in out.loc[amd, "error"]
