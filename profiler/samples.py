@@ -1,0 +1,49 @@
+"""Real H200 traces shipped with the app (data/samples/), seeded into an empty store.
+
+The samples are ordinary captured traces: each carries its own "attention_run" metadata, so
+ingesting them anywhere gives the same run ids and descriptions as on the machine that made them.
+data/samples/MANIFEST.md says what they are and how they were made.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from profiler import errors
+
+SAMPLES_DIR = Path(__file__).resolve().parent.parent / "data" / "samples"
+Progress = Callable[[str, float, str], None]  # (sample name, fraction done, message)
+
+
+def sample_files(samples_dir: Path = SAMPLES_DIR) -> list[Path]:
+    """Every shipped trace under ``samples_dir`` (any depth), in a stable order."""
+    if not samples_dir.is_dir():
+        raise errors.ProfilerError(f"sample traces folder {samples_dir} does not exist")
+    return sorted(samples_dir.rglob("*.json.gz"))
+
+
+def sample_name(path: Path) -> str:
+    return path.name.removesuffix(".json.gz")
+
+
+def store_is_empty(store) -> bool:
+    with store.connect() as con:
+        return con.execute("SELECT count(*) FROM traces").fetchone()[0] == 0
+
+
+def seed_if_empty(store, samples_dir: Path = SAMPLES_DIR, progress: Progress | None = None) -> int:
+    """Ingest every shipped sample (source 'captured') into ``store`` if it holds no trace yet.
+
+    Returns how many traces were added (0 when the store already had traces). ``progress`` is
+    called after each file with (sample name, fraction of the samples done, message).
+    """
+    if not store_is_empty(store):
+        return 0
+    files = sample_files(samples_dir)
+    added = 0
+    for i, path in enumerate(files, start=1):
+        result = store.ingest(path, name=sample_name(path), source="captured")
+        added += not result.duplicate
+        if progress:
+            progress(sample_name(path), i / len(files), f"sample {i} of {len(files)} ingested")
+    return added

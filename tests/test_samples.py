@@ -1,0 +1,125 @@
+"""The shipped H200 samples: seeding an empty store, and the walkthrough's stories in the data."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from profiler import errors
+from profiler.samples import SAMPLES_DIR, sample_files, seed_if_empty
+from profiler.store import Store
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory) -> tuple[Store, int, list]:
+    store = Store(tmp_path_factory.mktemp("samples") / "store.duckdb")
+    reports = []
+    added = seed_if_empty(store, progress=lambda name, fraction, message: reports.append(fraction))
+    return store, added, reports
+
+
+def _one(store: Store, sql: str, params=None):
+    return store.query(sql, params).iloc[0, 0]
+
+
+def _run_view(store: Store) -> str:
+    return ("(SELECT *, CASE WHEN run_meta->>'sweep' = 'false' THEN NULL ELSE run_meta->>'sweep' END AS sweep_id "
+            "FROM traces)")
+
+
+def _trace_id(store: Store, variant: str, cold: bool = False) -> str:
+    sql = f"SELECT trace_id FROM {_run_view(store)} WHERE variant = ? AND cold = ? AND sweep_id IS NULL"
+    ids = store.query(sql, [variant, cold])["trace_id"].tolist()
+    assert len(ids) == 1, f"{variant} cold={cold}: {ids}"
+    return ids[0]
+
+
+def test_samples_are_small_gzip_traces():
+    files = sample_files()
+    assert len(files) >= 50
+    assert sum(f.stat().st_size for f in files) < 5 * 2**20
+    assert all(f.read_bytes()[:2] == b"\x1f\x8b" for f in files)
+
+
+def test_seeding_an_empty_store_ingests_every_sample_once(seeded):
+    store, added, reports = seeded
+    assert added == len(sample_files())
+    assert _one(store, "SELECT count(*) FROM traces WHERE source = 'captured' AND variant IS NOT NULL") == added
+    assert reports[-1] == 1.0 and reports == sorted(reports)
+    assert seed_if_empty(store) == 0
+
+
+def test_a_store_that_has_traces_is_not_seeded(tmp_path):
+    store = Store(tmp_path / "store.duckdb")
+    store.ingest(sample_files()[0], source="uploaded")
+    assert seed_if_empty(store) == 0
+    assert _one(store, "SELECT count(*) FROM traces") == 1
+
+
+def test_a_missing_samples_folder_is_a_clear_error(tmp_path):
+    with pytest.raises(errors.ProfilerError, match="does not exist"):
+        seed_if_empty(Store(tmp_path / "store.duckdb"), samples_dir=tmp_path / "nowhere")
+
+
+def test_every_sample_describes_an_h200_run_that_passed_its_check(seeded):
+    store = seeded[0]
+    metas = [json.loads(m) for m in store.query("SELECT run_meta FROM traces")["run_meta"]]
+    assert {m["device_name"] for m in metas} == {"NVIDIA H200"}
+    assert all(m["ok"] and m["rel_error"] < m["tolerance"] for m in metas)
+    assert {m["variant"] for m in metas} == {"naive", "naive_inplace", "naive_compiled", "sdpa_math",
+                                             "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "sdpa_auto", "flex"}
+
+
+def test_naive_copies_the_scores_and_naive_inplace_does_not(seeded):
+    store = seeded[0]
+    sql = "SELECT count(*) FROM memops WHERE trace_id = ? AND name LIKE 'Memcpy DtoD%'"
+    assert _one(store, sql, [_trace_id(store, "naive")]) == 3  # one per active step
+    assert _one(store, sql, [_trace_id(store, "naive_inplace")]) == 0
+
+
+def test_math_backend_runs_about_twenty_kernels_with_fp32_gemms(seeded):
+    store = seeded[0]
+    tid = _trace_id(store, "sdpa_math")
+    per_iter = store.query("SELECT iteration, count(*) AS n FROM kernels WHERE trace_id = ? "
+                           "AND iteration IS NOT NULL GROUP BY 1", [tid])["n"]
+    assert len(per_iter) == 3 and per_iter.between(15, 30).all()
+    assert _one(store, "SELECT count(*) FROM kernels WHERE trace_id = ? AND name LIKE '%gemm_f32f32%'", [tid]) >= 3
+    assert _one(store, "SELECT count(*) FROM ops WHERE trace_id = ? AND name = 'aten::_safe_softmax'", [tid]) == 3
+
+
+@pytest.mark.parametrize("variant, pattern", [("sdpa_efficient", "fmha_cutlass%"),
+                                              ("sdpa_flash", "%flash_fwd_kernel%"),
+                                              ("flex", "triton_tem_fused_flex_attention%")])
+def test_fused_variants_run_one_kernel_per_call(seeded, variant, pattern):
+    store = seeded[0]
+    tid = _trace_id(store, variant)
+    names = store.query("SELECT name FROM kernels WHERE trace_id = ? AND iteration IS NOT NULL", [tid])["name"]
+    assert len(names) == 3 and names.str.match(pattern.replace("%", ".*")).all()
+
+
+def test_cudnn_kernels_are_launched_by_culaunchkernelex(seeded):
+    store = seeded[0]
+    launches = store.query("SELECT api, target_name FROM launch_targets WHERE trace_id = ? AND target_kind = 'kernel'",
+                           [_trace_id(store, "sdpa_cudnn")])
+    assert len(launches) == 3
+    assert (launches["api"] == "cuLaunchKernelEx").all()
+    assert launches["target_name"].str.startswith("cudnn_generated").all()
+
+
+def test_cold_cudnn_call_pays_for_its_plan(seeded):
+    store = seeded[0]
+    meta = lambda cold: json.loads(_one(store, "SELECT run_meta FROM traces WHERE trace_id = ?",
+                                        [_trace_id(store, "sdpa_cudnn", cold)]))
+    assert meta(True)["cold_wall_ms"] > 100 * meta(False)["cuda_ms_median"]
+
+
+def test_the_sweep_covers_four_lengths_and_naive_time_grows_with_them(seeded):
+    store = seeded[0]
+    rows = store.query(f"SELECT seq_len, (run_meta->>'cuda_ms_median')::DOUBLE AS ms FROM {_run_view(store)} "
+                       "WHERE variant = 'naive' AND sweep_id IS NOT NULL ORDER BY seq_len")
+    assert rows["seq_len"].tolist() == [512, 1024, 2048, 4096]
+    assert rows["ms"].is_monotonic_increasing
+
+
+def test_samples_dir_is_inside_the_repository():
+    assert SAMPLES_DIR == Path(__file__).resolve().parent.parent / "data" / "samples"
