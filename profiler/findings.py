@@ -1,7 +1,8 @@
 """Findings: short plain-language sentences generated from the store, each with its evidence.
 
 `compare_findings(store, run_a, run_b)` explains the difference between two runs;
-`run_findings(store, run_id)` summarises one run (the `runs` page). Each `Finding` carries a
+`run_findings(store, run_id)` summarises one run (the `runs` page); `sweep_findings(store,
+run_ids)` says where variants of a sequence-length sweep cross over. Each `Finding` carries a
 `kind`, the sentence, and an `evidence` dict of the numbers and names it rests on, so a page can
 show them next to the sentence and the CLI can print them as JSON. The rules behind each kind are
 in `docs/analysis.md`.
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from profiler import gpus, occupancy, queries
+from profiler import gpus, occupancy, queries, roofline
 from profiler.errors import UnknownRunError
 from profiler.diff import kernel_family
 
@@ -23,7 +24,8 @@ MAX_NAMES = 5
 @dataclass(frozen=True)
 class Finding:
     kind: str      # 'gpu_time' | 'kernels_per_iteration' | 'memcpy' | 'cuda_core_math' |
-                   # 'zero_occupancy' | 'tiny_grid' | 'cpu_bound' | 'launch_api' | 'cpu_ops'
+                   # 'zero_occupancy' | 'tiny_grid' | 'cpu_bound' | 'launch_api' | 'cpu_ops' |
+                   # 'crossover'
     text: str
     evidence: dict = field(default_factory=dict)
 
@@ -61,6 +63,21 @@ def compare_findings(store, run_a: str, run_b: str) -> list[Finding]:
     return [*_gpu_time(runs), *_kernels_per_iteration(runs), *_memcpy_only_in_one(runs),
             *_launch_api(store, runs), *_cpu_ops_only_in_one(store, runs), *_cpu_bound(runs),
             *_cuda_core_math(runs), *_zero_occupancy(runs, store)]
+
+
+def sweep_findings(store, run_ids) -> list[Finding]:
+    """Where variants of a sequence-length sweep cross over in GPU time per iteration."""
+    cross = roofline.crossovers(roofline.sweep_table(store, run_ids))
+    found = []
+    for row in cross.to_dict("records"):
+        lo_fast, lo_slow = sorted([row["gpu_us_per_iter_lo_a"], row["gpu_us_per_iter_lo_b"]])
+        hi_fast, hi_slow = sorted([row["gpu_us_per_iter_hi_a"], row["gpu_us_per_iter_hi_b"]])
+        text = (f"{row['faster_below']} is faster at L={row['seq_len_lo']} ({lo_fast:.1f} vs "
+                f"{lo_slow:.1f} µs GPU per iteration) but {row['faster_above']} is faster at "
+                f"L={row['seq_len_hi']} ({hi_fast:.1f} vs {hi_slow:.1f} µs): they cross over "
+                f"between these lengths.")
+        found.append(Finding("crossover", text, row))
+    return found
 
 
 # ── one finding kind per function ─────────────────────────────────────────────────────────────

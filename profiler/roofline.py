@@ -167,3 +167,51 @@ def _device(info) -> Device | None:
         return gpus.resolve_device(props, 0, gpu_name)
     except ValueError:
         return gpus.builtin_device(gpu_name)
+
+
+SERIES = ["batch", "heads", "head_dim", "dtype", "causal"]
+
+
+def sweep_table(store, run_ids) -> pd.DataFrame:
+    """One row per (variant, shape) of the selected captured warm runs: variant, batch, heads,
+    seq_len, head_dim, dtype, causal, runs, gpu_us_per_iter (kernels + copies) and
+    cpu_us_per_iter (CPU op self time), each the mean over runs and iterations."""
+    shapes = queries.run_shapes(store, run_ids)
+    shapes = shapes[shapes["seq_len"].notna() & ~shapes["cold"].fillna(False).astype(bool)]
+    per_iter = queries.iteration_cpu_gpu(store, list(shapes["run_id"]))
+    per_run = per_iter.assign(gpu_us_per_iter=per_iter["gpu_kernel_us"] + per_iter["gpu_memop_us"],
+                              cpu_us_per_iter=per_iter["cpu_op_self_us"])
+    per_run = per_run.groupby("run_id")[["gpu_us_per_iter", "cpu_us_per_iter"]].mean()
+    rows = shapes.join(per_run, on="run_id", how="inner")
+    keys = ["variant", *SERIES, "seq_len"]
+    out = rows.groupby(keys, as_index=False, dropna=False).agg(
+        runs=("run_id", "count"), gpu_us_per_iter=("gpu_us_per_iter", "mean"),
+        cpu_us_per_iter=("cpu_us_per_iter", "mean"))
+    return out.sort_values(keys, ignore_index=True)
+
+
+def crossovers(sweep: pd.DataFrame, metric: str = "gpu_us_per_iter") -> pd.DataFrame:
+    """Where two variants of the same series (all shape fields but seq_len equal) swap order
+    in `metric`: variant_a, variant_b, seq_len_lo, seq_len_hi (the crossing lies between),
+    faster_below, faster_above, and the metric of both at lo and hi."""
+    rows = []
+    for _, series in sweep.groupby(SERIES, dropna=False):
+        table = series.pivot_table(index="seq_len", columns="variant", values=metric)
+        names = list(table.columns)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                rows += _pair_crossings(table[[a, b]].dropna(), a, b, metric)
+    return pd.DataFrame(rows, columns=["variant_a", "variant_b", "seq_len_lo", "seq_len_hi",
+                                       "faster_below", "faster_above", f"{metric}_lo_a",
+                                       f"{metric}_lo_b", f"{metric}_hi_a", f"{metric}_hi_b"])
+
+
+def _pair_crossings(pair: pd.DataFrame, a: str, b: str, metric: str) -> list[tuple]:
+    lens, va, vb = list(pair.index), list(pair[a]), list(pair[b])
+    out = []
+    for k in range(len(lens) - 1):
+        if (va[k] - vb[k]) * (va[k + 1] - vb[k + 1]) < 0:
+            below, above = (a, b) if va[k] < vb[k] else (b, a)
+            out.append((a, b, int(lens[k]), int(lens[k + 1]), below, above,
+                        va[k], vb[k], va[k + 1], vb[k + 1]))
+    return out

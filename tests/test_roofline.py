@@ -1,6 +1,7 @@
 """Roofline: attention FLOPs and bytes from shape, checked by hand; achieved vs datasheet peak."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -8,7 +9,9 @@ import pytest
 
 from profiler.gpus import builtin_device
 from profiler.roofline import (AttentionShape, RooflineError, attention_flops, attention_min_bytes,
-                               roofline_frame, roofline_point, roofline_table)
+                               roofline_frame, roofline_point, roofline_table,
+                               crossovers, sweep_table)
+from profiler.findings import sweep_findings
 from profiler.store import Store
 
 FIXTURES = Path(__file__).parent / "fixtures" / "analysis"
@@ -97,3 +100,51 @@ def test_roofline_table_from_the_store(db_path):
     assert out.loc[cudnn, "achieved_tflops"] == pytest.approx(flops / 82e-6 / 1e12)
     assert out.loc[cudnn, "peak_tflops"] == 989.4 and out.loc[cudnn, "precision"] == "bf16"
     assert "has no attention shape" in out.loc[amd, "error"]
+
+
+def _sweep_trace(variant: str, seq_len: int, kernel_us: float, cold: bool = False) -> bytes:
+    """A minimal captured trace: one iteration of 500 µs with one kernel and one 5 µs CPU op."""
+    meta = {"variant": variant, "batch": 1, "heads": 8, "seq_len": seq_len, "head_dim": 64,
+            "dtype": "bfloat16", "causal": False, "cold": cold}
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1,
+         "ts": 100, "dur": 500, "args": {"External id": 1}},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::attention", "pid": 1, "tid": 1, "ts": 101,
+         "dur": 5, "args": {"External id": 2}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+         "ts": 102, "dur": 2, "args": {"External id": 2, "correlation": 7}},
+        {"ph": "X", "cat": "kernel", "name": f"{variant}_kernel", "pid": 0, "tid": 7, "ts": 110,
+         "dur": kernel_us, "args": {"device": 0, "stream": 7, "correlation": 7, "External id": 2}},
+    ]
+    return json.dumps({"schemaVersion": 1, "attention_run": meta, "traceEvents": events}).encode()
+
+
+@pytest.fixture
+def sweep_store(db_path):
+    store = Store(db_path)
+    ids = [store.ingest(_sweep_trace(v, n, us), name=f"{v}-{n}").trace_id for v, n, us in [
+        ("math", 256, 10.0), ("math", 1024, 100.0), ("math", 4096, 900.0),
+        ("flash", 256, 20.0), ("flash", 1024, 40.0), ("flash", 4096, 200.0)]]
+    ids.append(store.ingest(_sweep_trace("flash", 256, 99.0, cold=True), name="cold").trace_id)
+    return store, ids
+
+
+def test_sweep_table_and_crossover(sweep_store):
+    store, ids = sweep_store
+    sweep = sweep_table(store, ids)
+    assert len(sweep) == 6  # the cold run is left out
+    flash = sweep[sweep["variant"] == "flash"].set_index("seq_len")
+    assert flash.loc[256, "gpu_us_per_iter"] == 20.0 and flash.loc[256, "cpu_us_per_iter"] == 5.0
+    (cross,) = crossovers(sweep).to_dict("records")
+    assert (cross["seq_len_lo"], cross["seq_len_hi"]) == (256, 1024)
+    assert (cross["faster_below"], cross["faster_above"]) == ("math", "flash")
+
+
+def test_sweep_finding_sentence(sweep_store):
+    store, ids = sweep_store
+    (finding,) = sweep_findings(store, ids)
+    assert finding.kind == "crossover"
+    assert finding.text == ("math is faster at L=256 (10.0 vs 20.0 µs GPU per iteration) but flash "
+                            "is faster at L=1024 (40.0 vs 100.0 µs): they cross over between "
+                            "these lengths.")
+    json.dumps(finding.evidence)
