@@ -11,6 +11,8 @@ Add new queries in the section they belong to (or a new section) with their own 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
@@ -36,6 +38,24 @@ def sql_text(name: str) -> str:
     if not path.is_file():
         raise QueryError(f"no query file {path.name} in {SQL_DIR}")
     return path.read_text(encoding="utf-8")
+
+
+class Session:
+    """Several queries over one connection: ``with queries.session(store) as db: kernel_table(db,
+    ...)``. Opening the store file costs ~50-80 ms, so a page that runs many queries opens it once."""
+
+    def __init__(self, con):
+        self._con = con
+
+    def query(self, sql: str, params=None) -> pd.DataFrame:
+        return self._con.execute(sql, params).df()
+
+
+@contextmanager
+def session(store) -> Iterator[Session]:
+    """A ``Session`` on one short-lived connection (duckdb errors become ``StoreError``)."""
+    with store.connect() as con:
+        yield Session(con)
 
 
 def _run(store, name: str, **params) -> pd.DataFrame:
@@ -134,6 +154,29 @@ def timeline_marks(store, run_id: str, origin_ns: int, window_ns: tuple[int, int
     return _run(store, "timeline_marks", run_id=run_id, origin_ns=origin_ns,
                 t0_ns=origin_ns + start, t1_ns=origin_ns + end, bucket_ns=bucket_ns,
                 max_depth=max_depth, max_marks=max_marks)
+
+
+def timeline_extent_ns(store, run_ids, iteration: int) -> int:
+    """Length of the longest chosen iteration among the runs (the default time window)."""
+    bounds = iteration_bounds(store, run_ids, iteration)
+    return max(int((bounds["end_ns"] - bounds["start_ns"]).max()), 1) if len(bounds) else 1
+
+
+def timeline_panels(store, run_ids, iteration: int, window_ns: tuple[int, int],
+                    shared_scale: bool, max_marks_total: int = 4 * TIMELINE_MAX_MARKS) -> list:
+    """[(run_id, step name, x domain in µs, marks)] per run, aligned at the start of its
+    ``iteration`` (its last when it has fewer). With ``shared_scale`` every panel spans the
+    window; else each spans its own iteration within it. Marks per panel shrink with many runs."""
+    bounds = iteration_bounds(store, run_ids, iteration)
+    start, end = window_ns
+    per_panel = max(300, min(TIMELINE_MAX_MARKS, max_marks_total // max(len(bounds), 1)))
+    panels = []
+    for row in bounds.itertuples():
+        own_end = end if shared_scale else min(end, max(row.end_ns - row.start_ns, start + 1))
+        marks = timeline_marks(store, row.run_id, int(row.start_ns), (start, own_end),
+                               max_marks=per_panel)
+        panels.append((row.run_id, row.name, (start / 1e3, own_end / 1e3), marks))
+    return panels
 
 
 # ── launches ─────────────────────────────────────────────────────────────────────────────────
@@ -244,7 +287,6 @@ def kernel_alignment(store, run_a: str, run_b: str, iteration: int) -> pd.DataFr
     seq_a = kernel_sequence(store, run_a, iteration).head(ALIGN_MAX_KERNELS)
     seq_b = kernel_sequence(store, run_b, iteration).head(ALIGN_MAX_KERNELS)
     return diff.align_kernel_sequences(seq_a, seq_b)
-
 
 # ── analysis (findings, compare CLI) ─────────────────────────────────────────────────────────
 

@@ -101,8 +101,11 @@ def _needs_sm80(what: str) -> Check:
 
 
 def _head_dim_at_most(limit: int, what: str) -> Check:
-    return lambda s: None if s.head_dim <= limit and s.head_dim % 8 == 0 else (
-        f"{what} needs a head dim that is a multiple of 8 and at most {limit}, not {s.head_dim}")
+    def check(s: Setting) -> str | None:
+        if s.device != "cuda" or (s.head_dim <= limit and s.head_dim % 8 == 0):
+            return None
+        return f"{what} on CUDA needs a head dim that is a multiple of 8 and at most {limit}, not {s.head_dim}"
+    return check
 
 
 def _compiler_present(s: Setting) -> str | None:
@@ -234,21 +237,21 @@ def _registry() -> dict[str, Variant]:
         Variant("sdpa_math", "SDPA forced to the math backend",
                 (_cuda_present,), _build_sdpa(SDPBackend.MATH)),
         Variant("sdpa_efficient", "SDPA forced to the memory-efficient (cutlass fmha) backend",
-                (_cuda_present, _needs_cuda(eff)), _build_sdpa(SDPBackend.EFFICIENT_ATTENTION)),
+                (_needs_cuda(eff), _cuda_present), _build_sdpa(SDPBackend.EFFICIENT_ATTENTION)),
         Variant("sdpa_flash", "SDPA forced to the FlashAttention backend",
-                (_cuda_present, _needs_half(flash, cuda_only=True), _needs_sm80(flash),
-                 _head_dim_at_most(256, flash)),
+                (_needs_half(flash, cuda_only=True), _head_dim_at_most(256, flash), _cuda_present,
+                 _needs_sm80(flash)),
                 _build_sdpa(SDPBackend.FLASH_ATTENTION)),
         Variant("sdpa_cudnn", "SDPA forced to the cuDNN backend",
-                (_cuda_present, _needs_cuda(cudnn), _needs_half(cudnn), _needs_sm80(cudnn),
-                 _head_dim_at_most(128, cudnn)), _build_sdpa(SDPBackend.CUDNN_ATTENTION)),
+                (_needs_cuda(cudnn), _needs_half(cudnn), _head_dim_at_most(128, cudnn), _cuda_present,
+                 _needs_sm80(cudnn)), _build_sdpa(SDPBackend.CUDNN_ATTENTION)),
         Variant("sdpa_auto", "F.scaled_dot_product_attention, backend chosen by PyTorch",
                 (_cuda_present,), _build_sdpa(None)),
         Variant("flex", "FlexAttention (compiled) with a causal block mask",
                 (_cuda_present, _compiler_present), _build_flex),
         Variant("hub_flash", f"flash-attn from the Hugging Face kernel hub ({HUB_FLASH_REPO})",
-                (_cuda_present, _needs_cuda("the hub flash kernel"), _kernels_installed,
-                 _needs_half("the hub flash kernel")), _build_hub_flash),
+                (_needs_cuda("the hub flash kernel"), _needs_half("the hub flash kernel"), _kernels_installed,
+                 _cuda_present), _build_hub_flash),
     ]
     return {v.name: v for v in items}
 
