@@ -20,7 +20,8 @@ TENSOR, CUDA, UNKNOWN = "tensor core", "CUDA core", "unknown"
 @dataclass(frozen=True)
 class MathClass:
     engine: str               # 'tensor core' | 'CUDA core' | 'unknown'
-    precision: str | None     # 'fp32' | 'tf32' | 'bf16' | 'fp16' | 'fp8' | 'int8' | 'fp64' | None
+    precision: str | None     # 'fp32' | 'tf32' | 'bf16' | 'fp16' | 'fp16/bf16' | 'fp8' | 'int8' |
+                              # 'fp64' | None
     op: str                   # 'gemm' | 'attention' | 'conv' | 'communication' | 'other'
     rule: str                 # the rule that decided (see RULES)
 
@@ -53,14 +54,16 @@ def _op(name: str, default: str = "gemm") -> str:
 def _triton(name: str) -> MathClass:
     if re.match(r"triton_(poi|per|red)_", name):
         return MathClass(CUDA, None, "other", "triton pointwise/reduction")
-    return MathClass(UNKNOWN, None, "gemm" if re.search(r"_(mm|bmm|addmm)", name) else "other",
-                     "triton (engine depends on tl.dot and dtype)")
+    op = "attention" if "attention" in name else "gemm" if re.search(r"_(mm|bmm|addmm)", name) else "other"
+    return MathClass(UNKNOWN, None, op, "triton (engine depends on tl.dot and dtype)")
 
 
 def _attention(name: str) -> MathClass:
     precision = precision_from_tokens(name)
     if precision == "fp32" and re.search(r"sm(50|70|75)", name):
         return MathClass(CUDA, "fp32", "attention", "fmha fp32 before sm80 (SIMT)")
+    if precision == "fp16" and name.startswith("cudnn_generated"):
+        precision = "fp16/bf16"  # cuDNN's generated SDPA kernels say f16 for bf16 inputs too
     return MathClass(TENSOR, precision, "attention", "fused attention")
 
 

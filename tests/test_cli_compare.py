@@ -32,9 +32,9 @@ def test_json_output(store_runs, capsys):
     assert any("32.0 MiB" in f for f in report["findings"])
     assert len(report["evidence"]) == len(report["findings"])
     kernels = {k["family"]: k for k in report["kernels"]}
-    sdpa = kernels["cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_bf16_knob_7"]
+    sdpa = kernels["cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7"]
     assert (sdpa["presence"], sdpa["calls_a"], sdpa["calls_b"], sdpa["us_b"]) == ("only in b", 0, 1, 80)
-    assert sdpa["tensor_cores"] == "tensor core" and sdpa["precision"] == "bf16"
+    assert sdpa["tensor_cores"] == "tensor core" and sdpa["precision"] == "fp16/bf16"
     assert sdpa["occupancy_reported_pct"] == {"a": None, "b": 0.0}
     assert sdpa["occupancy_theoretical_pct"]["b"] == 18.75
     assert sdpa["occupancy_limiter"]["b"] == "registers + shared memory"

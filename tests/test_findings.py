@@ -4,7 +4,7 @@
 xmma GEMMs (8 µs each), a softmax (6 µs), a 32 MiB DtoD copy (10 µs) from aten::clone under
 aten::masked_fill, aten::_safe_softmax; 180 µs of CPU op self time -> CPU-bound.
 `run_cudnn.json` (bf16 cuDNN SDPA, 2 iterations of 100 µs): per iteration one cuDNN SDPA kernel
-(80 µs, 144 KB shared memory, reported 0 %) launched with cuLaunchKernelEx and a 1-block fill
+(80 µs, 131 KB shared memory, reported 0 %) launched with cuLaunchKernelEx and a 1-block fill
 kernel (2 µs, reported 0 %); 30 µs of CPU op self time -> GPU-bound.
 """
 from __future__ import annotations
@@ -60,10 +60,10 @@ def test_zero_occupancy_explained(runs):
     (zero,) = kinds["zero_occupancy"]
     ev = zero.evidence
     assert ev["run_id"] == cudnn and ev["kernel"].startswith("cudnn_generated_fort_native_sdpa")
-    # 147456 + 1024 B -> 1 block per SM; 168 regs × 384 threads -> 1 block: 384 / 2048 threads
+    # 134144 + 1024 B -> 1 block per SM; 168 regs × 384 threads -> 1 block: 384 / 2048 threads
     assert (ev["occupancy_theoretical_pct"], ev["blocks_per_sm"]) == (18.75, 1)
     assert ev["occupancy_limiter"] == "registers + shared memory"
-    assert "144 KB" in zero.text and "tensor-core attention kernel in bf16" in zero.text
+    assert "131 KB" in zero.text and "tensor-core attention kernel in fp16/bf16" in zero.text
     (tiny,) = kinds["tiny_grid"]
     assert len(tiny.evidence["kernels"]) == 1 and "FillFunctor" in tiny.evidence["kernels"][0]
 

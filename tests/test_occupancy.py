@@ -11,8 +11,11 @@ import pytest
 from profiler.gpus import builtin_device, device_from_trace, resolve_device
 from profiler.occupancy import Launch, kineto_estimate_pct, occupancy
 
-SHARED_TRACES = Path(__file__).resolve().parent.parent.parent / "shared" / "traces"
-TRACE_FILES = sorted(p.name for p in SHARED_TRACES.iterdir() if ".json" in p.name)
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_TRACES = ROOT.parent / "shared" / "traces"
+# third-party traces, then our own H200 captures (data/samples)
+TRACE_FILES = sorted(str(p) for p in SHARED_TRACES.iterdir() if ".json" in p.name) + sorted(
+    str(p.relative_to(ROOT)) for p in (ROOT / "data" / "samples").rglob("*.json*"))
 
 V100 = {"id": 0, "name": "Tesla V100-SXM2-32GB", "computeMajor": 7, "computeMinor": 0,
         "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 65536,
@@ -93,9 +96,14 @@ def test_builtin_table_matches_real_device_properties():
     assert builtin_device("Some Unknown Accelerator") is None
 
 
+def test_trace_list_has_third_party_and_captured_traces():
+    assert sum(1 for f in TRACE_FILES if f.startswith(str(SHARED_TRACES))) >= 5
+    assert sum(1 for f in TRACE_FILES if f.startswith("data/samples")) >= 50
+
+
 @lru_cache(maxsize=None)
 def _trace(name: str):
-    path = SHARED_TRACES / name
+    path = Path(name) if Path(name).is_absolute() else ROOT / name
     opener = gzip.open if path.name.endswith(".gz") else open
     with opener(path, "rt") as fh:
         return json.load(fh)
@@ -111,13 +119,13 @@ def _launch(args) -> Launch:
     return Launch(bx * by * bz, args["registers per thread"], args["shared memory"], gx * gy * gz)
 
 
-@pytest.mark.parametrize("name", TRACE_FILES)
+@pytest.mark.parametrize("name", TRACE_FILES, ids=[Path(f).name[:40] for f in TRACE_FILES])
 def test_every_reported_occupancy_in_real_traces(name):
     doc = _trace(name)
     props = [] if isinstance(doc, list) else doc.get("deviceProperties", [])
     reported = [k for k in _kernels(doc) if k["args"].get("est. achieved occupancy %")]
-    if not reported:  # ROCm and 2020-era traces carry no occupancy at all: nothing to disagree with
-        assert all("est. achieved occupancy %" not in k["args"] for k in _kernels(doc))
+    if not reported:  # ROCm and 2020-era traces carry no occupancy at all; some captures only 0s
+        assert {k["args"].get("est. achieved occupancy %") for k in _kernels(doc)} <= {None, 0}
         return
     for kernel in reported:
         args = kernel["args"]
@@ -127,7 +135,7 @@ def test_every_reported_occupancy_in_real_traces(name):
         assert abs(occupancy(launch, device).occupancy_pct - want) <= 0.5 + 1e-6, kernel["name"]
 
 
-@pytest.mark.parametrize("name", TRACE_FILES)
+@pytest.mark.parametrize("name", TRACE_FILES, ids=[Path(f).name[:40] for f in TRACE_FILES])
 def test_zero_reported_occupancy_is_explained(name):
     doc = _trace(name)
     props = [] if isinstance(doc, list) else doc.get("deviceProperties", [])

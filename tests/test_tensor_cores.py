@@ -10,6 +10,7 @@ import pytest
 from profiler.tensor_cores import CUDA, TENSOR, UNKNOWN, classify, classify_frame
 
 TABLE = Path(__file__).parent / "fixtures" / "analysis" / "kernel_names.csv"
+H200_TABLE = Path(__file__).parent / "fixtures" / "analysis" / "h200_kernel_names.csv"
 
 
 def _rows(path: Path) -> list[dict]:
@@ -17,7 +18,7 @@ def _rows(path: Path) -> list[dict]:
         return list(csv.DictReader(fh))
 
 
-REAL = _rows(TABLE)
+REAL = _rows(TABLE) + _rows(H200_TABLE)  # shared third-party traces + our H200 captures
 
 
 @pytest.mark.parametrize("row", REAL, ids=[f"{r['trace'][:12]}:{r['name'][:50]}" for r in REAL])
@@ -30,7 +31,9 @@ def test_real_table_covers_every_story():
     engines = {(r["engine"], r["op"]) for r in REAL}
     assert {(TENSOR, "attention"), (TENSOR, "gemm"), (CUDA, "gemm"), (CUDA, "conv"),
             (CUDA, "communication"), (CUDA, "other")} <= engines
-    assert len(REAL) > 200
+    assert len(REAL) > 250
+    assert {(TENSOR, "bf16", "gemm"), (CUDA, "fp32", "gemm"), (TENSOR, "fp16/bf16", "attention"),
+            (UNKNOWN, "", "attention")} <= {(r["engine"], r["precision"], r["op"]) for r in REAL}
 
 
 # Kernel names of today's libraries, as they appear in public profiles (issue 5's list).
@@ -61,7 +64,7 @@ MODERN = [
      "cutlass::half_t> >, false, false, false, false, true, true, false, false>(pytorch_flash::"
      "Flash_fwd_params)", TENSOR, "fp16", "attention"),
     ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3_64x64x128_4x1x1_kernel0_0",
-     TENSOR, "fp16", "attention"),
+     TENSOR, "fp16/bf16", "attention"),
     ("triton_tem_fused_mm_0", UNKNOWN, None, "gemm"),
     ("triton_poi_fused_add_mul_0", CUDA, None, "other"),
     ("Cijk_Ailk_Bjlk_HHS_BH_MT128x128x32_MI32x32x8x1_SN_1LDSB0", TENSOR, "fp16", "gemm"),
