@@ -1,0 +1,165 @@
+"""A small CPU capture of every CPU-capable variant, landing in a real store as runs."""
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import replace
+
+import pytest
+
+from profiler.capture import TOLERANCE, CaptureConfig, CaptureError, capture, ingest_outcomes
+from profiler.cli import main
+from profiler.store import Store
+from profiler.variants import VARIANTS, Variant, availability, naive_attention
+
+CPU_CAPABLE = {a.name for a in availability(CaptureConfig(device="cpu", dtype="fp32", head_dim=16).setting())
+               if a.available}
+GPU_ONLY = set(VARIANTS) - CPU_CAPABLE
+
+
+def _base(tmp_path, **changes) -> CaptureConfig:
+    config = CaptureConfig(batch=1, heads=2, seq_lens=(32,), head_dim=16, dtype="fp32", device="cpu",
+                           timing_calls=3, out_dir=tmp_path / "traces")
+    return replace(config, **changes)
+
+
+def _unscaled(setting):
+    """A deliberately wrong variant: forgets the 1/sqrt(head_dim) scale."""
+    return lambda q, k, v: naive_attention(q * q.shape[-1] ** 0.5, k, v, causal=setting.causal)
+
+
+def _broken(setting):
+    def attend(q, k, v):
+        raise RuntimeError("no kernel image is available\nsecond line")
+    return attend
+
+
+EXTRA = (Variant("wrong_scale", "naive without the scale", (), _unscaled),
+         Variant("broken", "raises on every call", (), _broken))
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("capture")
+    reports = []
+    outcomes = capture(_base(tmp), progress=lambda *report: reports.append(report), extra_variants=EXTRA)
+    store = Store(tmp / "store.duckdb")
+    results = ingest_outcomes(store, outcomes)
+    return {(o.variant, o.cold): o for o in outcomes}, reports, store, results
+
+
+def test_the_cpu_variants_include_the_compiled_ones():
+    assert {"naive", "naive_compiled", "sdpa_math", "sdpa_flash", "flex"} <= CPU_CAPABLE
+    assert GPU_ONLY == {"sdpa_efficient", "sdpa_cudnn", "hub_flash"}
+
+
+def test_every_cpu_variant_is_profiled_cold_and_warm(captured):
+    runs = captured[0]
+    for name in CPU_CAPABLE | {"wrong_scale"}:
+        for cold in (True, False):
+            outcome = runs[(name, cold)]
+            assert outcome.skipped is None and outcome.path.name.endswith(".json.gz")
+            assert outcome.path.read_bytes()[:2] == b"\x1f\x8b"
+
+
+def test_gpu_only_variants_are_skipped_with_their_reason(captured):
+    runs = captured[0]
+    for name in GPU_ONLY:
+        assert runs[(name, True)].path is None and "needs CUDA" in runs[(name, False)].skipped
+
+
+def test_a_variant_that_fails_is_skipped_without_a_trace_and_others_go_on(captured):
+    runs = captured[0]
+    assert runs[("broken", False)].skipped == "RuntimeError: no kernel image is available"
+    assert runs[("broken", True)].path is None
+    assert not list(runs[("naive", True)].path.parent.glob("broken_*"))
+
+
+def test_the_trace_describes_itself_at_top_level(captured):
+    outcome = captured[0][("sdpa_math", False)]
+    with gzip.open(outcome.path, "rt") as f:
+        meta = json.load(f)["attention_run"]
+    assert meta == outcome.meta
+    assert meta["variant"] == "sdpa_math" and meta["seq_len"] == 32 and meta["dtype"] == "fp32"
+    assert meta["schedule"] == {"wait": 1, "warmup": 1, "active": 3} and meta["label"] == "attention:sdpa_math"
+    assert meta["wall_ms_median"] > 0 and "cuda_ms_median" not in meta and meta["timing_calls"] == 3
+    assert meta["device"] == "cpu" and meta["sweep"] is False and meta["ok"] is True
+
+
+def test_a_wrong_result_is_flagged_not_hidden(captured):
+    meta = captured[0][("wrong_scale", False)].meta
+    assert meta["ok"] is False and meta["rel_error"] > TOLERANCE["fp32"]
+    assert captured[0][("naive", False)].meta["rel_error"] < TOLERANCE["fp32"]
+
+
+def test_runs_land_in_the_store_with_iterations_and_cpu_ops(captured):
+    runs, _, store, results = captured
+    assert len(results) == sum(o.path is not None for o in runs.values())
+    df = store.query("SELECT t.variant, t.cold, t.seq_len, t.source, count(DISTINCT i.iteration) AS iters "
+                     "FROM traces t JOIN iterations i USING (trace_id) GROUP BY ALL")
+    assert set(df["source"]) == {"captured"}
+    assert set(df["variant"]) == CPU_CAPABLE | {"wrong_scale"}
+    assert (df.loc[df["cold"], "iters"] == 1).all() and (df.loc[~df["cold"], "iters"] == 3).all()
+    labels = store.query("SELECT count(*) AS n FROM ops o JOIN traces t USING (trace_id) "
+                         "WHERE t.variant = 'naive' AND NOT t.cold AND o.name = 'attention:naive'")
+    assert labels["n"][0] == 3
+
+
+def test_cold_runs_keep_the_cold_call_and_its_check(captured):
+    store = captured[2]
+    names = set(store.query("SELECT o.name FROM ops o JOIN traces t USING (trace_id) "
+                            "WHERE t.variant = 'naive_compiled' AND t.cold")["name"])
+    assert {"attention:naive_compiled", "check_output"} <= names
+    assert captured[0][("naive_compiled", True)].meta["cold_wall_ms"] > 0
+
+
+def test_progress_moves_forward_to_one(captured):
+    reports = captured[1]
+    fractions = [fraction for _, fraction, _ in reports]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0 and fractions[0] == 0.0
+    assert {variant for variant, _, _ in reports} >= set(VARIANTS)
+    assert any("skipped" in message for _, _, message in reports)
+
+
+def test_a_sweep_shares_one_id(tmp_path):
+    outcomes = capture(_base(tmp_path, variants=("naive",), seq_lens=(16, 32), cold=False))
+    sweeps = {o.meta["sweep"] for o in outcomes}
+    assert [o.seq_len for o in outcomes] == [16, 32] and len(sweeps) == 1
+    assert next(iter(sweeps)).startswith("sweep-")
+
+
+@pytest.mark.parametrize("changes, words", [
+    ({"variants": ("naive", "fast")}, "unknown variant 'fast'"),
+    ({"dtype": "fp8"}, "dtype must be one of bf16, fp16, fp32"),
+    ({"seq_lens": (0,)}, "seq_len 0 must be at least 1"),
+    ({"variants": ()}, "no variants"),
+    ({"device": "tpu"}, "device must be 'cuda' or 'cpu'"),
+])
+def test_bad_requests_are_clear_errors(tmp_path, changes, words):
+    with pytest.raises(CaptureError, match=words):
+        capture(_base(tmp_path, **changes))
+
+
+def test_cli_capture_ingests_and_summary_shows_the_variant(tmp_path, capsys):
+    db = tmp_path / "cli.duckdb"
+    args = ["capture", "--variants", "naive,sdpa_cudnn", "--batch", "1", "--heads", "2", "--seq", "16",
+            "--head-dim", "8", "--dtype", "fp32", "--device", "cpu", "--timing-calls", "2",
+            "--out-dir", str(tmp_path / "t"), "--db", str(db)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "skipped   sdpa_cudnn" in out and "captured 2 of 4 runs" in out
+    assert main(["summary", "--db", str(db)]) == 0
+    assert capsys.readouterr().out.count(" naive ") == 2
+
+
+def test_cli_capture_of_nothing_runnable_fails(tmp_path, capsys):
+    args = ["capture", "--variants", "sdpa_cudnn", "--device", "cpu", "--out-dir", str(tmp_path), "--no-ingest"]
+    assert main(args) == 1
+    assert "cuDNN attention needs CUDA" in capsys.readouterr().out
+
+
+def test_cli_variants_json(capsys):
+    assert main(["variants", "--json", "--device", "cpu"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in rows] == list(VARIANTS)
+    assert {r["name"] for r in rows if not r["available"]} == {"sdpa_efficient", "sdpa_cudnn", "hub_flash"}
