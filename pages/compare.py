@@ -54,8 +54,7 @@ st.title("Compare")
 state = ui.view_state("compare")
 runs = list(ui.require_runs(state, minimum=2, purpose="comparing"))
 
-with ui.guard():
-    store = ui.get_store()
+with ui.guard(), queries.session(ui.get_store()) as store:
     labels = charts.label_map(queries.run_labels(store, runs))
     state, a, b, iteration = pick_pair(state, runs, labels)
     label_a, label_b = f"a: {labels.get(a, a)}", f"b: {labels.get(b, b)}"

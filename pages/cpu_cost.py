@@ -34,8 +34,7 @@ st.caption("CPU time is the self time of CPU ops (time not spent in child ops), 
            "threads; the ProfilerStep annotation itself is left out. GPU time sums kernel "
            "durations (overlapping streams count twice).")
 
-with ui.guard():
-    store = ui.get_store()
+with ui.guard(), queries.session(ui.get_store()) as store:
     labels = charts.label_map(queries.run_labels(store, runs))
     summary = queries.run_cpu_summary(store, runs)
     st.subheader("Is it CPU-bound?", divider="gray")

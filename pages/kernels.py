@@ -36,8 +36,7 @@ st.caption("GPU kernels of each selected run grouped by name. Per-iteration numb
            "run's ProfilerStep count (a run without steps counts as one iteration). Click a column "
            "header to sort.")
 
-with ui.guard():
-    store = ui.get_store()
+with ui.guard(), queries.session(ui.get_store()) as store:
     labels = charts.label_map(queries.run_labels(store, runs))
     found = st.text_input("Search kernels", value=state.filter("q", ""),
                           placeholder="part of a kernel name, e.g. flash, gemm, Memcpy")

@@ -53,8 +53,7 @@ st.caption("Every CUDA/HIP runtime and driver API call, grouped by API. Launch A
            "cuLaunchKernel(Ex). Launch latency is how long a kernel waited after its launch call "
            "started: microseconds when the GPU is idle, much longer when work is queued ahead.")
 
-with ui.guard():
-    store = ui.get_store()
+with ui.guard(), queries.session(ui.get_store()) as store:
     labels = charts.label_map(queries.run_labels(store, runs))
     apis = queries.launch_api_table(store, runs)
     if apis.empty:

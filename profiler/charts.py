@@ -34,6 +34,12 @@ def search(df: pd.DataFrame, column: str, text: str | None) -> pd.DataFrame:
     return df[df[column].astype(str).str.contains(text, case=False, regex=False)]
 
 
+def _tips(df: pd.DataFrame, columns: list[str]) -> list[alt.Tooltip]:
+    """Typed tooltip channels (strings make Altair rebuild its schema index: ~10 ms each)."""
+    kind = {c: "Q" if pd.api.types.is_numeric_dtype(df[c]) else "N" for c in columns if c in df}
+    return [alt.Tooltip(f"{c}:{kind[c]}") for c in columns if c in kind]
+
+
 def _with_labels(df: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
     return df.assign(run=df["run_id"].map(labels).fillna(df["run_id"]))
 
@@ -55,19 +61,41 @@ def timeline_chart(marks: pd.DataFrame, title: str,
                    x_domain_us: tuple[float, float] | None = None) -> alt.Chart:
     """One panel: a bar per mark on its lane; zoom/pan on time; clicking a launch or kernel
     outlines every mark with its correlation id (the launch and what it launched)."""
-    pair = alt.selection_point(fields=["correlation"], on="click", empty=False, name="pair")
+    pair = alt.selection_point(fields=["link"], on="click", empty=False, name="pair")
     zoom = alt.selection_interval(bind="scales", encodings=["x"])
     scale = alt.Scale(domain=list(x_domain_us)) if x_domain_us else alt.Undefined
     lanes = lane_order(marks)
-    return alt.Chart(marks, title=title).mark_bar(clip=True).encode(
+    data = _linked(marks)
+    return alt.Chart(data, title=title).mark_bar(clip=True).encode(
         x=alt.X("start_us:Q", title="µs from iteration start", scale=scale),
-        x2="end_us:Q",
+        x2=alt.X2("end_us"),
         y=alt.Y("lane:N", sort=lanes, title=None, axis=alt.Axis(labelLimit=220)),
         color=alt.Color("kind:N", scale=alt.Scale(scheme=PALETTE), title="event"),
-        stroke=alt.condition(pair, alt.value(HIGHLIGHT), alt.value(None)),
-        strokeWidth=alt.condition(pair, alt.value(3), alt.value(0)),
-        tooltip=[c for c in TIMELINE_TOOLTIP if c in marks.columns],
+        stroke=alt.when(pair).then(alt.value(HIGHLIGHT)).otherwise(alt.value(None)),
+        strokeWidth=alt.when(pair).then(alt.value(3)).otherwise(alt.value(0)),
+        tooltip=_tips(data, TIMELINE_TOOLTIP),
     ).add_params(pair, zoom).properties(height=LANE_PX * max(len(lanes), 1) + 40)
+
+
+def _linked(marks: pd.DataFrame) -> pd.DataFrame:
+    """Marks with a ``link`` key: the correlation id, or a key of its own for marks without one
+    (ops, merged buckets), so clicking them highlights nothing else."""
+    own = "m" + pd.Series(range(len(marks)), index=marks.index).astype(str)
+    link = marks["correlation"].astype("string").fillna(own)
+    keep = [c for c in TIMELINE_TOOLTIP + ["lane", "end_us"] if c in marks.columns]
+    return marks[keep].assign(link=link)
+
+
+def timeline_caption(marks: pd.DataFrame, step: str) -> str:
+    """What a panel shows: the iteration, how many marks, and whether some were left out."""
+    if marks.empty:
+        return f"{step}: no events in this window."
+    shown, total = len(marks), int(marks["marks_before_cap"].iloc[0])
+    merged = int((marks["kind"] == "merged").sum())
+    text = f"{step}: {shown:,} marks ({merged:,} merge events shorter than a pixel)"
+    if total > shown:
+        text += f"; the {total - shown:,} shortest of {total:,} are left out, narrow the window to see them"
+    return text + ". Click a launch or kernel to outline its pair; drag to pan, scroll to zoom."
 
 
 # ── kernels ──────────────────────────────────────────────────────────────────────────────────
@@ -79,10 +107,10 @@ def kernel_time_chart(kernels: pd.DataFrame, labels: dict[str, str], top_n: int 
     return alt.Chart(data, title=f"GPU time per iteration, top {len(top)} kernels").mark_bar().encode(
         x=alt.X("us_per_iter:Q", title="µs per iteration"),
         y=alt.Y("kernel:N", sort="-x", title=None, axis=alt.Axis(labelLimit=320)),
-        yOffset="run:N",
+        yOffset=alt.YOffset("run:N"),
         color=alt.Color("run:N", scale=alt.Scale(scheme=PALETTE), legend=alt.Legend(orient="top")),
-        tooltip=["run", "kernel", "calls_per_iter", "us_per_iter", "mean_us",
-                 "gpu_time_share_pct", "grid", "block", "est_occupancy_pct"],
+        tooltip=_tips(data, ["run", "kernel", "calls_per_iter", "us_per_iter", "mean_us",
+                             "gpu_time_share_pct", "grid", "block", "est_occupancy_pct"]),
     )
 
 
@@ -94,11 +122,11 @@ def launch_api_chart(apis: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
     return alt.Chart(data, title="API calls per iteration").mark_bar().encode(
         x=alt.X("calls_per_iter:Q", title="calls per iteration"),
         y=alt.Y("api:N", sort="-x", title=None, axis=alt.Axis(labelLimit=260)),
-        yOffset="run:N",
+        yOffset=alt.YOffset("run:N"),
         color=alt.Color("category:N", scale=alt.Scale(scheme=PALETTE)),
         opacity=alt.Opacity("run:N", legend=alt.Legend(orient="top")),
-        tooltip=["run", "api", "api_kind", "category", "calls_per_iter", "cpu_us_per_iter",
-                 "mean_us", "kernels_launched", "memops_launched"],
+        tooltip=_tips(data, ["run", "api", "api_kind", "category", "calls_per_iter",
+                             "cpu_us_per_iter", "mean_us", "kernels_launched", "memops_launched"]),
     )
 
 
@@ -108,11 +136,11 @@ def latency_histogram_chart(hist: pd.DataFrame, labels: dict[str, str]) -> alt.C
     return alt.Chart(data).mark_bar(opacity=0.8).encode(
         x=alt.X("bin_start_us:Q", scale=alt.Scale(type="log"),
                 title="launch latency: API start → kernel start (µs, log)"),
-        x2="bin_end_us:Q",
+        x2=alt.X2("bin_end_us"),
         y=alt.Y("launches:Q", stack=True, title="launches"),
         color=alt.Color("api:N", scale=alt.Scale(scheme=PALETTE)),
         row=alt.Row("run:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left")),
-        tooltip=["run", "api", "bin_start_us", "bin_end_us", "launches"],
+        tooltip=_tips(data, ["run", "api", "bin_start_us", "bin_end_us", "launches"]),
     ).properties(height=120)
 
 
@@ -135,7 +163,7 @@ def cpu_gpu_chart(per_iter: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
         color=alt.Color("metric:N", sort=list(CPU_GPU_METRICS.values()),
                         scale=alt.Scale(scheme=PALETTE)),
         row=alt.Row("run:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left")),
-        tooltip=["run", "iteration", "metric", "us", "wall_us"],
+        tooltip=_tips(data, ["run", "iteration", "metric", "us", "wall_us"]),
     ).properties(height=140)
 
 
@@ -145,10 +173,10 @@ def op_self_time_chart(ops: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
     return alt.Chart(data, title="Self CPU time per iteration by op").mark_bar().encode(
         x=alt.X("self_us_per_iter:Q", title="self µs per iteration"),
         y=alt.Y("op:N", sort="-x", title=None, axis=alt.Axis(labelLimit=320)),
-        yOffset="run:N",
+        yOffset=alt.YOffset("run:N"),
         color=alt.Color("run:N", scale=alt.Scale(scheme=PALETTE), legend=alt.Legend(orient="top")),
-        tooltip=["run", "op", "calls_per_iter", "self_us_per_iter", "total_us_per_iter",
-                 "self_share_pct"],
+        tooltip=_tips(data, ["run", "op", "calls_per_iter", "self_us_per_iter",
+                             "total_us_per_iter", "self_share_pct"]),
     )
 
 
@@ -166,7 +194,7 @@ def cold_warm_chart(summary: pd.DataFrame) -> alt.Chart:
         y=alt.Y("label:N", title=None, axis=alt.Axis(labelLimit=320)),
         yOffset=alt.YOffset("metric:N", sort=list(cols.values())),
         color=alt.Color("metric:N", sort=list(cols.values()), scale=alt.Scale(scheme=PALETTE)),
-        tooltip=["label", "temperature", "metric", "us"],
+        tooltip=_tips(data, ["label", "temperature", "metric", "us"]),
     )
 
 
@@ -187,7 +215,7 @@ def alignment_chart(aligned: pd.DataFrame, label_a: str, label_b: str) -> alt.Ch
         x=alt.X("slot:O", title="aligned position", axis=alt.Axis(labels=False, ticks=False)),
         y=alt.Y("run:N", sort=[label_a, label_b], title=None, axis=alt.Axis(labelLimit=320)),
         color=alt.Color("status:N", scale=alt.Scale(domain=ALIGN_STATUSES, scheme=PALETTE)),
-        tooltip=["run", "slot", "name", "dur_us", "status", "family"],
+        tooltip=_tips(data, ["run", "slot", "name", "dur_us", "status", "family"]),
     ).properties(height=90)
 
 
@@ -199,7 +227,8 @@ def delta_chart(delta: pd.DataFrame, top_n: int = TOP_N) -> alt.Chart:
         y=alt.Y("kernel:N", sort="-x", title=None, axis=alt.Axis(labelLimit=320)),
         color=alt.Color("presence:N", scale=alt.Scale(domain=["both", "only in a", "only in b"],
                                                       scheme=PALETTE)),
-        tooltip=["kernel", "calls_a", "calls_b", "us_a", "us_b", "us_delta", "presence"],
+        tooltip=_tips(data, ["kernel", "calls_a", "calls_b", "us_a", "us_b", "us_delta",
+                             "presence"]),
     )
 
 

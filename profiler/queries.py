@@ -86,14 +86,15 @@ def run_iterations(store, run_ids) -> pd.DataFrame:
 
 
 def iteration_bounds(store, run_ids, iteration: int) -> pd.DataFrame:
-    """Per run the chosen iteration (its last one when it has fewer): run_id, iteration,
-    start_ns, end_ns, dur_us. Runs missing from the store are left out."""
+    """Per run, in ``run_ids`` order, the chosen iteration (its last one when it has fewer):
+    run_id, iteration, name, start_ns, end_ns, dur_us. Runs missing from the store are left out."""
     iters = run_iterations(store, run_ids)
     if iters.empty:
         return iters
     last = iters.groupby("run_id")["iteration"].transform("max")
     chosen = iters[iters["iteration"] == last.clip(upper=iteration)]
-    return chosen.reset_index(drop=True)
+    order = {run: i for i, run in enumerate(_ids(run_ids))}
+    return chosen.sort_values("run_id", key=lambda ids: ids.map(order), ignore_index=True)
 
 
 # ── kernels ──────────────────────────────────────────────────────────────────────────────────

@@ -97,6 +97,7 @@ def test_iteration_bounds_clips_to_last_iteration(tiny):
     b = q.iteration_bounds(tiny, RUNS, 5)
     assert b[["run_id", "iteration", "start_ns"]].values.tolist() == [["runa", 1, 100_000],
                                                                      ["runb", 0, 0]]
+    assert q.iteration_bounds(tiny, ["runb", "runa"], 0)["run_id"].tolist() == ["runb", "runa"]
 
 
 def test_run_labels_in_requested_order(tiny):

@@ -1,0 +1,131 @@
+"""charts.py on DataFrames queried from the hand-written store of test_queries (real DuckDB file).
+
+Every chart must compile to a valid Vega-Lite spec (Altair validates in ``to_dict``) and carry no
+fixed background or text colour, so Streamlit's light and dark themes both style it.
+"""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from test_queries import RUNS, insert_tiny
+
+from profiler import charts
+from profiler import queries as q
+from profiler.store import Store
+
+
+@pytest.fixture
+def tiny(db_path) -> Store:
+    store = Store(db_path)
+    with store.connect() as con:
+        insert_tiny(con)
+    return store
+
+
+@pytest.fixture
+def labels(tiny) -> dict[str, str]:
+    return charts.label_map(q.run_labels(tiny, RUNS))
+
+
+def _spec(chart) -> dict:
+    spec = chart.to_dict(validate=True)
+    assert "background" not in spec
+    assert set(spec.get("config", {})) <= {"view"}                  # Altair's default sizes only
+    assert not any("color" in k.lower() or "fill" in k.lower() for k in spec["config"]["view"])
+    return spec
+
+
+def _rows(spec: dict) -> list[dict]:
+    (rows,) = spec["datasets"].values()
+    return rows
+
+
+def test_timeline_chart_lanes_links_and_hover(tiny):
+    marks = q.timeline_marks(tiny, "runa", 0, (0, 100_000))
+    spec = _spec(charts.timeline_chart(marks, "ProfilerStep#1", (0.0, 100.0)))
+    assert spec["encoding"]["y"]["sort"] == ["CPU 7 · depth 0", "CPU 7 · depth 1",
+                                             "CPU 7 · depth 2", "API 7", "GPU 0 stream 7"]
+    assert spec["encoding"]["x"]["scale"]["domain"] == [0.0, 100.0]
+    tooltip = {t["field"] for t in spec["encoding"]["tooltip"]}
+    assert {"grid", "block", "registers_per_thread", "shared_mem_bytes", "est_occupancy_pct",
+            "launch_api"} <= tooltip
+    links = [r["link"] for r in _rows(spec)]
+    assert links.count("1") == 2 and links.count("2") == 2          # launch + kernel, launch + copy
+    assert len(set(links)) == len(links) - 2                        # ops each get their own key
+    assert {p["name"] for p in spec["params"]} >= {"pair"}
+
+
+def test_timeline_caption_says_what_was_left_out(tiny):
+    marks = q.timeline_marks(tiny, "runa", 0, (0, 200_000), max_marks=3)
+    text = charts.timeline_caption(marks, "ProfilerStep#1")
+    assert "3 marks" in text and "12 shortest of 15 are left out" in text
+    assert "no events" in charts.timeline_caption(marks.iloc[0:0], "ProfilerStep#1")
+
+
+def test_kernel_time_chart_keeps_the_top_kernels(tiny, labels):
+    spec = _spec(charts.kernel_time_chart(q.kernel_table(tiny, RUNS), labels, top_n=1))
+    assert {r["kernel"] for r in _rows(spec)} == {"cudnn_fwd"}      # 15 µs/iter beats 10
+    assert {r["run"] for r in _rows(spec)} == {labels["runa"]}
+
+
+def test_launch_and_latency_charts(tiny, labels):
+    spec = _spec(charts.launch_api_chart(q.launch_api_table(tiny, RUNS), labels))
+    assert len(_rows(spec)) == 4
+    spec = _spec(charts.latency_histogram_chart(q.launch_latency_histogram(tiny, RUNS), labels))
+    assert sum(r["launches"] for r in _rows(spec)) == 4
+    assert spec["encoding"]["x"]["scale"]["type"] == "log"
+
+
+def test_cpu_gpu_chart_has_every_metric_of_every_iteration(tiny, labels):
+    spec = _spec(charts.cpu_gpu_chart(q.iteration_cpu_gpu(tiny, RUNS), labels))
+    rows = _rows(spec)
+    assert len(rows) == 3 * len(charts.CPU_GPU_METRICS)
+    api = [r["us"] for r in rows if r["metric"] == "launch/runtime API" and r["run"] == labels["runa"]]
+    assert sorted(api) == [3.0, 42.0]
+
+
+def test_cold_warm_and_op_charts(tiny, labels):
+    spec = _spec(charts.cold_warm_chart(q.run_cpu_summary(tiny, RUNS)))
+    first = {r["label"]: r["us"] for r in _rows(spec) if r["metric"] == "CPU, first iteration"}
+    assert first == {labels["runa"]: 30.0, labels["runb"]: 8.0}
+    assert {r["temperature"] for r in _rows(spec)} == {"cold", "unknown"}
+    _spec(charts.op_self_time_chart(q.op_self_time(tiny, RUNS), labels))
+
+
+def test_cudnn_story_numbers_and_verdicts(tiny, labels):
+    with tiny.connect() as con:   # a slow first call (plan building) and a CPU-heavy warm call
+        con.execute("UPDATE ops SET dur_ns = 200000 WHERE trace_id = 'runa' AND op_id = 3")
+        con.execute("UPDATE ops SET dur_ns = 50000 WHERE trace_id = 'runa' AND op_id = 6")
+    (text,) = charts.cudnn_story(q.cudnn_op_time(tiny, RUNS), labels)
+    assert "200 µs of CPU time in the first iteration and 50 µs per call afterwards" in text
+    assert "4.0× more the first time" in text and "execution plan" in text
+    assert "ran 15 µs per call" in text and "CPU-bound" in text
+    (none,) = charts.cudnn_story(q.cudnn_op_time(tiny, ["runb"]), labels)
+    assert none.startswith("None of the selected runs")
+
+
+def test_alignment_views(tiny):
+    with tiny.connect() as con:
+        con.execute("INSERT INTO traces (trace_id, name, source, added_at, size_bytes, events,"
+                    " kernels, skipped_events, start_ns, end_ns)"
+                    " VALUES ('runc', 'c.json', 'uploaded', now(), 1, 1, 1, 0, 0, 100000)")
+        con.execute("INSERT INTO kernels (trace_id, name, ts_ns, dur_ns) VALUES ('runc', 'cudnn_fwd', 0, 9000)")
+    aligned = q.kernel_alignment(tiny, "runa", "runc", 0)
+    text = charts.alignment_summary(aligned, "A", "B")
+    assert text.startswith("1 kernels line up") and "Only in **A**: `Memcpy DtoD" in text
+    spec = _spec(charts.alignment_chart(aligned, "A", "B"))
+    assert [(r["run"], r["status"]) for r in _rows(spec)] == [("A", "same"), ("A", "only in a"),
+                                                               ("B", "same")]
+    delta = _spec(charts.delta_chart(q.kernel_delta(tiny, "runa", "runc"), top_n=2))
+    assert [r["kernel"] for r in _rows(delta)] == ["cudnn_fwd", "Memcpy DtoD (Device -> Device)"]
+    assert charts.alignment_summary(aligned.iloc[0:0], "A", "B").startswith("Neither run")
+
+
+def test_per_run_and_search(tiny):
+    table = q.kernel_table(tiny, RUNS)
+    parts = charts.per_run(table, ["runb", "runa"])
+    assert [r for r, _ in parts] == ["runb", "runa"] and "run_id" not in parts[0][1].columns
+    assert charts.search(table, "kernel", "FLASH")["kernel"].tolist() == ["flash_fwd"]
+    assert len(charts.search(table, "kernel", "")) == 2
+    assert charts.search(table, "kernel", "[").empty          # plain text, not a regex
+    assert isinstance(charts.search(table, "kernel", None), pd.DataFrame)
