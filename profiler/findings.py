@@ -105,7 +105,7 @@ def _kernels_per_iteration(runs: _Runs) -> list[Finding]:
     counts = {r: float(runs.kernels.loc[runs.kernels["run_id"] == r, "calls_per_iter"].sum())
               for r in runs.ids}
     distinct = {r: int((runs.kernels["run_id"] == r).sum()) for r in runs.ids}
-    parts = [f"{runs.labels[r]} launches {_num(counts[r])} kernels per iteration "
+    parts = [f"{runs.labels[r]} launches {_num(counts[r])} kernel(s) per iteration "
              f"({distinct[r]} distinct)" for r in runs.ids]
     return [Finding("kernels_per_iteration", "; ".join(parts) + ".",
                     {"kernels_per_iter": counts, "distinct_kernels": distinct})]
@@ -233,7 +233,7 @@ def _zero_finding(runs, row, device, result) -> Finding:
            else "Kineto could not fit a block with its default limits")
     what = f"a {row.tc_engine.replace(' ', '-')} {row.tc_op} kernel"
     what += f" in {row.tc_precision}" if row.tc_precision else ""
-    text = (f"The trace reports 0% occupancy for {kernel_family(row.kernel)} ({runs.labels[row.run_id]}), "
+    text = (f"The trace reports 0% occupancy for {_short(row.kernel)} ({runs.labels[row.run_id]}), "
             f"yet it ran {_num(row.calls_per_iter)}× per iteration for {row.us_per_iter:.1f} µs: {why}. "
             f"It is {what}; with opt-in shared memory {result.active_blocks_per_sm} block(s) of "
             f"{_int(row.threads_per_block)} threads fit per SM, {result.occupancy_pct:.1f}% "
@@ -265,7 +265,13 @@ def _int(value) -> int | None:
 
 
 def _num(value: float) -> str:
-    return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
+    value = round(float(value), 6)  # per-iteration averages like 4.9999999 read as 5
+    return f"{value:.0f}" if value.is_integer() else f"{value:.1f}"
+
+
+def _short(kernel: str, limit: int = 70) -> str:
+    name = kernel.removeprefix("void ").split("(")[0]
+    return name if len(name) <= limit else name[:limit - 1] + "…"
 
 
 def _bytes(n: float) -> str:
