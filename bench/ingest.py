@@ -80,16 +80,27 @@ def machine() -> str:
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
                 if line.startswith("model name")), platform.processor())
     ram = next(int(line.split()[1]) for line in open("/proc/meminfo") if line.startswith("MemTotal"))
-    load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     return (f"{os.cpu_count()} CPUs ({cpu}), {ram / 2**20:.1f} GiB RAM, Python {platform.python_version()}; "
-            f"uptime before the run: `{load}`")
+            f"uptime before the run: `{uptime()}`")
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def code_version() -> str:
+    """The commit measured, and whether profiler/ had uncommitted changes (others edit it live)."""
+    git = ["git", "-C", str(ROOT)]
+    head = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(git + ["status", "--porcelain", "profiler"], capture_output=True, text=True).stdout
+    return f"commit {head}" + (" plus uncommitted changes in profiler/" if dirty.strip() else "")
 
 
 def section(trace: Path, info: str, runs: dict, before: str) -> str:
     size = trace.stat().st_size
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return (f"## Ingest\n\n`python bench/ingest.py --write-results`, {now}.\n\n"
-            f"Machine: {before}; after: `{subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}`.\n"
+    return (f"## Ingest\n\n`python bench/ingest.py --write-results`, {now}, code at {code_version()}.\n\n"
+            f"Machine: {before}; after: `{uptime()}`.\n"
             f"(The machine is shared with other engineers: read the load averages next to the times.)\n\n"
             f"Trace: {info}, plain JSON, {size / 1e6:.0f} MB (MB = 10^6 bytes). Each tool is a fresh "
             f"process; wall time includes interpreter start and imports; peak RSS is ru_maxrss.\n\n"
