@@ -17,7 +17,9 @@ end) and ``message`` is a short sentence such as ``"s1024 cold call"`` or ``"ski
 from __future__ import annotations
 
 import json
+import os
 import platform
+import statistics
 import time
 import warnings
 from dataclasses import dataclass, field, replace
@@ -27,6 +29,7 @@ from typing import Callable, Iterable
 import torch
 from torch.profiler import ProfilerAction, ProfilerActivity, profile, record_function
 
+from profiler.errors import ProfilerError
 from profiler.variants import (DTYPES, VARIANTS, Setting, Variant, default_device, get_variant, make_inputs,
                                reference_attention, relative_error)
 
@@ -35,7 +38,7 @@ METADATA_KEY = "attention_run"
 TOLERANCE = {"bf16": 2e-2, "fp16": 5e-3, "fp32": 1e-3}  # relative error against the fp32 reference
 
 
-class CaptureError(ValueError):
+class CaptureError(ProfilerError):
     """The capture was asked for something it cannot do; the message says what."""
 
 
@@ -95,9 +98,25 @@ def validate(config: CaptureConfig) -> CaptureConfig:
             raise CaptureError(f"{what} must be at least 1, not {value}")
     if min(config.wait, config.warmup, config.warmup_calls) < 0:
         raise CaptureError("wait, warmup and warmup_calls must not be negative")
+    _check_memory(config)
     if config.sweep is False and len(config.seq_lens) > 1:
         config = replace(config, sweep=time.strftime("sweep-%Y%m%dT%H%M%SZ", time.gmtime()))
     return config
+
+
+def _free_bytes(device: str) -> int:
+    if device == "cuda":
+        return torch.cuda.mem_get_info()[0]
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def _check_memory(config: CaptureConfig) -> None:
+    """The fp32 reference holds about three batch×heads×seq² score matrices at once."""
+    seq = max(config.seq_lens)
+    need, free = 3 * 4 * config.batch * config.heads * seq * seq, _free_bytes(config.device)
+    if need > free:
+        raise CaptureError(f"seq_len {seq} is too long here: the fp32 reference needs about "
+                           f"{need / 2**30:.1f} GiB, the {config.device} has {free / 2**30:.1f} GiB free")
 
 
 def run_name(config: CaptureConfig, variant: str, seq_len: int, cold: bool) -> str:
@@ -127,23 +146,19 @@ def label(variant: str) -> str:
 
 
 def _timed(fn, inputs, device: str):
-    """One call: (output, device milliseconds or None on CPU, wall milliseconds)."""
-    events = [torch.cuda.Event(enable_timing=True) for _ in range(2)] if device == "cuda" else None
+    """One call: (output, milliseconds by CUDA events on cuda / wall clock on cpu, wall ms)."""
+    if device != "cuda":
+        wall = time.perf_counter()
+        out = fn(*inputs)
+        wall_ms = (time.perf_counter() - wall) * 1e3
+        return out, wall_ms, wall_ms
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     wall = time.perf_counter()
-    if events:
-        events[0].record()
+    start.record()
     out = fn(*inputs)
-    if events:
-        events[1].record()
-    _sync(device)
-    wall_ms = (time.perf_counter() - wall) * 1e3
-    return out, (events[0].elapsed_time(events[1]) if events else None), wall_ms
-
-
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    end.record()
+    torch.cuda.synchronize()
+    return out, start.elapsed_time(end), (time.perf_counter() - wall) * 1e3
 
 
 def _reset_peak(device: str) -> int:
@@ -168,12 +183,10 @@ def cold_call(fn, inputs, reference, variant: str, device: str) -> dict:
     under a ``check_output`` label against the reference on the CPU: one device-to-host copy."""
     before = _reset_peak(device)
     with record_function(label(variant)):
-        out, device_ms, wall_ms = _timed(fn, inputs, device)
+        out, ms, wall_ms = _timed(fn, inputs, device)
     peak = _peak_since(device, before)
     with record_function("check_output"):
         error = relative_error(out, reference)
-        _sync(device)
-    ms = device_ms if device_ms is not None else wall_ms
     return {_timing_key(device): ms, "timing_calls": 1, "cold_wall_ms": wall_ms,
             "peak_mem_bytes": peak, "rel_error": error}
 
@@ -186,10 +199,9 @@ def warm_numbers(fn, inputs, reference, config: CaptureConfig) -> dict:
     before = _reset_peak(config.device)
     _timed(fn, inputs, config.device)
     peak = _peak_since(config.device, before)
-    times = [_timed(fn, inputs, config.device) for _ in range(config.timing_calls)]
-    column = 1 if config.device == "cuda" else 2
-    return {_timing_key(config.device): _median([t[column] for t in times]),
-            "timing_calls": config.timing_calls, "peak_mem_bytes": peak, "rel_error": error}
+    ms = statistics.median(_timed(fn, inputs, config.device)[1] for _ in range(config.timing_calls))
+    return {_timing_key(config.device): ms, "timing_calls": config.timing_calls, "peak_mem_bytes": peak,
+            "rel_error": error}
 
 
 def profiled_call(fn, inputs, variant: str, device: str) -> None:
@@ -334,9 +346,15 @@ class _Capture:
         c = self.config
         steps = [ProfilerAction.NONE] * c.wait + [ProfilerAction.WARMUP] * c.warmup
         steps += [ProfilerAction.RECORD] * (c.active - 1) + [ProfilerAction.RECORD_AND_SAVE]
-        for action in steps:
-            self.driver.enter(prof, action)
-            profiled_call(fn, inputs, variant, c.device)
+
+        def profiled_steps() -> None:
+            for action in steps:
+                self.driver.enter(prof, action)
+                profiled_call(fn, inputs, variant, c.device)
+        _, reason = _attempt(profiled_steps)
+        if reason is not None:
+            self.driver.enter(prof, ProfilerAction.NONE)  # closes the cycle; path None: not written
+            return reason
         self.record(prof, variant, seq_len, False, numbers)
         return None
 

@@ -19,13 +19,15 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from profiler.errors import ProfilerError
+
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 HUB_FLASH_REPO = "kernels-community/flash-attn"
 
 AttentionFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
 
-class VariantError(Exception):
+class VariantError(ProfilerError):
     """A variant could not be prepared or run here; the message says why, in one sentence."""
 
 

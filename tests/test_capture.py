@@ -128,12 +128,38 @@ def test_a_sweep_shares_one_id(tmp_path):
     assert next(iter(sweeps)).startswith("sweep-")
 
 
+def _fails_while_profiled(setting):
+    """Works for the warm-up and timing calls (3 + 1 + 3 here), then fails inside the profiler."""
+    calls = []
+
+    def attend(q, k, v):
+        calls.append(1)
+        if len(calls) > 7:
+            raise RuntimeError("illegal memory access")
+        return naive_attention(q, k, v)
+    return attend
+
+
+def test_a_failure_inside_a_profiled_cycle_drops_that_run_only(tmp_path):
+    flaky = Variant("flaky", "fails once profiled", (), _fails_while_profiled)
+    outcomes = capture(_base(tmp_path, variants=("naive",), seq_lens=(16, 32), cold=False),
+                       extra_variants=(flaky,))
+    by_key = {(o.variant, o.seq_len): o for o in outcomes}
+    assert by_key[("flaky", 16)].skipped == "RuntimeError: illegal memory access"
+    assert by_key[("naive", 32)].path.exists() and by_key[("naive", 32)].meta["ok"]
+    assert sorted(p.name.split("_")[0] for p in (tmp_path / "traces").iterdir()) == ["naive", "naive"]
+    with gzip.open(by_key[("naive", 32)].path, "rt") as f:
+        steps = {e["name"] for e in json.load(f)["traceEvents"] if e["name"].startswith("ProfilerStep")}
+    assert len(steps) == 3
+
+
 @pytest.mark.parametrize("changes, words", [
     ({"variants": ("naive", "fast")}, "unknown variant 'fast'"),
     ({"dtype": "fp8"}, "dtype must be one of bf16, fp16, fp32"),
     ({"seq_lens": (0,)}, "seq_len 0 must be at least 1"),
     ({"variants": ()}, "no variants"),
     ({"device": "tpu"}, "device must be 'cuda' or 'cpu'"),
+    ({"seq_lens": (1_000_000,)}, "seq_len 1000000 is too long here"),
 ])
 def test_bad_requests_are_clear_errors(tmp_path, changes, words):
     with pytest.raises(CaptureError, match=words):
