@@ -25,7 +25,8 @@ RESULTS = ROOT / "bench" / "RESULTS.md"
 HTA = """import sys
 from hta.common.trace import parse_trace_file
 meta, df, symbols = parse_trace_file(sys.argv[1])
-print(f"{len(df)} rows, {int((df['stream'] >= 0).sum())} GPU kernels/memops")"""
+kernels = int((df["cat"] == symbols.sym_index.get("kernel", -1)).sum())
+print(f"{len(df)} rows, {kernels} kernels")"""
 JSON = """import json, sys
 with open(sys.argv[1], "rb") as f:
     doc = json.load(f)
