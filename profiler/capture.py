@@ -131,6 +131,8 @@ def _attempt(thunk):
     """(value, None) or (None, a one-line reason): a failing variant never stops the capture."""
     try:
         return thunk(), None
+    except ProfilerError as exc:  # our own errors already say it in one sentence
+        return None, str(exc)
     except Exception as exc:  # any failure of third-party kernels, compilers or hubs becomes a skip
         lines = str(exc).strip().splitlines()
         return None, f"{type(exc).__name__}: {lines[0][:200] if lines else 'no message'}"

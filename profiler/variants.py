@@ -22,7 +22,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from profiler.errors import ProfilerError
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
-HUB_FLASH_REPO = "kernels-community/flash-attn"
+HUB_FLASH_REPO = "kernels-community/flash-attn2"  # exposes the flash-attn 2 API (flash_attn_func)
 
 AttentionFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -215,6 +215,9 @@ def _build_hub_flash(s: Setting) -> AttentionFn:
     except Exception as exc:  # the hub raises many types: offline, DNS, HTTP, missing build
         raise VariantError(f"the kernel hub is unreachable or has no build for this machine "
                            f"({type(exc).__name__}: {str(exc).splitlines()[0][:120]})") from exc
+
+    if not hasattr(module, "flash_attn_func"):
+        raise VariantError(f"the hub kernel {HUB_FLASH_REPO} has no flash_attn_func")
 
     def attend(q, k, v):  # the hub kernel takes (batch, seq, heads, dim)
         out = module.flash_attn_func(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=s.causal)
