@@ -190,27 +190,30 @@ def sweep_table(store, run_ids) -> pd.DataFrame:
     return out.sort_values(keys, ignore_index=True)
 
 
-def crossovers(sweep: pd.DataFrame, metric: str = "gpu_us_per_iter") -> pd.DataFrame:
+def crossovers(sweep: pd.DataFrame, metric: str = "gpu_us_per_iter",
+               min_gap: float = 0.05) -> pd.DataFrame:
     """Where two variants of the same series (all shape fields but seq_len equal) swap order
     in `metric`: variant_a, variant_b, seq_len_lo, seq_len_hi (the crossing lies between),
-    faster_below, faster_above, and the metric of both at lo and hi."""
+    faster_below, faster_above, and the metric of both at lo and hi. A swap counts only when the
+    two differ by at least `min_gap` (relative) at both lengths, so ties in noise do not cross."""
     rows = []
     for _, series in sweep.groupby(SERIES, dropna=False):
         table = series.pivot_table(index="seq_len", columns="variant", values=metric)
         names = list(table.columns)
         for i, a in enumerate(names):
             for b in names[i + 1:]:
-                rows += _pair_crossings(table[[a, b]].dropna(), a, b, metric)
+                rows += _pair_crossings(table[[a, b]].dropna(), a, b, min_gap)
     return pd.DataFrame(rows, columns=["variant_a", "variant_b", "seq_len_lo", "seq_len_hi",
                                        "faster_below", "faster_above", f"{metric}_lo_a",
                                        f"{metric}_lo_b", f"{metric}_hi_a", f"{metric}_hi_b"])
 
 
-def _pair_crossings(pair: pd.DataFrame, a: str, b: str, metric: str) -> list[tuple]:
+def _pair_crossings(pair: pd.DataFrame, a: str, b: str, min_gap: float) -> list[tuple]:
     lens, va, vb = list(pair.index), list(pair[a]), list(pair[b])
+    clear = [abs(x - y) >= min_gap * min(x, y) for x, y in zip(va, vb)]
     out = []
     for k in range(len(lens) - 1):
-        if (va[k] - vb[k]) * (va[k + 1] - vb[k + 1]) < 0:
+        if (va[k] - vb[k]) * (va[k + 1] - vb[k + 1]) < 0 and clear[k] and clear[k + 1]:
             below, above = (a, b) if va[k] < vb[k] else (b, a)
             out.append((a, b, int(lens[k]), int(lens[k + 1]), below, above,
                         va[k], vb[k], va[k + 1], vb[k + 1]))

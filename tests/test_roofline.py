@@ -124,7 +124,8 @@ def sweep_store(db_path):
     store = Store(db_path)
     ids = [store.ingest(_sweep_trace(v, n, us), name=f"{v}-{n}").trace_id for v, n, us in [
         ("math", 256, 10.0), ("math", 1024, 100.0), ("math", 4096, 900.0),
-        ("flash", 256, 20.0), ("flash", 1024, 40.0), ("flash", 4096, 200.0)]]
+        ("flash", 256, 20.0), ("flash", 1024, 40.0), ("flash", 4096, 200.0),
+        ("flash2", 256, 20.5), ("flash2", 1024, 39.9), ("flash2", 4096, 200.0)]]  # a tie in noise
     ids.append(store.ingest(_sweep_trace("flash", 256, 99.0, cold=True), name="cold").trace_id)
     return store, ids
 
@@ -132,17 +133,20 @@ def sweep_store(db_path):
 def test_sweep_table_and_crossover(sweep_store):
     store, ids = sweep_store
     sweep = sweep_table(store, ids)
-    assert len(sweep) == 6  # the cold run is left out
+    assert len(sweep) == 9  # the cold run is left out
     flash = sweep[sweep["variant"] == "flash"].set_index("seq_len")
     assert flash.loc[256, "gpu_us_per_iter"] == 20.0 and flash.loc[256, "cpu_us_per_iter"] == 5.0
-    (cross,) = crossovers(sweep).to_dict("records")
+    crossed = crossovers(sweep)  # math crosses flash and flash2; flash vs flash2 is within 5 %
+    assert sorted(zip(crossed["variant_a"], crossed["variant_b"])) == [("flash", "math"), ("flash2", "math")]
+    cross = crossed[crossed["variant_a"] == "flash"].iloc[0]
     assert (cross["seq_len_lo"], cross["seq_len_hi"]) == (256, 1024)
     assert (cross["faster_below"], cross["faster_above"]) == ("math", "flash")
+    assert len(crossovers(sweep, min_gap=0.0)) == 3
 
 
 def test_sweep_finding_sentence(sweep_store):
     store, ids = sweep_store
-    (finding,) = sweep_findings(store, ids)
+    finding = [f for f in sweep_findings(store, ids) if f.evidence["variant_a"] == "flash"][0]
     assert finding.kind == "crossover"
     assert finding.text == ("math is faster at L=256 (10.0 vs 20.0 µs GPU per iteration) but flash "
                             "is faster at L=1024 (40.0 vs 100.0 µs): they cross over between "
