@@ -220,7 +220,14 @@ def _device_name(device: str) -> str:
 
 
 def run_meta(config: CaptureConfig, variant: str, seq_len: int, cold: bool, numbers: dict) -> dict:
-    """The "attention_run" object: what ran, where, with which versions, and what it measured."""
+    """The "attention_run" object: what ran, where, with which versions, and what it measured.
+
+    Timing: ``cuda_ms_median`` (CUDA events, cuda) or ``wall_ms_median`` (wall clock, cpu), the
+    median of ``timing_calls`` calls outside the profiler; a cold run times its one call and adds
+    ``cold_wall_ms``. ``peak_mem_bytes``: most allocated during one call above the inputs (None on
+    cpu). ``rel_error`` against the fp32 reference, ``ok`` when within ``tolerance``.
+    ``ran_before``: variants already run at this shape in this process (caches they warmed).
+    """
     cudnn = torch.backends.cudnn.version() if config.device == "cuda" else None
     schedule = ({"wait": 0, "warmup": 0, "active": 1} if cold else
                 {"wait": config.wait, "warmup": config.warmup, "active": config.active})
