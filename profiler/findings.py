@@ -116,7 +116,8 @@ def _memcpy_only_in_one(runs: _Runs) -> list[Finding]:
     for run, other in (runs.ids, runs.ids[::-1]):
         mine = runs.memops[runs.memops["run_id"] == run]
         theirs = set(runs.memops.loc[runs.memops["run_id"] == other, "memop"])
-        for row in mine[~mine["memop"].isin(theirs)].itertuples():
+        only = mine[~mine["memop"].isin(theirs)].sort_values("bytes_per_iter", ascending=False)
+        for row in only.head(MAX_NAMES).itertuples():
             text = (f"{runs.labels[run]} {_memop_verb(row.memop)} {_bytes(row.bytes_per_iter)} per "
                     f"iteration ({_num(row.calls_per_iter)} × {row.memop}, {row.us_per_iter:.1f} µs); "
                     f"{runs.labels[other]} has no such {row.kind}.")
@@ -141,7 +142,9 @@ def _launch_api(store, runs: _Runs) -> list[Finding]:
         if only.empty:
             continue
         calls = only["calls_a" if run == a else "calls_b"]
-        listed = ", ".join(f"{api} ({_num(c)} per iteration)" for api, c in zip(only["api"], calls))
+        listed = ", ".join(f"{api} ({_num(c)} per iteration)"
+                           for api, c in zip(only["api"][:MAX_NAMES], calls[:MAX_NAMES]))
+        listed += f" and {len(only) - MAX_NAMES} more" if len(only) > MAX_NAMES else ""
         text = f"{runs.labels[run]} calls {listed}, which {runs.labels[other]} never calls."
         found.append(Finding("launch_api", text, {"run_id": run, "apis": dict(zip(only["api"], calls))}))
     return found
@@ -190,14 +193,24 @@ def _cuda_core_math(runs: _Runs) -> list[Finding]:
     math = runs.kernels[runs.kernels["tc_op"].isin(MATH_OPS) & (runs.kernels["tc_engine"] == "CUDA core")]
     for run, rows in math.groupby("run_id", sort=False):
         share = float(rows["gpu_time_share_pct"].sum())
-        listed = ", ".join(f"{kernel_family(k)} ({p or '?'}, {_num(c)}× per iteration, {us:.1f} µs)"
-                           for k, p, c, us in zip(rows["kernel"], rows["tc_precision"],
-                                                  rows["calls_per_iter"], rows["us_per_iter"]))
+        families = rows.assign(family=rows["kernel"].map(kernel_family),
+                               precision=rows["tc_precision"].fillna("?"))
+        per = families.groupby(["family", "precision"], as_index=False)[["calls_per_iter", "us_per_iter"]].sum()
+        per = per.sort_values("us_per_iter", ascending=False)
+        listed = ", ".join(f"{f} ({p}, {_num(c)}× per iteration, {us:.1f} µs)" for f, p, c, us in
+                           per.head(MAX_NAMES).itertuples(index=False))
+        listed += f" and {len(per) - MAX_NAMES} more" if len(per) > MAX_NAMES else ""
         text = (f"{runs.labels[run]} runs {len(rows)} matrix kernel(s) on CUDA cores, not tensor "
-                f"cores: {listed}; {share:.0f}% of its GPU kernel time.")
+                f"cores: {listed}; {_share(share)} of its GPU kernel time.")
         found.append(Finding("cuda_core_math", text, {"run_id": run, "kernels": list(rows["kernel"]),
                              "rules": list(rows["tc_rule"]), "gpu_time_share_pct": share}))
     return found
+
+
+def _share(pct: float) -> str:
+    if pct < 0.05:
+        return "under 0.1%"
+    return f"{pct:.1f}%" if pct < 1 else f"{pct:.0f}%"
 
 
 def _zero_occupancy(runs: _Runs, store) -> list[Finding]:
