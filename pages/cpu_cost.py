@@ -36,7 +36,8 @@ st.caption("CPU time is the self time of CPU ops (time not spent in child ops), 
 
 with ui.guard(), queries.session(ui.get_store()) as store:
     labels = charts.label_map(queries.run_labels(store, runs))
-    summary = queries.run_cpu_summary(store, runs)
+    per_iter = queries.iteration_cpu_gpu(store, runs)
+    summary = queries.run_cpu_summary(store, runs, per_iter)
     st.subheader("Is it CPU-bound?", divider="gray")
     st.dataframe(summary, column_config=SUMMARY_COLUMNS, column_order=list(SUMMARY_COLUMNS),
                  hide_index=True)
@@ -45,7 +46,6 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     for paragraph in charts.cudnn_story(queries.cudnn_op_time(store, runs), labels):
         st.markdown(paragraph)
     st.subheader("CPU vs GPU time per iteration", divider="gray")
-    per_iter = queries.iteration_cpu_gpu(store, runs)
     st.altair_chart(charts.cpu_gpu_chart(per_iter, labels), width="stretch")
     if not summary.empty:
         st.altair_chart(charts.cold_warm_chart(summary), width="stretch")

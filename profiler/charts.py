@@ -71,8 +71,8 @@ def timeline_chart(marks: pd.DataFrame, title: str,
         x2=alt.X2("end_us"),
         y=alt.Y("lane:N", sort=lanes, title=None, axis=alt.Axis(labelLimit=220)),
         color=alt.Color("kind:N", scale=alt.Scale(scheme=PALETTE), title="event"),
-        stroke=alt.when(pair).then(alt.value(HIGHLIGHT)).otherwise(alt.value(None)),
-        strokeWidth=alt.when(pair).then(alt.value(3)).otherwise(alt.value(0)),
+        stroke=alt.StrokeValue(None, condition={"param": "pair", "value": HIGHLIGHT, "empty": False}),
+        strokeWidth=alt.StrokeWidthValue(0, condition={"param": "pair", "value": 3, "empty": False}),
         tooltip=_tips(data, TIMELINE_TOOLTIP),
     ).add_params(pair, zoom).properties(height=LANE_PX * max(len(lanes), 1) + 40)
 

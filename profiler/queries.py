@@ -23,6 +23,7 @@ from profiler.errors import StoreError, UnknownRunError
 
 SQL_DIR = Path(__file__).resolve().parent / "sql"
 TIMELINE_MAX_MARKS = 3000     # marks per panel the browser draws quickly
+TIMELINE_PAGE_MARKS = 8000    # marks per timeline page: many panels share it (keeps a run < 1 s)
 TIMELINE_WIDTH_PX = 1200      # events shorter than window / width merge into one mark
 ALIGN_MAX_KERNELS = 4000      # longer iterations are cut before alignment
 
@@ -164,7 +165,7 @@ def timeline_extent_ns(store, run_ids, iteration: int) -> int:
 
 
 def timeline_panels(store, run_ids, iteration: int, window_ns: tuple[int, int],
-                    shared_scale: bool, max_marks_total: int = 4 * TIMELINE_MAX_MARKS) -> list:
+                    shared_scale: bool, max_marks_total: int = TIMELINE_PAGE_MARKS) -> list:
     """[(run_id, step name, x domain in µs, marks)] per run, aligned at the start of its
     ``iteration`` (its last when it has fewer). With ``shared_scale`` every panel spans the
     window; else each spans its own iteration within it. Marks per panel shrink with many runs."""
@@ -224,11 +225,12 @@ def cudnn_op_time(store, run_ids) -> pd.DataFrame:
     return _run(store, "cudnn_op_time", run_ids=_ids(run_ids))
 
 
-def run_cpu_summary(store, run_ids) -> pd.DataFrame:
+def run_cpu_summary(store, run_ids, per_iter: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per run: label, cold, iterations, mean per-iteration cpu_op_self_us,
     launch_api_us and gpu_kernel_us, first_iter_cpu_us vs later_iter_cpu_us, and cpu_gpu_ratio
-    (launch API time over kernel time: above 1 the GPU waits for the CPU) with its verdict, bound."""
-    per_iter = iteration_cpu_gpu(store, run_ids)
+    (launch API time over kernel time: above 1 the GPU waits for the CPU) with its verdict, bound.
+    ``per_iter``: an ``iteration_cpu_gpu`` result the caller already has."""
+    per_iter = iteration_cpu_gpu(store, run_ids) if per_iter is None else per_iter
     labels = run_labels(store, run_ids)[["run_id", "label", "cold"]]
     if per_iter.empty:
         return labels.iloc[0:0]

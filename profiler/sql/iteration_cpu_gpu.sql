@@ -14,16 +14,21 @@ WITH it AS (
     FROM traces t
     WHERE t.trace_id IN (SELECT unnest($run_ids))
       AND NOT EXISTS (SELECT 1 FROM iterations i WHERE i.trace_id = t.trace_id)
-), ev AS (
-    SELECT trace_id, iteration, 'cpu' AS what, self_ns AS ns FROM ops
+), ev AS (   -- pre-aggregated per iteration; -1 collects events outside every iteration
+    SELECT trace_id, coalesce(iteration, -1) AS iteration, 'cpu' AS what, sum(self_ns) AS ns
+    FROM ops
     WHERE trace_id IN (SELECT unnest($run_ids)) AND cat IN ('cpu_op', 'user_annotation')
       AND name NOT LIKE 'ProfilerStep#%'
+    GROUP BY ALL
     UNION ALL
-    SELECT trace_id, iteration, 'api', dur_ns FROM launches WHERE trace_id IN (SELECT unnest($run_ids))
+    SELECT trace_id, coalesce(iteration, -1), 'api', sum(dur_ns) FROM launches
+    WHERE trace_id IN (SELECT unnest($run_ids)) GROUP BY ALL
     UNION ALL
-    SELECT trace_id, iteration, 'kernel', dur_ns FROM kernels WHERE trace_id IN (SELECT unnest($run_ids))
+    SELECT trace_id, coalesce(iteration, -1), 'kernel', sum(dur_ns) FROM kernels
+    WHERE trace_id IN (SELECT unnest($run_ids)) GROUP BY ALL
     UNION ALL
-    SELECT trace_id, iteration, 'memop', dur_ns FROM memops WHERE trace_id IN (SELECT unnest($run_ids))
+    SELECT trace_id, coalesce(iteration, -1), 'memop', sum(dur_ns) FROM memops
+    WHERE trace_id IN (SELECT unnest($run_ids)) GROUP BY ALL
 )
 SELECT it.trace_id AS run_id, it.iteration, any_value(it.wall_us) AS wall_us,
        coalesce(sum(ev.ns) FILTER (WHERE ev.what = 'cpu'), 0) / 1e3 AS cpu_op_self_us,
@@ -31,6 +36,6 @@ SELECT it.trace_id AS run_id, it.iteration, any_value(it.wall_us) AS wall_us,
        coalesce(sum(ev.ns) FILTER (WHERE ev.what = 'kernel'), 0) / 1e3 AS gpu_kernel_us,
        coalesce(sum(ev.ns) FILTER (WHERE ev.what = 'memop'), 0) / 1e3 AS gpu_memop_us
 FROM it LEFT JOIN ev ON ev.trace_id = it.trace_id
-    AND (ev.iteration = it.iteration OR (it.whole AND ev.iteration IS NULL))
+    AND ev.iteration = CASE WHEN it.whole THEN -1 ELSE it.iteration END
 GROUP BY it.trace_id, it.iteration
 ORDER BY run_id, iteration;

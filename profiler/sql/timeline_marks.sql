@@ -33,24 +33,34 @@ WITH ev AS (
     WHERE trace_id = $run_id AND ts_ns < $t1_ns AND ts_ns + dur_ns > $t0_ns
 ), rows AS (
     SELECT *, lane_base || CASE WHEN lane_group = 0 THEN ' · depth ' || level ELSE '' END AS lane,
-           (greatest(ts_ns, $t0_ns) - $t0_ns) // $bucket_ns AS bucket,
-           count(*) FILTER (WHERE dur_ns < $bucket_ns)
-               OVER (PARTITION BY lane_base, level, (greatest(ts_ns, $t0_ns) - $t0_ns) // $bucket_ns)
-               AS small_in_bucket
+           (greatest(ts_ns, $t0_ns) - $t0_ns) // $bucket_ns AS bucket
     FROM ev
-), kept AS (
-    SELECT lane_group, lane, level, kind, name, ts_ns, dur_ns, 1 AS events, correlation,
-           external_id, grid, block, registers_per_thread, shared_mem_bytes, est_occupancy_pct,
-           launch_api
+), small AS (   -- one hash aggregation: a lone short event keeps its own fields (any_value of one)
+    SELECT lane_group, lane, level, count(*) AS events,
+           CASE WHEN count(*) = 1 THEN any_value(kind) ELSE 'merged' END AS kind,
+           CASE WHEN count(*) = 1 THEN any_value(name) ELSE count(*) || ' short events' END AS name,
+           min(ts_ns) AS ts_ns,
+           CASE WHEN count(*) = 1 THEN any_value(dur_ns)
+                ELSE greatest(max(ts_ns + dur_ns) - min(ts_ns), $bucket_ns) END AS dur_ns,
+           CASE WHEN count(*) = 1 THEN any_value(correlation) END AS correlation,
+           CASE WHEN count(*) = 1 THEN any_value(grid) END AS grid,
+           CASE WHEN count(*) = 1 THEN any_value(block) END AS block,
+           CASE WHEN count(*) = 1 THEN any_value(registers_per_thread) END AS registers_per_thread,
+           CASE WHEN count(*) = 1 THEN any_value(shared_mem_bytes) END AS shared_mem_bytes,
+           CASE WHEN count(*) = 1 THEN any_value(est_occupancy_pct) END AS est_occupancy_pct,
+           CASE WHEN count(*) = 1 THEN any_value(launch_api) END AS launch_api
     FROM rows
-    WHERE dur_ns >= $bucket_ns OR small_in_bucket = 1
-    UNION ALL
-    SELECT lane_group, lane, level, 'merged', count(*) || ' short events', min(ts_ns),
-           greatest(max(ts_ns + dur_ns) - min(ts_ns), $bucket_ns), count(*), NULL, NULL, NULL,
-           NULL, NULL, NULL, NULL, NULL
-    FROM rows
-    WHERE dur_ns < $bucket_ns AND small_in_bucket > 1
+    WHERE dur_ns < $bucket_ns
     GROUP BY lane_group, lane, level, bucket
+), kept AS (
+    SELECT lane_group, lane, level, events, kind, name, ts_ns, dur_ns, correlation, grid, block,
+           registers_per_thread, shared_mem_bytes, est_occupancy_pct, launch_api
+    FROM small
+    UNION ALL
+    SELECT lane_group, lane, level, 1, kind, name, ts_ns, dur_ns, correlation, grid, block,
+           registers_per_thread, shared_mem_bytes, est_occupancy_pct, launch_api
+    FROM rows
+    WHERE dur_ns >= $bucket_ns
 )
 SELECT lane_group, lane, level, kind, name,
        (ts_ns - $origin_ns) / 1e3 AS start_us, (ts_ns + dur_ns - $origin_ns) / 1e3 AS end_us,
@@ -58,5 +68,5 @@ SELECT lane_group, lane, level, kind, name,
        shared_mem_bytes, est_occupancy_pct, launch_api,
        count(*) OVER () AS marks_before_cap
 FROM kept
-ORDER BY dur_ns DESC
+ORDER BY dur_ns DESC, start_us
 LIMIT $max_marks;

@@ -1,0 +1,149 @@
+"""Time every analysis page's script run (Streamlit AppTest) on a store holding 10 runs plus one
+uploaded trace of more than 1 million events.
+
+The store (bench/out/pages.duckdb) gets the five real traces of ../shared/traces, five fixture
+traces of tests/fixtures and one large trace written by bench/make_large_trace.py; building it
+once takes a minute, later runs reuse it. Each page is opened the way a shared link opens it
+(app.py, ?runs=...), in a fresh AppTest session, after one warm-up run of the app so that module
+imports are not counted. Usage:
+
+    python bench/pages.py [--mb 230] [--repeat 3] [--write-results]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from make_large_trace import make_large_trace  # noqa: E402
+
+from profiler import queries  # noqa: E402
+from profiler.store import Store  # noqa: E402
+
+OUT = ROOT / "bench" / "out"
+SHARED = ROOT.parent / "shared" / "traces"
+FIXTURES = sorted((ROOT / "tests" / "fixtures" / "pages").glob("*.json")) + sorted(
+    (ROOT / "tests" / "fixtures").glob("tiny_*.json"))
+PAGES = ("timeline", "kernels", "launches", "cpu-cost", "compare")
+LIMIT_S = 1.0
+
+
+def build_store(path: Path, mb: float) -> tuple[Store, list[str], str]:
+    """The bench store: (store, the 10 small run ids, the large run id)."""
+    store = Store(path)
+    small = sorted(SHARED.glob("*.json*")) + FIXTURES
+    ids = [store.ingest(p).trace_id for p in small[:10]]
+    large = OUT / f"pages-large-{int(mb)}mb.trace.json"
+    if not large.exists():
+        print(f"writing {large.name} ...", flush=True)
+        make_large_trace(large, int(mb * 1e6))
+    result = store.ingest(large)
+    print(f"large run {result.trace_id}: {result.events:,} events, {result.kernels:,} kernels"
+          f"{' (already stored)' if result.duplicate else f', ingested in {result.seconds:.1f} s'}")
+    return store, ids, result.trace_id
+
+
+def time_page(page: str, params: dict[str, str], repeat: int) -> dict:
+    """Median and max seconds of ``repeat`` script runs, each in a fresh session."""
+    from streamlit.testing.v1 import AppTest
+
+    times, charts, problems = [], 0, []
+    for _ in range(repeat):
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+        for key, value in params.items():
+            at.query_params[key] = value
+        at.switch_page(f"pages/{page.replace('-', '_')}.py")
+        start = time.perf_counter()
+        at.run()
+        times.append(time.perf_counter() - start)
+        charts = len(at.get("vega_lite_chart"))
+        problems = [str(e.value)[:120] for e in list(at.exception) + list(at.error)]
+    return {"median_s": statistics.median(times), "max_s": max(times), "charts": charts,
+            "problems": problems}
+
+
+def scenarios(small: list[str], large: str) -> list[tuple[str, str, dict[str, str]]]:
+    every = ",".join([large, *small])
+    return ([(page, "all 11 runs", {"runs": every}) for page in PAGES]
+            + [(page, "large run alone", {"runs": large}) for page in PAGES if page != "compare"]
+            + [("compare", "large vs a small run", {"runs": f"{large},{small[0]}"})])
+
+
+def timeline_stress(store: Store, large: str) -> str:
+    """One timeline panel over the whole large trace (every event in the window)."""
+    with queries.session(store) as db:
+        bounds = db.query("SELECT start_ns, end_ns, events FROM traces WHERE trace_id = $id",
+                          {"id": large}).iloc[0]
+        span = int(bounds.end_ns - bounds.start_ns)
+        start = time.perf_counter()
+        marks = queries.timeline_marks(db, large, int(bounds.start_ns), (0, span))
+        seconds = time.perf_counter() - start
+    return (f"timeline_marks over the whole large trace ({int(bounds.events):,} events, "
+            f"{span / 1e9:.1f} s of trace time): {len(marks):,} marks sent of "
+            f"{int(marks['marks_before_cap'].iloc[0]):,} after merging, in {seconds:.3f} s")
+
+
+def report(rows: list[tuple], stress: str, events: int, repeat: int) -> str:
+    load = os.getloadavg()
+    lines = ["## Pages", "",
+             f"`python bench/pages.py --write-results`, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC. "
+             f"Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}, load average "
+             f"{load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} (shared with other engineers).", "",
+             f"Store: 10 runs (5 real traces, 5 fixtures) + one uploaded trace of {events:,} events "
+             f"(bench/make_large_trace.py). Each page opened as a shared link in a fresh AppTest "
+             f"session, {repeat} times, after one warm-up run of the app (imports not counted). "
+             f"Target: every script run < {LIMIT_S:.0f} s.", "",
+             "| page | runs selected | median s | max s | charts | met | problems |",
+             "|---|---|---:|---:|---:|---|---|"]
+    for page, runs, r in rows:
+        ok = "yes" if r["max_s"] < LIMIT_S and not r["problems"] else "**no**"
+        lines.append(f"| {page} | {runs} | {r['median_s']:.2f} | {r['max_s']:.2f} | {r['charts']} "
+                     f"| {ok} | {'; '.join(r['problems']) or '-'} |")
+    return "\n".join(lines + ["", f"- {stress}", ""])
+
+
+def write_section(text: str, path: Path = ROOT / "bench" / "RESULTS.md") -> None:
+    """Replace the '## Pages' section of RESULTS.md (or append it); other sections stay."""
+    old = path.read_text() if path.exists() else "# Benchmark results\n"
+    start = old.find("## Pages\n")
+    if start < 0:
+        new = old.rstrip("\n") + "\n\n" + text
+    else:
+        end = old.find("\n## ", start + 1)
+        new = old[:start] + text + (old[end + 1:] if end >= 0 else "")
+    path.write_text(new.rstrip("\n") + "\n")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mb", type=float, default=230, help="large trace size, MB (>1M events)")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--write-results", action="store_true")
+    args = ap.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    db = OUT / "pages.duckdb"
+    store, small, large = build_store(db, args.mb)
+    events = int(store.query("SELECT events FROM traces WHERE trace_id = $id", {"id": large}).iloc[0, 0])
+    os.environ["PROFILER_DB"], os.environ["PROFILER_SEED"] = str(db), "0"
+    time_page("kernels", {"runs": large}, 1)                  # warm-up: imports, store cache
+    rows = []
+    for page, runs, params in scenarios(small, large):
+        rows.append((page, runs, time_page(page, params, args.repeat)))
+        print(page, runs, f"{rows[-1][2]['median_s']:.2f} s", rows[-1][2]["problems"], flush=True)
+    text = report(rows, timeline_stress(store, large), events, args.repeat)
+    print(text)
+    if args.write_results:
+        write_section(text)
+
+
+if __name__ == "__main__":
+    main()
