@@ -1,7 +1,7 @@
 """Kernels: what ran on the GPU in each selected run, per iteration, side by side."""
 import streamlit as st
 
-from profiler import charts, queries, ui
+from profiler import charts, queries, roofline, ui
 
 Col = st.column_config
 COLUMNS = {
@@ -29,6 +29,34 @@ COLUMNS = {
     "total_us": Col.NumberColumn("µs (all iters)", format="%.1f"),
 }
 
+ROOF_COLUMNS = {
+    "variant": Col.TextColumn("variant"),
+    "achieved_tflops": Col.NumberColumn("achieved TFLOP/s", format="%.2f"),
+    "bound_tflops": Col.NumberColumn("roof TFLOP/s", format="%.1f"),
+    "pct_of_bound": Col.NumberColumn("% of roof", format="%.1f"),
+    "bound": Col.TextColumn("bound by", help="compute or memory, at this arithmetic intensity"),
+    "achieved_gbps": Col.NumberColumn("GB/s (minimum bytes)", format="%.0f"),
+    "intensity_flop_per_byte": Col.NumberColumn("FLOP / byte", format="%.1f"),
+    "precision": Col.TextColumn("precision"),
+    "peak_source": Col.TextColumn("peaks from"),
+}
+
+
+def roofline_section(store, runs, labels) -> None:
+    st.subheader("Roofline", divider="gray")
+    roof = charts.roofline_usable(roofline.roofline_table(store, runs))
+    if roof.empty:
+        st.info("No roofline: none of the selected runs carries an attention shape (captured "
+                "runs do; uploaded traces do not).")
+        return
+    st.caption("Attention FLOPs (causal: the lower triangle) and the minimum bytes (Q, K, V read "
+               "and O written once) from each captured run's shape, over its GPU time per "
+               "iteration, against the GPU's datasheet peaks.")
+    st.altair_chart(charts.roofline_chart(roof, labels), width="stretch")
+    st.dataframe(roof, column_config=ROOF_COLUMNS, column_order=list(ROOF_COLUMNS),
+                 hide_index=True)
+
+
 st.title("Kernels")
 state = ui.view_state("kernels")
 runs = ui.require_runs(state)
@@ -55,4 +83,5 @@ with ui.guard(), queries.session(ui.get_store()) as store:
                 st.dataframe(rows, column_config=COLUMNS, column_order=list(COLUMNS),
                              hide_index=True, width="stretch")
                 ui.csv_download(rows, f"kernels-{run}")
+    roofline_section(store, runs, labels)
     ui.copy_link(state)

@@ -279,3 +279,33 @@ def alignment_summary(aligned: pd.DataFrame, label_a: str, label_b: str) -> str:
             more = f" and {len(names) - 5} more" if len(names) > 5 else ""
             parts.append(f"Only in **{label}**: {listed}{more}.")
     return " ".join(parts)
+
+
+# ── roofline ─────────────────────────────────────────────────────────────────────────────────
+
+def roofline_usable(roof: pd.DataFrame) -> pd.DataFrame:
+    """Rows of ``roofline.roofline_table`` that have numbers (uploads without a shape do not)."""
+    if roof.empty or "achieved_tflops" not in roof:
+        return roof.iloc[0:0]
+    ok = roof["achieved_tflops"].notna()
+    return roof[ok & roof["error"].isna()] if "error" in roof else roof[ok]
+
+
+def roofline_chart(roof: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
+    """Achieved TFLOP/s against arithmetic intensity (log-log), each run next to its roof
+    (datasheet peak or bandwidth × intensity, whichever is lower)."""
+    data = roof.assign(run=roof["trace_id"].map(labels).fillna(roof["trace_id"])).melt(
+        id_vars=["run", "intensity_flop_per_byte", "bound", "pct_of_bound"],
+        value_vars=["achieved_tflops", "bound_tflops"], var_name="point", value_name="tflops")
+    data = data.dropna(subset=["tflops"]).replace({"point": {"achieved_tflops": "achieved",
+                                                             "bound_tflops": "roof"}})
+    return alt.Chart(data, title="Roofline: attention FLOPs over GPU time per iteration").mark_point(
+        filled=True, size=90).encode(
+        x=alt.X("intensity_flop_per_byte:Q", scale=alt.Scale(type="log"),
+                title="arithmetic intensity (FLOP / minimum byte)"),
+        y=alt.Y("tflops:Q", scale=alt.Scale(type="log"), title="TFLOP/s"),
+        color=alt.Color("run:N", scale=alt.Scale(scheme=PALETTE), legend=alt.Legend(orient="top")),
+        shape=alt.Shape("point:N", title=None),
+        tooltip=_tips(data, ["run", "point", "tflops", "intensity_flop_per_byte", "bound",
+                             "pct_of_bound"]),
+    )

@@ -45,8 +45,9 @@ class Session:
     """Several queries over one connection: ``with queries.session(store) as db: kernel_table(db,
     ...)``. Opening the store file costs ~50-80 ms, so a page that runs many queries opens it once."""
 
-    def __init__(self, con):
+    def __init__(self, con, path):
         self._con = con
+        self.path = path              # the store file, for messages
 
     def query(self, sql: str, params=None) -> pd.DataFrame:
         return self._con.execute(sql, params).df()
@@ -56,7 +57,7 @@ class Session:
 def session(store) -> Iterator[Session]:
     """A ``Session`` on one short-lived connection (duckdb errors become ``StoreError``)."""
     with store.connect() as con:
-        yield Session(con)
+        yield Session(con, store.path)
 
 
 def _run(store, name: str, **params) -> pd.DataFrame:

@@ -1,6 +1,8 @@
 """Kernels page on the fixture store: per-run tables, chart, search filter in the URL, empty state."""
 from __future__ import annotations
 
+import pytest
+
 FLASH, NAIVE = "sdpa_flash_small.json", "naive_small.json"
 ROCM = "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"
 
@@ -11,7 +13,8 @@ def _param(at, key: str) -> list[str]:
 
 
 def _tables(at):
-    return [df.value for df in at.dataframe]
+    """The per-run kernel tables (not the roofline table)."""
+    return [df.value for df in at.dataframe if "kernel" in df.value.columns]
 
 
 def test_one_table_per_run_with_per_iteration_numbers(pages, page_store, run_ids):
@@ -26,7 +29,7 @@ def test_one_table_per_run_with_per_iteration_numbers(pages, page_store, run_ids
     # the fixture records no block size, so the calculator says why it cannot run
     assert row["occupancy_limiter"] == "unknown" and row["tc_engine"] == "tensor core"
     assert naive["kernel"].tolist() == ["void at::native::elementwise_kernel<128, 2>"]
-    assert len(at.get("vega_lite_chart")) == 1
+    assert len(at.get("vega_lite_chart")) == 2                  # top kernels + roofline
     assert len(at.get("download_button")) == 2
 
 
@@ -58,3 +61,20 @@ def test_no_runs_selected_shows_the_empty_state(pages, empty_store):
     pages.assert_clean(at)
     assert "No runs selected" in pages.texts(at)
     assert not at.dataframe
+
+
+def test_roofline_for_captured_runs(pages, page_store, run_ids):
+    at = pages.open("kernels", runs=f"{run_ids[FLASH]},{run_ids[ROCM]}")
+    pages.assert_clean(at)
+    (roof,) = [df.value for df in at.dataframe if "achieved_tflops" in df.value.columns]
+    assert roof["variant"].tolist() == ["sdpa_flash"]           # the upload has no shape
+    # causal 2×4×256×64: 4 FLOPs × 64 × (2·4·256·257/2) score elements in 150.5 µs per step
+    flops = 4 * 64 * (2 * 4 * 256 * 257 // 2)
+    assert roof.loc[0, "achieved_tflops"] == pytest.approx(flops / 150.5e-6 / 1e12)
+    assert len(at.get("vega_lite_chart")) == 2                  # top kernels + roofline
+
+
+def test_roofline_empty_state_for_uploads(pages, page_store, run_ids):
+    at = pages.open("kernels", runs=run_ids[ROCM])
+    pages.assert_clean(at)
+    assert "No roofline" in pages.texts(at)
