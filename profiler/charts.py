@@ -270,8 +270,8 @@ def alignment_summary(aligned: pd.DataFrame, label_a: str, label_b: str) -> str:
         return "Neither run launched GPU work in this iteration."
     same = int(aligned["status"].isin(["same", "same family"]).sum())
     replaced = int((aligned["status"] == "replaced").sum())
-    parts = [f"{same} kernels line up in both runs (same job), {replaced} were replaced by "
-             "another kind of kernel."]
+    parts = [f"Kernels in both runs (same job): {same}; replaced by another kind of kernel: "
+             f"{replaced}."]
     for status, label, column in (("only in a", label_a, "name_a"), ("only in b", label_b, "name_b")):
         names = aligned.loc[aligned["status"] == status, column].value_counts()
         if not names.empty:

@@ -112,7 +112,8 @@ def test_alignment_views(tiny):
         con.execute("INSERT INTO kernels (trace_id, name, ts_ns, dur_ns) VALUES ('runc', 'cudnn_fwd', 0, 9000)")
     aligned = q.kernel_alignment(tiny, "runa", "runc", 0)
     text = charts.alignment_summary(aligned, "A", "B")
-    assert text.startswith("1 kernels line up") and "Only in **A**: `Memcpy DtoD" in text
+    assert text.startswith("Kernels in both runs (same job): 1; replaced by another kind of kernel: 0.")
+    assert "Only in **A**: `Memcpy DtoD (Device -> Device)` ×1." in text
     spec = _spec(charts.alignment_chart(aligned, "A", "B"))
     assert [(r["run"], r["status"]) for r in _rows(spec)] == [("A", "same"), ("A", "only in a"),
                                                                ("B", "same")]
