@@ -8,6 +8,7 @@ Usage: python bench/ingest.py [--trace PATH] [--mb 500] [--only ingest,hta,json]
 """
 import argparse
 import datetime
+from importlib import metadata
 import os
 import platform
 import subprocess
@@ -104,7 +105,8 @@ def section(trace: Path, info: str, runs: dict, before: str) -> str:
             f"Machine: {before}; after: `{uptime()}`.\n"
             f"(The machine is shared with other engineers: read the load averages next to the times.)\n\n"
             f"Trace: {info}, plain JSON, {size / 1e6:.0f} MB (MB = 10^6 bytes). Each tool is a fresh "
-            f"process; wall time includes interpreter start and imports; peak RSS is ru_maxrss.\n\n"
+            f"process; wall time includes interpreter start and imports; peak RSS is ru_maxrss. "
+            f"HTA {metadata.version('HolisticTraceAnalysis')} with its default ParserConfig.\n\n"
             f"{table(size, runs)}\n\n{verdict(runs, size)}\n")
 
 
@@ -133,7 +135,8 @@ def main():
     ap.add_argument("--only", default="ingest,hta,json", help="comma-separated tools to run")
     ap.add_argument("--write-results", action="store_true", help="update bench/RESULTS.md")
     args = ap.parse_args()
-    if not args.trace.exists() or args.trace.stat().st_size < args.mb * 1e6:
+    too_small = args.trace == DEFAULT_TRACE and args.trace.exists() and args.trace.stat().st_size < args.mb * 1e6
+    if too_small or not args.trace.exists():  # never overwrite a trace the user named
         args.trace.parent.mkdir(parents=True, exist_ok=True)
         print("writing", make_large_trace(args.trace, int(args.mb * 1e6)), file=sys.stderr)
     info = f"`{args.trace.name}`, {count_events(args.trace):,} events"
