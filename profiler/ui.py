@@ -57,6 +57,7 @@ from pathlib import Path
 
 import pandas as pd
 import streamlit as st
+from streamlit.runtime.pages_manager import PagesManager
 
 from profiler import queries
 from profiler.errors import StoreError, TraceError
@@ -100,8 +101,19 @@ def _session_runs() -> tuple[str, ...]:
     return tuple(st.session_state.get(_RUNS_KEY, ()))
 
 
+def _leave_pages_directory_mode() -> None:
+    """Streamlit 1.67 runs the first session after a server start that opens a deep link (e.g.
+    a shared /kernels?runs=...) as an old-style pages/ directory app: app.py's st.navigation has
+    not run yet, so there is no wide layout and the sidebar lists file names. Rerun it through
+    app.py (same url path, so the same page) once the flag is cleared."""
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def view_state(page: str) -> ViewState:
     """The view the URL describes for ``page``, falling back to the session's selected runs."""
+    _leave_pages_directory_mode()
     params = st.query_params.to_dict()
     try:
         state = decode(params, page)

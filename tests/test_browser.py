@@ -1,0 +1,205 @@
+"""The real thing: `streamlit run app.py` driven by Debian's Chromium through Playwright.
+
+Opens a share URL for every page, checks that the page rendered its content without an exception,
+uploads a trace through the uploader (and two at once from two sessions), and saves screenshots to
+test-artifacts/ (look at them). `.ci/run` installs chromium when it is missing.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from playwright import sync_api
+
+from profiler import queries
+from profiler.share import PAGES, ViewState, parse_url, share_url
+from profiler.store import Store
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+PAGE_FIXTURES = ROOT / "tests" / "fixtures" / "pages"
+SHARED = ROOT.parent / "shared" / "traces"
+SEED = [*sorted(PAGE_FIXTURES.glob("*.json")),
+        SHARED / "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"]
+SINGLE_UPLOAD = SHARED / "hta__ns_resolution__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
+UPLOADS = [SHARED / "param__dlrm_kineto__worker0_step_12.1694128201545.pt.trace.json",
+           SHARED / "tracelens__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"]
+# what each page must show once rendered, besides its title
+PAGE_TEXT = {"runs": "runs in the store", "profile": "Run capture", "upload": "MB per file"}
+WAIT_MS = 90_000
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen, deadline_s: float = 90) -> None:
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        assert proc.poll() is None, f"streamlit exited with {proc.returncode}"
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.read() == b"ok":
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise AssertionError(f"streamlit did not answer on {url} within {deadline_s} s")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A streamlit server on a free port over a temp store seeded from the fixture traces."""
+    assert shutil.which(CHROMIUM) or Path(CHROMIUM).exists(), "install chromium (apt-get install chromium)"
+    db = tmp_path_factory.mktemp("browser") / "store.duckdb"
+    store = Store(db)
+    ids = [store.ingest(p).trace_id for p in SEED]
+    port = _free_port()
+    env = {**os.environ, "PROFILER_DB": str(db), "PROFILER_SEED": "0"}
+    log = open(db.parent / "streamlit.log", "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
+         "--server.port", str(port), "--server.headless", "true",
+         "--server.fileWatcherType", "none"],  # watching the checkout floods inotify here
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, proc)
+        yield url, store, ids
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def _settle(page) -> None:
+    """Wait until the app has loaded and its script run has finished."""
+    page.wait_for_selector('[data-testid="stAppViewContainer"]', timeout=WAIT_MS)
+    page.wait_for_selector("h1", timeout=WAIT_MS)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=WAIT_MS)
+    page.wait_for_timeout(300)
+
+
+def _assert_no_exception(page, where: str) -> None:
+    assert page.locator('[data-testid="stException"]').count() == 0, f"{where}: exception shown"
+    assert "Traceback" not in page.inner_text("body"), f"{where}: traceback shown"
+
+
+def _open(browser, url: str, expect: str = "", width: int = 1400):
+    page = browser.new_page(viewport={"width": width, "height": 1000})
+    page.goto(url, timeout=WAIT_MS)
+    if expect:
+        page.get_by_text(expect).first.wait_for(timeout=WAIT_MS)
+    _settle(page)
+    return page
+
+
+def test_first_visit_after_a_restart_can_be_a_deep_link(server, browser):
+    """Runs first (file order) on a fresh server: a shared link, not the root, is its first page."""
+    url, _, ids = server
+    page = _open(browser, share_url(ViewState(page="upload", runs=tuple(ids[:1])), base=url),
+                 expect=PAGE_TEXT["upload"])
+    try:
+        nav = page.inner_text('[data-testid="stSidebarNav"]')
+        assert "Analysis" in nav and "CPU cost" in nav, f"not app.py's navigation: {nav!r}"
+        assert page.locator('[data-testid="stMain"]').bounding_box()["width"] > 1000, "not wide"
+        _assert_no_exception(page, "first deep link")
+        page.screenshot(path=str(ARTIFACTS / "first-visit-upload.png"), full_page=True)
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_every_page_renders_from_a_share_url(server, browser, name):
+    url, _, ids = server
+    link = share_url(ViewState(page=name, runs=tuple(ids[:2])), base=url)
+    page = _open(browser, link, expect=PAGE_TEXT.get(name, ""))
+    try:
+        _assert_no_exception(page, name)
+        body = page.inner_text('[data-testid="stMain"]')
+        assert PAGE_TEXT.get(name, "") in body
+        if name not in ("profile", "upload"):
+            assert "No runs selected" not in body, f"{name} lost the runs of {link}"
+        assert parse_url(page.url).runs == tuple(ids[:2]), "the URL still holds the shared view"
+        page.screenshot(path=str(ARTIFACTS / f"page-{name}.png"), full_page=True)
+    finally:
+        page.close()
+
+
+def _choose(page, path: Path) -> None:
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(path))
+    page.locator('[data-testid="stFileChip"]').first.wait_for(timeout=WAIT_MS)
+
+
+def _upload(page, path: Path) -> None:
+    _choose(page, path)
+    page.get_by_role("button", name="Add to the store").click()
+
+
+def test_upload_through_the_uploader_opens_the_new_run(server, browser):
+    url, store, _ = server
+    page = _open(browser, f"{url}/upload", expect=PAGE_TEXT["upload"])
+    try:
+        _upload(page, SINGLE_UPLOAD)
+        page.wait_for_selector("text=run(s) ready and selected", timeout=WAIT_MS)
+        _settle(page)
+        _assert_no_exception(page, "upload")
+        page.screenshot(path=str(ARTIFACTS / "upload-done.png"), full_page=True)
+        run_id = queries.run_catalog(store).set_index("name").loc[SINGLE_UPLOAD.name, "run_id"]
+        assert parse_url(page.url).runs == (run_id,)
+    finally:
+        page.close()
+
+
+def test_two_sessions_upload_at_once_and_keep_both(server, browser):
+    url, store, _ = server
+    sessions = [_open(browser, f"{url}/upload", expect=PAGE_TEXT["upload"]) for _ in UPLOADS]
+    try:
+        for page, path in zip(sessions, UPLOADS):
+            _choose(page, path)
+        for page in sessions:  # both clicks before either finishes
+            page.get_by_role("button", name="Add to the store").click()
+        for page in sessions:
+            page.wait_for_selector("text=run(s) ready and selected", timeout=WAIT_MS)
+            _assert_no_exception(page, "concurrent upload")
+        names = set(queries.run_catalog(store)["name"])
+        assert {p.name for p in UPLOADS} <= names
+    finally:
+        for page in sessions:
+            page.close()
+
+
+def test_runs_page_in_dark_theme_and_narrow_window(server, browser):
+    url, _, ids = server
+    context = browser.new_context(color_scheme="dark", viewport={"width": 900, "height": 900})
+    page = context.new_page()
+    try:
+        page.goto(share_url(ViewState(page="kernels", runs=tuple(ids[:2])), base=url), timeout=WAIT_MS)
+        _settle(page)
+        _assert_no_exception(page, "kernels (dark)")
+        page.screenshot(path=str(ARTIFACTS / "dark-kernels.png"), full_page=True)
+    finally:
+        context.close()
