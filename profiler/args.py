@@ -8,10 +8,13 @@ without being built.
 """
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 import msgspec
 
+# column -> accepted spellings, first present wins. Values are kept as written (numbers, strings
+# such as ROCm's "stream": "0x0", lists); the store's column types coerce them (profiler/staging.py).
 ARG_COLUMNS: dict[str, tuple[str, ...]] = {
     "device": ("device", "Device"),
     "stream": ("stream",),
@@ -43,6 +46,7 @@ Args = msgspec.defstruct(
     ],
     gc=False,
 )
+NO_ARGS = Args()
 
 # column -> the Args attributes that may hold it, in order of preference
 _ATTRS: dict[str, tuple[str, ...]] = {
@@ -51,49 +55,20 @@ _ATTRS: dict[str, tuple[str, ...]] = {
 }
 
 
-def arg(args: Any, column: str) -> Any:
-    """The value of `column` in a decoded `Args` (None when absent under every spelling)."""
-    if args is None:
-        return None
-    for attr in _ATTRS[column]:
-        value = getattr(args, attr)
-        if value is not None:
-            return value
-    return None
+def arg_column(args: list, column: str) -> list:
+    """The values of `column` for a list of decoded `Args`, first spelling that is present wins."""
+    attrs = _ATTRS[column]
+    values = list(map(attrgetter(attrs[0]), args))
+    for attr in attrs[1:]:
+        if None not in values:
+            break
+        values = [v if v is not None else getattr(a, attr) for v, a in zip(values, args)]
+    return values
 
 
-def as_int(value: Any) -> int | None:
-    """An integer from an int, a float or a numeric string; None for anything else."""
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value) if value == value else None
-    if isinstance(value, str):
-        try:
-            return int(value)
-        except ValueError:
-            return None
-    return None
+def dims(values: list) -> tuple[list, list, list]:
+    """grid / block lists -> x, y, z columns (None where a dimension is missing)."""
+    def axis(i: int) -> list:
+        return [d[i] if type(d) is list and len(d) > i else None for d in values]
 
-
-def as_float(value: Any) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
-
-
-def dim3(value: Any) -> tuple[int | None, int | None, int | None]:
-    """grid / block as (x, y, z); missing dimensions are None."""
-    if isinstance(value, (list, tuple)):
-        dims = [as_int(v) for v in value[:3]]
-        return tuple(dims + [None] * (3 - len(dims)))  # type: ignore[return-value]
-    return (None, None, None)
+    return axis(0), axis(1), axis(2)

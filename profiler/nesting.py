@@ -1,31 +1,61 @@
-"""Nesting of duration events on one lane (thread or GPU stream): parent, depth and self time."""
+"""Nesting of duration events on one lane (a CPU thread or a GPU stream): parent, depth, self time.
+
+Vectorised with numpy, so a trace with millions of ops nests in a fraction of a second and a few
+arrays of memory. With events sorted by (lane, start ascending, duration descending):
+- an event's depth is the number of earlier events on its lane that have not yet ended when it
+  starts (an event ending exactly when the next one starts does not enclose it);
+- its parent is the latest earlier event on its lane one level up;
+- its self time is its duration minus its children's durations (never below zero).
+"""
 from __future__ import annotations
 
-from collections.abc import Sequence
+import numpy as np
 
 
-def nest(lanes: Sequence, starts: Sequence[int], durs: Sequence[int]) -> tuple[list, list[int], list[int]]:
-    """For events sorted by (lane, start ascending, duration descending), return for each event the
-    index of its parent (the innermost event on the same lane that contains it, or None), its depth,
-    and its self time (its duration minus its children's durations, never below 0)."""
+def nest(lanes: np.ndarray, starts: np.ndarray, durs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For sorted events (see module doc) return parent index (-1 at the top), depth and self time.
+
+    `lanes` holds one integer code per lane, `starts` and `durs` integer nanoseconds.
+    """
     n = len(starts)
-    parents: list[int | None] = [None] * n
-    depths = [0] * n
-    child_ns = [0] * n
-    ends = [s + d for s, d in zip(starts, durs)]
-    stack: list[int] = []
-    lane = object()
-    for i in range(n):
-        if lanes[i] != lane:
-            lane = lanes[i]
-            stack.clear()
-        while stack and ends[stack[-1]] < ends[i]:
-            stack.pop()
-        if stack:
-            parent = stack[-1]
-            parents[i] = parent
-            depths[i] = len(stack)
-            child_ns[parent] += durs[i]
-        stack.append(i)
-    selfs = [max(0, d - c) for d, c in zip(durs, child_ns)]
+    if n == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty.astype(np.int32), empty
+    lanes = np.asarray(lanes, dtype=np.int64)
+    starts = np.asarray(starts, dtype=np.int64)
+    durs = np.asarray(durs, dtype=np.int64)
+    first = np.flatnonzero(np.r_[True, lanes[1:] != lanes[:-1]])  # first index of each lane
+    lane_of = np.cumsum(np.r_[False, lanes[1:] != lanes[:-1]])  # lane number per event
+    started_before = np.arange(n) - first[lane_of]
+    depths = (started_before - _ended_before(first, starts, durs)).astype(np.int32)
+    parents = _parents(depths, lane_of)
+    child = np.bincount(parents[parents >= 0], weights=durs[parents >= 0], minlength=n)
+    selfs = np.maximum(durs - child.astype(np.int64), 0)
     return parents, depths, selfs
+
+
+def _ended_before(first: np.ndarray, starts: np.ndarray, durs: np.ndarray) -> np.ndarray:
+    """How many events of each event's lane ended at or before it starts. A zero-length event
+    counts as ending just after its start, so it never looks finished to an event starting with it."""
+    ends = starts + np.maximum(durs, 1)
+    result = np.empty(len(starts), dtype=np.int64)
+    bounds = np.r_[first, len(starts)]
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        result[lo:hi] = np.searchsorted(np.sort(ends[lo:hi]), starts[lo:hi], side="right")
+    return result
+
+
+def _parents(depths: np.ndarray, lane_of: np.ndarray) -> np.ndarray:
+    """Index of the latest earlier event on the same lane one level up, or -1."""
+    parents = np.full(len(depths), -1, dtype=np.int64)
+    for depth in range(1, int(depths.max(initial=0)) + 1):
+        children = np.flatnonzero(depths == depth)
+        above = np.flatnonzero(depths == depth - 1)
+        if len(children) == 0 or len(above) == 0:
+            continue
+        k = np.searchsorted(above, children) - 1
+        found = k >= 0
+        candidate = above[np.where(found, k, 0)]
+        same_lane = found & (lane_of[candidate] == lane_of[children])
+        parents[children[same_lane]] = candidate[same_lane]
+    return parents

@@ -1,26 +1,32 @@
-"""A private, temporary DuckDB file that one ingest streams its rows into before they are copied
-into the store: nesting, iterations and launch links are computed here, away from the store lock."""
+"""One ingest's rows, held as compact Arrow columns until they are copied into the store.
+
+Parsing fills these (a few dozen bytes a row, far less than the JSON they came from); ops are
+nested here; then the store scans them in place (DuckDB reads Arrow without copying) inside the
+one transaction that writes the trace, so the store file is held only for that copy.
+"""
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
 
 import duckdb
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from profiler import trace
 from profiler.nesting import nest
-
-STAGING_MEMORY_LIMIT = "384MB"  # beyond this DuckDB spills to the staging file
 
 _U64 = {"correlation", "external_id", "bytes"}
 _F64 = {"blocks_per_sm", "warps_per_sm", "est_occupancy_pct", "bandwidth_gbps"}
 _STR = {"name", "kind", "api_kind", "pid", "tid", "cat"}
 _I32 = {"device", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread", "cbid"}
+_INT_RANGE = {pa.uint64(): (0, 2**64), pa.int32(): (-(2**31), 2**31), pa.int64(): (-(2**63), 2**63)}
 
 
 def _arrow_type(column: str) -> pa.DataType:
+    if column == "name":  # kernel and op names repeat: keep each distinct name once per chunk
+        return pa.dictionary(pa.int32(), pa.string())
     if column in _U64:
         return pa.uint64()
     if column in _F64:
@@ -35,6 +41,51 @@ def _arrow_type(column: str) -> pa.DataType:
 SCHEMAS = {
     table: pa.schema([(c, _arrow_type(c)) for c in columns]) for table, columns in trace.COLUMNS.items()
 }
+NEST_SCHEMA = pa.schema([("op_id", pa.int64()), ("parent_id", pa.int64()), ("depth", pa.int32()),
+                         ("self_ns", pa.int64())])
+
+
+def _array(values: list, kind: pa.DataType) -> pa.Array:
+    """An Arrow column of the given type. Values as written in odd traces (numbers as strings,
+    hex such as "0x0", out-of-range ids) are coerced one by one, and NULL where they cannot be."""
+    if pa.types.is_dictionary(kind):
+        return _array(values, kind.value_type).dictionary_encode()
+    try:
+        return pa.array(values, type=kind)
+    except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
+        pass
+    if kind == pa.string():  # thread ids are mostly integers: let Arrow format them
+        try:
+            return pa.array(values, type=pa.int64()).cast(pa.string())
+        except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
+            pass
+    return pa.array([_coerce(v, kind) for v in values], type=kind)
+
+
+def _coerce(value: Any, kind: pa.DataType) -> Any:
+    if value is None:
+        return None
+    if kind == pa.string():
+        return str(value)
+    try:
+        number = int(value, 0) if isinstance(value, str) and kind in _INT_RANGE else float(value)
+    except (TypeError, ValueError):
+        return None
+    if kind == pa.float64():
+        return number
+    low, high = _INT_RANGE[kind]
+    integral = number == number and abs(number) != float("inf") and number == int(number)
+    return int(number) if integral and low <= number < high else None
+
+
+def _numpy(column: pa.ChunkedArray) -> np.ndarray:
+    return column.to_numpy()
+
+
+def _codes(column: pa.ChunkedArray) -> np.ndarray:
+    """Integer codes for a string column (equal strings, equal codes; NULL is -1)."""
+    encoded = pc.dictionary_encode(column).combine_chunks()
+    return pc.fill_null(encoded.indices, -1).to_numpy().astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -45,53 +96,46 @@ class Span:
 
 
 class Staging:
-    def __init__(self, path: Path):
-        self.path = path
-        self.catalog = path.stem  # DuckDB names a database file's catalog after its stem
-        self.con = duckdb.connect(str(path), config={"memory_limit": STAGING_MEMORY_LIMIT})
-        self.con.execute((Path(__file__).with_name("sql") / "ingest" / "stage_tables.sql").read_text())
+    def __init__(self) -> None:
+        self._batches: dict[str, list[pa.RecordBatch]] = {table: [] for table in SCHEMAS}
+        self.tables: dict[str, pa.Table] = {}
 
     def add(self, batch: trace.Batch) -> None:
-        for table, rows in batch.rows.items():
-            if rows:
-                self._append(table, rows)
+        for table, columns in batch.items():
+            schema = SCHEMAS[table]
+            arrays = [_array(columns[f.name], f.type) for f in schema]
+            self._batches[table].append(pa.RecordBatch.from_arrays(arrays, schema=schema))
 
-    def _append(self, table: str, rows: list[tuple]) -> None:
-        schema = SCHEMAS[table]
-        columns = [pa.array(values, type=f.type) for values, f in zip(zip(*rows), schema)]
-        data = pa.Table.from_arrays(columns, schema=schema)  # noqa: F841 - scanned by name below
-        self.con.execute(f"INSERT INTO {table} SELECT * FROM data")
+    def finish(self) -> Span:
+        """Assemble the tables, nest the ops, and return the trace's time span."""
+        for table, batches in self._batches.items():
+            self.tables[table] = pa.Table.from_batches(batches, schema=SCHEMAS[table])
+        self._batches.clear()
+        self.tables["op_nest"] = self._nest_ops(self.tables["ops"])
+        return self._span()
 
-    def finish(self, sql: Callable[[str], str]) -> Span:
-        """Nest ops, find iterations and link launches; returns the trace's time span."""
-        self._nest_ops()
-        self._iterations(sql)
-        self.con.execute(sql("stage_launch_iteration"))
-        start, end, kernels = self.con.execute(sql("trace_span")).fetchone()
-        self.con.execute("CHECKPOINT")
-        return Span(start, end, kernels)
+    @staticmethod
+    def _nest_ops(ops: pa.Table) -> pa.Table:
+        order = ops.select(["op_id", "pid", "tid", "ts_ns", "dur_ns"]).sort_by(
+            [("pid", "ascending"), ("tid", "ascending"), ("ts_ns", "ascending"),
+             ("dur_ns", "descending"), ("op_id", "ascending")])
+        pid, tid = (_codes(order[c]) for c in ("pid", "tid"))
+        lanes = pid * (int(tid.max(initial=0)) + 2) + tid
+        parents, depths, selfs = nest(lanes, _numpy(order["ts_ns"]), _numpy(order["dur_ns"]))
+        op_ids = _numpy(order["op_id"])
+        parent_ids = pa.array(op_ids[np.maximum(parents, 0)], mask=parents < 0)
+        return pa.table([pa.array(op_ids), parent_ids, pa.array(depths), pa.array(selfs)], schema=NEST_SCHEMA)
 
-    def _nest_ops(self) -> None:
-        ops = self.con.sql(
-            "SELECT op_id, pid, tid, ts_ns, dur_ns FROM ops ORDER BY pid, tid, ts_ns, dur_ns DESC, op_id"
-        ).to_arrow_table()
-        op_ids = ops["op_id"].to_pylist()
-        lanes = list(zip(ops["pid"].to_pylist(), ops["tid"].to_pylist()))
-        parents, depths, selfs = nest(lanes, ops["ts_ns"].to_pylist(), ops["dur_ns"].to_pylist())
-        nested = pa.table({
-            "op_id": pa.array(op_ids, pa.int64()),
-            "parent_id": pa.array([None if p is None else op_ids[p] for p in parents], pa.int64()),
-            "depth": pa.array(depths, pa.int32()),
-            "self_ns": pa.array(selfs, pa.int64()),
-        })
-        del ops, lanes, parents, depths, selfs
-        self.con.execute("INSERT INTO op_nest SELECT * FROM nested")
+    def _span(self) -> Span:
+        starts, ends = [], []
+        for name in ("ops", "launches", "kernels", "memops"):
+            t = self.tables[name]
+            if t.num_rows:
+                starts.append(pc.min(t["ts_ns"]).as_py())
+                ends.append(pc.max(pc.add(t["ts_ns"], t["dur_ns"])).as_py())
+        return Span(min(starts, default=None), max(ends, default=None), self.tables["kernels"].num_rows)
 
-    def _iterations(self, sql: Callable[[str], str]) -> None:
-        for name in ("iterations_profiler_step", "iterations_repeated_annotation", "iterations_whole_trace"):
-            self.con.execute(f"CREATE OR REPLACE TABLE iterations AS {sql(name)}")
-            if self.con.execute("SELECT count(*) FROM iterations").fetchone()[0]:
-                return
-
-    def close(self) -> None:
-        self.con.close()
+    def register(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Make the staged tables visible to `con` as stage_<table> (this connection only)."""
+        for name, table in self.tables.items():
+            con.register(f"stage_{name}", table)

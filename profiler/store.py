@@ -1,8 +1,7 @@
 """The DuckDB store: one file, opened briefly per call, written one whole trace per transaction.
 
-Ingest streams a trace into a private staging database (a temporary file, so a multi-GB trace never
-has to fit in memory), works out nesting and iterations there, and only then opens the store to
-copy everything in one transaction. The store file is therefore held for seconds at most, and other
+Ingest streams a trace into compact Arrow columns (profiler/staging.py), nests its ops, and only
+then opens the store to work out iterations and copy everything in one transaction. The store file is therefore held for seconds at most, and other
 processes (the dashboard, the command line) get their turn; a locked file is retried briefly.
 """
 from __future__ import annotations
@@ -10,11 +9,8 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
-import re
-import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,9 +26,17 @@ SCHEMA_VERSION = 1
 SCHEMA_SQL = Path(__file__).with_name("schema.sql")
 INGEST_SQL = Path(__file__).with_name("sql") / "ingest"
 LOCK_TIMEOUT_S = 15.0
+MEMORY_LIMIT = os.environ.get("PROFILER_DB_MEMORY", "256MB")  # DuckDB spills to disk beyond this
 DEFAULT_DB = Path("data") / "traces.duckdb"
 
 _init_lock = threading.Lock()
+
+# Per store file, one open database shared by the calls in flight in this process, closed when the
+# last one ends (so the file is free for other processes between calls). Each call works on its
+# own cursor. Closing and reopening the database while another thread still used it made DuckDB
+# 2.0 lose its Arrow scan function ("python_arrow_scan does not exist"), hence the sharing.
+_open_lock = threading.Lock()
+_open_dbs: dict[Path, list] = {}  # path -> [connection, calls in flight]
 
 
 def default_db_path() -> Path:
@@ -40,10 +44,9 @@ def default_db_path() -> Path:
     return Path(os.environ.get("PROFILER_DB") or DEFAULT_DB)
 
 
-def ingest_sql(name: str, stage: str = "stage") -> str:
-    """The text of sql/ingest/<name>.sql, its `stage.` tables read from the catalog `stage`
-    (each ingest attaches its staging file under its own name, so threads never collide)."""
-    return re.sub(r"\bstage\.", f"{stage}.", (INGEST_SQL / f"{name}.sql").read_text())
+def ingest_sql(name: str) -> str:
+    """The text of sql/ingest/<name>.sql (its stage_* tables are the ingest's staged Arrow tables)."""
+    return (INGEST_SQL / f"{name}.sql").read_text()
 
 
 @dataclass(frozen=True)
@@ -68,8 +71,14 @@ class Store:
 
     @contextlib.contextmanager
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A short-lived connection to the store (schema created or migrated on first use)."""
-        con = self._open()
+        """A short-lived cursor on the store (schema created or migrated on first use)."""
+        key = self.path.resolve()
+        with _open_lock:
+            entry = _open_dbs.get(key)
+            if entry is None:
+                entry = _open_dbs[key] = [self._open(), 0]
+            entry[1] += 1
+            con = entry[0].cursor()
         try:
             if not self._ready:
                 self._ensure_schema(con)
@@ -78,6 +87,11 @@ class Store:
             raise errors.StoreError(f"store {self.path}: {e}") from e
         finally:
             con.close()
+            with _open_lock:
+                entry[1] -= 1
+                if entry[1] == 0:
+                    entry[0].close()
+                    del _open_dbs[key]
 
     def _open(self) -> duckdb.DuckDBPyConnection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -85,7 +99,7 @@ class Store:
         delay = 0.02
         while True:
             try:
-                return duckdb.connect(str(self.path))
+                return duckdb.connect(str(self.path), config={"memory_limit": MEMORY_LIMIT})
             except duckdb.IOException as e:
                 if "lock" not in str(e).lower():
                     raise errors.StoreError(f"store {self.path} cannot be opened: {e}") from e
@@ -138,45 +152,47 @@ class Store:
         """
         started = time.perf_counter()
         reader = trace.TraceReader(src, name, max_bytes=max_bytes, keep_python=keep_python, progress=progress)
-        with tempfile.TemporaryDirectory(prefix="profiler-ingest-") as tmp:
-            staging = Staging(Path(tmp) / f"stage_{uuid.uuid4().hex}.duckdb")
-            try:
-                for batch in reader.batches():
-                    staging.add(batch)
-                summary = reader.summary
-                assert summary is not None
-                if summary.events - summary.skipped == 0:
-                    raise errors.NotATraceError(reader.name, "has no trace events")
-                span = staging.finish(lambda name: ingest_sql(name, staging.catalog))
-            finally:
-                staging.close()
-            row = metadata.trace_row(summary, source, span, dt.datetime.now(dt.UTC).replace(tzinfo=None))
-            duplicate = self._commit(row, staging.path)
+        staging = Staging()
+        for batch in reader.batches():
+            staging.add(batch)
+        summary = reader.summary
+        assert summary is not None
+        if summary.events - summary.skipped == 0:
+            raise errors.NotATraceError(reader.name, "has no trace events")
+        span = staging.finish()
+        row = metadata.trace_row(summary, source, span, dt.datetime.now(dt.UTC).replace(tzinfo=None))
+        duplicate = self._commit(row, staging)
         return IngestResult(summary.trace_id, summary.name, summary.events, span.kernels,
                             time.perf_counter() - started, duplicate)
 
-    def _commit(self, row: dict, stage_path: Path) -> bool:
+    def _commit(self, row: dict, staging: Staging) -> bool:
         """Copy the staged trace into the store in one transaction; False if it was already there."""
-        stage = stage_path.stem
         with self.connect() as con:
             if con.execute("SELECT 1 FROM traces WHERE trace_id = ?", [row["trace_id"]]).fetchone():
                 return True
-            con.execute(f"ATTACH '{stage_path}' AS {stage} (READ_ONLY)")
+            staging.register(con)
+            self._iterations(con)
+            con.execute(ingest_sql("stage_launch_iteration"))
+            con.execute("BEGIN TRANSACTION")
             try:
-                con.execute("BEGIN TRANSACTION")
-                try:
-                    columns = ", ".join(row)
-                    marks = ", ".join("?" for _ in row)
-                    con.execute(f"INSERT INTO traces ({columns}) VALUES ({marks})", list(row.values()))
-                    for table in ("iterations", "ops", "launches", "kernels", "memops"):
-                        con.execute(ingest_sql(f"insert_{table}", stage), {"trace_id": row["trace_id"]})
-                    con.execute("COMMIT")
-                except duckdb.ConstraintException:
-                    con.execute("ROLLBACK")
-                    return True  # another thread committed the same trace first
-                except BaseException:
-                    con.execute("ROLLBACK")
-                    raise
-            finally:
-                con.execute(f"DETACH {stage}")
+                columns = ", ".join(row)
+                marks = ", ".join("?" for _ in row)
+                con.execute(f"INSERT INTO traces ({columns}) VALUES ({marks})", list(row.values()))
+                for table in ("iterations", "ops", "launches", "kernels", "memops"):
+                    con.execute(ingest_sql(f"insert_{table}"), {"trace_id": row["trace_id"]})
+                con.execute("COMMIT")
+            except duckdb.ConstraintException:
+                con.execute("ROLLBACK")
+                return True  # another thread committed the same trace first
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
         return False
+
+    @staticmethod
+    def _iterations(con: duckdb.DuckDBPyConnection) -> None:
+        """stage_iterations: ProfilerStep windows, else a repeated annotation, else the whole trace."""
+        for name in ("iterations_profiler_step", "iterations_repeated_annotation", "iterations_whole_trace"):
+            con.execute(f"CREATE OR REPLACE TEMP TABLE stage_iterations AS {ingest_sql(name)}")
+            if con.execute("SELECT count(*) FROM stage_iterations").fetchone()[0]:
+                return

@@ -8,24 +8,26 @@ to integer nanoseconds, so absolute epoch-microsecond traces keep their nanoseco
 """
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import io
 import os
 import re
+import threading
 import zlib
+from queue import Empty, Queue
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import msgspec
 
-from profiler import errors
-from profiler.args import Args, arg, as_float, as_int, dim3
+from profiler import columns, errors
+from profiler.columns import Event, ExactEvent
 
-CHUNK_BYTES = 8 << 20
+CHUNK_BYTES = 4 << 20
 DEFAULT_MAX_BYTES = 4 << 30  # decompressed size cap; also stops gzip bombs
 HEADER_SEARCH_BYTES = 64 << 20  # traceEvents must start within this many bytes
 
@@ -33,32 +35,13 @@ Source = str | os.PathLike | bytes | bytearray | memoryview | BinaryIO
 Progress = Callable[[float], None]
 
 
-class Event(msgspec.Struct, gc=False):
-    ph: str = ""
-    cat: str = ""
-    name: str = ""
-    pid: Any = None
-    tid: Any = None
-    ts: msgspec.Raw = msgspec.Raw()
-    dur: float = 0.0
-    args: Args | None = None  # type: ignore[valid-type]
-
-
-_EVENTS = msgspec.json.Decoder(list[Event])
+_STRICT = {"strict": False}  # "7" is 7: some writers quote numbers
+_EVENTS = msgspec.json.Decoder(list[Event], **_STRICT)
+_EVENT = msgspec.json.Decoder(Event, **_STRICT)
+_EXACT_EVENTS = msgspec.json.Decoder(list[ExactEvent], **_STRICT)
+_EXACT_EVENT = msgspec.json.Decoder(ExactEvent, **_STRICT)
 _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
-_EVENT = msgspec.json.Decoder(Event)
 _ANY = msgspec.json.Decoder()
-
-# trace category -> store table (2020-era traces capitalise categories)
-CATEGORY_TABLE = {
-    "kernel": "kernels", "Kernel": "kernels",
-    "gpu_memcpy": "memops", "Memcpy": "memops",
-    "gpu_memset": "memops", "Memset": "memops",
-    "cuda_runtime": "launches", "Runtime": "launches", "cuda_driver": "launches",
-    "cpu_op": "ops", "Operator": "ops", "user_annotation": "ops", "gpu_user_annotation": "ops",
-}
-MEMOP_KIND = {"gpu_memcpy": "memcpy", "Memcpy": "memcpy", "gpu_memset": "memset", "Memset": "memset"}
-OP_CATEGORY = {"Operator": "cpu_op"}  # normalise old names
 
 KERNEL_COLUMNS = (
     "name", "device", "stream", "ts_ns", "dur_ns", "grid_x", "grid_y", "grid_z",
@@ -75,91 +58,8 @@ LAUNCH_COLUMNS = (
 OP_COLUMNS = ("op_id", "cat", "name", "pid", "tid", "ts_ns", "dur_ns", "external_id")
 COLUMNS = {"kernels": KERNEL_COLUMNS, "memops": MEMOP_COLUMNS, "launches": LAUNCH_COLUMNS, "ops": OP_COLUMNS}
 
-
-@dataclass
-class Batch:
-    """Rows of one chunk: table name -> list of row tuples in `COLUMNS[table]` order."""
-
-    rows: dict[str, list[tuple]] = field(default_factory=lambda: {t: [] for t in COLUMNS})
-
-
-# --- numbers ---------------------------------------------------------------------------------
-
-def to_ns(raw: bytes | msgspec.Raw) -> int | None:
-    """Decimal microseconds text (e.g. b'1712186298123456.789') -> integer nanoseconds, exactly."""
-    text = bytes(raw)
-    if not text:
-        return None
-    whole, dot, frac = text.partition(b".")
-    if len(frac) <= 3 and b"e" not in text and b"E" not in text and whole.lstrip(b"-").isdigit():
-        ns = int(whole) * 1000
-        if frac:
-            part = int(frac.ljust(3, b"0"))
-            ns = ns - part if whole.startswith(b"-") else ns + part
-        return ns
-    try:
-        return int((Decimal(text.decode()) * 1000).to_integral_value())
-    except (InvalidOperation, UnicodeDecodeError, ValueError):
-        return None
-
-
-def _uint(value: Any) -> int | None:
-    v = as_int(value)
-    return v if v is not None and 0 <= v < 1 << 64 else None
-
-
-def _api_kind(cat: str, name: str) -> str:
-    driver = cat == "cuda_driver" or (name.startswith("cu") and not name.startswith("cuda"))
-    driver = driver or name.startswith(("hipModule", "hipExtModule"))
-    return "driver" if driver else "runtime"
-
-
-def _or(value: Any, fallback: Any) -> Any:
-    return fallback if value is None else value
-
-
-def _lane(value: Any) -> str | None:
-    return None if value is None else str(value)
-
-
-# --- event -> row ----------------------------------------------------------------------------
-
-def _kernel_row(e: Event, ts: int) -> tuple:
-    a = e.args
-    gx, gy, gz = dim3(arg(a, "grid"))
-    bx, by, bz = dim3(arg(a, "block"))
-    return (
-        e.name, _or(as_int(arg(a, "device")), as_int(e.pid)), _or(as_int(arg(a, "stream")), as_int(e.tid)),
-        ts, round(e.dur * 1000), gx, gy, gz, bx, by, bz,
-        as_int(arg(a, "registers_per_thread")), as_int(arg(a, "shared_mem_bytes")),
-        as_float(arg(a, "blocks_per_sm")), as_float(arg(a, "warps_per_sm")),
-        as_float(arg(a, "est_occupancy_pct")), _uint(arg(a, "correlation")), _uint(arg(a, "external_id")),
-    )
-
-
-def _memop_row(e: Event, ts: int) -> tuple:
-    a = e.args
-    return (
-        MEMOP_KIND[e.cat], e.name, _or(as_int(arg(a, "device")), as_int(e.pid)),
-        _or(as_int(arg(a, "stream")), as_int(e.tid)), ts,
-        round(e.dur * 1000), _uint(arg(a, "bytes")), as_float(arg(a, "bandwidth_gbps")),
-        _uint(arg(a, "correlation")), _uint(arg(a, "external_id")),
-    )
-
-
-def _launch_row(e: Event, ts: int) -> tuple:
-    a = e.args
-    return (
-        e.name, _api_kind(e.cat, e.name), as_int(arg(a, "cbid")), _lane(e.pid), _lane(e.tid), ts,
-        round(e.dur * 1000), _uint(arg(a, "correlation")), _uint(arg(a, "external_id")),
-    )
-
-
-def _op_row(e: Event, ts: int, op_id: int) -> tuple:
-    return (
-        op_id, OP_CATEGORY.get(e.cat, e.cat), e.name, _lane(e.pid), _lane(e.tid), ts,
-        round(e.dur * 1000), _uint(arg(e.args, "external_id")),
-    )
+# one chunk's rows: table -> column -> values (columns in `COLUMNS[table]` order)
+Batch = dict[str, dict[str, list]]
 
 
 # --- reading bytes ---------------------------------------------------------------------------
@@ -174,19 +74,47 @@ class _Chunks:
         self._raw, self._total, self._owned = _open_raw(src, name)
 
     def __iter__(self) -> Iterator[bytes]:
+        """Chunks are read, decompressed and hashed on a helper thread (zlib and hashlib release
+        the GIL), so that work overlaps with decoding on the caller's thread."""
+        queue: Queue = Queue(maxsize=3)
+        stop = threading.Event()
+        worker = threading.Thread(target=self._produce, args=(queue, stop), daemon=True)
+        worker.start()
+        try:
+            while (item := queue.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise item
+                chunk, position = item
+                self._report(position)
+                yield chunk
+        finally:
+            stop.set()
+            while worker.is_alive():  # unblock a producer waiting on a full queue
+                with contextlib.suppress(Empty):
+                    queue.get_nowait()
+                worker.join(timeout=0.05)
+            if self._owned:
+                self._raw.close()
+
+    def _produce(self, queue: Queue, stop: threading.Event) -> None:
         try:
             stream = self._decompressing()
-            while chunk := self._read(stream):
+            while not stop.is_set() and (chunk := self._read(stream)):
                 self.size += len(chunk)
                 if self.size > self.max_bytes:
                     raise errors.TraceTooLargeError(
                         self.name, f"decompressed size exceeds the {self.max_bytes / 2**30:.1f} GiB limit")
                 self.sha.update(chunk)
-                self._report()
-                yield chunk
-        finally:
-            if self._owned:
-                self._raw.close()
+                queue.put((chunk, self._position()))
+            queue.put(None)
+        except BaseException as e:  # noqa: BLE001 - handed to the consuming thread
+            queue.put(e)
+
+    def _position(self) -> int:
+        try:
+            return self._raw.tell()
+        except (OSError, ValueError):
+            return 0
 
     def _decompressing(self) -> BinaryIO:
         head = self._raw.peek(2)[:2] if hasattr(self._raw, "peek") else b""
@@ -199,15 +127,16 @@ class _Chunks:
             return stream.read(CHUNK_BYTES)
         except EOFError as e:
             raise errors.CorruptGzipError(self.name, "the gzip data ends early: the file is truncated") from e
-        except (gzip.BadGzipFile, zlib.error, OSError) as e:
+        except (gzip.BadGzipFile, zlib.error) as e:
             raise errors.CorruptGzipError(self.name, f"the gzip data is corrupt ({e})") from e
+        except OSError as e:
+            if isinstance(stream, gzip.GzipFile):
+                raise errors.CorruptGzipError(self.name, f"the gzip data is corrupt ({e})") from e
+            raise errors.TraceError(self.name, f"cannot be read ({e.strerror or e})") from e
 
-    def _report(self) -> None:
+    def _report(self, position: int) -> None:
         if self.progress and self._total:
-            try:
-                self.progress(min(1.0, self._raw.tell() / self._total))
-            except (OSError, ValueError):
-                pass
+            self.progress(min(1.0, position / self._total))
 
 
 def _open_raw(src: Source, name: str) -> tuple[io.BufferedReader, int, bool]:
@@ -338,6 +267,7 @@ class TraceReader:
         self.name = display_name(src, name)
         self._chunks = _Chunks(src, self.name, max_bytes, progress)
         self._keep_python = keep_python
+        self._exact = False  # timestamps read from their text (see columns.needs_exact_ts)
         self._events = self._skipped = self._next_op = 0
         self.summary: TraceSummary | None = None
 
@@ -403,43 +333,46 @@ class TraceReader:
             raise self._json_error(error)
         raise errors.TruncatedTraceError(self.name, "is truncated: the traceEvents list never closes")
 
-    def _decode(self, body: bytes) -> list[Event]:
+    def _decode(self, body: bytes) -> list:
         data = b"[" + body + b"]"
+        if not self._exact:
+            events, bad = self._decode_with(data, _EVENTS, _EVENT)
+            self._exact = columns.needs_exact_ts(events)
+        if self._exact:  # from the first chunk with huge float timestamps on, read them as text
+            events, bad = self._decode_with(data, _EXACT_EVENTS, _EXACT_EVENT)
+        self._skipped += bad
+        self._events += bad
+        return events
+
+    @staticmethod
+    def _decode_with(data: bytes, many: msgspec.json.Decoder, one: msgspec.json.Decoder) -> tuple[list, int]:
+        """Events of a JSON array, and how many were skipped for having the wrong types."""
         try:
-            return _EVENTS.decode(data)
+            return many.decode(data), 0
         except msgspec.ValidationError:
             pass
-        good = []
+        good, bad = [], 0
         for raw in _RAW_LIST.decode(data):
             try:
-                good.append(_EVENT.decode(raw))
+                good.append(one.decode(raw))
             except msgspec.ValidationError:
-                self._skipped += 1
-                self._events += 1
-        return good
+                bad += 1
+        return good, bad
 
-    def _rows(self, events: list[Event]) -> Batch:
+    def _rows(self, events: list) -> Batch:
         self._events += len(events)
-        batch = Batch()
-        rows = batch.rows
-        keep_python = self._keep_python
-        for e in events:
-            table = CATEGORY_TABLE.get(e.cat)
-            if table is None and not (keep_python and e.cat == "python_function"):
+        batch: Batch = {}
+        for table, evs in columns.split(events, self._keep_python).items():
+            if not evs:
                 continue
-            if e.ph != "X":
-                continue
-            ts = to_ns(e.ts)
-            if ts is None:
-                self._skipped += 1
-                continue
-            if table == "kernels":
-                rows["kernels"].append(_kernel_row(e, ts))
-            elif table == "launches":
-                rows["launches"].append(_launch_row(e, ts))
-            elif table == "memops":
-                rows["memops"].append(_memop_row(e, ts))
+            ts = columns.timestamps(evs, self._exact)
+            if None in ts:
+                keep = [i for i, t in enumerate(ts) if t is not None]
+                self._skipped += len(ts) - len(keep)
+                evs, ts = [evs[i] for i in keep], [ts[i] for i in keep]
+            if table == "ops":
+                batch[table] = columns.op_columns(evs, ts, self._next_op)
+                self._next_op += len(evs)
             else:
-                rows["ops"].append(_op_row(e, ts, self._next_op))
-                self._next_op += 1
+                batch[table] = columns.BUILDERS[table](evs, ts)
         return batch

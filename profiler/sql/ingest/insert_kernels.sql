@@ -5,6 +5,6 @@ SELECT $trace_id, k.name, k.device, k.stream, k.ts_ns, k.dur_ns, k.grid_x, k.gri
        k.block_x, k.block_y, k.block_z, k.registers_per_thread, k.shared_mem_bytes,
        k.blocks_per_sm, k.warps_per_sm, k.est_occupancy_pct, k.correlation, k.external_id,
        coalesce(li.iteration, CASE WHEN k.ts_ns < it.end_ns THEN it.iteration END)
-FROM stage.kernels k
-LEFT JOIN stage.launch_iteration li ON li.correlation = k.correlation
-ASOF LEFT JOIN stage.iterations it ON k.ts_ns >= it.start_ns
+FROM stage_kernels k
+LEFT JOIN stage_launch_iteration li ON li.correlation = k.correlation
+ASOF LEFT JOIN stage_iterations it ON k.ts_ns >= it.start_ns

@@ -4,6 +4,6 @@ INSERT INTO memops
 SELECT $trace_id, k.kind, k.name, k.device, k.stream, k.ts_ns, k.dur_ns, k.bytes, k.bandwidth_gbps,
        k.correlation, k.external_id,
        coalesce(li.iteration, CASE WHEN k.ts_ns < it.end_ns THEN it.iteration END)
-FROM stage.memops k
-LEFT JOIN stage.launch_iteration li ON li.correlation = k.correlation
-ASOF LEFT JOIN stage.iterations it ON k.ts_ns >= it.start_ns
+FROM stage_memops k
+LEFT JOIN stage_launch_iteration li ON li.correlation = k.correlation
+ASOF LEFT JOIN stage_iterations it ON k.ts_ns >= it.start_ns

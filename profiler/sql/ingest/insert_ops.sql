@@ -2,6 +2,6 @@
 INSERT INTO ops
 SELECT $trace_id, o.op_id, n.parent_id, n.depth, o.cat, o.name, o.pid, o.tid, o.ts_ns, o.dur_ns,
        n.self_ns, o.external_id, CASE WHEN o.ts_ns < it.end_ns THEN it.iteration END
-FROM stage.ops o
-JOIN stage.op_nest n USING (op_id)
-ASOF LEFT JOIN stage.iterations it ON o.ts_ns >= it.start_ns
+FROM stage_ops o
+JOIN stage_op_nest n USING (op_id)
+ASOF LEFT JOIN stage_iterations it ON o.ts_ns >= it.start_ns

@@ -1,7 +1,7 @@
 -- Fallback iteration windows: the occurrences of the most repeated top-level CPU user annotation.
 WITH top_level AS (
     SELECT o.name, o.ts_ns, o.dur_ns
-    FROM stage.ops o JOIN stage.op_nest n USING (op_id)
+    FROM stage_ops o JOIN stage_op_nest n USING (op_id)
     WHERE o.cat = 'user_annotation' AND n.depth = 0
 ), best AS (
     SELECT name FROM top_level GROUP BY name HAVING count(*) >= 2

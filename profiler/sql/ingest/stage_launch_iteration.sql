@@ -1,6 +1,6 @@
 -- The iteration of each launching call, by correlation id (one row per id).
-CREATE TABLE launch_iteration AS
+CREATE TEMP TABLE stage_launch_iteration AS
 SELECT l.correlation, min(it.iteration) FILTER (WHERE l.ts_ns < it.end_ns) AS iteration
-FROM stage.launches l ASOF JOIN stage.iterations it ON l.ts_ns >= it.start_ns
+FROM stage_launches l ASOF JOIN stage_iterations it ON l.ts_ns >= it.start_ns
 WHERE l.correlation IS NOT NULL
 GROUP BY l.correlation
