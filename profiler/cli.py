@@ -74,17 +74,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _extensions() -> list:
-    """Subcommands that live beside their layer (capture, compare)."""
-    import importlib
+    """Subcommands that live beside their layer: capture (imports torch lazily) and compare."""
+    from profiler import cli_capture, cli_compare
 
-    registers = []
-    for module in ("profiler.cli_capture", "profiler.cli_compare"):
-        try:
-            registers.append(importlib.import_module(module).register)
-        except ModuleNotFoundError as e:
-            if e.name != module:
-                raise
-    return registers
+    return [cli_capture.register, cli_compare.register]
 
 
 def main(argv: list[str] | None = None) -> int:
