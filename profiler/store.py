@@ -23,6 +23,8 @@ from profiler import errors, metadata, trace
 from profiler.staging import Staging
 
 SCHEMA_VERSION = 1
+# schema version -> the SQL that upgrades a store from the version before it (run in order on open)
+MIGRATIONS: dict[int, str] = {}
 SCHEMA_SQL = Path(__file__).with_name("schema.sql")
 INGEST_SQL = Path(__file__).with_name("sql") / "ingest"
 LOCK_TIMEOUT_S = 15.0
@@ -118,13 +120,14 @@ class Store:
                 return
             con.execute(SCHEMA_SQL.read_text())
             row = con.execute("SELECT value FROM store_meta WHERE key = 'schema_version'").fetchone()
-            version = int(row[0]) if row else None
-            if version is None:
-                con.execute("INSERT INTO store_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
-            elif version > SCHEMA_VERSION:
+            version = int(row[0]) if row else SCHEMA_VERSION
+            if version > SCHEMA_VERSION:
                 raise errors.StoreError(
                     f"store {self.path} has schema version {version}, newer than this program "
                     f"understands ({SCHEMA_VERSION}); upgrade the dashboard")
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                con.execute(MIGRATIONS[target])
+            con.execute("INSERT OR REPLACE INTO store_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
             self._ready = True
 
     def query(self, sql: str, params: Any = None) -> pd.DataFrame:

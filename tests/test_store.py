@@ -203,3 +203,17 @@ def test_newer_schema_is_refused_with_a_clear_error(db_path):
     con.close()
     with pytest.raises(errors.StoreError, match="schema version 99"):
         Store(db_path).schema_version()
+
+
+def test_an_older_store_is_migrated_in_order(db_path, monkeypatch):
+    import profiler.store as store_module
+
+    Store(db_path).ingest(FIXTURES / "tiny_inplace.json")
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 3)
+    monkeypatch.setattr(store_module, "MIGRATIONS", {
+        2: "ALTER TABLE traces ADD COLUMN note VARCHAR",
+        3: "UPDATE traces SET note = 'migrated'",
+    })
+    store = Store(db_path)
+    assert store.schema_version() == 3
+    assert rows(store, "SELECT note, variant FROM traces") == [("migrated", "naive_inplace")]
