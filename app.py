@@ -5,29 +5,21 @@ Every page is listed here with a stable `url_path`; shared links use these paths
 """
 import streamlit as st
 
+from profiler.ui import PAGE_FILES, PAGE_ICONS
+
 st.set_page_config(page_title="Attention trace dashboard", page_icon=":material/timer:",
                    layout="wide")
 
-PAGES = {
-    "Runs": [
-        st.Page("pages/runs.py", title="Runs", icon=":material/list:", url_path="runs",
-                default=True),
-        st.Page("pages/profile.py", title="Profile", icon=":material/play_circle:",
-                url_path="profile"),
-        st.Page("pages/upload.py", title="Upload", icon=":material/upload:", url_path="upload"),
-    ],
-    "Analysis": [
-        st.Page("pages/timeline.py", title="Timeline", icon=":material/view_timeline:",
-                url_path="timeline"),
-        st.Page("pages/kernels.py", title="Kernels", icon=":material/memory:",
-                url_path="kernels"),
-        st.Page("pages/launches.py", title="Launches", icon=":material/rocket_launch:",
-                url_path="launches"),
-        st.Page("pages/cpu_cost.py", title="CPU cost", icon=":material/speed:",
-                url_path="cpu-cost"),
-        st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:",
-                url_path="compare"),
-    ],
-}
 
-st.navigation(PAGES).run()
+def page(url_path: str, title: str, default: bool = False) -> st.Page:
+    return st.Page(PAGE_FILES[url_path], title=title, icon=PAGE_ICONS[url_path],
+                   url_path=url_path, default=default)
+
+
+st.navigation({
+    "Runs": [page("runs", "Runs", default=True), page("profile", "Profile"),
+             page("upload", "Upload")],
+    "Analysis": [page("timeline", "Timeline"), page("kernels", "Kernels"),
+                 page("launches", "Launches"), page("cpu-cost", "CPU cost"),
+                 page("compare", "Compare")],
+}).run()

@@ -4,24 +4,24 @@ import streamlit as st
 from profiler import catalog, queries, ui
 
 Col = st.column_config
-COLUMNS = {
-    "run_id": Col.TextColumn("run id", help="Content hash of the trace: the same file is the same "
-                             "run everywhere, so shared links name runs by it."),
-    "name": Col.TextColumn("name"),
+COLUMNS = {  # in display order: what tells runs apart first, the numbers next, provenance last
+    "run_id": Col.TextColumn("run id", width="small", help="Content hash of the trace: the same "
+                             "file is the same run everywhere, so shared links name runs by it."),
+    "name": Col.TextColumn("name", width="medium"),
     "variant": Col.TextColumn("variant", help="Attention implementation (captured runs)."),
     "shape": Col.TextColumn("shape B×H×L×D", help="batch × heads × sequence length × head dim"),
     "dtype": Col.TextColumn("dtype"),
-    "causal": Col.CheckboxColumn("causal"),
-    "cold": Col.CheckboxColumn("cold", help="First call of a fresh shape, before any warm-up."),
-    "gpu_name": Col.TextColumn("GPU"),
-    "versions": Col.TextColumn("versions"),
-    "iterations": Col.NumberColumn("iters", help="ProfilerStep windows in the trace; with none, "
-                                   "the whole trace counts as one iteration."),
     "kernels_per_iter": Col.NumberColumn("kernels / iter", format="%.1f"),
     "gpu_us_per_iter": Col.NumberColumn("GPU µs / iter", format="%.1f",
                                         help="Summed kernel time per iteration."),
     "cpu_us_per_iter": Col.NumberColumn("CPU µs / iter", format="%.1f",
                                         help="Self time of CPU ops per iteration, all threads."),
+    "iterations": Col.NumberColumn("iters", help="ProfilerStep windows in the trace; with none, "
+                                   "the whole trace counts as one iteration."),
+    "gpu_name": Col.TextColumn("GPU"),
+    "causal": Col.CheckboxColumn("causal"),
+    "cold": Col.CheckboxColumn("cold", help="First call of a fresh shape, before any warm-up."),
+    "versions": Col.TextColumn("versions"),
     "events": Col.NumberColumn("events", format="localized"),
     "source": Col.TextColumn("source"),
     "added_at": Col.DatetimeColumn("added (UTC)", format="YYYY-MM-DD HH:mm"),
@@ -33,8 +33,8 @@ ANALYSIS = {"timeline": "Timeline", "kernels": "Kernels", "launches": "Launches"
 def empty_store() -> None:
     st.info("The store has no runs yet. Capture some on the profile page, or upload a "
             "PyTorch profiler trace.")
-    st.page_link(ui.PAGE_FILES["profile"], label="Profile attention variants", icon=":material/play_circle:")
-    st.page_link(ui.PAGE_FILES["upload"], label="Upload traces", icon=":material/upload:")
+    st.page_link(ui.PAGE_FILES["profile"], label="Profile attention variants", icon=ui.PAGE_ICONS["profile"])
+    st.page_link(ui.PAGE_FILES["upload"], label="Upload traces", icon=ui.PAGE_ICONS["upload"])
     st.stop()
 
 
@@ -43,7 +43,7 @@ def open_selection(state) -> None:
                 "Select rows (the checkbox column on the left) to compare runs.")
     if not state.runs:
         return
-    columns = st.columns(len(ANALYSIS) + 1)
+    columns = st.columns([1] * len(ANALYSIS) + [1.6])
     for column, (page, title) in zip(columns, ANALYSIS.items()):
         with column:
             ui.link_to(page, state.with_(page=page), label=title)
@@ -84,7 +84,7 @@ with ui.guard():
     st.caption(f"{len(runs)} runs in the store. Per-iteration numbers divide by the run's "
                "ProfilerStep count. Select runs to compare them on the analysis pages.")
     picked = ui.pick_rows(runs, "catalog", state.runs, column_config=COLUMNS,
-                          column_order=list(COLUMNS), hide_index=True)
+                          column_order=list(COLUMNS), hide_index=True, placeholder="—")
     if picked != state.runs:
         state = ui.update_view(state, runs=picked)
     open_selection(state)

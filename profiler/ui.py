@@ -66,6 +66,10 @@ from profiler.store import Store, default_db_path
 
 PROJECT_ERRORS = (TraceError, StoreError, ShareError)
 PAGE_FILES = {page: f"pages/{page.replace('-', '_')}.py" for page in PAGES}
+PAGE_ICONS = {"runs": ":material/list:", "profile": ":material/play_circle:",
+              "upload": ":material/upload:", "timeline": ":material/view_timeline:",
+              "kernels": ":material/memory:", "launches": ":material/rocket_launch:",
+              "cpu-cost": ":material/speed:", "compare": ":material/compare_arrows:"}
 _RUNS_KEY = "_selected_runs"
 _CAPTURE_LOCK = threading.Lock()  # torch.profiler is process-wide, and timings need the GPU alone
 
@@ -177,13 +181,14 @@ def require_runs(state: ViewState, minimum: int = 1, purpose: str = "this page")
                 "Pick more on the runs page.")
     else:
         st.info("No runs selected: pick runs on the runs page.")
-    st.page_link(PAGE_FILES["runs"], label="Go to the runs page", icon=":material/list:")
+    st.page_link(PAGE_FILES["runs"], label="Go to the runs page", icon=PAGE_ICONS["runs"])
     st.stop()
 
 
 def link_to(page: str, state: ViewState, label: str | None = None, icon: str | None = None) -> None:
     """A link to another page that keeps the runs, iteration, window and filters of ``state``."""
-    st.page_link(PAGE_FILES[page], label=label, icon=icon, query_params=encode(state))
+    st.page_link(PAGE_FILES[page], label=label, icon=icon or PAGE_ICONS[page],
+                 query_params=encode(state))
 
 
 def show_error(err: Exception) -> None:

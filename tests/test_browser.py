@@ -98,9 +98,10 @@ def _settle(page) -> None:
     """Wait until the app has loaded and its script run has finished."""
     page.wait_for_selector('[data-testid="stAppViewContainer"]', timeout=WAIT_MS)
     page.wait_for_selector("h1", timeout=WAIT_MS)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=WAIT_MS)
-    page.wait_for_timeout(300)
+    page.wait_for_function(  # script run finished and every element drawn (no skeletons)
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+        " && !document.querySelector('[data-testid*=\"Skeleton\"]')", timeout=WAIT_MS)
+    page.wait_for_timeout(1000)
 
 
 def _assert_no_exception(page, where: str) -> None:
