@@ -5,7 +5,7 @@ Every page is listed here with a stable `url_path`; shared links use these paths
 """
 import streamlit as st
 
-from profiler.ui import PAGE_FILES, PAGE_ICONS
+from profiler.ui import PAGE_FILES, PAGE_ICONS, entered_through_app
 
 st.set_page_config(page_title="Attention trace dashboard", page_icon=":material/timer:",
                    layout="wide")
@@ -16,6 +16,7 @@ def page(url_path: str, title: str, default: bool = False) -> st.Page:
                    url_path=url_path, default=default)
 
 
+entered_through_app()
 st.navigation({
     "Runs": [page("runs", "Runs", default=True), page("profile", "Profile"),
              page("upload", "Upload")],

@@ -57,6 +57,7 @@ from pathlib import Path
 
 import pandas as pd
 import streamlit as st
+from streamlit import config as st_config
 from streamlit.runtime.pages_manager import PagesManager
 
 from profiler import queries
@@ -105,12 +106,24 @@ def _session_runs() -> tuple[str, ...]:
     return tuple(st.session_state.get(_RUNS_KEY, ()))
 
 
+_ENTRY = threading.local()  # set by app.py in each script run that goes through st.navigation
+
+
+def entered_through_app() -> None:
+    """Called by app.py before ``st.navigation``: this script run is the real app."""
+    _ENTRY.app = True
+
+
 def _leave_pages_directory_mode() -> None:
     """Streamlit 1.67 runs the first session after a server start that opens a deep link (e.g.
-    a shared /kernels?runs=...) as an old-style pages/ directory app: app.py's st.navigation has
-    not run yet, so there is no wide layout and the sidebar lists file names. Rerun it through
-    app.py (same url path, so the same page) once the flag is cleared."""
-    if PagesManager.uses_pages_directory:
+    a shared /kernels?runs=...) as an old-style pages/ directory app, without app.py: no wide
+    layout, file names in the sidebar. Rerun it through app.py (same url path, same page).
+    AppTest resets that flag before every run, where a rerun would drop widget triggers, so
+    there the page runs as is (the browser test covers the real server)."""
+    through_app, _ENTRY.app = getattr(_ENTRY, "app", False), False
+    if st_config.get_option("global.appTest"):  # AppTest patches this module's get_option
+        return
+    if not through_app and PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False
         st.rerun()
 
