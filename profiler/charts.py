@@ -12,7 +12,9 @@ import pandas as pd
 
 PALETTE = "tableau10"
 HIGHLIGHT = "#e45756"   # selected launch/kernel pair: visible on light and dark backgrounds
-LANE_PX = 22
+LANE_PX = 24           # per timeline row
+AXES_PX = 90           # title, x axis and its label: autosize "fit" counts them in the height
+EVENT_KINDS = ["op", "runtime", "driver", "kernel", "memcpy", "memset", "merged"]
 TOP_N = 15
 
 
@@ -66,15 +68,17 @@ def timeline_chart(marks: pd.DataFrame, title: str,
     scale = alt.Scale(domain=list(x_domain_us)) if x_domain_us else alt.Undefined
     lanes = lane_order(marks)
     data = _linked(marks)
-    return alt.Chart(data, title=title).mark_bar(clip=True).encode(
+    return alt.Chart(data, title=alt.Title(title, anchor="start", fontSize=12)).mark_bar(
+        clip=True).encode(
         x=alt.X("start_us:Q", title="µs from iteration start", scale=scale),
         x2=alt.X2("end_us"),
         y=alt.Y("lane:N", sort=lanes, title=None, axis=alt.Axis(labelLimit=220)),
-        color=alt.Color("kind:N", scale=alt.Scale(scheme=PALETTE), title="event"),
+        color=alt.Color("kind:N", scale=alt.Scale(domain=EVENT_KINDS, scheme=PALETTE),
+                        title="event"),
         stroke=alt.StrokeValue(None, condition={"param": "pair", "value": HIGHLIGHT, "empty": False}),
         strokeWidth=alt.StrokeWidthValue(0, condition={"param": "pair", "value": 3, "empty": False}),
         tooltip=_tips(data, TIMELINE_TOOLTIP),
-    ).add_params(pair, zoom).properties(height=LANE_PX * max(len(lanes), 1) + 40)
+    ).add_params(pair, zoom).properties(height=LANE_PX * max(len(lanes), 1) + AXES_PX)
 
 
 def _linked(marks: pd.DataFrame) -> pd.DataFrame:
