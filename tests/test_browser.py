@@ -150,6 +150,21 @@ def test_every_page_renders_from_a_share_url(server, browser, name):
         page.close()
 
 
+def test_sidebar_navigation_keeps_the_selected_runs(server, browser):
+    url, _, ids = server
+    page = _open(browser, share_url(ViewState(runs=tuple(ids[:2])), base=url),
+                 expect=PAGE_TEXT["runs"])
+    try:
+        page.locator('[data-testid="stSidebarNav"]').get_by_text("Launches").click()
+        page.wait_for_url("**/launches**", timeout=WAIT_MS)
+        _settle(page)
+        _assert_no_exception(page, "launches via the sidebar")
+        assert "No runs selected" not in page.inner_text('[data-testid="stMain"]')
+        assert parse_url(page.url).runs == tuple(ids[:2]), "the sidebar link lost ?runs="
+    finally:
+        page.close()
+
+
 def _choose(page, path: Path) -> None:
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(path))
     page.locator('[data-testid="stFileChip"]').first.wait_for(timeout=WAIT_MS)
