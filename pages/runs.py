@@ -5,7 +5,7 @@ from profiler import catalog, queries, ui
 
 Col = st.column_config
 COLUMNS = {  # in display order: what tells runs apart first, the numbers next, provenance last
-    "run_id": Col.TextColumn("run id", width="small", help="Content hash of the trace: the same "
+    "run_id": Col.TextColumn("run id", help="Content hash of the trace: the same "
                              "file is the same run everywhere, so shared links name runs by it."),
     "name": Col.TextColumn("name", width="medium"),
     "variant": Col.TextColumn("variant", help="Attention implementation (captured runs)."),

@@ -3,8 +3,8 @@
 Store
     ``get_store() -> Store``: the store at ``PROFILER_DB`` (default ``data/traces.duckdb``),
     cached per process with ``st.cache_resource``; an empty store is seeded once from
-    ``data/samples/`` (``profiler.samples.seed_if_empty``) unless ``PROFILER_SEED=0``. Safe to share across sessions: the
-    Store opens a short-lived connection per call.
+    ``data/samples/`` (``profiler.samples.seed_if_empty``) unless ``PROFILER_SEED=0``. Safe to
+    share across sessions: the Store opens a short-lived connection per call.
 
 View state (the URL is the source of truth; see ``profiler.share``)
     ``view_state(page) -> ViewState``: the view described by ``st.query_params`` for ``page``

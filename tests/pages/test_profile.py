@@ -26,27 +26,26 @@ def test_the_device_is_named_and_skipped_variants_say_why(pages, page_store):
     assert not set(offered.options) & set(skipped)
 
 
-def test_capture_adds_selected_runs_with_live_progress(pages, page_store):
+def test_capture_adds_selected_runs_with_a_live_bar_per_variant(pages, page_store):
     before = set(queries.run_catalog(page_store)["run_id"])
     at = pages.open("profile")
-    variants = next(m for m in at.multiselect if m.label == "variants")
-    variants.set_value(["sdpa_math"])
+    next(m for m in at.multiselect if m.label == "variants").set_value(["sdpa_math", "naive"])
     next(m for m in at.multiselect if m.label.startswith("sequence lengths")).set_value([128])
     next(b for b in at.button if b.label == "Run capture").click()
     at.run(timeout=300)
     pages.assert_clean(at)
     catalog = queries.run_catalog(page_store)
     new = catalog[~catalog["run_id"].isin(before)]
-    # one cold and one warm run of the one variant, described by the trace's own metadata
-    assert sorted(new["cold"].tolist()) == [False, True]
-    assert set(new["variant"]) == {"sdpa_math"} and set(new["shape"]) == {"1×4×128×64"}
+    # a cold and a warm run of each variant, described by the trace's own metadata
+    assert sorted(zip(new["variant"], new["cold"])) == [
+        ("naive", False), ("naive", True), ("sdpa_math", False), ("sdpa_math", True)]
+    assert set(new["shape"]) == {"1×4×128×64"}
     assert set(at.query_params["runs"].split(",")) == set(new["run_id"])
-    bars = at.get("progress")
-    assert [b.proto.value for b in bars] == [100]
-    assert "sdpa_math" in bars[0].proto.text
-    assert "2 new run(s) in the store and selected" in pages.texts(at)
+    bars = {b.proto.text.split(":")[0]: b.proto.value for b in at.get("progress")}
+    assert bars == {"sdpa_math": 100, "naive": 100}
+    assert "4 new run(s) in the store and selected" in pages.texts(at)
     traces = sorted(p.name for p in (Path(page_store.path).parent / "traces").iterdir())
-    assert len(traces) == 2 and all(any(t.startswith(n) for t in traces) for n in new["name"]), (
+    assert len(traces) == 4 and all(any(t.startswith(n) for t in traces) for n in new["name"]), (
         "the trace files live next to the store")
 
 
