@@ -49,6 +49,8 @@ def open_selection(state) -> None:
             ui.link_to(page, state.with_(page=page), label=title)
     with columns[-1]:
         ui.copy_link(state)
+    if len(state.runs) == 1:
+        ui.trace_download(state.runs[0])
 
 
 def rename(state) -> None:
@@ -69,7 +71,7 @@ def delete(state) -> None:
     sure = st.checkbox(f"Delete the {len(state.runs)} selected run(s) for everyone using this "
                        "store (cannot be undone)")
     if st.button("Delete", icon=":material/delete:", disabled=not sure):
-        deleted = catalog.delete_runs(ui.get_store(), state.runs)
+        deleted = catalog.delete_runs(ui.get_store(), state.runs, ui.traces_dir())
         ui.select_runs(())
         st.toast(f"Deleted {deleted} run(s).")
         st.rerun()

@@ -32,11 +32,13 @@ Tables and uploads
     with its own progress bar; a bad file gets an ``st.error`` naming it and the problem, the
     others go on.
     ``upload_limit_mb() -> int``: the server's per-file upload limit.
+    ``trace_download(run_id)``: a button that downloads the run's original trace (``.json.gz``,
+    for Perfetto), or a caption saying the server does not have it. Uploads and captures keep
+    their file as ``traces/<run id>.json.gz`` next to the store file.
     ``capture_runs(config) -> (list[IngestResult], list[RunOutcome])``: run a
     ``profiler.capture`` capture with a live progress bar per variant, ingest the traces, and
     return the new runs and the skipped ones. One capture at a time per server (the profiler and
-    the GPU are shared); a second session waits with a spinner. Trace files are kept in
-    ``traces/`` next to the store file.
+    the GPU are shared); a second session waits with a spinner.
 
 Navigation
     ``link_to(page, state, label=None)``: an ``st.page_link`` to ``page`` (a url path such as
@@ -60,7 +62,7 @@ import streamlit as st
 from streamlit import config as st_config
 from streamlit.runtime.pages_manager import PagesManager
 
-from profiler import queries
+from profiler import catalog, queries
 from profiler.errors import StoreError, TraceError
 from profiler.share import PAGES, ShareError, ViewState, decode, encode, share_url
 from profiler.store import Store, default_db_path
@@ -100,6 +102,11 @@ def db_path() -> str:
 def get_store() -> Store:
     """The cached store for ``db_path()``."""
     return _store_at(db_path())
+
+
+def traces_dir() -> Path:
+    """Where the original trace files live: ``traces/`` next to the store file."""
+    return Path(db_path()).parent / "traces"
 
 
 def _session_runs() -> tuple[str, ...]:
@@ -262,11 +269,6 @@ def upload_limit_mb() -> int:
     return int(st.get_option("server.maxUploadSize"))
 
 
-def _progress_text(name: str, result) -> str:
-    what = f"{name}: {result.events:,} events, {result.kernels:,} kernels in {result.seconds:.1f} s"
-    return what + (" (already in the store)" if result.duplicate else "")
-
-
 def ingest_files(files, source: str = "uploaded") -> list:
     """Ingest each file with its own progress bar; errors are shown per file, not raised."""
     store, results = get_store(), []
@@ -280,9 +282,26 @@ def ingest_files(files, source: str = "uploaded") -> list:
             bar.empty()
             show_error(err)
             continue
-        bar.progress(1.0, text=_progress_text(f.name, result))
+        bar.progress(1.0, text=f"{f.name}: {result.events:,} events, {result.kernels:,} kernels "
+                     f"in {result.seconds:.1f} s" + (" (already in the store)" * result.duplicate))
+        catalog.keep_trace(f, traces_dir(), result.trace_id)
         results.append(result)
     return results
+
+
+def trace_download(run_id: str) -> None:
+    """Download button for a run's original trace, or a note that this server lacks it."""
+    path = catalog.trace_path(traces_dir(), run_id)
+    if path is None:
+        st.caption("This server does not keep the original trace of this run (it was added "
+                   "from the command line or before traces were kept).")
+        return
+    name = queries.run_labels(get_store(), [run_id])["name"].iloc[0]
+    stem = name.removesuffix(".gz").removesuffix(".json")
+    st.download_button("Download the trace (.json.gz, opens in ui.perfetto.dev)",
+                       data=path.read_bytes, file_name=f"{stem}.json.gz",
+                       mime="application/gzip", key=f"trace-{run_id}", on_click="ignore",
+                       icon=":material/download:")
 
 
 class _VariantBars:
@@ -309,12 +328,15 @@ def capture_runs(config) -> tuple[list, list]:
     if not _CAPTURE_LOCK.acquire(blocking=False):
         with st.spinner("Another session is capturing on this machine; waiting for it to finish…"):
             _CAPTURE_LOCK.acquire()
-    try:  # the traces go next to the store (data/traces/ by default)
-        config = replace(config, out_dir=Path(db_path()).parent / "traces")
+    try:
+        config = replace(config, out_dir=traces_dir())
         bars = _VariantBars(config.variants, len(config.seq_lens) * (2 if config.cold else 1))
         outcomes = capture.capture(config, progress=bars)
         with st.spinner("Adding the traces to the store…"):
             results = capture.ingest_outcomes(get_store(), outcomes)
+        profiled = [o for o in outcomes if o.path is not None]
+        for outcome, result in zip(profiled, results):  # same order: ingest_outcomes' contract
+            catalog.adopt_trace(outcome.path, traces_dir(), result.trace_id)
     except capture.CaptureError as err:
         show_error(err)
         return [], []

@@ -186,6 +186,14 @@ def test_upload_through_the_uploader_opens_the_new_run(server, browser):
         page.screenshot(path=str(ARTIFACTS / "upload-done.png"), full_page=True)
         run_id = queries.run_catalog(store).set_index("name").loc[SINGLE_UPLOAD.name, "run_id"]
         assert parse_url(page.url).runs == (run_id,)
+        page.locator('[data-testid="stPageLink"]').get_by_text("Runs", exact=True).click()
+        page.get_by_text("runs in the store").first.wait_for(timeout=WAIT_MS)
+        _settle(page)
+        with page.expect_download(timeout=WAIT_MS) as download:
+            page.get_by_role("button", name="Download the trace").click()
+        saved = ARTIFACTS / download.value.suggested_filename
+        download.value.save_as(saved)
+        assert saved.read_bytes() == SINGLE_UPLOAD.read_bytes(), "the original trace comes back"
     finally:
         page.close()
 

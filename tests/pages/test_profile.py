@@ -45,8 +45,7 @@ def test_capture_adds_selected_runs_with_a_live_bar_per_variant(pages, page_stor
     assert bars == {"sdpa_math": 100, "naive": 100}
     assert "4 new run(s) in the store and selected" in pages.texts(at)
     traces = sorted(p.name for p in (Path(page_store.path).parent / "traces").iterdir())
-    assert len(traces) == 4 and all(any(t.startswith(n) for t in traces) for n in new["name"]), (
-        "the trace files live next to the store")
+    assert traces == sorted(f"{r}.json.gz" for r in new["run_id"]), "kept next to the store"
 
 
 def test_no_sequence_length_disables_the_button(pages, page_store):

@@ -1,9 +1,11 @@
 """Runs page: catalog from a real store, selection <-> ?runs=, rename, delete, empty state."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
-from profiler import queries
+from profiler import catalog, queries
 
 FLASH, NAIVE = "sdpa_flash_small.json", "naive_small.json"
 
@@ -69,7 +71,24 @@ def test_rename_to_blank_is_a_plain_error(pages, page_store, run_ids):
     assert [e.value for e in at.error] == ["A run name cannot be empty."]
 
 
+def _keep(page_store, name: str, run_id: str) -> Path:
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "pages" / name
+    with open(fixture, "rb") as f:
+        return catalog.keep_trace(f, Path(page_store.path).parent / "traces", run_id)
+
+
+def test_one_selected_run_offers_its_original_trace(pages, page_store, run_ids):
+    _keep(page_store, FLASH, run_ids[FLASH])
+    at = pages.open("runs", runs=run_ids[FLASH])
+    pages.assert_clean(at)
+    button = next(b for b in at.get("download_button") if "trace" in b.proto.label)
+    assert button.proto.label == "Download the trace (.json.gz, opens in ui.perfetto.dev)"
+    at = pages.open("runs", runs=run_ids[NAIVE])  # nothing kept for this one
+    assert "does not keep the original trace of this run" in pages.texts(at)
+
+
 def test_delete_needs_confirmation_then_removes_the_runs(pages, page_store, run_ids):
+    kept = _keep(page_store, FLASH, run_ids[FLASH])
     at = pages.open("runs", runs=f"{run_ids[FLASH]},{run_ids[NAIVE]}")
     delete = next(b for b in at.button if b.label == "Delete")
     assert delete.disabled
@@ -78,6 +97,7 @@ def test_delete_needs_confirmation_then_removes_the_runs(pages, page_store, run_
     pages.assert_clean(at)
     left = set(queries.run_catalog(page_store)["run_id"])
     assert run_ids[FLASH] not in left and run_ids[NAIVE] not in left and len(left) == 1
+    assert not kept.exists(), "the kept trace goes with the run"
     assert "runs" not in at.query_params
 
 

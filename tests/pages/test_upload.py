@@ -40,6 +40,8 @@ def test_good_and_bad_files_each_get_their_own_outcome(pages, empty_store):
     assert "1 run(s) ready and selected" in pages.texts(at)
     done = [b.proto.text for b in at.get("progress")]
     assert done == ["flash.json.gz: 12 events, 2 kernels in " + done[0].split(" in ")[1]]
+    kept = Path(empty_store.path).parent / "traces" / f"{catalog['run_id'].iloc[0]}.json.gz"
+    assert kept.read_bytes() == good, "a gzip upload is kept byte for byte"
 
 
 def test_same_file_twice_is_the_same_run(pages, page_store, run_ids):
@@ -49,6 +51,8 @@ def test_same_file_twice_is_the_same_run(pages, page_store, run_ids):
     assert at.query_params["runs"] == run_ids["naive_small.json"]
     assert "(already in the store)" in at.get("progress")[0].proto.text
     assert len(queries.run_catalog(page_store)) == len(run_ids)
+    kept = Path(page_store.path).parent / "traces" / f"{run_ids['naive_small.json']}.json.gz"
+    assert gzip.decompress(kept.read_bytes()) == raw, "plain JSON is kept gzipped"
 
 
 def test_submitting_nothing_asks_for_a_file(pages, page_store):
