@@ -19,8 +19,8 @@ Empty states and errors
     ``require_runs(state, minimum=1, purpose=...) -> tuple[str, ...]``: the selected runs, or
     an ``st.info`` "No runs selected: pick runs on the runs page" with a page link, then
     ``st.stop()``.
-    ``show_error(err)``: ``st.error`` with the project's own message (``TraceError``,
-    ``StoreError``, ``ShareError``).
+    ``show_error(err)``: ``st.error`` with the project's own message (any ``ProfilerError``:
+    ``TraceError``, ``StoreError``, ...; or a ``ShareError``).
     ``with guard(): ...``: run a block, showing those errors with ``st.error`` instead of a
     traceback; returns normally afterwards (the rest of the page still renders).
 
@@ -63,11 +63,11 @@ from streamlit import config as st_config
 from streamlit.runtime.pages_manager import PagesManager
 
 from profiler import catalog, queries
-from profiler.errors import StoreError, TraceError
+from profiler.errors import ProfilerError, StoreError
 from profiler.share import PAGES, ShareError, ViewState, decode, encode, share_url
 from profiler.store import Store, default_db_path
 
-PROJECT_ERRORS = (TraceError, StoreError, ShareError)
+PROJECT_ERRORS = (ProfilerError, ShareError)  # TraceError, StoreError, ... all derive from it
 PAGE_FILES = {page: f"pages/{page.replace('-', '_')}.py" for page in PAGES}
 PAGE_ICONS = {"runs": ":material/list:", "profile": ":material/play_circle:",
               "upload": ":material/upload:", "timeline": ":material/view_timeline:",
@@ -183,7 +183,11 @@ def _known(runs: tuple[str, ...]) -> tuple[str, ...]:
     """``runs`` that are in the store; warns about the others (deleted, or another deployment)."""
     if not runs:
         return runs
-    known = set(queries.run_labels(get_store(), runs)["run_id"])
+    try:
+        known = set(queries.run_labels(get_store(), runs)["run_id"])
+    except StoreError as err:  # e.g. the store file is locked by a long command-line ingest
+        show_error(err)
+        st.stop()
     missing = [r for r in runs if r not in known]
     if missing:
         st.warning(f"Not in this store (deleted, or shared from another deployment): "
@@ -293,8 +297,8 @@ def trace_download(run_id: str) -> None:
     """Download button for a run's original trace, or a note that this server lacks it."""
     path = catalog.trace_path(traces_dir(), run_id)
     if path is None:
-        st.caption("This server does not keep the original trace of this run (it was added "
-                   "from the command line or before traces were kept).")
+        st.caption("This server has no copy of this run's original trace (only runs uploaded "
+                   "or captured in the dashboard keep one).")
         return
     name = queries.run_labels(get_store(), [run_id])["name"].iloc[0]
     stem = name.removesuffix(".gz").removesuffix(".json")

@@ -6,6 +6,7 @@ from pathlib import Path
 import pandas as pd
 
 from profiler import catalog, queries
+from profiler.samples import sample_files
 
 FLASH, NAIVE = "sdpa_flash_small.json", "naive_small.json"
 
@@ -84,7 +85,7 @@ def test_one_selected_run_offers_its_original_trace(pages, page_store, run_ids):
     button = next(b for b in at.get("download_button") if "trace" in b.proto.label)
     assert button.proto.label == "Download the trace (.json.gz, opens in ui.perfetto.dev)"
     at = pages.open("runs", runs=run_ids[NAIVE])  # nothing kept for this one
-    assert "does not keep the original trace of this run" in pages.texts(at)
+    assert "This server has no copy of this run's original trace" in pages.texts(at)
 
 
 def test_delete_needs_confirmation_then_removes_the_runs(pages, page_store, run_ids):
@@ -106,6 +107,15 @@ def test_empty_store_points_to_profile_and_upload(pages, empty_store):
     pages.assert_clean(at)
     assert "The store has no runs yet" in pages.texts(at)
     assert {p.label for p in at.get("page_link")} >= {"Profile attention variants", "Upload traces"}
+
+
+def test_an_empty_store_is_seeded_from_the_shipped_samples(pages, empty_store, monkeypatch):
+    monkeypatch.delenv("PROFILER_SEED")
+    at = pages.open("runs")
+    pages.assert_clean(at)
+    table = _catalog(at)
+    assert len(table) == len(sample_files()) > 0
+    assert set(table["source"]) == {"captured"} and set(table["gpu_name"]) == {"NVIDIA H200"}
 
 
 def test_unknown_runs_in_a_link_are_named(pages, page_store, run_ids):
