@@ -14,6 +14,7 @@ PALETTE = "tableau10"
 HIGHLIGHT = "#e45756"   # selected launch/kernel pair: visible on light and dark backgrounds
 LANE_PX = 24           # per timeline row
 AXES_PX = 90           # title, x axis and its label: autosize "fit" counts them in the height
+FACET_WIDTH_PX = 760   # faceted charts cannot stretch to the container
 EVENT_KINDS = ["op", "runtime", "driver", "kernel", "memcpy", "memset", "merged"]
 TOP_N = 15
 
@@ -40,6 +41,12 @@ def _tips(df: pd.DataFrame, columns: list[str]) -> list[alt.Tooltip]:
     """Typed tooltip channels (strings make Altair rebuild its schema index: ~10 ms each)."""
     kind = {c: "Q" if pd.api.types.is_numeric_dtype(df[c]) else "N" for c in columns if c in df}
     return [alt.Tooltip(f"{c}:{kind[c]}") for c in columns if c in kind]
+
+
+def _run_rows() -> alt.Row:
+    """One facet row per run, its label above it (long labels would squeeze a left header)."""
+    return alt.Row("run:N", title=None, header=alt.Header(
+        labelOrient="top", labelAnchor="start", labelAngle=0, labelAlign="left", labelLimit=800))
 
 
 def _with_labels(df: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
@@ -72,7 +79,8 @@ def timeline_chart(marks: pd.DataFrame, title: str,
         clip=True).encode(
         x=alt.X("start_us:Q", title="µs from iteration start", scale=scale),
         x2=alt.X2("end_us"),
-        y=alt.Y("lane:N", sort=lanes, title=None, axis=alt.Axis(labelLimit=220)),
+        y=alt.Y("lane:N", sort=lanes, title=None,
+                axis=alt.Axis(labelLimit=220, labelOverlap=False)),
         color=alt.Color("kind:N", scale=alt.Scale(domain=EVENT_KINDS, scheme=PALETTE),
                         title="event"),
         stroke=alt.StrokeValue(None, condition={"param": "pair", "value": HIGHLIGHT, "empty": False}),
@@ -104,31 +112,36 @@ def timeline_caption(marks: pd.DataFrame, step: str) -> str:
 
 # ── kernels ──────────────────────────────────────────────────────────────────────────────────
 
-def kernel_time_chart(kernels: pd.DataFrame, labels: dict[str, str], top_n: int = TOP_N):
-    """GPU time per iteration of the ``top_n`` heaviest kernels, one bar per run."""
-    top = kernels.groupby("kernel")["us_per_iter"].max().nlargest(top_n).index
-    data = _with_labels(kernels[kernels["kernel"].isin(top)], labels)
-    return alt.Chart(data, title=f"GPU time per iteration, top {len(top)} kernels").mark_bar().encode(
-        x=alt.X("us_per_iter:Q", title="µs per iteration"),
+def kernel_time_chart(kernels: pd.DataFrame, labels: dict[str, str], top_n: int = 8):
+    """Share of each run's GPU time of its ``top_n`` heaviest kernels (shares compare runs of
+    very different lengths), one bar per run."""
+    top = kernels.sort_values("us_per_iter", ascending=False).groupby("run_id").head(top_n)
+    data = _with_labels(kernels[kernels["kernel"].isin(top["kernel"])], labels)
+    title = f"Share of GPU time, top {top_n} kernels of each run"
+    return alt.Chart(data, title=title).mark_bar().encode(
+        x=alt.X("gpu_time_share_pct:Q", title="% of the run's GPU kernel time"),
         y=alt.Y("kernel:N", sort="-x", title=None, axis=alt.Axis(labelLimit=320)),
         yOffset=alt.YOffset("run:N"),
-        color=alt.Color("run:N", scale=alt.Scale(scheme=PALETTE), legend=alt.Legend(orient="top")),
-        tooltip=_tips(data, ["run", "kernel", "calls_per_iter", "us_per_iter", "mean_us",
-                             "gpu_time_share_pct", "grid", "block", "est_occupancy_pct"]),
+        color=alt.Color("run:N", scale=alt.Scale(scheme=PALETTE),
+                        legend=alt.Legend(orient="top", labelLimit=400, columns=2)),
+        tooltip=_tips(data, ["run", "kernel", "gpu_time_share_pct", "calls_per_iter",
+                             "us_per_iter", "mean_us", "grid", "block", "est_occupancy_pct"]),
     )
 
 
 # ── launches ─────────────────────────────────────────────────────────────────────────────────
 
 def launch_api_chart(apis: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
-    """Calls per iteration of each runtime / driver API, coloured by category, a row per run."""
-    data = _with_labels(apis, labels)
+    """Calls per iteration of each runtime / driver API (log scale: runs differ by orders of
+    magnitude), a bar per run; the y label names the API and its category."""
+    data = _with_labels(apis, labels).assign(
+        api_label=lambda d: d["api"] + "  (" + d["category"] + ", " + d["api_kind"] + ")")
     return alt.Chart(data, title="API calls per iteration").mark_bar().encode(
-        x=alt.X("calls_per_iter:Q", title="calls per iteration"),
-        y=alt.Y("api:N", sort="-x", title=None, axis=alt.Axis(labelLimit=260)),
+        x=alt.X("calls_per_iter:Q", scale=alt.Scale(type="log"), title="calls per iteration (log)"),
+        y=alt.Y("api_label:N", sort="-x", title=None, axis=alt.Axis(labelLimit=360)),
         yOffset=alt.YOffset("run:N"),
-        color=alt.Color("category:N", scale=alt.Scale(scheme=PALETTE)),
-        opacity=alt.Opacity("run:N", legend=alt.Legend(orient="top")),
+        color=alt.Color("run:N", scale=alt.Scale(scheme=PALETTE),
+                        legend=alt.Legend(orient="top", labelLimit=400, columns=2)),
         tooltip=_tips(data, ["run", "api", "api_kind", "category", "calls_per_iter",
                              "cpu_us_per_iter", "mean_us", "kernels_launched", "memops_launched"]),
     )
@@ -142,10 +155,10 @@ def latency_histogram_chart(hist: pd.DataFrame, labels: dict[str, str]) -> alt.C
                 title="launch latency: API start → kernel start (µs, log)"),
         x2=alt.X2("bin_end_us"),
         y=alt.Y("launches:Q", stack=True, title="launches"),
-        color=alt.Color("api:N", scale=alt.Scale(scheme=PALETTE)),
-        row=alt.Row("run:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left")),
+        color=alt.Color("api:N", scale=alt.Scale(scheme=PALETTE), legend=alt.Legend(orient="top")),
+        row=_run_rows(),
         tooltip=_tips(data, ["run", "api", "bin_start_us", "bin_end_us", "launches"]),
-    ).properties(height=120)
+    ).properties(height=120, width=FACET_WIDTH_PX).resolve_scale(y="independent")
 
 
 # ── CPU cost ─────────────────────────────────────────────────────────────────────────────────
@@ -165,10 +178,10 @@ def cpu_gpu_chart(per_iter: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
         xOffset=alt.XOffset("metric:N", sort=list(CPU_GPU_METRICS.values())),
         y=alt.Y("us:Q", title="µs"),
         color=alt.Color("metric:N", sort=list(CPU_GPU_METRICS.values()),
-                        scale=alt.Scale(scheme=PALETTE)),
-        row=alt.Row("run:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left")),
+                        scale=alt.Scale(scheme=PALETTE), legend=alt.Legend(orient="top")),
+        row=_run_rows(),
         tooltip=_tips(data, ["run", "iteration", "metric", "us", "wall_us"]),
-    ).properties(height=140)
+    ).properties(height=140, width=FACET_WIDTH_PX).resolve_scale(y="independent")
 
 
 def op_self_time_chart(ops: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
@@ -178,7 +191,8 @@ def op_self_time_chart(ops: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
         x=alt.X("self_us_per_iter:Q", title="self µs per iteration"),
         y=alt.Y("op:N", sort="-x", title=None, axis=alt.Axis(labelLimit=320)),
         yOffset=alt.YOffset("run:N"),
-        color=alt.Color("run:N", scale=alt.Scale(scheme=PALETTE), legend=alt.Legend(orient="top")),
+        color=alt.Color("run:N", scale=alt.Scale(scheme=PALETTE),
+                        legend=alt.Legend(orient="top", labelLimit=400, columns=2)),
         tooltip=_tips(data, ["run", "op", "calls_per_iter", "self_us_per_iter",
                              "total_us_per_iter", "self_share_pct"]),
     )
@@ -308,7 +322,8 @@ def roofline_chart(roof: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
         x=alt.X("intensity_flop_per_byte:Q", scale=alt.Scale(type="log"),
                 title="arithmetic intensity (FLOP / minimum byte)"),
         y=alt.Y("tflops:Q", scale=alt.Scale(type="log"), title="TFLOP/s"),
-        color=alt.Color("run:N", scale=alt.Scale(scheme=PALETTE), legend=alt.Legend(orient="top")),
+        color=alt.Color("run:N", scale=alt.Scale(scheme=PALETTE),
+                        legend=alt.Legend(orient="top", labelLimit=400, columns=2)),
         shape=alt.Shape("point:N", title=None),
         tooltip=_tips(data, ["run", "point", "tflops", "intensity_flop_per_byte", "bound",
                              "pct_of_bound"]),

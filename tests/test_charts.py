@@ -62,10 +62,15 @@ def test_timeline_caption_says_what_was_left_out(tiny):
     assert "no events" in charts.timeline_caption(marks.iloc[0:0], "ProfilerStep#1")
 
 
-def test_kernel_time_chart_keeps_the_top_kernels(tiny, labels):
+def test_kernel_time_chart_keeps_the_top_kernels_of_each_run(tiny, labels):
+    with tiny.connect() as con:     # a second, shorter kernel in runa
+        con.execute("INSERT INTO kernels (trace_id, name, ts_ns, dur_ns, iteration)"
+                    " VALUES ('runa', 'softmax', 60000, 10000, 0)")
     spec = _spec(charts.kernel_time_chart(q.kernel_table(tiny, RUNS), labels, top_n=1))
-    assert {r["kernel"] for r in _rows(spec)} == {"cudnn_fwd"}      # 15 µs/iter beats 10
-    assert {r["run"] for r in _rows(spec)} == {labels["runa"]}
+    rows = _rows(spec)
+    assert {(r["run"], r["kernel"]) for r in rows} == {(labels["runa"], "cudnn_fwd"),
+                                                       (labels["runb"], "flash_fwd")}
+    assert [r["gpu_time_share_pct"] for r in rows if r["kernel"] == "cudnn_fwd"] == [75.0]
 
 
 def test_launch_and_latency_charts(tiny, labels):
