@@ -63,10 +63,10 @@ def show_results(state, results, skipped) -> None:
         return
     state = ui.update_view(state, runs=new)
     st.success(f"{len(new)} new run(s) in the store and selected. Open them in:")
-    columns = st.columns(4)
-    for column, page in zip(columns, ("runs", "kernels", "timeline", "cpu-cost")):
-        with column:
+    with st.container(horizontal=True, vertical_alignment="center", gap="medium"):
+        for page in ("runs", "kernels", "timeline", "cpu-cost"):
             ui.link_to(page, state.with_(page=page))
+        ui.copy_link(state.with_(page="kernels"))
 
 
 st.title("Profile attention variants")

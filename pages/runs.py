@@ -43,11 +43,9 @@ def open_selection(state) -> None:
                 "Select rows (the checkbox column on the left) to compare runs.")
     if not state.runs:
         return
-    columns = st.columns([1] * len(ANALYSIS) + [1.6])
-    for column, (page, title) in zip(columns, ANALYSIS.items()):
-        with column:
+    with st.container(horizontal=True, vertical_alignment="center", gap="medium"):
+        for page, title in ANALYSIS.items():
             ui.link_to(page, state.with_(page=page), label=title)
-    with columns[-1]:
         ui.copy_link(state)
     if len(state.runs) == 1:
         ui.trace_download(state.runs[0])

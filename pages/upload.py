@@ -24,10 +24,7 @@ if submitted and files:
         new_runs = tuple(dict.fromkeys(r.trace_id for r in results))
         state = ui.update_view(state, runs=new_runs)
         st.success(f"{len(new_runs)} run(s) ready and selected. Open them in:")
-        columns = st.columns(4)
-        for column, (page, title) in zip(columns, [("runs", "Runs"), ("timeline", "Timeline"),
-                                                   ("kernels", "Kernels")]):
-            with column:
+        with st.container(horizontal=True, vertical_alignment="center", gap="medium"):
+            for page, title in (("runs", "Runs"), ("timeline", "Timeline"), ("kernels", "Kernels")):
                 ui.link_to(page, state.with_(page=page), label=title)
-        with columns[-1]:
             ui.copy_link(state.with_(page="kernels"))

@@ -216,14 +216,19 @@ def test_two_sessions_upload_at_once_and_keep_both(server, browser):
             page.close()
 
 
-def test_runs_page_in_dark_theme_and_narrow_window(server, browser):
+@pytest.mark.parametrize("name", ["runs", "kernels"])
+def test_dark_theme_in_a_narrow_window(server, browser, name):
     url, _, ids = server
     context = browser.new_context(color_scheme="dark", viewport={"width": 900, "height": 900})
     page = context.new_page()
     try:
-        page.goto(share_url(ViewState(page="kernels", runs=tuple(ids[:2])), base=url), timeout=WAIT_MS)
+        page.goto(share_url(ViewState(page=name, runs=tuple(ids[:2])), base=url), timeout=WAIT_MS)
         _settle(page)
-        _assert_no_exception(page, "kernels (dark)")
-        page.screenshot(path=str(ARTIFACTS / "dark-kernels.png"), full_page=True)
+        _assert_no_exception(page, f"{name} (dark)")
+        background = page.evaluate(
+            "getComputedStyle(document.querySelector('[data-testid=\"stApp\"]')).backgroundColor")
+        channels = [int(c) for c in background[background.index("(") + 1:-1].split(",")[:3]]
+        assert max(channels) < 80, f"not the dark theme: {background}"
+        page.screenshot(path=str(ARTIFACTS / f"dark-{name}.png"), full_page=True)
     finally:
         context.close()
