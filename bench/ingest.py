@@ -104,7 +104,9 @@ def section(trace: Path, info: str, runs: dict, before: str) -> str:
     return (f"## Ingest\n\n`python bench/ingest.py --write-results`, {now}, code at {code_version()}.\n\n"
             f"Machine: {before}; after: `{uptime()}`.\n"
             f"(The machine is shared with other engineers: read the load averages next to the times.)\n\n"
-            f"Trace: {info}, plain JSON, {size / 1e6:.0f} MB (MB = 10^6 bytes). Each tool is a fresh "
+            f"Trace: {info}, plain JSON, {size / 1e6:.0f} MB (MB = 10^6 bytes), by `bench/make_large_trace.py`: "
+            f"the object-layout traces of `../shared/traces` repeated with times shifted and ids offset, on "
+            f"the epoch-microsecond clock of the largest (timestamps too big for an exact double). Each tool is a fresh "
             f"process; wall time includes interpreter start and imports; peak RSS is ru_maxrss. "
             f"HTA {metadata.version('HolisticTraceAnalysis')} with its default ParserConfig.\n\n"
             f"{table(size, runs)}\n\n{verdict(runs, size)}\n")
