@@ -148,6 +148,16 @@ def share_url(state: ViewState, base: str = "") -> str:
     return f"{base.rstrip('/')}/{path}" + (f"?{query}" if query else "")
 
 
+def app_root(url: str) -> str:
+    """The app's root URL from the URL of one of its pages (query already removed), e.g.
+    ``https://x.hf.space/kernels`` -> ``https://x.hf.space``; the root itself stays as it is."""
+    trimmed = url.rstrip("/")
+    for page in PAGES:
+        if trimmed.endswith("/" + page):
+            return trimmed[: -len(page) - 1]
+    return trimmed
+
+
 def parse_url(url: str) -> ViewState:
     """The view a shared URL describes (its last path segment is the page; empty means runs)."""
     parts = urlsplit(url)

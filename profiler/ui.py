@@ -1,52 +1,34 @@
 """App glue: the one backend module that imports streamlit. Pages use only this API.
 
-Store
-    ``get_store() -> Store``: the store at ``PROFILER_DB`` (default ``data/traces.duckdb``),
-    cached per process with ``st.cache_resource``; an empty store is seeded once from
-    ``data/samples/`` (``profiler.samples.seed_if_empty``) unless ``PROFILER_SEED=0``. Safe to
-    share across sessions: the Store opens a short-lived connection per call.
+Store: ``get_store() -> Store`` is the store at ``PROFILER_DB`` (default ``data/traces.duckdb``),
+cached per process, seeded once from ``data/samples/`` when empty (unless ``PROFILER_SEED=0``);
+safe to share, it opens a short connection per call. ``traces_dir()``: kept original traces.
 
-View state (the URL is the source of truth; see ``profiler.share``)
-    ``view_state(page) -> ViewState``: the view described by ``st.query_params`` for ``page``
-    (one of ``share.PAGES``). A bad parameter shows an ``st.warning`` and is dropped. When the URL
-    names no runs (e.g. after clicking the sidebar), the session's last selection is used and
-    written back to the URL so it can be shared.
-    ``set_view(state)``: write ``state`` to the URL (and remember its runs for this session).
-    ``update_view(state, **changes) -> ViewState``: ``set_view(state.with_(**changes))``.
-    ``select_runs(run_ids)``: make ``run_ids`` the selection (URL + session).
+View state (the URL is the source of truth; ``profiler.share``):
+    ``view_state(page) -> ViewState``  the URL's view for ``page`` (a url path, ``share.PAGES``);
+        a bad parameter becomes an ``st.warning``; with no ``runs`` in the URL (after a sidebar
+        click) the session's last selection is used and written back to the URL.
+    ``set_view(state)`` / ``update_view(state, **changes) -> ViewState``  write to the URL.
+    ``select_runs(run_ids)``  make ``run_ids`` the selection (URL + session).
+    ``link_to(page, state, label=None)``  ``st.page_link`` that carries the state.
+    ``copy_link(state) -> str``  a "Share this view" popover with the full URL (copy button).
 
-Empty states and errors
-    ``require_runs(state, minimum=1, purpose=...) -> tuple[str, ...]``: the selected runs, or
-    an ``st.info`` "No runs selected: pick runs on the runs page" with a page link, then
-    ``st.stop()``.
-    ``show_error(err)``: ``st.error`` with the project's own message (any ``ProfilerError``:
-    ``TraceError``, ``StoreError``, ...; or a ``ShareError``).
-    ``with guard(): ...``: run a block, showing those errors with ``st.error`` instead of a
-    traceback; returns normally afterwards (the rest of the page still renders).
+Empty states and errors:
+    ``require_runs(state, minimum=1, purpose=...) -> tuple[str, ...]``  the selected runs that
+        exist (warns about unknown ones), else "No runs selected: pick runs on the runs page"
+        with a page link, then ``st.stop()``.
+    ``show_error(err)``, ``with guard(): ...``  the project's errors (``ProfilerError``,
+        ``ShareError``) as ``st.error`` sentences instead of tracebacks.
 
-Tables and uploads
-    ``pick_rows(df, key, selected, id_col="run_id", **dataframe_kwargs) -> tuple[str, ...]``: an
-    ``st.dataframe`` with row selection, pre-selected from ``selected`` (e.g. the URL's runs);
-    returns the ids of the selected rows (in ``selected``'s order when the set is unchanged).
-    ``ingest_files(files, source="uploaded") -> list[IngestResult]``: ingest each uploaded file
-    with its own progress bar; a bad file gets an ``st.error`` naming it and the problem, the
-    others go on.
-    ``upload_limit_mb() -> int``: the server's per-file upload limit.
-    ``trace_download(run_id)``: a button that downloads the run's original trace (``.json.gz``,
-    for Perfetto), or a caption saying the server does not have it. Uploads and captures keep
-    their file as ``traces/<run id>.json.gz`` next to the store file.
-    ``capture_runs(config) -> (list[IngestResult], list[RunOutcome])``: run a
-    ``profiler.capture`` capture with a live progress bar per variant, ingest the traces, and
-    return the new runs and the skipped ones. One capture at a time per server (the profiler and
-    the GPU are shared); a second session waits with a spinner.
-
-Navigation
-    ``link_to(page, state, label=None)``: an ``st.page_link`` to ``page`` (a url path such as
-    ``"kernels"``) that carries ``state``'s runs, iteration, window and filters.
-
-Sharing and downloads
-    ``copy_link(state)``: a "Share this view" popover holding the full URL (copy button).
-    ``csv_download(df, name, label=...)``: a download button for ``df`` as ``name.csv``.
+Tables, files, captures:
+    ``pick_rows(df, key, selected, id_col="run_id", **kw) -> tuple[str, ...]``  row-selectable
+        ``st.dataframe`` pre-selected from ``selected``; the selected ids.
+    ``csv_download(df, name, label=...)``  ``name.csv`` download button.
+    ``ingest_files(files) -> list[IngestResult]``  one progress bar per upload, errors per file.
+    ``upload_limit_mb() -> int``  the server's per-file upload limit.
+    ``trace_download(run_id)``  download the run's original ``.json.gz`` (for Perfetto).
+    ``capture_runs(config) -> (results, skipped outcomes)``  a ``profiler.capture`` capture with
+        a live bar per variant, then ingest; one capture per server at a time (others wait).
 """
 from __future__ import annotations
 
@@ -64,7 +46,7 @@ from streamlit.runtime.pages_manager import PagesManager
 
 from profiler import catalog, queries
 from profiler.errors import ProfilerError, StoreError
-from profiler.share import PAGES, ShareError, ViewState, decode, encode, share_url
+from profiler.share import PAGES, ShareError, ViewState, app_root, decode, encode, share_url
 from profiler.store import Store, default_db_path
 
 PROJECT_ERRORS = (ProfilerError, ShareError)  # TraceError, StoreError, ... all derive from it
@@ -229,17 +211,9 @@ def guard() -> Iterator[None]:
         show_error(err)
 
 
-def _base_url() -> str:
-    url = st.context.url or ""
-    for page in PAGES:
-        if url.rstrip("/").endswith("/" + page):
-            return url.rstrip("/")[: -len(page) - 1]
-    return url.rstrip("/")
-
-
 def copy_link(state: ViewState) -> str:
     """A popover with the URL of this view; returns the URL."""
-    url = share_url(state, base=_base_url())
+    url = share_url(state, base=app_root(st.context.url or ""))
     with st.popover("Share this view", icon=":material/link:"):
         st.caption("Anyone with access to this dashboard sees the same runs and view:")
         st.code(url, language=None, wrap_lines=True)

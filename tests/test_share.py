@@ -8,7 +8,8 @@ import string
 import pytest
 
 from profiler.share import (
-    DEFAULT_PAGE, PAGES, RESERVED, ShareError, ViewState, decode, encode, parse_url, share_url,
+    DEFAULT_PAGE, PAGES, RESERVED, ShareError, ViewState, app_root, decode, encode, parse_url,
+    share_url,
 )
 
 RUN_CHARS = string.ascii_letters + string.digits + "_-."
@@ -88,3 +89,15 @@ def test_unknown_page_is_rejected():
 
 def test_empty_values_mean_unset():
     assert decode({"runs": "", "iter": "", "window": "", "q": ""}, "runs") == ViewState()
+
+
+@pytest.mark.parametrize("url, root", [
+    ("https://team-dash.hf.space/cpu-cost", "https://team-dash.hf.space"),
+    ("http://127.0.0.1:8501/", "http://127.0.0.1:8501"),
+    ("http://host/proxy/app/kernels/", "http://host/proxy/app"),
+    ("http://host/proxy/app", "http://host/proxy/app"),
+])
+def test_app_root_strips_only_a_page_path(url, root):
+    assert app_root(url) == root
+    state = ViewState(page="compare", runs=("a1", "b2"))
+    assert parse_url(share_url(state, base=app_root(url))) == state
