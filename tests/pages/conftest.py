@@ -5,9 +5,14 @@
 from `../shared/traces/`; `run_ids` maps each fixture file name to its run id; `empty_store` is
 an empty one (samples seeding off). The `pages` fixture drives the app:
 
-    at = pages.open("kernels", runs="id1,id2", iter="1")   # app.py, as a shared link opens it
+    at = pages.open("kernels", runs="id1,id2", iter="1")   # as a shared link opens it
     pages.assert_clean(at)                                 # no exception, no st.error
     assert "flash" in pages.texts(at)                      # all markdown/caption/info/... text
+
+Note: AppTest (Streamlit 1.67) resets its pages-directory flag before every run, so while a
+`pages/` folder exists it runs a non-default page's script directly, without app.py (the root
+URL, the runs page, does go through app.py). tests/test_browser.py covers app.py's navigation
+for every page on a real server.
 """
 from __future__ import annotations
 
@@ -71,7 +76,7 @@ class PageDriver:
 
     @staticmethod
     def open(page: str, **params: str) -> AppTest:
-        """Run app.py on `page` (a url path such as "kernels") with these query parameters."""
+        """Open `page` (a url path such as "kernels") with these query parameters."""
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT_S)
         for key, value in params.items():
             at.query_params[key] = value
