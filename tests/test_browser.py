@@ -198,6 +198,21 @@ def test_upload_through_the_uploader_opens_the_new_run(server, browser):
         page.close()
 
 
+def test_a_bad_upload_is_a_plain_sentence(server, browser, tmp_path):
+    url, _, _ = server
+    bad = tmp_path / "notes.json"
+    bad.write_text("these are my notes, not a trace")
+    page = _open(browser, f"{url}/upload", expect=PAGE_TEXT["upload"])
+    try:
+        _upload(page, bad)
+        alert = page.locator('[data-testid="stAlertContentError"]')
+        alert.first.wait_for(timeout=WAIT_MS)
+        assert "notes.json: is not JSON" in alert.first.inner_text()
+        _assert_no_exception(page, "bad upload")
+    finally:
+        page.close()
+
+
 def test_two_sessions_upload_at_once_and_keep_both(server, browser):
     url, store, _ = server
     sessions = [_open(browser, f"{url}/upload", expect=PAGE_TEXT["upload"]) for _ in UPLOADS]
