@@ -150,12 +150,21 @@ def timeline_marks(store, run_id: str, origin_ns: int, window_ns: tuple[int, int
     """The marks of one timeline panel: ``window_ns`` is (start, end) relative to ``origin_ns``.
     Sub-pixel events are merged per lane in DuckDB; at most ``max_marks`` rows come back (the
     longest); ``marks_before_cap`` says how many there were. Times in µs from ``origin_ns``."""
-    start, end = window_ns
-    if end <= start:
-        raise QueryError(f"time window {start}..{end} ns is empty: its end must follow its start")
-    bucket_ns = max(1, (end - start) // max(1, width_px))
-    return _run(store, "timeline_marks", run_id=run_id, origin_ns=origin_ns,
-                t0_ns=origin_ns + start, t1_ns=origin_ns + end, bucket_ns=bucket_ns,
+    marks = _panel_marks(store, [(run_id, origin_ns, window_ns)], width_px, max_depth, max_marks)
+    return marks.drop(columns="run_id")
+
+
+def _panel_marks(store, panels: list[tuple[str, int, tuple[int, int]]], width_px: int,
+                 max_depth: int, max_marks: int) -> pd.DataFrame:
+    """Marks of several panels (run_id, origin_ns, window_ns) in one query, with a run_id column."""
+    for _, _, (start, end) in panels:
+        if end <= start:
+            raise QueryError(f"time window {start}..{end} ns is empty: its end must follow its start")
+    return _run(store, "timeline_marks", run_ids=[p[0] for p in panels],
+                origins_ns=[int(p[1]) for p in panels],
+                t0s_ns=[int(p[1] + p[2][0]) for p in panels],
+                t1s_ns=[int(p[1] + p[2][1]) for p in panels],
+                buckets_ns=[max(1, (p[2][1] - p[2][0]) // max(1, width_px)) for p in panels],
                 max_depth=max_depth, max_marks=max_marks)
 
 
@@ -168,18 +177,24 @@ def timeline_extent_ns(store, run_ids, iteration: int) -> int:
 def timeline_panels(store, run_ids, iteration: int, window_ns: tuple[int, int],
                     shared_scale: bool, max_marks_total: int = TIMELINE_PAGE_MARKS) -> list:
     """[(run_id, step name, x domain in µs, marks)] per run, aligned at the start of its
-    ``iteration`` (its last when it has fewer). With ``shared_scale`` every panel spans the
-    window; else each spans its own iteration within it. Marks per panel shrink with many runs."""
+    ``iteration`` (its last when it has fewer), all read in one query. With ``shared_scale``
+    every panel spans the window; else each spans its own iteration within it. Marks per panel
+    shrink with many runs."""
     bounds = iteration_bounds(store, run_ids, iteration)
+    if bounds.empty:
+        return []
     start, end = window_ns
-    per_panel = max(300, min(TIMELINE_MAX_MARKS, max_marks_total // max(len(bounds), 1)))
-    panels = []
-    for row in bounds.itertuples():
-        own_end = end if shared_scale else min(end, max(row.end_ns - row.start_ns, start + 1))
-        marks = timeline_marks(store, row.run_id, int(row.start_ns), (start, own_end),
-                               max_marks=per_panel)
-        panels.append((row.run_id, row.name, (start / 1e3, own_end / 1e3), marks))
-    return panels
+    windows = [(start, end if shared_scale else min(end, max(r.end_ns - r.start_ns, start + 1)))
+               for r in bounds.itertuples()]
+    per_panel = max(300, min(TIMELINE_MAX_MARKS, max_marks_total // len(bounds)))
+    marks = _panel_marks(store, [(r.run_id, int(r.start_ns), w)
+                                 for r, w in zip(bounds.itertuples(), windows)],
+                         TIMELINE_WIDTH_PX, 6, per_panel)
+    by_run = dict(tuple(marks.groupby("run_id", sort=False)))
+    empty = marks.iloc[0:0]
+    return [(r.run_id, r.name, (w[0] / 1e3, w[1] / 1e3),
+             by_run.get(r.run_id, empty).drop(columns="run_id").reset_index(drop=True))
+            for r, w in zip(bounds.itertuples(), windows)]
 
 
 # ── launches ─────────────────────────────────────────────────────────────────────────────────

@@ -1,47 +1,47 @@
--- The marks of one run's timeline panel in the window [$t0_ns, $t1_ns): CPU ops (one row per
--- nesting depth up to $max_depth), runtime/driver API calls per thread, and GPU work per stream.
--- Events shorter than $bucket_ns (about one pixel) are merged per row and bucket into one mark
--- that counts them; at most $max_marks marks come back, the longest first.
--- Times are microseconds relative to $origin_ns (the start of the chosen iteration).
--- params: $run_id, $origin_ns, $t0_ns, $t1_ns, $bucket_ns, $max_depth, $max_marks
-WITH ev AS (
-    SELECT 0 AS lane_group, 'CPU ' || coalesce(tid, '?') AS lane_base, depth AS level,
-           'op' AS kind, name, ts_ns, dur_ns, NULL::UBIGINT AS correlation, external_id,
+-- The marks of timeline panels, one panel per entry of the parallel lists $run_ids, $origins_ns,
+-- $t0s_ns, $t1s_ns, $buckets_ns: the events of run_id in the window [t0_ns, t1_ns), namely CPU ops
+-- (one row per nesting depth up to $max_depth), runtime/driver API calls per thread, and GPU work
+-- per stream. Events shorter than bucket_ns (about one pixel) are merged per row and bucket into
+-- one mark that counts them; at most $max_marks marks per panel come back, the longest first.
+-- Times are microseconds relative to origin_ns (the start of the panel's chosen iteration).
+-- params: $run_ids, $origins_ns, $t0s_ns, $t1s_ns, $buckets_ns (lists), $max_depth, $max_marks
+WITH p AS (
+    SELECT unnest($run_ids) AS run_id, unnest($origins_ns) AS origin_ns, unnest($t0s_ns) AS t0_ns,
+           unnest($t1s_ns) AS t1_ns, unnest($buckets_ns) AS bucket_ns
+), ev AS (
+    SELECT p.*, 0 AS lane_group, 'CPU ' || coalesce(o.tid, '?') AS lane_base,
+           o.depth AS level, 'op' AS kind, o.name, o.ts_ns, o.dur_ns, NULL::UBIGINT AS correlation,
            NULL AS grid, NULL AS block, NULL::INTEGER AS registers_per_thread,
            NULL::BIGINT AS shared_mem_bytes, NULL::DOUBLE AS est_occupancy_pct, NULL AS launch_api
-    FROM ops
-    WHERE trace_id = $run_id AND cat <> 'gpu_user_annotation' AND depth <= $max_depth
-      AND ts_ns < $t1_ns AND ts_ns + dur_ns > $t0_ns
+    FROM ops o JOIN p ON o.trace_id = p.run_id AND o.ts_ns < p.t1_ns AND o.ts_ns + o.dur_ns > p.t0_ns
+    WHERE o.cat <> 'gpu_user_annotation' AND o.depth <= $max_depth
     UNION ALL
-    SELECT 1, 'API ' || coalesce(tid, '?'), 0, api_kind, name, ts_ns, dur_ns, correlation,
-           external_id, NULL, NULL, NULL, NULL, NULL, NULL
-    FROM launches
-    WHERE trace_id = $run_id AND ts_ns < $t1_ns AND ts_ns + dur_ns > $t0_ns
+    SELECT p.*, 1, 'API ' || coalesce(l.tid, '?'), 0, l.api_kind, l.name, l.ts_ns, l.dur_ns,
+           l.correlation, NULL, NULL, NULL, NULL, NULL, NULL
+    FROM launches l JOIN p ON l.trace_id = p.run_id AND l.ts_ns < p.t1_ns AND l.ts_ns + l.dur_ns > p.t0_ns
     UNION ALL
-    SELECT 2, 'GPU ' || coalesce(k.device, 0) || ' stream ' || coalesce(k.stream, 0), 0,
-           'kernel', k.name, k.ts_ns, k.dur_ns, k.correlation, k.external_id,
+    SELECT p.*, 2, 'GPU ' || coalesce(k.device, 0) || ' stream ' || coalesce(k.stream, 0), 0,
+           'kernel', k.name, k.ts_ns, k.dur_ns, k.correlation,
            k.grid_x || '×' || k.grid_y || '×' || k.grid_z,
            k.block_x || '×' || k.block_y || '×' || k.block_z,
            k.registers_per_thread, k.shared_mem_bytes, k.est_occupancy_pct, l.name
-    FROM kernels k
+    FROM kernels k JOIN p ON k.trace_id = p.run_id AND k.ts_ns < p.t1_ns AND k.ts_ns + k.dur_ns > p.t0_ns
     LEFT JOIN launches l ON l.trace_id = k.trace_id AND l.correlation = k.correlation
-    WHERE k.trace_id = $run_id AND k.ts_ns < $t1_ns AND k.ts_ns + k.dur_ns > $t0_ns
     UNION ALL
-    SELECT 2, 'GPU ' || coalesce(device, 0) || ' stream ' || coalesce(stream, 0), 0, kind, name,
-           ts_ns, dur_ns, correlation, external_id, NULL, NULL, NULL, NULL, NULL, NULL
-    FROM memops
-    WHERE trace_id = $run_id AND ts_ns < $t1_ns AND ts_ns + dur_ns > $t0_ns
+    SELECT p.*, 2, 'GPU ' || coalesce(m.device, 0) || ' stream ' || coalesce(m.stream, 0), 0,
+           m.kind, m.name, m.ts_ns, m.dur_ns, m.correlation, NULL, NULL, NULL, NULL, NULL, NULL
+    FROM memops m JOIN p ON m.trace_id = p.run_id AND m.ts_ns < p.t1_ns AND m.ts_ns + m.dur_ns > p.t0_ns
 ), rows AS (
     SELECT *, lane_base || CASE WHEN lane_group = 0 THEN ' · depth ' || level ELSE '' END AS lane,
-           (greatest(ts_ns, $t0_ns) - $t0_ns) // $bucket_ns AS bucket
+           (greatest(ts_ns, t0_ns) - t0_ns) // bucket_ns AS bucket
     FROM ev
 ), small AS (   -- one hash aggregation: a lone short event keeps its own fields (any_value of one)
-    SELECT lane_group, lane, level, count(*) AS events,
+    SELECT run_id, lane_group, lane, level, count(*) AS events,
            CASE WHEN count(*) = 1 THEN any_value(kind) ELSE 'merged' END AS kind,
            CASE WHEN count(*) = 1 THEN any_value(name) ELSE count(*) || ' short events' END AS name,
            min(ts_ns) AS ts_ns,
            CASE WHEN count(*) = 1 THEN any_value(dur_ns)
-                ELSE greatest(max(ts_ns + dur_ns) - min(ts_ns), $bucket_ns) END AS dur_ns,
+                ELSE greatest(max(ts_ns + dur_ns) - min(ts_ns), any_value(bucket_ns)) END AS dur_ns,
            CASE WHEN count(*) = 1 THEN any_value(correlation) END AS correlation,
            CASE WHEN count(*) = 1 THEN any_value(grid) END AS grid,
            CASE WHEN count(*) = 1 THEN any_value(block) END AS block,
@@ -50,23 +50,23 @@ WITH ev AS (
            CASE WHEN count(*) = 1 THEN any_value(est_occupancy_pct) END AS est_occupancy_pct,
            CASE WHEN count(*) = 1 THEN any_value(launch_api) END AS launch_api
     FROM rows
-    WHERE dur_ns < $bucket_ns
-    GROUP BY lane_group, lane, level, bucket
+    WHERE dur_ns < bucket_ns
+    GROUP BY run_id, lane_group, lane, level, bucket
 ), kept AS (
-    SELECT lane_group, lane, level, events, kind, name, ts_ns, dur_ns, correlation, grid, block,
-           registers_per_thread, shared_mem_bytes, est_occupancy_pct, launch_api
+    SELECT run_id, lane_group, lane, level, events, kind, name, ts_ns, dur_ns, correlation, grid,
+           block, registers_per_thread, shared_mem_bytes, est_occupancy_pct, launch_api
     FROM small
     UNION ALL
-    SELECT lane_group, lane, level, 1, kind, name, ts_ns, dur_ns, correlation, grid, block,
+    SELECT run_id, lane_group, lane, level, 1, kind, name, ts_ns, dur_ns, correlation, grid, block,
            registers_per_thread, shared_mem_bytes, est_occupancy_pct, launch_api
     FROM rows
-    WHERE dur_ns >= $bucket_ns
+    WHERE dur_ns >= bucket_ns
 )
-SELECT lane_group, lane, level, kind, name,
-       (ts_ns - $origin_ns) / 1e3 AS start_us, (ts_ns + dur_ns - $origin_ns) / 1e3 AS end_us,
+SELECT k.run_id, lane_group, lane, level, kind, name,
+       (ts_ns - p.origin_ns) / 1e3 AS start_us, (ts_ns + dur_ns - p.origin_ns) / 1e3 AS end_us,
        dur_ns / 1e3 AS dur_us, events, correlation, grid, block, registers_per_thread,
        shared_mem_bytes, est_occupancy_pct, launch_api,
-       count(*) OVER () AS marks_before_cap
-FROM kept
-ORDER BY dur_ns DESC, start_us
-LIMIT $max_marks;
+       count(*) OVER (PARTITION BY k.run_id) AS marks_before_cap
+FROM kept k JOIN p ON p.run_id = k.run_id
+QUALIFY row_number() OVER (PARTITION BY k.run_id ORDER BY dur_ns DESC, start_us) <= $max_marks
+ORDER BY k.run_id, dur_ns DESC, start_us;
