@@ -55,7 +55,7 @@ def rename(state) -> None:
     if len(state.runs) != 1:
         st.caption("Select exactly one run to rename it.")
         return
-    with st.form("rename", border=False):
+    with st.form("rename", border=False, clear_on_submit=True):
         name = st.text_input(f"New name for run {state.runs[0]}", max_chars=catalog.MAX_NAME_CHARS)
         if st.form_submit_button("Rename", icon=":material/edit:"):
             with ui.guard():
