@@ -27,6 +27,14 @@ OP_COLUMNS = {
                                          min_value=0, max_value=100),
 }
 
+COLD_WARM_COLUMNS = {
+    "cold_cpu_op_self_us": Col.NumberColumn("cold CPU µs / iter", format="%.1f"),
+    "warm_cpu_op_self_us": Col.NumberColumn("warm CPU µs / iter", format="%.1f"),
+    "cpu_cold_over_warm": Col.NumberColumn("cold ÷ warm CPU", format="%.1f×"),
+    "cold_gpu_kernel_us": Col.NumberColumn("cold GPU µs / iter", format="%.1f"),
+    "warm_gpu_kernel_us": Col.NumberColumn("warm GPU µs / iter", format="%.1f"),
+}
+
 st.title("CPU cost")
 state = ui.view_state("cpu-cost")
 runs = ui.require_runs(state)
@@ -47,8 +55,16 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         st.markdown(paragraph)
     st.subheader("CPU vs GPU time per iteration", divider="gray")
     st.altair_chart(charts.cpu_gpu_chart(per_iter, labels), width="stretch")
+    st.subheader("Cold vs warm", divider="gray")
     if not summary.empty:
         st.altair_chart(charts.cold_warm_chart(summary), width="stretch")
+    pairs = queries.cold_warm_table(store, runs, per_iter)
+    if pairs.empty:
+        st.caption("No cold/warm pair among the selected runs (the same variant and shape captured "
+                   "once cold, once warm); the chart above still compares first and later "
+                   "iterations within each run.")
+    else:
+        st.dataframe(pairs, column_config=COLD_WARM_COLUMNS, hide_index=True)
     st.subheader("Self CPU time by op", divider="gray")
     ops = queries.op_self_time(store, runs)
     if ops.empty:

@@ -261,6 +261,28 @@ def run_cpu_summary(store, run_ids, per_iter: pd.DataFrame | None = None) -> pd.
     return labels.merge(summary.reset_index(), on="run_id")
 
 
+SHAPE_KEYS = ["variant", "batch", "heads", "seq_len", "head_dim", "dtype", "causal"]
+
+
+def cold_warm_table(store, run_ids, per_iter: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Captured runs of the same variant and shape, cold (first call of a fresh shape) against
+    warm: the SHAPE_KEYS, cold_runs, warm_runs, mean per-iteration cold/warm cpu_op_self_us and
+    gpu_kernel_us, and cpu_cold_over_warm. Only shapes with both a cold and a warm run."""
+    per_iter = iteration_cpu_gpu(store, run_ids) if per_iter is None else per_iter
+    per_run = per_iter.groupby("run_id")[["cpu_op_self_us", "gpu_kernel_us"]].mean()
+    runs = run_shapes(store, run_ids).dropna(subset=["variant", "cold"]).join(per_run, on="run_id")
+    runs["temp"] = runs["cold"].map({True: "cold", False: "warm"})
+    table = runs.pivot_table(index=SHAPE_KEYS, columns="temp", dropna=False, aggfunc={
+        "run_id": "count", "cpu_op_self_us": "mean", "gpu_kernel_us": "mean"})
+    if table.empty or not {"cold", "warm"} <= set(table.columns.get_level_values(1)):
+        return pd.DataFrame(columns=[*SHAPE_KEYS, "cold_runs", "warm_runs"])
+    table.columns = [f"{temp}_{name}" for name, temp in table.columns]
+    table = table.rename(columns={"cold_run_id": "cold_runs", "warm_run_id": "warm_runs"})
+    table = table[(table["cold_runs"] > 0) & (table["warm_runs"] > 0)].reset_index()
+    table["cpu_cold_over_warm"] = table["cold_cpu_op_self_us"] / table["warm_cpu_op_self_us"]
+    return table
+
+
 def _bound(ratio: float) -> str:
     if pd.isna(ratio):
         return "no GPU kernels"

@@ -226,6 +226,22 @@ def test_run_cpu_summary_first_vs_later(tiny):
     assert s.loc["runb", "bound"] == "GPU-bound"              # 4 µs vs 10 µs
 
 
+def test_cold_warm_table_pairs_runs_of_one_shape(tiny):
+    with tiny.connect() as con:     # runw: runa's variant and shape, warm, 0.4 µs of CPU
+        con.execute("INSERT INTO traces (trace_id, name, source, added_at, size_bytes, events,"
+                    " kernels, skipped_events, variant, seq_len, dtype, cold, start_ns, end_ns)"
+                    " VALUES ('runw', 'w', 'captured', now(), 1, 1, 1, 0, 'cudnn', 1024, 'bf16',"
+                    " false, 0, 1000)")
+        con.execute("INSERT INTO ops (trace_id, op_id, depth, cat, name, ts_ns, dur_ns, self_ns)"
+                    " VALUES ('runw', 1, 0, 'cpu_op', 'aten::x', 0, 500, 400)")
+    t = q.cold_warm_table(tiny, ["runa", "runb", "runw"])
+    assert t[["variant", "seq_len", "cold_runs", "warm_runs"]].values.tolist() == [["cudnn", 1024, 1, 1]]
+    # runa (cold): (30 + 20) / 2 µs of CPU per iteration; runw (warm): 0.4 µs
+    assert t.loc[0, ["cold_cpu_op_self_us", "warm_cpu_op_self_us", "cpu_cold_over_warm"]].tolist() == [
+        25.0, 0.4, pytest.approx(62.5)]
+    assert q.cold_warm_table(tiny, RUNS).empty       # runb is an upload: no pair
+
+
 def test_cudnn_op_time_counts_outermost_ops_and_their_kernels(tiny):
     c = q.cudnn_op_time(tiny, RUNS)
     assert c[["run_id", "iteration", "cudnn_calls", "cudnn_cpu_us", "cudnn_kernel_us"]].values.tolist() == [

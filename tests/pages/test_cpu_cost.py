@@ -24,6 +24,24 @@ def test_summary_ops_and_charts(pages, page_store, run_ids):
     assert ops[0].set_index("op").loc["aten::masked_fill", "self_us_per_iter"] == 80.0
     assert len(at.get("vega_lite_chart")) == 3          # per iteration, cold/warm, ops
     assert "None of the selected runs calls a cuDNN attention op" in pages.texts(at)
+    assert "No cold/warm pair among the selected runs" in pages.texts(at)
+
+
+def test_cold_and_warm_runs_of_one_shape_side_by_side(pages, page_store, run_ids):
+    with page_store.connect() as con:    # a cold copy of the naive run: three times the CPU time
+        naive = run_ids[NAIVE]
+        con.execute("INSERT INTO traces SELECT * REPLACE ('c01d' AS trace_id, true AS cold)"
+                    " FROM traces WHERE trace_id = ?", [naive])
+        con.execute("INSERT INTO iterations SELECT * REPLACE ('c01d' AS trace_id)"
+                    " FROM iterations WHERE trace_id = ?", [naive])
+        con.execute("INSERT INTO ops SELECT * REPLACE ('c01d' AS trace_id, 3 * self_ns AS self_ns)"
+                    " FROM ops WHERE trace_id = ?", [naive])
+    at = pages.open("cpu-cost", runs=f"{naive},c01d")
+    pages.assert_clean(at)
+    (pairs,) = _table_with(at, "cpu_cold_over_warm")
+    assert pairs.loc[0, ["variant", "cold_cpu_op_self_us", "warm_cpu_op_self_us"]].tolist() == [
+        "naive", 300.0, 100.0]
+    assert pairs.loc[0, "cpu_cold_over_warm"] == 3.0
 
 
 def test_rocm_run_is_cpu_bound(pages, page_store, run_ids):
