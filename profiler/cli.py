@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from profiler import errors, queries
+from profiler import errors
 from profiler.progress import ProgressBar
 from profiler.store import Store, default_db_path
 
@@ -36,6 +36,8 @@ def _ingest(args: argparse.Namespace) -> int:
 
 
 def _summary(args: argparse.Namespace) -> int:
+    from profiler import queries  # pandas, only where a table is read back
+
     rows = queries.trace_summary(Store(args.db))
     if args.json:
         print(json.dumps(rows, indent=2, default=str))

@@ -13,9 +13,6 @@ import argparse
 import json
 import math
 
-import pandas as pd
-
-from profiler import diff, findings, queries
 from profiler.errors import UnknownRunError
 from profiler.store import Store, default_db_path
 
@@ -45,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
 
 def resolve_run(store, text: str) -> str:
     """The run id that `text` is, or uniquely starts; UnknownRunError otherwise."""
+    from profiler import queries  # pandas and the analysis layer load only when compare runs
+
     ids = list(queries.run_catalog(store)["run_id"])
     matches = [r for r in ids if r == text] or [r for r in ids if r.startswith(text)]
     if len(matches) == 1:
@@ -58,6 +57,8 @@ def resolve_run(store, text: str) -> str:
 
 def compare_report(store, run_a: str, run_b: str, iteration: int = 0) -> dict:
     """Everything `compare` prints, as plain JSON-ready data."""
+    from profiler import diff, findings, queries
+
     found = findings.compare_findings(store, run_a, run_b)
     details = queries.kernel_details(store, [run_a, run_b])
     kernels = diff.kernel_comparison(queries.kernel_delta(store, run_a, run_b), details, run_a, run_b)
@@ -85,6 +86,8 @@ def _clean(row: dict) -> dict:
 
 
 def _clean_value(value):
+    import pandas as pd
+
     if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
         return None
     return value.item() if hasattr(value, "item") else value

@@ -41,8 +41,6 @@ def _arrow_type(column: str) -> pa.DataType:
 SCHEMAS = {
     table: pa.schema([(c, _arrow_type(c)) for c in columns]) for table, columns in trace.COLUMNS.items()
 }
-NEST_SCHEMA = pa.schema([("op_id", pa.int64()), ("parent_id", pa.int64()), ("depth", pa.int32()),
-                         ("self_ns", pa.int64())])
 
 
 def _array(values: list, kind: pa.DataType) -> pa.Array:
@@ -111,11 +109,12 @@ class Staging:
         for table, batches in self._batches.items():
             self.tables[table] = pa.Table.from_batches(batches, schema=SCHEMAS[table])
         self._batches.clear()
-        self.tables["op_nest"] = self._nest_ops(self.tables["ops"])
+        self.tables["ops"] = self._nest_ops(self.tables["ops"])
         return self._span()
 
     @staticmethod
     def _nest_ops(ops: pa.Table) -> pa.Table:
+        """The ops with their parent_id, depth and self_ns columns (op_id is the row number)."""
         order = ops.select(["op_id", "pid", "tid", "ts_ns", "dur_ns"]).sort_by(
             [("pid", "ascending"), ("tid", "ascending"), ("ts_ns", "ascending"),
              ("dur_ns", "descending"), ("op_id", "ascending")])
@@ -123,8 +122,15 @@ class Staging:
         lanes = pid * (int(tid.max(initial=0)) + 2) + tid
         parents, depths, selfs = nest(lanes, _numpy(order["ts_ns"]), _numpy(order["dur_ns"]))
         op_ids = _numpy(order["op_id"])
-        parent_ids = pa.array(op_ids[np.maximum(parents, 0)], mask=parents < 0)
-        return pa.table([pa.array(op_ids), parent_ids, pa.array(depths), pa.array(selfs)], schema=NEST_SCHEMA)
+        del order, pid, tid, lanes
+        nested = {"parent_id": np.where(parents < 0, -1, op_ids[np.maximum(parents, 0)]),
+                  "depth": depths, "self_ns": selfs}
+        for name, values in nested.items():
+            column = np.empty_like(values)
+            column[op_ids] = values  # back to row order
+            array = pa.array(column, mask=column < 0) if name == "parent_id" else pa.array(column)
+            ops = ops.append_column(name, array)
+        return ops
 
     def _span(self) -> Span:
         starts, ends = [], []
@@ -139,3 +145,8 @@ class Staging:
         """Make the staged tables visible to `con` as stage_<table> (this connection only)."""
         for name, table in self.tables.items():
             con.register(f"stage_{name}", table)
+
+    def release(self, con: duckdb.DuckDBPyConnection, name: str) -> None:
+        """Drop a staged table once it has been copied, freeing its memory."""
+        con.unregister(f"stage_{name}")
+        del self.tables[name]

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pandas as pd
 
 from profiler import errors, metadata, trace
 from profiler.staging import Staging
@@ -130,7 +129,7 @@ class Store:
             con.execute("INSERT OR REPLACE INTO store_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
             self._ready = True
 
-    def query(self, sql: str, params: Any = None) -> pd.DataFrame:
+    def query(self, sql: str, params: Any = None) -> "pandas.DataFrame":  # noqa: F821
         """Run one read query and return its rows as a DataFrame."""
         with self.connect() as con:
             return con.execute(sql, params).df()
@@ -181,8 +180,10 @@ class Store:
                 columns = ", ".join(row)
                 marks = ", ".join("?" for _ in row)
                 con.execute(f"INSERT INTO traces ({columns}) VALUES ({marks})", list(row.values()))
-                for table in ("iterations", "ops", "launches", "kernels", "memops"):
+                con.execute(ingest_sql("insert_iterations"), {"trace_id": row["trace_id"]})
+                for table in ("ops", "launches", "kernels", "memops"):
                     con.execute(ingest_sql(f"insert_{table}"), {"trace_id": row["trace_id"]})
+                    staging.release(con, table)
                 con.execute("COMMIT")
             except duckdb.ConstraintException:
                 con.execute("ROLLBACK")

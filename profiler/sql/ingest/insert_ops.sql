@@ -1,7 +1,6 @@
 -- Ops with their nesting, and the CPU iteration window each one starts in.
 INSERT INTO ops
-SELECT $trace_id, o.op_id, n.parent_id, n.depth, o.cat, o.name, o.pid, o.tid, o.ts_ns, o.dur_ns,
-       n.self_ns, o.external_id, CASE WHEN o.ts_ns < it.end_ns THEN it.iteration END
+SELECT $trace_id, o.op_id, o.parent_id, o.depth, o.cat, o.name, o.pid, o.tid, o.ts_ns, o.dur_ns,
+       o.self_ns, o.external_id, CASE WHEN o.ts_ns < it.end_ns THEN it.iteration END
 FROM stage_ops o
-JOIN stage_op_nest n USING (op_id)
 ASOF LEFT JOIN stage_iterations it ON o.ts_ns >= it.start_ns

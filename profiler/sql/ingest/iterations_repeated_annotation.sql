@@ -1,8 +1,8 @@
 -- Fallback iteration windows: the occurrences of the most repeated top-level CPU user annotation.
 WITH top_level AS (
     SELECT o.name, o.ts_ns, o.dur_ns
-    FROM stage_ops o JOIN stage_op_nest n USING (op_id)
-    WHERE o.cat = 'user_annotation' AND n.depth = 0
+    FROM stage_ops o
+    WHERE o.cat = 'user_annotation' AND o.depth = 0
 ), best AS (
     SELECT name FROM top_level GROUP BY name HAVING count(*) >= 2
     ORDER BY count(*) DESC, sum(dur_ns) DESC, name LIMIT 1
