@@ -2,7 +2,7 @@
 launches, and how counts, GPU time and launch APIs change from run a to run b."""
 import streamlit as st
 
-from profiler import charts, findings, queries, ui
+from profiler import charts, findings, narrative, queries, ui
 
 Col = st.column_config
 ALIGN_COLUMNS = {
@@ -63,7 +63,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         st.markdown(f"- {finding.text}")
     aligned = queries.kernel_alignment(store, a, b, iteration)
     st.subheader("Kernel sequence of one iteration", divider="gray")
-    st.markdown(charts.alignment_summary(aligned, label_a, label_b))
+    st.markdown(narrative.alignment_summary(aligned, label_a, label_b))
     if not aligned.empty:
         st.altair_chart(charts.alignment_chart(aligned, label_a, label_b), width="stretch")
         with st.expander("Aligned sequence, slot by slot"):

@@ -1,7 +1,7 @@
 """CPU cost: how much CPU each selected run spends to keep the GPU busy, per iteration, and why."""
 import streamlit as st
 
-from profiler import charts, queries, ui
+from profiler import charts, narrative, queries, ui
 
 Col = st.column_config
 SUMMARY_COLUMNS = {
@@ -51,7 +51,9 @@ with ui.guard(), queries.session(ui.get_store()) as store:
                  hide_index=True)
     ui.csv_download(summary, "cpu-summary")
     st.subheader("The cuDNN story", divider="gray")
-    for paragraph in charts.cudnn_story(queries.cudnn_op_time(store, runs), labels):
+    story = narrative.cudnn_story(queries.cudnn_op_time(store, runs),
+                               queries.run_shapes(store, runs), labels)
+    for paragraph in story:
         st.markdown(paragraph)
     st.subheader("CPU vs GPU time per iteration", divider="gray")
     st.altair_chart(charts.cpu_gpu_chart(per_iter, labels), width="stretch")

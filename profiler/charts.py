@@ -98,18 +98,6 @@ def _linked(marks: pd.DataFrame) -> pd.DataFrame:
     return marks[keep].assign(link=link)
 
 
-def timeline_caption(marks: pd.DataFrame, step: str) -> str:
-    """What a panel shows: the iteration, how many marks, and whether some were left out."""
-    if marks.empty:
-        return f"{step}: no events in this window."
-    shown, total = len(marks), int(marks["marks_before_cap"].iloc[0])
-    merged = int((marks["kind"] == "merged").sum())
-    text = f"{step}: {shown:,} marks ({merged:,} merge events shorter than a pixel)"
-    if total > shown:
-        text += f"; the {total - shown:,} shortest of {total:,} are left out, narrow the window to see them"
-    return text + ". Click a launch or kernel to outline its pair; drag to pan, scroll to zoom."
-
-
 # ── kernels ──────────────────────────────────────────────────────────────────────────────────
 
 def kernel_time_chart(kernels: pd.DataFrame, labels: dict[str, str], top_n: int = 8):
@@ -248,55 +236,6 @@ def delta_chart(delta: pd.DataFrame, top_n: int = TOP_N) -> alt.Chart:
         tooltip=_tips(data, ["kernel", "calls_a", "calls_b", "us_a", "us_b", "us_delta",
                              "presence"]),
     )
-
-
-# ── the cuDNN story (plain words from the selected runs' numbers) ────────────────────────────
-
-def cudnn_story(cudnn: pd.DataFrame, labels: dict[str, str]) -> list[str]:
-    """One paragraph per run that calls cuDNN attention (``queries.cudnn_op_time`` rows):
-    first-call vs later CPU cost and CPU vs GPU time per call."""
-    if cudnn.empty:
-        return ["None of the selected runs calls a cuDNN attention op, so there is no cuDNN CPU "
-                "cost to explain; select a cuDNN run (variant `cudnn`) to see it."]
-    return [_cudnn_paragraph(labels.get(run, run), rows.sort_values("iteration"))
-            for run, rows in cudnn.groupby("run_id", sort=False)]
-
-
-def _cudnn_paragraph(label: str, rows: pd.DataFrame) -> str:
-    cpu = rows["cudnn_cpu_us"] / rows["cudnn_calls"]
-    gpu = rows["cudnn_kernel_us"] / rows["cudnn_calls"]
-    first, later, kernel = cpu.iloc[0], cpu.iloc[1:].mean(), gpu.mean()
-    text = f"**{label}**: a cuDNN attention call cost {first:,.0f} µs of CPU time in the first iteration"
-    if len(rows) > 1:
-        text += f" and {later:,.0f} µs per call afterwards"
-        if first > 2 * later:
-            text += (f" — {first / later:,.1f}× more the first time: cuDNN builds and caches an "
-                     "execution plan for each new shape, a one-time cost a warm-up call absorbs")
-    warm = later if len(rows) > 1 else first
-    text += f". Its kernels ran {kernel:,.0f} µs per call on the GPU. "
-    if warm > kernel:
-        return text + ("Even warm, the CPU needs longer to prepare a call than the GPU needs to run "
-                       "it, so at this size the variant is CPU-bound: the GPU idles unless the "
-                       "CPU runs ahead (larger shapes, CUDA graphs, or a leaner path such as flash).")
-    return text + ("Warm, the GPU work outweighs the CPU work per call, so the CPU cost stays "
-                   "hidden as long as the CPU keeps ahead of the GPU.")
-
-
-def alignment_summary(aligned: pd.DataFrame, label_a: str, label_b: str) -> str:
-    """One sentence: how many aligned kernels match and which appear in one run only."""
-    if aligned.empty:
-        return "Neither run launched GPU work in this iteration."
-    same = int(aligned["status"].isin(["same", "same family"]).sum())
-    replaced = int((aligned["status"] == "replaced").sum())
-    parts = [f"Kernels in both runs (same job): {same}; replaced by another kind of kernel: "
-             f"{replaced}."]
-    for status, label, column in (("only in a", label_a, "name_a"), ("only in b", label_b, "name_b")):
-        names = aligned.loc[aligned["status"] == status, column].value_counts()
-        if not names.empty:
-            listed = ", ".join(f"`{n[:60]}` ×{c}" for n, c in names.head(5).items())
-            more = f" and {len(names) - 5} more" if len(names) > 5 else ""
-            parts.append(f"Only in **{label}**: {listed}{more}.")
-    return " ".join(parts)
 
 
 # ── roofline ─────────────────────────────────────────────────────────────────────────────────
