@@ -12,10 +12,12 @@ SUMMARY_COLUMNS = {
                                        help="Self time of CPU ops, all threads, mean per iteration."),
     "first_iter_cpu_us": Col.NumberColumn("CPU µs, 1st iter", format="%.1f"),
     "later_iter_cpu_us": Col.NumberColumn("CPU µs, later iters", format="%.1f"),
-    "launch_api_us": Col.NumberColumn("launch/API µs / iter", format="%.1f"),
-    "gpu_kernel_us": Col.NumberColumn("GPU kernel µs / iter", format="%.1f"),
-    "cpu_gpu_ratio": Col.NumberColumn("API ÷ kernel time", format="%.2f",
-                                      help="Above 1 the GPU waits for the CPU to launch work."),
+    "launch_api_us": Col.NumberColumn("launch/API µs / iter", format="%.1f",
+                                      help="Time inside runtime/driver calls: launch overhead."),
+    "gpu_us": Col.NumberColumn("GPU µs / iter", format="%.1f", help="Kernels + copies."),
+    "cpu_gpu_ratio": Col.NumberColumn("CPU ÷ GPU time", format="%.2f",
+                                      help="CPU op time over GPU time per iteration: above 1 "
+                                           "the GPU waits for the CPU."),
     "bound": Col.TextColumn("verdict", width="medium"),
 }
 OP_COLUMNS = {

@@ -243,20 +243,22 @@ def cudnn_op_time(store, run_ids) -> pd.DataFrame:
 
 def run_cpu_summary(store, run_ids, per_iter: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per run: label, cold, iterations, mean per-iteration cpu_op_self_us,
-    launch_api_us and gpu_kernel_us, first_iter_cpu_us vs later_iter_cpu_us, and cpu_gpu_ratio
-    (launch API time over kernel time: above 1 the GPU waits for the CPU) with its verdict, bound.
+    launch_api_us (launch overhead), gpu_kernel_us and gpu_us (kernels + copies),
+    first_iter_cpu_us vs later_iter_cpu_us, and cpu_gpu_ratio (CPU op time over GPU time, as
+    findings.py judges it: above 1 the GPU waits for the CPU) with its verdict, bound.
     ``per_iter``: an ``iteration_cpu_gpu`` result the caller already has."""
     per_iter = iteration_cpu_gpu(store, run_ids) if per_iter is None else per_iter
     labels = run_labels(store, run_ids)[["run_id", "label", "cold"]]
     if per_iter.empty:
         return labels.iloc[0:0]
     grouped = per_iter.sort_values("iteration").groupby("run_id")
-    summary = grouped[["cpu_op_self_us", "launch_api_us", "gpu_kernel_us"]].mean()
+    summary = grouped[["cpu_op_self_us", "launch_api_us", "gpu_kernel_us", "gpu_memop_us"]].mean()
+    summary["gpu_us"] = summary.pop("gpu_kernel_us") + summary.pop("gpu_memop_us")
+    summary["gpu_kernel_us"] = grouped["gpu_kernel_us"].mean()
     summary["iterations"] = grouped.size()
     summary["first_iter_cpu_us"] = grouped["cpu_op_self_us"].first()
     summary["later_iter_cpu_us"] = grouped["cpu_op_self_us"].apply(lambda s: s.iloc[1:].mean())
-    kernel_us = summary["gpu_kernel_us"].where(summary["gpu_kernel_us"] > 0)
-    summary["cpu_gpu_ratio"] = summary["launch_api_us"] / kernel_us
+    summary["cpu_gpu_ratio"] = summary["cpu_op_self_us"] / summary["gpu_us"].where(summary["gpu_us"] > 0)
     summary["bound"] = summary["cpu_gpu_ratio"].map(_bound)
     return labels.merge(summary.reset_index(), on="run_id")
 
@@ -286,7 +288,7 @@ def cold_warm_table(store, run_ids, per_iter: pd.DataFrame | None = None) -> pd.
 def _bound(ratio: float) -> str:
     if pd.isna(ratio):
         return "no GPU kernels"
-    return "CPU-bound: launching takes longer than the kernels run" if ratio > 1 else "GPU-bound"
+    return "CPU-bound: the CPU works longer than the GPU" if ratio > 1 else "GPU-bound"
 
 
 # ── compare ──────────────────────────────────────────────────────────────────────────────────

@@ -220,10 +220,11 @@ def test_run_cpu_summary_first_vs_later(tiny):
     s = q.run_cpu_summary(tiny, RUNS).set_index("run_id")
     assert s.loc["runa", ["first_iter_cpu_us", "later_iter_cpu_us", "iterations"]].tolist() == [
         30.0, 20.0, 2]
-    assert s.loc["runa", "cpu_gpu_ratio"] == pytest.approx(22.5 / 15.0)
+    assert s.loc["runa", "gpu_us"] == 20.0                     # 15 µs kernels + 5 µs copies
+    assert s.loc["runa", "cpu_gpu_ratio"] == pytest.approx(25.0 / 20.0)
     assert pd.isna(s.loc["runb", "later_iter_cpu_us"])
-    assert s.loc["runa", "bound"].startswith("CPU-bound")     # 22.5 µs launching vs 15 µs kernels
-    assert s.loc["runb", "bound"] == "GPU-bound"              # 4 µs vs 10 µs
+    assert s.loc["runa", "bound"].startswith("CPU-bound")     # 25 µs of CPU vs 20 µs of GPU
+    assert s.loc["runb", "bound"] == "GPU-bound"              # 8 µs vs 10 µs
 
 
 def test_cold_warm_table_pairs_runs_of_one_shape(tiny):

@@ -18,7 +18,8 @@ def test_summary_ops_and_charts(pages, page_store, run_ids):
     naive = summary.set_index("run_id").loc[run_ids[NAIVE]]
     # per step: 100 µs of CPU op self time, 20 + 10 µs in API calls, one 150.5 µs kernel
     assert (naive["cpu_op_self_us"], naive["launch_api_us"], naive["gpu_kernel_us"]) == (100.0, 30.0, 150.5)
-    assert naive["cpu_gpu_ratio"] == pytest.approx(30 / 150.5) and naive["bound"] == "GPU-bound"
+    assert naive["gpu_us"] == 155.5                            # + the 5 µs copy
+    assert naive["cpu_gpu_ratio"] == pytest.approx(100 / 155.5) and naive["bound"] == "GPU-bound"
     ops = _table_with(at, "self_us_per_iter")
     assert len(ops) == 2
     assert ops[0].set_index("op").loc["aten::masked_fill", "self_us_per_iter"] == 80.0
