@@ -125,7 +125,8 @@ def launch_api_chart(apis: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
     data = _with_labels(apis, labels).assign(
         api_label=lambda d: d["api"] + "  (" + d["category"] + ", " + d["api_kind"] + ")")
     return alt.Chart(data, title="API calls per iteration").mark_bar().encode(
-        x=alt.X("calls_per_iter:Q", scale=alt.Scale(type="log"), title="calls per iteration (log)"),
+        x=alt.X("calls_per_iter:Q", scale=alt.Scale(type="symlog"),
+                title="calls per iteration (symmetric log scale)"),
         y=alt.Y("api_label:N", sort="-x", title=None, axis=alt.Axis(labelLimit=360)),
         yOffset=alt.YOffset("run:N"),
         color=alt.Color("run:N", scale=alt.Scale(scheme=PALETTE),
