@@ -69,6 +69,7 @@ def test_kernel_time_chart_keeps_the_top_kernels_of_each_run(tiny, labels):
 def test_launch_and_latency_charts(tiny, labels):
     spec = _spec(charts.launch_api_chart(q.launch_api_table(tiny, RUNS), labels))
     assert len(_rows(spec)) == 4
+    assert spec["encoding"]["x"]["scale"]["type"] == "symlog"       # bars from 0: not "log"
     spec = _spec(charts.latency_histogram_chart(q.launch_latency_histogram(tiny, RUNS), labels))
     assert sum(r["launches"] for r in _rows(spec)) == 4
     assert spec["encoding"]["x"]["scale"]["type"] == "log"
