@@ -8,12 +8,12 @@ WITH c AS (
     FROM ops o LEFT JOIN ops p ON p.trace_id = o.trace_id AND p.op_id = o.parent_id
     WHERE o.trace_id IN (SELECT unnest($run_ids)) AND o.name ILIKE '%cudnn%'
       AND o.cat = 'cpu_op' AND (p.name IS NULL OR p.name NOT ILIKE '%cudnn%')
-), kt AS (
+), kt AS (   -- each launch to the latest cuDNN op started before it on its thread (ASOF)
     SELECT c.trace_id, c.op_id, sum(k.dur_ns) AS kernel_ns
-    FROM c
-    JOIN launches l ON l.trace_id = c.trace_id AND l.tid = c.tid
-         AND l.ts_ns >= c.ts_ns AND l.ts_ns < c.ts_ns + c.dur_ns
+    FROM (SELECT * FROM launches WHERE trace_id IN (SELECT unnest($run_ids))) l
+    ASOF JOIN c ON l.trace_id = c.trace_id AND l.tid = c.tid AND l.ts_ns >= c.ts_ns
     JOIN kernels k ON k.trace_id = l.trace_id AND k.correlation = l.correlation
+    WHERE l.ts_ns < c.ts_ns + c.dur_ns
     GROUP BY c.trace_id, c.op_id
 )
 SELECT c.trace_id AS run_id, c.iteration, count(*) AS cudnn_calls,
