@@ -18,8 +18,9 @@ def controls(store, state, runs):
         iteration = int(st.number_input("Iteration (0 = first ProfilerStep of each run)",
                                         min_value=0, value=state.iteration or 0, step=1))
     with right:
+        asked = state.filter("scale", "shared")
         scale = st.segmented_control("Time scale", list(SCALES), format_func=SCALES.get,
-                                     default=state.filter("scale", "shared"), required=True)
+                                     default=asked if asked in SCALES else "shared", required=True)
     extent_us = queries.timeline_extent_ns(store, runs, iteration) / 1e3
     start_ns, end_ns = state.window_ns or (0, int(extent_us * 1e3))
     window_us = st.slider("Window (µs from the iteration start)", 0.0, extent_us,

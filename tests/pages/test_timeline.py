@@ -60,6 +60,13 @@ def test_panel_caption_counts_the_marks(pages, page_store, run_ids):
     assert "ProfilerStep#0: 7 marks (0 merge events shorter than a pixel)" in pages.texts(at)
 
 
+def test_an_unknown_scale_in_the_link_falls_back_to_shared(pages, page_store, run_ids):
+    at = pages.open("timeline", runs=run_ids[NAIVE], scale="sideways", iter="99")
+    pages.assert_clean(at)
+    assert at.get("segmented_control")[0].proto.default == [0]     # "shared"
+    assert "ProfilerStep#1" in pages.texts(at)                      # the run's last iteration
+
+
 def test_no_runs_selected_shows_the_empty_state(pages, empty_store):
     at = pages.open("timeline")
     pages.assert_clean(at)
