@@ -107,11 +107,18 @@ def kernel_table(store, run_ids) -> pd.DataFrame:
     return _run(store, "kernel_table", run_ids=_ids(run_ids))
 
 
+DETAIL_COLUMNS = ["tc_engine", "tc_precision", "tc_op", "tc_rule", "theory_occupancy_pct",
+                  "occupancy_limiter"]
+
+
 def kernel_details(store, run_ids) -> pd.DataFrame:
     """``kernel_table`` plus theoretical occupancy letting kernels opt into large shared memory
     (theory_occupancy_pct, occupancy_limiter: what Kineto's 0 % really means) and the math
     engine read from the name (tc_engine, tc_precision, tc_op, tc_rule)."""
-    table = tensor_cores.classify_frame(kernel_table(store, run_ids), "kernel")
+    kernels = kernel_table(store, run_ids)
+    if kernels.empty:
+        return kernels.reindex(columns=[*kernels.columns, *DETAIL_COLUMNS])
+    table = tensor_cores.classify_frame(kernels, "kernel")
     devices = run_devices(store, run_ids)
     theory = [_theory(row, devices.get(row.run_id)) for row in table.itertuples()]
     table["theory_occupancy_pct"] = [t.occupancy_pct for t in theory]

@@ -134,6 +134,13 @@ def test_kernel_details_adds_theoretical_occupancy_and_math_class(tiny):
     assert {"tc_engine", "tc_precision"} <= set(k.columns)
 
 
+def test_kernel_details_of_runs_without_kernels(tiny):
+    with tiny.connect() as con:
+        con.execute("DELETE FROM kernels WHERE trace_id = 'runb'")
+    k = q.kernel_details(tiny, ["runb"])
+    assert k.empty and {"kernel", "theory_occupancy_pct", "tc_engine"} <= set(k.columns)
+
+
 def test_timeline_marks_are_relative_to_the_origin(tiny):
     m = q.timeline_marks(tiny, "runa", 100_000, (0, 100_000))
     kernel = m[m["kind"] == "kernel"].iloc[0]

@@ -56,6 +56,14 @@ def test_rocm_run_without_registers_still_renders(pages, page_store, run_ids):
     assert len(table) > 0 and table["registers_per_thread"].isna().all()
 
 
+def test_a_run_without_kernels_says_so(pages, page_store, run_ids):
+    with page_store.connect() as con:
+        con.execute("DELETE FROM kernels WHERE trace_id = ?", [run_ids[FLASH]])
+    at = pages.open("kernels", runs=run_ids[FLASH])
+    pages.assert_clean(at)
+    assert "The selected runs recorded no GPU kernels." in pages.texts(at)
+
+
 def test_no_runs_selected_shows_the_empty_state(pages, empty_store):
     at = pages.open("kernels")
     pages.assert_clean(at)
