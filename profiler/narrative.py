@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from profiler.queries import SHAPE_KEYS
+
 
 def timeline_caption(marks: pd.DataFrame, step: str) -> str:
     """What a panel shows: the iteration, how many marks, and whether some were left out."""
@@ -39,9 +41,6 @@ def alignment_summary(aligned: pd.DataFrame, label_a: str, label_b: str) -> str:
 
 
 # ── the cuDNN story (plain words from the selected runs' numbers) ────────────────────────────
-
-SHAPE_KEYS = ["variant", "batch", "heads", "seq_len", "head_dim", "dtype", "causal"]
-
 
 def cudnn_story(cudnn: pd.DataFrame, shapes: pd.DataFrame, labels: dict[str, str]) -> list[str]:
     """One paragraph per run that calls cuDNN attention (``queries.cudnn_op_time`` rows; ``shapes``
