@@ -69,6 +69,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         with st.expander("Aligned sequence, slot by slot"):
             st.dataframe(aligned, column_config=ALIGN_COLUMNS, column_order=list(ALIGN_COLUMNS),
                          hide_index=True)
+            ui.csv_download(aligned, f"aligned-{a}-{b}")
     st.subheader("Kernels per iteration, b − a", divider="gray")
     delta = queries.kernel_delta(store, a, b)
     if not delta.empty:
@@ -77,6 +78,8 @@ with ui.guard(), queries.session(ui.get_store()) as store:
                  hide_index=True)
     ui.csv_download(delta, f"kernel-delta-{a}-{b}")
     st.subheader("Launch APIs per iteration, b − a", divider="gray")
-    st.dataframe(queries.launch_api_delta(store, a, b), column_config=API_COLUMNS,
-                 column_order=list(API_COLUMNS), hide_index=True)
+    api_delta = queries.launch_api_delta(store, a, b)
+    st.dataframe(api_delta, column_config=API_COLUMNS, column_order=list(API_COLUMNS),
+                 hide_index=True)
+    ui.csv_download(api_delta, f"api-delta-{a}-{b}")
     ui.copy_link(state)

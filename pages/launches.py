@@ -40,9 +40,11 @@ def run_tables(run: str, label: str, apis, targets, stats) -> None:
     st.markdown("**Which kernels each API launched** (linked by correlation id)")
     st.dataframe(targets, column_config=TARGET_COLUMNS, column_order=list(TARGET_COLUMNS),
                  hide_index=True)
+    ui.csv_download(targets, f"launch-targets-{run}")
     st.markdown("**Launch latency** (API call start → kernel start)")
     st.dataframe(stats, column_config=LATENCY_COLUMNS, column_order=list(LATENCY_COLUMNS),
                  hide_index=True)
+    ui.csv_download(stats, f"launch-latency-{run}")
 
 
 st.title("Launches")

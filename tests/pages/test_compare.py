@@ -31,6 +31,7 @@ def test_alignment_marks_the_copy_only_the_naive_run_makes(pages, page_store, ru
     (apis,) = _table_with(at, "cpu_us_delta")
     assert apis.set_index("api").loc["cudaMemcpyAsync", "calls_delta"] == -1.0
     assert len(at.get("vega_lite_chart")) == 2
+    assert len(at.get("download_button")) == 3          # aligned sequence, kernel and API deltas
 
 
 def test_swapping_runs_is_kept_in_the_url_and_restored(pages, page_store, run_ids):

@@ -23,6 +23,7 @@ def test_api_table_targets_and_latency_per_run(pages, page_store, run_ids):
     naive_latency, _ = _table_with(at, "p50_us")
     assert naive_latency.loc[0, "p50_us"] == 30.0      # kernel at +30 µs after its launch call
     assert len(at.get("vega_lite_chart")) == 2          # calls per API + latency histogram
+    assert len(at.get("download_button")) == 6          # APIs, targets, latency: per run
 
 
 def test_rocm_hip_launch_apis(pages, page_store, run_ids):
