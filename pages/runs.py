@@ -1,7 +1,7 @@
 """Runs: every captured and uploaded run in the store; pick the runs to compare, rename, delete."""
 import streamlit as st
 
-from profiler import catalog, queries, ui
+from profiler import catalog, findings, queries, ui
 
 Col = st.column_config
 COLUMNS = {  # in display order: what tells runs apart first, the numbers next, provenance last
@@ -26,6 +26,7 @@ COLUMNS = {  # in display order: what tells runs apart first, the numbers next, 
     "source": Col.TextColumn("source"),
     "added_at": Col.DatetimeColumn("added (UTC)", format="YYYY-MM-DD HH:mm"),
 }
+MAX_HIGHLIGHTED = 4  # runs whose findings are listed (each costs a few queries)
 ANALYSIS = {"timeline": "Timeline", "kernels": "Kernels", "launches": "Launches",
             "cpu-cost": "CPU cost", "compare": "Compare"}
 
@@ -49,6 +50,20 @@ def open_selection(state) -> None:
         ui.copy_link(state)
     if len(state.runs) == 1:
         ui.trace_download(state.runs[0])
+
+
+def highlights(state) -> None:
+    """What stands out in each selected run, in plain words with its numbers."""
+    if not state.runs:
+        return
+    st.subheader("What stands out", divider="gray")
+    with queries.session(ui.get_store()) as store:
+        for run in state.runs[:MAX_HIGHLIGHTED]:
+            for finding in findings.run_findings(store, run):
+                st.markdown(f"- {finding.text}")
+    if len(state.runs) > MAX_HIGHLIGHTED:
+        st.caption(f"Findings for the first {MAX_HIGHLIGHTED} selected runs; compare any two on the "
+                   "compare page.")
 
 
 def rename(state) -> None:
@@ -88,6 +103,7 @@ with ui.guard():
     if picked != state.runs:
         state = ui.update_view(state, runs=picked)
     open_selection(state)
+    highlights(state)
     ui.csv_download(runs, "runs", label="Download the catalog as CSV")
     with st.expander("Rename or delete the selected runs", icon=":material/settings:"):
         rename(state)

@@ -338,6 +338,21 @@ def kernel_alignment(store, run_a: str, run_b: str, iteration: int) -> pd.DataFr
     seq_b = kernel_sequence(store, run_b, iteration).head(ALIGN_MAX_KERNELS)
     return diff.align_kernel_sequences(seq_a, seq_b)
 
+
+# ── store summary (command line) ─────────────────────────────────────────────────────────────
+
+def trace_summary(store) -> list[dict]:
+    """One dict per trace: id, name, source, variant (None for uploads), gpu, events, kernels,
+    kernel_time_us (summed kernel durations), iterations, launch_apis {API name: calls}, added_at."""
+    rows = _run(store, "trace_summary").to_dict("records")
+    for row in rows:
+        apis = row["launch_apis"]
+        row["launch_apis"] = {} if apis is None else {str(k): int(v) for k, v in dict(apis).items()}
+        row["variant"] = None if pd.isna(row["variant"]) else row["variant"]
+        row["gpu"] = None if pd.isna(row["gpu"]) else row["gpu"]
+    return rows
+
+
 # ── analysis (findings, compare CLI) ─────────────────────────────────────────────────────────
 
 def memop_table(store, run_ids) -> pd.DataFrame:

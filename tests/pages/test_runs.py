@@ -128,3 +128,17 @@ def test_bad_link_parameter_is_a_warning_not_a_crash(pages, page_store):
     at = pages.open("runs", iter="two")
     assert not at.exception
     assert "iter: 'two' is not an integer" in pages.texts(at)
+
+
+def test_selected_runs_get_plain_language_findings(pages, page_store, run_ids):
+    at = pages.open("runs", runs=f"{run_ids[NAIVE]},{run_ids[FLASH]}")
+    pages.assert_clean(at)
+    text = pages.texts(at)
+    assert "What stands out" in [h.value for h in at.subheader]
+    # each fixture run launches one kernel per ProfilerStep (hand-written fixtures)
+    assert text.count("launches 1 kernel(s) per iteration") == 2
+
+
+def test_no_findings_without_a_selection(pages, page_store):
+    at = pages.open("runs")
+    assert "What stands out" not in [h.value for h in at.subheader]
