@@ -66,7 +66,8 @@ def _template_hint(rest: str) -> str | None:
 def align(a: list[str], b: list[str]) -> list[tuple[int | None, int | None]]:
     """Minimum-edit alignment of two sequences: (i, j) pairs; i or j is None for a gap.
 
-    Matches and substitutions pair an i with a j; an equal pair costs 0, anything else 1.
+    Matches and substitutions pair an i with a j; an equal pair costs 0, a gap 1, a substitution
+    `substitution_cost` (1 between kernels, 2 between a copy and a kernel).
     Long sequences are first split at SequenceMatcher's common blocks (exact inside each gap).
     """
     if len(a) * len(b) <= FULL_DP_CELLS:
@@ -86,6 +87,18 @@ def _gap(a: list[str], b: list[str], i0: int, j0: int) -> list[tuple[int | None,
     return [(i0 + k, None) for k in range(len(a))] + [(None, j0 + k) for k in range(len(b))]
 
 
+def substitution_cost(a: str, b: str) -> int:
+    """0 for the same family, 1 for another kernel, 2 (never better than two gaps) when a copy or
+    set would stand in for a compute kernel: a Memcpy that one run lacks shows as 'only in'."""
+    if a == b:
+        return 0
+    return 1 if _is_memop(a) == _is_memop(b) else 2
+
+
+def _is_memop(family: str) -> bool:
+    return family.startswith(("Memcpy", "Memset"))
+
+
 def _levenshtein(a, b, i0, j0) -> list[tuple[int | None, int | None]]:
     n, m = len(a), len(b)
     cost = [[0] * (m + 1) for _ in range(n + 1)]
@@ -96,14 +109,14 @@ def _levenshtein(a, b, i0, j0) -> list[tuple[int | None, int | None]]:
     for i in range(1, n + 1):
         row, prev, ai = cost[i], cost[i - 1], a[i - 1]
         for j in range(1, m + 1):
-            row[j] = min(prev[j - 1] + (ai != b[j - 1]), prev[j] + 1, row[j - 1] + 1)
+            row[j] = min(prev[j - 1] + substitution_cost(ai, b[j - 1]), prev[j] + 1, row[j - 1] + 1)
     return _backtrace(cost, a, b, i0, j0)
 
 
 def _backtrace(cost, a, b, i0, j0) -> list[tuple[int | None, int | None]]:
     i, j, out = len(a), len(b), []
     while i or j:
-        if i and j and cost[i][j] == cost[i - 1][j - 1] + (a[i - 1] != b[j - 1]):
+        if i and j and cost[i][j] == cost[i - 1][j - 1] + substitution_cost(a[i - 1], b[j - 1]):
             i, j = i - 1, j - 1
             out.append((i0 + i, j0 + j))
         elif i and cost[i][j] == cost[i - 1][j] + 1:

@@ -19,6 +19,7 @@ from profiler.diff import kernel_family
 
 MATH_OPS = ("gemm", "conv", "attention")
 MAX_NAMES = 5
+SAME_TIME_RATIO = 1.05  # GPU times closer than this read as "about the same"
 
 
 @dataclass(frozen=True)
@@ -89,8 +90,12 @@ def _gpu_time(runs: _Runs) -> list[Finding]:
         return []
     fast, slow = (a, b) if gpu[a] <= gpu[b] else (b, a)
     ratio = gpu[slow] / gpu[fast]
-    text = (f"{runs.labels[fast]} needs {ratio:.1f}× less GPU time per iteration than "
-            f"{runs.labels[slow]}: {gpu[fast]:.1f} µs vs {gpu[slow]:.1f} µs.")
+    if ratio < SAME_TIME_RATIO:
+        text = (f"{runs.labels[a]} and {runs.labels[b]} need about the same GPU time per iteration: "
+                f"{gpu[a]:.1f} µs vs {gpu[b]:.1f} µs.")
+    else:
+        text = (f"{runs.labels[fast]} needs {ratio:.1f}× less GPU time per iteration than "
+                f"{runs.labels[slow]}: {gpu[fast]:.1f} µs vs {gpu[slow]:.1f} µs.")
     return [Finding("gpu_time", text, {"gpu_us_per_iter": gpu, "ratio": round(ratio, 3)})]
 
 

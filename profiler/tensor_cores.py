@@ -130,6 +130,7 @@ def classify(name: str) -> MathClass:
 def classify_frame(kernels: pd.DataFrame, name_column: str = "name") -> pd.DataFrame:
     """`kernels` plus columns tc_engine, tc_precision, tc_op, tc_rule (one classify per name)."""
     names = kernels[name_column].drop_duplicates()
-    table = pd.DataFrame([classify(n).__dict__ for n in names], index=names.to_numpy())
-    table.columns = ["tc_engine", "tc_precision", "tc_op", "tc_rule"]
+    columns = ["tc_engine", "tc_precision", "tc_op", "tc_rule"]
+    rows = [list(classify(n).__dict__.values()) for n in names]
+    table = pd.DataFrame(rows, index=names.to_numpy(), columns=columns)
     return kernels.join(table, on=name_column)

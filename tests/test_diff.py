@@ -113,3 +113,13 @@ def test_family_delta_sums_per_family():
     gemm = out.loc["sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n"]
     assert (gemm["kernels"], gemm["calls_delta"], gemm["us_delta"], gemm["presence"]) == (2, 0.0, -20.0, "both")
     assert out.loc["Memcpy DtoD", "presence"] == "only in a"
+
+
+def test_a_copy_is_never_paired_with_a_compute_kernel():
+    from profiler.diff import align, substitution_cost
+
+    # naive (copy + elementwise) vs flash (one kernel): the copy is 'only in a', the kernels pair up
+    assert align(["Memcpy DtoD", "elementwise_kernel"], ["flash_fwd_kernel"]) == [(0, None), (1, 0)]
+    assert substitution_cost("Memcpy DtoD", "flash_fwd_kernel") == 2
+    assert substitution_cost("gemm", "flash_fwd_kernel") == 1
+    assert substitution_cost("Memset", "Memcpy DtoD") == 1

@@ -120,3 +120,13 @@ def test_real_h100_trace_zero_occupancy_gemm(db_path):
     assert gemm[0].evidence["blocks_per_sm"] == 1
     assert gemm[0].evidence["occupancy_theoretical_pct"] == pytest.approx(100 * 120 / 132 * 384 / 2048)
     assert gemm[0].evidence["tensor_cores"] == "tensor core"
+
+
+def test_runs_within_five_percent_read_as_about_the_same(db_path):
+    store = Store(db_path)
+    base = json.loads((Path(__file__).parent / "fixtures" / "tiny_naive.json").read_text())
+    a = store.ingest(json.dumps(base).encode(), "a.json").trace_id
+    b = store.ingest(json.dumps(dict(base, traceName="copy")).encode(), "b.json").trace_id
+    texts = [f.text for f in compare_findings(store, a, b) if f.kind == "gpu_time"]
+    assert len(texts) == 1 and "about the same GPU time per iteration" in texts[0]
+    assert "×" not in texts[0]

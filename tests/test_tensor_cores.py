@@ -88,3 +88,12 @@ def test_classify_frame_adds_columns_per_row():
     assert list(out["tc_engine"]) == [CUDA, TENSOR, CUDA]
     assert list(out["dur_ns"]) == [1, 2, 3]
 
+
+
+def test_classify_frame_on_no_kernels_keeps_its_columns():
+    import pandas as pd
+
+    from profiler.tensor_cores import classify_frame
+
+    out = classify_frame(pd.DataFrame({"name": []}))
+    assert out.empty and list(out.columns) == ["name", "tc_engine", "tc_precision", "tc_op", "tc_rule"]
