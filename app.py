@@ -22,5 +22,5 @@ st.navigation({
              page("upload", "Upload")],
     "Analysis": [page("timeline", "Timeline"), page("kernels", "Kernels"),
                  page("launches", "Launches"), page("cpu-cost", "CPU cost"),
-                 page("compare", "Compare")],
+                 page("compare", "Compare"), page("sweep", "Sweep")],
 }).run()

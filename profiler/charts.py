@@ -268,3 +268,40 @@ def roofline_chart(roof: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
         tooltip=_tips(data, ["run", "point", "tflops", "intensity_flop_per_byte", "bound",
                              "pct_of_bound"]),
     )
+
+
+# ── sweep ────────────────────────────────────────────────────────────────────────────────────
+
+SWEEP_METRICS = {"gpu_us_per_iter": "GPU time per iteration", "cpu_us_per_iter": "CPU time per iteration"}
+SWEEP_SHAPE = ["batch", "heads", "head_dim", "dtype", "causal"]
+
+
+def sweep_series(sweep: pd.DataFrame) -> pd.DataFrame:
+    """``roofline.sweep_table`` rows of the (variant, shape) series measured at two or more
+    sequence lengths, with a ``series`` label (the variant, plus the shape when several)."""
+    keys = ["variant", *SWEEP_SHAPE]
+    lengths = sweep.groupby(keys, dropna=False)["seq_len"].transform("nunique")
+    out = sweep[lengths >= 2].copy()
+    if out.empty:
+        return out.assign(series=pd.Series(dtype=str))
+    shapes = out[SWEEP_SHAPE].astype(str).agg(" ".join, axis=1)
+    out["series"] = out["variant"] if shapes.nunique() <= 1 else out["variant"] + " · " + shapes
+    return out.reset_index(drop=True)
+
+
+def sweep_chart(series: pd.DataFrame) -> alt.Chart:
+    """GPU and CPU time per iteration vs sequence length, a line per series, log-log: where two
+    lines cross, the faster variant changes."""
+    data = series.melt(id_vars=["series", "seq_len", "runs"], value_vars=list(SWEEP_METRICS),
+                       var_name="metric", value_name="us_per_iter")
+    data["metric"] = data["metric"].map(SWEEP_METRICS)
+    return alt.Chart(data).mark_line(point=True).encode(
+        x=alt.X("seq_len:Q", title="sequence length", scale=alt.Scale(type="log", base=2),
+                axis=alt.Axis(values=sorted(series["seq_len"].unique().tolist()))),
+        y=alt.Y("us_per_iter:Q", title="µs per iteration (log)", scale=alt.Scale(type="log")),
+        color=alt.Color("series:N", title="variant", scale=alt.Scale(scheme=PALETTE),
+                        legend=alt.Legend(orient="top")),
+        tooltip=_tips(data, ["series", "metric", "seq_len", "us_per_iter", "runs"]),
+    ).properties(width=FACET_WIDTH_PX // 2, height=300).facet(
+        column=alt.Column("metric:N", title=None, sort=list(SWEEP_METRICS.values()))
+    ).resolve_scale(y="independent")

@@ -118,3 +118,22 @@ def test_per_run_and_search(tiny):
     assert len(charts.search(table, "kernel", "")) == 2
     assert charts.search(table, "kernel", "[").empty          # plain text, not a regex
     assert isinstance(charts.search(table, "kernel", None), pd.DataFrame)
+
+
+def test_sweep_series_keeps_variants_with_two_lengths_and_names_shapes_when_several():
+    import pandas as pd
+
+    from profiler.charts import sweep_chart, sweep_series
+
+    base = {"batch": 8, "heads": 16, "head_dim": 64, "dtype": "bf16", "causal": True, "runs": 1,
+            "gpu_us_per_iter": 1.0, "cpu_us_per_iter": 2.0}
+    rows = [dict(base, variant="flex", seq_len=s) for s in (512, 1024)]
+    rows += [dict(base, variant="naive", seq_len=512)]
+    one_shape = sweep_series(pd.DataFrame(rows))
+    assert list(one_shape["series"]) == ["flex", "flex"]
+    rows += [dict(base, variant="flex", seq_len=s, dtype="fp16") for s in (512, 1024)]
+    two_shapes = sweep_series(pd.DataFrame(rows))
+    assert sorted(set(two_shapes["series"])) == ["flex · 8 16 64 bf16 True", "flex · 8 16 64 fp16 True"]
+    spec = sweep_chart(two_shapes).to_dict()
+    assert spec["spec"]["encoding"]["x"]["scale"]["type"] == "log"
+    assert spec["spec"]["encoding"]["y"]["scale"]["type"] == "log"

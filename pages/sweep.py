@@ -1,0 +1,47 @@
+"""Sweep: GPU and CPU time per iteration against sequence length, one line per variant."""
+import streamlit as st
+
+from profiler import charts, findings, queries, roofline, ui
+
+Col = st.column_config
+COLUMNS = {
+    "series": Col.TextColumn("variant"),
+    "seq_len": Col.NumberColumn("seq len"),
+    "gpu_us_per_iter": Col.NumberColumn("GPU µs / iter", format="%.1f",
+                                        help="Kernels and copies, summed per iteration."),
+    "cpu_us_per_iter": Col.NumberColumn("CPU µs / iter", format="%.1f",
+                                        help="Self time of CPU ops per iteration."),
+    "runs": Col.NumberColumn("runs", help="Warm captured runs averaged into this point."),
+    "dtype": Col.TextColumn("dtype"),
+    "batch": Col.NumberColumn("batch"), "heads": Col.NumberColumn("heads"),
+    "head_dim": Col.NumberColumn("head dim"),
+}
+
+
+def no_sweep() -> None:
+    st.info("No sweep here: a sweep is a variant captured warm at two or more sequence lengths "
+            "with the same batch, heads, head dim and dtype. Capture one on the profile page "
+            "(pick several sequence lengths), or select such runs on the runs page.")
+    st.page_link(ui.PAGE_FILES["profile"], label="Profile a sweep", icon=ui.PAGE_ICONS["profile"])
+    st.stop()
+
+
+st.title("Sweep")
+state = ui.view_state("sweep")
+with ui.guard(), queries.session(ui.get_store()) as store:
+    runs = list(state.runs) or list(queries.run_catalog(store)["run_id"])
+    series = charts.sweep_series(roofline.sweep_table(store, runs))
+    if series.empty:
+        no_sweep()
+    source = f"the {len(state.runs)} selected runs" if state.runs else "every captured run in the store"
+    st.caption(f"Warm captured runs from {source}, averaged per variant and sequence length. Both "
+               "axes are logarithmic: where two lines cross, the faster variant changes.")
+    st.altair_chart(charts.sweep_chart(series))
+    st.subheader("Crossovers", divider="gray")
+    crossings = findings.sweep_findings(store, runs)
+    for finding in crossings:
+        st.markdown(f"- {finding.text}")
+    if not crossings:
+        st.markdown("No two variants swap places in GPU time over these lengths.")
+    st.dataframe(series, column_config=COLUMNS, column_order=list(COLUMNS), hide_index=True)
+    ui.csv_download(series, "sweep")
