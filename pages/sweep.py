@@ -34,8 +34,9 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     if series.empty:
         no_sweep()
     source = f"the {len(state.runs)} selected runs" if state.runs else "every captured run in the store"
-    st.caption(f"Warm captured runs from {source}, averaged per variant and sequence length. Both "
-               "axes are logarithmic: where two lines cross, the faster variant changes.")
+    st.caption(f"Warm runs among {source}, averaged per variant and sequence length. Both axes are "
+               "logarithmic: where two lines cross, the faster variant changes; where a variant's CPU "
+               "line is above its GPU line, it is CPU-bound at that length.")
     st.altair_chart(charts.sweep_chart(series))
     st.subheader("Crossovers", divider="gray")
     crossings = findings.sweep_findings(store, runs)
