@@ -14,12 +14,15 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from profiler import errors, metadata, trace
 from profiler.staging import Staging
+
+if TYPE_CHECKING:  # pandas loads only when a query result is read back
+    import pandas as pd
 
 SCHEMA_VERSION = 1
 # schema version -> the SQL that upgrades a store from the version before it (run in order on open)
@@ -129,7 +132,7 @@ class Store:
             con.execute("INSERT OR REPLACE INTO store_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
             self._ready = True
 
-    def query(self, sql: str, params: Any = None) -> "pandas.DataFrame":  # noqa: F821
+    def query(self, sql: str, params: Any = None) -> pd.DataFrame:
         """Run one read query and return its rows as a DataFrame."""
         with self.connect() as con:
             return con.execute(sql, params).df()

@@ -1,7 +1,6 @@
 """Shared test fixtures: paths to real traces and a fresh store per test."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -53,3 +52,24 @@ def fixture_store(tmp_path: Path):
     ids = {name: store.ingest(FIXTURES / name, source="captured" if "tiny_" in name and "old" not in name
                               else "uploaded").trace_id for name in FIXTURE_TRACES}
     return store, ids
+
+
+@pytest.fixture
+def tiny(db_path):
+    """The hand-written store of tests/tiny_store.py (rows inserted directly, no ingest)."""
+    from profiler.store import Store
+    from tests.tiny_store import insert_tiny
+
+    store = Store(db_path)
+    with store.connect() as con:
+        insert_tiny(con)
+    return store
+
+
+@pytest.fixture
+def labels(tiny) -> dict[str, str]:
+    """{run id: label} of the tiny store's runs."""
+    from profiler import charts, queries
+    from tests.tiny_store import RUNS
+
+    return charts.label_map(queries.run_labels(tiny, RUNS))

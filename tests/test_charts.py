@@ -6,25 +6,12 @@ fixed background or text colour, so Streamlit's light and dark themes both style
 from __future__ import annotations
 
 import pandas as pd
-import pytest
-from test_queries import RUNS, insert_tiny
 
 from profiler import charts
 from profiler import queries as q
-from profiler.store import Store
+from tests.tiny_store import RUNS
 
 
-@pytest.fixture
-def tiny(db_path) -> Store:
-    store = Store(db_path)
-    with store.connect() as con:
-        insert_tiny(con)
-    return store
-
-
-@pytest.fixture
-def labels(tiny) -> dict[str, str]:
-    return charts.label_map(q.run_labels(tiny, RUNS))
 
 
 def _spec(chart) -> dict:

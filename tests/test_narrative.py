@@ -2,25 +2,12 @@
 store of test_queries (a real DuckDB file); every number in them is checked by hand."""
 from __future__ import annotations
 
-import pytest
-from test_queries import RUNS, insert_tiny
 
 from profiler import charts, narrative
 from profiler import queries as q
-from profiler.store import Store
+from tests.tiny_store import RUNS
 
 
-@pytest.fixture
-def tiny(db_path) -> Store:
-    store = Store(db_path)
-    with store.connect() as con:
-        insert_tiny(con)
-    return store
-
-
-@pytest.fixture
-def labels(tiny) -> dict[str, str]:
-    return charts.label_map(q.run_labels(tiny, RUNS))
 
 
 def test_timeline_caption_says_what_was_left_out(tiny):
