@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 MODULES = sorted(p.stem for p in (ROOT / "profiler").glob("*.py") if not p.stem.startswith("__"))
 STREAMLIT_OK = {"ui"}
 TORCH_OK = {"capture", "variants"}
-PAGE_FORBIDDEN = {"duckdb", "torch", "profiler.store", "profiler.trace", "profiler.args"}
+PAGE_FORBIDDEN = {"duckdb", "torch", "profiler.store", "profiler.trace", "profiler.args", "profiler.source",
+                  "profiler.columns", "profiler.staging"}
 
 
 def _loaded_after_import(module: str) -> set[str]:

@@ -1,0 +1,141 @@
+"""Bytes of a trace, from a path, bytes or a binary file-like object (a Streamlit upload, say):
+decompressed when gzip (found by its magic bytes, whatever the file is called), hashed and
+size-capped as they go by, read ahead on a helper thread."""
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import io
+import os
+import threading
+import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from queue import Empty, Queue
+from typing import Any, BinaryIO
+
+from profiler import errors
+
+CHUNK_BYTES = 4 << 20
+DEFAULT_MAX_BYTES = 4 << 30  # decompressed size cap; also stops gzip bombs
+
+Source = str | os.PathLike | bytes | bytearray | memoryview | BinaryIO
+Progress = Callable[[float], None]
+
+
+class Chunks:
+    """Decompressed chunks of a source, hashed and size-capped as they go by."""
+
+    def __init__(self, src: Source, name: str, max_bytes: int, progress: Progress | None):
+        self.name, self.max_bytes, self.progress = name, max_bytes, progress
+        self.sha = hashlib.sha256()
+        self.size = 0
+        self._raw, self._total, self._owned = open_raw(src, name)
+
+    def __iter__(self) -> Iterator[bytes]:
+        """Chunks are read, decompressed and hashed on a helper thread (zlib and hashlib release
+        the GIL), so that work overlaps with decoding on the caller's thread."""
+        queue: Queue = Queue(maxsize=3)
+        stop = threading.Event()
+        worker = threading.Thread(target=self._produce, args=(queue, stop), daemon=True)
+        worker.start()
+        try:
+            while (item := queue.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise item
+                chunk, position = item
+                self._report(position)
+                yield chunk
+        finally:
+            stop.set()
+            while worker.is_alive():  # unblock a producer waiting on a full queue
+                with contextlib.suppress(Empty):
+                    queue.get_nowait()
+                worker.join(timeout=0.05)
+            if self._owned:
+                self._raw.close()
+
+    def _produce(self, queue: Queue, stop: threading.Event) -> None:
+        try:
+            stream = self._decompressing()
+            while not stop.is_set() and (chunk := self._read(stream)):
+                self.size += len(chunk)
+                if self.size > self.max_bytes:
+                    raise errors.TraceTooLargeError(
+                        self.name, f"decompressed size exceeds the {self.max_bytes / 2**30:.1f} GiB limit")
+                self.sha.update(chunk)
+                queue.put((chunk, self._position()))
+            queue.put(None)
+        except BaseException as e:  # noqa: BLE001 - handed to the consuming thread
+            queue.put(e)
+
+    def _position(self) -> int:
+        try:
+            return self._raw.tell()
+        except (OSError, ValueError):
+            return 0
+
+    def _decompressing(self) -> BinaryIO:
+        head = self._raw.peek(2)[:2] if hasattr(self._raw, "peek") else b""
+        if head == b"\x1f\x8b":
+            return gzip.GzipFile(fileobj=self._raw, mode="rb")  # type: ignore[return-value]
+        return self._raw
+
+    def _read(self, stream: BinaryIO) -> bytes:
+        try:
+            return stream.read(CHUNK_BYTES)
+        except EOFError as e:
+            raise errors.CorruptGzipError(self.name, "the gzip data ends early: the file is truncated") from e
+        except (gzip.BadGzipFile, zlib.error) as e:
+            raise errors.CorruptGzipError(self.name, f"the gzip data is corrupt ({e})") from e
+        except OSError as e:
+            if isinstance(stream, gzip.GzipFile):
+                raise errors.CorruptGzipError(self.name, f"the gzip data is corrupt ({e})") from e
+            raise errors.TraceError(self.name, f"cannot be read ({e.strerror or e})") from e
+
+    def _report(self, position: int) -> None:
+        if self.progress and self._total:
+            self.progress(min(1.0, position / self._total))
+
+
+def open_raw(src: Source, name: str) -> tuple[io.BufferedReader, int, bool]:
+    """A buffered binary reader over the source, its total size if known, and whether we own it."""
+    if isinstance(src, (bytes, bytearray, memoryview)):
+        return io.BufferedReader(io.BytesIO(bytes(src))), len(src), True
+    if isinstance(src, (str, os.PathLike)):
+        try:
+            return open(src, "rb"), os.path.getsize(src), True  # noqa: SIM115 - closed by _Chunks
+        except OSError as e:
+            raise errors.TraceError(name, f"cannot be read ({e.strerror or e})") from e
+    if not hasattr(src, "read"):
+        raise errors.TraceError(name, f"is not a path, bytes or a binary file (got {type(src).__name__})")
+    total = getattr(src, "size", None)
+    reader = src if hasattr(src, "peek") else io.BufferedReader(_ReadOnly(src))
+    return reader, total or 0, False  # type: ignore[return-value]
+
+
+class _ReadOnly(io.RawIOBase):
+    """Adapts any object with read() (e.g. a Streamlit UploadedFile) to a raw stream."""
+
+    def __init__(self, f: Any):
+        self._f = f
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        data = self._f.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+    def tell(self) -> int:
+        return self._f.tell()
+
+
+def display_name(src: Source, name: str | None) -> str:
+    if name:
+        return name
+    if isinstance(src, (str, os.PathLike)):
+        return Path(src).name
+    return getattr(src, "name", None) or "uploaded trace"
