@@ -94,6 +94,8 @@ def test_counts_and_gpu_time(runs):
     (gpu,) = kinds["gpu_time"]
     assert gpu.evidence["gpu_us_per_iter"] == {math: 32.0, cudnn: 82.0}
     assert gpu.evidence["ratio"] == pytest.approx(82 / 32, abs=1e-3)
+    assert "needs 32.0 µs of GPU time per iteration against 82.0 µs" in gpu.text
+    assert gpu.text.endswith("(2.6× faster).")
 
 
 def test_findings_are_sentences_with_json_evidence(runs):
@@ -130,3 +132,14 @@ def test_runs_within_five_percent_read_as_about_the_same(db_path):
     texts = [f.text for f in compare_findings(store, a, b) if f.kind == "gpu_time"]
     assert len(texts) == 1 and "about the same GPU time per iteration" in texts[0]
     assert "×" not in texts[0]
+
+
+def test_a_modest_gain_reads_as_a_percentage(db_path):
+    store = Store(db_path)
+    fixtures = Path(__file__).parent / "fixtures"
+    naive = store.ingest(fixtures / "tiny_naive.json").trace_id
+    inplace = store.ingest(fixtures / "tiny_inplace.json").trace_id
+    (gpu,) = [f for f in compare_findings(store, naive, inplace) if f.kind == "gpu_time"]
+    # per iteration: naive 30.125 + 4 + 10 (memcpy) + 25 + 1 (memset) over 2 steps = 35.0625 µs;
+    # in-place lacks the 10 µs copy: 30.0625 µs, so 14% less GPU time
+    assert gpu.text.endswith("(14% less GPU time).") and "30.1 µs" in gpu.text
