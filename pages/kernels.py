@@ -4,17 +4,14 @@ import streamlit as st
 from profiler import charts, queries, roofline, ui
 
 Col = st.column_config
-COLUMNS = {
-    "kernel": Col.TextColumn("kernel", width="large"),
+COLUMNS = {  # what a kernel engineer reads first (time, math engine, occupancy), launch shape after
+    "kernel": Col.TextColumn("kernel", width="medium"),
     "calls_per_iter": Col.NumberColumn("calls / iter", format="%.1f"),
     "us_per_iter": Col.NumberColumn("µs / iter", format="%.1f"),
-    "mean_us": Col.NumberColumn("mean µs", format="%.2f"),
     "gpu_time_share_pct": Col.ProgressColumn("share of GPU time", format="%.1f%%", min_value=0,
                                              max_value=100),
-    "grid": Col.TextColumn("grid"),
-    "block": Col.TextColumn("block"),
-    "registers_per_thread": Col.NumberColumn("regs / thread"),
-    "shared_mem_bytes": Col.NumberColumn("shared mem (B)", format="localized"),
+    "tc_engine": Col.TextColumn("math", help="Tensor cores or CUDA cores, read from the name."),
+    "tc_precision": Col.TextColumn("precision"),
     "est_occupancy_pct": Col.NumberColumn(
         "reported occ. %", format="%.0f",
         help="Kineto's static estimate. It reads 0 for kernels that opt into more than 48 KB of "
@@ -22,9 +19,15 @@ COLUMNS = {
     "theory_occupancy_pct": Col.NumberColumn(
         "theoretical occ. %", format="%.1f",
         help="CUDA occupancy calculator with opt-in shared memory, capped by the grid size."),
+    "reads_zero_but_ran": Col.CheckboxColumn(
+        "0 % but ran", help="The trace reports 0 % occupancy, yet the kernel ran: see the "
+                            "theoretical value and what limits it."),
     "occupancy_limiter": Col.TextColumn("limited by"),
-    "tc_engine": Col.TextColumn("math", help="Tensor cores or CUDA cores, read from the name."),
-    "tc_precision": Col.TextColumn("precision"),
+    "grid": Col.TextColumn("grid"),
+    "block": Col.TextColumn("block"),
+    "registers_per_thread": Col.NumberColumn("regs / thread"),
+    "shared_mem_bytes": Col.NumberColumn("shared mem (B)", format="localized"),
+    "mean_us": Col.NumberColumn("mean µs", format="%.2f"),
     "calls": Col.NumberColumn("calls (all iters)"),
     "total_us": Col.NumberColumn("µs (all iters)", format="%.1f"),
 }
@@ -75,13 +78,11 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         st.info("No kernels match." if found else "The selected runs recorded no GPU kernels.")
     else:
         st.altair_chart(charts.kernel_time_chart(table, labels), width="stretch")
-        columns = st.columns(min(len(runs), 2))
-        for i, (run, rows) in enumerate(charts.per_run(table, runs)):
-            with columns[i % len(columns)]:
-                st.subheader(labels.get(run, run), divider="gray")
-                st.caption(f"{len(rows)} kernel names")
-                st.dataframe(rows, column_config=COLUMNS, column_order=list(COLUMNS),
-                             hide_index=True, width="stretch")
-                ui.csv_download(rows, f"kernels-{run}")
+        for run, rows in charts.per_run(table, runs):  # full width, so math and occupancy show
+            st.subheader(labels.get(run, run), divider="gray")
+            st.caption(f"{len(rows)} kernel names")
+            st.dataframe(rows, column_config=COLUMNS, column_order=list(COLUMNS),
+                         hide_index=True, width="stretch", placeholder="—")
+            ui.csv_download(rows, f"kernels-{run}")
     roofline_section(store, runs, labels)
     ui.copy_link(state)

@@ -108,13 +108,14 @@ def kernel_table(store, run_ids) -> pd.DataFrame:
 
 
 DETAIL_COLUMNS = ["tc_engine", "tc_precision", "tc_op", "tc_rule", "theory_occupancy_pct",
-                  "occupancy_limiter"]
+                  "occupancy_limiter", "reads_zero_but_ran"]
 
 
 def kernel_details(store, run_ids) -> pd.DataFrame:
     """``kernel_table`` plus theoretical occupancy letting kernels opt into large shared memory
-    (theory_occupancy_pct, occupancy_limiter: what Kineto's 0 % really means) and the math
-    engine read from the name (tc_engine, tc_precision, tc_op, tc_rule)."""
+    (theory_occupancy_pct, occupancy_limiter: what Kineto's 0 % really means; reads_zero_but_ran
+    flags a reported 0 % that the calculator does not confirm) and the math engine read from the
+    name (tc_engine, tc_precision, tc_op, tc_rule)."""
     kernels = kernel_table(store, run_ids)
     if kernels.empty:
         return kernels.reindex(columns=[*kernels.columns, *DETAIL_COLUMNS])
@@ -123,6 +124,7 @@ def kernel_details(store, run_ids) -> pd.DataFrame:
     theory = [_theory(row, devices.get(row.run_id)) for row in table.itertuples()]
     table["theory_occupancy_pct"] = [t.occupancy_pct for t in theory]
     table["occupancy_limiter"] = [t.limiter for t in theory]
+    table["reads_zero_but_ran"] = (table["est_occupancy_pct"] == 0) & (table["theory_occupancy_pct"] > 0)
     return table
 
 

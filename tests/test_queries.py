@@ -216,3 +216,13 @@ def test_kernel_and_api_deltas(tiny):
     assert api.loc["cuLaunchKernel", "presence"] == "only in a"
     with pytest.raises(q.QueryError, match="two different runs"):
         q.kernel_delta(tiny, "runa", "runa")
+
+
+def test_kernel_details_flags_a_reported_zero_that_really_ran(fixture_store):
+    store, ids = fixture_store
+    details = q.kernel_details(store, [ids["tiny_naive.json"]]).set_index("kernel")
+    cudnn = details.loc["cudnn_generated_fort_native_sdpa_sm90_flash_fprop"]
+    # 196,608 B of shared memory per block: Kineto's 48 KB default fits none, so it reports 0 %
+    assert cudnn["est_occupancy_pct"] == 0 and cudnn["theory_occupancy_pct"] > 0
+    assert bool(cudnn["reads_zero_but_ran"])
+    assert not details["reads_zero_but_ran"].drop(index=cudnn.name).any()
