@@ -221,9 +221,10 @@ def alignment_chart(aligned: pd.DataFrame, label_a: str, label_b: str) -> alt.Ch
     return alt.Chart(data, title="Kernel sequence of one iteration, aligned").mark_rect().encode(
         x=alt.X("slot:O", title="aligned position", axis=alt.Axis(labels=False, ticks=False)),
         y=alt.Y("run:N", sort=[label_a, label_b], title=None, axis=alt.Axis(labelLimit=320)),
-        color=alt.Color("status:N", scale=alt.Scale(domain=ALIGN_STATUSES, scheme=PALETTE)),
+        color=alt.Color("status:N", scale=alt.Scale(domain=ALIGN_STATUSES, scheme=PALETTE),
+                        legend=alt.Legend(orient="top", title=None)),
         tooltip=_tips(data, ["run", "slot", "name", "dur_us", "status", "family"]),
-    ).properties(height=90)
+    ).properties(height=alt.Step(34))  # a fixed row height: the legend above cannot squash the strips
 
 
 def delta_chart(delta: pd.DataFrame, top_n: int = TOP_N) -> alt.Chart:
