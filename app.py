@@ -5,7 +5,7 @@ Every page is listed here with a stable `url_path`; shared links use these paths
 """
 import streamlit as st
 
-from profiler.ui import PAGE_FILES, PAGE_ICONS, entered_through_app
+from profiler.ui import PAGE_FILES, PAGE_ICONS, entered_through_app, preload_capture
 
 st.set_page_config(page_title="Attention trace dashboard", page_icon=":material/timer:",
                    layout="wide")
@@ -17,6 +17,7 @@ def page(url_path: str, title: str, default: bool = False) -> st.Page:
 
 
 entered_through_app()
+preload_capture()
 st.navigation({
     "Runs": [page("runs", "Runs", default=True), page("profile", "Profile"),
              page("upload", "Upload")],

@@ -27,13 +27,17 @@ sys.path.insert(0, str(ROOT / "bench"))
 from make_large_trace import make_large_trace  # noqa: E402
 
 from profiler import queries  # noqa: E402
+from profiler.samples import seed_if_empty  # noqa: E402
+from profiler.ui import preload_capture  # noqa: E402
 from profiler.store import Store  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
 SHARED = ROOT.parent / "shared" / "traces"
 FIXTURES = sorted((ROOT / "tests" / "fixtures" / "pages").glob("*.json")) + sorted(
     (ROOT / "tests" / "fixtures").glob("tiny_*.json"))
-PAGES = ("timeline", "kernels", "launches", "cpu-cost", "compare")
+PAGES = ("timeline", "kernels", "launches", "cpu-cost", "compare")  # analysis pages
+OTHER_PAGES = ("runs", "upload", "profile", "sweep")
+SAMPLES = ROOT / "data" / "samples"
 LIMIT_S = 1.0
 
 
@@ -73,7 +77,8 @@ def time_page(page: str, params: dict[str, str], repeat: int) -> dict:
 
 def scenarios(small: list[str], large: str) -> list[tuple[str, str, dict[str, str]]]:
     every = ",".join([large, *small])
-    return ([(page, "all 11 runs", {"runs": every}) for page in PAGES]
+    return ([(page, "all 11 runs", {"runs": every}) for page in PAGES + OTHER_PAGES]
+            + [(page, "none", {}) for page in ("runs", "sweep")]
             + [(page, "large run alone", {"runs": large}) for page in PAGES if page != "compare"]
             + [("compare", "large vs a small run", {"runs": f"{large},{small[0]}"})])
 
@@ -135,13 +140,22 @@ def main() -> None:
     events = int(store.query("SELECT events FROM traces WHERE trace_id = $id", {"id": large}).iloc[0, 0])
     os.environ["PROFILER_DB"], os.environ["PROFILER_SEED"] = str(db), "0"
     warm_up_s = time_page("kernels", {"runs": large}, 1)["max_s"]   # imports, store cache
+    preload_capture().join()  # the app imports torch on a helper thread at start (ui.preload_capture)
     rows = []
     for page, runs, params in scenarios(small, large):
         rows.append((page, runs, time_page(page, params, args.repeat)))
         print(page, runs, f"{rows[-1][2]['median_s']:.2f} s", rows[-1][2]["problems"], flush=True)
+    samples_db = OUT / "pages-samples.duckdb"
+    seed_if_empty(Store(samples_db), SAMPLES)
+    os.environ["PROFILER_DB"] = str(samples_db)
+    rows.append(("sweep", "none, 54 H200 sample runs (36 in the sweep)", time_page("sweep", {}, args.repeat)))
+    rows.append(("runs", "4 of the 54 H200 samples (findings)", time_page(
+        "runs", {"runs": ",".join(queries.run_catalog(Store(samples_db))["run_id"][:4])}, args.repeat)))
     notes = [timeline_stress(store, large),
              f"Warm-up (the first script run in a fresh process: imports of streamlit, altair, "
-             f"pandas, duckdb and opening the store): {warm_up_s:.2f} s, not counted above"]
+             f"pandas, duckdb and opening the store): {warm_up_s:.2f} s, not counted above; torch and "
+             f"the variants' compiler probe load on a helper thread when the app starts "
+             f"(ui.preload_capture), awaited before timing"]
     text = report(rows, notes, events, args.repeat)
     print(text)
     if args.write_results:

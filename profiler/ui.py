@@ -300,6 +300,21 @@ class _VariantBars:
         self.seen = max(self.seen, finished)
 
 
+@st.cache_resource
+def preload_capture() -> threading.Thread:
+    """Import the capture layer (torch, and the compiler probe behind the variants' availability:
+    seconds) on a helper thread once per server, so the profile page's first visitor does not
+    wait for it."""
+    def load() -> None:
+        from profiler import variants
+
+        variants.availability(variants.Setting(device=variants.default_device()))
+
+    thread = threading.Thread(target=load, name="preload-capture", daemon=True)
+    thread.start()
+    return thread
+
+
 def capture_runs(config) -> tuple[list, list]:
     """Capture ``config`` (a ``capture.CaptureConfig``) with live bars, then ingest the traces."""
     from profiler import capture  # torch loads only when someone captures
