@@ -19,10 +19,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_large_trace import make_large_trace  # noqa: E402
+from results import write_section  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_TRACE = ROOT / "bench" / "out" / "large.trace.json"
-RESULTS = ROOT / "bench" / "RESULTS.md"
+
 HTA = """import sys
 from hta.common.trace import parse_trace_file
 meta, df, symbols = parse_trace_file(sys.argv[1])
@@ -112,18 +113,6 @@ def section(trace: Path, info: str, runs: dict, before: str) -> str:
             f"{table(size, runs)}\n\n{verdict(runs, size)}\n")
 
 
-def write_results(text: str) -> None:
-    """Replace the '## Ingest' section of RESULTS.md (up to the next '## ' heading), or append it."""
-    old = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-    start = old.find("## Ingest\n")
-    if start < 0:
-        new = old.rstrip("\n") + "\n\n" + text
-    else:
-        end = old.find("\n## ", start + 1)
-        new = old[:start] + text + (old[end:] if end >= 0 else "")
-    RESULTS.write_text(new)
-
-
 def count_events(trace: Path) -> int:
     """Events in a trace written by make_large_trace (one event per line)."""
     with open(trace, "rb") as f:
@@ -155,7 +144,7 @@ def main():
     text = section(args.trace, info, runs, before)
     print(text)
     if args.write_results:
-        write_results(text)
+        write_section("Ingest", text)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from make_large_trace import make_large_trace  # noqa: E402
+from results import write_section  # noqa: E402
 
 from profiler import queries  # noqa: E402
 from profiler.samples import seed_if_empty  # noqa: E402
@@ -116,18 +117,6 @@ def report(rows: list[tuple], notes: list[str], events: int, repeat: int) -> str
     return "\n".join(lines + [""] + [f"- {note}" for note in notes] + [""])
 
 
-def write_section(text: str, path: Path = ROOT / "bench" / "RESULTS.md") -> None:
-    """Replace the '## Pages' section of RESULTS.md (or append it); other sections stay."""
-    old = path.read_text() if path.exists() else "# Benchmark results\n"
-    start = old.find("## Pages\n")
-    if start < 0:
-        new = old.rstrip("\n") + "\n\n" + text
-    else:
-        end = old.find("\n## ", start + 1)
-        new = old[:start] + text + (old[end + 1:] if end >= 0 else "")
-    path.write_text(new.rstrip("\n") + "\n")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=230, help="large trace size, MB (>1M events)")
@@ -159,7 +148,7 @@ def main() -> None:
     text = report(rows, notes, events, args.repeat)
     print(text)
     if args.write_results:
-        write_section(text)
+        write_section("Pages", text)
 
 
 if __name__ == "__main__":
