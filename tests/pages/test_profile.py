@@ -39,7 +39,10 @@ def test_capture_adds_selected_runs_with_a_live_bar_per_variant(pages, page_stor
     # a cold and a warm run of each variant, described by the trace's own metadata
     assert sorted(zip(new["variant"], new["cold"])) == [
         ("naive", False), ("naive", True), ("sdpa_math", False), ("sdpa_math", True)]
-    assert set(new["shape"]) == {"1×4×128×64"}
+    shape = "×".join(str(int(next(n for n in at.number_input if n.label == label).value))
+                     for label in ("batch", "heads")) + "×128×" + str(int(next(
+                         n for n in at.number_input if n.label == "head dim").value))
+    assert set(new["shape"]) == {shape}  # the page's defaults for this device, and the chosen length
     assert set(at.query_params["runs"].split(",")) == set(new["run_id"])
     bars = {b.proto.text.split(":")[0]: b.proto.value for b in at.get("progress")}
     assert bars == {"sdpa_math": 100, "naive": 100}
