@@ -1,8 +1,9 @@
 """The DuckDB store: one file, opened briefly per call, written one whole trace per transaction.
 
 Ingest streams a trace into compact Arrow columns (profiler/staging.py), nests its ops, and only
-then opens the store to work out iterations and copy everything in one transaction. The store file is therefore held for seconds at most, and other
-processes (the dashboard, the command line) get their turn; a locked file is retried briefly.
+then opens the store to work out iterations and copy everything in one transaction. The store
+file is therefore held for seconds at most, and other processes (the dashboard, the command line)
+get their turn; a locked file is retried briefly.
 """
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ class IngestResult:
 
 
 class Store:
-    """A store file. Cheap to construct; every call opens and closes its own connection."""
+    """A store file. Cheap to construct; every call works on its own short-lived cursor."""
 
     def __init__(self, path: str | os.PathLike | None = None, *, lock_timeout_s: float = LOCK_TIMEOUT_S):
         self.path = Path(path) if path is not None else default_db_path()
@@ -117,20 +118,28 @@ class Store:
             delay = min(delay * 2, 0.5)
 
     def _ensure_schema(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Migrate an older store, refuse a newer one, then create what is missing."""
         with _init_lock:
             if self._ready:
                 return
-            con.execute(SCHEMA_SQL.read_text())
-            row = con.execute("SELECT value FROM store_meta WHERE key = 'schema_version'").fetchone()
-            version = int(row[0]) if row else SCHEMA_VERSION
+            version = self._stored_version(con)
             if version > SCHEMA_VERSION:
                 raise errors.StoreError(
                     f"store {self.path} has schema version {version}, newer than this program "
                     f"understands ({SCHEMA_VERSION}); upgrade the dashboard")
             for target in range(version + 1, SCHEMA_VERSION + 1):
                 con.execute(MIGRATIONS[target])
+            con.execute(SCHEMA_SQL.read_text())
             con.execute("INSERT OR REPLACE INTO store_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
             self._ready = True
+
+    @staticmethod
+    def _stored_version(con: duckdb.DuckDBPyConnection) -> int:
+        """The store's schema version; a new, empty file counts as the current one."""
+        found = con.execute("SELECT count(*) FROM information_schema.tables "
+                            "WHERE table_name = 'store_meta'").fetchone()[0]
+        row = con.execute("SELECT value FROM store_meta WHERE key = 'schema_version'").fetchone() if found else None
+        return int(row[0]) if row else SCHEMA_VERSION
 
     def query(self, sql: str, params: Any = None) -> pd.DataFrame:
         """Run one read query and return its rows as a DataFrame."""
@@ -140,10 +149,6 @@ class Store:
     def schema_version(self) -> int:
         with self.connect() as con:
             return int(con.execute("SELECT value FROM store_meta WHERE key = 'schema_version'").fetchone()[0])
-
-    def has_trace(self, trace_id: str) -> bool:
-        with self.connect() as con:
-            return con.execute("SELECT 1 FROM traces WHERE trace_id = ?", [trace_id]).fetchone() is not None
 
     # --- ingest -----------------------------------------------------------------------------
 
