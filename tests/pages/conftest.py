@@ -31,6 +31,19 @@ SHARED_TRACES = ROOT.parent / "shared" / "traces"
 ROCM_TRACE = SHARED_TRACES / "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"
 PAGE_FILE = {page: f"pages/{page.replace('-', '_')}.py" for page in PAGES}
 TIMEOUT_S = 60
+FLASH, NAIVE = "sdpa_flash_small.json", "naive_small.json"  # fixture runs in tests/fixtures/pages
+ROCM = ROCM_TRACE.name
+
+
+def tables_with(at: AppTest, column: str) -> list:
+    """The DataFrames on the page that have `column`."""
+    return [df.value for df in at.dataframe if column in df.value.columns]
+
+
+def param(at: AppTest, key: str) -> list[str]:
+    """A query parameter of the page's URL, as a list (one value or several)."""
+    value = at.query_params[key]
+    return value if isinstance(value, list) else [value]
 
 
 def fixture_traces() -> list[Path]:

@@ -1,16 +1,7 @@
 """Compare page on the fixture store: the naive run's extra Memcpy is marked, deltas, URL state."""
 from __future__ import annotations
 
-FLASH, NAIVE = "sdpa_flash_small.json", "naive_small.json"
-
-
-def _table_with(at, column: str):
-    return [df.value for df in at.dataframe if column in df.value.columns]
-
-
-def _param(at, key: str) -> list[str]:
-    value = at.query_params[key]
-    return value if isinstance(value, list) else [value]
+from tests.pages.conftest import FLASH, NAIVE, tables_with as _table_with, param as _param
 
 
 def test_alignment_marks_the_copy_only_the_naive_run_makes(pages, page_store, run_ids):

@@ -3,12 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-FLASH, NAIVE = "sdpa_flash_small.json", "naive_small.json"
-ROCM = "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"
-
-
-def _table_with(at, column: str):
-    return [df.value for df in at.dataframe if column in df.value.columns]
+from tests.pages.conftest import FLASH, NAIVE, ROCM, tables_with as _table_with
 
 
 def test_summary_ops_and_charts(pages, page_store, run_ids):

@@ -3,13 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-FLASH, NAIVE = "sdpa_flash_small.json", "naive_small.json"
-ROCM = "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"
-
-
-def _param(at, key: str) -> list[str]:
-    value = at.query_params[key]
-    return value if isinstance(value, list) else [value]
+from tests.pages.conftest import FLASH, NAIVE, ROCM, param as _param
 
 
 def _tables(at):

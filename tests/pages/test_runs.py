@@ -7,8 +7,7 @@ import pandas as pd
 
 from profiler import catalog, queries
 from profiler.samples import sample_files
-
-FLASH, NAIVE = "sdpa_flash_small.json", "naive_small.json"
+from tests.pages.conftest import FLASH, NAIVE
 
 
 def _catalog(at):

@@ -4,17 +4,11 @@ from __future__ import annotations
 
 import json
 
-FLASH, NAIVE = "sdpa_flash_small.json", "naive_small.json"
-ROCM = "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"
+from tests.pages.conftest import FLASH, NAIVE, ROCM, param as _param
 
 
 def _specs(at) -> list[dict]:
     return [json.loads(chart.proto.spec) for chart in at.get("vega_lite_chart")]
-
-
-def _param(at, key: str) -> list[str]:
-    value = at.query_params[key]
-    return value if isinstance(value, list) else [value]
 
 
 def test_one_panel_per_run_with_cpu_and_gpu_lanes(pages, page_store, run_ids):
