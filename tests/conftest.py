@@ -1,17 +1,69 @@
-"""Shared test fixtures: paths to real traces and a fresh store per test."""
+"""Shared test fixtures: paths to real traces and a fresh store per test.
+
+Real third-party traces (other people's models, GPUs and profiler versions) are not part of the
+repository. Tests that read them are marked `third_party` and take them from the folder named by
+$PROFILER_TEST_TRACES (default: `../shared/traces` beside the clone, when it exists). Without that
+folder they are skipped with one reason line each; `--require-traces` makes a missing folder an
+error instead (our CI uses it so that every one of them runs).
+"""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
-SHARED_TRACES = ROOT.parent / "shared" / "traces"
+SAMPLES = ROOT / "data" / "samples"
+TRACES_ENV = "PROFILER_TEST_TRACES"
+
+
+def _third_party_dir() -> Path:
+    named = os.environ.get(TRACES_ENV)
+    return Path(named).expanduser().resolve() if named else ROOT.parent / "shared" / "traces"
+
+
+SHARED_TRACES = _third_party_dir()
+HAVE_SHARED = SHARED_TRACES.is_dir() and any(SHARED_TRACES.glob("*.json*"))
+MISSING_REASON = (f"needs the third-party traces: none in {SHARED_TRACES} "
+                  f"(set {TRACES_ENV} to a folder of them)")
+
+
+def real_traces() -> list[Path]:
+    """The third-party trace files (empty when the folder is missing)."""
+    if not HAVE_SHARED:
+        return []
+    return sorted(p for p in SHARED_TRACES.iterdir() if p.name.endswith((".json", ".json.gz")))
+
+
+def trace_params(paths: list, ids=lambda p: Path(p).name[:40]) -> list:
+    """`paths` as pytest params; with no third-party traces, one placeholder param marked
+    `third_party` so the test reports one skip with the reason instead of vanishing."""
+    if paths:
+        return [pytest.param(p, id=ids(p)) for p in paths]
+    return [pytest.param(None, id="no-third-party-traces", marks=pytest.mark.third_party)]
+
+
+def pytest_addoption(parser):
+    parser.addoption("--require-traces", action="store_true",
+                     help=f"fail instead of skipping when ${TRACES_ENV} (or ../shared/traces) is missing")
+
+
+def pytest_configure(config):
+    if config.getoption("--require-traces") and not HAVE_SHARED:
+        raise pytest.UsageError(f"--require-traces: no third-party traces in {SHARED_TRACES} "
+                                f"(set {TRACES_ENV})")
 
 
 def pytest_collection_modifyitems(config, items):
-    """GPU tests need CUDA; on a machine without it they are deselected, not silently passed."""
+    """Tests of third-party traces skip with a reason when the traces are missing. GPU tests need
+    CUDA; on a machine without it they are deselected, not silently passed."""
+    if not HAVE_SHARED:
+        skip = pytest.mark.skip(reason=MISSING_REASON)
+        for item in items:
+            if "third_party" in item.keywords:
+                item.add_marker(skip)
     try:
         import torch
 
@@ -30,13 +82,6 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "store.duckdb"
-
-
-@pytest.fixture
-def shared_traces() -> list[Path]:
-    paths = sorted(p for p in SHARED_TRACES.iterdir() if p.name.endswith((".json", ".json.gz")))
-    assert paths, f"no real traces found in {SHARED_TRACES}"
-    return paths
 
 
 FIXTURE_TRACES = ("tiny_naive.json", "tiny_inplace.json", "tiny_old_format.json")

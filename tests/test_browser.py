@@ -2,7 +2,8 @@
 
 Opens a share URL for every page, checks that the page rendered its content without an exception,
 uploads a trace through the uploader (and two at once from two sessions), and saves screenshots to
-test-artifacts/ (look at them). `.ci/run` installs chromium when it is missing.
+test-artifacts/ (look at them). Needs a Chromium at /usr/bin/chromium (or $PROFILER_CHROMIUM);
+`./run-tests` installs Debian's package when it can.
 """
 from __future__ import annotations
 
@@ -21,21 +22,28 @@ from playwright import sync_api
 from profiler import queries
 from profiler.share import PAGES, ViewState, parse_url, share_url
 from profiler.store import Store
+from tests.conftest import HAVE_SHARED, SAMPLES, SHARED_TRACES
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = os.environ.get("PROFILER_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 PAGE_FIXTURES = ROOT / "tests" / "fixtures" / "pages"
-SHARED = ROOT.parent / "shared" / "traces"
+# our fixtures, plus a real ROCm trace and real uploads from other people's models when the
+# third-party traces are present; our own H200 samples otherwise
 SEED = [*sorted(PAGE_FIXTURES.glob("*.json")),
-        SHARED / "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"]
-SINGLE_UPLOAD = SHARED / "hta__ns_resolution__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
-UPLOADS = [SHARED / "param__dlrm_kineto__worker0_step_12.1694128201545.pt.trace.json",
-           SHARED / "tracelens__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"]
+        *([SHARED_TRACES / "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"] if HAVE_SHARED else [])]
+if HAVE_SHARED:
+    SINGLE_UPLOAD = SHARED_TRACES / "hta__ns_resolution__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
+    UPLOADS = [SHARED_TRACES / "param__dlrm_kineto__worker0_step_12.1694128201545.pt.trace.json",
+               SHARED_TRACES / "tracelens__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"]
+else:
+    SINGLE_UPLOAD = SAMPLES / "default" / "sdpa_flash_b8_h16_s1024_d64_bf16_causal_warm.json.gz"
+    UPLOADS = [SAMPLES / "default" / "naive_b8_h16_s1024_d64_bf16_causal_warm.json.gz",
+               SAMPLES / "default" / "sdpa_cudnn_b8_h16_s1024_d64_bf16_causal_warm.json.gz"]
 # what each page must show once rendered, besides its title
 PAGE_TEXT = {"runs": "runs in the store", "profile": "Run capture", "upload": "MB per file"}
 WAIT_MS = 90_000
@@ -63,7 +71,6 @@ def _wait_healthy(url: str, proc: subprocess.Popen, deadline_s: float = 90) -> N
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """A streamlit server on a free port over a temp store seeded from the fixture traces."""
-    assert shutil.which(CHROMIUM) or Path(CHROMIUM).exists(), "install chromium (apt-get install chromium)"
     db = tmp_path_factory.mktemp("browser") / "store.duckdb"
     store = Store(db)
     ids = [store.ingest(p).trace_id for p in SEED]
@@ -87,6 +94,9 @@ def server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
+    if not (shutil.which(CHROMIUM) or Path(CHROMIUM).is_file()):
+        pytest.fail(f"No Chromium at {CHROMIUM}: install it (Debian/Ubuntu: sudo apt-get install chromium) "
+                    f"or set PROFILER_CHROMIUM to its path.", pytrace=False)
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

@@ -17,9 +17,9 @@ import pytest
 from profiler.errors import UnknownRunError
 from profiler.findings import compare_findings, run_findings
 from profiler.store import Store
+from tests.conftest import SHARED_TRACES
 
 FIXTURES = Path(__file__).parent / "fixtures" / "analysis"
-SHARED_TRACES = Path(__file__).resolve().parent.parent.parent / "shared" / "traces"
 
 
 @pytest.fixture
@@ -111,6 +111,7 @@ def test_unknown_run_is_a_clear_error(runs):
         compare_findings(store, math, "nosuchrun")
 
 
+@pytest.mark.third_party
 def test_real_h100_trace_zero_occupancy_gemm(db_path):
     store = Store(db_path)
     run = store.ingest(SHARED_TRACES / "tracelens__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz").trace_id

@@ -1,4 +1,4 @@
-"""Every real third-party trace in ../shared/traces ingests, and its kernels add up to what an
+"""Every real third-party trace ($PROFILER_TEST_TRACES) ingests, and its kernels add up to what an
 independent reading of the same file (json + Decimal) says."""
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from decimal import Decimal
 import pytest
 
 from profiler.store import Store
-from tests.conftest import SHARED_TRACES
+from tests.conftest import SHARED_TRACES, real_traces, trace_params
 
-REAL = sorted(p for p in SHARED_TRACES.iterdir() if p.name.endswith((".json", ".json.gz")))
+REAL = real_traces()
+pytestmark = pytest.mark.third_party
 
 
 def independent_kernel_totals(path) -> tuple[int, int, int]:
@@ -24,7 +25,7 @@ def independent_kernel_totals(path) -> tuple[int, int, int]:
     return len(events), len(kernels), total_ns
 
 
-@pytest.mark.parametrize("path", REAL, ids=[p.name[:40] for p in REAL])
+@pytest.mark.parametrize("path", trace_params(REAL))
 def test_real_trace_ingests_with_exact_kernel_totals(db_path, path):
     events, kernels, total_ns = independent_kernel_totals(path)
     store = Store(db_path)

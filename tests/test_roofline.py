@@ -13,9 +13,9 @@ from profiler.roofline import (AttentionShape, RooflineError, attention_flops, a
                                crossovers, sweep_table)
 from profiler.findings import sweep_findings
 from profiler.store import Store
+from tests.conftest import SHARED_TRACES
 
 FIXTURES = Path(__file__).parent / "fixtures" / "analysis"
-SHARED_TRACES = Path(__file__).resolve().parent.parent.parent / "shared" / "traces"
 
 H200 = builtin_device("NVIDIA H200")
 
@@ -89,6 +89,7 @@ def test_frame_keeps_bad_runs_as_error_rows():
     assert out.loc["b", "error"].startswith("run b:")
 
 
+@pytest.mark.third_party
 def test_roofline_table_from_the_store(db_path):
     store = Store(db_path)
     cudnn = store.ingest(FIXTURES / "run_cudnn.json").trace_id

@@ -1,8 +1,8 @@
 """AppTest helpers for the page tests: a real store built from fixture traces, and `open_page`.
 
 `page_store` is a fresh copy (per test) of a DuckDB store holding the hand-written runs in
-`tests/fixtures/pages/` (captured-style, with `attention_run` metadata) and one real ROCm trace
-from `../shared/traces/`; `run_ids` maps each fixture file name to its run id; `empty_store` is
+`tests/fixtures/pages/` (captured-style, with `attention_run` metadata) and, when the third-party
+traces are present (tests/conftest.py), one real ROCm trace; `run_ids` maps each fixture file name to its run id; `empty_store` is
 an empty one (samples seeding off). The `pages` fixture drives the app:
 
     at = pages.open("kernels", runs="id1,id2", iter="1")   # as a shared link opens it
@@ -24,10 +24,10 @@ from streamlit.testing.v1 import AppTest
 
 from profiler.share import PAGES
 from profiler.store import Store
+from tests.conftest import HAVE_SHARED, SHARED_TRACES
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE_FIXTURES = ROOT / "tests" / "fixtures" / "pages"
-SHARED_TRACES = ROOT.parent / "shared" / "traces"
 ROCM_TRACE = SHARED_TRACES / "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"
 PAGE_FILE = {page: f"pages/{page.replace('-', '_')}.py" for page in PAGES}
 TIMEOUT_S = 60
@@ -47,7 +47,9 @@ def param(at: AppTest, key: str) -> list[str]:
 
 
 def fixture_traces() -> list[Path]:
-    return sorted(PAGE_FIXTURES.glob("*.json")) + [ROCM_TRACE]
+    """The page fixtures, plus the ROCm trace where the third-party traces are present (tests
+    that open it are marked `third_party`)."""
+    return sorted(PAGE_FIXTURES.glob("*.json")) + ([ROCM_TRACE] if HAVE_SHARED else [])
 
 
 @pytest.fixture(scope="session")

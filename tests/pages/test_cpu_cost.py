@@ -40,6 +40,7 @@ def test_cold_and_warm_runs_of_one_shape_side_by_side(pages, page_store, run_ids
     assert pairs.loc[0, "cpu_cold_over_warm"] == 3.0
 
 
+@pytest.mark.third_party
 def test_rocm_run_is_cpu_bound(pages, page_store, run_ids):
     at = pages.open("cpu-cost", runs=run_ids[ROCM])
     pages.assert_clean(at)

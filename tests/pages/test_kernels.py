@@ -36,6 +36,7 @@ def test_search_filters_tables_and_is_kept_in_the_url(pages, page_store, run_ids
     assert _param(at, "q") == ["FLASH"]
 
 
+@pytest.mark.third_party
 def test_query_params_restore_the_search(pages, page_store, run_ids):
     at = pages.open("kernels", runs=run_ids[ROCM], q="hipLaunch-none")
     pages.assert_clean(at)
@@ -43,6 +44,7 @@ def test_query_params_restore_the_search(pages, page_store, run_ids):
     assert "No kernels match." in pages.texts(at)
 
 
+@pytest.mark.third_party
 def test_rocm_run_without_registers_still_renders(pages, page_store, run_ids):
     at = pages.open("kernels", runs=run_ids[ROCM])
     pages.assert_clean(at)
@@ -65,6 +67,7 @@ def test_no_runs_selected_shows_the_empty_state(pages, empty_store):
     assert not at.dataframe
 
 
+@pytest.mark.third_party
 def test_roofline_for_captured_runs(pages, page_store, run_ids):
     at = pages.open("kernels", runs=f"{run_ids[FLASH]},{run_ids[ROCM]}")
     pages.assert_clean(at)
@@ -76,6 +79,7 @@ def test_roofline_for_captured_runs(pages, page_store, run_ids):
     assert len(at.get("vega_lite_chart")) == 2                  # top kernels + roofline
 
 
+@pytest.mark.third_party
 def test_roofline_empty_state_for_uploads(pages, page_store, run_ids):
     at = pages.open("kernels", runs=run_ids[ROCM])
     pages.assert_clean(at)

@@ -1,6 +1,8 @@
 """Launches page on the fixture store: API table per run, targets, latency, empty state."""
 from __future__ import annotations
 
+import pytest
+
 from tests.pages.conftest import FLASH, NAIVE, ROCM, tables_with as _table_with
 
 
@@ -21,6 +23,7 @@ def test_api_table_targets_and_latency_per_run(pages, page_store, run_ids):
     assert len(at.get("download_button")) == 6          # APIs, targets, latency: per run
 
 
+@pytest.mark.third_party
 def test_rocm_hip_launch_apis(pages, page_store, run_ids):
     at = pages.open("launches", runs=run_ids[ROCM])
     pages.assert_clean(at)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.pages.conftest import FLASH, NAIVE, ROCM, param as _param
 
 
@@ -27,6 +29,7 @@ def test_one_panel_per_run_with_cpu_and_gpu_lanes(pages, page_store, run_ids):
     assert "ProfilerStep#0" in pages.texts(at)
 
 
+@pytest.mark.third_party
 def test_iteration_window_and_scale_restore_from_the_url(pages, page_store, run_ids):
     at = pages.open("timeline", runs=f"{run_ids[NAIVE]},{run_ids[ROCM]}", iter="1",
                     window="10000,250000", scale="independent")
