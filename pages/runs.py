@@ -90,10 +90,38 @@ def delete(state) -> None:
         st.rerun()
 
 
+def seeding_progress() -> bool:
+    """While the shipped samples are still being loaded into a new store: a progress line, and the
+    page reruns every second so that the runs appear as they land. True while that lasts."""
+    seeding = ui.seeding()
+    if seeding.error:
+        st.warning(f"The shipped samples could not all be loaded: {seeding.error}")
+    if not seeding.running:
+        return False
+    st.progress(seeding.done / max(seeding.total, 1),
+                text=f"Loading the shipped H200 sample runs: {seeding.done} of {seeding.total} in "
+                     "the store. The table fills in as they land.")
+    return True
+
+
+@st.fragment(run_every=1.0)
+def watch_seeding(seen: int) -> None:
+    """Reruns the whole page when more samples have landed than it showed (`seen`), or seeding
+    has ended; draws nothing itself."""
+    seeding = ui.seeding()
+    if seeding.done != seen or not seeding.running:
+        st.rerun(scope="app")
+
+
 st.title("Runs")
 state = ui.view_state("runs")
 with ui.guard():
+    loading = seeding_progress()
+    if loading:
+        watch_seeding(ui.seeding().done)
     runs = queries.run_catalog(ui.get_store())
+    if runs.empty and loading:
+        st.stop()
     if runs.empty:
         empty_store()
     st.caption(f"{len(runs)} runs in the store. Per-iteration numbers divide by the run's "

@@ -6,6 +6,9 @@ data/samples/MANIFEST.md says what they are and how they were made.
 """
 from __future__ import annotations
 
+import atexit
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -47,3 +50,51 @@ def seed_if_empty(store, samples_dir: Path = SAMPLES_DIR, progress: Progress | N
         if progress:
             progress(sample_name(path), i / len(files), f"sample {i} of {len(files)} ingested")
     return added
+
+
+@dataclass
+class Seeding:
+    """Seeding of an empty store on a background thread, so that the app draws its first page at
+    once and shows the runs as they land. Read ``done``/``total``/``running``/``error`` any time."""
+
+    total: int = 0
+    done: int = 0
+    error: str | None = None
+    _thread: threading.Thread | None = field(default=None, repr=False)
+    _stop: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop after the sample being ingested (each is one transaction) and wait for that."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+
+def seed_in_background(store, samples_dir: Path = SAMPLES_DIR) -> Seeding:
+    """Start seeding ``store`` from the samples on a thread (nothing to do when the store already
+    holds traces); returns the ``Seeding`` to watch. The process waits for the sample in flight
+    when it exits, so no ingest is cut in half."""
+    seeding = Seeding()
+    if not samples_dir.is_dir() or not store_is_empty(store):
+        return seeding
+    files = sample_files(samples_dir)
+    seeding.total = len(files)
+
+    def run() -> None:
+        try:
+            for path in files:
+                if seeding._stop.is_set():
+                    return
+                store.ingest(path, name=sample_name(path), source="captured")
+                seeding.done += 1
+        except errors.ProfilerError as e:  # a damaged sample or store: said on the runs page
+            seeding.error = str(e)
+
+    seeding._thread = threading.Thread(target=run, name="seed-samples", daemon=True)
+    seeding._thread.start()
+    atexit.register(seeding.stop, 60)
+    return seeding

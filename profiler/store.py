@@ -32,7 +32,8 @@ SCHEMA_SQL = Path(__file__).with_name("schema.sql")
 INGEST_SQL = Path(__file__).with_name("sql") / "ingest"
 LOCK_TIMEOUT_S = 15.0
 MEMORY_LIMIT = os.environ.get("PROFILER_DB_MEMORY", "256MB")  # DuckDB spills to disk beyond this
-DEFAULT_DB = Path("data") / "traces.duckdb"
+# data/traces.duckdb in the project folder, wherever the app or the CLI is started from
+DEFAULT_DB = Path(__file__).resolve().parent.parent / "data" / "traces.duckdb"
 
 _init_lock = threading.Lock()
 
@@ -45,7 +46,7 @@ _open_dbs: dict[Path, list] = {}  # path -> [connection, calls in flight]
 
 
 def default_db_path() -> Path:
-    """PROFILER_DB if set, else data/traces.duckdb."""
+    """PROFILER_DB if set, else the project's data/traces.duckdb."""
     return Path(os.environ.get("PROFILER_DB") or DEFAULT_DB)
 
 

@@ -1,8 +1,9 @@
 """App glue: the one backend module that imports streamlit. Pages use only this API.
 
 Store: ``get_store() -> Store`` is the store at ``PROFILER_DB`` (default ``data/traces.duckdb``),
-cached per process, seeded once from ``data/samples/`` when empty (unless ``PROFILER_SEED=0``);
-safe to share, it opens a short connection per call. ``traces_dir()``: kept original traces.
+cached per process, seeded from ``data/samples/`` on a background thread when empty (unless
+``PROFILER_SEED=0``; ``seeding()`` tells how far it got); safe to share, it opens a short
+connection per call. ``traces_dir()``: kept original traces.
 
 View state (the URL is the source of truth; ``profiler.share``):
     ``view_state(page) -> ViewState``  the URL's view for ``page`` (a url path, ``share.PAGES``);
@@ -46,6 +47,7 @@ from streamlit.runtime.pages_manager import PagesManager
 
 from profiler import catalog, queries
 from profiler.errors import ProfilerError, StoreError
+from profiler.samples import Seeding, seed_in_background
 from profiler.share import PAGES, ShareError, ViewState, app_root, decode, encode, share_url
 from profiler.store import Store, default_db_path
 
@@ -61,20 +63,11 @@ _CAPTURE_LOCK = threading.Lock()  # torch.profiler is process-wide, and timings 
 
 
 @st.cache_resource(show_spinner="Opening the trace store…")
-def _store_at(path: str) -> Store:
+def _store_at(path: str) -> tuple[Store, Seeding]:
     store = Store(path)
-    _seed(store)
-    return store
-
-
-def _seed(store: Store) -> None:
     if os.environ.get("PROFILER_SEED", "1") == "0":
-        return
-    try:
-        from profiler.samples import seed_if_empty
-    except ModuleNotFoundError:
-        return
-    seed_if_empty(store)
+        return store, Seeding()
+    return store, seed_in_background(store)
 
 
 def db_path() -> str:
@@ -84,7 +77,12 @@ def db_path() -> str:
 
 def get_store() -> Store:
     """The cached store for ``db_path()``."""
-    return _store_at(db_path())
+    return _store_at(db_path())[0]
+
+
+def seeding() -> Seeding:
+    """The background seeding of the store from the shipped samples (``running`` while it lasts)."""
+    return _store_at(db_path())[1]
 
 
 def traces_dir() -> Path:

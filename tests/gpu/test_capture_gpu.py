@@ -1,4 +1,4 @@
-"""GPU capture (run through the device tool; CI has no GPU and deselects these).
+"""GPU capture (needs a CUDA GPU; deselected on a machine without one, as in CI).
 
 One small capture of every variant, cold and warm, then each story of the walkthrough is checked
 in the trace files themselves (no store here: the GPU machine has no duckdb).

@@ -1,6 +1,7 @@
 """Runs page: catalog from a real store, selection <-> ?runs=, rename, delete, empty state."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -111,8 +112,15 @@ def test_empty_store_points_to_profile_and_upload(pages, empty_store):
 
 def test_an_empty_store_is_seeded_from_the_shipped_samples(pages, empty_store, monkeypatch):
     monkeypatch.delenv("PROFILER_SEED")
-    at = pages.open("runs")
+    at = pages.open("runs")  # the first page comes at once; the samples load behind it
     pages.assert_clean(at)
+    assert "Loading the shipped H200 sample runs" in str([p.proto.text for p in at.get("progress")])
+    deadline = time.monotonic() + 120
+    while "Loading the shipped H200 sample runs" in str([p.proto.text for p in at.get("progress")]):
+        assert time.monotonic() < deadline, "seeding did not finish in 120 s"
+        time.sleep(0.5)
+        at.run()
+        pages.assert_clean(at)
     table = _catalog(at)
     assert len(table) == len(sample_files()) > 0
     assert set(table["source"]) == {"captured"} and set(table["gpu_name"]) == {"NVIDIA H200"}

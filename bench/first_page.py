@@ -1,0 +1,145 @@
+"""First page on a fresh store: what a newcomer waits for after `streamlit run app.py`.
+
+A fresh `streamlit run app.py` process on an empty store (seeding from data/samples/ on), opened
+in a headless Chromium. Times, from the moment the browser asks for the root URL:
+  - first page: the runs page's title and its first content (a progress line or the table),
+  - first runs: the runs table shows at least one run ("N runs in the store"),
+  - all samples: every shipped sample is in the store (the progress line is gone).
+Server start (process start to the health check answering) is reported apart. Usage:
+
+    python bench/first_page.py [--app-dir DIR] [--repeat 3] [--label after] [--write-results]
+
+`--app-dir` runs another checkout of the app (e.g. an older commit, for a before/after figure).
+Needs a Chromium at /usr/bin/chromium (or $PROFILER_CHROMIUM).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from datetime import datetime, timezone
+from pathlib import Path
+
+from playwright import sync_api
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+from results import write_section  # noqa: E402
+
+CHROMIUM = os.environ.get("PROFILER_CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+RUNS_TEXT = "runs in the store"
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def one_run(app_dir: Path, browser) -> dict:
+    """Start a fresh server on a fresh store and time the first visit."""
+    with tempfile.TemporaryDirectory() as tmp:
+        port = _port()
+        env = {**os.environ, "PROFILER_DB": f"{tmp}/traces.duckdb"}
+        env.pop("PROFILER_SEED", None)
+        t0 = time.monotonic()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+             "--server.port", str(port), "--server.address", "127.0.0.1",
+             "--server.fileWatcherType", "none"],
+            cwd=app_dir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            while True:
+                try:
+                    with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1):
+                        break
+                except OSError:
+                    time.sleep(0.05)
+            server_s = time.monotonic() - t0
+            page = browser.new_page(viewport={"width": 1600, "height": 1000})
+            t1 = time.monotonic()
+            page.goto(url)
+            page.wait_for_selector("h1", timeout=180_000)
+            page.wait_for_selector('[data-testid="stProgress"], [data-testid="stCaptionContainer"]',
+                                   timeout=180_000)
+            first_page_s = time.monotonic() - t1
+            page.get_by_text(RUNS_TEXT).first.wait_for(timeout=180_000)
+            first_runs_s = time.monotonic() - t1
+            page.wait_for_selector('[data-testid="stProgress"]', state="detached", timeout=180_000)
+            all_s = time.monotonic() - t1
+            caption = page.get_by_text(RUNS_TEXT).first.inner_text()
+            page.close()
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    return {"server_s": server_s, "first_page_s": first_page_s, "first_runs_s": first_runs_s,
+            "all_samples_s": all_s, "caption": caption}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--app-dir", type=Path, default=ROOT)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--label", default="")
+    ap.add_argument("--write-results", action="store_true")
+    opts = ap.parse_args()
+    rows = []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        for i in range(opts.repeat):
+            load = os.getloadavg()[0]
+            r = one_run(opts.app_dir.resolve(), browser)
+            r["load"] = load
+            rows.append(r)
+            print(f"run {i + 1}: server {r['server_s']:.2f} s, first page {r['first_page_s']:.2f} s, "
+                  f"first runs {r['first_runs_s']:.2f} s, all samples {r['all_samples_s']:.2f} s "
+                  f"(load {load:.2f}; '{r['caption'][:40]}')", flush=True)
+        browser.close()
+    med = {k: statistics.median(r[k] for r in rows)
+           for k in ("server_s", "first_page_s", "first_runs_s", "all_samples_s")}
+    print("median:", {k: round(v, 2) for k, v in med.items()})
+    if not opts.write_results:
+        return
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=opts.app_dir,
+                            capture_output=True, text=True).stdout.strip()
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    label = opts.label or commit
+    lines = [f"### {label} (commit {commit}), {when}", "",
+             f"Machine: {os.cpu_count()} CPUs ({platform.processor() or platform.machine()}), "
+             f"Python {platform.python_version()}; {opts.repeat} fresh processes on fresh stores.", "",
+             "| run | server start s | first page s | first runs s | all samples s | load avg |",
+             "|---:|---:|---:|---:|---:|---:|"]
+    lines += [f"| {i + 1} | {r['server_s']:.2f} | {r['first_page_s']:.2f} | {r['first_runs_s']:.2f} | "
+              f"{r['all_samples_s']:.2f} | {r['load']:.2f} |" for i, r in enumerate(rows)]
+    lines += [f"| median | {med['server_s']:.2f} | **{med['first_page_s']:.2f}** | "
+              f"{med['first_runs_s']:.2f} | {med['all_samples_s']:.2f} | |", ""]
+    section = "First page on a fresh store"
+    results = Path(__file__).with_name("RESULTS.md")
+    old = results.read_text()
+    start = old.find(f"## {section}\n")
+    kept = ""
+    if start >= 0:  # keep the other labels' subsections (before / after)
+        end = old.find("\n## ", start + 1)
+        body = old[start:end if end >= 0 else None]
+        kept = "".join("### " + part for part in body.split("\n### ")[1:]
+                       if not part.startswith(f"{label} ")).rstrip("\n")
+    intro = (f"## {section}\n\n`python bench/first_page.py --write-results` (target: first page "
+             "under 3 s on a 2-core machine). A fresh `streamlit run app.py` on an empty store, opened "
+             "in headless Chromium; times from the browser's request: *first page* = title plus a "
+             "progress line or the table, *first runs* = the table shows runs, *all samples* = every "
+             "shipped sample stored. Server start is apart. The machine is shared: read the load.\n")
+    write_section(section, intro + ("\n" + kept + "\n" if kept else "") + "\n" + "\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
