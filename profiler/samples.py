@@ -67,6 +67,11 @@ class Seeding:
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
+    def wait(self, timeout: float | None = None) -> None:
+        """Until seeding has ended (at once when there is none)."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+
     def stop(self, timeout: float | None = None) -> None:
         """Stop after the sample being ingested (each is one transaction) and wait for that."""
         self._stop.set()

@@ -302,8 +302,10 @@ class _VariantBars:
 def preload_capture() -> threading.Thread:
     """Import the capture layer (torch, and the compiler probe behind the variants' availability:
     seconds) on a helper thread once per server, so the profile page's first visitor does not
-    wait for it."""
+    wait for it. On a new store it starts after the samples are in, so that neither the first
+    page nor the seeding waits for torch."""
     def load() -> None:
+        seeding().wait()
         from profiler import variants
 
         variants.availability(variants.Setting(device=variants.default_device()))
