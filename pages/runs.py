@@ -121,6 +121,7 @@ with ui.guard():
         watch_seeding(ui.seeding().done)
     runs = queries.run_catalog(ui.get_store())
     if runs.empty and loading:
+        ui.seeding().page_drawn()
         st.stop()
     if runs.empty:
         empty_store()
@@ -136,3 +137,4 @@ with ui.guard():
     with st.expander("Rename or delete the selected runs", icon=":material/settings:"):
         rename(state)
         delete(state)
+ui.seeding().page_drawn()

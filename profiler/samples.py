@@ -16,6 +16,7 @@ from profiler import errors
 
 SAMPLES_DIR = Path(__file__).resolve().parent.parent / "data" / "samples"
 Progress = Callable[[str, float, str], None]  # (sample name, fraction done, message)
+FIRST_PAGE_GRACE_S = 2.0  # background seeding waits this long at most for the first page to draw
 
 
 def sample_files(samples_dir: Path = SAMPLES_DIR) -> list[Path]:
@@ -62,6 +63,11 @@ class Seeding:
     error: str | None = None
     _thread: threading.Thread | None = field(default=None, repr=False)
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
+    _go: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    def page_drawn(self) -> None:
+        """The first page is on screen: start ingesting (until then the page has the CPU)."""
+        self._go.set()
 
     @property
     def running(self) -> bool:
@@ -90,6 +96,7 @@ def seed_in_background(store, samples_dir: Path = SAMPLES_DIR) -> Seeding:
     seeding.total = len(files)
 
     def run() -> None:
+        seeding._go.wait(FIRST_PAGE_GRACE_S)
         try:
             for path in files:
                 if seeding._stop.is_set():
