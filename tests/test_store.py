@@ -1,6 +1,8 @@
 """The store on hand-written traces whose expected tables were worked out by hand."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import gzip
 import json
 import threading
@@ -32,7 +34,9 @@ def test_default_path_follows_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("PROFILER_DB", str(tmp_path / "x.duckdb"))
     assert default_db_path() == tmp_path / "x.duckdb"
     monkeypatch.delenv("PROFILER_DB")
-    assert default_db_path().as_posix() == "data/traces.duckdb"
+    # the project's data/ folder, whichever folder the app or the CLI was started from
+    monkeypatch.chdir(tmp_path)
+    assert default_db_path() == Path(__file__).resolve().parent.parent / "data" / "traces.duckdb"
 
 
 def test_trace_row_carries_device_versions_and_run(naive):
