@@ -132,7 +132,7 @@ def launch_api_chart(apis: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
         color=alt.Color("run:N", scale=alt.Scale(scheme=PALETTE),
                         legend=alt.Legend(orient="top", labelLimit=400, columns=2)),
         tooltip=_tips(data, ["run", "api", "api_kind", "category", "calls_per_iter",
-                             "cpu_us_per_iter", "mean_us", "kernels_launched", "memops_launched"]),
+                             "cpu_us_per_iter", "mean_us", "kernels_launched_per_iter", "memops_launched_per_iter"]),
     )
 
 
@@ -273,7 +273,8 @@ def roofline_chart(roof: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
 
 # ── sweep ────────────────────────────────────────────────────────────────────────────────────
 
-SWEEP_METRICS = {"gpu_us_per_iter": "GPU time per iteration", "cpu_us_per_iter": "CPU time per iteration"}
+SWEEP_METRICS = {"gpu_busy_us_per_iter": "GPU busy time per iteration",
+                 "cpu_busy_us_per_iter": "CPU time (launching thread) per iteration"}
 SWEEP_SHAPE = ["batch", "heads", "head_dim", "dtype", "causal"]
 
 

@@ -115,9 +115,9 @@ def test_timeline_rejects_an_empty_window(tiny):
 
 def test_launch_api_table(tiny):
     a = q.launch_api_table(tiny, RUNS).set_index(["run_id", "api"])
-    assert a.loc[("runa", "cuLaunchKernel"), ["category", "api_kind", "kernels_launched"]].tolist() == [
-        "launch", "driver", 2]
-    assert a.loc[("runa", "cudaMemcpyAsync"), ["category", "memops_launched"]].tolist() == ["memcpy", 2]
+    assert a.loc[("runa", "cuLaunchKernel"), ["category", "api_kind", "kernels_launched_per_iter"]].tolist() == [
+        "launch", "driver", 1]
+    assert a.loc[("runa", "cudaMemcpyAsync"), ["category", "memops_launched_per_iter"]].tolist() == ["memcpy", 1]
     sync = a.loc[("runa", "cudaDeviceSynchronize")]
     assert (sync["category"], sync["calls_per_iter"], sync["cpu_us_per_iter"]) == ("sync", 0.5, 20.0)
 

@@ -3,20 +3,17 @@
 -- Only kernels inside an iteration count when the run has iterations.
 -- params: $run_ids VARCHAR[]
 WITH n AS (
-    SELECT t.trace_id, count(i.iteration) AS n_iter
-    FROM traces t LEFT JOIN iterations i ON i.trace_id = t.trace_id
-    WHERE t.trace_id IN (SELECT unnest($run_ids))
-    GROUP BY t.trace_id
+    SELECT run_id AS trace_id, n_iter, whole FROM run_iteration_counts($run_ids::VARCHAR[])
 ), k AS (
     SELECT k.*, n.n_iter
     FROM kernels k JOIN n ON n.trace_id = k.trace_id
-    WHERE n.n_iter = 0 OR k.iteration IS NOT NULL
+    WHERE n.whole OR k.iteration IS NOT NULL
 )
 SELECT trace_id AS run_id, name AS kernel,
-       count(*) / greatest(any_value(n_iter), 1) AS calls_per_iter,
+       count(*) / any_value(n_iter) AS calls_per_iter,
        count(*) AS calls,
        sum(dur_ns) / 1e3 AS total_us,
-       sum(dur_ns) / 1e3 / greatest(any_value(n_iter), 1) AS us_per_iter,
+       sum(dur_ns) / 1e3 / any_value(n_iter) AS us_per_iter,
        avg(dur_ns) / 1e3 AS mean_us,
        100.0 * sum(dur_ns) / sum(sum(dur_ns)) OVER (PARTITION BY trace_id) AS gpu_time_share_pct,
        mode(grid_x || '×' || grid_y || '×' || grid_z) AS grid,
