@@ -23,11 +23,23 @@ def install(con) -> None:
     if row is None or row[0] != digest:
         con.execute("DROP TABLE IF EXISTS stored_iteration_metrics")
     con.execute(text)
-    missing = [r[0] for r in con.execute(
-        "SELECT trace_id FROM traces WHERE trace_id NOT IN "
-        "(SELECT DISTINCT run_id FROM stored_iteration_metrics)").fetchall()]
+    missing = [r[0] for r in con.execute(MISSING_SQL, {"ids": None}).fetchall()]
     store_runs(con, missing)
     con.execute("INSERT OR REPLACE INTO store_meta VALUES (?, ?)", [VERSION_KEY, digest])
+
+
+# runs (of $ids, or all when NULL) whose metrics are not kept yet
+MISSING_SQL = ("SELECT trace_id FROM traces WHERE ($ids IS NULL OR trace_id IN (SELECT unnest($ids::VARCHAR[]))) "
+               "AND trace_id NOT IN (SELECT DISTINCT run_id FROM stored_iteration_metrics)")
+FILL_SQL = "INSERT INTO stored_iteration_metrics SELECT * FROM iteration_metrics($ids::VARCHAR[])"
+
+
+def fill_missing(store, run_ids) -> None:
+    """Compute the metrics of those of ``run_ids`` that lack them (rows written other than by
+    ingest); ``store`` is anything with ``query(sql, params)``."""
+    missing = list(store.query(MISSING_SQL, {"ids": [str(r) for r in run_ids]})["trace_id"])
+    if missing:
+        store.query(FILL_SQL, {"ids": missing})
 
 
 def store_runs(con, run_ids: list[str]) -> None:
@@ -36,5 +48,4 @@ def store_runs(con, run_ids: list[str]) -> None:
         return
     ids = [str(r) for r in run_ids]
     con.execute("DELETE FROM stored_iteration_metrics WHERE run_id IN (SELECT unnest($ids))", {"ids": ids})
-    con.execute("INSERT INTO stored_iteration_metrics SELECT * FROM iteration_metrics($ids::VARCHAR[])",
-                {"ids": ids})
+    con.execute(FILL_SQL, {"ids": ids})

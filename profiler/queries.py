@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from profiler import diff, gpus, occupancy, tensor_cores
+from profiler import diff, gpus, metrics, occupancy, tensor_cores
 from profiler.errors import StoreError, UnknownRunError
 
 SQL_DIR = Path(__file__).resolve().parent / "sql"
@@ -60,7 +60,13 @@ def session(store) -> Iterator[Session]:
         yield Session(con, store.path)
 
 
+# queries that read the metrics layer's kept table: runs lacking it get it computed first
+METRIC_QUERIES = {"run_metrics", "iteration_metrics", "iteration_cpu_gpu", "run_catalog", "trace_summary"}
+
+
 def _run(store, name: str, **params) -> pd.DataFrame:
+    if name in METRIC_QUERIES:
+        metrics.fill_missing(store, params["run_ids"])
     return store.query(sql_text(name), params)
 
 

@@ -16,7 +16,7 @@ def test_run_iterations_gives_whole_trace_to_runs_without_steps(tiny):
     it = q.run_iterations(tiny, RUNS)
     assert it[["run_id", "iteration", "dur_us"]].values.tolist() == [
         ["runa", 0, 100.0], ["runa", 1, 100.0], ["runb", 0, 50.0]]
-    assert it.loc[2, "name"] == "whole trace"
+    assert it.loc[2, "name"] == "(whole trace)"
 
 
 def test_iteration_bounds_clips_to_last_iteration(tiny):
@@ -98,7 +98,7 @@ def test_timeline_caps_marks_longest_first(tiny):
 def test_timeline_panels_read_every_run_in_one_query(tiny):
     shared = q.timeline_panels(tiny, ["runb", "runa"], 0, (0, 100_000), shared_scale=True)
     assert [(run, step, domain) for run, step, domain, _ in shared] == [
-        ("runb", "whole trace", (0.0, 100.0)), ("runa", "ProfilerStep#1", (0.0, 100.0))]
+        ("runb", "(whole trace)", (0.0, 100.0)), ("runa", "ProfilerStep#1", (0.0, 100.0))]
     runb_marks = shared[0][3]
     assert sorted(runb_marks["kind"]) == ["kernel", "kernel", "op", "runtime", "runtime"]
     assert "run_id" not in runb_marks.columns
@@ -136,9 +136,24 @@ def test_launch_targets_and_latency(tiny):
 
 def test_iteration_cpu_gpu(tiny):
     it = q.iteration_cpu_gpu(tiny, RUNS)
-    cols = ["cpu_op_self_us", "launch_api_us", "gpu_kernel_us", "gpu_memop_us"]
-    assert it[cols].values.tolist() == [[30.0, 3.0, 20.0, 5.0], [20.0, 42.0, 10.0, 5.0],
-                                        [8.0, 4.0, 10.0, 0.0]]
+    cols = ["cpu_op_self_us", "launch_api_us", "sync_us", "gpu_kernel_us", "gpu_memop_us",
+            "gpu_busy_us", "gpu_idle_us", "cpu_busy_us"]
+    # runa step 1: the sdpa op (20 µs) and the 40 µs sync on the launching thread: 60 µs busy
+    assert it[cols].values.tolist() == [[30.0, 2.0, 0.0, 20.0, 5.0, 25.0, 75.0, 30.0],
+                                        [20.0, 1.0, 40.0, 10.0, 5.0, 15.0, 85.0, 60.0],
+                                        [8.0, 4.0, 0.0, 10.0, 0.0, 10.0, 40.0, 8.0]]
+
+
+def test_run_metrics_per_iteration_means_and_verdict(tiny):
+    m = q.run_metrics(tiny, ["runb", "runa"])
+    assert m["run_id"].tolist() == ["runb", "runa"]
+    a = m.set_index("run_id").loc["runa"]
+    assert (a["iterations"], a["wall_us_per_iter"], a["gpu_busy_us_per_iter"]) == (2, 100.0, 20.0)
+    assert (a["kernel_us_per_iter"], a["copy_us_per_iter"], a["exposed_copy_us_per_iter"]) == (15.0, 5.0, 5.0)
+    assert (a["gpu_busy_pct"], a["gpu_idle_pct"], a["carried_pct"]) == (20.0, 80.0, 0.0)
+    assert (a["sync_us_per_iter"], a["launch_api_us_per_iter"], a["kernels_per_iter"]) == (20.0, 1.5, 1.0)
+    # the GPU's idle gaps open after each copy, while the thread is in an op, not in the sync
+    assert a["idle_sync_us_per_iter"] == 0.0 and a["bound"] == "cpu"
 
 
 def test_op_self_time_limit_and_shares(tiny):
@@ -153,11 +168,10 @@ def test_run_cpu_summary_first_vs_later(tiny):
     s = q.run_cpu_summary(tiny, RUNS).set_index("run_id")
     assert s.loc["runa", ["first_iter_cpu_us", "later_iter_cpu_us", "iterations"]].tolist() == [
         30.0, 20.0, 2]
-    assert s.loc["runa", "gpu_us"] == 20.0                     # 15 µs kernels + 5 µs copies
-    assert s.loc["runa", "cpu_gpu_ratio"] == pytest.approx(25.0 / 20.0)
+    assert s.loc["runa", "gpu_busy_us"] == 20.0                # 15 µs kernels + 5 µs copies
+    assert s.loc["runa", ["cpu_busy_us", "sync_us", "gpu_busy_pct"]].tolist() == [45.0, 20.0, 20.0]
     assert pd.isna(s.loc["runb", "later_iter_cpu_us"])
-    assert s.loc["runa", "bound"].startswith("CPU-bound")     # 25 µs of CPU vs 20 µs of GPU
-    assert s.loc["runb", "bound"] == "GPU-bound"              # 8 µs vs 10 µs
+    assert s.loc["runa", "bound"] == "cpu" and s.loc["runb", "bound"] == "cpu"
 
 
 def test_cold_warm_table_pairs_runs_of_one_shape(tiny):

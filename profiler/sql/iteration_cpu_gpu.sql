@@ -7,11 +7,13 @@
 --   gpu_busy_us      union of the iteration's kernels, copies and sets; gpu_idle_us: no GPU work
 --   gpu_kernel_us    union of its kernels; gpu_memop_us: of its copies and sets
 -- params: $run_ids VARCHAR[]
-WITH cpu AS (
-    SELECT trace_id, iteration, sum(self_ns) AS ns
-    FROM ops
-    WHERE trace_id IN (SELECT unnest($run_ids)) AND cat IN ('cpu_op', 'user_annotation')
-      AND name NOT LIKE 'ProfilerStep#%' AND iteration IS NOT NULL
+WITH n AS (
+    SELECT * FROM run_iteration_counts($run_ids::VARCHAR[])
+), cpu AS (
+    SELECT o.trace_id, coalesce(o.iteration, 0) AS iteration, sum(o.self_ns) AS ns
+    FROM ops o JOIN n ON n.run_id = o.trace_id
+    WHERE o.cat IN ('cpu_op', 'user_annotation') AND o.name NOT LIKE 'ProfilerStep#%'
+      AND (o.iteration IS NOT NULL OR n.whole)
     GROUP BY ALL
 )
 SELECT m.run_id, m.iteration, m.wall_ns / 1e3 AS wall_us, m.cpu_busy_ns / 1e3 AS cpu_busy_us,

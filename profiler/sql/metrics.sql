@@ -39,12 +39,14 @@ CREATE OR REPLACE MACRO api_category(name) AS CASE
 CREATE OR REPLACE MACRO is_communication(name) AS
     regexp_matches(name, '(?i)nccl|rccl|multimem|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all');
 
--- Iteration windows of the selected runs (every run has at least one, the whole trace).
+-- Iteration windows of the selected runs (every run has at least one, the whole trace);
+-- stored is false for the whole-trace window of a run without stored iterations (its events
+-- carry no iteration number: they all belong to iteration 0).
 CREATE OR REPLACE MACRO run_windows(ids) AS TABLE
-SELECT i.trace_id AS run_id, i.iteration, i.name, i.start_ns, i.end_ns
+SELECT i.trace_id AS run_id, i.iteration, i.name, i.start_ns, i.end_ns, true AS stored
 FROM iterations i WHERE i.trace_id IN (SELECT unnest(ids))
 UNION ALL
-SELECT t.trace_id, 0, '(whole trace)', t.start_ns, t.end_ns + 1
+SELECT t.trace_id, 0, '(whole trace)', t.start_ns, t.end_ns, false
 FROM traces t
 WHERE t.trace_id IN (SELECT unnest(ids)) AND t.start_ns IS NOT NULL
   AND NOT EXISTS (SELECT 1 FROM iterations i WHERE i.trace_id = t.trace_id);
@@ -126,16 +128,21 @@ WITH w AS (
            sum(gap_ns) FILTER (WHERE syncs.end_ns >= gaps.gap_start) AS idle_sync_ns
     FROM gaps ASOF LEFT JOIN syncs ON syncs.run_id = gaps.run_id AND syncs.ts_ns <= gaps.gap_start
     GROUP BY gaps.run_id, gaps.iteration
+), whole AS (      -- runs without stored iterations: all their events are iteration 0
+    SELECT run_id FROM w WHERE NOT stored
 ), api AS (
-    SELECT trace_id AS run_id, iteration,
+    SELECT trace_id AS run_id, coalesce(iteration, 0) AS iteration,
            sum(dur_ns) FILTER (WHERE api_category(name) = 'launch') AS launch_api_ns,
            sum(dur_ns) FILTER (WHERE api_category(name) = 'sync') AS sync_ns,
            count(*) FILTER (WHERE api_category(name) = 'launch') AS launch_calls
-    FROM launches WHERE trace_id IN (SELECT unnest(ids)) AND iteration IS NOT NULL
+    FROM launches WHERE trace_id IN (SELECT unnest(ids))
+      AND (iteration IS NOT NULL OR trace_id IN (SELECT run_id FROM whole))
     GROUP BY ALL
 ), kn AS (
-    SELECT trace_id AS run_id, iteration, count(*) AS kernels, sum(dur_ns) AS kernel_sum_ns
-    FROM kernels WHERE trace_id IN (SELECT unnest(ids)) AND iteration IS NOT NULL
+    SELECT trace_id AS run_id, coalesce(iteration, 0) AS iteration, count(*) AS kernels,
+           sum(dur_ns) AS kernel_sum_ns
+    FROM kernels WHERE trace_id IN (SELECT unnest(ids))
+      AND (iteration IS NOT NULL OR trace_id IN (SELECT run_id FROM whole))
     GROUP BY ALL
 ), ev AS (          -- recorded CPU events of the launching thread (ops + API calls)
     SELECT run_id, iteration, count(*) AS cpu_events FROM cpu GROUP BY ALL
@@ -231,5 +238,5 @@ FROM v;
 -- whole trace is its iteration, so events outside every iteration count too). Per-iteration
 -- tables divide by n_iter and keep events with an iteration, or all events when whole.
 CREATE OR REPLACE MACRO run_iteration_counts(ids) AS TABLE
-SELECT run_id, count(*) AS n_iter, bool_and(name = '(whole trace)') AS whole
+SELECT run_id, count(*) AS n_iter, bool_and(NOT stored) AS whole
 FROM run_windows(ids) GROUP BY run_id;
