@@ -152,8 +152,9 @@ def latency_histogram_chart(hist: pd.DataFrame, labels: dict[str, str]) -> alt.C
 
 # ── CPU cost ─────────────────────────────────────────────────────────────────────────────────
 
-CPU_GPU_METRICS = {"cpu_op_self_us": "CPU ops (self)", "launch_api_us": "launch/runtime API",
-                   "gpu_kernel_us": "GPU kernels", "gpu_memop_us": "GPU memcpy/memset"}
+CPU_GPU_METRICS = {"cpu_op_self_us": "CPU ops (self)", "launch_api_us": "launch calls",
+                   "sync_us": "synchronize", "gpu_kernel_us": "GPU kernels",
+                   "gpu_memop_us": "GPU memcpy/memset"}
 
 
 def cpu_gpu_chart(per_iter: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:

@@ -3,13 +3,12 @@ from __future__ import annotations
 
 import io
 import json
-
-import pytest
 import subprocess
 import sys
 import time
 
 import duckdb
+import pytest
 
 from profiler import errors
 from profiler.progress import ProgressBar
