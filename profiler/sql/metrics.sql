@@ -51,13 +51,13 @@ FROM traces t
 WHERE t.trace_id IN (SELECT unnest(ids)) AND t.start_ns IS NOT NULL
   AND NOT EXISTS (SELECT 1 FROM iterations i WHERE i.trace_id = t.trace_id);
 
--- The thread that made most launch calls in each selected run.
+-- The thread that made most launch calls in each selected run (ties: the smallest pid, tid).
 CREATE OR REPLACE MACRO launching_thread(ids) AS TABLE
-SELECT trace_id AS run_id, arg_max(pid, n) AS pid, arg_max(tid, n) AS tid, max(n) AS launches
-FROM (SELECT trace_id, pid, tid, count(*) AS n FROM launches
-      WHERE trace_id IN (SELECT unnest(ids)) AND api_category(name) = 'launch'
-      GROUP BY ALL)
-GROUP BY trace_id;
+SELECT trace_id AS run_id, pid, tid, count(*) AS launches
+FROM launches
+WHERE trace_id IN (SELECT unnest(ids)) AND api_category(name) = 'launch'
+GROUP BY ALL
+QUALIFY row_number() OVER (PARTITION BY trace_id ORDER BY count(*) DESC, pid, tid) = 1;
 
 CREATE OR REPLACE MACRO iteration_metrics(ids) AS TABLE
 WITH w AS (
