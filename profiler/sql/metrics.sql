@@ -56,7 +56,7 @@ CREATE OR REPLACE MACRO launching_thread(ids) AS TABLE
 SELECT trace_id AS run_id, pid, tid, count(*) AS launches
 FROM launches
 WHERE trace_id IN (SELECT unnest(ids)) AND api_category(name) = 'launch'
-GROUP BY ALL
+GROUP BY trace_id, pid, tid
 QUALIFY row_number() OVER (PARTITION BY trace_id ORDER BY count(*) DESC, pid, tid) = 1;
 
 CREATE OR REPLACE MACRO iteration_metrics(ids) AS TABLE
