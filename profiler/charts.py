@@ -132,7 +132,7 @@ def launch_api_chart(apis: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
         color=alt.Color("run:N", scale=alt.Scale(scheme=PALETTE),
                         legend=alt.Legend(orient="top", labelLimit=400, columns=2)),
         tooltip=_tips(data, ["run", "api", "api_kind", "category", "calls_per_iter",
-                             "cpu_us_per_iter", "mean_us", "kernels_launched_per_iter", "memops_launched_per_iter"]),
+                             "api_us_per_iter", "mean_us", "kernels_launched_per_iter", "memops_launched_per_iter"]),
     )
 
 

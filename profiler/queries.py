@@ -138,14 +138,17 @@ def kernel_table(store, run_ids) -> pd.DataFrame:
 
 
 DETAIL_COLUMNS = ["tc_engine", "tc_precision", "tc_op", "tc_rule", "theory_occupancy_pct",
-                  "occupancy_limiter", "reads_zero_but_ran"]
+                  "occupancy_limiter", "reads_zero_but_ran", "launch_configs", "launch_config_list"]
 
 
 def kernel_details(store, run_ids) -> pd.DataFrame:
-    """``kernel_table`` plus theoretical occupancy letting kernels opt into large shared memory
-    (theory_occupancy_pct, occupancy_limiter: what Kineto's 0 % really means; reads_zero_but_ran
-    flags a reported 0 % that the calculator does not confirm) and the math engine read from the
-    name on the run's GPU vendor (tc_engine, tc_precision, tc_op, tc_rule)."""
+    """``kernel_table`` plus, per kernel name: the theoretical occupancy letting kernels opt into
+    large shared memory, time-weighted over its launches like the reported value
+    (theory_occupancy_pct; occupancy_limiter: that of its most-used launch configuration, what
+    Kineto's 0 % really means; reads_zero_but_ran flags a reported 0 % the calculator does not
+    confirm), launch_configs (how many distinct configurations) and launch_config_list (each
+    with its calls, when there are several), and the engine read from the name on the run's GPU
+    vendor (tc_engine, tc_precision, tc_op, tc_rule)."""
     kernels = kernel_table(store, run_ids)
     if kernels.empty:
         return kernels.reindex(columns=[*kernels.columns, *DETAIL_COLUMNS])
@@ -153,11 +156,42 @@ def kernel_details(store, run_ids) -> pd.DataFrame:
     vendors = {run: tensor_cores.vendor_of(devices.get(run, (None, None))[1], names)
                for run, names in kernels.groupby("run_id")["kernel"]}
     table = tensor_cores.classify_frame(kernels, "kernel", vendors)
-    theory = [_theory(row, devices.get(row.run_id)) for row in table.itertuples()]
-    table["theory_occupancy_pct"] = [t.occupancy_pct for t in theory]
-    table["occupancy_limiter"] = [t.limiter for t in theory]
+    configs = _run(store, "kernel_configs", run_ids=_ids(run_ids))
+    theory = [_theory(row, devices.get(row.run_id)) for row in configs.itertuples()]
+    configs["theory_pct"] = [t.occupancy_pct for t in theory]
+    configs["limiter"] = [t.limiter for t in theory]
+    per_name = configs.groupby(["run_id", "kernel"], sort=False).apply(_occupancy_per_name).reset_index()
+    table = table.merge(per_name, on=["run_id", "kernel"], how="left")
     table["reads_zero_but_ran"] = (table["est_occupancy_pct"] == 0) & (table["theory_occupancy_pct"] > 0)
     return table
+
+
+def _occupancy_per_name(configs: pd.DataFrame) -> pd.Series:
+    """Time-weighted theoretical occupancy over a kernel name's launch configurations, the
+    limiter of the most used one, and the configurations with their calls."""
+    known = configs[configs["theory_pct"].notna()]
+    weight = known["dur_ns"] if known["dur_ns"].sum() > 0 else known["calls"]
+    theory = float((known["theory_pct"] * weight).sum() / weight.sum()) if len(known) else None
+    listed = "; ".join(f"{_config_text(c)}: {c.calls}×" for c in configs.itertuples()) if len(configs) > 1 else None
+    return pd.Series({"theory_occupancy_pct": theory, "occupancy_limiter": configs["limiter"].iloc[0],
+                      "launch_configs": len(configs), "launch_config_list": listed})
+
+
+def _config_text(c) -> str:
+    text = f"grid {c.grid_x}×{c.grid_y}×{c.grid_z} block {c.block_x}×{c.block_y}×{c.block_z}"
+    if not pd.isna(c.registers_per_thread):
+        text += f" {int(c.registers_per_thread)} regs"
+    if not pd.isna(c.shared_mem_bytes) and c.shared_mem_bytes:
+        text += f" {binary_size(c.shared_mem_bytes)} smem"
+    return text
+
+
+def binary_size(n: float) -> str:
+    """Bytes as B, KiB, MiB or GiB with one decimal (binary units)."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n:.0f} B"
 
 
 def run_devices(store, run_ids) -> dict[str, tuple[list | None, str | None]]:
@@ -179,9 +213,11 @@ def run_device(device_info, device_index=None) -> gpus.Device | None:
 
 
 def _theory(row, device_info) -> occupancy.Occupancy:
+    """The calculator on one launch configuration (a kernel_configs row)."""
     device = run_device(device_info, row.device)
-    launch = occupancy.Launch(_opt(row.threads_per_block) or 0, _opt(row.registers_per_thread),
-                              _opt(row.shared_mem_bytes), _opt(row.grid_blocks))
+    threads = None if pd.isna(row.block_x) else int(row.block_x * row.block_y * row.block_z)
+    blocks = None if pd.isna(row.grid_x) else int(row.grid_x * row.grid_y * row.grid_z)
+    launch = occupancy.Launch(threads or 0, _opt(row.registers_per_thread), _opt(row.shared_mem_bytes), blocks)
     return occupancy.occupancy(launch, device)
 
 
@@ -248,7 +284,7 @@ def timeline_panels(store, run_ids, iteration: int, window_ns: tuple[int, int],
 
 def launch_api_table(store, run_ids) -> pd.DataFrame:
     """API calls per run by name: api_kind, category (launch/memcpy/memset/sync/other),
-    calls_per_iter, calls, cpu_us_per_iter, mean_us, kernels_launched_per_iter,
+    calls_per_iter, calls, api_us_per_iter, mean_us, kernels_launched_per_iter,
     memops_launched_per_iter."""
     return _run(store, "launch_api_table", run_ids=_ids(run_ids))
 

@@ -60,6 +60,22 @@ def test_kernel_details_adds_theoretical_occupancy_and_math_class(tiny):
     assert {"tc_engine", "tc_precision"} <= set(k.columns)
 
 
+def test_occupancy_per_name_is_time_weighted_over_launch_configs(tiny):
+    with tiny.connect() as con:     # runa's second cudnn_fwd (10 of its 30 µs): 264 blocks, 12.5 %
+        con.execute("UPDATE traces SET device_properties = ? WHERE trace_id = 'runa'", [json.dumps([H200])])
+        con.execute("UPDATE kernels SET grid_x = 264, est_occupancy_pct = 12.5 WHERE trace_id = 'runa' "
+                    "AND ts_ns = 120000")
+    k = q.kernel_details(tiny, ["runa"]).iloc[0]
+    assert k["est_occupancy_pct"] == pytest.approx((0 * 20 + 12.5 * 10) / 30)
+    # 8 blocks on 132 SMs: 8·128/(132·2048); 264 blocks: 2 per SM (shared memory allows 2) = 12.5 %
+    small = 100 * 8 * 128 / (132 * 2048)
+    assert k["theory_occupancy_pct"] == pytest.approx((small * 20 + 12.5 * 10) / 30)
+    assert k["launch_configs"] == 2
+    assert k["launch_config_list"] == ("grid 8×1×1 block 128×1×1 168 regs 97.7 KiB smem: 1×; "
+                                       "grid 264×1×1 block 128×1×1 168 regs 97.7 KiB smem: 1×")
+    assert q.binary_size(131 * 1024) == "131.0 KiB" and q.binary_size(3 * 2**20) == "3.0 MiB"
+
+
 def test_kernel_details_of_runs_without_kernels(tiny):
     with tiny.connect() as con:
         con.execute("DELETE FROM kernels WHERE trace_id = 'runb'")
@@ -119,7 +135,7 @@ def test_launch_api_table(tiny):
         "launch", "driver", 1]
     assert a.loc[("runa", "cudaMemcpyAsync"), ["category", "memops_launched_per_iter"]].tolist() == ["memcpy", 1]
     sync = a.loc[("runa", "cudaDeviceSynchronize")]
-    assert (sync["category"], sync["calls_per_iter"], sync["cpu_us_per_iter"]) == ("sync", 0.5, 20.0)
+    assert (sync["category"], sync["calls_per_iter"], sync["api_us_per_iter"]) == ("sync", 0.5, 20.0)
 
 
 def test_launch_targets_and_latency(tiny):

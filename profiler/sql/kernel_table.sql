@@ -1,5 +1,6 @@
 -- Kernels of each selected run grouped by name: per-iteration counts and time, share of the
--- run's GPU kernel time, and the launch configuration most calls used (mode).
+-- run's summed GPU kernel time, the launch configuration most calls used (mode) and the reported
+-- occupancy, time-weighted over the launches (queries.kernel_details adds the rest).
 -- Only kernels inside an iteration count when the run has iterations.
 -- params: $run_ids VARCHAR[]
 WITH n AS (
@@ -20,7 +21,8 @@ SELECT trace_id AS run_id, name AS kernel,
        mode(block_x || '×' || block_y || '×' || block_z) AS block,
        mode(registers_per_thread) AS registers_per_thread,
        mode(shared_mem_bytes) AS shared_mem_bytes,
-       avg(est_occupancy_pct) AS est_occupancy_pct,
+       coalesce(sum(est_occupancy_pct * dur_ns) / nullif(sum(dur_ns) FILTER (WHERE est_occupancy_pct IS NOT NULL), 0),
+                avg(est_occupancy_pct)) AS est_occupancy_pct,   -- time-weighted over launches
        mode(device) AS device,
        mode(block_x * block_y * block_z) AS threads_per_block,
        mode(grid_x * grid_y * grid_z) AS grid_blocks

@@ -18,7 +18,7 @@ SELECT l.trace_id AS run_id, l.name AS api, any_value(l.api_kind) AS api_kind,
        api_category(l.name) AS category,
        count(*) / any_value(l.n_iter) AS calls_per_iter,
        count(*) AS calls,
-       sum(l.dur_ns) / 1e3 / any_value(l.n_iter) AS cpu_us_per_iter,
+       sum(l.dur_ns) / 1e3 / any_value(l.n_iter) AS api_us_per_iter,
        avg(l.dur_ns) / 1e3 AS mean_us,
        coalesce(sum(t.launched) FILTER (WHERE t.target_kind = 'kernel'), 0) / any_value(l.n_iter)
            AS kernels_launched_per_iter,
@@ -26,4 +26,4 @@ SELECT l.trace_id AS run_id, l.name AS api, any_value(l.api_kind) AS api_kind,
            AS memops_launched_per_iter
 FROM l LEFT JOIN targets t ON t.trace_id = l.trace_id AND t.correlation = l.correlation
 GROUP BY l.trace_id, l.name
-ORDER BY run_id, cpu_us_per_iter DESC, api;
+ORDER BY run_id, api_us_per_iter DESC, api;
