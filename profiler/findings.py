@@ -270,7 +270,8 @@ def bound_sentence(row, label: str) -> str:
 
 def _cuda_core_math(runs: _Runs) -> list[Finding]:
     parts, evidence, impact = [], {}, 0.0
-    math = runs.kernels[runs.kernels["tc_op"].isin(MATH_OPS) & (runs.kernels["tc_engine"] == tensor_cores.CUDA)]
+    math = runs.kernels[runs.kernels["tc_op"].isin(MATH_OPS)
+                        & runs.kernels["tc_engine"].isin(tensor_cores.VECTOR_ENGINES)]
     for run, rows in math.groupby("run_id", sort=False):
         share = float(rows["gpu_time_share_pct"].sum())
         families = rows.assign(family=rows["kernel"].map(kernel_family),
@@ -280,8 +281,10 @@ def _cuda_core_math(runs: _Runs) -> list[Finding]:
         listed = ", ".join(f"{f} ({p}, {_num(c)}× per iteration, {us:.1f} µs)" for f, p, c, us in
                            per.head(MAX_NAMES).itertuples(index=False))
         listed += f" and {len(per) - MAX_NAMES} more" if len(per) > MAX_NAMES else ""
-        parts.append(f"{runs.labels[run]} runs {len(rows)} matrix kernel(s) on CUDA cores, not tensor "
-                     f"cores: {listed}; {_share(share)} of its GPU kernel time")
+        engine = rows["tc_engine"].iloc[0]
+        parts.append(f"{runs.labels[run]} runs {len(rows)} matrix kernel(s) on {engine}s, not on "
+                     f"its matrix units (tensor / matrix cores): {listed}; {_share(share)} of its "
+                     "summed kernel time")
         evidence[run] = {"kernels": list(rows["kernel"]), "rules": list(rows["tc_rule"]),
                          "gpu_time_share_pct": share}
         impact += float(rows["us_per_iter"].sum())

@@ -160,21 +160,27 @@ def kernel_details(store, run_ids) -> pd.DataFrame:
     theory = [_theory(row, devices.get(row.run_id)) for row in configs.itertuples()]
     configs["theory_pct"] = [t.occupancy_pct for t in theory]
     configs["limiter"] = [t.limiter for t in theory]
-    per_name = configs.groupby(["run_id", "kernel"], sort=False).apply(_occupancy_per_name).reset_index()
-    table = table.merge(per_name, on=["run_id", "kernel"], how="left")
+    table = table.merge(_occupancy_per_name(configs), on=["run_id", "kernel"], how="left")
     table["reads_zero_but_ran"] = (table["est_occupancy_pct"] == 0) & (table["theory_occupancy_pct"] > 0)
     return table
 
 
-def _occupancy_per_name(configs: pd.DataFrame) -> pd.Series:
-    """Time-weighted theoretical occupancy over a kernel name's launch configurations, the
-    limiter of the most used one, and the configurations with their calls."""
-    known = configs[configs["theory_pct"].notna()]
-    weight = known["dur_ns"] if known["dur_ns"].sum() > 0 else known["calls"]
-    theory = float((known["theory_pct"] * weight).sum() / weight.sum()) if len(known) else None
-    listed = "; ".join(f"{_config_text(c)}: {c.calls}×" for c in configs.itertuples()) if len(configs) > 1 else None
-    return pd.Series({"theory_occupancy_pct": theory, "occupancy_limiter": configs["limiter"].iloc[0],
-                      "launch_configs": len(configs), "launch_config_list": listed})
+def _occupancy_per_name(configs: pd.DataFrame) -> pd.DataFrame:
+    """Per (run_id, kernel): the theoretical occupancy time-weighted over its launch
+    configurations (by calls when none took time), the limiter of the most used one, how many
+    configurations and, when several, each with its calls."""
+    keys = ["run_id", "kernel"]
+    timed = configs.groupby(keys)["dur_ns"].transform("sum") > 0
+    weight = configs["dur_ns"].where(timed, configs["calls"]).where(configs["theory_pct"].notna(), 0)
+    frame = configs.assign(w=weight, wt=weight * configs["theory_pct"].fillna(0),
+                           text=[f"{_config_text(c)}: {c.calls}×" for c in configs.itertuples()])
+    grouped = frame.groupby(keys, sort=False)
+    out = pd.DataFrame({"theory_occupancy_pct": grouped["wt"].sum() / grouped["w"].sum().where(lambda w: w > 0),
+                        "occupancy_limiter": grouped["limiter"].first(),
+                        "launch_configs": grouped.size(),
+                        "launch_config_list": grouped["text"].agg("; ".join)})
+    out["launch_config_list"] = out["launch_config_list"].where(out["launch_configs"] > 1)
+    return out.reset_index()
 
 
 def _config_text(c) -> str:
