@@ -109,12 +109,12 @@ def _gpu_time(runs: _Runs) -> list[Finding]:
     ratio = gpu[slow] / gpu[fast]
     if ratio < SAME_TIME_RATIO:
         text = (f"{runs.labels[a]} and {runs.labels[b]} need about the same GPU time per iteration: "
-                f"{gpu[a]:.1f} µs vs {gpu[b]:.1f} µs.")
+                f"{gpu[a]:,.1f} µs vs {gpu[b]:,.1f} µs.")
     else:
         saved = 100 * (1 - gpu[fast] / gpu[slow])
         speed = f"{ratio:.1f}× faster" if ratio >= 2 else f"{saved:.0f}% less GPU time"
-        text = (f"{runs.labels[fast]} needs {gpu[fast]:.1f} µs of GPU time per iteration against "
-                f"{gpu[slow]:.1f} µs for {runs.labels[slow]} ({speed}).")
+        text = (f"{runs.labels[fast]} needs {gpu[fast]:,.1f} µs of GPU time per iteration against "
+                f"{gpu[slow]:,.1f} µs for {runs.labels[slow]} ({speed}).")
     return [Finding("gpu_time", text, {"gpu_busy_us_per_iter": gpu, "ratio": round(ratio, 3)},
                     abs(gpu[a] - gpu[b]))]
 

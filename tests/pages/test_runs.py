@@ -99,6 +99,7 @@ def test_delete_needs_confirmation_then_removes_the_runs(pages, page_store, run_
     left = set(queries.run_catalog(page_store)["run_id"])
     assert run_ids[FLASH] not in left and run_ids[NAIVE] not in left and len(left) == len(run_ids) - 2
     assert not kept.exists(), "the kept trace goes with the run"
+    assert queries.run_metrics(page_store, [run_ids[FLASH], run_ids[NAIVE]]).empty  # and its metrics
     assert "runs" not in at.query_params
 
 
