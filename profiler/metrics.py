@@ -34,12 +34,13 @@ MISSING_SQL = ("SELECT trace_id FROM traces WHERE ($ids IS NULL OR trace_id IN (
 FILL_SQL = "INSERT INTO stored_iteration_metrics SELECT * FROM iteration_metrics($ids::VARCHAR[])"
 
 
-def fill_missing(store, run_ids) -> None:
+def fill_missing(store, run_ids) -> bool:
     """Compute the metrics of those of ``run_ids`` that lack them (rows written other than by
-    ingest); ``store`` is anything with ``query(sql, params)``."""
+    ingest); ``store`` is anything with ``query(sql, params)``. True if there were any."""
     missing = list(store.query(MISSING_SQL, {"ids": [str(r) for r in run_ids]})["trace_id"])
     if missing:
         store.query(FILL_SQL, {"ids": missing})
+    return bool(missing)
 
 
 def store_runs(con, run_ids: list[str]) -> None:

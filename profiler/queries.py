@@ -65,9 +65,12 @@ METRIC_QUERIES = {"run_metrics", "iteration_metrics", "iteration_cpu_gpu", "run_
 
 
 def _run(store, name: str, **params) -> pd.DataFrame:
-    if name in METRIC_QUERIES:
-        metrics.fill_missing(store, params["run_ids"])
-    return store.query(sql_text(name), params)
+    result = store.query(sql_text(name), params)
+    with_metrics = result if "bound" not in result else result[result["bound"].notna()]
+    if name in METRIC_QUERIES and not set(params["run_ids"]) <= set(with_metrics["run_id"]):
+        if metrics.fill_missing(store, params["run_ids"]):  # rows written other than by ingest
+            result = store.query(sql_text(name), params)
+    return result
 
 
 def _ids(run_ids) -> list[str]:
