@@ -33,7 +33,7 @@ from profiler.ui import preload_capture  # noqa: E402
 from profiler.store import Store  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
-SHARED = ROOT.parent / "shared" / "traces"
+SHARED = Path(os.environ.get("PROFILER_TEST_TRACES") or ROOT.parent / "shared" / "traces")
 FIXTURES = sorted((ROOT / "tests" / "fixtures" / "pages").glob("*.json")) + sorted(
     (ROOT / "tests" / "fixtures").glob("tiny_*.json"))
 PAGES = ("timeline", "kernels", "launches", "cpu-cost", "compare")  # analysis pages
@@ -50,7 +50,7 @@ def build_store(path: Path, mb: float) -> tuple[Store, list[str], str]:
     large = OUT / f"pages-large-{int(mb)}mb.trace.json"
     if not large.exists():
         print(f"writing {large.name} ...", flush=True)
-        make_large_trace(large, int(mb * 1e6))
+        make_large_trace(large, int(mb * 1e6), SHARED)
     result = store.ingest(large)
     print(f"large run {result.trace_id}: {result.events:,} events, {result.kernels:,} kernels"
           f"{' (already stored)' if result.duplicate else f', ingested in {result.seconds:.1f} s'}")

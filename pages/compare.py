@@ -23,6 +23,16 @@ DELTA_COLUMNS = {
     "us_b": Col.NumberColumn("µs / iter (b)", format="%.1f"),
     "us_delta": Col.NumberColumn("Δ µs", format="%+.1f"),
 }
+METRIC_COLUMNS = {  # the metrics layer's per-iteration figures, as on the runs and kernels pages
+    "side": Col.TextColumn("run", width="medium"),
+    "gpu_busy_us_per_iter": Col.NumberColumn("GPU busy µs / iter", format="%.1f"),
+    "gpu_busy_pct": Col.NumberColumn("busy %", format="%.1f"),
+    "gpu_idle_pct": Col.NumberColumn("idle %", format="%.1f"),
+    "kernel_us_per_iter": Col.NumberColumn("kernels µs / iter", format="%.1f"),
+    "cpu_busy_us_per_iter": Col.NumberColumn("CPU µs / iter", format="%.1f"),
+    "sync_us_per_iter": Col.NumberColumn("sync µs / iter", format="%.1f"),
+    "bound": Col.TextColumn("bound"),
+}
 API_COLUMNS = {
     "api": Col.TextColumn("API"), "api_kind": Col.TextColumn("kind"),
     "presence": Col.TextColumn("in"),
@@ -58,6 +68,9 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     labels = charts.label_map(queries.run_labels(store, runs))
     state, a, b, iteration = pick_pair(state, runs, labels)
     label_a, label_b = f"a: {labels.get(a, a)}", f"b: {labels.get(b, b)}"
+    metrics = queries.run_metrics(store, [a, b])
+    st.dataframe(metrics.assign(side=[label_a, label_b][:len(metrics)]), column_config=METRIC_COLUMNS,
+                 column_order=list(METRIC_COLUMNS), hide_index=True)
     st.subheader("Findings", divider="gray")
     for finding in findings.compare_findings(store, a, b):
         st.markdown(f"- {finding.text}")

@@ -8,17 +8,24 @@ SUMMARY_COLUMNS = {
     "label": Col.TextColumn("run", width="medium"),
     "cold": Col.CheckboxColumn("cold", help="First call of a fresh shape, before any warm-up."),
     "iterations": Col.NumberColumn("iters"),
-    "cpu_op_self_us": Col.NumberColumn("CPU ops µs / iter", format="%.1f",
+    "cpu_busy_us": Col.NumberColumn("CPU µs / iter", format="%.1f",
+                                    help="Wall time the launching thread spent in recorded CPU "
+                                         "ops and API calls, mean per iteration."),
+    "cpu_op_self_us": Col.NumberColumn("CPU ops self µs / iter", format="%.1f",
                                        help="Self time of CPU ops, all threads, mean per iteration."),
-    "first_iter_cpu_us": Col.NumberColumn("CPU µs, 1st iter", format="%.1f"),
-    "later_iter_cpu_us": Col.NumberColumn("CPU µs, later iters", format="%.1f"),
-    "launch_api_us": Col.NumberColumn("launch/API µs / iter", format="%.1f",
-                                      help="Time inside runtime/driver calls: launch overhead."),
-    "gpu_us": Col.NumberColumn("GPU µs / iter", format="%.1f", help="Kernels + copies."),
-    "cpu_gpu_ratio": Col.NumberColumn("CPU ÷ GPU time", format="%.2f",
-                                      help="CPU op time over GPU time per iteration: above 1 "
-                                           "the GPU waits for the CPU."),
-    "bound": Col.TextColumn("verdict", width="medium"),
+    "first_iter_cpu_us": Col.NumberColumn("CPU ops µs, 1st iter", format="%.1f"),
+    "later_iter_cpu_us": Col.NumberColumn("CPU ops µs, later iters", format="%.1f"),
+    "launch_api_us": Col.NumberColumn("launch µs / iter", format="%.1f",
+                                      help="Time inside kernel and copy launch calls."),
+    "sync_us": Col.NumberColumn("sync µs / iter", format="%.1f",
+                                help="Time inside synchronize calls: waiting for the GPU, "
+                                     "not launch overhead."),
+    "gpu_busy_us": Col.NumberColumn("GPU busy µs / iter", format="%.1f",
+                                    help="Kernels + copies, overlapping streams counted once."),
+    "gpu_idle_pct": Col.NumberColumn("GPU idle %", format="%.1f"),
+    "bound": Col.TextColumn("bound", help="gpu: the GPU idles under 10 % of the iteration; cpu: "
+                            "the launching thread was working while the GPU idled; sync: it was "
+                            "waiting in a synchronize call when the GPU ran dry."),
 }
 OP_COLUMNS = {
     "op": Col.TextColumn("op", width="large"),
@@ -40,9 +47,9 @@ COLD_WARM_COLUMNS = {
 st.title("CPU cost")
 state = ui.view_state("cpu-cost")
 runs = ui.require_runs(state)
-st.caption("CPU time is the self time of CPU ops (time not spent in child ops), summed over "
-           "threads; the ProfilerStep annotation itself is left out. GPU time sums kernel "
-           "durations (overlapping streams count twice).")
+st.caption("CPU µs is the wall time of the thread that launches the GPU work; CPU ops self "
+           "time (time not spent in child ops) is summed over threads, the ProfilerStep "
+           "annotation left out. GPU busy time counts overlapping streams once.")
 
 with ui.guard(), queries.session(ui.get_store()) as store:
     labels = charts.label_map(queries.run_labels(store, runs))
@@ -52,11 +59,12 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     st.dataframe(summary, column_config=SUMMARY_COLUMNS, column_order=list(SUMMARY_COLUMNS),
                  hide_index=True)
     ui.csv_download(summary, "cpu-summary")
-    st.subheader("The cuDNN story", divider="gray")
     story = narrative.cudnn_story(queries.cudnn_op_time(store, runs),
-                               queries.run_shapes(store, runs), labels)
-    for paragraph in story:
-        st.markdown(paragraph)
+                                  queries.run_shapes(store, runs), labels)
+    if story:  # only runs whose cuDNN attention calls launched cuDNN kernels have one
+        st.subheader("The cuDNN story", divider="gray")
+        for paragraph in story:
+            st.markdown(paragraph)
     st.subheader("CPU vs GPU time per iteration", divider="gray")
     st.altair_chart(charts.cpu_gpu_chart(per_iter, labels), width="stretch")
     st.subheader("Cold vs warm", divider="gray")

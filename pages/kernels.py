@@ -1,7 +1,7 @@
 """Kernels: what ran on the GPU in each selected run, per iteration, side by side."""
 import streamlit as st
 
-from profiler import charts, queries, roofline, ui
+from profiler import charts, findings, queries, roofline, ui
 
 Col = st.column_config
 COLUMNS = {  # what a kernel engineer reads first (time, math engine, occupancy), launch shape after
@@ -10,15 +10,18 @@ COLUMNS = {  # what a kernel engineer reads first (time, math engine, occupancy)
     "us_per_iter": Col.NumberColumn("µs / iter", format="%.1f"),
     "gpu_time_share_pct": Col.ProgressColumn("share of GPU time", format="%.1f%%", min_value=0,
                                              max_value=100),
-    "tc_engine": Col.TextColumn("math", help="Tensor cores or CUDA cores, read from the name."),
+    "tc_engine": Col.TextColumn("engine", help="Tensor / matrix cores, CUDA cores / vector ALUs, "
+                                "communication or unknown, read from the name (never guessed)."),
     "tc_precision": Col.TextColumn("precision"),
     "est_occupancy_pct": Col.NumberColumn(
-        "reported occ. %", format="%.0f",
-        help="Kineto's static estimate. It reads 0 for kernels that opt into more than 48 KB of "
-             "shared memory (cuDNN, cuBLAS nvjet, flash), however they really run."),
+        "reported occ. %", format="%.1f",
+        help="Kineto's static estimate, time-weighted over the launches. It reads 0 for kernels "
+             "that opt into more than 48 KiB of shared memory (cuDNN, cuBLAS nvjet, flash), "
+             "however they really run."),
     "theory_occupancy_pct": Col.NumberColumn(
         "theoretical occ. %", format="%.1f",
-        help="CUDA occupancy calculator with opt-in shared memory, capped by the grid size."),
+        help="CUDA occupancy calculator per launch (opt-in shared memory, capped by the grid "
+             "size), time-weighted over the launches like the reported value."),
     "reads_zero_but_ran": Col.CheckboxColumn(
         "0 % but ran", help="The trace reports 0 % occupancy, yet the kernel ran: see the "
                             "theoretical value and what limits it."),
@@ -26,10 +29,30 @@ COLUMNS = {  # what a kernel engineer reads first (time, math engine, occupancy)
     "grid": Col.TextColumn("grid"),
     "block": Col.TextColumn("block"),
     "registers_per_thread": Col.NumberColumn("regs / thread"),
-    "shared_mem_bytes": Col.NumberColumn("shared mem (B)", format="localized"),
+    "shared_mem_kib": Col.NumberColumn("shared mem (KiB)", format="%.1f"),
+    "launch_configs": Col.NumberColumn("launch configs", help="Distinct grid / block / registers "
+                                       "/ shared memory combinations; listed when several."),
+    "launch_config_list": Col.TextColumn("configs (calls)", width="large"),
     "mean_us": Col.NumberColumn("mean µs", format="%.2f"),
     "calls": Col.NumberColumn("calls (all iters)"),
     "total_us": Col.NumberColumn("µs (all iters)", format="%.1f"),
+}
+
+BREAKDOWN_COLUMNS = {  # the metrics layer's per-iteration figures (profiler/sql/metrics.sql)
+    "label": Col.TextColumn("run", width="medium"),
+    "wall_us_per_iter": Col.NumberColumn("iteration µs", format="%.1f"),
+    "gpu_busy_us_per_iter": Col.NumberColumn("GPU busy µs / iter", format="%.1f",
+                                             help="Kernels, copies and sets of the iteration, "
+                                                  "overlapping streams counted once."),
+    "gpu_busy_pct": Col.NumberColumn("busy %", format="%.1f"),
+    "gpu_idle_pct": Col.NumberColumn("idle %", format="%.1f", help="No GPU work at all."),
+    "carried_pct": Col.NumberColumn("earlier work %", format="%.1f",
+                                    help="The GPU ran only work launched in an earlier iteration."),
+    "kernel_us_per_iter": Col.NumberColumn("kernels µs / iter", format="%.1f"),
+    "comm_us_per_iter": Col.NumberColumn("communication µs / iter", format="%.1f"),
+    "exposed_copy_us_per_iter": Col.NumberColumn("copies alone µs / iter", format="%.1f",
+                                                 help="Copy or set time with no kernel running."),
+    "bound": Col.TextColumn("bound"),
 }
 
 ROOF_COLUMNS = {
@@ -43,6 +66,17 @@ ROOF_COLUMNS = {
     "precision": Col.TextColumn("precision"),
     "peak_source": Col.TextColumn("peaks from"),
 }
+
+
+def breakdown_section(store, runs, labels) -> None:
+    """Where each run's iteration goes on the GPU, and what bounds it."""
+    st.subheader("GPU time per iteration", divider="gray")
+    metrics = queries.run_metrics(store, runs)
+    metrics = metrics.assign(label=metrics["run_id"].map(labels).fillna(metrics["run_id"]))
+    st.dataframe(metrics, column_config=BREAKDOWN_COLUMNS, column_order=list(BREAKDOWN_COLUMNS),
+                 hide_index=True, placeholder="—")
+    for row in metrics.itertuples():
+        st.text(findings.bound_sentence(row._asdict(), row.label))
 
 
 def roofline_section(store, runs, labels) -> None:
@@ -73,7 +107,9 @@ with ui.guard(), queries.session(ui.get_store()) as store:
                           placeholder="part of a kernel name, e.g. flash, gemm, Memcpy")
     if found != (state.filter("q") or ""):
         state = ui.update_view(state, filters=state.with_filter("q", found).filters)
+    breakdown_section(store, runs, labels)
     table = charts.search(queries.kernel_details(store, runs), "kernel", found)
+    table = table.assign(shared_mem_kib=table["shared_mem_bytes"] / 1024)
     if table.empty:
         st.info("No kernels match." if found else "The selected runs recorded no GPU kernels.")
     else:

@@ -10,10 +10,10 @@ API_COLUMNS = {
     "api_kind": Col.TextColumn("kind", help="runtime (cuda*/hip*) or driver (cu*) API"),
     "category": Col.TextColumn("category"),
     "calls_per_iter": Col.NumberColumn("calls / iter", format="%.1f"),
-    "cpu_us_per_iter": Col.NumberColumn("CPU µs / iter", format="%.1f"),
+    "api_us_per_iter": Col.NumberColumn("µs in call / iter", format="%.1f"),
     "mean_us": Col.NumberColumn("mean µs / call", format="%.2f"),
-    "kernels_launched": Col.NumberColumn("kernels launched"),
-    "memops_launched": Col.NumberColumn("copies / sets launched"),
+    "kernels_launched_per_iter": Col.NumberColumn("kernels launched / iter", format="%.1f"),
+    "memops_launched_per_iter": Col.NumberColumn("copies / sets launched / iter", format="%.1f"),
 }
 TARGET_COLUMNS = {
     "api": Col.TextColumn("API"),

@@ -12,10 +12,17 @@ COLUMNS = {  # in display order: what tells runs apart first, the numbers next, 
     "shape": Col.TextColumn("shape B×H×L×D", help="batch × heads × sequence length × head dim"),
     "dtype": Col.TextColumn("dtype"),
     "kernels_per_iter": Col.NumberColumn("kernels / iter", format="%.1f"),
-    "gpu_us_per_iter": Col.NumberColumn("GPU µs / iter", format="%.1f",
-                                        help="Summed kernel time per iteration."),
-    "cpu_us_per_iter": Col.NumberColumn("CPU µs / iter", format="%.1f",
-                                        help="Self time of CPU ops per iteration, all threads."),
+    "gpu_busy_us_per_iter": Col.NumberColumn(
+        "GPU busy µs / iter", format="%.1f",
+        help="Time the GPU ran the iteration's kernels, copies or sets (overlapping streams "
+             "count once; work launched in an earlier iteration is left out)."),
+    "gpu_busy_pct": Col.NumberColumn("GPU busy %", format="%.1f",
+                                     help="GPU busy time as a share of the iteration."),
+    "cpu_busy_us_per_iter": Col.NumberColumn(
+        "CPU µs / iter", format="%.1f",
+        help="Wall time the launching thread spent in recorded CPU ops and API calls."),
+    "bound": Col.TextColumn("bound", help="gpu: the GPU idles under 10 % of the iteration; cpu / "
+                            "sync: what the launching thread did while the GPU was idle."),
     "iterations": Col.NumberColumn("iters", help="ProfilerStep windows in the trace; with none, "
                                    "the whole trace counts as one iteration."),
     "gpu_name": Col.TextColumn("GPU"),

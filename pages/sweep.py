@@ -7,10 +7,12 @@ Col = st.column_config
 COLUMNS = {
     "series": Col.TextColumn("variant"),
     "seq_len": Col.NumberColumn("seq len"),
-    "gpu_us_per_iter": Col.NumberColumn("GPU µs / iter", format="%.1f",
-                                        help="Kernels and copies, summed per iteration."),
-    "cpu_us_per_iter": Col.NumberColumn("CPU µs / iter", format="%.1f",
-                                        help="Self time of CPU ops per iteration."),
+    "gpu_busy_us_per_iter": Col.NumberColumn(
+        "GPU busy µs / iter", format="%.1f",
+        help="Time the GPU ran the iteration's kernels, copies or sets (as on the runs page)."),
+    "cpu_busy_us_per_iter": Col.NumberColumn(
+        "CPU µs / iter", format="%.1f",
+        help="Wall time the launching thread spent in recorded CPU ops and API calls."),
     "runs": Col.NumberColumn("runs", help="Warm captured runs averaged into this point."),
     "dtype": Col.TextColumn("dtype"),
     "batch": Col.NumberColumn("batch"), "heads": Col.NumberColumn("heads"),
@@ -35,8 +37,8 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         no_sweep()
     source = f"the {len(state.runs)} selected runs" if state.runs else "every captured run in the store"
     st.caption(f"Warm runs among {source}, averaged per variant and sequence length. Both axes are "
-               "logarithmic: where two lines cross, the faster variant changes; where a variant's CPU "
-               "line is above its GPU line, it is CPU-bound at that length.")
+               "logarithmic: where two lines cross, the faster variant changes. What bounds each run "
+               "(GPU, CPU or synchronisation) is on the runs page.")
     st.altair_chart(charts.sweep_chart(series))
     st.subheader("Crossovers", divider="gray")
     crossings = findings.sweep_findings(store, runs)

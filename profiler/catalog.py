@@ -69,6 +69,7 @@ def delete_runs(store, run_ids: Iterable[str], traces_dir: Path | None = None) -
 def _delete_rows(con, ids: list[str]) -> int:
     for table in RUN_TABLES[:-1]:
         con.execute(f"DELETE FROM {table} WHERE trace_id IN (SELECT unnest($ids))", {"ids": ids})
+    con.execute("DELETE FROM stored_iteration_metrics WHERE run_id IN (SELECT unnest($ids))", {"ids": ids})
     return len(con.execute("DELETE FROM traces WHERE trace_id IN (SELECT unnest($ids)) "
                            "RETURNING trace_id", {"ids": ids}).fetchall())
 

@@ -132,7 +132,7 @@ def launch_api_chart(apis: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
         color=alt.Color("run:N", scale=alt.Scale(scheme=PALETTE),
                         legend=alt.Legend(orient="top", labelLimit=400, columns=2)),
         tooltip=_tips(data, ["run", "api", "api_kind", "category", "calls_per_iter",
-                             "cpu_us_per_iter", "mean_us", "kernels_launched", "memops_launched"]),
+                             "api_us_per_iter", "mean_us", "kernels_launched_per_iter", "memops_launched_per_iter"]),
     )
 
 
@@ -152,8 +152,9 @@ def latency_histogram_chart(hist: pd.DataFrame, labels: dict[str, str]) -> alt.C
 
 # ── CPU cost ─────────────────────────────────────────────────────────────────────────────────
 
-CPU_GPU_METRICS = {"cpu_op_self_us": "CPU ops (self)", "launch_api_us": "launch/runtime API",
-                   "gpu_kernel_us": "GPU kernels", "gpu_memop_us": "GPU memcpy/memset"}
+CPU_GPU_METRICS = {"cpu_op_self_us": "CPU ops (self)", "launch_api_us": "launch calls",
+                   "sync_us": "synchronize", "gpu_kernel_us": "GPU kernels",
+                   "gpu_memop_us": "GPU memcpy/memset"}
 
 
 def cpu_gpu_chart(per_iter: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
@@ -273,7 +274,8 @@ def roofline_chart(roof: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
 
 # ── sweep ────────────────────────────────────────────────────────────────────────────────────
 
-SWEEP_METRICS = {"gpu_us_per_iter": "GPU time per iteration", "cpu_us_per_iter": "CPU time per iteration"}
+SWEEP_METRICS = {"gpu_busy_us_per_iter": "GPU busy time per iteration",
+                 "cpu_busy_us_per_iter": "CPU time (launching thread) per iteration"}
 SWEEP_SHAPE = ["batch", "heads", "head_dim", "dtype", "causal"]
 
 

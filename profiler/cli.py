@@ -40,17 +40,24 @@ def _summary(args: argparse.Namespace) -> int:
 
     rows = queries.trace_summary(Store(args.db))
     if args.json:
-        print(json.dumps(rows, indent=2, default=str))
+        print(json.dumps(rows, indent=2, ensure_ascii=False, allow_nan=False))
         return 0
     if not rows:
         print(f"no traces in {Store(args.db).path}")
         return 0
-    print(f"{'id':16s}  {'source':8s}  {'variant':15s}  {'events':>9s}  {'kernels':>8s}  "
-          f"{'kernel ms':>10s}  {'iters':>5s}  name")
+    print(f"{'run id':16s}  {'source':8s}  {'variant':15s}  {'events':>9s}  {'kernels':>8s}  "
+          f"{'iters':>5s}  {'GPU busy µs/iter':>16s}  {'busy %':>6s}  {'bound':5s}  name")
     for r in rows:
-        print(f"{r['id']:16s}  {r['source']:8s}  {r['variant'] or '-':15s}  {r['events']:>9,d}  "
-              f"{r['kernels']:>8,d}  {r['kernel_time_us'] / 1000:>10.3f}  {r['iterations']:>5d}  {r['name']}")
+        busy = r["gpu_busy_us_per_iter"]
+        print(f"{r['run_id']:16s}  {r['source']:8s}  {r['variant'] or '-':15s}  {r['events']:>9,d}  "
+              f"{r['kernels']:>8,d}  {r['iterations']:>5d}  {_num(busy, '16,.1f')}  "
+              f"{_num(r['gpu_busy_pct'], '6.1f')}  {r['bound'] or '-':5s}  {r['name']}")
     return 0
+
+
+def _num(value, spec: str) -> str:
+    width = spec.split(",")[0].split(".")[0]
+    return f"{'-':>{width}s}" if value is None else format(value, spec)
 
 
 def _parser() -> argparse.ArgumentParser:

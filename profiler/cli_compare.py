@@ -2,10 +2,18 @@
 
 RUN_A / RUN_B are run ids (`python -m profiler summary` lists them) or unique prefixes of them.
 Text output: the findings, the kernels per iteration side by side, and one iteration's kernel
-sequences aligned by family. `--json` prints the same as one object: `run_a`, `run_b`,
-`findings` (sentences), `evidence` (one dict per finding), `kernels` (per-run counts and times,
-`tensor_cores`, `precision`, `occupancy_reported_pct`, `occupancy_theoretical_pct`,
-`occupancy_limiter`, each per run as {"a": ..., "b": ...}) and `alignment`.
+sequences aligned by family. `--json` prints the same as one object of strict JSON (no NaN or
+Infinity: a missing number is null):
+
+* `run_a`, `run_b`, `iteration` (the aligned iteration);
+* `metrics`: {"a": ..., "b": ...}, each the run's `queries.run_metrics` row (per-iteration µs,
+  shares of the iteration in %, `bound`, `profiler_overhead_likely`);
+* `findings`: the sentences, ranked by impact; `evidence`: one dict per finding with its `kind`
+  and `impact_us` (µs per iteration) and the numbers and names it rests on;
+* `kernels`: per kernel name `kernel`, `family`, `presence`, `calls_a`, `calls_b`, `us_a`, `us_b`
+  (per iteration), `tensor_cores` (the engine), `precision`, and per run as {"a": ..., "b": ...}
+  `occupancy_reported_pct`, `occupancy_theoretical_pct`, `occupancy_limiter`;
+* `alignment`: the aligned kernel sequences, one slot each.
 """
 from __future__ import annotations
 
@@ -35,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     store = Store(args.db)
     run_a, run_b = resolve_run(store, args.run_a), resolve_run(store, args.run_b)
     report = compare_report(store, run_a, run_b, args.iteration)
-    text = json.dumps(report, indent=2, ensure_ascii=False, default=_json_default)
+    text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False, default=_json_default)
     print(text if args.json else format_report(report))
     return 0
 
@@ -64,8 +72,12 @@ def compare_report(store, run_a: str, run_b: str, iteration: int = 0) -> dict:
     kernels = diff.kernel_comparison(queries.kernel_delta(store, run_a, run_b), details, run_a, run_b)
     aligned = diff.align_kernel_sequences(queries.kernel_sequence(store, run_a, iteration),
                                           queries.kernel_sequence(store, run_b, iteration))
+    metrics = queries.run_metrics(store, [run_a, run_b]).set_index("run_id")
     return {"run_a": run_a, "run_b": run_b, "iteration": iteration,
-            "findings": [f.text for f in found], "evidence": [f.evidence | {"kind": f.kind} for f in found],
+            "metrics": {side: _clean(metrics.loc[run].to_dict()) if run in metrics.index else None
+                        for side, run in (("a", run_a), ("b", run_b))},
+            "findings": [f.text for f in found],
+            "evidence": [_clean(f.evidence | {"kind": f.kind, "impact_us": f.impact_us}) for f in found],
             "kernels": [_kernel_item(row) for row in kernels.to_dict("records")],
             "alignment": [_clean(row) for row in aligned.to_dict("records")]}
 
@@ -82,15 +94,23 @@ def _kernel_item(row: dict) -> dict:
 
 
 def _clean(row: dict) -> dict:
-    return {k: _clean_value(v) for k, v in row.items()}
+    return {str(k): _clean_value(v) for k, v in row.items()}
 
 
 def _clean_value(value):
+    """Plain JSON data: NaN, ±Infinity and NA become None; numpy scalars Python numbers."""
     import pandas as pd
 
-    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+    if isinstance(value, dict):
+        return _clean(value)
+    if isinstance(value, (list, tuple)):
+        return [_clean_value(v) for v in value]
+    if value is None or value is pd.NA or value is pd.NaT:
         return None
-    return value.item() if hasattr(value, "item") else value
+    value = value.item() if hasattr(value, "item") else value
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def _json_default(value):
@@ -99,11 +119,18 @@ def _json_default(value):
 
 def format_report(report: dict) -> str:
     """The report as text for a terminal."""
-    lines = [f"A = {report['run_a']}    B = {report['run_b']}", "", "Findings:"]
+    lines = [f"A = {report['run_a']}    B = {report['run_b']}", ""]
+    for side, m in report["metrics"].items():
+        if m:
+            lines.append(f"{side.upper()}: GPU busy {m['gpu_busy_us_per_iter']:,.1f} µs per iteration "
+                         f"({m['gpu_busy_pct']:.1f}% of {m['wall_us_per_iter']:,.1f} µs), idle "
+                         f"{m['gpu_idle_pct']:.1f}%, kernels {m['kernel_us_per_iter']:,.1f} µs; "
+                         f"bound: {m['bound']}")
+    lines += ["", "Findings:"]
     lines += [f"  - {text}" for text in report["findings"]]
     lines += ["", "Kernels per iteration (A vs B):",
               f"  {'presence':9s} {'calls A':>7s} {'calls B':>7s} {'µs A':>9s} {'µs B':>9s}  "
-              f"{'engine':11s} {'occ':>5s} {'theory':>6s}  kernel   (occupancy of A, else B)"]
+              f"{'engine':13s} {'occ':>6s} {'theory':>6s}  kernel   (occupancy of A, else B)"]
     lines += [_kernel_line(k) for k in report["kernels"]]
     lines += ["", f"Iteration {report['iteration']} aligned by kernel family:"]
     lines += [_slot_line(s) for s in report["alignment"]]
@@ -114,7 +141,7 @@ def _kernel_line(k: dict) -> str:
     side = "a" if k["calls_a"] else "b"
     occ, theory = k["occupancy_reported_pct"][side], k["occupancy_theoretical_pct"][side]
     return (f"  {k['presence']:9s} {k['calls_a']:7.1f} {k['calls_b']:7.1f} {k['us_a']:9.1f} "
-            f"{k['us_b']:9.1f}  {k['tensor_cores'] or '-':11s} {_pct(occ):>5s} {_pct(theory):>6s}  "
+            f"{k['us_b']:9.1f}  {k['tensor_cores'] or '-':13s} {_pct(occ):>6s} {_pct(theory):>6s}  "
             f"{k['kernel'][:90]}")
 
 
@@ -125,4 +152,4 @@ def _slot_line(s: dict) -> str:
 
 
 def _pct(value) -> str:
-    return "-" if value is None else f"{value:.0f}%"
+    return "-" if value is None else f"{value:.1f}%"

@@ -3,9 +3,12 @@
 `compare_findings(store, run_a, run_b)` explains the difference between two runs;
 `run_findings(store, run_id)` summarises one run (the `runs` page); `sweep_findings(store,
 run_ids)` says where variants of a sequence-length sweep cross over. Each `Finding` carries a
-`kind`, the sentence, and an `evidence` dict of the numbers and names it rests on, so a page can
-show them next to the sentence and the CLI can print them as JSON. The rules behind each kind are
-in `docs/analysis.md`.
+`kind`, the sentence, an `evidence` dict of the numbers and names it rests on (JSON-ready: no
+NaN), and its `impact_us`: the GPU or CPU time per iteration it is about. Findings come ranked by
+impact, at most `MAX_FINDINGS` of them, each kind once (repeated cases of a kind are listed in one
+sentence); the GPU-time comparison and the kernel with the largest GPU-time change are always
+there. Every number comes from the metrics layer (`queries.run_metrics`) or the per-name tables.
+The rules behind each kind are in `docs/analysis.md`.
 """
 from __future__ import annotations
 
@@ -13,22 +16,27 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from profiler import gpus, occupancy, queries, roofline
+from profiler import gpus, occupancy, queries, roofline, tensor_cores
 from profiler.errors import UnknownRunError
 from profiler.diff import kernel_family
 
 MATH_OPS = ("gemm", "conv", "attention")
 MAX_NAMES = 5
+MAX_FINDINGS = 8
+ALWAYS = ("gpu_time", "kernel_delta")  # kept whatever their impact
 SAME_TIME_RATIO = 1.05  # GPU times closer than this read as "about the same"
+BOUND_WORDS = {"gpu": "GPU-bound", "cpu": "CPU-bound", "sync": "sync-bound",
+               "mixed": "partly CPU-, partly sync-bound", "none": "without GPU work"}
 
 
 @dataclass(frozen=True)
 class Finding:
-    kind: str      # 'gpu_time' | 'kernels_per_iteration' | 'memcpy' | 'cuda_core_math' |
-                   # 'zero_occupancy' | 'tiny_grid' | 'cpu_bound' | 'launch_api' | 'cpu_ops' |
-                   # 'crossover'
+    kind: str      # 'gpu_time' | 'kernel_delta' | 'bound' | 'kernels_per_iteration' | 'memcpy' |
+                   # 'cuda_core_math' | 'zero_occupancy' | 'tiny_grid' | 'launch_api' |
+                   # 'cpu_ops' | 'crossover'
     text: str
     evidence: dict = field(default_factory=dict)
+    impact_us: float = 0.0   # GPU or CPU µs per iteration the finding is about (ranks it)
 
 
 @dataclass(frozen=True)
@@ -37,7 +45,7 @@ class _Runs:
     labels: dict[str, str]
     kernels: pd.DataFrame        # queries.kernel_details
     memops: pd.DataFrame         # queries.memop_table
-    per_iter: pd.DataFrame       # queries.iteration_cpu_gpu, averaged per run
+    metrics: pd.DataFrame        # queries.run_metrics, indexed by run_id
 
 
 def _load(store, run_ids: list[str]) -> _Runs:
@@ -45,25 +53,33 @@ def _load(store, run_ids: list[str]) -> _Runs:
     missing = set(run_ids) - set(labels["run_id"])
     if missing:
         raise UnknownRunError(f"run {sorted(missing)[0]} is not in the store {store.path}")
-    per_iter = queries.iteration_cpu_gpu(store, run_ids).groupby("run_id").mean(numeric_only=True)
+    metrics = queries.run_metrics(store, run_ids).set_index("run_id")
     return _Runs(run_ids, dict(zip(labels["run_id"], labels["label"])),
-                 queries.kernel_details(store, run_ids), queries.memop_table(store, run_ids), per_iter)
+                 queries.kernel_details(store, run_ids), queries.memop_table(store, run_ids), metrics)
 
 
 def run_findings(store, run_id: str) -> list[Finding]:
-    """Findings about one run: kernels per iteration, CPU- or GPU-bound, CUDA-core math,
+    """Findings about one run: what bounds it, kernels per iteration, CUDA-core math,
     0 %-occupancy kernels explained."""
     runs = _load(store, [run_id])
-    return [*_kernels_per_iteration(runs), *_cpu_bound(runs), *_cuda_core_math(runs),
-            *_zero_occupancy(runs, store)]
+    return _ranked([*_bound(runs), *_kernels_per_iteration(runs), *_cuda_core_math(runs),
+                    *_zero_occupancy(runs, store)])
 
 
 def compare_findings(store, run_a: str, run_b: str) -> list[Finding]:
     """Findings that explain the difference between two runs (a first, then b)."""
     runs = _load(store, [run_a, run_b])
-    return [*_gpu_time(runs), *_kernels_per_iteration(runs), *_memcpy_only_in_one(runs),
-            *_launch_api(store, runs), *_cpu_ops_only_in_one(store, runs), *_cpu_bound(runs),
-            *_cuda_core_math(runs), *_zero_occupancy(runs, store)]
+    return _ranked([*_gpu_time(runs), *_kernel_delta(store, runs), *_bound(runs),
+                    *_kernels_per_iteration(runs), *_memcpy_only_in_one(runs),
+                    *_launch_api(store, runs), *_cpu_ops_only_in_one(store, runs),
+                    *_cuda_core_math(runs), *_zero_occupancy(runs, store)])
+
+
+def _ranked(found: list[Finding]) -> list[Finding]:
+    """The always-kept kinds first, then the rest by impact, at most MAX_FINDINGS in all."""
+    first = [f for f in found if f.kind in ALWAYS]
+    rest = sorted((f for f in found if f.kind not in ALWAYS), key=lambda f: -f.impact_us)
+    return first + rest[:max(MAX_FINDINGS - len(first), 0)]
 
 
 def sweep_findings(store, run_ids) -> list[Finding]:
@@ -71,13 +87,14 @@ def sweep_findings(store, run_ids) -> list[Finding]:
     cross = roofline.crossovers(roofline.sweep_table(store, run_ids))
     found = []
     for row in cross.to_dict("records"):
-        lo_fast, lo_slow = sorted([row["gpu_us_per_iter_lo_a"], row["gpu_us_per_iter_lo_b"]])
-        hi_fast, hi_slow = sorted([row["gpu_us_per_iter_hi_a"], row["gpu_us_per_iter_hi_b"]])
+        lo_fast, lo_slow = sorted([row["gpu_busy_us_per_iter_lo_a"], row["gpu_busy_us_per_iter_lo_b"]])
+        hi_fast, hi_slow = sorted([row["gpu_busy_us_per_iter_hi_a"], row["gpu_busy_us_per_iter_hi_b"]])
         text = (f"{row['faster_below']} is faster at L={row['seq_len_lo']} ({lo_fast:.1f} vs "
-                f"{lo_slow:.1f} µs GPU per iteration) but {row['faster_above']} is faster at "
+                f"{lo_slow:.1f} µs GPU busy per iteration) but {row['faster_above']} is faster at "
                 f"L={row['seq_len_hi']} ({hi_fast:.1f} vs {hi_slow:.1f} µs): they cross over "
                 f"between these lengths.")
-        found.append(Finding("crossover", text, row))
+        found.append(Finding("crossover", text, {k: _plain(v) for k, v in row.items()},
+                             abs(hi_slow - hi_fast)))
     return found
 
 
@@ -92,20 +109,39 @@ def _gpu_time(runs: _Runs) -> list[Finding]:
     ratio = gpu[slow] / gpu[fast]
     if ratio < SAME_TIME_RATIO:
         text = (f"{runs.labels[a]} and {runs.labels[b]} need about the same GPU time per iteration: "
-                f"{gpu[a]:.1f} µs vs {gpu[b]:.1f} µs.")
+                f"{gpu[a]:,.1f} µs vs {gpu[b]:,.1f} µs.")
     else:
         saved = 100 * (1 - gpu[fast] / gpu[slow])
         speed = f"{ratio:.1f}× faster" if ratio >= 2 else f"{saved:.0f}% less GPU time"
-        text = (f"{runs.labels[fast]} needs {gpu[fast]:.1f} µs of GPU time per iteration against "
-                f"{gpu[slow]:.1f} µs for {runs.labels[slow]} ({speed}).")
-    return [Finding("gpu_time", text, {"gpu_us_per_iter": gpu, "ratio": round(ratio, 3)})]
+        text = (f"{runs.labels[fast]} needs {gpu[fast]:,.1f} µs of GPU time per iteration against "
+                f"{gpu[slow]:,.1f} µs for {runs.labels[slow]} ({speed}).")
+    return [Finding("gpu_time", text, {"gpu_busy_us_per_iter": gpu, "ratio": round(ratio, 3)},
+                    abs(gpu[a] - gpu[b]))]
 
 
 def _gpu_us(runs: _Runs, run: str) -> float:
-    if run not in runs.per_iter.index:
+    """GPU busy time per iteration (the metrics layer's definition)."""
+    if run not in runs.metrics.index:
         return 0.0
-    row = runs.per_iter.loc[run]
-    return float(row["gpu_kernel_us"] + row["gpu_memop_us"])
+    return float(runs.metrics.loc[run, "gpu_busy_us_per_iter"])
+
+
+def _kernel_delta(store, runs: _Runs) -> list[Finding]:
+    """The kernel (or copy) whose GPU time per iteration changes most between the two runs."""
+    a, b = runs.ids
+    delta = queries.kernel_delta(store, a, b)
+    if delta.empty:
+        return []
+    top = delta.iloc[0]
+    total = float(delta["us_delta"].sum())
+    share = f", {100 * float(top.us_delta) / total:.1f}% of the change in summed GPU time" \
+        if abs(total) > 0 and top.us_delta * total > 0 and abs(top.us_delta) <= abs(total) else ""
+    text = (f"The largest GPU-time change is {_short(top.kernel)}: {top.us_a:,.1f} µs per iteration "
+            f"in {runs.labels[a]} against {top.us_b:,.1f} µs in {runs.labels[b]} "
+            f"({top.us_delta:+,.1f} µs{share}).")
+    return [Finding("kernel_delta", text, {"kernel": top.kernel, "us_a": float(top.us_a),
+                    "us_b": float(top.us_b), "us_delta": float(top.us_delta),
+                    "summed_us_delta": total}, abs(float(top.us_delta)))]
 
 
 def _kernels_per_iteration(runs: _Runs) -> list[Finding]:
@@ -119,19 +155,22 @@ def _kernels_per_iteration(runs: _Runs) -> list[Finding]:
 
 
 def _memcpy_only_in_one(runs: _Runs) -> list[Finding]:
-    found = []
+    parts, items = [], []
     for run, other in (runs.ids, runs.ids[::-1]):
         mine = runs.memops[runs.memops["run_id"] == run]
         theirs = set(runs.memops.loc[runs.memops["run_id"] == other, "memop"])
-        only = mine[~mine["memop"].isin(theirs)].sort_values("bytes_per_iter", ascending=False)
+        only = mine[~mine["memop"].isin(theirs)].sort_values("us_per_iter", ascending=False)
         for row in only.head(MAX_NAMES).itertuples():
-            text = (f"{runs.labels[run]} {_memop_verb(row.memop)} {_bytes(row.bytes_per_iter)} per "
-                    f"iteration ({_num(row.calls_per_iter)} × {row.memop}, {row.us_per_iter:.1f} µs); "
-                    f"{runs.labels[other]} has no such {row.kind}.")
-            found.append(Finding("memcpy", text, {"run_id": run, "memop": row.memop,
-                                 "calls_per_iter": row.calls_per_iter,
-                                 "bytes_per_iter": row.bytes_per_iter, "us_per_iter": row.us_per_iter}))
-    return found
+            parts.append(f"{runs.labels[run]} {_memop_verb(row.memop)} {_bytes(row.bytes_per_iter)} "
+                         f"per iteration ({_num(row.calls_per_iter)} × {row.memop}, "
+                         f"{row.us_per_iter:.1f} µs) and {runs.labels[other]} has no such {row.kind}")
+            items.append({"run_id": run, "memop": row.memop, "kind": row.kind,
+                          "calls_per_iter": float(row.calls_per_iter),
+                          "bytes_per_iter": float(row.bytes_per_iter), "us_per_iter": float(row.us_per_iter)})
+    if not items:
+        return []
+    return [Finding("memcpy", "; ".join(parts) + ".", {"memops": items},
+                    sum(i["us_per_iter"] for i in items))]
 
 
 def _memop_verb(name: str) -> str:
@@ -143,24 +182,27 @@ def _memop_verb(name: str) -> str:
 def _launch_api(store, runs: _Runs) -> list[Finding]:
     a, b = runs.ids
     delta = queries.launch_api_delta(store, a, b)
-    found = []
-    for presence, run, other in (("only in a", a, b), ("only in b", b, a)):
-        only = delta[delta["presence"] == presence]
+    parts, apis, impact = [], {}, 0.0
+    for presence, run, other, side in (("only in a", a, b, "a"), ("only in b", b, a, "b")):
+        only = delta[delta["presence"] == presence].sort_values(f"cpu_us_{side}", ascending=False)
         if only.empty:
             continue
-        calls = only["calls_a" if run == a else "calls_b"]
+        calls = only[f"calls_{side}"]
         listed = ", ".join(f"{api} ({_num(c)} per iteration)"
                            for api, c in zip(only["api"][:MAX_NAMES], calls[:MAX_NAMES]))
         listed += f" and {len(only) - MAX_NAMES} more" if len(only) > MAX_NAMES else ""
-        text = f"{runs.labels[run]} calls {listed}, which {runs.labels[other]} never calls."
-        found.append(Finding("launch_api", text, {"run_id": run, "apis": dict(zip(only["api"], calls))}))
-    return found
+        parts.append(f"{runs.labels[run]} calls {listed}, which {runs.labels[other]} never calls")
+        apis[run] = {str(k): float(v) for k, v in zip(only["api"], calls)}
+        impact += float(only[f"cpu_us_{side}"].sum())
+    if not parts:
+        return []
+    return [Finding("launch_api", "; ".join(parts) + ".", {"apis": apis}, impact)]
 
 
 def _cpu_ops_only_in_one(store, runs: _Runs) -> list[Finding]:
     a, b = runs.ids
     delta = queries.cpu_op_delta(store, a, b)
-    found = []
+    parts, ops, impact = [], {}, 0.0
     for presence, run, side in (("only in a", a, "a"), ("only in b", b, "b")):
         only = delta[delta["presence"] == presence].sort_values(f"self_us_{side}", ascending=False)
         if only.empty:
@@ -169,35 +211,67 @@ def _cpu_ops_only_in_one(store, runs: _Runs) -> list[Finding]:
         listed = ", ".join(f"{op} ({_num(c)}×, {us:.1f} µs)" for op, c, us in
                            zip(top["op"], top[f"calls_{side}"], top[f"self_us_{side}"]))
         more = f" and {len(only) - MAX_NAMES} more" if len(only) > MAX_NAMES else ""
-        text = f"CPU ops only in {runs.labels[run]} (per iteration, self time): {listed}{more}."
-        found.append(Finding("cpu_ops", text, {"run_id": run, "ops": list(only["op"])}))
-    return found
+        parts.append(f"only in {runs.labels[run]}: {listed}{more}")
+        ops[run] = [str(o) for o in only["op"]]
+        impact += float(only[f"self_us_{side}"].sum())
+    if not parts:
+        return []
+    return [Finding("cpu_ops", "CPU ops (per iteration, self time) " + "; ".join(parts) + ".",
+                    {"ops": ops}, impact)]
 
 
-def _cpu_bound(runs: _Runs) -> list[Finding]:
-    found = []
-    for run in runs.ids:
-        if run not in runs.per_iter.index:
-            continue
-        row = runs.per_iter.loc[run]
-        cpu, gpu, wall = float(row["cpu_op_self_us"]), _gpu_us(runs, run), float(row["wall_us"])
-        busy = 100.0 * gpu / wall if wall > 0 else 0.0
-        if cpu > gpu:
-            text = (f"{runs.labels[run]} is CPU-bound at this size: per iteration its CPU ops take "
-                    f"{cpu:.1f} µs against {gpu:.1f} µs of GPU work, so the GPU is busy only "
-                    f"{busy:.0f}% of the {wall:.1f} µs iteration.")
-        else:
-            text = (f"{runs.labels[run]} is GPU-bound at this size: {gpu:.1f} µs of GPU work per "
-                    f"iteration against {cpu:.1f} µs of CPU op time.")
-        found.append(Finding("cpu_bound", text, {"run_id": run, "cpu_op_us_per_iter": cpu,
-                             "gpu_us_per_iter": gpu, "wall_us_per_iter": wall,
-                             "gpu_busy_pct": busy, "cpu_bound": cpu > gpu}))
-    return found
+def _bound(runs: _Runs) -> list[Finding]:
+    """What bounds each run (the metrics layer's verdict), one sentence per run, one finding."""
+    rows = [(run, runs.metrics.loc[run]) for run in runs.ids if run in runs.metrics.index]
+    if not rows:
+        return []
+    text = " ".join(bound_sentence(row, runs.labels[run]) for run, row in rows)
+    evidence = {"runs": {run: {k: _plain(row[k]) for k in BOUND_EVIDENCE} for run, row in rows}}
+    return [Finding("bound", text, evidence, max(float(row["gpu_idle_us_per_iter"]) for _, row in rows))]
+
+
+BOUND_EVIDENCE = ("bound", "wall_us_per_iter", "gpu_busy_pct", "gpu_idle_pct", "carried_pct",
+                  "gpu_busy_us_per_iter", "gpu_idle_us_per_iter", "idle_sync_us_per_iter",
+                  "cpu_busy_us_per_iter", "launch_api_us_per_iter", "sync_us_per_iter",
+                  "cpu_events_per_iter", "profiler_overhead_likely")
+
+
+def bound_sentence(row, label: str) -> str:
+    """The verdict of one run (a ``queries.run_metrics`` row) in words, with its numbers."""
+    bound, wall = row["bound"], float(row["wall_us_per_iter"])
+    busy, idle, carried = float(row["gpu_busy_pct"]), float(row["gpu_idle_pct"]), float(row["carried_pct"])
+    if bound == "none":
+        return f"{label} ran no GPU work."
+    head = (f"{label} is {BOUND_WORDS[bound]}: in its {wall:,.1f} µs iteration the GPU is busy "
+            f"{busy:.1f}% and idle {idle:.1f}%")
+    if carried >= 0.05:
+        head += f" (and {carried:.1f}% it runs work launched in an earlier iteration)"
+    idle_us, sync_idle = float(row["gpu_idle_us_per_iter"]), float(row["idle_sync_us_per_iter"])
+    if bound == "gpu":
+        text = head + "."
+    elif bound == "cpu":
+        text = (head + f"; during the {idle_us:,.1f} µs of idle time the launching thread was not "
+                f"waiting for the GPU but working: {float(row['cpu_busy_us_per_iter']):,.1f} µs of "
+                f"recorded CPU time per iteration, {float(row['launch_api_us_per_iter']):,.1f} µs "
+                "of it in launch calls.")
+    else:
+        text = (head + f"; {100 * sync_idle / idle_us:.1f}% of the {idle_us:,.1f} µs of idle time "
+                "began while the launching thread waited in a synchronize call "
+                f"({float(row['sync_us_per_iter']):,.1f} µs per iteration in such calls), so it "
+                "could not queue work ahead.")
+    if bool(row["profiler_overhead_likely"]):
+        per_event = idle_us / max(float(row["cpu_events_per_iter"]), 1)
+        text += (f" The profiler's own overhead is the likely cause: the idle time is "
+                 f"{per_event:.1f} µs per recorded CPU event ({float(row['cpu_events_per_iter']):.0f} "
+                 "per iteration), the order of what recording an event costs; time it without "
+                 "the profiler before optimising.")
+    return text
 
 
 def _cuda_core_math(runs: _Runs) -> list[Finding]:
-    found = []
-    math = runs.kernels[runs.kernels["tc_op"].isin(MATH_OPS) & (runs.kernels["tc_engine"] == "CUDA core")]
+    parts, evidence, impact = [], {}, 0.0
+    math = runs.kernels[runs.kernels["tc_op"].isin(MATH_OPS)
+                        & runs.kernels["tc_engine"].isin(tensor_cores.VECTOR_ENGINES)]
     for run, rows in math.groupby("run_id", sort=False):
         share = float(rows["gpu_time_share_pct"].sum())
         families = rows.assign(family=rows["kernel"].map(kernel_family),
@@ -207,78 +281,100 @@ def _cuda_core_math(runs: _Runs) -> list[Finding]:
         listed = ", ".join(f"{f} ({p}, {_num(c)}× per iteration, {us:.1f} µs)" for f, p, c, us in
                            per.head(MAX_NAMES).itertuples(index=False))
         listed += f" and {len(per) - MAX_NAMES} more" if len(per) > MAX_NAMES else ""
-        text = (f"{runs.labels[run]} runs {len(rows)} matrix kernel(s) on CUDA cores, not tensor "
-                f"cores: {listed}; {_share(share)} of its GPU kernel time.")
-        found.append(Finding("cuda_core_math", text, {"run_id": run, "kernels": list(rows["kernel"]),
-                             "rules": list(rows["tc_rule"]), "gpu_time_share_pct": share}))
-    return found
+        engine = rows["tc_engine"].iloc[0]
+        parts.append(f"{runs.labels[run]} runs {len(rows)} matrix kernel(s) on {engine}s, not on "
+                     f"its matrix units (tensor / matrix cores): {listed}; {_share(share)} of its "
+                     "summed kernel time")
+        evidence[run] = {"kernels": list(rows["kernel"]), "rules": list(rows["tc_rule"]),
+                         "gpu_time_share_pct": share}
+        impact += float(rows["us_per_iter"].sum())
+    if not parts:
+        return []
+    return [Finding("cuda_core_math", "; ".join(parts) + ".", {"runs": evidence}, impact)]
 
 
 def _share(pct: float) -> str:
-    if pct < 0.05:
-        return "under 0.1%"
-    return f"{pct:.1f}%" if pct < 1 else f"{pct:.0f}%"
+    return "under 0.1%" if pct < 0.05 else f"{pct:.1f}%"
 
 
 def _zero_occupancy(runs: _Runs, store) -> list[Finding]:
-    zero = runs.kernels[(runs.kernels["est_occupancy_pct"] == 0)]
+    """Kernels the trace reports at 0 % occupancy that really ran, each name once: one finding
+    for those that need opt-in shared memory (or cannot fit Kineto's limits), one for tiny grids."""
+    zero = runs.kernels[(runs.kernels["est_occupancy_pct"] == 0)].sort_values("us_per_iter", ascending=False)
     devices = queries.run_devices(store, runs.ids)
-    found, tiny = [], []
+    explained, tiny, seen = [], [], set()
     for row in zero.itertuples():
+        if row.kernel in seen:
+            continue
         device, launch, result = _theory(row, devices.get(row.run_id))
         if result.occupancy_pct is None:
             continue
+        seen.add(row.kernel)
         if min(occupancy.block_limits(launch, device, optin=False).values()) > 0:
             tiny.append((row, device))  # fits Kineto's limits: its 0 % is a rounded tiny grid
         else:
-            found.append(_zero_finding(runs, row, device, result))
-    return found + ([_tiny_grid_finding(runs, tiny)] if tiny else [])
+            explained.append((row, device, result))
+    return ([_zero_finding(runs, explained)] if explained else []) + \
+        ([_tiny_grid_finding(tiny)] if tiny else [])
 
 
 def _theory(row, device_info) -> tuple[gpus.Device | None, occupancy.Launch, occupancy.Occupancy]:
-    props, gpu = device_info or (None, None)
-    try:
-        device = gpus.resolve_device(props, None if pd.isna(row.device) else int(row.device), gpu)
-    except ValueError:
-        device = None
+    device = queries.run_device(device_info, row.device)
     launch = occupancy.Launch(_int(row.threads_per_block) or 0, _int(row.registers_per_thread),
                               _int(row.shared_mem_bytes), _int(row.grid_blocks))
     return device, launch, occupancy.occupancy(launch, device)
 
 
-def _zero_finding(runs, row, device, result) -> Finding:
-    smem, default_kb = _int(row.shared_mem_bytes) or 0, device.shared_mem_per_block_bytes // 1024
-    why = (f"it uses {smem / 1024:.0f} KB of shared memory per block, above the {default_kb} KB "
-           f"default Kineto assumes" if smem > device.shared_mem_per_block_bytes
-           else "Kineto could not fit a block with its default limits")
-    what = f"a {row.tc_engine.replace(' ', '-')} {row.tc_op} kernel"
-    what += f" in {row.tc_precision}" if row.tc_precision else ""
-    text = (f"The trace reports 0% occupancy for {_short(row.kernel)} ({runs.labels[row.run_id]}), "
-            f"yet it ran {_num(row.calls_per_iter)}× per iteration for {row.us_per_iter:.1f} µs: {why}. "
-            f"It is {what}; with opt-in shared memory {result.active_blocks_per_sm} block(s) of "
-            f"{_int(row.threads_per_block)} threads fit per SM, {result.occupancy_pct:.1f}% "
-            f"theoretical occupancy, limited by {_limiter_text(result.limiter)}.")
-    return Finding("zero_occupancy", text, {
-        "run_id": row.run_id, "kernel": row.kernel, "occupancy_reported_pct": 0.0,
-        "occupancy_theoretical_pct": result.occupancy_pct, "occupancy_limiter": result.limiter,
-        "shared_mem_bytes": smem, "blocks_per_sm": result.active_blocks_per_sm,
-        "tensor_cores": row.tc_engine, "precision": row.tc_precision})
+def _zero_finding(runs, explained) -> Finding:
+    parts, items = [], []
+    for row, device, result in explained:
+        smem, default = _int(row.shared_mem_bytes) or 0, device.shared_mem_per_block_bytes
+        why = (f"{_bytes(smem)} of shared memory per block, above the {_bytes(default)} Kineto "
+               "assumes" if smem > default else "Kineto could not fit a block with its default limits")
+        what = f"{tensor_cores.engine_phrase(row.tc_engine)} {row.tc_op} kernel"
+        what += f" in {row.tc_precision}" if isinstance(row.tc_precision, str) else ""
+        items.append({"run_id": row.run_id, "kernel": row.kernel, "occupancy_reported_pct": 0.0,
+                      "occupancy_theoretical_pct": result.occupancy_pct,
+                      "occupancy_limiter": result.limiter, "shared_mem_bytes": smem,
+                      "blocks_per_sm": result.active_blocks_per_sm, "engine": row.tc_engine,
+                      "precision": row.tc_precision if isinstance(row.tc_precision, str) else None,
+                      "us_per_iter": float(row.us_per_iter)})
+        if len(parts) < MAX_NAMES:
+            parts.append(f"{_short(row.kernel)} ({what}, {_num(row.calls_per_iter)}× and "
+                         f"{row.us_per_iter:.1f} µs per iteration in {runs.labels[row.run_id]}): "
+                         f"{why}; with opt-in shared memory {result.active_blocks_per_sm} block(s) of "
+                         f"{_int(row.threads_per_block)} threads fit per SM, "
+                         f"{result.occupancy_pct:.1f}% theoretical occupancy, limited by "
+                         f"{_limiter_text(result.limiter)}")
+    more = f"; and {len(items) - MAX_NAMES} more" if len(items) > MAX_NAMES else ""
+    text = (f"The trace reports 0% occupancy for {len(items)} kernel(s) that ran: "
+            + "; ".join(parts) + more + ".")
+    return Finding("zero_occupancy", text, {"kernels": items}, sum(i["us_per_iter"] for i in items))
 
 
 def _limiter_text(limiter: str) -> str:
     return "a grid with fewer blocks than the GPU has SMs" if limiter == "grid" else limiter
 
 
-def _tiny_grid_finding(runs, tiny) -> Finding:
+def _tiny_grid_finding(tiny) -> Finding:
     names = [f"{kernel_family(r.kernel)} ({_int(r.grid_blocks)} block(s) on {d.num_sms} SMs)"
              for r, d in tiny[:MAX_NAMES]]
+    more = f" and {len(tiny) - MAX_NAMES} more" if len(tiny) > MAX_NAMES else ""
     text = (f"{len(tiny)} kernel(s) read 0% occupancy only because their grid is too small to "
-            f"fill the GPU, not because they stall: {', '.join(names)}.")
+            f"fill the GPU, not because they stall: {', '.join(names)}{more}.")
     return Finding("tiny_grid", text, {"kernels": [r.kernel for r, _ in tiny],
-                                       "run_ids": sorted({r.run_id for r, _ in tiny})})
+                                       "run_ids": sorted({r.run_id for r, _ in tiny})},
+                   sum(float(r.us_per_iter) for r, _ in tiny))
 
 
 # ── formatting ───────────────────────────────────────────────────────────────────────────────
+
+def _plain(value):
+    """A number or flag as plain JSON data (None for NaN)."""
+    if value is None or pd.isna(value):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
 
 def _int(value) -> int | None:
     return None if value is None or pd.isna(value) else int(value)

@@ -45,10 +45,10 @@ def alignment_summary(aligned: pd.DataFrame, label_a: str, label_b: str) -> str:
 def cudnn_story(cudnn: pd.DataFrame, shapes: pd.DataFrame, labels: dict[str, str]) -> list[str]:
     """One paragraph per run that calls cuDNN attention (``queries.cudnn_op_time`` rows; ``shapes``
     from ``queries.run_shapes``): what a cold first call costs and why, per-call CPU vs GPU when
-    warm, and the warm run of the same shape next to a cold one."""
-    if cudnn.empty:
-        return ["None of the selected runs calls a cuDNN attention op, so there is no cuDNN CPU "
-                "cost to explain; select a cuDNN run (variant `sdpa_cudnn`) to see it."]
+    warm, and the warm run of the same shape next to a cold one. An empty list when no run calls
+    it (cuDNN convolutions or batch norms are not this story)."""
+    if cudnn.empty:  # no cuDNN attention call: the story does not apply
+        return []
     calls = {run: _cudnn_calls(rows) for run, rows in cudnn.groupby("run_id", sort=False)}
     info = shapes.set_index("run_id")
     return [_cold_paragraph(run, calls, info, labels) if _is_cold(info, run)
@@ -83,10 +83,10 @@ def _warm_paragraph(label: str, first: float, later: float | None, kernel: float
         text += f" (the first profiled call {_us(first)})"
     text += f" for {_us(kernel)} of GPU work. "
     if per_call > kernel:
-        return text + ("The CPU needs longer to issue a call than the GPU needs to run it, so at "
-                       "this size the variant is CPU-bound: the GPU waits unless the CPU runs ahead "
-                       "(more work per call, a CUDA graph, or a path with less per-call work such "
-                       "as flash).")
+        return text + ("The CPU needs longer to issue a call than the GPU needs to run it: unless "
+                       "the CPU runs ahead (more work per call, a CUDA graph, or a path with less "
+                       "per-call work such as flash), the GPU waits between calls. The run's "
+                       "verdict above says whether it does.")
     return text + ("The GPU work outweighs the CPU work per call, so the CPU cost stays hidden "
                    "as long as the CPU keeps ahead of the GPU.")
 

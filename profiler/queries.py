@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from profiler import diff, gpus, occupancy, tensor_cores
+from profiler import diff, gpus, metrics, occupancy, tensor_cores
 from profiler.errors import StoreError, UnknownRunError
 
 SQL_DIR = Path(__file__).resolve().parent / "sql"
@@ -60,8 +60,17 @@ def session(store) -> Iterator[Session]:
         yield Session(con, store.path)
 
 
+# queries that read the metrics layer's kept table: runs lacking it get it computed first
+METRIC_QUERIES = {"run_metrics", "iteration_metrics", "iteration_cpu_gpu", "run_catalog", "trace_summary"}
+
+
 def _run(store, name: str, **params) -> pd.DataFrame:
-    return store.query(sql_text(name), params)
+    result = store.query(sql_text(name), params)
+    with_metrics = result if "bound" not in result else result[result["bound"].notna()]
+    if name in METRIC_QUERIES and not set(params["run_ids"]) <= set(with_metrics["run_id"]):
+        if metrics.fill_missing(store, params["run_ids"]):  # rows written other than by ingest
+            result = store.query(sql_text(name), params)
+    return result
 
 
 def _ids(run_ids) -> list[str]:
@@ -72,9 +81,33 @@ def _ids(run_ids) -> list[str]:
 
 def run_catalog(store) -> pd.DataFrame:
     """Every run, newest first: run_id, name, variant, shape (B×H×L×D), dtype, causal, cold,
-    gpu_name, versions, iterations, kernels_per_iter, gpu_us_per_iter, cpu_us_per_iter, events,
-    size_bytes, source, added_at."""
-    return _run(store, "run_catalog")
+    gpu_name, versions, iterations, kernels_per_iter, gpu_busy_us_per_iter, gpu_busy_pct,
+    gpu_idle_pct, cpu_busy_us_per_iter, bound (all from the metrics layer), events, size_bytes,
+    source, added_at."""
+    ids = list(store.query("SELECT trace_id FROM traces")["trace_id"])
+    return _run(store, "run_catalog", run_ids=ids)
+
+
+# ── the metrics layer (definitions in sql/metrics.sql) ──────────────────────────────────────
+
+def run_metrics(store, run_ids) -> pd.DataFrame:
+    """One row per run (in ``run_ids`` order), means per iteration: wall_us_per_iter,
+    gpu_busy_us_per_iter, gpu_idle_us_per_iter, carried_us_per_iter (GPU work launched before
+    the iteration), kernel_us_per_iter, copy_us_per_iter, exposed_copy_us_per_iter,
+    comm_us_per_iter, kernel_sum_us_per_iter, kernels_per_iter, cpu_busy_us_per_iter (launching
+    thread), launch_api_us_per_iter, launch_calls_per_iter, sync_us_per_iter,
+    idle_sync_us_per_iter, idle_cpu_us_per_iter, cpu_events_per_iter; shares of the iteration
+    gpu_busy_pct, gpu_idle_pct, carried_pct, kernel_pct, comm_pct, exposed_copy_pct, cpu_busy_pct
+    (busy + carried + idle = 100); bound ('gpu' | 'cpu' | 'sync' | 'mixed' | 'none') and
+    profiler_overhead_likely."""
+    return _run(store, "run_metrics", run_ids=_ids(run_ids))
+
+
+def iteration_metrics(store, run_ids) -> pd.DataFrame:
+    """Per run and iteration, in ns: name, start_ns, end_ns, wall_ns, gpu_active_ns, gpu_busy_ns,
+    carried_ns, gpu_idle_ns, idle_sync_ns, idle_cpu_ns, kernel_ns, copy_ns, comm_ns,
+    kernel_sum_ns, kernels, cpu_busy_ns, cpu_events, launch_api_ns, launch_calls, sync_ns."""
+    return _run(store, "iteration_metrics", run_ids=_ids(run_ids))
 
 
 def run_labels(store, run_ids) -> pd.DataFrame:
@@ -108,24 +141,66 @@ def kernel_table(store, run_ids) -> pd.DataFrame:
 
 
 DETAIL_COLUMNS = ["tc_engine", "tc_precision", "tc_op", "tc_rule", "theory_occupancy_pct",
-                  "occupancy_limiter", "reads_zero_but_ran"]
+                  "occupancy_limiter", "reads_zero_but_ran", "launch_configs", "launch_config_list"]
 
 
 def kernel_details(store, run_ids) -> pd.DataFrame:
-    """``kernel_table`` plus theoretical occupancy letting kernels opt into large shared memory
-    (theory_occupancy_pct, occupancy_limiter: what Kineto's 0 % really means; reads_zero_but_ran
-    flags a reported 0 % that the calculator does not confirm) and the math engine read from the
-    name (tc_engine, tc_precision, tc_op, tc_rule)."""
+    """``kernel_table`` plus, per kernel name: the theoretical occupancy letting kernels opt into
+    large shared memory, time-weighted over its launches like the reported value
+    (theory_occupancy_pct; occupancy_limiter: that of its most-used launch configuration, what
+    Kineto's 0 % really means; reads_zero_but_ran flags a reported 0 % the calculator does not
+    confirm), launch_configs (how many distinct configurations) and launch_config_list (each
+    with its calls, when there are several), and the engine read from the name on the run's GPU
+    vendor (tc_engine, tc_precision, tc_op, tc_rule)."""
     kernels = kernel_table(store, run_ids)
     if kernels.empty:
         return kernels.reindex(columns=[*kernels.columns, *DETAIL_COLUMNS])
-    table = tensor_cores.classify_frame(kernels, "kernel")
     devices = run_devices(store, run_ids)
-    theory = [_theory(row, devices.get(row.run_id)) for row in table.itertuples()]
-    table["theory_occupancy_pct"] = [t.occupancy_pct for t in theory]
-    table["occupancy_limiter"] = [t.limiter for t in theory]
+    vendors = {run: tensor_cores.vendor_of(devices.get(run, (None, None))[1], names)
+               for run, names in kernels.groupby("run_id")["kernel"]}
+    table = tensor_cores.classify_frame(kernels, "kernel", vendors)
+    configs = _run(store, "kernel_configs", run_ids=_ids(run_ids))
+    theory = [_theory(row, devices.get(row.run_id)) for row in configs.itertuples()]
+    configs["theory_pct"] = [t.occupancy_pct for t in theory]
+    configs["limiter"] = [t.limiter for t in theory]
+    table = table.merge(_occupancy_per_name(configs), on=["run_id", "kernel"], how="left")
     table["reads_zero_but_ran"] = (table["est_occupancy_pct"] == 0) & (table["theory_occupancy_pct"] > 0)
     return table
+
+
+def _occupancy_per_name(configs: pd.DataFrame) -> pd.DataFrame:
+    """Per (run_id, kernel): the theoretical occupancy time-weighted over its launch
+    configurations (by calls when none took time), the limiter of the most used one, how many
+    configurations and, when several, each with its calls."""
+    keys = ["run_id", "kernel"]
+    timed = configs.groupby(keys)["dur_ns"].transform("sum") > 0
+    weight = configs["dur_ns"].where(timed, configs["calls"]).where(configs["theory_pct"].notna(), 0)
+    frame = configs.assign(w=weight, wt=weight * configs["theory_pct"].fillna(0),
+                           text=[f"{_config_text(c)}: {c.calls}×" for c in configs.itertuples()])
+    grouped = frame.groupby(keys, sort=False)
+    out = pd.DataFrame({"theory_occupancy_pct": grouped["wt"].sum() / grouped["w"].sum().where(lambda w: w > 0),
+                        "occupancy_limiter": grouped["limiter"].first(),
+                        "launch_configs": grouped.size(),
+                        "launch_config_list": grouped["text"].agg("; ".join)})
+    out["launch_config_list"] = out["launch_config_list"].where(out["launch_configs"] > 1)
+    return out.reset_index()
+
+
+def _config_text(c) -> str:
+    text = f"grid {c.grid_x}×{c.grid_y}×{c.grid_z} block {c.block_x}×{c.block_y}×{c.block_z}"
+    if not pd.isna(c.registers_per_thread):
+        text += f" {int(c.registers_per_thread)} regs"
+    if not pd.isna(c.shared_mem_bytes) and c.shared_mem_bytes:
+        text += f" {binary_size(c.shared_mem_bytes)} smem"
+    return text
+
+
+def binary_size(n: float) -> str:
+    """Bytes as B, KiB, MiB or GiB with one decimal (binary units)."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n:.0f} B"
 
 
 def run_devices(store, run_ids) -> dict[str, tuple[list | None, str | None]]:
@@ -135,15 +210,23 @@ def run_devices(store, run_ids) -> dict[str, tuple[list | None, str | None]]:
                        else None, None if pd.isna(r.gpu_name) else r.gpu_name) for r in rows}
 
 
-def _theory(row, device_info) -> occupancy.Occupancy:
+def run_device(device_info, device_index=None) -> gpus.Device | None:
+    """The one device lookup: the ``Device`` a run's kernel ran on, from a ``run_devices`` value
+    (deviceProperties list, GPU name) and the kernel's device index; None when unknown."""
     props, gpu = device_info or (None, None)
-    device_index = None if pd.isna(row.device) else int(row.device)
+    index = None if device_index is None or pd.isna(device_index) else int(device_index)
     try:
-        device = gpus.resolve_device(props, device_index, gpu)
+        return gpus.resolve_device(props, index, gpu)
     except ValueError:
-        device = None
-    launch = occupancy.Launch(_opt(row.threads_per_block) or 0, _opt(row.registers_per_thread),
-                              _opt(row.shared_mem_bytes), _opt(row.grid_blocks))
+        return None
+
+
+def _theory(row, device_info) -> occupancy.Occupancy:
+    """The calculator on one launch configuration (a kernel_configs row)."""
+    device = run_device(device_info, row.device)
+    threads = None if pd.isna(row.block_x) else int(row.block_x * row.block_y * row.block_z)
+    blocks = None if pd.isna(row.grid_x) else int(row.grid_x * row.grid_y * row.grid_z)
+    launch = occupancy.Launch(threads or 0, _opt(row.registers_per_thread), _opt(row.shared_mem_bytes), blocks)
     return occupancy.occupancy(launch, device)
 
 
@@ -210,7 +293,8 @@ def timeline_panels(store, run_ids, iteration: int, window_ns: tuple[int, int],
 
 def launch_api_table(store, run_ids) -> pd.DataFrame:
     """API calls per run by name: api_kind, category (launch/memcpy/memset/sync/other),
-    calls_per_iter, calls, cpu_us_per_iter, mean_us, kernels_launched, memops_launched."""
+    calls_per_iter, calls, api_us_per_iter, mean_us, kernels_launched_per_iter,
+    memops_launched_per_iter."""
     return _run(store, "launch_api_table", run_ids=_ids(run_ids))
 
 
@@ -233,8 +317,8 @@ def launch_latency_stats(store, run_ids) -> pd.DataFrame:
 # ── CPU cost ─────────────────────────────────────────────────────────────────────────────────
 
 def iteration_cpu_gpu(store, run_ids) -> pd.DataFrame:
-    """Per run and iteration: wall_us, cpu_op_self_us, launch_api_us, gpu_kernel_us,
-    gpu_memop_us."""
+    """Per run and iteration: wall_us, cpu_busy_us (launching thread), cpu_op_self_us (all
+    threads), launch_api_us, sync_us, gpu_busy_us, gpu_idle_us, gpu_kernel_us, gpu_memop_us."""
     return _run(store, "iteration_cpu_gpu", run_ids=_ids(run_ids))
 
 
@@ -251,25 +335,23 @@ def cudnn_op_time(store, run_ids) -> pd.DataFrame:
 
 
 def run_cpu_summary(store, run_ids, per_iter: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per run: label, cold, iterations, mean per-iteration cpu_op_self_us,
-    launch_api_us (launch overhead), gpu_kernel_us and gpu_us (kernels + copies),
-    first_iter_cpu_us vs later_iter_cpu_us, and cpu_gpu_ratio (CPU op time over GPU time, as
-    findings.py judges it: above 1 the GPU waits for the CPU) with its verdict, bound.
-    ``per_iter``: an ``iteration_cpu_gpu`` result the caller already has."""
+    """One row per run: label, cold, iterations, mean per-iteration cpu_busy_us (launching
+    thread), cpu_op_self_us, launch_api_us, sync_us, gpu_busy_us and gpu_kernel_us,
+    first_iter_cpu_us vs later_iter_cpu_us (CPU op self time), gpu_busy_pct, gpu_idle_pct and
+    the metrics layer's verdict ``bound``. ``per_iter``: an ``iteration_cpu_gpu`` result the
+    caller already has."""
     per_iter = iteration_cpu_gpu(store, run_ids) if per_iter is None else per_iter
     labels = run_labels(store, run_ids)[["run_id", "label", "cold"]]
     if per_iter.empty:
         return labels.iloc[0:0]
     grouped = per_iter.sort_values("iteration").groupby("run_id")
-    summary = grouped[["cpu_op_self_us", "launch_api_us", "gpu_kernel_us", "gpu_memop_us"]].mean()
-    summary["gpu_us"] = summary.pop("gpu_kernel_us") + summary.pop("gpu_memop_us")
-    summary["gpu_kernel_us"] = grouped["gpu_kernel_us"].mean()
+    summary = grouped[["cpu_busy_us", "cpu_op_self_us", "launch_api_us", "sync_us", "gpu_busy_us",
+                       "gpu_kernel_us"]].mean()
     summary["iterations"] = grouped.size()
     summary["first_iter_cpu_us"] = grouped["cpu_op_self_us"].first()
     summary["later_iter_cpu_us"] = grouped["cpu_op_self_us"].apply(lambda s: s.iloc[1:].mean())
-    summary["cpu_gpu_ratio"] = summary["cpu_op_self_us"] / summary["gpu_us"].where(summary["gpu_us"] > 0)
-    summary["bound"] = summary["cpu_gpu_ratio"].map(_bound)
-    return labels.merge(summary.reset_index(), on="run_id")
+    verdict = run_metrics(store, run_ids).set_index("run_id")[["gpu_busy_pct", "gpu_idle_pct", "bound"]]
+    return labels.merge(summary.join(verdict).reset_index(), on="run_id")
 
 
 SHAPE_KEYS = ["variant", "batch", "heads", "seq_len", "head_dim", "dtype", "causal"]
@@ -292,12 +374,6 @@ def cold_warm_table(store, run_ids, per_iter: pd.DataFrame | None = None) -> pd.
     table = table[(table["cold_runs"] > 0) & (table["warm_runs"] > 0)].reset_index()
     table["cpu_cold_over_warm"] = table["cold_cpu_op_self_us"] / table["warm_cpu_op_self_us"]
     return table
-
-
-def _bound(ratio: float) -> str:
-    if pd.isna(ratio):
-        return "no GPU kernels"
-    return "CPU-bound: the CPU works longer than the GPU" if ratio > 1 else "GPU-bound"
 
 
 # ── compare ──────────────────────────────────────────────────────────────────────────────────
@@ -344,15 +420,30 @@ def kernel_alignment(store, run_a: str, run_b: str, iteration: int) -> pd.DataFr
 # ── store summary (command line) ─────────────────────────────────────────────────────────────
 
 def trace_summary(store) -> list[dict]:
-    """One dict per trace: id, name, source, variant (None for uploads), gpu, events, kernels,
-    kernel_time_us (summed kernel durations), iterations, launch_apis {API name: calls}, added_at."""
-    rows = _run(store, "trace_summary").to_dict("records")
+    """One dict per run, oldest first, JSON-ready (no NaN: missing values are None): run_id,
+    name, source, variant, gpu, events, kernels, iterations, the metrics layer's per-iteration
+    figures (kernels_per_iter, wall_us_per_iter, gpu_busy_us_per_iter, kernel_us_per_iter,
+    copy_us_per_iter, comm_us_per_iter, carried_us_per_iter, gpu_busy_pct, gpu_idle_pct,
+    carried_pct, cpu_busy_us_per_iter, launch_api_us_per_iter, sync_us_per_iter, bound,
+    profiler_overhead_likely), launch_apis {launch API name: calls per iteration}, added_at."""
+    ids = list(store.query("SELECT trace_id FROM traces")["trace_id"])
+    rows = _run(store, "trace_summary", run_ids=ids).to_dict("records")
     for row in rows:
-        apis = row["launch_apis"]
-        row["launch_apis"] = {} if apis is None else {str(k): int(v) for k, v in dict(apis).items()}
-        row["variant"] = None if pd.isna(row["variant"]) else row["variant"]
-        row["gpu"] = None if pd.isna(row["gpu"]) else row["gpu"]
+        apis = row.pop("launch_apis")
+        for key, value in row.items():
+            row[key] = json_value(value)
+        row["launch_apis"] = {} if apis is None else {str(k): float(v) for k, v in dict(apis).items()}
     return rows
+
+
+def json_value(value):
+    """A DataFrame cell as plain JSON data: NaN/NA/NaT → None, numpy scalars → Python,
+    timestamps → ISO text."""
+    if value is None or (not isinstance(value, (list, dict, str)) and pd.isna(value)):
+        return None
+    if isinstance(value, pd.Timestamp):
+        return value.isoformat()
+    return value.item() if hasattr(value, "item") else value
 
 
 # ── analysis (findings, compare CLI) ─────────────────────────────────────────────────────────

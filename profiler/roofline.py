@@ -151,11 +151,12 @@ def roofline_frame(runs: pd.DataFrame, device_for_run) -> pd.DataFrame:
 
 
 def roofline_table(store, run_ids) -> pd.DataFrame:
-    """`roofline_frame` for runs in the store: shape from the run's metadata, GPU time = mean
-    kernel + copy time per iteration, device from the trace's properties or the built-in table."""
+    """`roofline_frame` for runs in the store: shape from the run's metadata, GPU time = the
+    metrics layer's GPU busy time per iteration, device from the trace's properties or the
+    built-in table."""
     shapes = queries.run_shapes(store, run_ids)
-    per_iter = queries.iteration_cpu_gpu(store, run_ids)
-    gpu_ns = ((per_iter["gpu_kernel_us"] + per_iter["gpu_memop_us"]) * 1e3).groupby(per_iter["run_id"]).mean()
+    busy = queries.run_metrics(store, run_ids).set_index("run_id")["gpu_busy_us_per_iter"]
+    gpu_ns = busy * 1e3
     runs = shapes.assign(trace_id=shapes["run_id"], gpu_time_ns=shapes["run_id"].map(gpu_ns))
     devices = queries.run_devices(store, run_ids)
     return roofline_frame(runs, lambda run: _device(devices.get(run["trace_id"])))
@@ -169,28 +170,25 @@ def _device(info) -> Device | None:
         return gpus.builtin_device(gpu_name)
 
 
-SERIES = ["batch", "heads", "head_dim", "dtype", "causal"]
+SERIES = [k for k in queries.SHAPE_KEYS if k not in ("variant", "seq_len")]  # a sweep varies seq_len
+METRIC_COLUMNS = ["gpu_busy_us_per_iter", "cpu_busy_us_per_iter"]
 
 
 def sweep_table(store, run_ids) -> pd.DataFrame:
     """One row per (variant, shape) of the selected captured warm runs: variant, batch, heads,
-    seq_len, head_dim, dtype, causal, runs, gpu_us_per_iter (kernels + copies) and
-    cpu_us_per_iter (CPU op self time), each the mean over runs and iterations."""
+    seq_len, head_dim, dtype, causal, runs, and the metrics layer's gpu_busy_us_per_iter and
+    cpu_busy_us_per_iter (launching thread), each the mean over runs."""
     shapes = queries.run_shapes(store, run_ids)
     shapes = shapes[shapes["seq_len"].notna() & ~shapes["cold"].fillna(False).astype(bool)]
-    per_iter = queries.iteration_cpu_gpu(store, list(shapes["run_id"]))
-    per_run = per_iter.assign(gpu_us_per_iter=per_iter["gpu_kernel_us"] + per_iter["gpu_memop_us"],
-                              cpu_us_per_iter=per_iter["cpu_op_self_us"])
-    per_run = per_run.groupby("run_id")[["gpu_us_per_iter", "cpu_us_per_iter"]].mean()
+    per_run = queries.run_metrics(store, list(shapes["run_id"])).set_index("run_id")[METRIC_COLUMNS]
     rows = shapes.join(per_run, on="run_id", how="inner")
     keys = ["variant", *SERIES, "seq_len"]
     out = rows.groupby(keys, as_index=False, dropna=False).agg(
-        runs=("run_id", "count"), gpu_us_per_iter=("gpu_us_per_iter", "mean"),
-        cpu_us_per_iter=("cpu_us_per_iter", "mean"))
+        runs=("run_id", "count"), **{c: (c, "mean") for c in METRIC_COLUMNS})
     return out.sort_values(keys, ignore_index=True)
 
 
-def crossovers(sweep: pd.DataFrame, metric: str = "gpu_us_per_iter",
+def crossovers(sweep: pd.DataFrame, metric: str = "gpu_busy_us_per_iter",
                min_gap: float = 0.05) -> pd.DataFrame:
     """Where two variants of the same series (all shape fields but seq_len equal) swap order
     in `metric`: variant_a, variant_b, seq_len_lo, seq_len_hi (the crossing lies between),

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from profiler import errors, metadata, trace
+from profiler import errors, metadata, metrics, trace
 from profiler.staging import Staging
 
 if TYPE_CHECKING:  # pandas loads only when a query result is read back
@@ -131,6 +131,7 @@ class Store:
             for target in range(version + 1, SCHEMA_VERSION + 1):
                 con.execute(MIGRATIONS[target])
             con.execute(SCHEMA_SQL.read_text())
+            metrics.install(con)  # the metrics layer: macros over the schema, per-run metrics kept
             con.execute("INSERT OR REPLACE INTO store_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
             self._ready = True
 
@@ -193,6 +194,7 @@ class Store:
                 for table in ("ops", "launches", "kernels", "memops"):
                     con.execute(ingest_sql(f"insert_{table}"), {"trace_id": row["trace_id"]})
                     staging.release(con, table)
+                metrics.store_runs(con, [row["trace_id"]])
                 con.execute("COMMIT")
             except duckdb.ConstraintException:
                 con.execute("ROLLBACK")

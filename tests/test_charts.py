@@ -66,8 +66,10 @@ def test_cpu_gpu_chart_has_every_metric_of_every_iteration(tiny, labels):
     spec = _spec(charts.cpu_gpu_chart(q.iteration_cpu_gpu(tiny, RUNS), labels))
     rows = _rows(spec)
     assert len(rows) == 3 * len(charts.CPU_GPU_METRICS)
-    api = [r["us"] for r in rows if r["metric"] == "launch/runtime API" and r["run"] == labels["runa"]]
-    assert sorted(api) == [3.0, 42.0]
+    api = [r["us"] for r in rows if r["metric"] == "launch calls" and r["run"] == labels["runa"]]
+    assert sorted(api) == [1.0, 2.0]                                # launch calls only
+    sync = [r["us"] for r in rows if r["metric"] == "synchronize" and r["run"] == labels["runa"]]
+    assert sorted(sync) == [0.0, 40.0]
 
 
 def test_cold_warm_and_op_charts(tiny, labels):
@@ -113,7 +115,7 @@ def test_sweep_series_keeps_variants_with_two_lengths_and_names_shapes_when_seve
     from profiler.charts import sweep_chart, sweep_series
 
     base = {"batch": 8, "heads": 16, "head_dim": 64, "dtype": "bf16", "causal": True, "runs": 1,
-            "gpu_us_per_iter": 1.0, "cpu_us_per_iter": 2.0}
+            "gpu_busy_us_per_iter": 1.0, "cpu_busy_us_per_iter": 2.0}
     rows = [dict(base, variant="flex", seq_len=s) for s in (512, 1024)]
     rows += [dict(base, variant="naive", seq_len=512)]
     one_shape = sweep_series(pd.DataFrame(rows))

@@ -8,6 +8,7 @@ import sys
 import time
 
 import duckdb
+import pytest
 
 from profiler import errors
 from profiler.progress import ProgressBar
@@ -43,11 +44,15 @@ def test_summary_json_lists_every_trace_with_counts(db_path):
     naive = runs["tiny_naive.json"]
     assert naive["variant"] == "naive" and naive["gpu"] == "NVIDIA H200"
     assert (naive["events"], naive["kernels"], naive["iterations"]) == (26, 4, 2)
-    assert naive["kernel_time_us"] == 2 + 30.125 + 4 + 25
-    assert naive["launch_apis"] == {"cudaLaunchKernel": 2, "cudaMemcpyAsync": 1,
-                                    "cudaDeviceSynchronize": 1, "cuLaunchKernelEx": 1}
+    # per ProfilerStep (2 of 100 µs): kernels + copies busy 35.0625 µs, no percentage above 100
+    assert (naive["wall_us_per_iter"], naive["gpu_busy_us_per_iter"]) == (100.0, 35.0625)
+    assert naive["gpu_busy_pct"] + naive["gpu_idle_pct"] + naive["carried_pct"] == pytest.approx(100)
+    assert naive["kernel_us_per_iter"] <= naive["gpu_busy_us_per_iter"] and naive["bound"] == "cpu"
+    # launch APIs only (no memcpy, sync or query calls), in calls per iteration
+    assert naive["launch_apis"] == {"cudaLaunchKernel": 1.0, "cuLaunchKernelEx": 0.5}
     assert runs["tiny_old_format.json"]["variant"] is None
-    assert len(naive["id"]) >= 12
+    assert len(naive["run_id"]) >= 12
+    json.loads(done.stdout, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
 
 
 def test_summary_table_and_db_from_environment(db_path):

@@ -49,7 +49,7 @@ def test_text_output(store_runs, capsys):
     db, math, cudnn = store_runs
     assert main(["compare", math, cudnn, "--db", str(db)]) == 0
     out = capsys.readouterr().out
-    assert "Findings:" in out and "is CPU-bound at this size" in out
+    assert "Findings:" in out and "is CPU-bound: in its 200.0 µs iteration" in out
     assert "Kernels per iteration" in out and "Iteration 0 aligned by kernel family" in out
 
 

@@ -59,9 +59,8 @@ def test_cudnn_story_of_warm_runs_and_a_cold_partner(tiny):
     with tiny.connect() as con:    # a slower warm call: 50 µs of CPU for 15 µs of GPU
         con.execute("UPDATE ops SET dur_ns = 50000 WHERE trace_id = 'runa' AND op_id = 6")
     warm, _ = _story(tiny, ["runa", "runk"], labels)
-    assert "CPU-bound" in warm and "costs 50 µs" in warm
+    assert "the GPU waits between calls" in warm and "costs 50 µs" in warm
 
 
 def test_cudnn_story_without_cudnn_runs(tiny, labels):
-    (none,) = _story(tiny, ["runb"], labels)
-    assert none.startswith("None of the selected runs")
+    assert _story(tiny, ["runb"], labels) == []   # the section is left out

@@ -16,7 +16,7 @@ def test_run_iterations_gives_whole_trace_to_runs_without_steps(tiny):
     it = q.run_iterations(tiny, RUNS)
     assert it[["run_id", "iteration", "dur_us"]].values.tolist() == [
         ["runa", 0, 100.0], ["runa", 1, 100.0], ["runb", 0, 50.0]]
-    assert it.loc[2, "name"] == "whole trace"
+    assert it.loc[2, "name"] == "(whole trace)"
 
 
 def test_iteration_bounds_clips_to_last_iteration(tiny):
@@ -60,6 +60,22 @@ def test_kernel_details_adds_theoretical_occupancy_and_math_class(tiny):
     assert {"tc_engine", "tc_precision"} <= set(k.columns)
 
 
+def test_occupancy_per_name_is_time_weighted_over_launch_configs(tiny):
+    with tiny.connect() as con:     # runa's second cudnn_fwd (10 of its 30 µs): 264 blocks, 12.5 %
+        con.execute("UPDATE traces SET device_properties = ? WHERE trace_id = 'runa'", [json.dumps([H200])])
+        con.execute("UPDATE kernels SET grid_x = 264, est_occupancy_pct = 12.5 WHERE trace_id = 'runa' "
+                    "AND ts_ns = 120000")
+    k = q.kernel_details(tiny, ["runa"]).iloc[0]
+    assert k["est_occupancy_pct"] == pytest.approx((0 * 20 + 12.5 * 10) / 30)
+    # 8 blocks on 132 SMs: 8·128/(132·2048); 264 blocks: 2 per SM (shared memory allows 2) = 12.5 %
+    small = 100 * 8 * 128 / (132 * 2048)
+    assert k["theory_occupancy_pct"] == pytest.approx((small * 20 + 12.5 * 10) / 30)
+    assert k["launch_configs"] == 2
+    assert k["launch_config_list"] == ("grid 8×1×1 block 128×1×1 168 regs 97.7 KiB smem: 1×; "
+                                       "grid 264×1×1 block 128×1×1 168 regs 97.7 KiB smem: 1×")
+    assert q.binary_size(131 * 1024) == "131.0 KiB" and q.binary_size(3 * 2**20) == "3.0 MiB"
+
+
 def test_kernel_details_of_runs_without_kernels(tiny):
     with tiny.connect() as con:
         con.execute("DELETE FROM kernels WHERE trace_id = 'runb'")
@@ -98,7 +114,7 @@ def test_timeline_caps_marks_longest_first(tiny):
 def test_timeline_panels_read_every_run_in_one_query(tiny):
     shared = q.timeline_panels(tiny, ["runb", "runa"], 0, (0, 100_000), shared_scale=True)
     assert [(run, step, domain) for run, step, domain, _ in shared] == [
-        ("runb", "whole trace", (0.0, 100.0)), ("runa", "ProfilerStep#1", (0.0, 100.0))]
+        ("runb", "(whole trace)", (0.0, 100.0)), ("runa", "ProfilerStep#1", (0.0, 100.0))]
     runb_marks = shared[0][3]
     assert sorted(runb_marks["kind"]) == ["kernel", "kernel", "op", "runtime", "runtime"]
     assert "run_id" not in runb_marks.columns
@@ -115,11 +131,11 @@ def test_timeline_rejects_an_empty_window(tiny):
 
 def test_launch_api_table(tiny):
     a = q.launch_api_table(tiny, RUNS).set_index(["run_id", "api"])
-    assert a.loc[("runa", "cuLaunchKernel"), ["category", "api_kind", "kernels_launched"]].tolist() == [
-        "launch", "driver", 2]
-    assert a.loc[("runa", "cudaMemcpyAsync"), ["category", "memops_launched"]].tolist() == ["memcpy", 2]
+    assert a.loc[("runa", "cuLaunchKernel"), ["category", "api_kind", "kernels_launched_per_iter"]].tolist() == [
+        "launch", "driver", 1]
+    assert a.loc[("runa", "cudaMemcpyAsync"), ["category", "memops_launched_per_iter"]].tolist() == ["memcpy", 1]
     sync = a.loc[("runa", "cudaDeviceSynchronize")]
-    assert (sync["category"], sync["calls_per_iter"], sync["cpu_us_per_iter"]) == ("sync", 0.5, 20.0)
+    assert (sync["category"], sync["calls_per_iter"], sync["api_us_per_iter"]) == ("sync", 0.5, 20.0)
 
 
 def test_launch_targets_and_latency(tiny):
@@ -136,9 +152,24 @@ def test_launch_targets_and_latency(tiny):
 
 def test_iteration_cpu_gpu(tiny):
     it = q.iteration_cpu_gpu(tiny, RUNS)
-    cols = ["cpu_op_self_us", "launch_api_us", "gpu_kernel_us", "gpu_memop_us"]
-    assert it[cols].values.tolist() == [[30.0, 3.0, 20.0, 5.0], [20.0, 42.0, 10.0, 5.0],
-                                        [8.0, 4.0, 10.0, 0.0]]
+    cols = ["cpu_op_self_us", "launch_api_us", "sync_us", "gpu_kernel_us", "gpu_memop_us",
+            "gpu_busy_us", "gpu_idle_us", "cpu_busy_us"]
+    # runa step 1: the sdpa op (20 µs) and the 40 µs sync on the launching thread: 60 µs busy
+    assert it[cols].values.tolist() == [[30.0, 2.0, 0.0, 20.0, 5.0, 25.0, 75.0, 30.0],
+                                        [20.0, 1.0, 40.0, 10.0, 5.0, 15.0, 85.0, 60.0],
+                                        [8.0, 4.0, 0.0, 10.0, 0.0, 10.0, 40.0, 8.0]]
+
+
+def test_run_metrics_per_iteration_means_and_verdict(tiny):
+    m = q.run_metrics(tiny, ["runb", "runa"])
+    assert m["run_id"].tolist() == ["runb", "runa"]
+    a = m.set_index("run_id").loc["runa"]
+    assert (a["iterations"], a["wall_us_per_iter"], a["gpu_busy_us_per_iter"]) == (2, 100.0, 20.0)
+    assert (a["kernel_us_per_iter"], a["copy_us_per_iter"], a["exposed_copy_us_per_iter"]) == (15.0, 5.0, 5.0)
+    assert (a["gpu_busy_pct"], a["gpu_idle_pct"], a["carried_pct"]) == (20.0, 80.0, 0.0)
+    assert (a["sync_us_per_iter"], a["launch_api_us_per_iter"], a["kernels_per_iter"]) == (20.0, 1.5, 1.0)
+    # the GPU's idle gaps open after each copy, while the thread is in an op, not in the sync
+    assert a["idle_sync_us_per_iter"] == 0.0 and a["bound"] == "cpu"
 
 
 def test_op_self_time_limit_and_shares(tiny):
@@ -153,11 +184,10 @@ def test_run_cpu_summary_first_vs_later(tiny):
     s = q.run_cpu_summary(tiny, RUNS).set_index("run_id")
     assert s.loc["runa", ["first_iter_cpu_us", "later_iter_cpu_us", "iterations"]].tolist() == [
         30.0, 20.0, 2]
-    assert s.loc["runa", "gpu_us"] == 20.0                     # 15 µs kernels + 5 µs copies
-    assert s.loc["runa", "cpu_gpu_ratio"] == pytest.approx(25.0 / 20.0)
+    assert s.loc["runa", "gpu_busy_us"] == 20.0                # 15 µs kernels + 5 µs copies
+    assert s.loc["runa", ["cpu_busy_us", "sync_us", "gpu_busy_pct"]].tolist() == [45.0, 20.0, 20.0]
     assert pd.isna(s.loc["runb", "later_iter_cpu_us"])
-    assert s.loc["runa", "bound"].startswith("CPU-bound")     # 25 µs of CPU vs 20 µs of GPU
-    assert s.loc["runb", "bound"] == "GPU-bound"              # 8 µs vs 10 µs
+    assert s.loc["runa", "bound"] == "cpu" and s.loc["runb", "bound"] == "cpu"
 
 
 def test_cold_warm_table_pairs_runs_of_one_shape(tiny):

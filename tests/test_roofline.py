@@ -136,7 +136,7 @@ def test_sweep_table_and_crossover(sweep_store):
     sweep = sweep_table(store, ids)
     assert len(sweep) == 9  # the cold run is left out
     flash = sweep[sweep["variant"] == "flash"].set_index("seq_len")
-    assert flash.loc[256, "gpu_us_per_iter"] == 20.0 and flash.loc[256, "cpu_us_per_iter"] == 5.0
+    assert flash.loc[256, "gpu_busy_us_per_iter"] == 20.0 and flash.loc[256, "cpu_busy_us_per_iter"] == 5.0
     crossed = crossovers(sweep)  # math crosses flash and flash2; flash vs flash2 is within 5 %
     assert sorted(zip(crossed["variant_a"], crossed["variant_b"])) == [("flash", "math"), ("flash2", "math")]
     cross = crossed[crossed["variant_a"] == "flash"].iloc[0]
@@ -149,7 +149,7 @@ def test_sweep_finding_sentence(sweep_store):
     store, ids = sweep_store
     finding = [f for f in sweep_findings(store, ids) if f.evidence["variant_a"] == "flash"][0]
     assert finding.kind == "crossover"
-    assert finding.text == ("math is faster at L=256 (10.0 vs 20.0 µs GPU per iteration) but flash "
+    assert finding.text == ("math is faster at L=256 (10.0 vs 20.0 µs GPU busy per iteration) but flash "
                             "is faster at L=1024 (40.0 vs 100.0 µs): they cross over between "
                             "these lengths.")
-    json.dumps(finding.evidence)
+    json.dumps(finding.evidence, allow_nan=False)

@@ -2,10 +2,7 @@
 -- each and the change from a to b; presence says whether an op runs in one run only.
 -- params: $run_a, $run_b
 WITH n AS (
-    SELECT t.trace_id, greatest(count(i.iteration), 1) AS n_iter, count(i.iteration) = 0 AS whole
-    FROM traces t LEFT JOIN iterations i ON i.trace_id = t.trace_id
-    WHERE t.trace_id IN ($run_a, $run_b)
-    GROUP BY t.trace_id
+    SELECT run_id AS trace_id, n_iter, whole FROM run_iteration_counts([$run_a, $run_b]::VARCHAR[])
 ), per AS (
     SELECT o.name,
            sum(CASE WHEN o.trace_id = $run_a THEN 1.0 / n.n_iter ELSE 0 END) AS calls_a,

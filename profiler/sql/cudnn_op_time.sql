@@ -1,13 +1,13 @@
--- Per iteration of each selected run: calls and CPU time of the outermost cuDNN ops (an op whose
--- name mentions cudnn and whose parent does not), and the GPU time of the kernels launched from
+-- Per iteration of each selected run: calls and CPU time of the outermost cuDNN attention ops (an
+-- op whose name mentions cudnn and attention and whose parent does not), and the GPU time of the kernels launched from
 -- inside them: launch calls on the op's thread during the op, linked to kernels by correlation
 -- (a kernel's External id often names a child op, so time and thread are the reliable link).
 -- params: $run_ids VARCHAR[]
 WITH c AS (
     SELECT o.trace_id, o.op_id, o.iteration, o.tid, o.ts_ns, o.dur_ns
     FROM ops o LEFT JOIN ops p ON p.trace_id = o.trace_id AND p.op_id = o.parent_id
-    WHERE o.trace_id IN (SELECT unnest($run_ids)) AND o.name ILIKE '%cudnn%'
-      AND o.cat = 'cpu_op' AND (p.name IS NULL OR p.name NOT ILIKE '%cudnn%')
+    WHERE o.trace_id IN (SELECT unnest($run_ids)) AND o.name ILIKE '%cudnn%attention%'
+      AND o.cat = 'cpu_op' AND (p.name IS NULL OR p.name NOT ILIKE '%cudnn%attention%')
 ), kt AS (   -- each launch to the latest cuDNN op started before it on its thread (ASOF)
     SELECT c.trace_id, c.op_id, sum(k.dur_ns) AS kernel_ns
     FROM (SELECT * FROM launches WHERE trace_id IN (SELECT unnest($run_ids))) l

@@ -2,10 +2,7 @@
 -- and the change from a to b. A name present in one run only has zeros on the other side.
 -- params: $run_a, $run_b
 WITH n AS (
-    SELECT t.trace_id, greatest(count(i.iteration), 1) AS n_iter, count(i.iteration) = 0 AS whole
-    FROM traces t LEFT JOIN iterations i ON i.trace_id = t.trace_id
-    WHERE t.trace_id IN ($run_a, $run_b)
-    GROUP BY t.trace_id
+    SELECT run_id AS trace_id, n_iter, whole FROM run_iteration_counts([$run_a, $run_b]::VARCHAR[])
 ), g AS (
     SELECT trace_id, name, dur_ns, iteration FROM kernels WHERE trace_id IN ($run_a, $run_b)
     UNION ALL

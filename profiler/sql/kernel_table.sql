@@ -1,29 +1,28 @@
 -- Kernels of each selected run grouped by name: per-iteration counts and time, share of the
--- run's GPU kernel time, and the launch configuration most calls used (mode).
+-- run's summed GPU kernel time, the launch configuration most calls used (mode) and the reported
+-- occupancy, time-weighted over the launches (queries.kernel_details adds the rest).
 -- Only kernels inside an iteration count when the run has iterations.
 -- params: $run_ids VARCHAR[]
 WITH n AS (
-    SELECT t.trace_id, count(i.iteration) AS n_iter
-    FROM traces t LEFT JOIN iterations i ON i.trace_id = t.trace_id
-    WHERE t.trace_id IN (SELECT unnest($run_ids))
-    GROUP BY t.trace_id
+    SELECT run_id AS trace_id, n_iter, whole FROM run_iteration_counts($run_ids::VARCHAR[])
 ), k AS (
     SELECT k.*, n.n_iter
     FROM kernels k JOIN n ON n.trace_id = k.trace_id
-    WHERE n.n_iter = 0 OR k.iteration IS NOT NULL
+    WHERE n.whole OR k.iteration IS NOT NULL
 )
 SELECT trace_id AS run_id, name AS kernel,
-       count(*) / greatest(any_value(n_iter), 1) AS calls_per_iter,
+       count(*) / any_value(n_iter) AS calls_per_iter,
        count(*) AS calls,
        sum(dur_ns) / 1e3 AS total_us,
-       sum(dur_ns) / 1e3 / greatest(any_value(n_iter), 1) AS us_per_iter,
+       sum(dur_ns) / 1e3 / any_value(n_iter) AS us_per_iter,
        avg(dur_ns) / 1e3 AS mean_us,
        100.0 * sum(dur_ns) / sum(sum(dur_ns)) OVER (PARTITION BY trace_id) AS gpu_time_share_pct,
        mode(grid_x || '×' || grid_y || '×' || grid_z) AS grid,
        mode(block_x || '×' || block_y || '×' || block_z) AS block,
        mode(registers_per_thread) AS registers_per_thread,
        mode(shared_mem_bytes) AS shared_mem_bytes,
-       avg(est_occupancy_pct) AS est_occupancy_pct,
+       coalesce(sum(est_occupancy_pct * dur_ns) / nullif(sum(dur_ns) FILTER (WHERE est_occupancy_pct IS NOT NULL), 0),
+                avg(est_occupancy_pct)) AS est_occupancy_pct,   -- time-weighted over launches
        mode(device) AS device,
        mode(block_x * block_y * block_z) AS threads_per_block,
        mode(grid_x * grid_y * grid_z) AS grid_blocks

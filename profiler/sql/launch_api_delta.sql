@@ -1,10 +1,7 @@
 -- Runtime / driver API calls per iteration of run $run_a vs run $run_b, by API name.
 -- params: $run_a, $run_b
 WITH n AS (
-    SELECT t.trace_id, greatest(count(i.iteration), 1) AS n_iter, count(i.iteration) = 0 AS whole
-    FROM traces t LEFT JOIN iterations i ON i.trace_id = t.trace_id
-    WHERE t.trace_id IN ($run_a, $run_b)
-    GROUP BY t.trace_id
+    SELECT run_id AS trace_id, n_iter, whole FROM run_iteration_counts([$run_a, $run_b]::VARCHAR[])
 ), per AS (
     SELECT l.name, any_value(l.api_kind) AS api_kind,
            sum(CASE WHEN l.trace_id = $run_a THEN 1.0 / n.n_iter ELSE 0 END) AS calls_a,

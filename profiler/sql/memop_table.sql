@@ -2,14 +2,11 @@
 -- bytes_per_iter, us_per_iter. Only memops inside an iteration count when the run has iterations.
 -- params: $run_ids VARCHAR[]
 WITH n AS (
-    SELECT t.trace_id, count(i.iteration) AS n_iter
-    FROM traces t LEFT JOIN iterations i ON i.trace_id = t.trace_id
-    WHERE t.trace_id IN (SELECT unnest($run_ids))
-    GROUP BY t.trace_id
+    SELECT run_id AS trace_id, n_iter, whole FROM run_iteration_counts($run_ids::VARCHAR[])
 ), m AS (
-    SELECT m.*, greatest(n.n_iter, 1) AS n_iter
+    SELECT m.*, n.n_iter AS n_iter
     FROM memops m JOIN n ON n.trace_id = m.trace_id
-    WHERE n.n_iter = 0 OR m.iteration IS NOT NULL
+    WHERE n.whole OR m.iteration IS NOT NULL
 )
 SELECT trace_id AS run_id, name AS memop, any_value(kind) AS kind,
        count(*) / any_value(n_iter) AS calls_per_iter,

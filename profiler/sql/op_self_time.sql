@@ -2,14 +2,11 @@
 -- the $limit heaviest per run. ProfilerStep#N annotations are left out.
 -- params: $run_ids VARCHAR[], $limit INTEGER
 WITH n AS (
-    SELECT t.trace_id, count(i.iteration) AS n_iter
-    FROM traces t LEFT JOIN iterations i ON i.trace_id = t.trace_id
-    WHERE t.trace_id IN (SELECT unnest($run_ids))
-    GROUP BY t.trace_id
+    SELECT run_id AS trace_id, n_iter, whole FROM run_iteration_counts($run_ids::VARCHAR[])
 ), o AS (
-    SELECT o.trace_id, o.name, o.self_ns, o.dur_ns, greatest(n.n_iter, 1) AS n_iter
+    SELECT o.trace_id, o.name, o.self_ns, o.dur_ns, n.n_iter AS n_iter
     FROM ops o JOIN n ON n.trace_id = o.trace_id
-    WHERE (n.n_iter = 0 OR o.iteration IS NOT NULL) AND o.cat IN ('cpu_op', 'user_annotation')
+    WHERE (n.whole OR o.iteration IS NOT NULL) AND o.cat IN ('cpu_op', 'user_annotation')
       AND o.name NOT LIKE 'ProfilerStep#%'
 ), g AS (
     SELECT trace_id AS run_id, name AS op,

@@ -1,19 +1,25 @@
--- One row per trace for `python -m profiler summary`: counts, summed kernel time, launch APIs.
-WITH kernel_totals AS (
-    SELECT trace_id, sum(dur_ns) / 1000.0 AS kernel_time_us FROM kernels GROUP BY trace_id
-), iteration_counts AS (
-    SELECT trace_id, count(*) AS iterations FROM iterations GROUP BY trace_id
+-- One row per run for `python -m profiler summary`: counts, the metrics layer's per-iteration
+-- figures (metrics.sql) and the launch APIs (api_category 'launch') with their calls per iteration.
+-- params: $run_ids VARCHAR[] (every run id)
+WITH m AS (
+    SELECT * FROM run_metrics($run_ids::VARCHAR[])
 ), api_counts AS (
-    SELECT trace_id, name, count(*) AS calls FROM launches GROUP BY trace_id, name
+    SELECT l.trace_id, l.name, count(*) / any_value(n.n_iter) AS calls_per_iter
+    FROM launches l JOIN run_iteration_counts($run_ids::VARCHAR[]) n ON n.run_id = l.trace_id
+    WHERE api_category(l.name) = 'launch' AND (n.whole OR l.iteration IS NOT NULL)
+    GROUP BY l.trace_id, l.name
 ), apis AS (
-    SELECT trace_id, map(list(name ORDER BY name), list(calls ORDER BY name)) AS launch_apis
+    SELECT trace_id, map(list(name ORDER BY name), list(calls_per_iter ORDER BY name)) AS launch_apis
     FROM api_counts GROUP BY trace_id
 )
-SELECT t.trace_id AS id, t.name, t.source, t.variant, t.gpu_name AS gpu, t.events,
-       t.kernels, coalesce(k.kernel_time_us, 0) AS kernel_time_us,
-       coalesce(i.iterations, 0) AS iterations, a.launch_apis, t.added_at
+SELECT t.trace_id AS run_id, t.name, t.source, t.variant, t.gpu_name AS gpu, t.events,
+       t.kernels, coalesce(m.iterations, 0) AS iterations,
+       m.kernels_per_iter, m.wall_us_per_iter, m.gpu_busy_us_per_iter, m.kernel_us_per_iter,
+       m.copy_us_per_iter, m.comm_us_per_iter, m.carried_us_per_iter, m.gpu_busy_pct,
+       m.gpu_idle_pct, m.carried_pct, m.cpu_busy_us_per_iter, m.launch_api_us_per_iter,
+       m.sync_us_per_iter, m.bound, m.profiler_overhead_likely,
+       a.launch_apis, t.added_at
 FROM traces t
-LEFT JOIN kernel_totals k USING (trace_id)
-LEFT JOIN iteration_counts i USING (trace_id)
-LEFT JOIN apis a USING (trace_id)
+LEFT JOIN m ON m.run_id = t.trace_id
+LEFT JOIN apis a ON a.trace_id = t.trace_id
 ORDER BY t.added_at, t.trace_id

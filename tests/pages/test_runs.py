@@ -23,9 +23,9 @@ def test_catalog_lists_every_run_with_its_metadata(pages, page_store, run_ids):
     flash = table.loc[run_ids[FLASH]]
     assert (flash["variant"], flash["shape"], flash["dtype"]) == ("sdpa_flash", "2×4×256×64", "bf16")
     assert flash["gpu_name"] == "NVIDIA H200" and flash["iterations"] == 2
-    # hand-computed from the fixture: one 150.5 µs kernel and 100 µs of CPU self time per step
-    assert flash["kernels_per_iter"] == 1 and flash["gpu_us_per_iter"] == 150.5
-    assert flash["cpu_us_per_iter"] == 100.0
+    # hand-computed from the fixture: one 150.5 µs kernel per step
+    assert flash["kernels_per_iter"] == 1 and flash["gpu_busy_us_per_iter"] == 150.5
+    assert 0 < flash["gpu_busy_pct"] <= 100 and flash["bound"] in {"gpu", "cpu", "sync", "mixed"}
     if ROCM in run_ids:  # the third-party ROCm upload, where present
         rocm = table.loc[run_ids[ROCM]]
         assert rocm["source"] == "uploaded" and pd.isna(rocm["variant"])
@@ -100,6 +100,7 @@ def test_delete_needs_confirmation_then_removes_the_runs(pages, page_store, run_
     left = set(queries.run_catalog(page_store)["run_id"])
     assert run_ids[FLASH] not in left and run_ids[NAIVE] not in left and len(left) == len(run_ids) - 2
     assert not kept.exists(), "the kept trace goes with the run"
+    assert queries.run_metrics(page_store, [run_ids[FLASH], run_ids[NAIVE]]).empty  # and its metrics
     assert "runs" not in at.query_params
 
 

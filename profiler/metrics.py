@@ -1,0 +1,52 @@
+"""The metrics layer's upkeep: `sql/metrics.sql` holds every definition (iteration windows, GPU
+busy / idle / kernel / copy / communication time, the launching thread's CPU time, launch and
+synchronisation time, the verdict); this module loads it into a store and keeps its per-iteration
+table, `stored_iteration_metrics`, filled: one row per iteration of every run, computed once when
+the run is ingested (or when the store is opened and a run lacks them), and all of them again when
+`metrics.sql` changes. Readers go through `queries.run_metrics` / `queries.iteration_metrics`.
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+METRICS_SQL = Path(__file__).with_name("sql") / "metrics.sql"
+VERSION_KEY = "metrics_sql_sha256"
+
+
+def install(con) -> None:
+    """Load the macros; recompute every run's metrics if their definition changed, else fill in
+    the runs that have none."""
+    text = METRICS_SQL.read_text(encoding="utf-8")
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    row = con.execute("SELECT value FROM store_meta WHERE key = ?", [VERSION_KEY]).fetchone()
+    if row is None or row[0] != digest:
+        con.execute("DROP TABLE IF EXISTS stored_iteration_metrics")
+    con.execute(text)
+    missing = [r[0] for r in con.execute(MISSING_SQL, {"ids": None}).fetchall()]
+    store_runs(con, missing)
+    con.execute("INSERT OR REPLACE INTO store_meta VALUES (?, ?)", [VERSION_KEY, digest])
+
+
+# runs (of $ids, or all when NULL) whose metrics are not kept yet
+MISSING_SQL = ("SELECT trace_id FROM traces WHERE ($ids IS NULL OR trace_id IN (SELECT unnest($ids::VARCHAR[]))) "
+               "AND trace_id NOT IN (SELECT DISTINCT run_id FROM stored_iteration_metrics)")
+FILL_SQL = "INSERT INTO stored_iteration_metrics SELECT * FROM iteration_metrics($ids::VARCHAR[])"
+
+
+def fill_missing(store, run_ids) -> bool:
+    """Compute the metrics of those of ``run_ids`` that lack them (rows written other than by
+    ingest); ``store`` is anything with ``query(sql, params)``. True if there were any."""
+    missing = list(store.query(MISSING_SQL, {"ids": [str(r) for r in run_ids]})["trace_id"])
+    if missing:
+        store.query(FILL_SQL, {"ids": missing})
+    return bool(missing)
+
+
+def store_runs(con, run_ids: list[str]) -> None:
+    """(Re)compute and keep the per-iteration metrics of these runs (their rows must be stored)."""
+    if not run_ids:
+        return
+    ids = [str(r) for r in run_ids]
+    con.execute("DELETE FROM stored_iteration_metrics WHERE run_id IN (SELECT unnest($ids))", {"ids": ids})
+    con.execute(FILL_SQL, {"ids": ids})
