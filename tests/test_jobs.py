@@ -45,9 +45,10 @@ def job_store(tmp_path, monkeypatch):
 
 
 def _rows(store: Store, table: str, run_id: str, drop=()) -> list[tuple]:
-    df = store.query(f"SELECT * EXCLUDE (trace_id{''.join(', ' + c for c in drop)}) FROM {table} "
-                     f"WHERE trace_id = ? ORDER BY {TABLE_ORDER[table]}", [run_id])
-    return [tuple(None if v != v else v for v in row) for row in df.itertuples(index=False)]  # NaN == NaN
+    with store.connect(jobs=True) as con:
+        rows = con.execute(f"SELECT * EXCLUDE (trace_id{''.join(', ' + c for c in drop)}) FROM {table} "
+                           f"WHERE trace_id = ? ORDER BY {TABLE_ORDER[table]}", [run_id]).fetchall()
+    return [tuple("NaN" if isinstance(v, float) and v != v else v for v in row) for row in rows]
 
 
 def _job_files(store: Store) -> list[str]:
