@@ -1,6 +1,8 @@
 """A job's ranks as a chart: where each rank's step time goes (DataFrame ▶ Altair)."""
 from __future__ import annotations
 
+import re
+
 import altair as alt
 import pandas as pd
 
@@ -29,3 +31,9 @@ def rank_chart(per_rank: pd.DataFrame) -> alt.Chart:
         order=alt.Order("part:N"),
         tooltip=["rank:N", "part:N", alt.Tooltip("us:Q", format=",.1f"), alt.Tooltip("step_us:Q", format=",.1f")],
     ).properties(height=alt.Step(18))
+
+
+def plain_md(text: str) -> str:
+    """User or trace text (a job or file name) for a Markdown line: every Markdown character
+    backslash-escaped, so it shows as written."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$:])", r"\\\1", str(text))

@@ -153,6 +153,21 @@ def unzip(archive: str | os.PathLike, into: str | os.PathLike) -> list[Path]:
     return sorted(out)
 
 
+def save_uploads(files, folder: str | os.PathLike) -> list[Path]:
+    """Uploaded files (objects with `name` and `getbuffer()` or `read()`, e.g. Streamlit's) written
+    into `folder` under their base names; zips are unpacked there. Returns the trace files."""
+    saved: list[Path] = []
+    for f in files:
+        target = Path(folder) / Path(f.name).name
+        data = f.getbuffer() if hasattr(f, "getbuffer") else f.read()
+        target.write_bytes(data)
+        saved.append(target)
+    zips = [p for p in saved if p.suffix == ".zip"]
+    unpacked = Path(folder) / "unzipped"
+    unpacked.mkdir(exist_ok=True)
+    return [p for p in saved if p.suffix != ".zip"] + [m for z in zips for m in unzip(z, unpacked)]
+
+
 # --- the job and its manifest ----------------------------------------------------------------------
 
 @dataclass
