@@ -185,7 +185,8 @@ class RankResult:
     kernels: int
     files: dict[str, str]     # table -> Parquet file
     seconds: float
-    peak_rss: int             # the worker process's peak RSS so far, bytes
+    peak_rss: int             # the worker process's peak RSS during this file (since start_rss), bytes
+    start_rss: int = 0        # the worker process's RSS when it took this file, bytes
 
 
 @dataclass
@@ -273,9 +274,10 @@ def ingest_job(store, paths: Iterable[str | os.PathLike], job: str, *, skip_bad:
     """Ingest the rank traces in `paths` (files, directories, zips) as job `job`, all or nothing.
 
     engine 'ray': files are parsed by Ray tasks (a local cluster of `workers` CPUs, default one per
-    core, or the cluster at `ray_address` / $PROFILER_RAY_ADDRESS); 'in-process': one after the
-    other here. A bad file raises `JobError` naming it and nothing lands, unless `skip_bad`: then
-    the job lands without it and `JobResult.skipped` says why.
+    core, or the cluster at `ray_address` / $PROFILER_RAY_ADDRESS); 'processes': a local pool of
+    worker processes without Ray; 'in-process': one after the other here. A bad file raises
+    `JobError` naming it and nothing lands, unless `skip_bad`: then the job lands without it and
+    `JobResult.skipped` says why.
     """
     from profiler import parallel
 

@@ -35,6 +35,7 @@ def parse_rank(file: str, base: str, key: str, keep_python: bool = False) -> job
     from profiler.store import Store
 
     started = time.perf_counter()
+    start_rss = _reset_peak_rss()
     scratch = tempfile.mkdtemp(prefix="rank-")
     written: list[str] = []
     fs, _ = jobs.filesystem(base)
@@ -68,7 +69,7 @@ def parse_rank(file: str, base: str, key: str, keep_python: bool = False) -> job
             backend=info.get("backend") if isinstance(info.get("backend"), str) else None,
             run_id=rid, trace_id=result.trace_id, size_bytes=_size(file), events=result.events,
             kernels=result.kernels, files=files, seconds=time.perf_counter() - started,
-            peak_rss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+            peak_rss=_peak_rss(), start_rss=start_rss)
     except errors.TraceError as e:
         _remove(fs, written)
         return e
@@ -77,6 +78,33 @@ def parse_rank(file: str, base: str, key: str, keep_python: bool = False) -> job
         raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _status_bytes(field: str) -> int | None:
+    """A memory figure of this process from /proc/self/status (Linux), in bytes."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _reset_peak_rss() -> int:
+    """This process's RSS now; and, where Linux allows it, its peak RSS reset to that, so that the
+    peak read after a task is the task's own (a worker process runs many tasks)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+    return _status_bytes("VmRSS") or 0
+
+
+def _peak_rss() -> int:
+    return _status_bytes("VmHWM") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def _size(file: str) -> int:
@@ -107,9 +135,33 @@ def run_ranks(files: list[Path], base: str, key: str, *, engine: str = "ray", wo
             done += size
             report(done / total)
         return outcomes, 1
+    if engine == "processes":
+        return _run_on_processes(files, sizes, base, key, workers, keep_python, report)
     if engine != "ray":
-        raise jobs.JobError(f"unknown engine {engine!r} (use 'ray' or 'in-process')")
+        raise jobs.JobError(f"unknown engine {engine!r} (use 'ray', 'processes' or 'in-process')")
     return _run_on_ray(files, sizes, base, key, workers, address, keep_python, report)
+
+
+def _run_on_processes(files, sizes, base, key, workers, keep_python, report) -> tuple[list, int]:
+    """Local worker processes without Ray (the standard library's process pool)."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    count = workers or os.cpu_count() or 1
+    total, done = sum(sizes), 0
+    outcomes: list = [None] * len(files)
+    with ProcessPoolExecutor(max_workers=count) as pool:
+        futures = {pool.submit(parse_rank, str(f), base, key, keep_python): i for i, f in enumerate(files)}
+        try:
+            for future in as_completed(futures):
+                i = futures[future]
+                outcomes[i] = future.result()
+                done += sizes[i]
+                report(done / total)
+        except BrokenProcessPool:
+            raise jobs.JobError(f"a worker process stopped while parsing {len(files)} files; "
+                                "nothing of the job was stored") from None
+    return outcomes, count
 
 
 def start_ray(workers: int | None = None, address: str | None = None):
