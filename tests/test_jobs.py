@@ -220,7 +220,7 @@ def test_killing_a_worker_mid_job_leaves_the_store_as_it_was(ray_cluster, job_st
     from make_large_trace import make_large_trace
 
     big = tmp_path / "rank3.trace.json"
-    make_large_trace(big, 40_000_000)
+    make_large_trace(big, 40_000_000, SHARED_TRACES)
     outcome: dict = {}
 
     def run():
