@@ -52,6 +52,12 @@ def _job(args: argparse.Namespace) -> int:
     from profiler.store import Store
 
     store = Store(args.db)
+    if args.delete:
+        from profiler import jobs
+
+        jobs.delete_job(store, args.name)
+        print(f"job {args.name} deleted")
+        return 0
     if args.compare:
         table = job_queries.compare(store, args.name, args.compare)
         if args.json:
@@ -88,4 +94,5 @@ def register(sub) -> None:
     job.add_argument("--db", default=None, help="store file (default: $PROFILER_DB or data/traces.duckdb)")
     job.add_argument("--json", action="store_true", help="print JSON instead of a table")
     job.add_argument("--compare", default=None, metavar="OTHER", help="compare with another job")
+    job.add_argument("--delete", action="store_true", help="remove the job (its manifest, then its files)")
     job.set_defaults(func=_job)

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 from profiler import errors, jobs
 
 RAY_ADDRESS_ENV = "PROFILER_RAY_ADDRESS"
+START_ATTEMPTS = 3
 _ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -175,14 +176,20 @@ def start_ray(workers: int | None = None, address: str | None = None):
     if ray.is_initialized():
         return ray
     address = address or os.environ.get(RAY_ADDRESS_ENV)
-    try:
-        if address:
-            ray.init(address=address, logging_level="ERROR", log_to_driver=False)
-        else:
-            ray.init(num_cpus=workers or os.cpu_count(), include_dashboard=False, logging_level="ERROR",
-                     log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": str(_ROOT)}})
-    except Exception as e:  # noqa: BLE001 - Ray reports a failed start with a bare Exception
-        raise jobs.JobError(f"cannot start or reach the Ray cluster{' at ' + address if address else ''}: {e}") from e
+    for attempt in range(1, START_ATTEMPTS + 1):
+        try:
+            if address:
+                ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+            else:
+                ray.init(num_cpus=workers or os.cpu_count(), include_dashboard=False, logging_level="ERROR",
+                         log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": str(_ROOT)}})
+            return ray
+        except Exception as e:  # noqa: BLE001 - Ray reports a failed start with a bare Exception
+            ray.shutdown()
+            # a local node that did not come up within Ray's own 30 s (a busy machine) gets another try
+            if address or attempt == START_ATTEMPTS or "timed out during startup" not in str(e):
+                where = f" at {address}" if address else ""
+                raise jobs.JobError(f"cannot start or reach the Ray cluster{where}: {e}") from e
     return ray
 
 

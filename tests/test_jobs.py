@@ -267,6 +267,16 @@ def test_two_stores_share_one_job_directory(tmp_path, monkeypatch):
 
 @pytest.mark.third_party
 @needs_dlrm
+def test_job_directory_as_a_filesystem_uri(tmp_path, monkeypatch):
+    monkeypatch.setenv(jobs.JOB_ROOT_ENV, (tmp_path / "by-uri").as_uri())  # file:///..., read through pyarrow
+    store = Store(tmp_path / "store.duckdb")
+    jobs.ingest_job(store, [str(p) for p in DLRM[:2]], "uri", engine="in-process")
+    assert sorted(p.name for p in (tmp_path / "by-uri" / "kernels" / "job=uri").iterdir()) == ["rank=0", "rank=2"]
+    assert job_queries.job_report(store, "uri")["ranks_present"] == [0, 2]
+
+
+@pytest.mark.third_party
+@needs_dlrm
 def test_zip_and_directory_inputs(job_store, tmp_path):
     import zipfile
 
