@@ -30,14 +30,16 @@ from results import write_section  # noqa: E402
 from profiler import jobs, parallel  # noqa: E402
 from profiler.store import Store  # noqa: E402
 
-_DIST = re.compile(rb'"distributedInfo"\s*:\s*\{[^{}]*\}')
+_RANK = re.compile(rb'("distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*)\d+')
+_WORLD = re.compile(rb'("distributedInfo"\s*:\s*\{[^{}]*?"world_size"\s*:\s*)\d+')
 
 
 def with_rank(data: bytes, rank: int, world: int) -> bytes:
     """The trace bytes with distributedInfo saying rank/world (added at the top if missing)."""
+    if _RANK.search(data):  # at the top or after the events
+        data = _RANK.sub(lambda m: m.group(1) + b"%d" % rank, data)
+        return _WORLD.sub(lambda m: m.group(1) + b"%d" % world, data)
     info = b'"distributedInfo": {"backend": "nccl", "rank": %d, "world_size": %d}' % (rank, world)
-    if _DIST.search(data[: 1 << 20]):
-        return _DIST.sub(info, data, count=1)
     start = data.index(b"{")
     return data[: start + 1] + info + b"," + data[start + 1:]
 
@@ -121,7 +123,7 @@ def main():
         started = f"Local Ray cluster of {max(counts)} CPUs started in {time.perf_counter() - t0:.1f} s (not in the times). "
     out = Path(tempfile.mkdtemp(prefix="bench-ranks-"))
     try:
-        jobs_made = {f"{args.ranks} DLRM ranks": make_ranks(out, args.ranks, args.sources)}
+        jobs_made = {f"{args.ranks} DLRM ranks": make_ranks(out, args.ranks, args.sources)} if args.ranks else {}
         if args.big_ranks:
             jobs_made[f"{args.big_ranks} ranks of {args.rank_mb:.0f} MB"] = make_big_ranks(
                 out, args.big_ranks, args.rank_mb, args.sources)

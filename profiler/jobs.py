@@ -40,7 +40,7 @@ JOB_ROOT_ENV = "PROFILER_JOBS"
 TABLES = ("traces", "iterations", "kernels", "memops", "launches", "ops")
 TRACE_SUFFIXES = (".json", ".json.gz")
 _RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
-_DIST_INFO = re.compile(rb'"distributedInfo"\s*:\s*(\{[^{}]*\})')
+_BACKEND = re.compile(rb'"distributedInfo"\s*:\s*\{[^{}]*?"backend"\s*:\s*"([^"\\]{1,40})"')
 
 
 class JobError(errors.ProfilerError):
@@ -91,8 +91,9 @@ def rank_from_name(name: str) -> int | None:
     return int(found[-1]) if found else None
 
 
-def distributed_info(path: str | os.PathLike, head_bytes: int = 4 << 20) -> dict:
-    """`distributedInfo` (rank, world_size, backend) as written near the top of a trace, or {}."""
+def backend(path: str | os.PathLike, head_bytes: int = 4 << 20) -> str | None:
+    """`distributedInfo.backend` ('nccl', 'gloo', ...) as written near the top of a trace, or None
+    (the rank and world size come from the parsed trace itself)."""
     import gzip
 
     with open(path, "rb") as raw:
@@ -102,15 +103,9 @@ def distributed_info(path: str | os.PathLike, head_bytes: int = 4 << 20) -> dict
         try:
             head = stream.read(head_bytes)
         except (OSError, EOFError):
-            return {}
-    match = _DIST_INFO.search(head)
-    if not match:
-        return {}
-    try:
-        info = json.loads(match.group(1))
-    except ValueError:
-        return {}
-    return info if isinstance(info, dict) else {}
+            return None
+    match = _BACKEND.search(head)
+    return match.group(1).decode(errors="replace") if match else None
 
 
 def trace_files(paths: Iterable[str | os.PathLike], unpack_dir: str | None = None) -> list[Path]:

@@ -43,7 +43,6 @@ def parse_rank(file: str, base: str, key: str, keep_python: bool = False) -> job
     try:
         store = Store(Path(scratch) / "rank.duckdb")
         result = store.ingest(file, keep_python=keep_python)
-        info = jobs.distributed_info(file)
         with store.connect() as con:
             rank, world = con.execute("SELECT rank, world_size FROM traces").fetchall()[0]
             rank_from = "distributedInfo"
@@ -67,7 +66,7 @@ def parse_rank(file: str, base: str, key: str, keep_python: bool = False) -> job
                 files[table] = path
         return jobs.RankResult(
             file=str(file), rank=int(rank), rank_from=rank_from, world_size=world,
-            backend=info.get("backend") if isinstance(info.get("backend"), str) else None,
+            backend=jobs.backend(file),
             run_id=rid, trace_id=result.trace_id, size_bytes=_size(file), events=result.events,
             kernels=result.kernels, files=files, seconds=time.perf_counter() - started,
             peak_rss=_peak_rss(), start_rss=start_rss)
