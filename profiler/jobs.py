@@ -340,6 +340,13 @@ def attach_views(con: duckdb.DuckDBPyConnection, store) -> None:
     plus the Parquet rows of every committed job, and add `job_ranks` (one row per rank of a job).
     Nothing is done when there is no job, so a store without jobs is read exactly as before."""
     root = job_root(store)
+    try:
+        _attach(con, root)
+    except (OSError, ValueError, KeyError, pa.ArrowException) as e:
+        raise JobError(f"the job directory {root} cannot be read: {e}") from e
+
+
+def _attach(con: duckdb.DuckDBPyConnection, root: str) -> None:
     manifests = read_manifests(root)
     if not manifests:
         return

@@ -11,6 +11,7 @@ running cluster instead, whose nodes need this package importable and the job di
 """
 from __future__ import annotations
 
+import multiprocessing
 import os
 import resource
 import shutil
@@ -150,7 +151,8 @@ def _run_on_processes(files, sizes, base, key, workers, keep_python, report) -> 
     count = workers or os.cpu_count() or 1
     total, done = sum(sizes), 0
     outcomes: list = [None] * len(files)
-    with ProcessPoolExecutor(max_workers=count) as pool:
+    # spawned, not forked: the caller may hold threads (Streamlit, a Ray client) that a fork would copy
+    with ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = {pool.submit(parse_rank, str(f), base, key, keep_python): i for i, f in enumerate(files)}
         try:
             for future in as_completed(futures):

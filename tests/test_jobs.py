@@ -194,6 +194,28 @@ def test_bad_file_names_itself_and_nothing_lands_unless_skip_bad(job_store, tmp_
 
 @pytest.mark.third_party
 @needs_dlrm
+def test_process_pool_engine_gives_the_same_tables(job_store):
+    pooled = jobs.ingest_job(job_store, [str(p) for p in DLRM[:2]], "pool", engine="processes", workers=2)
+    here = jobs.ingest_job(job_store, [str(p) for p in DLRM[:2]], "here", engine="in-process")
+    assert pooled.ranks_present == here.ranks_present == [0, 2] and pooled.workers == 2
+    for a, b in zip(pooled.ranks, here.ranks):
+        for table in jobs.TABLES:
+            drop = ("added_at",) if table == "traces" else ()
+            assert _rows(job_store, table, a.run_id, drop) == _rows(job_store, table, b.run_id, drop), table
+
+
+@pytest.mark.third_party
+@needs_dlrm
+def test_a_broken_job_directory_is_a_plain_error(job_store):
+    jobs.ingest_job(job_store, [str(DLRM[0])], "gone", engine="in-process")
+    manifest = Path(jobs.job_root(job_store)) / "manifests" / "gone.json"
+    manifest.write_text("{not json")
+    with pytest.raises(jobs.JobError, match="job directory .* cannot be read"):
+        job_store.query("SELECT count(*) FROM kernels")
+
+
+@pytest.mark.third_party
+@needs_dlrm
 def test_two_files_claiming_one_rank_are_refused(job_store, tmp_path):
     twin = tmp_path / "copy_of_rank0.json"
     twin.write_bytes(DLRM[0].read_bytes().replace(b'"world_size": 8', b'"world_size": 8 '))
@@ -328,5 +350,9 @@ def test_cli_job_json(tmp_path):
     assert report["ranks_missing"] == [1]
     assert {tuple(sorted(r)) for r in report["iterations"]} == {tuple(sorted(
         ["rank", "iteration", "step_us", "gpu_busy_us", "gpu_idle_us", "collective_us", "slowest_rank"]))}
+    compared = run("job", "dlrm", "--compare", "dlrm", "--json")
+    assert compared.returncode == 0 and json.loads(compared.stdout)[0]["measure"] == "ranks"
+    deleted = run("job", "dlrm", "--delete")
+    assert deleted.returncode == 0 and "deleted" in deleted.stdout
     missing = run("job", "nope")
     assert missing.returncode == 2 and "Traceback" not in missing.stderr and "'nope' is not in the store" in missing.stderr
