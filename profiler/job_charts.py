@@ -7,6 +7,7 @@ import altair as alt
 import pandas as pd
 
 PARTS = {"collective_us": "collective kernels", "other_busy_us": "other GPU work", "gpu_idle_us": "GPU idle"}
+COLORS = ["#f58518", "#4c78a8", "#c7c7c7"]  # collective: orange, other GPU work: blue, idle: grey
 
 
 def rank_parts(per_rank: pd.DataFrame) -> pd.DataFrame:
@@ -15,6 +16,7 @@ def rank_parts(per_rank: pd.DataFrame) -> pd.DataFrame:
     mean = per_rank.groupby("rank", as_index=False)[["step_us", "gpu_busy_us", "gpu_idle_us", "collective_us"]].mean()
     mean["other_busy_us"] = mean["gpu_busy_us"] - mean["collective_us"]
     long = mean.melt(id_vars=["rank", "step_us"], value_vars=list(PARTS), var_name="part", value_name="us")
+    long["stack"] = long["part"].map({part: i for i, part in enumerate(PARTS)})
     long["part"] = long["part"].map(PARTS)
     long["rank"] = long["rank"].astype(str)
     return long
@@ -25,12 +27,13 @@ def rank_chart(per_rank: pd.DataFrame) -> alt.Chart:
     data = rank_parts(per_rank)
     order = sorted(data["rank"].unique(), key=int)
     return alt.Chart(data).mark_bar().encode(
-        y=alt.Y("rank:N", sort=order, title="rank"),
+        y=alt.Y("rank:N", sort=order, title="rank", axis=alt.Axis(labelOverlap=False)),
         x=alt.X("us:Q", stack="zero", title="mean µs per iteration"),
-        color=alt.Color("part:N", sort=list(PARTS.values()), legend=alt.Legend(orient="top", title=None)),
-        order=alt.Order("part:N"),
+        color=alt.Color("part:N", scale=alt.Scale(domain=list(PARTS.values()), range=COLORS),
+                        legend=alt.Legend(orient="top", title=None)),
+        order=alt.Order("stack:Q"),
         tooltip=["rank:N", "part:N", alt.Tooltip("us:Q", format=",.1f"), alt.Tooltip("step_us:Q", format=",.1f")],
-    ).properties(height=alt.Step(18))
+    ).properties(height=alt.Step(20))
 
 
 def plain_md(text: str) -> str:
