@@ -99,15 +99,16 @@ def code_version() -> str:
     return f"commit {head}" + (" plus uncommitted changes in profiler/" if dirty.strip() else "")
 
 
-def section(trace: Path, info: str, runs: dict, before: str) -> str:
+def section(trace: Path, info: str, runs: dict, before: str, name: str = "Ingest", mix: str | None = None) -> str:
     size = trace.stat().st_size
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return (f"## Ingest\n\n`python bench/ingest.py --write-results`, {now}, code at {code_version()}.\n\n"
+    made = mix or (f"by `bench/make_large_trace.py`: "
+                   f"the object-layout traces of `../shared/traces` repeated with times shifted and ids offset, on "
+                   f"the epoch-microsecond clock of the largest (timestamps too big for an exact double)")
+    return (f"## {name}\n\n`python bench/ingest.py {' '.join(sys.argv[1:])}`, {now}, code at {code_version()}.\n\n"
             f"Machine: {before}; after: `{uptime()}`.\n"
             f"(The machine is shared with other engineers: read the load averages next to the times.)\n\n"
-            f"Trace: {info}, plain JSON, {size / 1e6:.0f} MB (MB = 10^6 bytes), by `bench/make_large_trace.py`: "
-            f"the object-layout traces of `../shared/traces` repeated with times shifted and ids offset, on "
-            f"the epoch-microsecond clock of the largest (timestamps too big for an exact double). Each tool is a fresh "
+            f"Trace: {info}, plain JSON, {size / 1e6:.0f} MB (MB = 10^6 bytes), {made}. Each tool is a fresh "
             f"process; wall time includes interpreter start and imports; peak RSS is ru_maxrss. "
             f"HTA {metadata.version('HolisticTraceAnalysis')} with its default ParserConfig.\n\n"
             f"{table(size, runs)}\n\n{verdict(runs, size)}\n")
@@ -125,6 +126,8 @@ def main():
     ap.add_argument("--mb", type=float, default=500, help="minimum trace size, MB")
     ap.add_argument("--only", default="ingest,hta,json", help="comma-separated tools to run")
     ap.add_argument("--write-results", action="store_true", help="update bench/RESULTS.md")
+    ap.add_argument("--section", default="Ingest", help="the RESULTS.md section to write")
+    ap.add_argument("--mix", default=None, help="describes the trace given with --trace (for the results)")
     args = ap.parse_args()
     too_small = args.trace == DEFAULT_TRACE and args.trace.exists() and args.trace.stat().st_size < args.mb * 1e6
     if too_small or not args.trace.exists():  # never overwrite a trace the user named
@@ -141,10 +144,10 @@ def main():
         for name in args.only.split(","):
             print(f"running {name} ...", file=sys.stderr)
             runs[name] = measure(cmds[name])
-    text = section(args.trace, info, runs, before)
+    text = section(args.trace, info, runs, before, args.section, args.mix)
     print(text)
     if args.write_results:
-        write_section("Ingest", text)
+        write_section(args.section, text)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 import streamlit as st
 
 from profiler import ui
+from profiler.job_charts import plain_md
 
 st.title("Upload traces")
 state = ui.view_state("upload")
@@ -9,16 +10,34 @@ limit = ui.upload_limit_mb()
 st.markdown(
     "Drop one or more traces written by `torch.profiler` (`prof.export_chrome_trace(...)` or "
     "`tensorboard_trace_handler`): `.json` or `.json.gz`, "
-    f"**up to {limit:,} MB per file**. The same file uploaded twice is the same run.")
+    f"**up to {limit:,} MB per file**. The same file uploaded twice is the same run. "
+    "The rank traces of one distributed run (several files, or one `.zip`) become one job when "
+    "you give it a name.")
 
 with st.form("upload", clear_on_submit=True, border=False):
-    files = st.file_uploader("Trace files", type=["json", "gz"], accept_multiple_files=True,
+    files = st.file_uploader("Trace files", type=["json", "gz", "zip"], accept_multiple_files=True,
                              help=f"At most {limit:,} MB per file (server.maxUploadSize).")
+    job = st.text_input("Job name (optional)", max_chars=120,
+                        help="Store the files as the ranks of one job; ranks come from each trace's "
+                             "distributedInfo, else from 'rank<N>' / 'worker<N>' in its file name.")
+    skip_bad = st.checkbox("Store the job without files that cannot be read",
+                           help="Otherwise one bad file stops the whole job and nothing is stored.")
     submitted = st.form_submit_button("Add to the store", type="primary", icon=":material/upload:")
 
 if submitted and not files:
     st.warning("Choose at least one trace file first.")
-if submitted and files:
+if submitted and files and job.strip():
+    stored = ui.ingest_job_upload(files, job.strip(), skip_bad)
+    if stored:
+        missing = ", ".join(map(str, stored.ranks_missing)) or "none"
+        st.success(f"Job {plain_md(stored.job)}: {len(stored.ranks)} of {stored.world_size} ranks stored; "
+                   f"missing ranks: {missing}.")
+        for line in stored.skipped:
+            st.warning(f"Left out: {plain_md(line)}")
+        ui.link_to("job", state.with_(page="job", filters=(("job", stored.job),)), label="Open the job")
+elif submitted and any(f.name.endswith(".zip") for f in files or []):
+    st.warning("A zip is read as the ranks of one job: give the job a name.")
+elif submitted and files:
     results = ui.ingest_files(files)
     if results:
         new_runs = tuple(dict.fromkeys(r.trace_id for r in results))

@@ -17,6 +17,9 @@ from profiler.store import Store, default_db_path
 
 
 def _ingest(args: argparse.Namespace) -> int:
+    if args.job is not None:
+        from profiler import cli_job
+        return cli_job.ingest_job(args)
     store = Store(args.db)
     failed = 0
     for path in args.files:
@@ -67,6 +70,8 @@ def _parser() -> argparse.ArgumentParser:
 
     ingest = sub.add_parser("ingest", help="ingest trace files (.json, .json.gz) into the store")
     ingest.add_argument("files", nargs="+", metavar="FILE")
+    from profiler.cli_job import add_ingest_options
+    add_ingest_options(ingest)
     ingest.add_argument("--db", default=None, help=db_help)
     ingest.add_argument("--python-functions", action="store_true",
                         help="also keep python_function events (large; off by default)")
@@ -84,9 +89,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def _extensions() -> list:
     """Subcommands that live beside their layer: capture (imports torch lazily) and compare."""
-    from profiler import cli_capture, cli_compare
+    from profiler import cli_capture, cli_compare, cli_job
 
-    return [cli_capture.register, cli_compare.register]
+    return [cli_capture.register, cli_compare.register, cli_job.register]
 
 
 def main(argv: list[str] | None = None) -> int:

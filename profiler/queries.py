@@ -56,7 +56,7 @@ class Session:
 @contextmanager
 def session(store) -> Iterator[Session]:
     """A ``Session`` on one short-lived connection (duckdb errors become ``StoreError``)."""
-    with store.connect() as con:
+    with store.connect(jobs=True) as con:
         yield Session(con, store.path)
 
 

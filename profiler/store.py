@@ -76,8 +76,9 @@ class Store:
     # --- connections ------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A short-lived cursor on the store (schema created or migrated on first use)."""
+    def connect(self, *, jobs: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A short-lived cursor on the store (schema created or migrated on first use). With
+        `jobs`, a read-only view that also holds the ranks of stored jobs (profiler/jobs.py)."""
         key = self.path.resolve()
         with _open_lock:
             entry = _open_dbs.get(key)
@@ -88,6 +89,9 @@ class Store:
         try:
             if not self._ready:
                 self._ensure_schema(con)
+            if jobs:
+                from profiler.jobs import attach_views
+                attach_views(con, self)
             yield con
         except duckdb.Error as e:
             raise errors.StoreError(f"store {self.path}: {e}") from e
@@ -145,7 +149,7 @@ class Store:
 
     def query(self, sql: str, params: Any = None) -> pd.DataFrame:
         """Run one read query and return its rows as a DataFrame."""
-        with self.connect() as con:
+        with self.connect(jobs=True) as con:
             return con.execute(sql, params).df()
 
     def schema_version(self) -> int:

@@ -34,6 +34,7 @@ Tables, files, captures:
 from __future__ import annotations
 
 import os
+import tempfile
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -57,7 +58,7 @@ PAGE_ICONS = {"runs": ":material/list:", "profile": ":material/play_circle:",
               "upload": ":material/upload:", "timeline": ":material/view_timeline:",
               "kernels": ":material/memory:", "launches": ":material/rocket_launch:",
               "cpu-cost": ":material/speed:", "compare": ":material/compare_arrows:",
-              "sweep": ":material/ssid_chart:"}
+              "sweep": ":material/ssid_chart:", "job": ":material/lan:"}
 _RUNS_KEY = "_selected_runs"
 _CAPTURE_LOCK = threading.Lock()  # torch.profiler is process-wide, and timings need the GPU alone
 
@@ -264,6 +265,27 @@ def ingest_files(files, source: str = "uploaded") -> list:
         catalog.keep_trace(f, traces_dir(), result.trace_id)
         results.append(result)
     return results
+
+
+def ingest_job_upload(files, job: str, skip_bad: bool = False):
+    """Store uploaded rank traces (several files, or zips of them) as one job, with one progress
+    bar; parsed in this process. Returns the JobResult, or None after showing the error."""
+    from profiler import jobs
+
+    bar = st.progress(0.0, text=f"job {job}: reading {len(files)} file(s)…")
+    with tempfile.TemporaryDirectory(prefix="job-upload-") as folder:
+        try:
+            paths = jobs.save_uploads(files, folder)
+            result = jobs.ingest_job(get_store(), paths, job, skip_bad=skip_bad, engine="in-process",
+                                     progress=lambda done: bar.progress(min(max(done, 0.0), 1.0),
+                                                                        text=f"job {job}: {done:.0%}"))
+        except PROJECT_ERRORS as err:
+            bar.empty()
+            show_error(err)
+            return None
+    bar.progress(1.0, text=f"job {job}: {len(result.ranks)} of {result.world_size} ranks in "
+                           f"{result.seconds:.1f} s")
+    return result
 
 
 def trace_download(run_id: str) -> None:

@@ -21,7 +21,7 @@ def test_the_size_limit_is_shown(pages, page_store):
     at = pages.open("upload")
     pages.assert_clean(at)
     assert "up to 500 MB per file" in pages.texts(at)
-    assert sorted(at.file_uploader[0].allowed_type) == [".gz", ".json"]
+    assert sorted(at.file_uploader[0].allowed_type) == [".gz", ".json", ".zip"]
 
 
 def test_good_and_bad_files_each_get_their_own_outcome(pages, empty_store):

@@ -1,0 +1,149 @@
+"""Job ingest benchmark (issue 13): a job of many rank traces, wall time and memory vs workers.
+
+Rank files are made from real traces: the PARAM DLRM worker traces of ../shared/traces cycled to
+`--ranks` files with their distributedInfo rank and world size rewritten (so each is a distinct
+rank of one job), and optionally `--big-ranks` files of `--rank-mb` MB each (bench/make_large_trace.py's
+mix, ranks rewritten the same way) for throughput. Each worker count ingests the whole job into a
+fresh store; the engine is started once before the timings (its start is reported apart).
+Peak RSS per worker is each task's own peak (Linux VmHWM, reset when the task starts).
+Usage: python bench/jobs.py [--ranks 64] [--workers 1,2] [--engine ray|processes|in-process]
+                            [--big-ranks 0 --rank-mb 32] [--write-results]
+"""
+import argparse
+import datetime
+import os
+import re
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+from ingest import code_version, machine, uptime  # noqa: E402
+from make_large_trace import SOURCES_DIR, make_large_trace  # noqa: E402
+from results import write_section  # noqa: E402
+
+from profiler import jobs, parallel  # noqa: E402
+from profiler.store import Store  # noqa: E402
+
+_RANK = re.compile(rb'("distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*)\d+')
+_WORLD = re.compile(rb'("distributedInfo"\s*:\s*\{[^{}]*?"world_size"\s*:\s*)\d+')
+
+
+def with_rank(data: bytes, rank: int, world: int) -> bytes:
+    """The trace bytes with distributedInfo saying rank/world (added at the top if missing)."""
+    if _RANK.search(data):  # at the top or after the events
+        data = _RANK.sub(lambda m: m.group(1) + b"%d" % rank, data)
+        return _WORLD.sub(lambda m: m.group(1) + b"%d" % world, data)
+    info = b'"distributedInfo": {"backend": "nccl", "rank": %d, "world_size": %d}' % (rank, world)
+    start = data.index(b"{")
+    return data[: start + 1] + info + b"," + data[start + 1:]
+
+
+def make_ranks(out: Path, ranks: int, sources: Path) -> list[Path]:
+    dlrm = sorted(sources.glob("param__dlrm_kineto__worker*.pt.trace.json"))
+    if not dlrm:
+        raise SystemExit(f"no DLRM worker traces in {sources}")
+    blobs = [p.read_bytes() for p in dlrm]
+    paths = []
+    for rank in range(ranks):
+        path = out / f"rank{rank}.pt.trace.json"
+        path.write_bytes(with_rank(blobs[rank % len(blobs)], rank, ranks))
+        paths.append(path)
+    return paths
+
+
+def make_big_ranks(out: Path, ranks: int, mb: float, sources: Path) -> list[Path]:
+    template = out / "template.json"
+    make_large_trace(template, int(mb * 1e6), sources)
+    data = template.read_bytes()
+    template.unlink()
+    paths = []
+    for rank in range(ranks):
+        path = out / f"big_rank{rank}.pt.trace.json"
+        path.write_bytes(with_rank(data, rank, ranks))
+        paths.append(path)
+    return paths
+
+
+def run(files: list[Path], workers: int, engine: str) -> dict:
+    with tempfile.TemporaryDirectory(prefix="bench-job-") as tmp:
+        store = Store(Path(tmp) / "bench.duckdb")
+        t0 = time.perf_counter()
+        result = jobs.ingest_job(store, files, f"bench-{workers}", engine=engine, workers=workers)
+        seconds = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        rows = store.query("SELECT count(*) AS n FROM kernels")["n"][0]
+        view_s = time.perf_counter() - t1
+    largest = max(r.size_bytes for r in result.ranks)
+    worst = max(result.ranks, key=lambda r: r.peak_rss)
+    growth = max(result.ranks, key=lambda r: r.peak_rss - r.start_rss)
+    return {"workers": workers, "seconds": seconds, "mb": sum(r.size_bytes for r in result.ranks) / 1e6,
+            "ranks": len(result.ranks), "kernels": rows, "view_s": view_s, "largest": largest,
+            "peak": worst.peak_rss, "growth": growth.peak_rss - growth.start_rss,
+            "growth_file": growth.size_bytes, "task_s": sum(r.seconds for r in result.ranks)}
+
+
+def table(runs: list[dict]) -> str:
+    lines = ["| workers | ranks | MB | seconds | MB/s | speed-up | sum of task s | kernels read back (s) | "
+             "largest file MB | worker peak RSS MB | peak / largest file | task's own growth MB | growth / its file |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    base = runs[0]["seconds"] * runs[0]["workers"]
+    for r in runs:
+        lines.append(
+            f"| {r['workers']} | {r['ranks']} | {r['mb']:.0f} | {r['seconds']:.2f} | {r['mb'] / r['seconds']:.1f} | "
+            f"{runs[0]['seconds'] / r['seconds']:.2f} | {r['task_s']:.1f} | {r['kernels']:,} ({r['view_s']:.2f}) | "
+            f"{r['largest'] / 1e6:.1f} | {r['peak'] / 1e6:.0f} | {r['peak'] / r['largest']:.1f} | "
+            f"{r['growth'] / 1e6:.0f} | {r['growth'] / r['growth_file']:.2f} |")
+    del base
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ranks", type=int, default=64)
+    ap.add_argument("--workers", default="1,2")
+    ap.add_argument("--engine", default="ray", choices=["ray", "processes", "in-process"])
+    ap.add_argument("--big-ranks", type=int, default=0, help="also a job of this many large rank files")
+    ap.add_argument("--rank-mb", type=float, default=32)
+    ap.add_argument("--sources", type=Path, default=Path(os.environ.get("PROFILER_TEST_TRACES") or SOURCES_DIR))
+    ap.add_argument("--section", default="Jobs")
+    ap.add_argument("--write-results", action="store_true")
+    args = ap.parse_args()
+    counts = [int(w) for w in args.workers.split(",")]
+    before = machine()
+    started = ""
+    if args.engine == "ray":
+        t0 = time.perf_counter()
+        parallel.start_ray(workers=max(counts))
+        started = f"Local Ray cluster of {max(counts)} CPUs started in {time.perf_counter() - t0:.1f} s (not in the times). "
+    out = Path(tempfile.mkdtemp(prefix="bench-ranks-"))
+    try:
+        jobs_made = {f"{args.ranks} DLRM ranks": make_ranks(out, args.ranks, args.sources)} if args.ranks else {}
+        if args.big_ranks:
+            jobs_made[f"{args.big_ranks} ranks of {args.rank_mb:.0f} MB"] = make_big_ranks(
+                out, args.big_ranks, args.rank_mb, args.sources)
+        parts = []
+        for label, files in jobs_made.items():
+            runs = []
+            for w in counts:
+                print(f"{label}: {w} worker(s) ...", file=sys.stderr)
+                runs.append(run(files, w, args.engine))
+            parts.append(f"**{label}**, engine `{args.engine}`:\n\n{table(runs)}\n")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    text = (f"## {args.section}\n\n`python bench/jobs.py {' '.join(sys.argv[1:])}`, {now}, code at {code_version()}.\n\n"
+            f"Machine: {before}; after: `{uptime()}`. {started}Driver peak RSS "
+            f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3:.0f} MB.\n\n" + "\n".join(parts))
+    print(text)
+    if args.write_results:
+        write_section(args.section, text)
+
+
+if __name__ == "__main__":
+    main()

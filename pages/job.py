@@ -1,0 +1,71 @@
+"""Job: the ranks of one distributed run side by side: where each rank's step goes, the slowest
+rank per iteration, how long collectives wait for the last rank; and two jobs compared."""
+import streamlit as st
+
+from profiler import job_charts, job_queries, ui
+
+Col = st.column_config
+RANK_COLUMNS = {
+    "rank": Col.NumberColumn("rank"), "iteration": Col.NumberColumn("iteration"),
+    "iteration_name": Col.TextColumn("window"),
+    "step_us": Col.NumberColumn("step µs", format="%.1f"),
+    "gpu_busy_us": Col.NumberColumn("GPU busy µs", format="%.1f",
+                                    help="Union of the kernels and copies the iteration launched, within its window."),
+    "gpu_idle_us": Col.NumberColumn("GPU idle µs", format="%.1f", help="Step time minus GPU busy time."),
+    "collective_us": Col.NumberColumn("collective µs", format="%.1f", help="Union of the NCCL/RCCL kernels."),
+    "slowest_rank": Col.NumberColumn("slowest rank"),
+}
+COLLECTIVE_COLUMNS = {
+    "iteration": Col.NumberColumn("iteration"), "name": Col.TextColumn("collective kernel"),
+    "seq": Col.NumberColumn("n-th", help="The n-th kernel of this name in the iteration, on every rank."),
+    "ranks": Col.NumberColumn("ranks"),
+    "skew_us": Col.NumberColumn("start skew µs", format="%.1f", help="Last rank's start minus first rank's."),
+    "wait_us": Col.NumberColumn("mean wait µs", format="%.1f", help="How long a rank waits for the last one, on average."),
+    "last_rank": Col.NumberColumn("last to start"),
+    "mean_dur_us": Col.NumberColumn("mean kernel µs", format="%.1f"),
+}
+
+st.title("Job")
+state = ui.view_state("job")
+with ui.guard():
+    store = ui.get_store()
+    listed = job_queries.job_list(store)
+    if listed.empty:
+        st.info("No job in the store yet. A job is the rank traces of one distributed run: upload "
+                "them together (several files or one zip) on the upload page, or run "
+                "`python -m profiler ingest DIR --job NAME`.")
+        st.page_link(ui.PAGE_FILES["upload"], label="Upload a job", icon=ui.PAGE_ICONS["upload"])
+        st.stop()
+    names = listed["job"].tolist()
+    chosen = state.filter("job") if state.filter("job") in names else names[0]
+    job = st.selectbox("Job", names, index=names.index(chosen))
+    if job != state.filter("job"):
+        state = ui.update_view(state, filters=state.with_filter("job", job).filters)
+    report = job_queries.job_report(store, job)
+    with st.container(horizontal=True):
+        st.metric("world size", report["world_size"])
+        st.metric("ranks present", len(report["ranks_present"]))
+        st.metric("ranks missing", ", ".join(map(str, report["ranks_missing"])) or "none")
+        st.metric("backend", report["backend"] or "not given")
+    per_rank = job_queries.rank_iterations(store, job)
+    if per_rank.empty:
+        st.warning("These traces have no iteration windows to compare.")
+        st.stop()
+    st.subheader("Where each rank's step goes", divider="gray")
+    st.altair_chart(job_charts.rank_chart(per_rank))
+    for s in report["slowest"]:
+        st.markdown(f"- iteration {s['iteration']}: rank **{s['slowest_rank']}** is slowest, "
+                    f"{s['behind_us']:,.1f} µs behind the median rank ({s['step_us']:,.1f} µs)")
+    st.dataframe(per_rank, column_config=RANK_COLUMNS, column_order=list(RANK_COLUMNS), hide_index=True)
+    ui.csv_download(per_rank, f"job-{job}-ranks")
+    st.subheader("Collectives across ranks", divider="gray")
+    collectives = job_queries.collectives(store, job)
+    st.dataframe(collectives, column_config=COLLECTIVE_COLUMNS, column_order=list(COLLECTIVE_COLUMNS),
+                 hide_index=True)
+    st.subheader("Compare with another job", divider="gray")
+    others = [n for n in names if n != job]
+    other = st.selectbox("Other job", others, index=None, placeholder="pick a job") if others else None
+    if other:
+        st.dataframe(job_queries.compare(store, job, other), hide_index=True)
+    elif not others:
+        st.caption("Only one job in the store.")

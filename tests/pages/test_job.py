@@ -1,0 +1,56 @@
+"""Job page on the 7 real DLRM rank traces (a job with rank 1 missing), and an empty store."""
+from __future__ import annotations
+
+import pytest
+
+from profiler import jobs
+from profiler.store import Store
+from tests.conftest import SHARED_TRACES
+
+DLRM = sorted(SHARED_TRACES.glob("param__dlrm_kineto__worker*.pt.trace.json")) if SHARED_TRACES.is_dir() else []
+
+
+@pytest.fixture
+def job_store(tmp_path, monkeypatch):
+    if len(DLRM) != 7:
+        pytest.skip("needs the 7 DLRM rank traces of ../shared/traces")
+    monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+    monkeypatch.setenv("PROFILER_SEED", "0")
+    store = Store(tmp_path / "jobs.duckdb")
+    jobs.ingest_job(store, DLRM, "dlrm", engine="in-process")
+    jobs.ingest_job(store, DLRM[:3], "dlrm first three", engine="in-process")
+    monkeypatch.setenv("PROFILER_DB", str(store.path))
+    return store
+
+
+@pytest.mark.third_party
+def test_job_page_shows_ranks_missing_rank_and_collectives(pages, job_store):
+    at = pages.open("job", job="dlrm")
+    pages.assert_clean(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["world size"] == "8" and metrics["ranks present"] == "7" and metrics["ranks missing"] == "1"
+    ranks = at.dataframe[0].value
+    assert sorted(ranks["rank"]) == [0, 2, 3, 4, 5, 6, 7]
+    slowest = int(ranks.loc[ranks["step_us"].idxmax(), "rank"])
+    assert f"rank **{slowest}** is slowest" in pages.texts(at)
+    assert len(at.get("arrow_vega_lite_chart")) + len(at.get("vega_lite_chart")) == 1
+    collectives = at.dataframe[1].value
+    assert len(collectives) and set(collectives["ranks"]) == {7}
+    at.selectbox[1].select("dlrm first three").run()
+    pages.assert_clean(at)
+    compared = at.dataframe[2].value.set_index("measure")
+    assert compared.loc["ranks", "dlrm"] == 7 and compared.loc["ranks", "dlrm first three"] == 3
+
+
+@pytest.mark.third_party
+def test_job_from_the_link_is_selected(pages, job_store):
+    at = pages.open("job", job="dlrm first three")
+    pages.assert_clean(at)
+    assert at.selectbox[0].value == "dlrm first three"
+    assert sorted(at.dataframe[0].value["rank"]) == [0, 2, 3]
+
+
+def test_no_job_says_how_to_make_one(pages, empty_store):
+    at = pages.open("job")
+    assert not at.exception
+    assert "No job in the store yet" in at.info[0].value

@@ -1,0 +1,69 @@
+"""Upload page, jobs: several rank traces or one zip become one job with one progress bar; a bad
+file stops the job unless the user asks to leave it out."""
+from __future__ import annotations
+
+import io
+import zipfile
+
+import pytest
+
+from profiler import job_queries, jobs
+from tests.conftest import SHARED_TRACES
+
+DLRM = sorted(SHARED_TRACES.glob("param__dlrm_kineto__worker*.pt.trace.json")) if SHARED_TRACES.is_dir() else []
+pytestmark = pytest.mark.third_party
+
+
+@pytest.fixture
+def ranks():
+    if len(DLRM) != 7:
+        pytest.skip("needs the 7 DLRM rank traces of ../shared/traces")
+    return [(p.name, p.read_bytes(), "application/json") for p in DLRM[:3]]
+
+
+@pytest.fixture(autouse=True)
+def _default_job_root(monkeypatch):
+    monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+
+
+def _upload(pages, files, job="", skip_bad=False):
+    at = pages.open("upload")
+    at.file_uploader[0].set_value(files)
+    at.text_input[0].input(job)
+    if skip_bad:
+        at.checkbox[0].check()
+    next(b for b in at.button if b.label == "Add to the store").click()
+    return at.run()
+
+
+def test_files_with_a_job_name_become_one_job(pages, empty_store, ranks):
+    at = _upload(pages, ranks, job="dlrm_*part*")
+    pages.assert_clean(at)
+    assert "Job dlrm\\_\\*part\\*: 3 of 8 ranks stored; missing ranks: 1, 4, 5, 6, 7." in [s.value for s in at.success]
+    bars = [b.proto.text for b in at.get("progress")]
+    assert len(bars) == 1 and bars[0].startswith("job dlrm_*part*: 3 of 8 ranks in ")
+    assert job_queries.job_list(empty_store)["job"].tolist() == ["dlrm_*part*"]
+
+
+def test_a_zip_is_one_job_and_needs_a_name(pages, empty_store, ranks):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data, _ in ranks:
+            zf.writestr(f"run/{name}", data)
+    archive = [("ranks.zip", buf.getvalue(), "application/zip")]
+    at = _upload(pages, archive)
+    assert "give the job a name" in at.warning[0].value and job_queries.job_list(empty_store).empty
+    at = _upload(pages, archive, job="zipped")
+    pages.assert_clean(at)
+    assert job_queries.manifest(empty_store, "zipped")["ranks_present"] == [0, 2, 3]
+
+
+def test_a_bad_file_stops_the_job_unless_left_out(pages, empty_store, ranks):
+    files = ranks + [("rank5.json", b'{"traceEvents": [', "application/json")]
+    at = _upload(pages, files, job="cut")
+    assert not at.exception
+    assert "rank5.json: is truncated" in at.error[0].value and job_queries.job_list(empty_store).empty
+    at = _upload(pages, files, job="cut", skip_bad=True)
+    assert not at.exception and not at.error
+    assert at.warning[0].value.startswith("Left out: rank5\\.json\\: is truncated")
+    assert job_queries.manifest(empty_store, "cut")["ranks_present"] == [0, 2, 3]

@@ -1,0 +1,358 @@
+"""Jobs of many ranks: ingest on a real local Ray cluster (2 CPUs, started once for this module) and
+in process, the Parquet job directory read back through the store, and the job figures checked
+against an independent computation from the plain JSON."""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, SHARED_TRACES, real_traces, trace_params
+from profiler import job_queries, jobs, parallel
+from profiler.store import Store
+
+DLRM = sorted(SHARED_TRACES.glob("param__dlrm_kineto__worker*.pt.trace.json")) if SHARED_TRACES.is_dir() else []
+needs_dlrm = pytest.mark.skipif(len(DLRM) != 7, reason="needs the 7 DLRM rank traces of ../shared/traces")
+TABLE_ORDER = {
+    "traces": "name", "iterations": "iteration", "kernels": "ts_ns, dur_ns, name, correlation",
+    "memops": "ts_ns, dur_ns, name, correlation", "launches": "ts_ns, dur_ns, name, correlation, tid",
+    "ops": "op_id",
+}
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    ray = pytest.importorskip("ray")
+    parallel.start_ray(workers=2)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture
+def job_store(tmp_path, monkeypatch):
+    monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+    return Store(tmp_path / "store.duckdb")
+
+
+def _rows(store: Store, table: str, run_id: str, drop=()) -> list[tuple]:
+    with store.connect(jobs=True) as con:
+        rows = con.execute(f"SELECT * EXCLUDE (trace_id{''.join(', ' + c for c in drop)}) FROM {table} "
+                           f"WHERE trace_id = ? ORDER BY {TABLE_ORDER[table]}", [run_id]).fetchall()
+    return [tuple("NaN" if isinstance(v, float) and v != v else v for v in row) for row in rows]
+
+
+def _job_files(store: Store) -> list[str]:
+    root = Path(jobs.job_root(store))
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()) if root.exists() else []
+
+
+# --- the 7-rank DLRM job -------------------------------------------------------------------------
+
+@pytest.mark.third_party
+@needs_dlrm
+def test_dlrm_job_on_ray_reports_the_missing_rank(ray_cluster, job_store):
+    result = jobs.ingest_job(job_store, [str(p) for p in DLRM], "dlrm", engine="ray", workers=2)
+    assert (result.world_size, result.backend) == (8, "nccl")
+    assert result.ranks_present == [0, 2, 3, 4, 5, 6, 7] and result.ranks_missing == [1]
+    assert all(r.rank_from == "distributedInfo" for r in result.ranks)
+    report = job_queries.job_report(job_store, "dlrm")
+    assert report["ranks_present"] == [0, 2, 3, 4, 5, 6, 7] and report["ranks_missing"] == [1]
+    ranks = job_store.query("SELECT rank, world_size FROM traces ORDER BY rank")
+    assert ranks["rank"].tolist() == [0, 2, 3, 4, 5, 6, 7] and set(ranks["world_size"]) == {8}
+
+
+def _independent_rank_figures(path: Path) -> dict:
+    """Step, GPU busy and collective time of the trace's one ProfilerStep, from plain JSON: GPU
+    work counts in the step when the runtime call that launched it (same correlation) starts in
+    the step (or, with no such call, when it starts there itself), clipped to the step, merged."""
+    events = json.loads(path.read_bytes())["traceEvents"]
+    ns = lambda v: round(v * 1000)  # noqa: E731 - DLRM times are integer microseconds
+    step = next(e for e in events if e.get("ph") == "X" and e.get("name", "").startswith("ProfilerStep#")
+                and e.get("cat") != "gpu_user_annotation")
+    lo, hi = ns(step["ts"]), ns(step["ts"]) + ns(step["dur"])
+    launch_ts = {e["args"]["correlation"]: ns(e["ts"]) for e in events
+                 if e.get("cat") == "cuda_runtime" and e.get("ph") == "X" and "correlation" in e.get("args", {})}
+    busy, coll = [], []
+    for e in events:
+        if e.get("ph") != "X" or e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"):
+            continue
+        start = launch_ts.get(e.get("args", {}).get("correlation"), ns(e["ts"]))
+        if not lo <= start < hi:
+            continue
+        s, t = max(ns(e["ts"]), lo), min(ns(e["ts"]) + ns(e["dur"]), hi)
+        if t > s:
+            busy.append((s, t))
+            if e["cat"] == "kernel" and e["name"].lower().startswith("nccl"):
+                coll.append((s, t))
+    return {"step_us": (hi - lo) / 1e3, "gpu_busy_us": _union(busy) / 1e3, "collective_us": _union(coll) / 1e3}
+
+
+def _union(intervals: list[tuple[int, int]]) -> int:
+    total, reach = 0, None
+    for s, e in sorted(intervals):
+        if reach is None or s > reach:
+            total += e - s
+            reach = e
+        elif e > reach:
+            total += e - reach
+            reach = e
+    return total
+
+
+@pytest.mark.third_party
+@needs_dlrm
+def test_dlrm_per_rank_figures_match_plain_json(job_store):
+    jobs.ingest_job(job_store, [str(p) for p in DLRM], "dlrm", engine="in-process")
+    report = job_queries.job_report(job_store, "dlrm")
+    by_rank = {row["rank"]: row for row in report["iterations"]}
+    expected = {json.loads(p.read_bytes())["distributedInfo"]["rank"]: _independent_rank_figures(p) for p in DLRM}
+    assert sorted(by_rank) == sorted(expected)
+    for rank, want in expected.items():
+        got = by_rank[rank]
+        assert got["iteration"] == 0
+        for key, value in want.items():
+            assert got[key] == pytest.approx(value, abs=1e-6), (rank, key)
+        assert got["gpu_idle_us"] == pytest.approx(want["step_us"] - want["gpu_busy_us"], abs=1e-6)
+    slowest = max(expected, key=lambda r: expected[r]["step_us"])
+    assert {row["slowest_rank"] for row in report["iterations"]} == {slowest}
+    steps = sorted(v["step_us"] for v in expected.values())
+    assert report["slowest"][0]["behind_us"] == pytest.approx(steps[-1] - steps[len(steps) // 2])
+    # the first collective of each name: start skew across ranks, from the plain JSON too
+    first_starts: dict[str, list[int]] = {}
+    for p in DLRM:
+        seen = set()
+        for e in sorted((e for e in json.loads(p.read_bytes())["traceEvents"]
+                         if e.get("cat") == "kernel" and e["name"].startswith("nccl")), key=lambda e: e["ts"]):
+            if e["name"] not in seen:
+                seen.add(e["name"])
+                first_starts.setdefault(e["name"], []).append(round(e["ts"] * 1000))
+    for c in (c for c in report["collectives"] if c["seq"] == 1):
+        starts = first_starts[c["name"]]
+        assert c["ranks"] == 7 and c["skew_us"] == pytest.approx((max(starts) - min(starts)) / 1e3)
+        assert c["wait_us"] == pytest.approx(sum(max(starts) - s for s in starts) / len(starts) / 1e3)
+
+
+# --- the two engines and a single upload give the same tables -----------------------------------
+
+def _text(path: Path) -> bytes:
+    data = path.read_bytes()
+    return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+
+
+def _rank_named(src: Path, tmp: Path) -> Path:
+    """The trace under a name that gives a rank (for traces without distributedInfo)."""
+    if jobs.rank_from_name(src.name) is not None or b'"distributedInfo"' in _text(src):
+        return src
+    named = tmp / f"rank0_{src.name}"
+    shutil.copyfile(src, named)
+    return named
+
+
+@pytest.mark.third_party
+@pytest.mark.parametrize("path", trace_params(real_traces()))
+def test_ray_in_process_and_single_upload_give_identical_tables(ray_cluster, job_store, tmp_path, path):
+    src = _rank_named(Path(path), tmp_path)
+    single = job_store.ingest(src)
+    on_ray = jobs.ingest_job(job_store, [src], "on-ray", engine="ray", workers=2).ranks[0]
+    here = jobs.ingest_job(job_store, [src], "here", engine="in-process").ranks[0]
+    assert on_ray.trace_id == here.trace_id == single.trace_id
+    for table in jobs.TABLES:
+        drop = ("added_at", "rank") if table == "traces" else ()
+        want = _rows(job_store, table, single.trace_id, drop)
+        assert want, table if table != "memops" else True
+        assert _rows(job_store, table, on_ray.run_id, drop) == want, table
+        assert _rows(job_store, table, here.run_id, drop) == want, table
+
+
+# --- all or nothing -------------------------------------------------------------------------------
+
+@pytest.mark.third_party
+@needs_dlrm
+def test_bad_file_names_itself_and_nothing_lands_unless_skip_bad(job_store, tmp_path):
+    bad = tmp_path / "rank1.pt.trace.json"
+    bad.write_bytes(DLRM[0].read_bytes()[:50_000])  # cut mid-way: truncated JSON
+    files = [str(p) for p in DLRM[:2]] + [str(bad)]
+    with pytest.raises(jobs.JobError, match=r"rank1\.pt\.trace\.json: is truncated"):
+        jobs.ingest_job(job_store, files, "cut", engine="in-process")
+    assert _job_files(job_store) == [] and job_queries.job_list(job_store).empty
+    result = jobs.ingest_job(job_store, files, "cut", engine="in-process", skip_bad=True)
+    assert result.ranks_present == [0, 2] and len(result.skipped) == 1 and "rank1.pt.trace.json" in result.skipped[0]
+    assert job_store.query("SELECT count(*) AS n FROM traces")["n"][0] == 2
+    with pytest.raises(jobs.JobError, match="already in the store"):
+        jobs.ingest_job(job_store, files, "cut", engine="in-process", skip_bad=True)
+
+
+@pytest.mark.third_party
+@needs_dlrm
+def test_process_pool_engine_gives_the_same_tables(job_store):
+    pooled = jobs.ingest_job(job_store, [str(p) for p in DLRM[:2]], "pool", engine="processes", workers=2)
+    here = jobs.ingest_job(job_store, [str(p) for p in DLRM[:2]], "here", engine="in-process")
+    assert pooled.ranks_present == here.ranks_present == [0, 2] and pooled.workers == 2
+    for a, b in zip(pooled.ranks, here.ranks):
+        for table in jobs.TABLES:
+            drop = ("added_at",) if table == "traces" else ()
+            assert _rows(job_store, table, a.run_id, drop) == _rows(job_store, table, b.run_id, drop), table
+
+
+@pytest.mark.third_party
+@needs_dlrm
+def test_a_broken_job_directory_is_a_plain_error(job_store):
+    jobs.ingest_job(job_store, [str(DLRM[0])], "gone", engine="in-process")
+    manifest = Path(jobs.job_root(job_store)) / "manifests" / "gone.json"
+    manifest.write_text("{not json")
+    with pytest.raises(jobs.JobError, match="job directory .* cannot be read"):
+        job_store.query("SELECT count(*) FROM kernels")
+
+
+@pytest.mark.third_party
+@needs_dlrm
+def test_two_files_claiming_one_rank_are_refused(job_store, tmp_path):
+    twin = tmp_path / "copy_of_rank0.json"
+    twin.write_bytes(DLRM[0].read_bytes().replace(b'"world_size": 8', b'"world_size": 8 '))
+    with pytest.raises(jobs.JobError, match="both say they are rank 0"):
+        jobs.ingest_job(job_store, [str(DLRM[0]), str(twin)], "twins", engine="in-process")
+    assert _job_files(job_store) == []
+
+
+def _ray_task_pids(name: str = "parse_rank") -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmd = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if cmd.startswith(f"ray::{name}".encode()):
+                pids.append(int(entry.name))
+    return pids
+
+
+@pytest.mark.third_party
+@needs_dlrm
+def test_killing_a_worker_mid_job_leaves_the_store_as_it_was(ray_cluster, job_store, tmp_path):
+    jobs.ingest_job(job_store, [str(p) for p in DLRM[:2]], "before", engine="in-process")
+    job_store.ingest(DLRM[2])
+    files_before, traces_before = _job_files(job_store), job_store.query("SELECT * FROM traces ORDER BY trace_id")
+    sys.path.insert(0, str(ROOT / "bench"))
+    from make_large_trace import make_large_trace
+
+    big = tmp_path / "rank3.trace.json"
+    make_large_trace(big, 40_000_000, SHARED_TRACES)
+    outcome: dict = {}
+
+    def run():
+        try:
+            jobs.ingest_job(job_store, [str(DLRM[3]), str(big)], "killed", engine="ray", workers=2)
+        except Exception as e:  # noqa: BLE001 - the test inspects it
+            outcome["error"] = e
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    deadline, killed = time.monotonic() + 120, False
+    while time.monotonic() < deadline and thread.is_alive() and not killed:
+        for pid in _ray_task_pids():
+            os.kill(pid, signal.SIGKILL)
+            killed = True
+        time.sleep(0.05)
+    thread.join(timeout=120)
+    assert killed, "no worker was seen running the job"
+    assert isinstance(outcome.get("error"), jobs.JobError) and "stopped" in str(outcome["error"])
+    assert _job_files(job_store) == files_before
+    assert job_store.query("SELECT * FROM traces ORDER BY trace_id").equals(traces_before)
+    assert job_queries.job_list(job_store)["job"].tolist() == ["before"]
+
+
+# --- the job directory: anywhere, and shared --------------------------------------------------------
+
+@pytest.mark.third_party
+@needs_dlrm
+def test_two_stores_share_one_job_directory(tmp_path, monkeypatch):
+    shared = tmp_path / "team-jobs"
+    monkeypatch.setenv(jobs.JOB_ROOT_ENV, str(shared))
+    first, second = Store(tmp_path / "a" / "store.duckdb"), Store(tmp_path / "b" / "store.duckdb")
+    second.ingest(DLRM[0])  # a run of its own, beside the shared job
+    jobs.ingest_job(first, [str(p) for p in DLRM[:3]], "shared", engine="in-process")
+    assert job_queries.job_list(second)["job"].tolist() == ["shared"]
+    n = second.query("SELECT count(*) AS n FROM kernels k JOIN job_ranks r ON r.run_id = k.trace_id")["n"][0]
+    assert n == sum(json.loads(p.read_bytes())["traceEvents"].__len__() and
+                    sum(1 for e in json.loads(p.read_bytes())["traceEvents"] if e.get("cat") == "kernel")
+                    for p in DLRM[:3])
+    assert second.query("SELECT count(*) AS n FROM traces")["n"][0] == 4  # 3 ranks + its own run
+    jobs.delete_job(second, "shared")
+    assert job_queries.job_list(first).empty and not any(shared.rglob("*.parquet"))
+
+
+@pytest.mark.third_party
+@needs_dlrm
+def test_job_directory_as_a_filesystem_uri(tmp_path, monkeypatch):
+    monkeypatch.setenv(jobs.JOB_ROOT_ENV, (tmp_path / "by-uri").as_uri())  # file:///..., read through pyarrow
+    store = Store(tmp_path / "store.duckdb")
+    jobs.ingest_job(store, [str(p) for p in DLRM[:2]], "uri", engine="in-process")
+    assert sorted(p.name for p in (tmp_path / "by-uri" / "kernels" / "job=uri").iterdir()) == ["rank=0", "rank=2"]
+    assert job_queries.job_report(store, "uri")["ranks_present"] == [0, 2]
+
+
+@pytest.mark.third_party
+@needs_dlrm
+def test_zip_and_directory_inputs(job_store, tmp_path):
+    import zipfile
+
+    archive = tmp_path / "job.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for p in DLRM[:2]:
+            zf.write(p, f"nested/dir/{p.name}")
+        zf.writestr("README.txt", "not a trace")
+    assert jobs.ingest_job(job_store, [archive], "zipped", engine="in-process").ranks_present == [0, 2]
+    folder = tmp_path / "ranks"
+    folder.mkdir()
+    for p in DLRM[2:4]:
+        shutil.copyfile(p, folder / p.name)
+    assert jobs.ingest_job(job_store, [folder], "folder", engine="in-process").ranks_present == [3, 4]
+
+
+def test_rank_from_file_names():
+    assert jobs.rank_from_name("rank-3.Apr_03.pt.trace.json") == 3
+    assert jobs.rank_from_name("worker12_step_12.123.pt.trace.json") == 12
+    assert jobs.rank_from_name("trace_rank_07.json.gz") == 7
+    assert jobs.rank_from_name("Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz") is None
+
+
+# --- command line ------------------------------------------------------------------------------------
+
+@pytest.mark.third_party
+@needs_dlrm
+def test_cli_job_json(tmp_path):
+    db = tmp_path / "cli.duckdb"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop(jobs.JOB_ROOT_ENV, None)
+    run = lambda *a: subprocess.run([sys.executable, "-m", "profiler", *a, "--db", str(db)],  # noqa: E731
+                                    capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    ingest = run("ingest", str(DLRM[0].parent), "--job", "dlrm", "--in-process")
+    assert ingest.returncode == 2 and "both say they are rank 0" in ingest.stderr  # other rank-0 traces there
+    assert "Traceback" not in ingest.stderr
+    ingest = run("ingest", *map(str, DLRM), "--job", "dlrm", "--in-process")
+    assert ingest.returncode == 0, ingest.stderr
+    assert "7 of 8 ranks stored" in ingest.stdout and "missing: 1" in ingest.stdout
+    out = run("job", "dlrm", "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["world_size"] == 8 and report["ranks_present"] == [0, 2, 3, 4, 5, 6, 7]
+    assert report["ranks_missing"] == [1]
+    assert {tuple(sorted(r)) for r in report["iterations"]} == {tuple(sorted(
+        ["rank", "iteration", "step_us", "gpu_busy_us", "gpu_idle_us", "collective_us", "slowest_rank"]))}
+    compared = run("job", "dlrm", "--compare", "dlrm", "--json")
+    assert compared.returncode == 0 and json.loads(compared.stdout)[0]["measure"] == "ranks"
+    deleted = run("job", "dlrm", "--delete")
+    assert deleted.returncode == 0 and "deleted" in deleted.stdout
+    missing = run("job", "nope")
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr and "'nope' is not in the store" in missing.stderr
