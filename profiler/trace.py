@@ -175,9 +175,10 @@ class TraceReader:
             del buf[:end + 1]
             yield self._rows(events)
         yield self._rows(self._last(buf, prefix))
-        notes = [f"{n:,} events skipped: {why}" for why, n in self._reasons.items()]
+        notes = [f"{n:,} event{'s' * (n != 1)} skipped: {why}" for why, n in self._reasons.items()]
         if self._truncated:
-            notes.append(f"{self._truncated:,} names longer than {MAX_NAME_CHARS >> 10} KiB cut short")
+            notes.append(f"{self._truncated:,} name{'s' * (self._truncated != 1)} longer than "
+                         f"{MAX_NAME_CHARS >> 10} KiB cut short")
         self.summary = TraceSummary(
             self.name, self._chunks.sha.hexdigest()[:16], self._chunks.size,
             self._events, self._skipped, self._header, tuple(notes))
