@@ -2,7 +2,7 @@
 launches, and how counts, GPU time and launch APIs change from run a to run b."""
 import streamlit as st
 
-from profiler import charts, findings, narrative, queries, ui
+from profiler import charts, findings, markup, narrative, queries, ui
 
 Col = st.column_config
 ALIGN_COLUMNS = {
@@ -60,7 +60,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     label_a, label_b = f"a: {labels.get(a, a)}", f"b: {labels.get(b, b)}"
     st.subheader("Findings", divider="gray")
     for finding in findings.compare_findings(store, a, b):
-        st.markdown(f"- {finding.text}")
+        st.markdown(f"- {markup.md(finding.text)}")
     aligned = queries.kernel_alignment(store, a, b, iteration)
     st.subheader("Kernel sequence of one iteration", divider="gray")
     st.markdown(narrative.alignment_summary(aligned, label_a, label_b))

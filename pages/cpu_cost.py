@@ -1,7 +1,7 @@
 """CPU cost: how much CPU each selected run spends to keep the GPU busy, per iteration, and why."""
 import streamlit as st
 
-from profiler import charts, narrative, queries, ui
+from profiler import charts, markup, narrative, queries, ui
 
 Col = st.column_config
 SUMMARY_COLUMNS = {
@@ -76,7 +76,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     else:
         st.altair_chart(charts.op_self_time_chart(ops, labels), width="stretch")
         for run, rows in charts.per_run(ops, runs):
-            with st.expander(f"Ops of {labels.get(run, run)}"):
+            with st.expander(f"Ops of {markup.md(labels.get(run, run))}"):
                 st.dataframe(rows, column_config=OP_COLUMNS, column_order=list(OP_COLUMNS),
                              hide_index=True)
                 ui.csv_download(rows, f"cpu-ops-{run}")

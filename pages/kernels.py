@@ -1,7 +1,7 @@
 """Kernels: what ran on the GPU in each selected run, per iteration, side by side."""
 import streamlit as st
 
-from profiler import charts, queries, roofline, ui
+from profiler import charts, markup, queries, roofline, ui
 
 Col = st.column_config
 COLUMNS = {  # what a kernel engineer reads first (time, math engine, occupancy), launch shape after
@@ -79,7 +79,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     else:
         st.altair_chart(charts.kernel_time_chart(table, labels), width="stretch")
         for run, rows in charts.per_run(table, runs):  # full width, so math and occupancy show
-            st.subheader(labels.get(run, run), divider="gray")
+            st.subheader(markup.md(labels.get(run, run)), divider="gray")
             st.caption(f"{len(rows)} kernel names")
             st.dataframe(rows, column_config=COLUMNS, column_order=list(COLUMNS),
                          hide_index=True, width="stretch", placeholder="—")

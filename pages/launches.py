@@ -2,7 +2,7 @@
 long the GPU took to start the work (launch latency)."""
 import streamlit as st
 
-from profiler import charts, queries, ui
+from profiler import charts, markup, queries, ui
 
 Col = st.column_config
 API_COLUMNS = {
@@ -33,7 +33,7 @@ LATENCY_COLUMNS = {
 
 
 def run_tables(run: str, label: str, apis, targets, stats) -> None:
-    st.subheader(label, divider="gray")
+    st.subheader(markup.md(label), divider="gray")
     st.dataframe(apis, column_config=API_COLUMNS, column_order=list(API_COLUMNS),
                  hide_index=True)
     ui.csv_download(apis, f"launch-apis-{run}")
