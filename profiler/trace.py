@@ -154,6 +154,7 @@ class TraceReader:
         self._truncated = 0
         self._scanner: scan.Scanner | None = None
         self._scanned = 0
+        self._close = -1  # offset in the buffer of the bracket that closes the events array, once seen
         self.summary: TraceSummary | None = None
 
     def batches(self) -> Iterator[Batch]:
@@ -164,9 +165,9 @@ class TraceReader:
             buf += chunk
             if len(buf) < CHUNK_BYTES:
                 continue
-            cut = self._cut(buf)
+            cut = self._cut(buf) if self._close < 0 else None
             if cut is None:
-                if len(buf) > MAX_RUN_BYTES:
+                if len(buf) - max(self._close, 0) > MAX_RUN_BYTES:
                     raise errors.TraceTooLargeError(
                         self.name, f"has more than {MAX_RUN_BYTES >> 20} MiB without an event boundary "
                         f"after event {self._events:,} (an event that large, or padding, is refused)")
@@ -229,9 +230,9 @@ class TraceReader:
                     pass  # that `}, {` was inside an event: find the boundary by scanning
             self._scanner, self._scanned = scan.Scanner(max_depth=MAX_DEPTH), 0
         found = self._feed(buf)
-        if found.close >= 0:
-            raise errors.NotJsonError(self.name, "is not valid JSON: its traceEvents list closes "
-                                      f"early, after event {self._events:,}")
+        if found.close >= 0:  # the rest of the file follows the array: read it, cut no more
+            self._close = found.close
+            return None
         if found.last_comma < 0:
             return None
         comma = found.last_comma
@@ -255,9 +256,12 @@ class TraceReader:
 
     def _last(self, buf: bytearray, prefix: bytes) -> list:
         """The events of the last buffer, and the header from the text around the array."""
-        if self._scanner is None:
-            self._scanner, self._scanned = scan.Scanner(max_depth=MAX_DEPTH), 0
-        found = self._feed(buf)
+        if self._close >= 0:
+            found = scan.Found(-1, self._close)
+        else:
+            if self._scanner is None:
+                self._scanner, self._scanned = scan.Scanner(max_depth=MAX_DEPTH), 0
+            found = self._feed(buf)
         if found.close < 0:
             if not buf.strip(_WS):
                 raise errors.TruncatedTraceError(self.name, "is truncated: the traceEvents list never closes")
