@@ -212,7 +212,8 @@ class Store:
         summary = reader.summary
         assert summary is not None
         if summary.events - summary.skipped == 0:
-            raise errors.NotATraceError(reader.name, "has no trace events")
+            why = f" ({'; '.join(summary.notes)})" if summary.notes else ""
+            raise errors.NotATraceError(reader.name, f"has no trace events{' that can be used' * bool(why)}{why}")
         span = staging.finish()
         row, row_notes = metadata.trace_row(summary, source, span, dt.datetime.now(dt.UTC).replace(tzinfo=None))
         duplicate = self._commit(row, staging, reader.name)
