@@ -18,17 +18,22 @@ import pandas as pd
 # the characters that Markdown, GitHub-flavoured Markdown (autolinks: http://, x@y), Streamlit's
 # directives (:red[..], :material/..:) or KaTeX ($..$) read anywhere in a line; CommonMark lets
 # any ASCII punctuation be escaped with a backslash
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~$@&]|:(?=//))")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~$@&])")
 _LINE_START = re.compile(r"^(\s*(?:\d+)?)([-+=.)])")  # list items and headings at the start
-_WWW = re.compile(r"(www)\.", re.IGNORECASE)  # the other autolink form
+# Streamlit finds colour directives (:red[..]), icons and emoji (:x:) and autolinks (http://,
+# www., x@y.z) in the text after escapes are resolved, so a backslash does not stop them: an
+# invisible word joiner after the colon, inside "www." and after "@" does
+WORD_JOINER = "\u2060"
+_BREAK = re.compile(r"(:|@)(?=\S)|(?<=www)(?=\.)", re.IGNORECASE)
 _LINE_BREAKS = re.compile(r"[\r\n\u2028\u2029\x0b\x0c]+")
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def md(text: object) -> str:
-    """`text` as literal Markdown: every special character escaped, line breaks as spaces."""
-    text = _MD_SPECIAL.sub(r"\\\1", _LINE_BREAKS.sub(" ", str(text)))
-    text = _WWW.sub(r"\1\\.", text)
+    """`text` as literal Markdown: special characters escaped, patterns that Streamlit reads
+    after escaping broken by an invisible word joiner, line breaks as spaces."""
+    text = _BREAK.sub(lambda m: (m.group(1) or "") + WORD_JOINER, _LINE_BREAKS.sub(" ", str(text)))
+    text = _MD_SPECIAL.sub(r"\\\1", text)
     return _LINE_START.sub(r"\1\\\2", text, count=1)
 
 

@@ -116,7 +116,7 @@ class PageDriver:
 
 def shown(markdown: object) -> str:
     """Markdown source as a reader sees it: backslash escapes (profiler.markup.md) removed."""
-    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", str(markdown))
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", str(markdown)).replace("\u2060", "")
 
 
 @pytest.fixture
