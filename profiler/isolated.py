@@ -25,6 +25,7 @@ from profiler import errors
 
 ROOT = Path(__file__).resolve().parent.parent
 NICE = 10  # the child yields the CPU to page renders
+last_peak_rss_kb = 0  # the peak memory of the last child (for bench/hardening.py)
 
 
 def ingest_upload(f: BinaryIO, db: str | os.PathLike, *, source: str = "uploaded",
@@ -66,6 +67,9 @@ def _run_child(path: Path, db: str | os.PathLike, name: str, source: str,
                 progress(float(message["progress"]))
             elif "result" in message or "error" in message:
                 outcome = message
+            elif "peak_rss_kb" in message:
+                global last_peak_rss_kb
+                last_peak_rss_kb = int(message["peak_rss_kb"])
         child.wait()
     finally:
         if child.poll() is None:
@@ -112,6 +116,19 @@ def _child(path: str, db: str, name: str, source: str) -> int:
     except (Exception, MemoryError) as e:  # noqa: BLE001 - one sentence, never a traceback
         print(json.dumps({"error": {"kind": "TraceError", "problem": "could not be ingested "
                                     f"({type(e).__name__}: {str(e)[:200]})"}}), flush=True)
+    print(json.dumps({"peak_rss_kb": peak_rss_kb()}), flush=True)
+    return 0
+
+
+def peak_rss_kb() -> int:
+    """This process's peak resident memory (VmHWM; 0 where /proc is missing)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
     return 0
 
 

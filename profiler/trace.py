@@ -103,21 +103,17 @@ def _array_start(buf: bytes, name: str, searched: int) -> tuple[bytes, int] | No
     return None
 
 
+_NEXT_EVENT = re.compile(rb"[ \t\r\n]{0,64}(,)[ \t\r\n]{0,64}\{")  # after an event's '}'
+
+
 def _last_boundary(buf: bytearray) -> int:
-    """Offset of the comma of the last `}, {` in `buf`: where an event probably ends; -1 if none."""
+    """Offset of the comma of the last `}, {` in `buf`: where an event probably ends; -1 if none.
+    (Only a quick guess: more than 64 spaces around the comma are left to the scanner.)"""
     hi = len(buf)
     while (close := buf.rfind(b"}", 0, hi)) >= 0:
         hi = close
-        j = close + 1
-        while j < len(buf) and buf[j] in _WS:
-            j += 1
-        if buf[j:j + 1] != b",":
-            continue
-        k = j + 1
-        while k < len(buf) and buf[k] in _WS:
-            k += 1
-        if buf[k:k + 1] == b"{":
-            return j
+        if (match := _NEXT_EVENT.match(buf, close + 1)) is not None:
+            return match.start(1)
     return -1
 
 
