@@ -68,18 +68,18 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         st.altair_chart(charts.alignment_chart(aligned, label_a, label_b), width="stretch")
         with st.expander("Aligned sequence, slot by slot"):
             st.dataframe(aligned, column_config=ALIGN_COLUMNS, column_order=list(ALIGN_COLUMNS),
-                         hide_index=True)
+                         hide_index=True, placeholder="—")
             ui.csv_download(aligned, f"aligned-{a}-{b}")
     st.subheader("Kernels per iteration, b − a", divider="gray")
     delta = queries.kernel_delta(store, a, b)
     if not delta.empty:
         st.altair_chart(charts.delta_chart(delta), width="stretch")
     st.dataframe(delta, column_config=DELTA_COLUMNS, column_order=list(DELTA_COLUMNS),
-                 hide_index=True)
+                 hide_index=True, placeholder="—")
     ui.csv_download(delta, f"kernel-delta-{a}-{b}")
     st.subheader("Launch APIs per iteration, b − a", divider="gray")
     api_delta = queries.launch_api_delta(store, a, b)
     st.dataframe(api_delta, column_config=API_COLUMNS, column_order=list(API_COLUMNS),
-                 hide_index=True)
+                 hide_index=True, placeholder="—")
     ui.csv_download(api_delta, f"api-delta-{a}-{b}")
     ui.copy_link(state)

@@ -50,7 +50,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     summary = queries.run_cpu_summary(store, runs, per_iter)
     st.subheader("Is it CPU-bound?", divider="gray")
     st.dataframe(summary, column_config=SUMMARY_COLUMNS, column_order=list(SUMMARY_COLUMNS),
-                 hide_index=True)
+                 hide_index=True, placeholder="—")
     ui.csv_download(summary, "cpu-summary")
     st.subheader("The cuDNN story", divider="gray")
     story = narrative.cudnn_story(queries.cudnn_op_time(store, runs),
@@ -68,7 +68,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
                    "once cold, once warm); the chart above still compares first and later "
                    "iterations within each run.")
     else:
-        st.dataframe(pairs, column_config=COLD_WARM_COLUMNS, hide_index=True)
+        st.dataframe(pairs, column_config=COLD_WARM_COLUMNS, hide_index=True, placeholder="—")
     st.subheader("Self CPU time by op", divider="gray")
     ops = queries.op_self_time(store, runs)
     if ops.empty:
@@ -78,6 +78,6 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         for run, rows in charts.per_run(ops, runs):
             with st.expander(f"Ops of {markup.md(labels.get(run, run))}"):
                 st.dataframe(rows, column_config=OP_COLUMNS, column_order=list(OP_COLUMNS),
-                             hide_index=True)
+                             hide_index=True, placeholder="—")
                 ui.csv_download(rows, f"cpu-ops-{run}")
     ui.copy_link(state)

@@ -57,7 +57,7 @@ def roofline_section(store, runs, labels) -> None:
                "iteration, against the GPU's datasheet peaks.")
     st.altair_chart(charts.roofline_chart(roof, labels), width="stretch")
     st.dataframe(roof, column_config=ROOF_COLUMNS, column_order=list(ROOF_COLUMNS),
-                 hide_index=True)
+                 hide_index=True, placeholder="—")
 
 
 st.title("Kernels")

@@ -44,5 +44,5 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         st.markdown(f"- {markup.md(finding.text)}")
     if not crossings:
         st.markdown("No two variants swap places in GPU time over these lengths.")
-    st.dataframe(series, column_config=COLUMNS, column_order=list(COLUMNS), hide_index=True)
+    st.dataframe(series, column_config=COLUMNS, column_order=list(COLUMNS), hide_index=True, placeholder="—")
     ui.csv_download(series, "sweep")

@@ -45,7 +45,7 @@ from streamlit import config as st_config
 from streamlit.runtime.pages_manager import PagesManager
 
 from profiler import catalog, markup, queries
-from profiler.errors import ProfilerError, StoreError
+from profiler.errors import ProfilerError, StoreError, TraceError
 from profiler.share import PAGES, ShareError, ViewState, app_root, decode, encode, share_url
 from profiler.store import Store, default_db_path
 
@@ -263,7 +263,7 @@ def ingest_files(files, source: str = "uploaded") -> list:
             result = isolated.ingest_upload(f, db_path(), source=source, progress=report)
         except PROJECT_ERRORS as err:
             bar.empty()
-            show_error(err)
+            show_error(err if isinstance(err, TraceError) else StoreError(f"{f.name}: {err}"))
             failed += 1
             continue
         bar.progress(1.0, text=f"{name}: {result.events:,} events, {result.kernels:,} kernels "
