@@ -151,3 +151,19 @@ def test_csv_cells_that_start_a_formula_are_neutralised():
     out = markup.csv_cells(df)
     assert out["name"].tolist() == ["'=1+1", "'+cmd", "'-2", "'@SUM(A1)", "'\tx", "'\rx", "ok"]
     assert out["n"].tolist() == [-1, 2, 3, 4, 5, 6, 7], "numbers stay numbers"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_a_damaged_store_is_one_sentence_on_every_page(pages, hostile, page):
+    import duckdb
+
+    store, (a, b, odd) = hostile
+    con = duckdb.connect(str(store.path))
+    con.execute("UPDATE store_meta SET value = 'x' WHERE key = 'schema_version'")
+    con.close()
+    at = pages.open(page, runs=f"{a},{b}")
+    assert not at.exception, [e.value for e in at.exception]
+    shown = [e.value for e in at.error]
+    if page not in ("profile", "upload"):  # pages that read the store say why they cannot
+        assert any("is damaged: its schema version reads 'x'" in e for e in shown), shown
+    assert not any(str(store.path) in e for e in shown), "no server paths"
