@@ -7,7 +7,7 @@ import streamlit as st
 
 from profiler.ui import PAGE_FILES, PAGE_ICONS, entered_through_app, preload_capture
 
-st.set_page_config(page_title="Attention trace dashboard", page_icon=":material/timer:",
+st.set_page_config(page_title="Attention trace dashboard", page_icon="⏱️",  # an emoji: nothing fetched
                    layout="wide")
 
 

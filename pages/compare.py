@@ -2,7 +2,7 @@
 launches, and how counts, GPU time and launch APIs change from run a to run b."""
 import streamlit as st
 
-from profiler import charts, findings, narrative, queries, ui
+from profiler import charts, findings, markup, narrative, queries, ui
 
 Col = st.column_config
 ALIGN_COLUMNS = {
@@ -73,7 +73,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
                  column_order=list(METRIC_COLUMNS), hide_index=True)
     st.subheader("Findings", divider="gray")
     for finding in findings.compare_findings(store, a, b):
-        st.markdown(f"- {finding.text}")
+        st.markdown(f"- {markup.md(finding.text)}")
     aligned = queries.kernel_alignment(store, a, b, iteration)
     st.subheader("Kernel sequence of one iteration", divider="gray")
     st.markdown(narrative.alignment_summary(aligned, label_a, label_b))
@@ -81,18 +81,18 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         st.altair_chart(charts.alignment_chart(aligned, label_a, label_b), width="stretch")
         with st.expander("Aligned sequence, slot by slot"):
             st.dataframe(aligned, column_config=ALIGN_COLUMNS, column_order=list(ALIGN_COLUMNS),
-                         hide_index=True)
+                         hide_index=True, placeholder="—")
             ui.csv_download(aligned, f"aligned-{a}-{b}")
     st.subheader("Kernels per iteration, b − a", divider="gray")
     delta = queries.kernel_delta(store, a, b)
     if not delta.empty:
         st.altair_chart(charts.delta_chart(delta), width="stretch")
     st.dataframe(delta, column_config=DELTA_COLUMNS, column_order=list(DELTA_COLUMNS),
-                 hide_index=True)
+                 hide_index=True, placeholder="—")
     ui.csv_download(delta, f"kernel-delta-{a}-{b}")
     st.subheader("Launch APIs per iteration, b − a", divider="gray")
     api_delta = queries.launch_api_delta(store, a, b)
     st.dataframe(api_delta, column_config=API_COLUMNS, column_order=list(API_COLUMNS),
-                 hide_index=True)
+                 hide_index=True, placeholder="—")
     ui.csv_download(api_delta, f"api-delta-{a}-{b}")
     ui.copy_link(state)

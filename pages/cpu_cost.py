@@ -1,7 +1,7 @@
 """CPU cost: how much CPU each selected run spends to keep the GPU busy, per iteration, and why."""
 import streamlit as st
 
-from profiler import charts, narrative, queries, ui
+from profiler import charts, markup, narrative, queries, ui
 
 Col = st.column_config
 SUMMARY_COLUMNS = {
@@ -57,7 +57,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     summary = queries.run_cpu_summary(store, runs, per_iter)
     st.subheader("Is it CPU-bound?", divider="gray")
     st.dataframe(summary, column_config=SUMMARY_COLUMNS, column_order=list(SUMMARY_COLUMNS),
-                 hide_index=True)
+                 hide_index=True, placeholder="—")
     ui.csv_download(summary, "cpu-summary")
     story = narrative.cudnn_story(queries.cudnn_op_time(store, runs),
                                   queries.run_shapes(store, runs), labels)
@@ -76,7 +76,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
                    "once cold, once warm); the chart above still compares first and later "
                    "iterations within each run.")
     else:
-        st.dataframe(pairs, column_config=COLD_WARM_COLUMNS, hide_index=True)
+        st.dataframe(pairs, column_config=COLD_WARM_COLUMNS, hide_index=True, placeholder="—")
     st.subheader("Self CPU time by op", divider="gray")
     ops = queries.op_self_time(store, runs)
     if ops.empty:
@@ -84,8 +84,8 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     else:
         st.altair_chart(charts.op_self_time_chart(ops, labels), width="stretch")
         for run, rows in charts.per_run(ops, runs):
-            with st.expander(f"Ops of {labels.get(run, run)}"):
+            with st.expander(f"Ops of {markup.md(labels.get(run, run))}"):
                 st.dataframe(rows, column_config=OP_COLUMNS, column_order=list(OP_COLUMNS),
-                             hide_index=True)
+                             hide_index=True, placeholder="—")
                 ui.csv_download(rows, f"cpu-ops-{run}")
     ui.copy_link(state)

@@ -1,7 +1,7 @@
 """Kernels: what ran on the GPU in each selected run, per iteration, side by side."""
 import streamlit as st
 
-from profiler import charts, findings, queries, roofline, ui
+from profiler import charts, findings, markup, queries, roofline, ui
 
 Col = st.column_config
 COLUMNS = {  # what a kernel engineer reads first (time, math engine, occupancy), launch shape after
@@ -91,7 +91,7 @@ def roofline_section(store, runs, labels) -> None:
                "iteration, against the GPU's datasheet peaks.")
     st.altair_chart(charts.roofline_chart(roof, labels), width="stretch")
     st.dataframe(roof, column_config=ROOF_COLUMNS, column_order=list(ROOF_COLUMNS),
-                 hide_index=True)
+                 hide_index=True, placeholder="—")
 
 
 st.title("Kernels")
@@ -115,7 +115,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     else:
         st.altair_chart(charts.kernel_time_chart(table, labels), width="stretch")
         for run, rows in charts.per_run(table, runs):  # full width, so math and occupancy show
-            st.subheader(labels.get(run, run), divider="gray")
+            st.subheader(markup.md(labels.get(run, run)), divider="gray")
             st.caption(f"{len(rows)} kernel names")
             st.dataframe(rows, column_config=COLUMNS, column_order=list(COLUMNS),
                          hide_index=True, width="stretch", placeholder="—")

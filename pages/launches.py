@@ -2,7 +2,7 @@
 long the GPU took to start the work (launch latency)."""
 import streamlit as st
 
-from profiler import charts, queries, ui
+from profiler import charts, markup, queries, ui
 
 Col = st.column_config
 API_COLUMNS = {
@@ -33,17 +33,17 @@ LATENCY_COLUMNS = {
 
 
 def run_tables(run: str, label: str, apis, targets, stats) -> None:
-    st.subheader(label, divider="gray")
+    st.subheader(markup.md(label), divider="gray")
     st.dataframe(apis, column_config=API_COLUMNS, column_order=list(API_COLUMNS),
-                 hide_index=True)
+                 hide_index=True, placeholder="—")
     ui.csv_download(apis, f"launch-apis-{run}")
     st.markdown("**Which kernels each API launched** (linked by correlation id)")
     st.dataframe(targets, column_config=TARGET_COLUMNS, column_order=list(TARGET_COLUMNS),
-                 hide_index=True)
+                 hide_index=True, placeholder="—")
     ui.csv_download(targets, f"launch-targets-{run}")
     st.markdown("**Launch latency** (API call start → kernel start)")
     st.dataframe(stats, column_config=LATENCY_COLUMNS, column_order=list(LATENCY_COLUMNS),
-                 hide_index=True)
+                 hide_index=True, placeholder="—")
     ui.csv_download(stats, f"launch-latency-{run}")
 
 

@@ -1,7 +1,7 @@
 """Runs: every captured and uploaded run in the store; pick the runs to compare, rename, delete."""
 import streamlit as st
 
-from profiler import catalog, findings, queries, ui
+from profiler import catalog, findings, markup, queries, ui
 
 Col = st.column_config
 COLUMNS = {  # in display order: what tells runs apart first, the numbers next, provenance last
@@ -67,7 +67,7 @@ def highlights(state) -> None:
     with queries.session(ui.get_store()) as store:
         for run in state.runs[:MAX_HIGHLIGHTED]:
             for finding in findings.run_findings(store, run):
-                st.markdown(f"- {finding.text}")
+                st.markdown(f"- {markup.md(finding.text)}")
     if len(state.runs) > MAX_HIGHLIGHTED:
         st.caption(f"Findings for the first {MAX_HIGHLIGHTED} selected runs; compare any two on the "
                    "compare page.")
@@ -78,7 +78,7 @@ def rename(state) -> None:
         st.caption("Select exactly one run to rename it.")
         return
     with st.form("rename", border=False, clear_on_submit=True):
-        name = st.text_input(f"New name for run {state.runs[0]}", max_chars=catalog.MAX_NAME_CHARS)
+        name = st.text_input(f"New name for run {markup.md(state.runs[0])}", max_chars=catalog.MAX_NAME_CHARS)
         if st.form_submit_button("Rename", icon=":material/edit:"):
             with ui.guard():
                 catalog.rename_run(ui.get_store(), state.runs[0], name)

@@ -1,7 +1,7 @@
 """Sweep: GPU and CPU time per iteration against sequence length, one line per variant."""
 import streamlit as st
 
-from profiler import charts, findings, queries, roofline, ui
+from profiler import charts, findings, markup, queries, roofline, ui
 
 Col = st.column_config
 COLUMNS = {
@@ -43,8 +43,8 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     st.subheader("Crossovers", divider="gray")
     crossings = findings.sweep_findings(store, runs)
     for finding in crossings:
-        st.markdown(f"- {finding.text}")
+        st.markdown(f"- {markup.md(finding.text)}")
     if not crossings:
         st.markdown("No two variants swap places in GPU time over these lengths.")
-    st.dataframe(series, column_config=COLUMNS, column_order=list(COLUMNS), hide_index=True)
+    st.dataframe(series, column_config=COLUMNS, column_order=list(COLUMNS), hide_index=True, placeholder="—")
     ui.csv_download(series, "sweep")

@@ -6,7 +6,7 @@ than a pixel are merged there, so traces with millions of events stay quick.
 """
 import streamlit as st
 
-from profiler import charts, narrative, queries, ui
+from profiler import charts, markup, narrative, queries, ui
 
 SCALES = {"shared": "Shared time scale", "independent": "Each run its own scale"}
 
@@ -49,7 +49,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     state, iteration, window_ns, shared = controls(store, state, runs)
     for run, step, domain, marks in queries.timeline_panels(store, runs, iteration, window_ns,
                                                             shared):
-        st.subheader(labels.get(run, run), divider="gray")
+        st.subheader(markup.md(labels.get(run, run)), divider="gray")
         st.caption(narrative.timeline_caption(marks, step))
         if not marks.empty:
             st.altair_chart(charts.timeline_chart(marks, step, domain), width="stretch",

@@ -17,6 +17,7 @@ from profiler.store import Store, default_db_path
 
 
 def _ingest(args: argparse.Namespace) -> int:
+    """Each file succeeds or fails on its own; a summary line at the end; exit 1 if any failed."""
     if args.job is not None:
         from profiler import cli_job
         return cli_job.ingest_job(args)
@@ -26,27 +27,41 @@ def _ingest(args: argparse.Namespace) -> int:
         bar = ProgressBar(Path(path).name, delay_s=1.0)
         try:
             result = store.ingest(path, progress=bar.update, keep_python=args.python_functions)
+        except errors.StoreLockedError:
+            bar.close()
+            raise  # the same for every file that follows
         except errors.ProfilerError as e:
             bar.close()
             print(f"FAILED  {path}: {e.problem if isinstance(e, errors.TraceError) else e}")
+            failed += 1
+            continue
+        except (Exception, MemoryError) as e:  # noqa: BLE001 - one line per file, never a traceback
+            bar.close()
+            print(f"FAILED  {path}: could not be ingested ({type(e).__name__}: {str(e)[:200]})")
             failed += 1
             continue
         bar.close()
         status = "already in store" if result.duplicate else "ingested"
         print(f"{result.trace_id}  {status:16s}  {result.events:>10,d} events  "
               f"{result.kernels:>8,d} kernels  {result.seconds:6.2f} s  {result.name}")
+        for note in result.notes:
+            print(f"{'':16s}  note: {note}")
+    if len(args.files) > 1:
+        print(f"{len(args.files) - failed} of {len(args.files)} files ingested or already in the store"
+              + (f"; {failed} failed" if failed else ""))
     return 1 if failed else 0
 
 
 def _summary(args: argparse.Namespace) -> int:
     from profiler import queries  # pandas, only where a table is read back
 
-    rows = queries.trace_summary(Store(args.db))
+    store = Store(args.db, read_only=True)
+    rows = queries.trace_summary(store)
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False, allow_nan=False))
         return 0
     if not rows:
-        print(f"no traces in {Store(args.db).path}")
+        print(f"no traces in {store.path}")
         return 0
     print(f"{'run id':16s}  {'source':8s}  {'variant':15s}  {'events':>9s}  {'kernels':>8s}  "
           f"{'iters':>5s}  {'GPU busy µs/iter':>16s}  {'busy %':>6s}  {'bound':5s}  name")

@@ -40,7 +40,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the comparison; 0 on success (errors of this project propagate to the CLI's edge)."""
-    store = Store(args.db)
+    store = Store(args.db, read_only=True)
     run_a, run_b = resolve_run(store, args.run_a), resolve_run(store, args.run_b)
     report = compare_report(store, run_a, run_b, args.iteration)
     text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False, default=_json_default)

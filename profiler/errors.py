@@ -53,3 +53,7 @@ class StoreLockedError(StoreError):
 
 class UnknownRunError(StoreError):
     """A run id that is not in the store."""
+
+
+class NestingTooDeepError(TraceError):
+    pass

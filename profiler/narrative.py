@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import pandas as pd
 
+from profiler.markup import code, md
 from profiler.queries import SHAPE_KEYS
 
 
 def timeline_caption(marks: pd.DataFrame, step: str) -> str:
     """What a panel shows: the iteration, how many marks, and whether some were left out."""
     if marks.empty:
-        return f"{step}: no events in this window."
+        return f"{md(step)}: no events in this window."
     shown, total = len(marks), int(marks["marks_before_cap"].iloc[0])
     merged = int((marks["kind"] == "merged").sum())
-    text = f"{step}: {shown:,} marks ({merged:,} merge events shorter than a pixel)"
+    text = f"{md(step)}: {shown:,} marks ({merged:,} merge events shorter than a pixel)"
     if total > shown:
         text += f"; the {total - shown:,} shortest of {total:,} are left out, narrow the window to see them"
     return text + ". Click a launch or kernel to outline its pair; drag to pan, scroll to zoom."
@@ -34,9 +35,9 @@ def alignment_summary(aligned: pd.DataFrame, label_a: str, label_b: str) -> str:
     for status, label, column in (("only in a", label_a, "name_a"), ("only in b", label_b, "name_b")):
         names = aligned.loc[aligned["status"] == status, column].value_counts()
         if not names.empty:
-            listed = ", ".join(f"`{n[:60]}` ×{c}" for n, c in names.head(5).items())
+            listed = ", ".join(f"`{code(n[:60])}` ×{c}" for n, c in names.head(5).items())
             more = f" and {len(names) - 5} more" if len(names) > 5 else ""
-            parts.append(f"Only in **{label}**: {listed}{more}.")
+            parts.append(f"Only in **{md(label)}**: {listed}{more}.")
     return " ".join(parts)
 
 
@@ -78,7 +79,7 @@ def _us(value: float) -> str:
 
 def _warm_paragraph(label: str, first: float, later: float | None, kernel: float) -> str:
     per_call = later if later is not None else first
-    text = f"**{label}**: a cuDNN attention call costs {_us(per_call)} of CPU time"
+    text = f"**{md(label)}**: a cuDNN attention call costs {_us(per_call)} of CPU time"
     if later is not None and first > 1.5 * later:
         text += f" (the first profiled call {_us(first)})"
     text += f" for {_us(kernel)} of GPU work. "
@@ -93,7 +94,7 @@ def _warm_paragraph(label: str, first: float, later: float | None, kernel: float
 
 def _cold_paragraph(run: str, calls: dict, info: pd.DataFrame, labels: dict[str, str]) -> str:
     first, _, kernel = calls[run]
-    text = (f"**{labels.get(run, run)}** (cold: the first call of this shape in the process): "
+    text = (f"**{md(labels.get(run, run))}** (cold: the first call of this shape in the process): "
             f"the cuDNN call took {_us(first)} of CPU time for {_us(kernel)} of GPU work. cuDNN "
             "spends it building and compiling an execution plan for the new shape. The plan is "
             "cached, so this is paid once per shape and process: it matters for short jobs, for "
@@ -104,6 +105,6 @@ def _cold_paragraph(run: str, calls: dict, info: pd.DataFrame, labels: dict[str,
     if warm:
         _, later, _ = calls[warm[0]]
         per_call = later if later is not None else calls[warm[0]][0]
-        text += (f" The warm run of this shape ({labels.get(warm[0], warm[0])}) needs "
+        text += (f" The warm run of this shape ({md(labels.get(warm[0], warm[0]))}) needs "
                  f"{_us(per_call)} per call, {first / per_call:,.0f}× less.")
     return text

@@ -27,6 +27,11 @@ RESERVED = frozenset({"runs", "iter", "window"})
 _RUN_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _FILTER_KEY = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 _INT = re.compile(r"^-?[0-9]{1,19}$")
+# URL numbers stay where a browser's numbers are exact and widgets accept them
+MAX_ITERATION = 1_000_000
+MAX_TIME_NS = 2**53 - 1
+MAX_RUNS = 500
+MAX_FILTER_CHARS = 500
 
 
 class ShareError(ValueError):
@@ -77,13 +82,15 @@ def _check_runs(runs: tuple[str, ...]) -> None:
     for run in runs:
         if not isinstance(run, str) or not _RUN_ID.match(run):
             raise ShareError(f"runs: {run!r} is not a run id (letters, digits, '_', '-', '.')")
+    if len(runs) > MAX_RUNS:
+        raise ShareError(f"runs: {len(runs)} runs are more than a link can name ({MAX_RUNS})")
     if len(set(runs)) != len(runs):
         raise ShareError("runs: the same run id is listed twice")
 
 
 def _check_iteration(iteration: int | None) -> None:
-    if iteration is not None and (not isinstance(iteration, int) or iteration < 0):
-        raise ShareError(f"iter: {iteration!r} is not an iteration number (0, 1, 2, ...)")
+    if iteration is not None and (not isinstance(iteration, int) or not 0 <= iteration <= MAX_ITERATION):
+        raise ShareError(f"iter: {iteration!r} is not an iteration number (0, 1, 2, ... {MAX_ITERATION:,})")
 
 
 def _check_window(window: tuple[int, int] | None) -> None:
@@ -91,6 +98,8 @@ def _check_window(window: tuple[int, int] | None) -> None:
         return
     if len(window) != 2 or not all(isinstance(t, int) for t in window):
         raise ShareError(f"window: {window!r} is not two integer nanosecond times")
+    if not all(0 <= t <= MAX_TIME_NS for t in window):
+        raise ShareError(f"window: times must be between 0 and {MAX_TIME_NS} ns")
     if window[0] >= window[1]:
         raise ShareError(f"window: start {window[0]} ns must be before end {window[1]} ns")
 
@@ -101,6 +110,8 @@ def _check_filters(filters: tuple[tuple[str, str], ...]) -> None:
             raise ShareError(f"filter name {key!r} is reserved or not lower_snake_case")
         if not isinstance(value, str) or not value:
             raise ShareError(f"filter {key}: value must be a non-empty string")
+        if len(value) > MAX_FILTER_CHARS:
+            raise ShareError(f"filter {key}: value is longer than {MAX_FILTER_CHARS} characters")
 
 
 def encode(state: ViewState) -> dict[str, str]:

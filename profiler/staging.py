@@ -43,21 +43,25 @@ SCHEMAS = {
 }
 
 
-def _array(values: list, kind: pa.DataType) -> pa.Array:
-    """An Arrow column of the given type. Values as written in odd traces (numbers as strings,
-    hex such as "0x0", out-of-range ids) are coerced one by one, and NULL where they cannot be."""
+def _array(values: list, kind: pa.DataType) -> tuple[pa.Array, int]:
+    """An Arrow column of the given type, and how many values could not be stored in it. Values as
+    written in odd traces (numbers as strings, hex such as "0x0") are coerced one by one; those
+    that cannot be (out of the column's range, not numbers) become missing and are counted."""
     if pa.types.is_dictionary(kind):
-        return _array(values, kind.value_type).dictionary_encode()
+        array, bad = _array(values, kind.value_type)
+        return array.dictionary_encode(), bad
     try:
-        return pa.array(values, type=kind)
+        return pa.array(values, type=kind), 0
     except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
         pass
     if kind == pa.string():  # thread ids are mostly integers: let Arrow format them
         try:
-            return pa.array(values, type=pa.int64()).cast(pa.string())
+            return pa.array(values, type=pa.int64()).cast(pa.string()), 0
         except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
             pass
-    return pa.array([_coerce(v, kind) for v in values], type=kind)
+    coerced = [_coerce(v, kind) for v in values]
+    bad = sum(1 for v, c in zip(values, coerced) if v is not None and c is None)
+    return pa.array(coerced, type=kind), bad
 
 
 def _coerce(value: Any, kind: pa.DataType) -> Any:
@@ -70,7 +74,7 @@ def _coerce(value: Any, kind: pa.DataType) -> Any:
     except (TypeError, ValueError):
         return None
     if kind == pa.float64():
-        return number
+        return number if abs(number) < float("inf") else None
     low, high = _INT_RANGE[kind]
     integral = number == number and abs(number) != float("inf") and number == int(number)
     return int(number) if integral and low <= number < high else None
@@ -97,12 +101,25 @@ class Staging:
     def __init__(self) -> None:
         self._batches: dict[str, list[pa.RecordBatch]] = {table: [] for table in SCHEMAS}
         self.tables: dict[str, pa.Table] = {}
+        self.missing: dict[str, int] = {}  # "table.column" -> values that became missing
 
     def add(self, batch: trace.Batch) -> None:
         for table, columns in batch.items():
             schema = SCHEMAS[table]
-            arrays = [_array(columns[f.name], f.type) for f in schema]
+            arrays = []
+            for f in schema:
+                array, bad = _array(columns[f.name], f.type)
+                if bad:
+                    key = f"{table}.{f.name}"
+                    self.missing[key] = self.missing.get(key, 0) + bad
+                arrays.append(array)
             self._batches[table].append(pa.RecordBatch.from_arrays(arrays, schema=schema))
+
+    def notes(self) -> list[str]:
+        """One line per column with values that could not be stored, e.g. '2 values of
+        kernels.grid_x out of range or not numbers: stored as missing'."""
+        return [f"{n:,} value{'s' * (n != 1)} of {key} out of range or not numbers: stored as missing"
+                for key, n in self.missing.items()]
 
     def finish(self) -> Span:
         """Assemble the tables, nest the ops, and return the trace's time span."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -63,14 +64,32 @@ class IngestResult:
     kernels: int
     seconds: float
     duplicate: bool  # the same bytes were already in the store: nothing was written
+    notes: tuple[str, ...] = ()  # events skipped, names cut, values stored as missing (with counts)
+
+
+def one_line(e: BaseException) -> str:
+    """The first line of a DuckDB error, without its 'Error:' prefix or any file path."""
+    text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    text = re.sub(r"^[A-Za-z ]*Error: ", "", text)
+    text = re.sub(r'"?(?:/[\w.+~-]+){2,}/?"?', "(path)", text)
+    return text.rstrip(".")
 
 
 class Store:
-    """A store file. Cheap to construct; every call works on its own short-lived cursor."""
+    """A store file. Cheap to construct; every call works on its own short-lived cursor.
 
-    def __init__(self, path: str | os.PathLike | None = None, *, lock_timeout_s: float = LOCK_TIMEOUT_S):
+    `read_only=True` (the command line's read commands): the file must exist, is never created,
+    migrated or written, and other readers may open it at the same time.
+    Errors are `StoreError`s of one sentence that name the store by its file name only (they are
+    shown in the browser, where the server's paths have no business).
+    """
+
+    def __init__(self, path: str | os.PathLike | None = None, *, lock_timeout_s: float = LOCK_TIMEOUT_S,
+                 read_only: bool = False):
         self.path = Path(path) if path is not None else default_db_path()
         self.lock_timeout_s = lock_timeout_s
+        self.read_only = read_only
+        self.label = f"the store {self.path.name}"
         self._ready = False
 
     # --- connections ------------------------------------------------------------------------
@@ -79,7 +98,7 @@ class Store:
     def connect(self, *, jobs: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
         """A short-lived cursor on the store (schema created or migrated on first use). With
         `jobs`, a read-only view that also holds the ranks of stored jobs (profiler/jobs.py)."""
-        key = self.path.resolve()
+        key = (self.path.resolve(), self.read_only)
         with _open_lock:
             entry = _open_dbs.get(key)
             if entry is None:
@@ -94,7 +113,7 @@ class Store:
                 attach_views(con, self)
             yield con
         except duckdb.Error as e:
-            raise errors.StoreError(f"store {self.path}: {e}") from e
+            raise errors.StoreError(f"{self.label} could not answer: {one_line(e)}.") from e
         finally:
             con.close()
             with _open_lock:
@@ -104,21 +123,29 @@ class Store:
                     del _open_dbs[key]
 
     def _open(self) -> duckdb.DuckDBPyConnection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.read_only:
+            if not self.path.is_file():
+                raise errors.StoreError(f"There is no store at {self.path}; ingest a trace into it first.")
+        else:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise errors.StoreError(f"{self.label} cannot be created: {e.strerror or e}.") from e
         deadline = time.monotonic() + self.lock_timeout_s
         delay = 0.02
         while True:
             try:
-                return duckdb.connect(str(self.path), config={"memory_limit": MEMORY_LIMIT})
+                return duckdb.connect(str(self.path), read_only=self.read_only,
+                                      config={"memory_limit": MEMORY_LIMIT})
             except duckdb.IOException as e:
                 if "lock" not in str(e).lower():
-                    raise errors.StoreError(f"store {self.path} cannot be opened: {e}") from e
+                    raise errors.StoreError(f"{self.label} cannot be opened: {one_line(e)}.") from e
                 if time.monotonic() >= deadline:
                     raise errors.StoreLockedError(
-                        f"store {self.path} is locked by another process (waited "
-                        f"{self.lock_timeout_s:.0f} s); try again when it has finished") from e
+                        f"{self.label} is locked by another process (waited "
+                        f"{self.lock_timeout_s:.0f} s); try again when it has finished.") from e
             except duckdb.Error as e:
-                raise errors.StoreError(f"store {self.path} cannot be opened: {e}") from e
+                raise errors.StoreError(f"{self.label} cannot be opened: {one_line(e)}.") from e
             time.sleep(delay)
             delay = min(delay * 2, 0.5)
 
@@ -130,8 +157,15 @@ class Store:
             version = self._stored_version(con)
             if version > SCHEMA_VERSION:
                 raise errors.StoreError(
-                    f"store {self.path} has schema version {version}, newer than this program "
-                    f"understands ({SCHEMA_VERSION}); upgrade the dashboard")
+                    f"{self.label} has schema version {version}, newer than this program "
+                    f"understands ({SCHEMA_VERSION}); upgrade the dashboard.")
+            if self.read_only:
+                if version < SCHEMA_VERSION:
+                    raise errors.StoreError(
+                        f"{self.label} has schema version {version}; ingest a trace into it once "
+                        "to upgrade it.")
+                self._ready = True
+                return
             for target in range(version + 1, SCHEMA_VERSION + 1):
                 con.execute(MIGRATIONS[target])
             con.execute(SCHEMA_SQL.read_text())
@@ -139,13 +173,19 @@ class Store:
             con.execute("INSERT OR REPLACE INTO store_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
             self._ready = True
 
-    @staticmethod
-    def _stored_version(con: duckdb.DuckDBPyConnection) -> int:
+    def _stored_version(self, con: duckdb.DuckDBPyConnection) -> int:
         """The store's schema version; a new, empty file counts as the current one."""
         found = con.execute("SELECT count(*) FROM information_schema.tables "
                             "WHERE table_name = 'store_meta'").fetchone()[0]
         row = con.execute("SELECT value FROM store_meta WHERE key = 'schema_version'").fetchone() if found else None
-        return int(row[0]) if row else SCHEMA_VERSION
+        if not row:
+            return SCHEMA_VERSION
+        try:
+            return int(row[0])
+        except (TypeError, ValueError):
+            raise errors.StoreError(
+                f"{self.label} is damaged: its schema version reads {str(row[0])[:40]!r}, not a "
+                "number.") from None
 
     def query(self, sql: str, params: Any = None) -> pd.DataFrame:
         """Run one read query and return its rows as a DataFrame."""
@@ -154,7 +194,7 @@ class Store:
 
     def schema_version(self) -> int:
         with self.connect() as con:
-            return int(con.execute("SELECT value FROM store_meta WHERE key = 'schema_version'").fetchone()[0])
+            return self._stored_version(con)
 
     # --- ingest -----------------------------------------------------------------------------
 
@@ -164,8 +204,12 @@ class Store:
         """Ingest one trace (path, bytes or binary file-like; gzip or plain JSON).
 
         Raises a `TraceError` subclass naming the file and the problem; the store is then exactly
-        as before. The same bytes ingested twice give the same id, and the second time is a no-op.
+        as before. The same bytes ingested twice give the same id, and the second time is a no-op
+        (`duplicate`: only when that id really is in the store). What was skipped or stored as
+        missing is counted in `notes`.
         """
+        if self.read_only:
+            raise errors.StoreError(f"{self.label} was opened read-only.")
         started = time.perf_counter()
         reader = trace.TraceReader(src, name, max_bytes=max_bytes, keep_python=keep_python, progress=progress)
         staging = Staging()
@@ -174,15 +218,18 @@ class Store:
         summary = reader.summary
         assert summary is not None
         if summary.events - summary.skipped == 0:
-            raise errors.NotATraceError(reader.name, "has no trace events")
+            why = f" ({'; '.join(summary.notes)})" if summary.notes else ""
+            raise errors.NotATraceError(reader.name, f"has no trace events{' that can be used' * bool(why)}{why}")
         span = staging.finish()
-        row = metadata.trace_row(summary, source, span, dt.datetime.now(dt.UTC).replace(tzinfo=None))
-        duplicate = self._commit(row, staging)
+        row, row_notes = metadata.trace_row(summary, source, span, dt.datetime.now(dt.UTC).replace(tzinfo=None))
+        duplicate = self._commit(row, staging, reader.name)
         return IngestResult(summary.trace_id, summary.name, summary.events, span.kernels,
-                            time.perf_counter() - started, duplicate)
+                            time.perf_counter() - started, duplicate,
+                            summary.notes + tuple(staging.notes()) + tuple(row_notes))
 
-    def _commit(self, row: dict, staging: Staging) -> bool:
-        """Copy the staged trace into the store in one transaction; False if it was already there."""
+    def _commit(self, row: dict, staging: Staging, name: str) -> bool:
+        """Copy the staged trace into the store in one transaction; True if it was already there.
+        A row the store refuses is a `TraceError` naming the file and the column."""
         with self.connect() as con:
             if con.execute("SELECT 1 FROM traces WHERE trace_id = ?", [row["trace_id"]]).fetchone():
                 return True
@@ -200,9 +247,12 @@ class Store:
                     staging.release(con, table)
                 metrics.store_runs(con, [row["trace_id"]])
                 con.execute("COMMIT")
-            except duckdb.ConstraintException:
+            except duckdb.Error as e:
                 con.execute("ROLLBACK")
-                return True  # another thread committed the same trace first
+                stored = con.execute("SELECT 1 FROM traces WHERE trace_id = ?", [row["trace_id"]]).fetchone()
+                if isinstance(e, duckdb.ConstraintException) and stored:
+                    return True  # another thread committed the same trace first
+                raise errors.TraceError(name, f"cannot be stored: {one_line(e)}") from e
             except BaseException:
                 con.execute("ROLLBACK")
                 raise

@@ -46,8 +46,8 @@ import streamlit as st
 from streamlit import config as st_config
 from streamlit.runtime.pages_manager import PagesManager
 
-from profiler import catalog, queries
-from profiler.errors import ProfilerError, StoreError
+from profiler import catalog, markup, queries
+from profiler.errors import ProfilerError, StoreError, TraceError
 from profiler.samples import Seeding, seed_in_background
 from profiler.share import PAGES, ShareError, ViewState, app_root, decode, encode, share_url
 from profiler.store import Store, default_db_path
@@ -124,7 +124,7 @@ def view_state(page: str) -> ViewState:
     try:
         state = decode(params, page)
     except ShareError as err:
-        st.warning(f"This link has a parameter the dashboard cannot use ({err}); it is ignored.")
+        st.warning(f"This link has a parameter the dashboard cannot use ({markup.md(err)}); it is ignored.")
         state = ViewState(page=page)
         st.query_params.clear()
     if "runs" not in params and _session_runs():
@@ -173,7 +173,7 @@ def _known(runs: tuple[str, ...]) -> tuple[str, ...]:
     missing = [r for r in runs if r not in known]
     if missing:
         st.warning(f"Not in this store (deleted, or shared from another deployment): "
-                   f"{', '.join(missing)}. Showing the other selected runs.")
+                   f"{markup.md(', '.join(missing))}. Showing the other selected runs.")
     return tuple(r for r in runs if r in known)
 
 
@@ -199,7 +199,7 @@ def link_to(page: str, state: ViewState, label: str | None = None, icon: str | N
 
 def show_error(err: Exception) -> None:
     """Show one of the project's errors as a sentence, not a traceback."""
-    st.error(str(err), icon=":material/error:")
+    st.error(markup.md(err), icon=":material/error:")
 
 
 @contextmanager
@@ -223,7 +223,7 @@ def copy_link(state: ViewState) -> str:
 def csv_download(df: pd.DataFrame, name: str, label: str = "Download CSV") -> None:
     """A button that downloads ``df`` as ``name.csv`` (no rerun on click)."""
     st.download_button(
-        label, df.to_csv(index=False).encode(), file_name=f"{name}.csv", mime="text/csv",
+        label, markup.csv_cells(df).to_csv(index=False).encode(), file_name=f"{name}.csv", mime="text/csv",
         key=f"csv-{name}", on_click="ignore", icon=":material/download:",
     )
 
@@ -248,22 +248,31 @@ def upload_limit_mb() -> int:
 
 
 def ingest_files(files, source: str = "uploaded") -> list:
-    """Ingest each file with its own progress bar; errors are shown per file, not raised."""
-    store, results = get_store(), []
+    """Ingest each file with its own progress bar; each succeeds or fails on its own (errors are
+    shown per file, naming it, never raised), and a summary follows when some failed."""
+    from profiler import isolated
+
+    results, failed = [], 0
     for f in files:
-        bar = st.progress(0.0, text=f"{f.name}: reading…")
-        def report(done: float, bar=bar, name=f.name) -> None:
+        name = markup.md(f.name)
+        bar = st.progress(0.0, text=f"{name}: reading…")
+        def report(done: float, bar=bar, name=name) -> None:
             bar.progress(min(max(done, 0.0), 1.0), text=f"{name}: {done:.0%}")
         try:
-            result = store.ingest(f, name=f.name, source=source, progress=report)
+            result = isolated.ingest_upload(f, db_path(), source=source, progress=report)
         except PROJECT_ERRORS as err:
             bar.empty()
-            show_error(err)
+            show_error(err if isinstance(err, TraceError) else StoreError(f"{f.name}: {err}"))
+            failed += 1
             continue
-        bar.progress(1.0, text=f"{f.name}: {result.events:,} events, {result.kernels:,} kernels "
+        bar.progress(1.0, text=f"{name}: {result.events:,} events, {result.kernels:,} kernels "
                      f"in {result.seconds:.1f} s" + (" (already in the store)" * result.duplicate))
+        for note in result.notes:
+            st.caption(f"{name}: {markup.md(note)}")
         catalog.keep_trace(f, traces_dir(), result.trace_id)
         results.append(result)
+    if failed:
+        st.warning(f"{len(files) - failed} of {len(files)} files added; {failed} failed (see above).")
     return results
 
 

@@ -16,6 +16,8 @@ for every page on a real server.
 """
 from __future__ import annotations
 
+import re
+
 import shutil
 from pathlib import Path
 
@@ -109,7 +111,12 @@ class PageDriver:
     def texts(at: AppTest) -> str:
         """Every title, markdown, caption, info, warning and success text on the page, joined."""
         kinds = ("title", "markdown", "caption", "info", "warning", "success")
-        return "\n".join(str(e.value) for kind in kinds for e in getattr(at, kind))
+        return "\n".join(shown(e.value) for kind in kinds for e in getattr(at, kind))
+
+
+def shown(markdown: object) -> str:
+    """Markdown source as a reader sees it: backslash escapes (profiler.markup.md) removed."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", str(markdown)).replace("\u2060", "")
 
 
 @pytest.fixture

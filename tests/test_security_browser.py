@@ -1,0 +1,142 @@
+"""Security and robustness in a real browser: `streamlit run app.py` and Chromium.
+
+Every page opens runs whose every text carries markup payloads (images and links to an outside
+host, colour directives, KaTeX, HTML, autolinks), next to a run with malformed device properties,
+extreme numbers and a 40 MB name. The browser's requests are routed: any request to a host other
+than the app fails the test, and no image, link, formula or coloured text may be built from a
+payload. Then every crafted input of tests/crafted.py, the 1 GiB-of-spaces gzip and the 40 MB name
+go through the upload page at once: each gets its own outcome and nothing raises.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from urllib.parse import urlsplit
+
+import pytest
+
+from profiler import catalog
+from profiler.share import PAGES, ViewState, share_url
+from profiler.store import Store
+from tests.crafted import CRAFTED, huge_name_trace, whitespace_gzip
+from tests.pages.test_security_pages import FLASH, NAIVE, odd_trace, payload, payload_trace
+from tests.test_browser import (  # noqa: F401 - `browser` is a fixture
+    ARTIFACTS, PAGE_TEXT, ROOT, WAIT_MS, _assert_no_exception, _free_port, _settle, _wait_healthy,
+    browser,
+)
+
+pytestmark = pytest.mark.browser
+LITERAL_ON = {"timeline", "kernels", "launches", "cpu-cost"}  # pages with run labels as headings
+
+
+@pytest.fixture(scope="module")
+def hostile_server(tmp_path_factory):
+    db = tmp_path_factory.mktemp("hostile-browser") / "store.duckdb"
+    store = Store(db)
+    a = store.ingest(payload_trace(NAIVE, "A"), f"{payload('file')}.json").trace_id
+    b = store.ingest(payload_trace(FLASH, "B"), "b.json").trace_id
+    odd = store.ingest(odd_trace(), "odd.json").trace_id
+    catalog.rename_run(store, b, payload("R")[:catalog.MAX_NAME_CHARS])
+    port = _free_port()
+    env = {**os.environ, "PROFILER_DB": str(db), "PROFILER_SEED": "0"}
+    log = open(db.parent / "streamlit.log", "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
+         "--server.port", str(port), "--server.headless", "true", "--server.fileWatcherType", "none"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, proc)
+        yield url, store, (a, b, odd)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
+def _guarded_page(browser, url: str):
+    """A page whose requests to any host but the app are aborted and recorded."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    app_host = urlsplit(url).netloc
+    foreign: list[str] = []
+
+    def route(r) -> None:
+        target = r.request.url
+        if target.startswith(("data:", "blob:")) or urlsplit(target).netloc == app_host:
+            r.continue_()
+        else:
+            foreign.append(target)
+            r.abort()
+
+    context.route("**/*", route)
+    return context, context.new_page(), foreign
+
+
+def _assert_nothing_built_from_payloads(page, where: str) -> None:
+    for selector, what in (('img[src*="evil"]', "image"), ('a[href*="evil"]:not([href^="#"])', "link"),
+                           (".katex", "formula"), ('[data-testid="stMarkdownContainer"] img', "image")):
+        found = page.locator(selector)
+        assert found.count() == 0, (f"{where}: a {what} was built from a payload: "
+                                    f"{[found.nth(i).evaluate('e => e.parentElement.outerHTML')[:300] for i in range(min(found.count(), 3))]}")
+    coloured = page.evaluate("""() => [...document.querySelectorAll('[data-testid="stMarkdownContainer"] span')]
+        .filter(s => s.textContent.includes('red-') && (s.getAttribute('style') || s.className).match(/color|red/i))
+        .length""")
+    assert coloured == 0, f"{where}: coloured text was built from a payload"
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_payloads_on_every_page_stay_text_and_fetch_nothing(hostile_server, browser, name):  # noqa: F811
+    url, _, (a, b, odd) = hostile_server
+    runs = (a, b) if name == "compare" else (a, b, odd)
+    context, page, foreign = _guarded_page(browser, url)
+    try:
+        page.goto(share_url(ViewState(page=name, runs=runs), base=url), timeout=WAIT_MS)
+        if PAGE_TEXT.get(name):
+            page.get_by_text(PAGE_TEXT[name]).first.wait_for(timeout=WAIT_MS)
+        _settle(page)
+        _assert_no_exception(page, name)
+        assert page.locator('[data-testid="stAlertContentError"]').count() == 0, f"{name}: error shown"
+        _assert_nothing_built_from_payloads(page, name)
+        if name in LITERAL_ON:
+            body = page.inner_text('[data-testid="stMain"]').replace("\u2060", "")
+            assert "[link](http://evil.invalid/" in body and ":red[red-" in body, f"{name}: payload not shown as text"
+        page.screenshot(path=str(ARTIFACTS / f"hostile-{name}.png"), full_page=True)
+        assert foreign == [], f"{name}: the browser asked another host for {foreign}"
+    finally:
+        context.close()
+
+
+def test_every_crafted_upload_gets_its_own_outcome(hostile_server, browser, tmp_path):  # noqa: F811
+    url, store, _ = hostile_server
+    files = []
+    for file_name, (data, _) in CRAFTED.items():
+        (tmp_path / file_name).write_bytes(data)
+        files.append(tmp_path / file_name)
+    files.append(whitespace_gzip(tmp_path / "spaces.json.gz"))
+    (tmp_path / "huge_name.json").write_bytes(huge_name_trace())
+    files.append(tmp_path / "huge_name.json")
+    failing = {n for n, (_, e) in CRAFTED.items() if e.startswith("error")} | {"spaces.json.gz"}
+    context, page, foreign = _guarded_page(browser, url)
+    try:
+        page.goto(f"{url}/upload", timeout=WAIT_MS)
+        page.get_by_text(PAGE_TEXT["upload"]).first.wait_for(timeout=WAIT_MS)
+        _settle(page)
+        page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files([str(f) for f in files])
+        page.get_by_role("button", name="Add to the store").click()
+        try:
+            page.wait_for_selector("text=failed (see above)", timeout=WAIT_MS * 2)
+        finally:
+            page.screenshot(path=str(ARTIFACTS / "hostile-uploads.png"), full_page=True)
+        _settle(page)
+        _assert_no_exception(page, "crafted uploads")
+        errors = [e.strip().splitlines()[-1]  # after the icon's name
+                  for e in page.locator('[data-testid="stAlertContentError"]').all_inner_texts()]
+        assert sorted(e.split(": ", 1)[0] for e in errors) == sorted(failing), errors
+        assert f"{len(files) - len(failing)} of {len(files)} files added" in page.inner_text("body")
+        page.screenshot(path=str(ARTIFACTS / "hostile-uploads.png"), full_page=True)
+        names = set(store.query("SELECT name FROM traces")["name"])
+        assert {f.name for f in files} - failing <= names and not failing & names
+        assert foreign == []
+    finally:
+        context.close()
