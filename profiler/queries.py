@@ -170,20 +170,22 @@ def kernel_details(store, run_ids) -> pd.DataFrame:
 
 def _occupancy_per_name(configs: pd.DataFrame) -> pd.DataFrame:
     """Per (run_id, kernel): the theoretical occupancy time-weighted over its launch
-    configurations (by calls when none took time), the limiter of the most used one, how many
-    configurations and, when several, each with its calls."""
-    keys = ["run_id", "kernel"]
-    timed = configs.groupby(keys)["dur_ns"].transform("sum") > 0
-    weight = configs["dur_ns"].where(timed, configs["calls"]).where(configs["theory_pct"].notna(), 0)
-    frame = configs.assign(w=weight, wt=weight * configs["theory_pct"].fillna(0),
-                           text=[f"{_config_text(c)}: {c.calls}×" for c in configs.itertuples()])
-    grouped = frame.groupby(keys, sort=False)
-    out = pd.DataFrame({"theory_occupancy_pct": grouped["wt"].sum() / grouped["w"].sum().where(lambda w: w > 0),
-                        "occupancy_limiter": grouped["limiter"].first(),
-                        "launch_configs": grouped.size(),
-                        "launch_config_list": grouped["text"].agg("; ".join)})
-    out["launch_config_list"] = out["launch_config_list"].where(out["launch_configs"] > 1)
-    return out.reset_index()
+    configurations (by calls when none took time), the limiter of the most used one (configs
+    come most used first), how many configurations and, when several, each with its calls."""
+    names: dict[tuple, list] = {}
+    for c in configs.itertuples():
+        names.setdefault((c.run_id, c.kernel), []).append(c)
+    rows = []
+    for (run, kernel), group in names.items():
+        known = [c for c in group if not pd.isna(c.theory_pct)]
+        by_time = sum(c.dur_ns for c in known) > 0
+        weights = [c.dur_ns if by_time else c.calls for c in known]
+        theory = (sum(w * c.theory_pct for w, c in zip(weights, known)) / sum(weights)
+                  if sum(weights) > 0 else None)
+        listed = "; ".join(f"{_config_text(c)}: {c.calls}×" for c in group) if len(group) > 1 else None
+        rows.append((run, kernel, theory, group[0].limiter, len(group), listed))
+    return pd.DataFrame(rows, columns=["run_id", "kernel", "theory_occupancy_pct", "occupancy_limiter",
+                                       "launch_configs", "launch_config_list"])
 
 
 def _config_text(c) -> str:

@@ -15,6 +15,7 @@ neither, the generic 'matrix unit' / 'vector unit' are used. The rules are in `d
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Callable
@@ -203,6 +204,7 @@ _COMPILED = tuple((re.compile(p, re.I), f) for p, f in RULES)
 NO_EVIDENCE = "no evidence in the name"
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def classify(name: str, vendor: str | None = NVIDIA) -> MathClass:
     """Classify one kernel by name on a GPU of ``vendor`` ('nvidia', 'amd' or None = unknown);
     a name no rule recognises is 'unknown'."""

@@ -4,8 +4,9 @@ computation written here: the trace read with plain json, GPU intervals merged i
 For each iteration (ProfilerStep#N window; the whole trace when there is none) the test derives
 from the raw events: GPU busy time (the union of the kernels, copies and sets launched in the
 window, over all streams, clipped to it), the time only work launched earlier ran, idle time,
-kernel time (the union of the window's own kernels) and, from the idle gaps and the launching
-thread's synchronize calls, the verdict. The store must agree to 0.1 %.
+kernel time (the union of the window's own kernels), the launching thread's busy time (the union
+of its CPU ops and API calls) and, from the idle gaps and that thread's synchronize calls, the
+verdict. The store must agree to 0.1 %.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from tests.conftest import SAMPLES, real_traces, trace_params
 
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"}
 API_CATS = {"cuda_runtime", "cuda_driver", "runtime"}
+CPU_CATS = {"cpu_op", "operator", "user_annotation"}
 SAMPLE_TRACES = sorted(SAMPLES.glob("*/*.json.gz"))
 
 
@@ -84,8 +86,11 @@ def independent(path: Path) -> dict:
             key = (str(e.get("pid")), str(e.get("tid")))
             threads[key] = threads.get(key, 0) + 1
     thread = min(threads, key=lambda k: (-threads[k], k)) if threads else None
+    on_thread = lambda e: (str(e.get("pid")), str(e.get("tid"))) == thread  # noqa: E731
     syncs = [(_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])) for e in apis
-             if "synchronize" in e["name"].lower() and (str(e.get("pid")), str(e.get("tid"))) == thread]
+             if "synchronize" in e["name"].lower() and on_thread(e)]
+    cpu = [(_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])) for e in events if on_thread(e) and (
+        cat(e) in API_CATS or (cat(e) in CPU_CATS and not str(e["name"]).startswith("ProfilerStep#")))]
     rows = []
     for lo, hi in steps:
         clipped = [(max(s, lo), min(e, hi), kernel, launch_at.get(corr, s) < lo)
@@ -97,7 +102,8 @@ def independent(path: Path) -> dict:
         rows.append({"wall": hi - lo, "active": _merged_length(active),
                      "busy": _merged_length((s, e) for s, e, _ in own),
                      "kernel": _merged_length((s, e) for s, e, k in own if k),
-                     "idle": sum(length for _, length in gaps), "idle_sync": in_sync})
+                     "idle": sum(length for _, length in gaps), "idle_sync": in_sync,
+                     "cpu": _merged_length((max(s, lo), min(e, hi)) for s, e in cpu if s < hi and e > lo)})
     wall, idle = sum(r["wall"] for r in rows), sum(r["idle"] for r in rows)
     idle_sync = sum(r["idle_sync"] for r in rows)
     if not any(r["active"] for r in rows):
@@ -129,7 +135,7 @@ def _check(store, path: Path) -> None:
     for row, want in zip(got.itertuples(), expected["iterations"]):
         assert row.wall_ns == want["wall"]
         for column, key in (("gpu_busy_ns", "busy"), ("gpu_idle_ns", "idle"), ("kernel_ns", "kernel"),
-                            ("idle_sync_ns", "idle_sync")):
+                            ("idle_sync_ns", "idle_sync"), ("cpu_busy_ns", "cpu")):
             assert getattr(row, column) == pytest.approx(want[key], rel=1e-3, abs=1), (row.iteration, column)
         assert row.gpu_active_ns - row.gpu_busy_ns == pytest.approx(want["active"] - want["busy"], rel=1e-3, abs=1)
     run = queries.run_metrics(db, [ids[path]]).iloc[0]

@@ -178,7 +178,7 @@ CREATE TABLE IF NOT EXISTS stored_iteration_metrics AS
 SELECT * FROM iteration_metrics([]::VARCHAR[]) LIMIT 0;
 
 -- Per run: the means per iteration (µs), the shares of the iteration (%), and the verdict.
---   bound  'gpu'   the GPU is idle less than GPU_BOUND_IDLE_PCT (10 %) of the iteration
+--   bound  'gpu'   the GPU is idle less than 10 % of the iteration
 --          'sync'  else, if at least 60 % of the idle time opened during a synchronize call
 --          'cpu'   else, if at most 40 % did (the launching thread was busy elsewhere)
 --          'mixed' otherwise; 'none' when the run has no GPU work at all
