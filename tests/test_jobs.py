@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SHARED_TRACES, real_traces, trace_params
+from tests.conftest import ROOT, SHARED_TRACES, real_traces, trace_params
 from profiler import job_queries, jobs, parallel
 from profiler.store import Store
 
