@@ -151,6 +151,8 @@ def save_uploads(files, folder: str | os.PathLike) -> list[Path]:
     saved: list[Path] = []
     for f in files:
         target = Path(folder) / Path(f.name).name
+        if target.exists():
+            raise JobError(f"two uploaded files are called {target.name}: a job needs one file per rank")
         data = f.getbuffer() if hasattr(f, "getbuffer") else f.read()
         target.write_bytes(data)
         saved.append(target)
