@@ -9,7 +9,7 @@ directory (`job_root()`), partitioned by job and rank:
 
 The manifest is written last and is the job's commit: files without one are invisible and are
 removed by the next ingest of that job name, so a job lands whole or not at all. Readers
-(`attach_views`) put the Parquet rows of every committed job beside the store's own tables, through
+(`profiler/job_views.py`) put the Parquet rows of every committed job beside the store's own tables, through
 temporary views of the same names, so every query and page reads a rank like any other run.
 
 The root can be any path pyarrow opens (a local directory, a network mount, `s3://...`), so
@@ -29,9 +29,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import duckdb
-import pyarrow as pa
-import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 
 from profiler import errors
@@ -154,6 +151,8 @@ def save_uploads(files, folder: str | os.PathLike) -> list[Path]:
     saved: list[Path] = []
     for f in files:
         target = Path(folder) / Path(f.name).name
+        if target.exists():
+            raise JobError(f"two uploaded files are called {target.name}: a job needs one file per rank")
         data = f.getbuffer() if hasattr(f, "getbuffer") else f.read()
         target.write_bytes(data)
         saved.append(target)
@@ -322,47 +321,3 @@ def _assemble(job: str, key: str, outcomes: list, skip_bad: bool) -> JobResult:
     backends = {r.backend for r in ranks if r.backend}
     return JobResult(job, key, world, min(backends) if backends else None, sorted(ranks, key=lambda r: r.rank),
                      sorted(set(range(world)) - set(by_rank)), [str(e) for e in bad])
-
-
-# --- reading jobs back ---------------------------------------------------------------------------
-
-_SCHEMAS: dict[str, pa.Schema] = {}
-
-
-def _schema(con: duckdb.DuckDBPyConnection, db: str, table: str) -> pa.Schema:
-    if table not in _SCHEMAS:
-        _SCHEMAS[table] = con.sql(f'SELECT * FROM "{db}".main.{table} LIMIT 0').to_arrow_table().schema
-    return _SCHEMAS[table]
-
-
-def attach_views(con: duckdb.DuckDBPyConnection, store) -> None:
-    """On this cursor, make `traces`, `kernels`, ... (and `launch_targets`) read the store's rows
-    plus the Parquet rows of every committed job, and add `job_ranks` (one row per rank of a job).
-    Nothing is done when there is no job, so a store without jobs is read exactly as before."""
-    root = job_root(store)
-    try:
-        _attach(con, root)
-    except (OSError, ValueError, KeyError, pa.ArrowException) as e:
-        raise JobError(f"the job directory {root} cannot be read: {e}") from e
-
-
-def _attach(con: duckdb.DuckDBPyConnection, root: str) -> None:
-    manifests = read_manifests(root)
-    if not manifests:
-        return
-    fs, base = filesystem(root)
-    db = con.execute("SELECT current_database()").fetchall()[0][0]
-    for table in TABLES:
-        files = [f"{base}/{rank['files'][table]}" for m in manifests for rank in m["ranks"]]
-        con.register(f"job_parquet_{table}", pads.dataset(files, schema=_schema(con, db, table),
-                                                          format="parquet", filesystem=fs))
-        con.execute(f'CREATE OR REPLACE TEMP VIEW {table} AS SELECT * FROM "{db}".main.{table} '
-                    f"UNION ALL SELECT * FROM job_parquet_{table}")
-    view_sql = con.execute("SELECT sql FROM duckdb_views() WHERE view_name = 'launch_targets' "
-                           "AND NOT temporary").fetchall()
-    if view_sql:
-        con.execute(view_sql[0][0].replace("CREATE VIEW", "CREATE OR REPLACE TEMP VIEW", 1))
-    rows = [{"job": m["job"], "world_size": m["world_size"], "backend": m["backend"], "rank": r["rank"],
-             "run_id": r["run_id"], "file": r["file"], "size_bytes": r["size_bytes"]}
-            for m in manifests for r in m["ranks"]]
-    con.register("job_ranks", pa.Table.from_pylist(rows))

@@ -109,7 +109,7 @@ class Store:
             if not self._ready:
                 self._ensure_schema(con)
             if jobs:
-                from profiler.jobs import attach_views
+                from profiler.job_views import attach_views
                 attach_views(con, self)
             yield con
         except duckdb.Error as e:

@@ -258,11 +258,12 @@ def test_killing_a_worker_mid_job_leaves_the_store_as_it_was(ray_cluster, job_st
 
     thread = threading.Thread(target=run)
     thread.start()
-    deadline, killed = time.monotonic() + 120, False
+    deadline, killed, seen = time.monotonic() + 120, False, {}
     while time.monotonic() < deadline and thread.is_alive() and not killed:
-        for pid in _ray_task_pids():
-            os.kill(pid, signal.SIGKILL)
-            killed = True
+        for pid in _ray_task_pids():  # the large rank's task: still running 3 s after it was seen
+            if time.monotonic() - seen.setdefault(pid, time.monotonic()) > 3:
+                os.kill(pid, signal.SIGKILL)
+                killed = True
         time.sleep(0.05)
     thread.join(timeout=120)
     assert killed, "no worker was seen running the job"
