@@ -209,11 +209,11 @@ def test_an_older_store_is_migrated_in_order(db_path, monkeypatch):
     import profiler.store as store_module
 
     Store(db_path).ingest(FIXTURES / "tiny_inplace.json")
-    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 3)
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 4)
     monkeypatch.setattr(store_module, "MIGRATIONS", {
-        2: "ALTER TABLE traces ADD COLUMN note VARCHAR",
-        3: "UPDATE traces SET note = 'migrated'",
+        3: "ALTER TABLE traces ADD COLUMN note VARCHAR",
+        4: "UPDATE traces SET note = 'migrated'",
     })
     store = Store(db_path)
-    assert store.schema_version() == 3
+    assert store.schema_version() == 4
     assert rows(store, "SELECT note, variant FROM traces") == [("migrated", "naive_inplace")]
