@@ -74,7 +74,8 @@ def _inferred(calls: pd.DataFrame, shape: dict) -> list[OpCost | None]:
             masked = True
         elif name in cm.MEMORY:
             x, t = _elementwise_input(name, gemms, score_type or dtype, masked, (b, h, n, d))
-            out.append(cm.memory_cost(name, [x, x] if name == "aten::copy_" else [x], [t, t]))
+            copy = name == "aten::copy_"      # a cast: read in the math dtype, write the run's
+            out.append(cm.memory_cost(name, [x, x] if copy else [x], [dtype, t] if copy else [t]))
         else:
             out.append(None)
     return out
