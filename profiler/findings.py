@@ -54,8 +54,9 @@ def run_findings(store, run_id: str) -> list[Finding]:
     """Findings about one run: kernels per iteration, CPU- or GPU-bound, CUDA-core math,
     0 %-occupancy kernels explained."""
     runs = _load(store, [run_id])
+    from profiler import why  # the op-level cost model's findings
     return [*_kernels_per_iteration(runs), *_cpu_bound(runs), *_cuda_core_math(runs),
-            *_zero_occupancy(runs, store)]
+            *_zero_occupancy(runs, store), *why.one_run(store, run_id)]
 
 
 def compare_findings(store, run_a: str, run_b: str) -> list[Finding]:
@@ -63,7 +64,12 @@ def compare_findings(store, run_a: str, run_b: str) -> list[Finding]:
     runs = _load(store, [run_a, run_b])
     return [*_gpu_time(runs), *_kernels_per_iteration(runs), *_memcpy_only_in_one(runs),
             *_launch_api(store, runs), *_cpu_ops_only_in_one(store, runs), *_cpu_bound(runs),
-            *_cuda_core_math(runs), *_zero_occupancy(runs, store)]
+            *_cuda_core_math(runs), *_zero_occupancy(runs, store), *_why(store, run_a, run_b)]
+
+
+def _why(store, run_a: str, run_b: str) -> list[Finding]:
+    from profiler import why  # the op-level cost model: bytes moved, fp32 GEMMs, kernel arch
+    return why.compare(store, run_a, run_b)
 
 
 def sweep_findings(store, run_ids) -> list[Finding]:

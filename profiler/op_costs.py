@@ -202,3 +202,18 @@ def ops_table(store, run_ids, kind: str = "all") -> pd.DataFrame:
 
 def _names(lists) -> list[str]:
     return list(dict.fromkeys(n for names in lists for n in names))
+
+
+def attention_in_trace(store, run_ids, top_gemms: int = 5) -> pd.DataFrame:
+    """Every attention op of each run and its top GEMMs (by kernel time): `ops_table` rows plus
+    share_of_gpu_pct, the op's kernel time per iteration over the run's GPU time per iteration
+    (kernels + copies)."""
+    run_ids = list(run_ids)
+    table = ops_table(store, run_ids)
+    per_iter = queries.iteration_cpu_gpu(store, run_ids)
+    gpu_us = (per_iter["gpu_kernel_us"] + per_iter["gpu_memop_us"]).groupby(per_iter["run_id"]).mean()
+    iterations = queries.run_iterations(store, run_ids).groupby("run_id")["iteration"].nunique()
+    us_per_iter = table["kernel_ns"] / 1e3 / table["run_id"].map(iterations).fillna(1)
+    table["share_of_gpu_pct"] = 100 * us_per_iter / table["run_id"].map(gpu_us)
+    gemms = table[table["kind"] == "gemm"].groupby("run_id", sort=False).head(top_gemms)
+    return pd.concat([table[table["kind"] == "attention"], gemms], ignore_index=True)
