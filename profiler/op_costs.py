@@ -24,6 +24,10 @@ from profiler import gpus, kernel_names, queries, tensor_cores
 from profiler.costmodel import OpCost
 
 KINDS = ("attention", "gemm", "all")
+CALL_COLUMNS = ["run_id", "op_id", "op", "backend", "kind", "shape", "dtype", "flops", "bytes", "kernel_ns",
+                "kernels", "engine", "shape_source", "iteration", "ts_ns", "tflops", "tbps", "intensity",
+                "peak_tflops", "peak_tbps", "ridge", "roof_tflops", "bound", "pct_of_peak",
+                "pct_of_bandwidth", "pct_of_roof", "peak_source"]
 FLEX_KERNEL = "flex_attention"     # a compiled flex attention kernel has no op of its own
 
 
@@ -98,6 +102,8 @@ def _calls(store, run_ids) -> pd.DataFrame:
     charged = charged.assign(owner=charged["owner_op_id"].astype("Int64"))
     charged.loc[flex, "owner"] = -1 - np.arange(int(flex.sum()))     # one call per flex kernel
     charged = charged[charged["owner"].notna()]
+    if charged.empty:
+        return pd.DataFrame()
     charged = charged.sort_values("dur_ns", ascending=False)
     grouped = charged.groupby(["run_id", "owner"], sort=False)
     calls = grouped.agg(kernel_ns=("dur_ns", "sum"), kernels=("kernel", lambda k: list(dict.fromkeys(k))),
@@ -174,7 +180,10 @@ def op_calls(store, run_ids) -> pd.DataFrame:
     columns (TFLOP/s and TB/s over the call's own kernel time)."""
     run_ids = list(run_ids)
     calls = _calls(store, run_ids)
-    calls = _priced(calls, queries.run_shapes(store, run_ids))
+    if not calls.empty:
+        calls = _priced(calls, queries.run_shapes(store, run_ids))
+    if calls.empty:
+        return pd.DataFrame(columns=CALL_COLUMNS)
     devices = {r: _device(i) for r, i in queries.run_devices(store, run_ids).items()}
     return rate(calls, calls["kernel_ns"] / 1e9, devices)
 
@@ -188,6 +197,8 @@ def ops_table(store, run_ids, kind: str = "all") -> pd.DataFrame:
     calls = op_calls(store, run_ids)
     if kind != "all":
         calls = calls[calls["kind"] == kind]
+    if calls.empty:
+        return pd.DataFrame(columns=[*CALL_COLUMNS, "calls", "kernel_us_mean", "kernel_names"])
     keys = ["run_id", "op", "backend", "kind", "shape", "dtype", "engine", "shape_source"]
     table = calls.groupby(keys, dropna=False, sort=False).agg(
         calls=("op", "size"), flops=("flops", "first"), bytes=("bytes", "first"),
@@ -210,6 +221,8 @@ def attention_in_trace(store, run_ids, top_gemms: int = 5) -> pd.DataFrame:
     (kernels + copies)."""
     run_ids = list(run_ids)
     table = ops_table(store, run_ids)
+    if table.empty:
+        return table.assign(share_of_gpu_pct=pd.Series(dtype=float))
     per_iter = queries.iteration_cpu_gpu(store, run_ids)
     gpu_us = (per_iter["gpu_kernel_us"] + per_iter["gpu_memop_us"]).groupby(per_iter["run_id"]).mean()
     iterations = queries.run_iterations(store, run_ids).groupby("run_id")["iteration"].nunique()

@@ -71,11 +71,11 @@ def test_no_runs_selected_shows_the_empty_state(pages, empty_store):
 def test_roofline_for_captured_runs(pages, page_store, run_ids):
     at = pages.open("kernels", runs=f"{run_ids[FLASH]},{run_ids[ROCM]}")
     pages.assert_clean(at)
-    (roof,) = [df.value for df in at.dataframe if "achieved_tflops" in df.value.columns]
-    assert roof["variant"].tolist() == ["sdpa_flash"]           # the upload has no shape
+    (roof,) = [df.value for df in at.dataframe if "roof_tflops" in df.value.columns]
+    assert roof["run_id"].tolist() == [run_ids[FLASH]]          # the upload has no shapes
     # causal 2×4×256×64: 4 FLOPs × 64 × (2·4·256·257/2) score elements in 150.5 µs per step
     flops = 4 * 64 * (2 * 4 * 256 * 257 // 2)
-    assert roof.loc[0, "achieved_tflops"] == pytest.approx(flops / 150.5e-6 / 1e12)
+    assert roof.loc[0, "tflops"] == pytest.approx(flops / 150.5e-6 / 1e12)
     assert len(at.get("vega_lite_chart")) == 2                  # top kernels + roofline
 
 

@@ -1,0 +1,27 @@
+"""Attention page: the attention ops of a run with the cost model's numbers, the roofline, and
+the empty state for a run without modelled ops."""
+from __future__ import annotations
+
+import pytest
+
+from tests.pages.conftest import FLASH, NAIVE, ROCM
+
+
+def test_attention_op_row_and_roofline(pages, page_store, run_ids):
+    at = pages.open("attention", runs=f"{run_ids[FLASH]},{run_ids[NAIVE]}")
+    pages.assert_clean(at)
+    tables = [df.value for df in at.dataframe if "share_of_gpu_pct" in df.value.columns]
+    flash = tables[0].iloc[0]
+    assert (flash["op"], flash["backend"], flash["shape"]) == (
+        "aten::scaled_dot_product_attention", "flash", "2x4x256x64 causal")
+    assert flash["flops"] == 4 * 64 * (2 * 4 * 256 * 257 // 2)
+    assert flash["kernel_us_mean"] == pytest.approx(150.5)
+    assert len(at.get("vega_lite_chart")) == 1                  # the roofline
+    at.toggle[0].set_value(True).run()                           # one point per op
+    pages.assert_clean(at)
+
+
+def test_no_runs_selected_shows_the_empty_state(pages, empty_store):
+    at = pages.open("attention")
+    pages.assert_clean(at)
+    assert "No runs selected" in pages.texts(at)
