@@ -14,6 +14,7 @@ attention shape (captured runs do), the inputs are inferred from it (`_inferred`
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from functools import lru_cache
 
 import numpy as np
@@ -28,18 +29,93 @@ CALL_COLUMNS = ["run_id", "op_id", "op", "backend", "kind", "shape", "dtype", "f
                 "kernels", "engine", "shape_source", "iteration", "ts_ns", "tflops", "tbps", "intensity",
                 "peak_tflops", "peak_tbps", "ridge", "roof_tflops", "bound", "pct_of_peak",
                 "pct_of_bandwidth", "pct_of_roof", "peak_source"]
-FLEX_KERNEL = "flex_attention"     # a compiled flex attention kernel has no op of its own
+FLEX_KERNEL = "flex_attention"     # a compiled flex attention kernel has no op of its own (sql)
 
 
 def _params(run_ids, **extra) -> dict:
     return {"run_ids": list(run_ids), **extra}
 
 
-def charged_kernels(store, run_ids) -> pd.DataFrame:
-    """run_id, kind, kernel, dur_ns, iteration, owner_op_id, backend_op (sql/op_kernels.sql)."""
-    return store.query(queries.sql_text("op_kernels"), _params(
-        run_ids, attention_ops=list(cm.ATTENTION), model_ops=[*cm.GEMMS, *cm.MEMORY],
-        decomposed_ops=list(cm.DECOMPOSED)))
+ATTENTION, MODEL, DECOMPOSED = 1, 2, 3     # op families in the walk up the op tree
+
+
+def launched_work(store, run_ids) -> pd.DataFrame:
+    """Every kernel and copy with the CPU op that launched it (sql/op_kernels.sql): run_id,
+    launch_op_id, kernel, dur_ns, iteration, flex."""
+    return store.query(queries.sql_text("op_kernels"), _params(run_ids))
+
+
+def owners(parent: np.ndarray, family: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each launching op in `starts` (-1: none), the op the model charges (-1: none) and the
+    innermost attention op beneath it (its backend; -1 when not attention). Walking up the
+    parents: the outermost attention op owns everything beneath it, so SDPA owns its backend op,
+    unless the innermost one is a decomposed backend (math), whose GEMMs and softmax are charged
+    to themselves; otherwise the nearest modelled op owns it."""
+    cur = starts.copy()
+    nearest, inner, outer = (np.full(len(starts), -1) for _ in range(3))
+    while (live := cur >= 0).any():
+        f = np.where(live, family[np.maximum(cur, 0)], 0)
+        nearest = np.where((nearest < 0) & (f == MODEL), cur, nearest)
+        inner = np.where((inner < 0) & (f != MODEL) & (f > 0), cur, inner)
+        outer = np.where((f == ATTENTION) | (f == DECOMPOSED), cur, outer)
+        cur = np.where(live, parent[np.maximum(cur, 0)], -1)
+    fused = (outer >= 0) & (family[np.maximum(inner, 0)] != DECOMPOSED)
+    return np.where(fused, outer, nearest), np.where(fused, inner, -1)
+
+
+def _tree(store, run_id: str) -> tuple[np.ndarray, np.ndarray]:
+    tree = store.query(queries.sql_text("op_tree"), {
+        "run_id": run_id, "attention_ops": [o for o in cm.ATTENTION if o not in cm.DECOMPOSED],
+        "model_ops": [*cm.GEMMS, *cm.MEMORY]})
+    family = tree["family"].to_numpy().copy()
+    parent = tree["parent_id"].to_numpy()
+    return parent, family
+
+
+def _decomposed(store, run_id: str, family: np.ndarray) -> np.ndarray:
+    ids = store.query("SELECT op_id FROM ops WHERE trace_id = $run_id AND name IN (SELECT unnest($names))",
+                      {"run_id": run_id, "names": list(cm.DECOMPOSED)})["op_id"].to_numpy()
+    family[ids] = DECOMPOSED
+    return family
+
+
+def charged_kernels(store, run_id: str) -> pd.DataFrame:
+    """`launched_work` of one run with op_id, the op the model charges each kernel to (-1 - n for
+    the n-th flex kernel, a call by itself), and backend_id (the attention backend op or -1);
+    kernels no modelled op owns are left out."""
+    work = launched_work(store, [run_id])
+    parent, family = _tree(store, run_id)
+    family = _decomposed(store, run_id, family)
+    starts = work["launch_op_id"].fillna(-1).astype(np.int64).to_numpy()
+    owner, backend = owners(parent, family, starts)
+    flex = work["flex"].to_numpy(bool)
+    owner = np.where(flex, -1 - np.arange(len(work)), owner)
+    return work.assign(op_id=owner, backend_id=backend)[(owner >= 0) | flex]
+
+
+def charged_calls(store, run_id: str, kernels: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per op call of one run that owns GPU work: op_id, op, backend_op, iteration, ts_ns,
+    kernel_ns, main_kernel (its longest kernel), and record_shapes' input_dims, input_types,
+    concrete_inputs (JSON text, NULL when not recorded)."""
+    kernels = charged_kernels(store, run_id) if kernels is None else kernels
+    by_op = kernels.groupby("op_id", sort=False)
+    calls = by_op.agg(kernel_ns=("dur_ns", "sum"), iteration=("iteration", "first"),
+                      backend_id=("backend_id", "first")).reset_index()
+    calls["main_kernel"] = kernels.loc[by_op["dur_ns"].idxmax().to_numpy(), "kernel"].to_numpy()
+    ids = [int(i) for i in set(calls["op_id"]) | set(calls["backend_id"]) if i >= 0]
+    ops = store.query(queries.sql_text("op_inputs"), {"run_id": run_id, "op_ids": ids}).set_index("op_id")
+    calls = calls.join(ops, on="op_id")
+    calls["backend_op"] = calls["backend_id"].map(ops["op"])
+    calls["op"] = calls["op"].where(calls["op_id"] >= 0, FLEX_KERNEL)
+    calls["iteration"] = calls["op_iteration"].fillna(calls["iteration"])
+    return calls.assign(run_id=run_id).sort_values(["iteration", "ts_ns"], na_position="last",
+                                                  ignore_index=True)
+
+
+@lru_cache(maxsize=4096)
+def _engine(kernel: str) -> tuple[str, str | None]:
+    found = tensor_cores.classify(kernel)
+    return found.engine, found.precision
 
 
 @lru_cache(maxsize=65536)
@@ -94,34 +170,22 @@ def _elementwise_input(name: str, gemms: int, dtype: str, masked: bool, shape: t
     return [b, h, n, d], dtype
 
 
-def _calls(store, run_ids) -> pd.DataFrame:
-    """One row per owning op call: run_id, op_id, op, backend_op, iteration, ts_ns, the recorded
-    inputs, kernel_ns, kernels (names, longest first), kernel_precision, engine."""
-    charged = charged_kernels(store, run_ids)
-    flex = charged["owner_op_id"].isna() & charged["kernel"].str.contains(FLEX_KERNEL, regex=False)
-    charged = charged.assign(owner=charged["owner_op_id"].astype("Int64"))
-    charged.loc[flex, "owner"] = -1 - np.arange(int(flex.sum()))     # one call per flex kernel
-    charged = charged[charged["owner"].notna()]
-    if charged.empty:
-        return pd.DataFrame()
-    charged = charged.sort_values("dur_ns", ascending=False)
-    grouped = charged.groupby(["run_id", "owner"], sort=False)
-    calls = grouped.agg(kernel_ns=("dur_ns", "sum"), kernels=("kernel", lambda k: list(dict.fromkeys(k))),
-                        backend_op=("backend_op", "first"), iteration=("iteration", "first"),
-                        flex=("owner_op_id", lambda o: o.isna().all())).reset_index()
-    ops = store.query(queries.sql_text("op_inputs"), _params(
-        run_ids, op_ids=[int(i) for i in calls["owner"] if i >= 0]))
-    calls = calls.merge(ops.drop(columns="iteration"), how="left", left_on=["run_id", "owner"],
-                        right_on=["run_id", "op_id"])
-    calls["op"] = calls["name"].where(~calls["flex"], FLEX_KERNEL)
-    main = [tensor_cores.classify(k[0]) for k in calls["kernels"]]
-    calls["engine"] = [m.engine for m in main]
-    calls["kernel_precision"] = [m.precision for m in main]
-    return calls.sort_values(["run_id", "iteration", "ts_ns"], na_position="last", ignore_index=True)
+def _calls(store, run_ids) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(`charged_calls` of each run with the engine and precision of its longest kernel, the
+    `charged_kernels` of each run)."""
+    kernels = [charged_kernels(store, r) for r in run_ids]
+    frames = [charged_calls(store, r, k) for r, k in zip(run_ids, kernels)]
+    calls = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if calls.empty:
+        return calls, pd.DataFrame(columns=["run_id", "op_id", "kernel", "dur_ns"])
+    engines = [_engine(k) for k in calls["main_kernel"]]
+    calls = calls.assign(engine=[e for e, _ in engines], kernel_precision=[p for _, p in engines])
+    return calls, pd.concat(kernels, ignore_index=True)[["run_id", "op_id", "kernel", "dur_ns"]]
 
 
 def _priced(calls: pd.DataFrame, shapes: pd.DataFrame) -> pd.DataFrame:
-    costs = [_recorded(r.op, r.input_dims, r.input_types, r.concrete_inputs) for r in calls.itertuples()]
+    columns = (calls[c].astype(object).tolist() for c in ("op", "input_dims", "input_types", "concrete_inputs"))
+    costs = [_recorded(*args) for args in zip(*columns)]
     source = ["trace" if c else None for c in costs]
     shape_of = shapes.set_index("run_id").to_dict("index")
     for run_id, rows in calls.groupby("run_id", sort=False):
@@ -176,16 +240,31 @@ def rate(frame: pd.DataFrame, seconds: pd.Series, device_of: dict) -> pd.DataFra
 
 def op_calls(store, run_ids) -> pd.DataFrame:
     """One row per modelled op call that launched GPU work: run_id, op_id, op, backend, kind,
-    shape, dtype, flops, bytes, kernel_ns, kernels, engine, shape_source, iteration, and `rate`'s
-    columns (TFLOP/s and TB/s over the call's own kernel time)."""
-    run_ids = list(run_ids)
-    calls = _calls(store, run_ids)
+    shape, dtype, flops, bytes, kernel_ns, main_kernel (its longest), engine, shape_source,
+    iteration, and `rate`'s columns (TFLOP/s and TB/s over the call's own kernel time)."""
+    with _session(store) as db:
+        return _op_calls(db, list(run_ids))[0]
+
+
+@contextmanager
+def _session(store):
+    """One connection for all the queries of a call (a Store opens one; a Session is one)."""
+    if hasattr(store, "connect"):
+        with queries.session(store) as db:
+            yield db
+    else:
+        yield store
+
+
+def _op_calls(db, run_ids: list) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(op_calls, the kernels charged to them: run_id, op_id, kernel)."""
+    calls, kernels = _calls(db, run_ids)
     if not calls.empty:
-        calls = _priced(calls, queries.run_shapes(store, run_ids))
+        calls = _priced(calls, queries.run_shapes(db, run_ids))
     if calls.empty:
-        return pd.DataFrame(columns=CALL_COLUMNS)
-    devices = {r: _device(i) for r, i in queries.run_devices(store, run_ids).items()}
-    return rate(calls, calls["kernel_ns"] / 1e9, devices)
+        return pd.DataFrame(columns=CALL_COLUMNS), kernels
+    devices = {r: _device(i) for r, i in queries.run_devices(db, run_ids).items()}
+    return rate(calls, calls["kernel_ns"] / 1e9, devices), kernels
 
 
 def ops_table(store, run_ids, kind: str = "all") -> pd.DataFrame:
@@ -194,25 +273,36 @@ def ops_table(store, run_ids, kind: str = "all") -> pd.DataFrame:
     its kernels ran on, intensity, bound, kernels (parsed: library, arch, instruction, tile)."""
     if kind not in KINDS:
         raise queries.QueryError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
-    calls = op_calls(store, run_ids)
+    with _session(store) as db:
+        return _ops_table(db, list(run_ids), kind)
+
+
+def _ops_table(db, run_ids: list, kind: str) -> pd.DataFrame:
+    calls, kernels = _op_calls(db, run_ids)
     if kind != "all":
         calls = calls[calls["kind"] == kind]
     if calls.empty:
         return pd.DataFrame(columns=[*CALL_COLUMNS, "calls", "kernel_us_mean", "kernel_names"])
     keys = ["run_id", "op", "backend", "kind", "shape", "dtype", "engine", "shape_source"]
-    table = calls.groupby(keys, dropna=False, sort=False).agg(
-        calls=("op", "size"), flops=("flops", "first"), bytes=("bytes", "first"),
-        kernel_ns=("kernel_ns", "sum"), kernel_names=("kernels", _names)).reset_index()
+    calls = calls.assign(group=calls.groupby(keys, dropna=False, sort=False).ngroup())
+    by_group = calls.groupby("group")     # (not agg(engine=...): pandas takes `engine` as its own)
+    table = by_group[[*keys, "flops", "bytes"]].first().join(
+        by_group.agg(calls=("op", "size"), kernel_ns=("kernel_ns", "sum")))
+    table["kernel_names"] = _kernel_lists(kernels, calls).reindex(table.index).to_list()
+    table = table.reset_index(drop=True)
     table["kernel_us_mean"] = table["kernel_ns"] / table["calls"] / 1e3
-    devices = {r: _device(i) for r, i in queries.run_devices(store, list(set(table["run_id"]))).items()}
+    devices = {r: _device(i) for r, i in queries.run_devices(db, list(set(table["run_id"]))).items()}
     table = rate(table, table["kernel_us_mean"] / 1e6, devices)
     table["kernels"] = [" | ".join(f"{n} [{kernel_names.parse(n).summary}]" for n in names)
                         for names in table["kernel_names"]]
     return table.sort_values("kernel_ns", ascending=False, ignore_index=True)
 
 
-def _names(lists) -> list[str]:
-    return list(dict.fromkeys(n for names in lists for n in names))
+def _kernel_lists(kernels: pd.DataFrame, calls: pd.DataFrame) -> pd.Series:
+    """The distinct kernel names of each group of calls, longest-running first, by group."""
+    mine = kernels.merge(calls[["run_id", "op_id", "group"]].astype({"op_id": "int64"}), on=["run_id", "op_id"])
+    order = mine.groupby(["group", "kernel"], sort=False)["dur_ns"].sum().reset_index()
+    return order.sort_values("dur_ns", ascending=False).groupby("group", sort=False)["kernel"].agg(list)
 
 
 def attention_in_trace(store, run_ids, top_gemms: int = 5) -> pd.DataFrame:

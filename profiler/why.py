@@ -80,7 +80,7 @@ def _fp32_gemms(labels: dict, calls: pd.DataFrame) -> list[Finding]:
     for run, rows in slow.groupby("run_id", sort=False):
         tflops = rows["flops"].sum() / (rows["kernel_ns"].sum() / 1e9) / 1e12
         peak = rows["peak_tflops"].iloc[0]
-        kernels = list(dict.fromkeys(k for ks in rows["kernels"] for k in ks))
+        kernels = list(dict.fromkeys(rows["main_kernel"]))
         per_iter = len(_iteration(rows))
         text = (f"{labels[run]} runs {per_iter} GEMM{'s' if per_iter != 1 else ''} per iteration in fp32 "
                 f"on CUDA cores at {tflops:.1f} TFLOP/s against an fp32 CUDA-core peak of {peak:g} "
@@ -97,7 +97,7 @@ def _main_kernel(calls: pd.DataFrame, run: str) -> str | None:
     rows = calls[(calls["run_id"] == run) & calls["kind"].isin(["attention", "gemm"])]
     if rows.empty:
         return None
-    return rows.loc[rows["kernel_ns"].idxmax(), "kernels"][0]
+    return rows.loc[rows["kernel_ns"].idxmax(), "main_kernel"]
 
 
 def _arch_finding(labels: dict, calls: pd.DataFrame, a: str, b: str) -> list[Finding]:

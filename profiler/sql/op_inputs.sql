@@ -1,6 +1,6 @@
--- The ops the cost model charges GPU work to, with record_shapes' inputs (NULL when not recorded).
--- params: $run_ids VARCHAR[], $op_ids BIGINT[]
-SELECT trace_id AS run_id, op_id, name, ts_ns, iteration, input_dims, input_types, concrete_inputs
+-- The ops the cost model charges GPU work to: name, start, iteration and record_shapes' inputs
+-- as JSON text (NULL when not recorded).
+-- params: $run_id VARCHAR, $op_ids BIGINT[]
+SELECT op_id, name AS op, ts_ns, iteration AS op_iteration, input_dims, input_types, concrete_inputs
 FROM ops
-WHERE trace_id IN (SELECT unnest($run_ids)) AND op_id IN (SELECT unnest($op_ids))
-ORDER BY run_id, ts_ns;
+WHERE trace_id = $run_id AND op_id IN (SELECT unnest($op_ids));
