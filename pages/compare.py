@@ -59,8 +59,11 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     state, a, b, iteration = pick_pair(state, runs, labels)
     label_a, label_b = f"a: {labels.get(a, a)}", f"b: {labels.get(b, b)}"
     st.subheader("Findings", divider="gray")
-    for finding in findings.compare_findings(store, a, b):
+    found = findings.compare_findings(store, a, b)
+    for finding in found:
         st.markdown(f"- {finding.text}")
+    if any(f.evidence.get("page") == "attention" for f in found):  # the op-level cost model's evidence
+        ui.link_to("attention", state, "Ops, kernels, FLOPs and bytes behind these findings")
     aligned = queries.kernel_alignment(store, a, b, iteration)
     st.subheader("Kernel sequence of one iteration", divider="gray")
     st.markdown(narrative.alignment_summary(aligned, label_a, label_b))
