@@ -51,8 +51,10 @@ def owners(parent: np.ndarray, family: np.ndarray, starts: np.ndarray) -> tuple[
     parents: the outermost attention op owns everything beneath it, so SDPA owns its backend op,
     unless the innermost one is a decomposed backend (math), whose GEMMs and softmax are charged
     to themselves; otherwise the nearest modelled op owns it."""
-    cur = starts.copy()
+    cur = starts.copy() if len(family) else np.full(len(starts), -1)
     nearest, inner, outer = (np.full(len(starts), -1) for _ in range(3))
+    if not len(family):
+        return nearest, inner
     while (live := cur >= 0).any():
         f = np.where(live, family[np.maximum(cur, 0)], 0)
         nearest = np.where((nearest < 0) & (f == MODEL), cur, nearest)
