@@ -272,7 +272,8 @@ def roofline_chart(roof: pd.DataFrame, lines: pd.DataFrame, labels: dict[str, st
         layers.append(alt.Chart(op_points).mark_point(shape="cross", size=70).encode(
             x=x, y=y, color=alt.Color("run:N"),
             tooltip=_tips(op_points, ["run", "op", "shape", "dtype", "engine", "tflops", "intensity", "bound"])))
-    return alt.layer(*layers, title="Roofline: modelled FLOPs and bytes per iteration over their kernel time")
+    return alt.layer(*layers, title="Roofline: modelled FLOPs and bytes per iteration over their kernel time"
+                     ).properties(height=360)
 
 
 # ── sweep ────────────────────────────────────────────────────────────────────────────────────
