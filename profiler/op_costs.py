@@ -86,6 +86,8 @@ def charged_kernels(store, run_id: str) -> pd.DataFrame:
     the n-th flex kernel, a call by itself), and backend_id (the attention backend op or -1);
     kernels no modelled op owns are left out."""
     work = launched_work(store, [run_id])
+    names = store.query(queries.sql_text("kernel_name_hashes"), {"run_id": run_id})
+    work["kernel"] = work["kernel_hash"].map(dict(zip(names["kernel_hash"], names["kernel"])))
     parent, family = _tree(store, run_id)
     family = _decomposed(store, run_id, family)
     starts = work["launch_op_id"].fillna(-1).astype(np.int64).to_numpy()
@@ -106,6 +108,7 @@ def charged_calls(store, run_id: str, kernels: pd.DataFrame | None = None) -> pd
     calls["main_kernel"] = kernels.loc[by_op["dur_ns"].idxmax().to_numpy(), "kernel"].to_numpy()
     ids = [int(i) for i in set(calls["op_id"]) | set(calls["backend_id"]) if i >= 0]
     ops = store.query(queries.sql_text("op_inputs"), {"run_id": run_id, "op_ids": ids}).set_index("op_id")
+    ops = ops.astype({c: object for c in ("op", "input_dims", "input_types", "concrete_inputs")})
     calls = calls.join(ops, on="op_id")
     calls["backend_op"] = calls["backend_id"].map(ops["op"])
     calls["op"] = calls["op"].where(calls["op_id"] >= 0, FLEX_KERNEL)
@@ -180,14 +183,18 @@ def _calls(store, run_ids) -> tuple[pd.DataFrame, pd.DataFrame]:
     calls = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if calls.empty:
         return calls, pd.DataFrame(columns=["run_id", "op_id", "kernel", "dur_ns"])
-    engines = [_engine(k) for k in calls["main_kernel"]]
-    calls = calls.assign(engine=[e for e, _ in engines], kernel_precision=[p for _, p in engines])
+    main = calls["main_kernel"].to_numpy(dtype=object)
+    found = {k: _engine(k) for k in set(main)}
+    calls = calls.assign(engine=[found[k][0] for k in main], kernel_precision=[found[k][1] for k in main])
     return calls, pd.concat(kernels, ignore_index=True)[["run_id", "op_id", "kernel", "dur_ns"]]
 
 
 def _priced(calls: pd.DataFrame, shapes: pd.DataFrame) -> pd.DataFrame:
-    columns = (calls[c].astype(object).tolist() for c in ("op", "input_dims", "input_types", "concrete_inputs"))
-    costs = [_recorded(*args) for args in zip(*columns)]
+    recorded = calls[calls["input_dims"].notna()]
+    columns = (recorded[c].to_numpy(dtype=object) for c in ("op", "input_dims", "input_types", "concrete_inputs"))
+    costs: list[OpCost | None] = [None] * len(calls)
+    for i, args in zip(calls.index.get_indexer(recorded.index), zip(*columns)):
+        costs[i] = _recorded(*args)
     source = ["trace" if c else None for c in costs]
     shape_of = shapes.set_index("run_id").to_dict("index")
     for run_id, rows in calls.groupby("run_id", sort=False):
