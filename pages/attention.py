@@ -2,7 +2,7 @@
 FLOPs, bytes and % of peak from the op-level cost model; the roofline of the selected runs."""
 import streamlit as st
 
-from profiler import charts, op_costs, queries, roofline, ui
+from profiler import charts, op_costs, queries, roofline, ui, why
 
 Col = st.column_config
 COLUMNS = {
@@ -36,6 +36,8 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     table = op_costs.attention_in_trace(store, runs)
     for run, rows in charts.per_run(table, runs):
         st.subheader(labels.get(run, run), divider="gray")
+        for finding in why.one_run(store, run):
+            st.text(finding.text)       # op and kernel names are data, not Markdown
         if rows.empty:
             st.info("No attention op or GEMM with recorded shapes launched GPU work in this run "
                     "(traces need record_shapes, or a captured run's shape).")

@@ -54,9 +54,8 @@ def run_findings(store, run_id: str) -> list[Finding]:
     """Findings about one run: kernels per iteration, CPU- or GPU-bound, CUDA-core math,
     0 %-occupancy kernels explained."""
     runs = _load(store, [run_id])
-    from profiler import why  # the op-level cost model's findings
     return [*_kernels_per_iteration(runs), *_cpu_bound(runs), *_cuda_core_math(runs),
-            *_zero_occupancy(runs, store), *why.one_run(store, run_id)]
+            *_zero_occupancy(runs, store)]
 
 
 def compare_findings(store, run_a: str, run_b: str) -> list[Finding]:

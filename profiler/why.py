@@ -8,7 +8,8 @@
   or matrix instructions (`profiler.kernel_names`).
 
 Each is a `findings.Finding` whose evidence names the ops and kernels it rests on and the page
-that shows them (`attention`).
+that shows them (`attention`). `compare` joins `findings.compare_findings` (the compare page, the
+`compare` command); `one_run` is shown on the Attention page.
 """
 from __future__ import annotations
 

@@ -25,3 +25,13 @@ def test_no_runs_selected_shows_the_empty_state(pages, empty_store):
     at = pages.open("attention")
     pages.assert_clean(at)
     assert "No runs selected" in pages.texts(at)
+
+
+def test_fp32_gemm_finding_on_the_math_sample(pages, page_store):
+    from tests.conftest import SAMPLES
+    run = page_store.ingest(SAMPLES / "default" / "sdpa_math_b8_h16_s1024_d64_bf16_causal_warm.json.gz").trace_id
+    at = pages.open("attention", runs=run)
+    pages.assert_clean(at)
+    assert any("in fp32 on CUDA cores" in t.value for t in at.text)
+    (table,) = [df.value for df in at.dataframe if "share_of_gpu_pct" in df.value.columns]
+    assert set(table["engine"]) == {"CUDA core"} and set(table["dtype"]) == {"fp32"}
