@@ -8,7 +8,7 @@ datasheet peak for its precision on the engine its kernel ran on (`profiler.tens
 `run_totals` sums one iteration of each run (the roofline, the findings).
 
 Runs captured without `record_shapes` have no recorded inputs; when the run describes its own
-attention shape (captured runs do), the inputs are inferred from it (`_inferred`) and the rows say
+attention shape (captured runs do), the inputs are inferred from it (`profiler.run_shape`) and the rows say
 `shape_source = 'run shape'` instead of `'trace'`.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from profiler import costmodel as cm
-from profiler import gpus, kernel_names, queries, tensor_cores
+from profiler import gpus, kernel_names, queries, run_shape, tensor_cores
 from profiler.costmodel import OpCost
 
 KINDS = ("attention", "gemm", "all")
@@ -29,7 +29,7 @@ CALL_COLUMNS = ["run_id", "op_id", "op", "backend", "kind", "shape", "dtype", "f
                 "kernels", "engine", "shape_source", "iteration", "ts_ns", "tflops", "tbps", "intensity",
                 "peak_tflops", "peak_tbps", "ridge", "roof_tflops", "bound", "pct_of_peak",
                 "pct_of_bandwidth", "pct_of_roof", "peak_source"]
-FLEX_KERNEL = "flex_attention"     # a compiled flex attention kernel has no op of its own (sql)
+FLEX_KERNEL = run_shape.FLEX_KERNEL
 
 
 def _params(run_ids, **extra) -> dict:
@@ -133,48 +133,6 @@ def _recorded(name: str, dims: str | None, types: str | None, concrete: str | No
         return None
 
 
-def _inferred(calls: pd.DataFrame, shape: dict) -> list[OpCost | None]:
-    """Inputs of one run's calls (in time order) from the run's attention shape: attention ops
-    take Q, K, V; GEMMs alternate Q K^T and P V (in the dtype their kernel ran: the math backend
-    upcasts to fp32); elementwise ops between the two GEMMs act on the score matrix, before the
-    first on Q (masked_fill / where / add on the mask once a triu / tril built it), after the
-    second on the output."""
-    b, h, n, d = (int(shape[k]) for k in ("batch", "heads", "seq_len", "head_dim"))
-    dtype, causal = cm.TYPE_OF.get(str(shape["dtype"]), "c10::BFloat16"), bool(shape["causal"])
-    out, gemms, score_type, masked, iteration = [], 0, None, False, object()
-    for call in calls.itertuples():
-        if call.iteration != iteration:
-            gemms, score_type, masked, iteration = 0, None, False, call.iteration
-        name = call.op
-        if name in cm.ATTENTION or name == FLEX_KERNEL:
-            backend = cm.ATTENTION.get(name, (None, None, "flex"))[2]
-            out.append(cm.attention_cost([b, h, n, d], [b, h, n, d], [b, h, n, d], dtype, causal, backend=backend))
-        elif name in cm.GEMMS:
-            t = "float" if call.kernel_precision == "fp32" else dtype
-            dims = [[b * h, n, d], [b * h, d, n]] if gemms % 2 == 0 else [[b * h, n, n], [b * h, n, d]]
-            out.append(cm.gemm_cost("aten::bmm", dims, [t, t]))
-            gemms, score_type = gemms + 1, t
-        elif name in ("aten::triu", "aten::tril"):
-            out.append(cm.memory_cost(name, [[n, n]], ["bool"]))
-            masked = True
-        elif name in cm.MEMORY:
-            x, t = _elementwise_input(name, gemms, score_type or dtype, masked, (b, h, n, d))
-            copy = name == "aten::copy_"      # a cast: read in the math dtype, write the run's
-            out.append(cm.memory_cost(name, [x, x] if copy else [x], [dtype, t] if copy else [t]))
-        else:
-            out.append(None)
-    return out
-
-
-def _elementwise_input(name: str, gemms: int, dtype: str, masked: bool, shape: tuple) -> tuple[list, str]:
-    b, h, n, d = shape
-    if gemms % 2 == 1:
-        return [b, h, n, n], dtype
-    if gemms == 0 and masked and name in ("aten::where", "aten::masked_fill", "aten::add"):
-        return [n, n], dtype
-    return [b, h, n, d], dtype
-
-
 def _calls(store, run_ids) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(`charged_calls` of each run with the engine and precision of its longest kernel, the
     `charged_kernels` of each run)."""
@@ -201,7 +159,7 @@ def _priced(calls: pd.DataFrame, shapes: pd.DataFrame) -> pd.DataFrame:
         shape = shape_of.get(run_id)
         if shape is None or pd.isna(shape.get("seq_len")) or rows["input_dims"].notna().any():
             continue
-        for i, cost in zip(rows.index, _inferred(rows, shape)):
+        for i, cost in zip(rows.index, run_shape.inferred_costs(rows, shape)):
             if cost is not None and costs[i] is None:
                 costs[i], source[i] = cost, "run shape"
     keep = [c is not None for c in costs]
@@ -232,9 +190,10 @@ def rate(frame: pd.DataFrame, seconds: pd.Series, device_of: dict) -> pd.DataFra
     """Achieved TFLOP/s and TB/s over `seconds`, intensity, the engine's datasheet peak for the
     precision, the ridge point, bound, % of peak and % of the roof. `frame` needs run_id,
     flops, bytes, engine, dtype; `device_of` maps run_id to its `Device` (or None)."""
-    peaks = [getattr(device_of.get(r), "peaks", None) for r in frame["run_id"]]
-    peak = [p.peak_tflops(e, t) if p else None for p, e, t in zip(peaks, frame["engine"], frame["dtype"])]
-    bandwidth = [p.memory_gbps / 1e3 if p else None for p in peaks]       # TB/s
+    keys = list(zip(frame["run_id"].to_numpy(object), frame["engine"].to_numpy(object),
+                    frame["dtype"].to_numpy(object)))
+    looked = {k: _peak(device_of.get(k[0]), k[1], k[2]) for k in set(keys)}   # a few distinct keys
+    peak, bandwidth, source = ([looked[k][i] for k in keys] for i in range(3))
     out = frame.assign(tflops=frame["flops"] / seconds / 1e12, tbps=frame["bytes"] / seconds / 1e12,
                        intensity=frame["flops"] / frame["bytes"].where(frame["bytes"] > 0),
                        peak_tflops=np.array(peak, dtype=float), peak_tbps=np.array(bandwidth, dtype=float))
@@ -244,7 +203,15 @@ def rate(frame: pd.DataFrame, seconds: pd.Series, device_of: dict) -> pd.DataFra
                       bound=np.where(ridge.isna(), None, np.where(out["intensity"] < ridge, "memory", "compute")),
                       pct_of_peak=100 * out["tflops"] / out["peak_tflops"],
                       pct_of_bandwidth=100 * out["tbps"] / out["peak_tbps"],
-                      pct_of_roof=100 * out["tflops"] / roof, peak_source=[p.source if p else None for p in peaks])
+                      pct_of_roof=100 * out["tflops"] / roof, peak_source=source)
+
+
+def _peak(device, engine, dtype) -> tuple[float | None, float | None, str | None]:
+    """(peak TFLOP/s of the engine at the dtype, bandwidth TB/s, the datasheet) of a device."""
+    peaks = getattr(device, "peaks", None)
+    if peaks is None:
+        return None, None, None
+    return peaks.peak_tflops(engine, dtype if isinstance(dtype, str) else None), peaks.memory_gbps / 1e3, peaks.source
 
 
 def op_calls(store, run_ids) -> pd.DataFrame:
