@@ -24,6 +24,18 @@ COLUMNS = {
     "shape_source": Col.TextColumn("shapes from", help="trace: record_shapes; run shape: the captured run's description"),
 }
 
+TOTALS = {  # one iteration of each run
+    "run": Col.TextColumn("run"),
+    "flops_per_iter": Col.NumberColumn("FLOPs / iter", format="%.3e"),
+    "bytes_per_iter": Col.NumberColumn("bytes / iter", format="%.3e", help="Read + written by the modelled ops."),
+    "intensity": Col.NumberColumn("FLOP / byte", format="%.1f"),
+    "kernel_us_per_iter": Col.NumberColumn("kernel µs / iter", format="%.1f"),
+    "tflops": Col.NumberColumn("TFLOP/s", format="%.1f"), "tbps": Col.NumberColumn("TB/s", format="%.2f"),
+    "engine": Col.TextColumn("engine (most FLOPs)"), "dtype": Col.TextColumn("dtype"),
+    "roof_tflops": Col.NumberColumn("roof TFLOP/s", format="%.1f"),
+    "pct_of_roof": Col.NumberColumn("% of roof", format="%.1f"), "bound": Col.TextColumn("bound"),
+}
+
 st.title("Attention")
 state = ui.view_state("attention")
 runs = ui.require_runs(state)
@@ -54,4 +66,6 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         ops = op_costs.ops_table(store, runs) if per_op else None
         st.altair_chart(charts.roofline_chart(roof, roofline.ceilings(roof), labels, ops), width="stretch")
         st.caption(f"Peaks: {'; '.join(sorted(set(roof['peak_source'].dropna())))}.")
+        st.dataframe(roof.assign(run=roof["run_id"].map(labels)), column_config=TOTALS,
+                     column_order=list(TOTALS), hide_index=True)
     ui.copy_link(state)

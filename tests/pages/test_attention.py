@@ -35,3 +35,18 @@ def test_fp32_gemm_finding_on_the_math_sample(pages, page_store):
     assert any("in fp32 on CUDA cores" in t.value for t in at.text)
     (table,) = [df.value for df in at.dataframe if "share_of_gpu_pct" in df.value.columns]
     assert set(table["engine"]) == {"CUDA core"} and set(table["dtype"]) == {"fp32"}
+
+
+@pytest.mark.third_party
+def test_attention_in_the_qwen_h100_trace(pages, page_store):
+    from tests.conftest import SHARED_TRACES
+    run = page_store.ingest(SHARED_TRACES / "tracelens__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz").trace_id
+    at = pages.open("attention", runs=run)
+    pages.assert_clean(at)
+    (table,) = [df.value for df in at.dataframe if "share_of_gpu_pct" in df.value.columns]
+    sdpa = table[table["kind"] == "attention"].iloc[0]
+    assert (sdpa["backend"], sdpa["shape"], sdpa["shape_source"]) == ("flash", "16x16x559x64 causal", "trace")
+    assert sdpa["calls"] >= 24 and 0 < sdpa["share_of_gpu_pct"] < 100 and 0 < sdpa["pct_of_peak"] < 100
+    assert (table["kind"] == "gemm").sum() == 5                  # the top GEMMs by kernel time
+    (totals,) = [df.value for df in at.dataframe if "bytes_per_iter" in df.value.columns]
+    assert totals.loc[0, "tflops"] < totals.loc[0, "roof_tflops"]
