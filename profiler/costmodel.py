@@ -33,6 +33,7 @@ PRECISION = {
     "c10::Float8_e4m3fn": "fp8", "c10::Float8_e5m2": "fp8", "c10::Float8_e4m3fnuz": "fp8",
     "c10::Float8_e5m2fnuz": "fp8",
 }
+PRECISION_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp64": 8, "fp8": 1, "bool": 1}
 # Short dtype names (captured runs describe themselves with these) -> trace 'Input type' names
 TYPE_OF = {"bf16": "c10::BFloat16", "bfloat16": "c10::BFloat16", "fp16": "c10::Half",
            "float16": "c10::Half", "fp32": "float", "float32": "float", "bool": "bool"}

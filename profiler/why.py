@@ -16,6 +16,7 @@ from __future__ import annotations
 import pandas as pd
 
 from profiler import kernel_names, op_costs, queries, roofline
+from profiler.costmodel import PRECISION_BYTES
 from profiler.findings import Finding
 
 GIB, MIB = 2**30, 2**20
@@ -32,23 +33,38 @@ def _iteration(calls: pd.DataFrame) -> pd.DataFrame:
     return calls[calls["iteration"] == calls["iteration"].min()].sort_values("ts_ns")
 
 
-def score_matrix(calls: pd.DataFrame) -> dict | None:
-    """The largest tensor that memory-bound ops of one iteration pass between two GEMMs: its
-    shape, dtype, bytes, the ops that touch it, and the GEMMs around it; None when none does."""
-    one = _iteration(calls)
-    memory = one[one["kind"] == "memory"]
-    gemms = one[one["kind"] == "gemm"]
-    if memory.empty or len(gemms) < 2:
-        return None
-    biggest = memory.loc[memory["bytes"].idxmax()]
-    shape = biggest["shape"].split(" , ")[0]
-    touching = memory[memory["shape"].str.split(" , ").str[0] == shape]
-    elements = 1
+def _elements(shape: str) -> int:
+    count = 1
     for n in shape.split("x"):
-        elements *= int(n)
-    itemsize = biggest["bytes"] / (elements * max(1, len(biggest["shape"].split(" , "))) + elements)
-    return {"shape": shape, "dtype": biggest["dtype"], "ops": list(touching["op"]),
-            "bytes": int(round(elements * itemsize)), "gemms": list(gemms["op"])}
+        count *= int(n)
+    return count
+
+
+def _gemm_io(shape: str) -> tuple[int, int, bool]:
+    """(elements of the result, elements of the first operand, both operands batched) of a GEMM
+    shape 'AxB @ CxD'. Attention's GEMMs multiply two batched activations; a layer's GEMM has a
+    2-D weight."""
+    a, b = (list(map(int, side.split("x"))) for side in shape.split(" @ "))
+    out = _elements("x".join(map(str, [*a[:-1], b[-1]])))
+    return out, _elements("x".join(map(str, a))), len(a) >= 3 and len(b) >= 3
+
+
+def score_matrix(calls: pd.DataFrame) -> dict | None:
+    """The largest tensor of one iteration that a batched GEMM of two activations writes,
+    memory-bound ops re-read and rewrite, and a later GEMM reads (a materialised score matrix):
+    its shape, dtype, bytes and the ops that touch it; None when there is none."""
+    one = _iteration(calls)
+    memory, gemms = one[one["kind"] == "memory"], one[one["kind"] == "gemm"]
+    io = [_gemm_io(s) for s in gemms["shape"]]
+    for _, biggest in memory.sort_values("bytes", ascending=False).iterrows():
+        shape = biggest["shape"].split(" , ")[0]
+        elements = _elements(shape)
+        written = [i for i, (out, _, batched) in enumerate(io) if out == elements and batched]
+        if written and any(first == elements for _, first, _ in io[written[0] + 1:]):
+            touching = memory[memory["shape"].str.split(" , ").str[0] == shape]
+            return {"shape": shape, "dtype": biggest["dtype"], "ops": list(touching["op"]),
+                    "bytes": elements * PRECISION_BYTES.get(biggest["dtype"], 0)}
+    return None
 
 
 def _bytes_finding(labels: dict, totals: pd.DataFrame, calls: pd.DataFrame, a: str, b: str) -> list[Finding]:

@@ -66,3 +66,14 @@ def test_cudnn_wgmma_sm90_against_flash_sm80(sample_store):
     assert "cudnn_generated" in found.evidence["kernels"][ids["sdpa_cudnn"]]
     # same bytes: no bytes finding between two fused kernels
     assert not [f for f in why.compare(store, ids["sdpa_cudnn"], ids["sdpa_flash"]) if f.kind == "bytes_moved"]
+
+
+@pytest.mark.third_party
+def test_a_model_trace_with_fused_attention_has_no_score_matrix(tmp_path):
+    # Qwen's MLP also writes a tensor that a mul re-reads and a GEMM reads, but through 2-D weights
+    from profiler import op_costs
+    from profiler.store import Store
+    from tests.conftest import SHARED_TRACES
+    store = Store(tmp_path / "q.duckdb")
+    run = store.ingest(SHARED_TRACES / "tracelens__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz").trace_id
+    assert why.score_matrix(op_costs.op_calls(store, [run])) is None
