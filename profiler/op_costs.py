@@ -14,6 +14,8 @@ attention shape (captured runs do), the inputs are inferred from it (`profiler.r
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from contextlib import contextmanager
 from functools import lru_cache
 
@@ -25,6 +27,7 @@ from profiler import gpus, kernel_names, queries, run_shape, tensor_cores
 from profiler.costmodel import OpCost
 
 KINDS = ("attention", "gemm", "all")
+KERNEL_COLUMNS = ["run_id", "op_id", "kernel", "dur_ns"]
 CALL_COLUMNS = ["run_id", "op_id", "op", "backend", "kind", "shape", "dtype", "flops", "bytes", "kernel_ns",
                 "kernels", "engine", "shape_source", "iteration", "ts_ns", "tflops", "tbps", "intensity",
                 "peak_tflops", "peak_tbps", "ridge", "roof_tflops", "bound", "pct_of_peak",
@@ -140,11 +143,11 @@ def _calls(store, run_ids) -> tuple[pd.DataFrame, pd.DataFrame]:
     frames = [charged_calls(store, r, k) for r, k in zip(run_ids, kernels)]
     calls = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if calls.empty:
-        return calls, pd.DataFrame(columns=["run_id", "op_id", "kernel", "dur_ns"])
+        return calls, pd.DataFrame(columns=KERNEL_COLUMNS)
     main = calls["main_kernel"].to_numpy(dtype=object)
     found = {k: _engine(k) for k in set(main)}
     calls = calls.assign(engine=[found[k][0] for k in main], kernel_precision=[found[k][1] for k in main])
-    return calls, pd.concat(kernels, ignore_index=True)[["run_id", "op_id", "kernel", "dur_ns"]]
+    return calls, pd.concat(kernels, ignore_index=True)[KERNEL_COLUMNS]
 
 
 def _priced(calls: pd.DataFrame, shapes: pd.DataFrame) -> pd.DataFrame:
@@ -233,14 +236,46 @@ def _session(store):
 
 
 def _op_calls(db, run_ids: list) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(op_calls, the kernels charged to them: run_id, op_id, kernel)."""
-    calls, kernels = _calls(db, run_ids)
+    """(op_calls, the kernels charged to them: run_id, op_id, kernel, dur_ns); read-only frames."""
+    parts = [_run_op_calls(db, r) for r in run_ids]
+    calls = [c for c, _ in parts if not c.empty]
+    kernels = [k for _, k in parts if not k.empty]
+    return (pd.concat(calls, ignore_index=True) if calls else pd.DataFrame(columns=CALL_COLUMNS),
+            pd.concat(kernels, ignore_index=True) if kernels else pd.DataFrame(columns=KERNEL_COLUMNS))
+
+
+# A run id is a hash of the trace's bytes, so a run's op costs never change: the last few runs'
+# are kept per store file (a page opened again, or the roofline after the table, costs nothing).
+_CACHE: OrderedDict[tuple[str, str], tuple[pd.DataFrame, pd.DataFrame]] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+CACHED_RUNS = 16
+
+
+def clear_cache() -> None:
+    """Forget the kept op costs (benchmarks time the model, not the cache)."""
+    with _CACHE_LOCK:
+        _CACHE.clear()
+
+
+def _run_op_calls(db, run_id: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    key = (str(getattr(db, "path", "")), run_id)
+    with _CACHE_LOCK:
+        if key in _CACHE:
+            _CACHE.move_to_end(key)
+            return _CACHE[key]
+    calls, kernels = _calls(db, [run_id])
     if not calls.empty:
-        calls = _priced(calls, queries.run_shapes(db, run_ids))
+        calls = _priced(calls, queries.run_shapes(db, [run_id]))
     if calls.empty:
-        return pd.DataFrame(columns=CALL_COLUMNS), kernels
-    devices = {r: _device(i) for r, i in queries.run_devices(db, run_ids).items()}
-    return rate(calls, calls["kernel_ns"] / 1e9, devices), kernels
+        result = pd.DataFrame(columns=CALL_COLUMNS), kernels
+    else:
+        devices = {r: _device(i) for r, i in queries.run_devices(db, [run_id]).items()}
+        result = rate(calls, calls["kernel_ns"] / 1e9, devices), kernels
+    with _CACHE_LOCK:
+        _CACHE[key] = result
+        while len(_CACHE) > CACHED_RUNS:
+            _CACHE.popitem(last=False)
+    return result
 
 
 def ops_table(store, run_ids, kind: str = "all") -> pd.DataFrame:
