@@ -35,7 +35,7 @@ _LIBRARIES = (  # (pattern, library), first match wins
     (r"pytorch_flash::|flash_fwd|flash_bwd", "FlashAttention-2 (PyTorch)"),
     (r"fmha_cutlass|PyTorchMemEffAttention", "memory-efficient attention (PyTorch, CUTLASS)"),
     (r"^triton_|triton", "Triton"),
-    (r"^nvjet_|_cublas|cublas", "cuBLAS"),
+    (r"^nvjet_|_cublas|cublas|^(maxwell|volta|turing|ampere)_|gemmSN_|gemmk1_|gemv", "cuBLAS"),
     (r"cutlass", "CUTLASS"),
     (r"^Cijk_", "rocBLAS / hipBLASLt (Tensile)"),
     (r"nccl", "NCCL"),
@@ -62,7 +62,14 @@ def _library(name: str) -> str:
     return "other"
 
 
+# cuBLAS's older kernels name the architecture instead of tagging it
+_ARCH_NAMES = {"maxwell": "sm50", "volta": "sm70", "turing": "sm75", "ampere": "sm80"}
+
+
 def _arch(name: str, library: str) -> tuple[str | None, str | None]:
+    family = re.match(r"(maxwell|volta|turing|ampere)_", name)
+    if family:
+        return _ARCH_NAMES[family.group(1)], "name"
     match = _ARCH.search(name)
     if match:
         tag = match.group(1) or match.group(2) or match.group(3)

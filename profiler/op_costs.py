@@ -68,13 +68,32 @@ def owners(parent: np.ndarray, family: np.ndarray, starts: np.ndarray) -> tuple[
     return np.where(fused, outer, nearest), np.where(fused, inner, -1)
 
 
-def _tree(store, run_id: str) -> tuple[np.ndarray, np.ndarray]:
-    tree = store.query(queries.sql_text("op_tree"), {
+def _tree(store, run_id: str) -> pd.DataFrame:
+    """op_id (= row), parent_id, ts_ns, end_ns, family of every op of the run (sql/op_tree.sql)."""
+    return store.query(queries.sql_text("op_tree"), {
         "run_id": run_id, "attention_ops": [o for o in cm.ATTENTION if o not in cm.DECOMPOSED],
         "model_ops": [*cm.GEMMS, *cm.MEMORY]})
-    family = tree["family"].to_numpy().copy()
-    parent = tree["parent_id"].to_numpy()
-    return parent, family
+
+
+def launching_ops(tree: pd.DataFrame, work: pd.DataFrame) -> np.ndarray:
+    """The CPU op each kernel's launch call ran in (-1: none): the op with the launch's External
+    id when it encloses the call (or no call was recorded); else, walking up from the last op the
+    launching thread started before the call, the innermost op that encloses it (older traces
+    give the call its correlation id as External id)."""
+    parent, start, end = (tree[c].to_numpy() for c in ("parent_id", "ts_ns", "end_ns"))
+    if not len(parent):
+        return np.full(len(work), -1)
+    ext = work["launch_op_id"].fillna(-1).astype(np.int64).to_numpy()
+    at = work["launch_ts_ns"].fillna(-1).astype(np.int64).to_numpy()
+    safe = np.maximum(ext, 0)
+    ok = (ext >= 0) & ((at < 0) | ((start[safe] <= at) & (end[safe] >= at)))
+    cur = np.where(ok, ext, work["before_op_id"].fillna(-1).astype(np.int64).to_numpy())
+    need = ~ok & (cur >= 0) & (at >= 0)
+    while need.any():
+        need &= end[np.maximum(cur, 0)] < at
+        cur = np.where(need, parent[np.maximum(cur, 0)], cur)
+        need &= cur >= 0
+    return np.where(ok | (at >= 0), cur, -1)
 
 
 def _decomposed(store, run_id: str, family: np.ndarray) -> np.ndarray:
@@ -91,10 +110,10 @@ def charged_kernels(store, run_id: str) -> pd.DataFrame:
     work = launched_work(store, [run_id])
     names = store.query(queries.sql_text("kernel_name_hashes"), {"run_id": run_id})
     work["kernel"] = work["kernel_hash"].map(dict(zip(names["kernel_hash"], names["kernel"])))
-    parent, family = _tree(store, run_id)
+    tree = _tree(store, run_id)
+    parent, family = tree["parent_id"].to_numpy(), tree["family"].to_numpy().copy()
     family = _decomposed(store, run_id, family)
-    starts = work["launch_op_id"].fillna(-1).astype(np.int64).to_numpy()
-    owner, backend = owners(parent, family, starts)
+    owner, backend = owners(parent, family, launching_ops(tree, work))
     flex = work["flex"].to_numpy(bool)
     owner = np.where(flex, -1 - np.arange(len(work)), owner)
     return work.assign(op_id=owner, backend_id=backend)[(owner >= 0) | flex]

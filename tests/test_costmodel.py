@@ -161,3 +161,15 @@ def test_owners_walk_up_the_op_tree():
     owner, backend = op_costs.owners(parent, family, np.array([2, 6, 8, 9, -1]))
     assert owner.tolist() == [0, 6, 8, -1, -1]          # SDPA owns flash; math's bmm owns itself
     assert backend.tolist() == [2, -1, -1, -1, -1]      # the innermost attention op: _flash_fwd
+
+
+@pytest.mark.third_party
+def test_older_traces_link_launches_by_time(tmp_path):
+    # the DLRM V100 trace gives launch calls their correlation id as External id: the model finds
+    # the op enclosing each launch on its thread instead
+    store = Store(tmp_path / "d.duckdb")
+    run = store.ingest(SHARED_TRACES / "param__dlrm_kineto__worker0_step_12.1694128201545.pt.trace.json").trace_id
+    gemms = op_costs.ops_table(store, [run], "gemm")
+    mm = gemms[(gemms["op"] == "aten::mm") & (gemms["shape"] == "16x512 @ 512x512")].iloc[0]
+    assert (mm["flops"], mm["dtype"], mm["engine"]) == (2 * 16 * 512 * 512, "fp32", "CUDA core")
+    assert "volta_sgemm" in mm["kernels"] and mm["peak_tflops"] == 15.7      # V100 fp32

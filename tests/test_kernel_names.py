@@ -29,6 +29,7 @@ HOPPER_GEMM = ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warp
     ("void cutlass::Kernel2<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>(cutlass_80_simt_sgemm_128x32_8x5_"
      "nn_align1::Params)", "CUTLASS", "sm80", "name", "ffma", "128x32"),
     ("triton_tem_fused_flex_attention_0", "Triton", None, None, None, None),
+    ("volta_sgemm_64x32_sliced1x4_tn", "cuBLAS", "sm70", "name", "ffma", "64x32"),   # V100 DLRM trace
     ("void at::native::triu_tril_kernel<bool, int, true, 8, false>(at::cuda::detail::TensorInfo<bool, int>, "
      "at::cuda::detail::TensorInfo<bool const, int>, long, long, int)", "PyTorch native", None, None, None, None),
 ])
