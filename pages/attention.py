@@ -62,7 +62,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     if roof.empty:
         st.info("No roofline: no modelled op of the selected runs launched GPU work.")
     else:
-        per_op = st.toggle("One point per op", value=state.filter("per_op") == "1")
+        per_op = st.toggle("One point per op (crosses)")
         ops = op_costs.ops_table(store, runs) if per_op else None
         st.altair_chart(charts.roofline_chart(roof, roofline.ceilings(roof), labels, ops), width="stretch")
         st.caption(f"Peaks: {'; '.join(sorted(set(roof['peak_source'].dropna())))}.")
