@@ -277,5 +277,10 @@ def test_attention_roofline_of_the_h200_samples(server, browser):
         chart.scroll_into_view_if_needed()
         page.wait_for_timeout(1000)
         chart.screenshot(path=str(ARTIFACTS / "attention-roofline-chart.png"))
+        page.get_by_text("One point per op").click()                  # per-op crosses on demand
+        _settle(page)
+        _assert_no_exception(page, "attention, per op")
+        chart.scroll_into_view_if_needed()
+        chart.screenshot(path=str(ARTIFACTS / "attention-roofline-per-op.png"))
     finally:
         page.close()
