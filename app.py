@@ -23,5 +23,6 @@ st.navigation({
              page("upload", "Upload")],
     "Analysis": [page("timeline", "Timeline"), page("kernels", "Kernels"),
                  page("launches", "Launches"), page("cpu-cost", "CPU cost"),
-                 page("compare", "Compare"), page("sweep", "Sweep"), page("job", "Job")],
+                 page("compare", "Compare"), page("sweep", "Sweep"), page("attention", "Attention"),
+                 page("job", "Job")],
 }).run()

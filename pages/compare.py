@@ -72,8 +72,11 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     st.dataframe(metrics.assign(side=[label_a, label_b][:len(metrics)]), column_config=METRIC_COLUMNS,
                  column_order=list(METRIC_COLUMNS), hide_index=True)
     st.subheader("Findings", divider="gray")
-    for finding in findings.compare_findings(store, a, b):
+    found = findings.compare_findings(store, a, b)
+    for finding in found:
         st.markdown(f"- {markup.md(finding.text)}")
+    if any(f.evidence.get("page") == "attention" for f in found):  # the op-level cost model's evidence
+        ui.link_to("attention", state, "Ops, kernels, FLOPs and bytes behind these findings")
     aligned = queries.kernel_alignment(store, a, b, iteration)
     st.subheader("Kernel sequence of one iteration", divider="gray")
     st.markdown(narrative.alignment_summary(aligned, label_a, label_b))

@@ -56,14 +56,16 @@ BREAKDOWN_COLUMNS = {  # the metrics layer's per-iteration figures (profiler/sql
 }
 
 ROOF_COLUMNS = {
-    "variant": Col.TextColumn("variant"),
-    "achieved_tflops": Col.NumberColumn("achieved TFLOP/s", format="%.2f"),
-    "bound_tflops": Col.NumberColumn("roof TFLOP/s", format="%.1f"),
-    "pct_of_bound": Col.NumberColumn("% of roof", format="%.1f"),
-    "bound": Col.TextColumn("bound by", help="compute or memory, at this arithmetic intensity"),
-    "achieved_gbps": Col.NumberColumn("GB/s (minimum bytes)", format="%.0f"),
-    "intensity_flop_per_byte": Col.NumberColumn("FLOP / byte", format="%.1f"),
-    "precision": Col.TextColumn("precision"),
+    "run_id": Col.TextColumn("run"),
+    "tflops": Col.NumberColumn("achieved TFLOP/s", format="%.2f"),
+    "roof_tflops": Col.NumberColumn("roof TFLOP/s", format="%.1f"),
+    "pct_of_roof": Col.NumberColumn("% of roof", format="%.1f"),
+    "bound": Col.TextColumn("bound by", help="memory below the ridge point, compute above it"),
+    "bytes_per_iter": Col.NumberColumn("bytes / iter", format="%.3e", help="Read + written by the modelled ops."),
+    "flops_per_iter": Col.NumberColumn("FLOPs / iter", format="%.3e"),
+    "tbps": Col.NumberColumn("TB/s", format="%.2f"),
+    "intensity": Col.NumberColumn("FLOP / byte", format="%.1f"),
+    "engine": Col.TextColumn("engine"), "dtype": Col.TextColumn("dtype"),
     "peak_source": Col.TextColumn("peaks from"),
 }
 
@@ -83,15 +85,14 @@ def roofline_section(store, runs, labels) -> None:
     st.subheader("Roofline", divider="gray")
     roof = charts.roofline_usable(roofline.roofline_table(store, runs))
     if roof.empty:
-        st.info("No roofline: none of the selected runs carries an attention shape (captured "
-                "runs do; uploaded traces do not).")
+        st.info("No roofline: no modelled op of the selected runs launched GPU work (the model "
+                "reads record_shapes' input dims, or a captured run's shape).")
         return
-    st.caption("Attention FLOPs (causal: the lower triangle) and the minimum bytes (Q, K, V read "
-               "and O written once) from each captured run's shape, over its GPU time per "
-               "iteration, against the GPU's datasheet peaks.")
-    st.altair_chart(charts.roofline_chart(roof, labels), width="stretch")
-    st.dataframe(roof, column_config=ROOF_COLUMNS, column_order=list(ROOF_COLUMNS),
-                 hide_index=True, placeholder="—")
+    st.caption("FLOPs and bytes moved per iteration by the attention, GEMM and memory-bound ops "
+               "(from their recorded shapes), over their kernel time, under the GPU's datasheet "
+               "roofs: the memory slope and one ceiling per engine. Per op: the Attention page.")
+    st.altair_chart(charts.roofline_chart(roof, roofline.ceilings(roof), labels), width="stretch")
+    st.dataframe(roof, column_config=ROOF_COLUMNS, column_order=list(ROOF_COLUMNS), hide_index=True, placeholder="—")
 
 
 st.title("Kernels")

@@ -30,7 +30,12 @@ ARG_COLUMNS: dict[str, tuple[str, ...]] = {
     "block": ("block",),
     "bytes": ("bytes", "Bytes"),
     "bandwidth_gbps": ("memory bandwidth (GB/s)",),
+    # record_shapes: kept as the JSON text written (lists per input), read by profiler/costmodel.py
+    "input_dims": ("Input Dims",),
+    "input_types": ("Input type",),
+    "concrete_inputs": ("Concrete Inputs",),
 }
+RAW_COLUMNS = frozenset({"input_dims", "input_types", "concrete_inputs"})  # not decoded at ingest
 
 
 def _field_name(column: str, index: int) -> str:
@@ -40,7 +45,8 @@ def _field_name(column: str, index: int) -> str:
 Args = msgspec.defstruct(
     "Args",
     [
-        (_field_name(column, i), Any, msgspec.field(default=None, name=raw))
+        (_field_name(column, i), msgspec.Raw if column in RAW_COLUMNS else Any,
+         msgspec.field(default=msgspec.Raw() if column in RAW_COLUMNS else None, name=raw))
         for column, spellings in ARG_COLUMNS.items()
         for i, raw in enumerate(spellings)
     ],
@@ -64,6 +70,11 @@ def arg_column(args: list, column: str) -> list:
             break
         values = [v if v is not None else getattr(a, attr) for v, a in zip(values, args)]
     return values
+
+
+def raw_text(values: list) -> list:
+    """Raw JSON values (msgspec.Raw, empty when absent) -> their text, None where absent."""
+    return [bytes(v).decode() if v else None for v in values]
 
 
 def dims(values: list) -> tuple[list, list, list]:

@@ -284,8 +284,11 @@ class _Capture:
         self.config.out_dir.mkdir(parents=True, exist_ok=True)
         cuda = self.config.device == "cuda"
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+        # record_shapes: each op's input dims, dtypes and scalar values, which the op-level cost
+        # model (profiler/costmodel.py) prices
         with warnings.catch_warnings(), profile(activities=activities, schedule=self.driver.schedule,
-                                                on_trace_ready=self.driver.on_trace_ready) as prof:
+                                                on_trace_ready=self.driver.on_trace_ready,
+                                                record_shapes=True) as prof:
             # each cycle is one run on purpose: the "clears events at the end of each cycle" note is noise
             warnings.filterwarnings("ignore", message=".*clears events at the end of each cycle")
             for seq_len in self.config.seq_lens:

@@ -244,32 +244,37 @@ def delta_chart(delta: pd.DataFrame, top_n: int = TOP_N) -> alt.Chart:
 # ── roofline ─────────────────────────────────────────────────────────────────────────────────
 
 def roofline_usable(roof: pd.DataFrame) -> pd.DataFrame:
-    """Rows of ``roofline.roofline_table`` that have numbers (uploads without a shape do not)."""
-    if roof.empty or "achieved_tflops" not in roof:
+    """Rows of ``roofline.roofline_table`` that have a point to draw (FLOPs, bytes and time)."""
+    if roof.empty or "tflops" not in roof:
         return roof.iloc[0:0]
-    ok = roof["achieved_tflops"].notna()
-    return roof[ok & roof["error"].isna()] if "error" in roof else roof[ok]
+    return roof[(roof["tflops"] > 0) & roof["intensity"].notna()]
 
 
-def roofline_chart(roof: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
-    """Achieved TFLOP/s against arithmetic intensity (log-log), each run next to its roof
-    (datasheet peak or bandwidth × intensity, whichever is lower)."""
-    data = roof.assign(run=roof["trace_id"].map(labels).fillna(roof["trace_id"])).melt(
-        id_vars=["run", "intensity_flop_per_byte", "bound", "pct_of_bound"],
-        value_vars=["achieved_tflops", "bound_tflops"], var_name="point", value_name="tflops")
-    data = data.dropna(subset=["tflops"]).replace({"point": {"achieved_tflops": "achieved",
-                                                             "bound_tflops": "roof"}})
-    return alt.Chart(data, title="Roofline: attention FLOPs over GPU time per iteration").mark_point(
-        filled=True, size=90).encode(
-        x=alt.X("intensity_flop_per_byte:Q", scale=alt.Scale(type="log"),
-                title="arithmetic intensity (FLOP / minimum byte)"),
-        y=alt.Y("tflops:Q", scale=alt.Scale(type="log"), title="TFLOP/s"),
-        color=alt.Color("run:N", scale=alt.Scale(scheme=PALETTE),
-                        legend=alt.Legend(orient="top", labelLimit=400, columns=2)),
-        shape=alt.Shape("point:N", title=None),
-        tooltip=_tips(data, ["run", "point", "tflops", "intensity_flop_per_byte", "bound",
-                             "pct_of_bound"]),
-    )
+def roofline_chart(roof: pd.DataFrame, lines: pd.DataFrame, labels: dict[str, str],
+                   ops: pd.DataFrame | None = None) -> alt.LayerChart:
+    """Log-log roofline: the memory slope and one ceiling per engine (``roofline.ceilings``), a
+    point per run (``roofline.roofline_table``) and, when given, a cross per op (``ops_table``)."""
+    points = roof.assign(run=roof["run_id"].map(labels).fillna(roof["run_id"]), what="run")
+    x = alt.X("intensity:Q", scale=alt.Scale(type="log"), title="arithmetic intensity (FLOP / byte moved)")
+    y = alt.Y("tflops:Q", scale=alt.Scale(type="log"), title="TFLOP/s")
+    roof_lines = alt.Chart(lines).mark_line(strokeDash=[6, 3], color="#555").encode(
+        x=x, y=y, detail="ceiling:N", tooltip=_tips(lines, ["gpu_name", "ceiling", "intensity", "tflops"]))
+    names = lines.sort_values("intensity").groupby("ceiling", as_index=False).last()
+    label = alt.Chart(names).mark_text(align="right", dy=-8, color="#555").encode(x=x, y=y, text="ceiling:N")
+    runs = alt.Chart(points).mark_point(filled=True, size=110).encode(
+        x=x, y=y, color=alt.Color("run:N", scale=alt.Scale(scheme=PALETTE),
+                                  legend=alt.Legend(orient="top", labelLimit=400, columns=2)),
+        tooltip=_tips(points, ["run", "tflops", "intensity", "bytes_per_iter", "flops_per_iter",
+                               "engine", "dtype", "roof_tflops", "pct_of_roof", "bound"]))
+    layers = [roof_lines, label, runs]
+    if ops is not None and not ops.empty:
+        op_points = ops[(ops["tflops"] > 0) & ops["intensity"].notna()].assign(
+            run=lambda f: f["run_id"].map(labels).fillna(f["run_id"]))
+        layers.append(alt.Chart(op_points).mark_point(shape="cross", size=70).encode(
+            x=x, y=y, color=alt.Color("run:N"),
+            tooltip=_tips(op_points, ["run", "op", "shape", "dtype", "engine", "tflops", "intensity", "bound"])))
+    return alt.layer(*layers, title="Roofline: modelled FLOPs and bytes per iteration over their kernel time"
+                     ).properties(height=360)
 
 
 # ── sweep ────────────────────────────────────────────────────────────────────────────────────

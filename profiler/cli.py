@@ -1,4 +1,4 @@
-"""Command line: `python -m profiler {ingest,summary,variants,capture,compare}`.
+"""Command line: `python -m profiler {ingest,summary,variants,capture,compare,ops}`.
 
 Errors of this project are printed as one plain line (the file and the problem) and turn into a
 non-zero exit status; no traceback reaches the user.
@@ -103,10 +103,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _extensions() -> list:
-    """Subcommands that live beside their layer: capture (imports torch lazily) and compare."""
-    from profiler import cli_capture, cli_compare, cli_job
+    """Subcommands that live beside their layer: capture (imports torch lazily), compare, ops, job."""
+    from profiler import cli_capture, cli_compare, cli_job, cli_ops
 
-    return [cli_capture.register, cli_compare.register, cli_job.register]
+    return [cli_capture.register, cli_compare.register, cli_ops.register, cli_job.register]
 
 
 def main(argv: list[str] | None = None) -> int:

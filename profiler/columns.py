@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from profiler.args import NO_ARGS, Args, arg_column, dims
+from profiler.args import NO_ARGS, RAW_COLUMNS, Args, arg_column, dims, raw_text
 
 
 def _event_struct(name: str, ts_type: Any) -> type:
@@ -154,13 +154,15 @@ def launch_columns(events: list, ts: list) -> Columns:
 
 
 def op_columns(events: list, ts: list, first_id: int) -> Columns:
+    args = _args(events)
     return {
         "op_id": list(range(first_id, first_id + len(events))),
         "cat": [OP_CATEGORY.get(c, c) for c in map(_cat, events)],
         "name": list(map(_name, events)),
         "pid": list(map(_pid, events)), "tid": list(map(_tid, events)),
         "ts_ns": ts, "dur_ns": _durations(events),
-        "external_id": arg_column(_args(events), "external_id"),
+        "external_id": arg_column(args, "external_id"),
+        **{c: raw_text(arg_column(args, c)) for c in sorted(RAW_COLUMNS)},
     }
 
 

@@ -23,7 +23,9 @@ from profiler.diff import kernel_family
 MATH_OPS = ("gemm", "conv", "attention")
 MAX_NAMES = 5
 MAX_FINDINGS = 8
-ALWAYS = ("gpu_time", "kernel_delta")  # kept whatever their impact
+# kept whatever their impact: the GPU-time gap, its largest kernel, and why (the cost model's
+# bytes moved, fp32 CUDA-core GEMMs, kernel architecture)
+ALWAYS = ("gpu_time", "kernel_delta", "bytes_moved", "fp32_cuda_core_gemm", "kernel_arch")
 SAME_TIME_RATIO = 1.05  # GPU times closer than this read as "about the same"
 BOUND_WORDS = {"gpu": "GPU-bound", "cpu": "CPU-bound", "sync": "sync-bound",
                "mixed": "partly CPU-, partly sync-bound", "none": "without GPU work"}
@@ -72,7 +74,8 @@ def compare_findings(store, run_a: str, run_b: str) -> list[Finding]:
     return _ranked([*_gpu_time(runs), *_kernel_delta(store, runs), *_bound(runs),
                     *_kernels_per_iteration(runs), *_memcpy_only_in_one(runs),
                     *_launch_api(store, runs), *_cpu_ops_only_in_one(store, runs),
-                    *_cuda_core_math(runs), *_zero_occupancy(runs, store)])
+                    *_cuda_core_math(runs), *_zero_occupancy(runs, store),
+                    *_why(store, run_a, run_b)])
 
 
 def _ranked(found: list[Finding]) -> list[Finding]:
@@ -80,6 +83,11 @@ def _ranked(found: list[Finding]) -> list[Finding]:
     first = [f for f in found if f.kind in ALWAYS]
     rest = sorted((f for f in found if f.kind not in ALWAYS), key=lambda f: -f.impact_us)
     return first + rest[:max(MAX_FINDINGS - len(first), 0)]
+
+
+def _why(store, run_a: str, run_b: str) -> list[Finding]:
+    from profiler import why  # the op-level cost model: bytes moved, fp32 GEMMs, kernel arch
+    return why.compare(store, run_a, run_b)
 
 
 def sweep_findings(store, run_ids) -> list[Finding]:

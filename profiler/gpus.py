@@ -7,7 +7,7 @@ Two sources, one shape (`Device`):
   (`reservedSharedMemPerBlock`, max blocks per SM) from the compute capability, as the CUDA
   occupancy calculator (`cuda_occupancy.h`) does.
 * `builtin_device(name)` looks a device name up in a built-in table of common GPUs (A100, H100,
-  H200, B200, V100, L4, MI250, MI300X) for traces that lack `deviceProperties`.
+  H200, B200, V100, L4, MI250, MI250X, MI300X) for traces that lack `deviceProperties`.
 
 Peak figures (`Peaks`) are **datasheet figures** (dense, no sparsity) from the vendors' product
 pages, not measurements; `Peaks.source` says so wherever they are shown.
@@ -15,7 +15,7 @@ pages, not measurements; `Peaks.source` says so wherever they are shown.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 KB = 1024
 DATASHEET = "vendor datasheet (dense, no sparsity), not measured"
@@ -25,9 +25,23 @@ DATASHEET = "vendor datasheet (dense, no sparsity), not measured"
 class Peaks:
     """Datasheet peak throughput for one device as the runtime sees it (one GCD on MI250)."""
 
-    tflops: dict[str, float]          # math precision ('fp32', 'tf32', 'bf16', 'fp16', 'fp8') -> TFLOP/s
+    tflops: dict[str, float]          # tensor / matrix cores: precision ('tf32', 'bf16', 'fp16', 'fp8',
+                                      # AMD also 'fp32') -> TFLOP/s
     memory_gbps: float                # HBM / GDDR bandwidth, GB/s (1e9 bytes)
     source: str = DATASHEET
+    vector_tflops: dict[str, float] = field(default_factory=dict)  # CUDA cores / vector units
+
+    def peak_tflops(self, engine: str, precision: str | None) -> float | None:
+        """The datasheet peak of one engine ('tensor core' or 'CUDA core', as
+        `profiler.tensor_cores` names them) at one precision; None where the sheet has none.
+        An 'unknown' engine gets the higher of the two (the roof it cannot pass either way)."""
+        if precision == "fp16/bf16":
+            precision = "bf16"
+        if engine not in ("tensor core", "CUDA core"):
+            found = [t[precision] for t in (self.tflops, self.vector_tflops) if precision in t]
+            return max(found, default=None)
+        table = self.tflops if engine == "tensor core" else self.vector_tflops
+        return table.get(precision) if precision else None
 
 
 @dataclass(frozen=True)
@@ -66,11 +80,12 @@ def reserved_shared_mem_bytes(major: int) -> int:
     return KB if major >= 8 else 0
 
 
-def _peaks(fp32, tf32, bf16, fp16, fp8, gbps, per_package=1):
-    values = {"fp32": fp32, "tf32": tf32, "bf16": bf16, "fp16": fp16, "fp8": fp8}
-    tflops = {k: v / per_package for k, v in values.items() if v is not None}
-    note = DATASHEET if per_package == 1 else f"{DATASHEET}; module figure / {per_package} GCDs"
-    return Peaks(tflops=tflops, memory_gbps=gbps / per_package, source=note)
+def _peaks(matrix: dict, vector: dict, gbps: float, cite: str, per_package: int = 1) -> Peaks:
+    """Datasheet figures: `matrix` TFLOP/s of the tensor / matrix cores by precision, `vector`
+    TFLOP/s of the CUDA cores / vector units, `gbps` memory bandwidth; `cite` is the datasheet."""
+    note = f"{DATASHEET}: {cite}" + ("" if per_package == 1 else f"; module figure / {per_package} GCDs")
+    return Peaks(tflops={k: v / per_package for k, v in matrix.items()}, memory_gbps=gbps / per_package,
+                 source=note, vector_tflops={k: v / per_package for k, v in vector.items()})
 
 
 def _nv(name, cc, sms, threads_sm, smem_sm_kb, optin_kb, peaks):
@@ -93,28 +108,54 @@ def _amd(name, cus, peaks):
         max_blocks_per_sm=None, peaks=peaks)
 
 
+# Datasheets (dense figures; "sparse" doubles are not used):
+H100_SHEET = "NVIDIA H100 datasheet + H100 whitepaper table 3, nvidia.com/en-us/data-center/h100"
+H200_SHEET = "NVIDIA H200 datasheet (H200 SXM), nvidia.com/en-us/data-center/h200"
+B200_SHEET = "NVIDIA HGX B200 datasheet, per GPU, nvidia.com/en-us/data-center/hgx"
+A100_SHEET = "NVIDIA A100 datasheet + A100 whitepaper table 1, nvidia.com/en-us/data-center/a100"
+V100_SHEET = "NVIDIA V100 datasheet (SXM2), nvidia.com/en-us/data-center/v100"
+L4_SHEET = "NVIDIA L4 datasheet, nvidia.com/en-us/data-center/l4"
+MI300X_SHEET = "AMD Instinct MI300X data sheet, amd.com/en/products/accelerators/instinct/mi300/mi300x.html"
+MI250X_SHEET = "AMD Instinct MI250X data sheet, amd.com/en/products/accelerators/instinct/mi200/mi250x.html"
+MI250_SHEET = "AMD Instinct MI250 data sheet, amd.com/en/products/accelerators/instinct/mi200/mi250.html"
+
+# Hopper SXM (H100 SXM5 and H200 share the compute figures; H200 has more, faster HBM)
+_HOPPER_SXM_MATRIX = {"tf32": 494.7, "bf16": 989.4, "fp16": 989.4, "fp8": 1978.9, "fp64": 66.9}
+_HOPPER_SXM_VECTOR = {"fp32": 66.9, "bf16": 133.8, "fp16": 133.8, "fp64": 33.5}
+
 # (pattern on the lower-cased device name, device). Order matters: most specific first.
 BUILTIN: tuple[tuple[str, Device], ...] = (
     (r"h200", _nv("NVIDIA H200", (9, 0), 132, 2048, 228, 227,
-                  _peaks(67, 494.7, 989.4, 989.4, 1978.9, 4800))),
+                  _peaks(_HOPPER_SXM_MATRIX, _HOPPER_SXM_VECTOR, 4800, H200_SHEET))),
     (r"h100.*pcie", _nv("NVIDIA H100 PCIe", (9, 0), 114, 2048, 228, 227,
-                        _peaks(51, 378, 756, 756, 1513, 2000))),
+                        _peaks({"tf32": 378, "bf16": 756, "fp16": 756, "fp8": 1513, "fp64": 51},
+                               {"fp32": 51, "bf16": 102.4, "fp16": 102.4, "fp64": 25.6}, 2000, H100_SHEET))),
     (r"h100", _nv("NVIDIA H100 SXM", (9, 0), 132, 2048, 228, 227,
-                  _peaks(67, 494.7, 989.4, 989.4, 1978.9, 3350))),
+                  _peaks(_HOPPER_SXM_MATRIX, _HOPPER_SXM_VECTOR, 3350, H100_SHEET))),
     (r"b200", _nv("NVIDIA B200", (10, 0), 148, 2048, 228, 227,
-                  _peaks(75, 1100, 2250, 2250, 4500, 8000))),
+                  _peaks({"tf32": 1100, "bf16": 2250, "fp16": 2250, "fp8": 4500, "fp64": 37},
+                         {"fp32": 75, "fp64": 37}, 8000, B200_SHEET))),
     (r"a100.*40gb", _nv("NVIDIA A100 40GB", (8, 0), 108, 2048, 164, 163,
-                        _peaks(19.5, 156, 312, 312, None, 1555))),
+                        _peaks({"tf32": 156, "bf16": 312, "fp16": 312, "fp64": 19.5},
+                               {"fp32": 19.5, "bf16": 39, "fp16": 78, "fp64": 9.7}, 1555, A100_SHEET))),
     (r"a100", _nv("NVIDIA A100 80GB", (8, 0), 108, 2048, 164, 163,
-                  _peaks(19.5, 156, 312, 312, None, 2039))),
+                  _peaks({"tf32": 156, "bf16": 312, "fp16": 312, "fp64": 19.5},
+                         {"fp32": 19.5, "bf16": 39, "fp16": 78, "fp64": 9.7}, 2039, A100_SHEET))),
     (r"v100", _nv("NVIDIA V100", (7, 0), 80, 2048, 96, 96,
-                  _peaks(15.7, None, None, 125, None, 900))),
+                  _peaks({"fp16": 125}, {"fp32": 15.7, "fp16": 31.4, "fp64": 7.8}, 900, V100_SHEET))),
     (r"\bl4\b", _nv("NVIDIA L4", (8, 9), 58, 1536, 100, 99,
-                    _peaks(30.3, 60, 121, 121, 242.5, 300))),
+                    _peaks({"tf32": 60, "bf16": 121, "fp16": 121, "fp8": 242.5}, {"fp32": 30.3},
+                           300, L4_SHEET))),
     (r"mi300x", _amd("AMD Instinct MI300X", 304,
-                     _peaks(163.4, 653.7, 1307.4, 1307.4, 2614.9, 5300))),
+                     _peaks({"fp32": 163.4, "tf32": 653.7, "bf16": 1307.4, "fp16": 1307.4,
+                             "fp8": 2614.9, "fp64": 163.4},
+                            {"fp32": 163.4, "fp64": 81.7}, 5300, MI300X_SHEET))),
+    (r"mi250x", _amd("AMD Instinct MI250X (one GCD)", 110,
+                     _peaks({"fp32": 95.7, "bf16": 383, "fp16": 383, "fp64": 95.7},
+                            {"fp32": 47.9, "fp64": 47.9}, 3276.8, MI250X_SHEET, per_package=2))),
     (r"mi250", _amd("AMD Instinct MI250 (one GCD)", 104,
-                    _peaks(45.3, None, 362.1, 362.1, None, 3276.8, per_package=2))),
+                    _peaks({"fp32": 90.5, "bf16": 362.1, "fp16": 362.1, "fp64": 90.5},
+                           {"fp32": 45.3, "fp64": 45.3}, 3276.8, MI250_SHEET, per_package=2))),
 )
 
 

@@ -1,173 +1,73 @@
-"""Roofline for attention: FLOPs and minimum bytes from the shape, against datasheet peaks.
+"""Roofline of each run from the op-level cost model, and the sequence-length sweep.
 
-For `softmax(Q K^T / sqrt(d)) V` with Q of shape (batch, heads, seq_q, head_dim) and K, V of
-(batch, heads, seq_kv, head_dim):
-
-* **FLOPs** = 2 matmuls x 2 FLOPs per multiply-add x (score elements) x head_dim, where score
-  elements = batch * heads * seq_q * seq_kv, or only the lower triangle including the diagonal
-  when causal (seq_q * (seq_q + 1) / 2 for a square mask). Softmax and scaling (~5 FLOPs per
-  score element) are left out, as FlashAttention's own benchmarks do.
-* **Minimum bytes** = read Q, K, V once and write O once: `(2 seq_q + 2 seq_kv) * batch * heads *
-  head_dim * bytes per element`. A variant that materialises the score matrix moves more; the
-  gap between achieved GB/s and this minimum is what the roofline shows.
-
-Achieved TFLOP/s and GB/s divide these by the measured GPU time; the bound is
-`min(peak TFLOP/s, intensity * peak GB/s)` using the device's datasheet peaks (`profiler.gpus`).
+`roofline_table(store, run_ids)` sums one iteration of each run from `profiler.op_costs`: the FLOPs
+and the bytes every modelled op call moves (read from the trace's recorded shapes, so a variant
+that writes and re-reads a score matrix moves far more bytes than one that reads Q, K, V and
+writes O once), over the kernel time of those calls. Its point sits at that arithmetic
+intensity, under the roof of the engine doing most of its FLOPs: min(engine's datasheet peak
+for the precision, intensity x memory bandwidth). `ceilings(...)` gives the lines to draw: the
+memory slope and one flat ceiling per engine (bf16 tensor core, fp32 CUDA core).
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-
+import numpy as np
 import pandas as pd
 
-from profiler import gpus, queries
-from profiler.gpus import Device
+from profiler import op_costs, queries
 
-BYTES_PER_ELEMENT = {"float32": 4, "fp32": 4, "float": 4, "tf32": 4, "bfloat16": 2, "bf16": 2,
-                     "float16": 2, "fp16": 2, "half": 2, "float8_e4m3fn": 1, "float8_e5m2": 1,
-                     "fp8": 1}
-PEAK_KEY = {4: "fp32", 1: "fp8"}
+CEILINGS = (("tensor core", "bf16"), ("CUDA core", "fp32"))   # one line each on the chart
 
 
-class RooflineError(ValueError):
-    """A shape or device the roofline cannot use; the message says which field and why."""
-
-
-@dataclass(frozen=True)
-class AttentionShape:
-    batch: int
-    heads: int
-    seq_len: int
-    head_dim: int
-    dtype: str                 # torch dtype name without 'torch.': 'bfloat16', 'float16', 'float32'
-    causal: bool
-    seq_len_kv: int | None = None
-
-    def __post_init__(self):
-        for field in ("batch", "heads", "seq_len", "head_dim"):
-            value = getattr(self, field)
-            if not isinstance(value, int) or value <= 0:
-                raise RooflineError(f"{field} must be a positive integer, got {value!r}")
-        if _dtype(self.dtype) not in BYTES_PER_ELEMENT:
-            raise RooflineError(f"unknown dtype {self.dtype!r}; expected one of {sorted(BYTES_PER_ELEMENT)}")
-
-
-@dataclass(frozen=True)
-class RooflinePoint:
-    flops: int
-    min_bytes: int
-    intensity_flop_per_byte: float
-    gpu_time_ns: int
-    achieved_tflops: float
-    achieved_gbps: float
-    peak_tflops: float | None          # datasheet, for the dtype's precision
-    peak_gbps: float | None            # datasheet
-    bound_tflops: float | None         # min(peak, intensity * bandwidth)
-    bound: str | None                  # 'compute' | 'memory'
-    pct_of_bound: float | None         # achieved / bound * 100
-    precision: str
-    peak_source: str | None
-
-
-def _dtype(name: str) -> str:
-    return str(name).lower().removeprefix("torch.")
-
-
-def precision_of(dtype: str) -> str:
-    """Peak-table key for a dtype: fp32 / bf16 / fp16 / fp8."""
-    name = _dtype(dtype)
-    size = BYTES_PER_ELEMENT[name]
-    if size == 2:
-        return "bf16" if "b" in name else "fp16"
-    return PEAK_KEY[size]
-
-
-def score_elements(shape: AttentionShape) -> int:
-    """Score-matrix entries computed; causal keeps row q's first q + 1 keys (torch SDPA's
-    top-left aligned `is_causal` mask)."""
-    seq_q, seq_kv = shape.seq_len, shape.seq_len_kv or shape.seq_len
-    per_head = seq_q * seq_kv
-    if shape.causal:
-        full = min(seq_q, seq_kv)
-        per_head = full * (full + 1) // 2 + (seq_q - full) * seq_kv
-    return shape.batch * shape.heads * per_head
-
-
-def attention_flops(shape: AttentionShape) -> int:
-    """FLOPs of the two matmuls of attention (forward)."""
-    return 4 * score_elements(shape) * shape.head_dim
-
-
-def attention_min_bytes(shape: AttentionShape) -> int:
-    """Bytes of Q, K, V read once and O written once."""
-    seq_kv = shape.seq_len_kv or shape.seq_len
-    elements = shape.batch * shape.heads * shape.head_dim * (2 * shape.seq_len + 2 * seq_kv)
-    return elements * BYTES_PER_ELEMENT[_dtype(shape.dtype)]
-
-
-def roofline_point(shape: AttentionShape, gpu_time_ns: int, device: Device | None) -> RooflinePoint:
-    """Achieved throughput of one run against the device's datasheet roofline."""
-    if not (gpu_time_ns is not None and gpu_time_ns > 0):  # also rejects NaN
-        raise RooflineError(f"GPU time must be positive, got {gpu_time_ns!r} ns")
-    flops, nbytes = attention_flops(shape), attention_min_bytes(shape)
-    seconds, precision = gpu_time_ns / 1e9, precision_of(shape.dtype)
-    peaks = device.peaks if device else None
-    peak_tflops = peaks.tflops.get(precision) if peaks else None
-    peak_gbps = peaks.memory_gbps if peaks else None
-    intensity = flops / nbytes
-    achieved = flops / seconds / 1e12
-    bound_tflops = bound = pct = None
-    if peak_tflops and peak_gbps:
-        memory_roof = intensity * peak_gbps / 1e3
-        bound_tflops = min(peak_tflops, memory_roof)
-        bound = "compute" if peak_tflops <= memory_roof else "memory"
-        pct = 100.0 * achieved / bound_tflops
-    return RooflinePoint(flops, nbytes, intensity, int(gpu_time_ns), achieved, nbytes / seconds / 1e9,
-                         peak_tflops, peak_gbps, bound_tflops, bound, pct, precision,
-                         peaks.source if peaks else None)
-
-
-def roofline_frame(runs: pd.DataFrame, device_for_run) -> pd.DataFrame:
-    """One roofline row per run.
-
-    `runs` needs columns trace_id, variant, batch, heads, seq_len, head_dim, dtype, causal,
-    gpu_time_ns (GPU time of one iteration); `device_for_run(row)` returns its `Device`.
-    Rows whose shape is unusable get an `error` sentence instead of numbers.
-    """
-    rows = []
-    for run in runs.to_dict("records"):
-        base = {"trace_id": run["trace_id"], "variant": run.get("variant")}
-        if pd.isna(run.get("seq_len")):
-            rows.append(base | {"error": f"run {run['trace_id']} has no attention shape "
-                                         "(only captured runs describe themselves)"})
-            continue
-        try:
-            shape = AttentionShape(int(run["batch"]), int(run["heads"]), int(run["seq_len"]),
-                                   int(run["head_dim"]), str(run["dtype"]), bool(run["causal"]))
-            rows.append(base | asdict(roofline_point(shape, run["gpu_time_ns"], device_for_run(run))))
-        except (RooflineError, TypeError, ValueError) as exc:
-            rows.append(base | {"error": f"run {run['trace_id']}: {exc}"})
-    return pd.DataFrame(rows)
+def run_totals(calls: pd.DataFrame, iterations: pd.DataFrame) -> pd.DataFrame:
+    """Per run, from `op_costs.op_calls` rows inside an iteration: iterations, flops_per_iter,
+    bytes_per_iter, kernel_us_per_iter, the dominant engine and dtype (most FLOPs; most bytes when
+    no FLOPs), calls, shape_source."""
+    calls = calls[calls["iteration"].notna()]
+    count = iterations.groupby("run_id")["iteration"].nunique()
+    work = calls.groupby(["run_id", "engine", "dtype"], dropna=False)[["flops", "bytes"]].sum()
+    main = work.sort_values(["flops", "bytes"], ascending=False).reset_index().drop_duplicates("run_id")
+    sums = calls.groupby("run_id").agg(flops=("flops", "sum"), bytes=("bytes", "sum"),
+                                       kernel_ns=("kernel_ns", "sum"), calls=("op", "size"),
+                                       shape_source=("shape_source", "first"))
+    n = count.reindex(sums.index).fillna(1)
+    out = pd.DataFrame({"iterations": n, "flops_per_iter": sums["flops"] / n,
+                        "bytes_per_iter": sums["bytes"] / n, "kernel_us_per_iter": sums["kernel_ns"] / n / 1e3,
+                        "calls_per_iter": sums["calls"] / n, "shape_source": sums["shape_source"]})
+    return out.join(main.set_index("run_id")[["engine", "dtype"]]).reset_index()
 
 
 def roofline_table(store, run_ids) -> pd.DataFrame:
-    """`roofline_frame` for runs in the store: shape from the run's metadata, GPU time = the
-    metrics layer's GPU busy time per iteration, device from the trace's properties or the
-    built-in table."""
-    shapes = queries.run_shapes(store, run_ids)
-    busy = queries.run_metrics(store, run_ids).set_index("run_id")["gpu_busy_us_per_iter"]
-    gpu_ns = busy * 1e3
-    runs = shapes.assign(trace_id=shapes["run_id"], gpu_time_ns=shapes["run_id"].map(gpu_ns))
-    devices = queries.run_devices(store, run_ids)
-    return roofline_frame(runs, lambda run: _device(devices.get(run["trace_id"])))
+    """One row per run with modelled ops: run_totals' columns plus op_costs.rate's (tflops, tbps,
+    intensity, peak_tflops, peak_tbps, ridge, roof_tflops, bound, pct_of_peak, pct_of_roof)."""
+    run_ids = list(run_ids)
+    totals = run_totals(op_costs.op_calls(store, run_ids), queries.run_iterations(store, run_ids))
+    if totals.empty:
+        return totals
+    frame = totals.rename(columns={"flops_per_iter": "flops", "bytes_per_iter": "bytes"})
+    devices = {r: op_costs._device(i) for r, i in queries.run_devices(store, run_ids).items()}
+    rated = op_costs.rate(frame, frame["kernel_us_per_iter"] / 1e6, devices)
+    rated["gpu_name"] = [getattr(devices.get(r), "name", None) for r in rated["run_id"]]
+    return rated.rename(columns={"flops": "flops_per_iter", "bytes": "bytes_per_iter"})
 
 
-def _device(info) -> Device | None:
-    props, gpu_name = info or (None, None)
-    try:
-        return gpus.resolve_device(props, 0, gpu_name)
-    except ValueError:
-        return gpus.builtin_device(gpu_name)
+def ceilings(roof: pd.DataFrame, lo: float = 0.01, hi: float = 10_000.0) -> pd.DataFrame:
+    """The roof lines of each GPU in `roof` (a `roofline_table`): gpu_name, ceiling ('bf16 tensor
+    core', 'fp32 CUDA core'), intensity, tflops = min(peak, intensity x bandwidth), sampled on a
+    log grid from `lo` to `hi` FLOP/byte with the ridge point itself included."""
+    from profiler import gpus
+    rows = []
+    for name in roof["gpu_name"].dropna().unique():
+        device = gpus.builtin_device(name)
+        if device is None or device.peaks is None:
+            continue
+        tbps = device.peaks.memory_gbps / 1e3
+        for engine, precision in CEILINGS:
+            peak = device.peaks.peak_tflops(engine, precision)
+            if peak is None:
+                continue
+            grid = np.unique(np.append(np.geomspace(lo, hi, 40), peak / tbps))
+            rows += [(name, f"{precision} {engine}", x, min(peak, x * tbps)) for x in grid]
+    return pd.DataFrame(rows, columns=["gpu_name", "ceiling", "intensity", "tflops"])
 
 
 SERIES = [k for k in queries.SHAPE_KEYS if k not in ("variant", "seq_len")]  # a sweep varies seq_len

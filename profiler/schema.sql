@@ -1,4 +1,4 @@
--- Store schema, version 1. Times are integer nanoseconds (ts_ns relative to nothing: the
+-- Store schema, version 2 (2: ops keep record_shapes' input dims, types and concrete values). Times are integer nanoseconds (ts_ns relative to nothing: the
 -- trace's own clock, exactly as written, microseconds * 1000 with no float in between).
 -- Every table is keyed by trace_id; a trace and all its rows land in one transaction.
 
@@ -107,7 +107,10 @@ CREATE TABLE IF NOT EXISTS ops (               -- cpu_op, user_annotation, gpu_u
     dur_ns       BIGINT NOT NULL,
     self_ns      BIGINT NOT NULL,            -- dur_ns minus the children's dur_ns
     external_id  UBIGINT,
-    iteration    INTEGER
+    iteration    INTEGER,
+    input_dims      VARCHAR,                 -- record_shapes: 'Input Dims' as JSON text, e.g. [[16,559,1024],[]]
+    input_types     VARCHAR,                 -- 'Input type' as JSON text, e.g. ["c10::BFloat16","Scalar"]
+    concrete_inputs VARCHAR                  -- 'Concrete Inputs' as JSON text, e.g. ["","","0.","True"]
 );
 
 -- What each API call launched: the kernel or copy with the same correlation id.

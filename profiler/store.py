@@ -26,9 +26,14 @@ from profiler.staging import Staging
 if TYPE_CHECKING:  # pandas loads only when a query result is read back
     import pandas as pd
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # schema version -> the SQL that upgrades a store from the version before it (run in order on open)
-MIGRATIONS: dict[int, str] = {}
+MIGRATIONS: dict[int, str] = {
+    # ops keep record_shapes' arguments (profiler/costmodel.py); traces ingested before have NULLs
+    2: "ALTER TABLE ops ADD COLUMN IF NOT EXISTS input_dims VARCHAR; "
+       "ALTER TABLE ops ADD COLUMN IF NOT EXISTS input_types VARCHAR; "
+       "ALTER TABLE ops ADD COLUMN IF NOT EXISTS concrete_inputs VARCHAR;",
+}
 SCHEMA_SQL = Path(__file__).with_name("schema.sql")
 INGEST_SQL = Path(__file__).with_name("sql") / "ingest"
 LOCK_TIMEOUT_S = 15.0

@@ -118,3 +118,19 @@ def labels(tiny) -> dict[str, str]:
     from tests.tiny_store import RUNS
 
     return charts.label_map(queries.run_labels(tiny, RUNS))
+
+
+SAMPLE_VARIANTS = ("naive", "sdpa_flash", "sdpa_math", "sdpa_cudnn", "sdpa_efficient", "flex")
+
+
+@pytest.fixture(scope="session")
+def sample_store(tmp_path_factory):
+    """A store with the warm L=1024 H200 samples of SAMPLE_VARIANTS: (store, {variant: run id})."""
+    from profiler.store import Store
+
+    store = Store(tmp_path_factory.mktemp("samples") / "samples.duckdb")
+    ids = {}
+    for variant in SAMPLE_VARIANTS:
+        path = SAMPLES / "default" / f"{variant}_b8_h16_s1024_d64_bf16_causal_warm.json.gz"
+        ids[variant] = store.ingest(path).trace_id
+    return store, ids

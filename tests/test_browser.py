@@ -45,7 +45,8 @@ else:
     UPLOADS = [SAMPLES / "default" / "naive_b8_h16_s1024_d64_bf16_causal_warm.json.gz",
                SAMPLES / "default" / "sdpa_cudnn_b8_h16_s1024_d64_bf16_causal_warm.json.gz"]
 # what each page must show once rendered, besides its title
-PAGE_TEXT = {"runs": "runs in the store", "profile": "Run capture", "upload": "MB per file"}
+PAGE_TEXT = {"runs": "runs in the store", "profile": "Run capture", "upload": "MB per file",
+             "attention": "Roofline"}
 WAIT_MS = 90_000
 
 
@@ -257,3 +258,29 @@ def test_dark_theme_in_a_narrow_window(server, browser, name):
         page.screenshot(path=str(ARTIFACTS / f"dark-{name}.png"), full_page=True)
     finally:
         context.close()
+
+
+def test_attention_roofline_of_the_h200_samples(server, browser):
+    """naive, flash, math and cuDNN at L=1024: the roofline draws its roofs and four points."""
+    url, store, _ = server
+    names = ("naive", "sdpa_flash", "sdpa_math", "sdpa_cudnn")
+    runs = tuple(store.ingest(SAMPLES / "default" / f"{n}_b8_h16_s1024_d64_bf16_causal_warm.json.gz").trace_id
+                 for n in names)
+    page = _open(browser, share_url(ViewState(page="attention", runs=runs), base=url), expect="Roofline")
+    try:
+        _assert_no_exception(page, "attention")
+        body = page.inner_text('[data-testid="stMain"]')
+        assert "No roofline" not in body and "datasheet" in body
+        assert page.locator('[data-testid="stVegaLiteChart"]').count() == 1
+        page.screenshot(path=str(ARTIFACTS / "attention-roofline.png"), full_page=True)
+        chart = page.locator('[data-testid="stVegaLiteChart"]')
+        chart.scroll_into_view_if_needed()
+        page.wait_for_timeout(1000)
+        chart.screenshot(path=str(ARTIFACTS / "attention-roofline-chart.png"))
+        page.get_by_text("One point per op").click()                  # per-op crosses on demand
+        _settle(page)
+        _assert_no_exception(page, "attention, per op")
+        chart.scroll_into_view_if_needed()
+        chart.screenshot(path=str(ARTIFACTS / "attention-roofline-per-op.png"))
+    finally:
+        page.close()

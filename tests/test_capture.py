@@ -189,3 +189,17 @@ def test_cli_variants_json(capsys):
     rows = json.loads(capsys.readouterr().out)
     assert [r["name"] for r in rows] == list(VARIANTS)
     assert {r["name"] for r in rows if not r["available"]} == {"sdpa_efficient", "sdpa_cudnn", "hub_flash"}
+
+
+def test_captures_record_the_shapes_the_cost_model_reads(captured):
+    import json
+
+    from profiler import costmodel
+    _, _, store, _ = captured
+    row = store.query("SELECT t.batch, t.heads, t.seq_len, t.head_dim, o.input_dims, o.input_types "
+                      "FROM ops o JOIN traces t USING (trace_id) WHERE t.variant = 'naive' AND NOT t.cold "
+                      "AND o.name = 'aten::bmm' ORDER BY o.ts_ns LIMIT 1").iloc[0]
+    b, h, n, d = (int(row[k]) for k in ("batch", "heads", "seq_len", "head_dim"))
+    assert json.loads(row["input_dims"]) == [[b * h, n, d], [b * h, d, n]]      # Q @ K^T
+    cost = costmodel.op_cost("aten::bmm", json.loads(row["input_dims"]), json.loads(row["input_types"]), [])
+    assert cost.flops == 2 * b * h * n * n * d

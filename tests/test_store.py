@@ -213,11 +213,31 @@ def test_an_older_store_is_migrated_in_order(db_path, monkeypatch):
     import profiler.store as store_module
 
     Store(db_path).ingest(FIXTURES / "tiny_inplace.json")
-    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 3)
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 4)
     monkeypatch.setattr(store_module, "MIGRATIONS", {
-        2: "ALTER TABLE traces ADD COLUMN note VARCHAR",
-        3: "UPDATE traces SET note = 'migrated'",
+        3: "ALTER TABLE traces ADD COLUMN note VARCHAR",
+        4: "UPDATE traces SET note = 'migrated'",
     })
     store = Store(db_path)
-    assert store.schema_version() == 3
+    assert store.schema_version() == 4
     assert rows(store, "SELECT note, variant FROM traces") == [("migrated", "naive_inplace")]
+
+
+def test_a_version_1_store_gains_the_record_shapes_columns(db_path):
+    import duckdb
+
+    Store(db_path).ingest(FIXTURES / "tiny_inplace.json")
+    con = duckdb.connect(str(db_path))   # make it a version-1 store, as written before the cost model
+    for column in ("input_dims", "input_types", "concrete_inputs"):
+        con.execute(f"ALTER TABLE ops DROP COLUMN {column}")
+    con.execute("UPDATE store_meta SET value = '1' WHERE key = 'schema_version'")
+    con.close()
+    store = Store(db_path)
+    assert store.schema_version() == 2
+    assert rows(store, "SELECT count(*), count(input_dims) FROM ops")[0][1] == 0   # old rows: NULL
+    op = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1.0, "dur": 2.0,
+          "args": {"External id": 7, "Input Dims": [[4, 3], [3, 5]], "Input type": ["float", "float"],
+                   "Concrete Inputs": ["", ""]}}
+    store.ingest(json.dumps({"traceEvents": [op]}).encode(), name="shapes.json")
+    (kept,) = rows(store, "SELECT input_dims, input_types, concrete_inputs FROM ops WHERE name = 'aten::mm'")
+    assert [json.loads(text) for text in kept] == [[[4, 3], [3, 5]], ["float", "float"], ["", ""]]

@@ -1,0 +1,71 @@
+"""Attention in this trace: every attention op, its backend and kernel, and the top GEMMs, with
+FLOPs, bytes and % of peak from the op-level cost model; the roofline of the selected runs."""
+import streamlit as st
+
+from profiler import charts, op_costs, queries, roofline, ui, why
+
+Col = st.column_config
+COLUMNS = {
+    "kind": Col.TextColumn("kind"), "op": Col.TextColumn("op"), "backend": Col.TextColumn("backend"),
+    "shape": Col.TextColumn("shape", help="Q (batch x heads x seq x head dim) for attention; A @ B for GEMMs"),
+    "dtype": Col.TextColumn("dtype"), "calls": Col.NumberColumn("calls"),
+    "share_of_gpu_pct": Col.NumberColumn("% of GPU time", format="%.1f",
+                                         help="Kernel time per iteration over the run's GPU time per iteration."),
+    "kernel_us_mean": Col.NumberColumn("µs / call", format="%.1f"),
+    "flops": Col.NumberColumn("FLOPs / call", format="%.3e"),
+    "bytes": Col.NumberColumn("bytes / call", format="%.3e", help="Read + written, from the tensor sizes."),
+    "tflops": Col.NumberColumn("TFLOP/s", format="%.1f"), "tbps": Col.NumberColumn("TB/s", format="%.2f"),
+    "engine": Col.TextColumn("engine"),
+    "pct_of_peak": Col.NumberColumn("% of peak", format="%.1f",
+                                    help="Of the datasheet peak for this dtype on this engine."),
+    "intensity": Col.NumberColumn("FLOP / byte", format="%.1f"),
+    "bound": Col.TextColumn("bound", help="memory below the ridge point, compute above it"),
+    "kernels": Col.TextColumn("kernels [library, arch, instruction, tile]"),
+    "shape_source": Col.TextColumn("shapes from", help="trace: record_shapes; run shape: the captured run's description"),
+}
+
+TOTALS = {  # one iteration of each run
+    "run": Col.TextColumn("run"),
+    "flops_per_iter": Col.NumberColumn("FLOPs / iter", format="%.3e"),
+    "bytes_per_iter": Col.NumberColumn("bytes / iter", format="%.3e", help="Read + written by the modelled ops."),
+    "intensity": Col.NumberColumn("FLOP / byte", format="%.1f"),
+    "kernel_us_per_iter": Col.NumberColumn("kernel µs / iter", format="%.1f"),
+    "tflops": Col.NumberColumn("TFLOP/s", format="%.1f"), "tbps": Col.NumberColumn("TB/s", format="%.2f"),
+    "engine": Col.TextColumn("engine (most FLOPs)"), "dtype": Col.TextColumn("dtype"),
+    "roof_tflops": Col.NumberColumn("roof TFLOP/s", format="%.1f"),
+    "pct_of_roof": Col.NumberColumn("% of roof", format="%.1f"), "bound": Col.TextColumn("bound"),
+}
+
+st.title("Attention")
+state = ui.view_state("attention")
+runs = ui.require_runs(state)
+st.caption("Attention ops and the top GEMMs of each selected run, priced from the shapes and dtypes "
+           "the trace recorded (record_shapes) and the kernels each op launched. Peaks are datasheet "
+           "figures for the op's dtype on the engine its kernel ran on.")
+
+with ui.guard(), queries.session(ui.get_store()) as store:
+    labels = charts.label_map(queries.run_labels(store, runs))
+    table = op_costs.attention_in_trace(store, runs)
+    for run, rows in charts.per_run(table, runs):
+        st.subheader(labels.get(run, run), divider="gray")
+        for finding in why.one_run(store, run):
+            st.text(finding.text)       # op and kernel names are data, not Markdown
+        if rows.empty:
+            st.info("No attention op or GEMM with recorded shapes launched GPU work in this run "
+                    "(traces need record_shapes, or a captured run's shape).")
+            continue
+        st.dataframe(rows, column_config=COLUMNS, column_order=list(COLUMNS), hide_index=True,
+                     width="stretch", placeholder="—")
+        ui.csv_download(rows, f"attention-{run}")
+    st.subheader("Roofline", divider="gray")
+    roof = charts.roofline_usable(roofline.roofline_table(store, runs))
+    if roof.empty:
+        st.info("No roofline: no modelled op of the selected runs launched GPU work.")
+    else:
+        per_op = st.toggle("One point per op (crosses)")
+        ops = op_costs.ops_table(store, runs) if per_op else None
+        st.altair_chart(charts.roofline_chart(roof, roofline.ceilings(roof), labels, ops), width="stretch")
+        st.caption(f"Peaks: {'; '.join(sorted(set(roof['peak_source'].dropna())))}.")
+        st.dataframe(roof.assign(run=roof["run_id"].map(labels)), column_config=TOTALS,
+                     column_order=list(TOTALS), hide_index=True)
+    ui.copy_link(state)
