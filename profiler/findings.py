@@ -12,7 +12,7 @@ The rules behind each kind are in `docs/analysis.md`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
@@ -23,9 +23,10 @@ from profiler.diff import kernel_family
 MATH_OPS = ("gemm", "conv", "attention")
 MAX_NAMES = 5
 MAX_FINDINGS = 8
-# kept whatever their impact: the GPU-time gap, its largest kernel, and why (the cost model's
-# bytes moved, fp32 CUDA-core GEMMs, kernel architecture)
-ALWAYS = ("gpu_time", "kernel_delta", "bytes_moved", "fp32_cuda_core_gemm", "kernel_arch")
+ALWAYS = ("gpu_time", "kernel_delta")  # kept whatever their impact
+# the cost model's findings (bytes moved, fp32 CUDA-core GEMMs, kernel architecture) explain the
+# GPU-time gap: they rank with the gap's size
+WHY = ("bytes_moved", "fp32_cuda_core_gemm", "kernel_arch")
 SAME_TIME_RATIO = 1.05  # GPU times closer than this read as "about the same"
 BOUND_WORDS = {"gpu": "GPU-bound", "cpu": "CPU-bound", "sync": "sync-bound",
                "mixed": "partly CPU-, partly sync-bound", "none": "without GPU work"}
@@ -68,21 +69,23 @@ def run_findings(store, run_id: str) -> list[Finding]:
                     *_zero_occupancy(runs, store)])
 
 
-def compare_findings(store, run_a: str, run_b: str) -> list[Finding]:
-    """Findings that explain the difference between two runs (a first, then b)."""
+def compare_findings(store, run_a: str, run_b: str, limit: int | None = MAX_FINDINGS) -> list[Finding]:
+    """Findings that explain the difference between two runs (a first, then b), ranked; the
+    first `limit` of them (all with None)."""
     runs = _load(store, [run_a, run_b])
+    gap = max((f.impact_us for f in _gpu_time(runs)), default=0.0)
+    why = [replace(f, impact_us=gap) if f.kind in WHY else f for f in _why(store, run_a, run_b)]
     return _ranked([*_gpu_time(runs), *_kernel_delta(store, runs), *_bound(runs),
                     *_kernels_per_iteration(runs), *_memcpy_only_in_one(runs),
                     *_launch_api(store, runs), *_cpu_ops_only_in_one(store, runs),
-                    *_cuda_core_math(runs), *_zero_occupancy(runs, store),
-                    *_why(store, run_a, run_b)])
+                    *_cuda_core_math(runs), *_zero_occupancy(runs, store), *why], limit)
 
 
-def _ranked(found: list[Finding]) -> list[Finding]:
-    """The always-kept kinds first, then the rest by impact, at most MAX_FINDINGS in all."""
+def _ranked(found: list[Finding], limit: int | None = MAX_FINDINGS) -> list[Finding]:
+    """The always-kept kinds first, then the rest by impact, at most `limit` in all."""
     first = [f for f in found if f.kind in ALWAYS]
     rest = sorted((f for f in found if f.kind not in ALWAYS), key=lambda f: -f.impact_us)
-    return first + rest[:max(MAX_FINDINGS - len(first), 0)]
+    return first + (rest if limit is None else rest[:max(limit - len(first), 0)])
 
 
 def _why(store, run_a: str, run_b: str) -> list[Finding]:

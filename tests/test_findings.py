@@ -39,7 +39,7 @@ def _by_kind(findings):
 
 def test_memcpy_present_in_one_run_only(runs):
     store, math, cudnn = runs
-    (memcpy,) = _by_kind(compare_findings(store, math, cudnn))["memcpy"]
+    (memcpy,) = _by_kind(compare_findings(store, math, cudnn, limit=None))["memcpy"]
     (copy,) = memcpy.evidence["memops"]
     assert copy["run_id"] == math and memcpy.impact_us == 10.0
     assert copy["bytes_per_iter"] == 33554432 and copy["calls_per_iter"] == 1
@@ -48,7 +48,7 @@ def test_memcpy_present_in_one_run_only(runs):
 
 def test_cuda_core_gemms(runs):
     store, math, cudnn = runs
-    (cuda,) = _by_kind(compare_findings(store, math, cudnn))["cuda_core_math"]
+    (cuda,) = _by_kind(compare_findings(store, math, cudnn, limit=None))["cuda_core_math"]
     ev = cuda.evidence["runs"][math]
     assert list(cuda.evidence["runs"]) == [math]
     assert ev["kernels"][0].startswith("sm80_xmma_gemm_f32f32_f32f32_f32")
@@ -58,7 +58,7 @@ def test_cuda_core_gemms(runs):
 
 def test_zero_occupancy_explained(runs):
     store, math, cudnn = runs
-    kinds = _by_kind(compare_findings(store, math, cudnn))
+    kinds = _by_kind(compare_findings(store, math, cudnn, limit=None))
     (zero,) = kinds["zero_occupancy"]
     (ev,) = zero.evidence["kernels"]
     assert ev["run_id"] == cudnn and ev["kernel"].startswith("cudnn_generated_fort_native_sdpa")
@@ -73,7 +73,7 @@ def test_zero_occupancy_explained(runs):
 
 def test_verdicts_state_their_numbers(runs):
     store, math, cudnn = runs
-    (bound,) = _by_kind(compare_findings(store, math, cudnn))["bound"]
+    (bound,) = _by_kind(compare_findings(store, math, cudnn, limit=None))["bound"]
     ev = bound.evidence["runs"]
     # math: 200 µs steps, 32 µs of GPU work, the launching thread busy 180 µs, never in a sync
     assert ev[math]["bound"] == "cpu" and ev[math]["gpu_busy_us_per_iter"] == 32
@@ -88,7 +88,7 @@ def test_verdicts_state_their_numbers(runs):
 
 def test_launch_api_and_cpu_ops_in_one_run_only(runs):
     store, math, cudnn = runs
-    kinds = _by_kind(compare_findings(store, math, cudnn))
+    kinds = _by_kind(compare_findings(store, math, cudnn, limit=None))
     (launch,) = kinds["launch_api"]
     assert launch.evidence["apis"] == {math: {"cudaMemcpyAsync": 1.0}, cudnn: {"cuLaunchKernelEx": 1.0}}
     (cpu_ops,) = kinds["cpu_ops"]
@@ -99,7 +99,7 @@ def test_launch_api_and_cpu_ops_in_one_run_only(runs):
 
 def test_counts_and_gpu_time(runs):
     store, math, cudnn = runs
-    kinds = _by_kind(compare_findings(store, math, cudnn))
+    kinds = _by_kind(compare_findings(store, math, cudnn, limit=None))
     (count,) = _by_kind(run_findings(store, math))["kernels_per_iteration"]
     assert count.evidence["kernels_per_iter"] == {math: 3.0}
     (gpu,) = kinds["gpu_time"]
