@@ -11,9 +11,6 @@ import altair as alt
 import pandas as pd
 
 PALETTE = "tableau10"
-HIGHLIGHT = "#e45756"   # selected launch/kernel pair: visible on light and dark backgrounds
-LANE_PX = 24           # per timeline row
-AXES_PX = 90           # title, x axis and its label: autosize "fit" counts them in the height
 FACET_WIDTH_PX = 760   # faceted charts cannot stretch to the container
 EVENT_KINDS = ["op", "runtime", "driver", "kernel", "memcpy", "memset", "merged"]
 TOP_N = 15
@@ -51,51 +48,6 @@ def _run_rows() -> alt.Row:
 
 def _with_labels(df: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
     return df.assign(run=df["run_id"].map(labels).fillna(df["run_id"]))
-
-
-# ── timeline ─────────────────────────────────────────────────────────────────────────────────
-
-TIMELINE_TOOLTIP = ["name", "kind", "dur_us", "start_us", "events", "grid", "block",
-                    "registers_per_thread", "shared_mem_bytes", "est_occupancy_pct",
-                    "launch_api", "correlation"]
-
-
-def lane_order(marks: pd.DataFrame) -> list[str]:
-    """CPU op rows (by depth), then API rows, then GPU streams."""
-    lanes = marks[["lane_group", "lane", "level"]].drop_duplicates("lane")
-    return lanes.sort_values(["lane_group", "lane", "level"])["lane"].tolist()
-
-
-def timeline_chart(marks: pd.DataFrame, title: str,
-                   x_domain_us: tuple[float, float] | None = None) -> alt.Chart:
-    """One panel: a bar per mark on its lane; zoom/pan on time; clicking a launch or kernel
-    outlines every mark with its correlation id (the launch and what it launched)."""
-    pair = alt.selection_point(fields=["link"], on="click", empty=False, name="pair")
-    zoom = alt.selection_interval(bind="scales", encodings=["x"])
-    scale = alt.Scale(domain=list(x_domain_us)) if x_domain_us else alt.Undefined
-    lanes = lane_order(marks)
-    data = _linked(marks)
-    return alt.Chart(data, title=alt.Title(title, anchor="start", fontSize=12)).mark_bar(
-        clip=True).encode(
-        x=alt.X("start_us:Q", title="µs from iteration start", scale=scale),
-        x2=alt.X2("end_us"),
-        y=alt.Y("lane:N", sort=lanes, title=None,
-                axis=alt.Axis(labelLimit=220, labelOverlap=False)),
-        color=alt.Color("kind:N", scale=alt.Scale(domain=EVENT_KINDS, scheme=PALETTE),
-                        title="event"),
-        stroke=alt.StrokeValue(None, condition={"param": "pair", "value": HIGHLIGHT, "empty": False}),
-        strokeWidth=alt.StrokeWidthValue(0, condition={"param": "pair", "value": 3, "empty": False}),
-        tooltip=_tips(data, TIMELINE_TOOLTIP),
-    ).add_params(pair, zoom).properties(height=LANE_PX * max(len(lanes), 1) + AXES_PX)
-
-
-def _linked(marks: pd.DataFrame) -> pd.DataFrame:
-    """Marks with a ``link`` key: the correlation id, or a key of its own for marks without one
-    (ops, merged buckets), so clicking them highlights nothing else."""
-    own = "m" + pd.Series(range(len(marks)), index=marks.index).astype(str)
-    link = marks["correlation"].astype("string").fillna(own)
-    keep = [c for c in TIMELINE_TOOLTIP + ["lane", "end_us"] if c in marks.columns]
-    return marks[keep].assign(link=link)
 
 
 # ── kernels ──────────────────────────────────────────────────────────────────────────────────

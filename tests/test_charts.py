@@ -27,21 +27,6 @@ def _rows(spec: dict) -> list[dict]:
     return rows
 
 
-def test_timeline_chart_lanes_links_and_hover(tiny):
-    marks = q.timeline_marks(tiny, "runa", 0, (0, 100_000))
-    spec = _spec(charts.timeline_chart(marks, "ProfilerStep#1", (0.0, 100.0)))
-    assert spec["encoding"]["y"]["sort"] == ["CPU 7 · depth 0", "CPU 7 · depth 1",
-                                             "CPU 7 · depth 2", "API 7", "GPU 0 stream 7"]
-    assert spec["encoding"]["x"]["scale"]["domain"] == [0.0, 100.0]
-    tooltip = {t["field"] for t in spec["encoding"]["tooltip"]}
-    assert {"grid", "block", "registers_per_thread", "shared_mem_bytes", "est_occupancy_pct",
-            "launch_api"} <= tooltip
-    links = [r["link"] for r in _rows(spec)]
-    assert links.count("1") == 2 and links.count("2") == 2          # launch + kernel, launch + copy
-    assert len(set(links)) == len(links) - 2                        # ops each get their own key
-    assert {p["name"] for p in spec["params"]} >= {"pair"}
-
-
 def test_kernel_time_chart_keeps_the_top_kernels_of_each_run(tiny, labels):
     with tiny.connect() as con:     # a second, shorter kernel in runa
         con.execute("INSERT INTO kernels (trace_id, name, ts_ns, dur_ns, iteration)"
