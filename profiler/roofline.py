@@ -172,19 +172,27 @@ def _device(info) -> Device | None:
 SERIES = ["batch", "heads", "head_dim", "dtype", "causal"]
 
 
+def sweep_iterations(store, run_ids) -> pd.DataFrame:
+    """Every iteration of the selected captured warm runs that have a shape: run_id, variant,
+    batch, heads, seq_len, head_dim, dtype, causal, gpu_us_per_iter (kernels + copies) and
+    cpu_us_per_iter (CPU op self time) of that iteration."""
+    shapes = queries.run_shapes(store, run_ids)
+    shapes = shapes[shapes["seq_len"].notna() & ~shapes["cold"].fillna(False).astype(bool)]
+    per_iter = queries.iteration_cpu_gpu(store, list(shapes["run_id"]))
+    per_iter = per_iter.assign(gpu_us_per_iter=per_iter["gpu_kernel_us"] + per_iter["gpu_memop_us"],
+                               cpu_us_per_iter=per_iter["cpu_op_self_us"])
+    return shapes.merge(per_iter[["run_id", "gpu_us_per_iter", "cpu_us_per_iter"]], on="run_id")
+
+
 def sweep_table(store, run_ids) -> pd.DataFrame:
     """One row per (variant, shape) of the selected captured warm runs: variant, batch, heads,
     seq_len, head_dim, dtype, causal, runs, gpu_us_per_iter (kernels + copies) and
     cpu_us_per_iter (CPU op self time), each the mean over runs and iterations."""
-    shapes = queries.run_shapes(store, run_ids)
-    shapes = shapes[shapes["seq_len"].notna() & ~shapes["cold"].fillna(False).astype(bool)]
-    per_iter = queries.iteration_cpu_gpu(store, list(shapes["run_id"]))
-    per_run = per_iter.assign(gpu_us_per_iter=per_iter["gpu_kernel_us"] + per_iter["gpu_memop_us"],
-                              cpu_us_per_iter=per_iter["cpu_op_self_us"])
-    per_run = per_run.groupby("run_id")[["gpu_us_per_iter", "cpu_us_per_iter"]].mean()
-    rows = shapes.join(per_run, on="run_id", how="inner")
+    per_run = sweep_iterations(store, run_ids)
+    metrics = ["gpu_us_per_iter", "cpu_us_per_iter"]
     keys = ["variant", *SERIES, "seq_len"]
-    out = rows.groupby(keys, as_index=False, dropna=False).agg(
+    per_run = per_run.groupby(["run_id", *keys], as_index=False, dropna=False)[metrics].mean()
+    out = per_run.groupby(keys, as_index=False, dropna=False).agg(
         runs=("run_id", "count"), gpu_us_per_iter=("gpu_us_per_iter", "mean"),
         cpu_us_per_iter=("cpu_us_per_iter", "mean"))
     return out.sort_values(keys, ignore_index=True)
