@@ -44,6 +44,15 @@ def _tips(df: pd.DataFrame, columns: list[str]) -> list[alt.Tooltip]:
     return [alt.Tooltip(f"{c}:{kind[c]}") for c in columns if c in kind]
 
 
+def with_runs(df: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
+    """One table for several runs: a ``run`` label column first, and for kernel tables a short
+    ``name`` next to the full ``kernel`` name."""
+    out = _with_labels(df, labels)
+    if "kernel" in out:
+        out = out.assign(name=style.short_names(out["kernel"]))
+    return out[["run", *[c for c in out.columns if c != "run"]]]
+
+
 def _run_rows() -> alt.Row:
     """One facet row per run, its label above it (long labels would squeeze a left header)."""
     return alt.Row("run:N", title=None, header=alt.Header(
