@@ -8,6 +8,8 @@ are named after the query whose DataFrame they draw (``kernel_table`` ▶ ``kern
 """
 from __future__ import annotations
 
+import math
+
 import altair as alt
 import pandas as pd
 
@@ -47,7 +49,8 @@ def _tips(df: pd.DataFrame, columns: list[str]) -> list[alt.Tooltip]:
 def with_runs(df: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
     """One table for several runs: a ``run`` label column first, and for kernel tables a short
     ``name`` next to the full ``kernel`` name."""
-    out = _with_labels(df, labels)
+    order = {run: i for i, run in enumerate(labels)}
+    out = _with_labels(df, labels).sort_values("run_id", key=lambda r: r.map(order), kind="stable")
     if "kernel" in out:
         out = out.assign(name=style.short_names(out["kernel"]))
     return out[["run", *[c for c in out.columns if c != "run"]]]
@@ -80,9 +83,12 @@ def grouped_bars(data: pd.DataFrame, name: str, series: str, value: str, colour:
     data = data.sort_values(["_g", "_s"]).reset_index(drop=True)
     data["row"] = data[name].astype(str) + data.groupby("_g").cumcount().map(lambda k: GAP * k)
     scale = style.value_scale(data[value])
+    log = style.is_log(scale)
+    base = 10 ** math.floor(math.log10(data[value].min())) if log else 0
     return alt.Chart(data.drop(columns=["_g", "_s"]), title=title).mark_bar().encode(
-        x=alt.X(f"{value}:Q", title=x_title + (" (log scale)" if style.is_log(scale) else ""),
-                scale=scale),
+        x=alt.X(f"{value}:Q", title=x_title + (" (log scale)" if log else ""),
+                scale=alt.Scale(type="log", domainMin=base) if log else scale),
+        x2=alt.X2(datum=base),  # a log scale has no zero: bars start a decade below the least
         y=alt.Y("row:N", sort=list(data["row"]), title=None, axis=alt.Axis(
             labelLimit=380, labelExpr=f"indexof(datum.value, '{GAP}') >= 0 ? '' : datum.value")),
         color=alt.Color(f"{series}:N", scale=colour, title=None,
