@@ -313,9 +313,11 @@ def sweep_chart(series: pd.DataFrame, spread: pd.DataFrame, crossings: list[dict
     y_scale = alt.Scale(type="log")
     metric_dash = alt.StrokeDash("metric:N", sort=list(SWEEP_METRICS.values()), title=None,
                                  scale=alt.Scale(domain=list(SWEEP_METRICS.values()),
-                                                 range=[[1, 0], [6, 4]]))
+                                                 range=[[1, 0], [6, 4]]),
+                                 legend=None)  # said in the y title: dash symbols read poorly
     lines = alt.Chart(data).mark_line(point=True).encode(
-        x=x, y=alt.Y("us_per_iter:Q", title="µs per iteration (log)", scale=y_scale),
+        x=x, y=alt.Y("us_per_iter:Q", scale=y_scale,
+                     title="µs per iteration (log) · solid: GPU · dashed: CPU"),
         color=alt.Color("series:N", title="variant", scale=colour, legend=alt.Legend(orient="top")),
         strokeDash=metric_dash,
         tooltip=_tips(data, ["series", "metric", "seq_len", "us_per_iter", "runs"]))
@@ -336,4 +338,5 @@ def sweep_chart(series: pd.DataFrame, spread: pd.DataFrame, crossings: list[dict
                                            fontSize=style.FONT_PX, color="gray").encode(
             x=x, y=alt.value(4), text="text:N")
         layers += [rule, label]
-    return style.configure(alt.layer(*layers).properties(width="container", height=380))
+    return style.configure(alt.layer(*layers).properties(
+        width="container", height=380, padding={"left": 5, "top": 5, "right": 24, "bottom": 5}))
