@@ -90,7 +90,8 @@ def grouped_bars(data: pd.DataFrame, name: str, series: str, value: str, colour:
                 scale=alt.Scale(type="log", domainMin=base) if log else scale),
         x2=alt.X2(datum=base),  # a log scale has no zero: bars start a decade below the least
         y=alt.Y("row:N", sort=list(data["row"]), title=None, axis=alt.Axis(
-            labelLimit=380, labelExpr=f"indexof(datum.value, '{GAP}') >= 0 ? '' : datum.value")),
+            labelLimit=380, labelOverlap=False,  # rows are taller than the type: hide none
+            labelExpr=f"indexof(datum.value, '{GAP}') >= 0 ? '' : datum.value")),
         color=alt.Color(f"{series}:N", scale=colour, title=None,
                         legend=alt.Legend(orient="top", columns=2)),
         tooltip=_tips(data, tooltip),
