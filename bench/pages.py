@@ -33,7 +33,7 @@ from profiler.ui import preload_capture  # noqa: E402
 from profiler.store import Store  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
-SHARED = ROOT.parent / "shared" / "traces"
+SHARED = Path(os.environ.get("PROFILER_TEST_TRACES", ROOT.parent / "shared" / "traces"))
 FIXTURES = sorted((ROOT / "tests" / "fixtures" / "pages").glob("*.json")) + sorted(
     (ROOT / "tests" / "fixtures").glob("tiny_*.json"))
 PAGES = ("timeline", "kernels", "launches", "cpu-cost", "compare")  # analysis pages
