@@ -103,6 +103,7 @@ DURATION_LABEL = (
     "format(datum.value * 1e3, '.4~r') + ' ns'")
 
 _TEMPLATE = re.compile(r"<[^<>]*>")
+_CALL = re.compile(r"^[\w:]+\(.*\)$")  # ncclKernel_…_int8_t(ncclDevComm*, …): a parameter list
 _ONE_ARG = re.compile(r"^(?:void\s+)?(?:[\w:]+::)?(\w+)<(\w+)>\(")
 
 
@@ -118,7 +119,7 @@ def short_name(name: str, limit: int = 56) -> str:
     while (nxt := _TEMPLATE.sub("\x00", folded)) != folded:
         folded = nxt
     folded = folded.replace("\x00", "<…>")
-    if "::" in folded or "<" in folded or folded.startswith("void "):
+    if "::" in folded or "<" in folded or folded.startswith("void ") or _CALL.match(folded):
         folded = folded.split("(", 1)[0].strip()
         folded = re.sub(r"^(void|static|__global__)\s+", "", folded).rpartition("::")[2]
     return _cut(folded or text, limit)

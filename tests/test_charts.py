@@ -156,6 +156,8 @@ def test_short_kernel_names_fold_templates_and_stay_unique():
              "false, true, false, false, true, true, false, false>(pytorch_flash::Flash_fwd_params)")
     assert style.short_name(flash) == "flash_fwd_kernel<…>"
     assert style.short_name("Memcpy DtoD (Device -> Device)") == "Memcpy DtoD (Device -> Device)"
+    assert style.short_name("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, "
+                            "ncclWork*)") == "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t"
     names = pd.Series([flash, flash.replace("64, 128", "128, 64"), "triton_tem_fused_0", flash])
     assert list(style.short_names(names)) == ["flash_fwd_kernel<…>", "flash_fwd_kernel<…> #2",
                                               "triton_tem_fused_0", "flash_fwd_kernel<…>"]
