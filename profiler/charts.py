@@ -146,14 +146,17 @@ def launch_api_chart(apis: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
 
 
 def latency_histogram_chart(hist: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
-    """Launch latency distribution (log-spaced bins), one row per run, a colour per API."""
-    data = _with_labels(hist, labels)
+    """Launch latency distribution (log-spaced bins), one row per run, the APIs of a bin stacked
+    (bars run from the stack's floor: a ranged x with a bare y would draw floating dashes)."""
+    data = _with_labels(hist, labels).sort_values(["run", "bin_start_us", "api"])
+    top = data.groupby(["run", "bin_start_us"])["launches"].cumsum()
+    data = data.assign(top=top, floor=top - data["launches"])
     apis = sorted(data["api"].unique())
-    return style.configure(alt.Chart(data).mark_bar(opacity=0.85).encode(
+    return style.configure(alt.Chart(data).mark_rect(opacity=0.85).encode(
         x=alt.X("bin_start_us:Q", scale=alt.Scale(type="log"),
                 title="launch latency: API start → kernel start (µs, log)"),
         x2=alt.X2("bin_end_us"),
-        y=alt.Y("launches:Q", stack="zero", title="launches"),
+        y=alt.Y("floor:Q", title="launches"), y2=alt.Y2("top"),
         color=alt.Color("api:N", scale=alt.Scale(domain=apis, scheme="set2"),
                         legend=alt.Legend(orient="top")),
         row=_run_rows(),

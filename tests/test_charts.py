@@ -45,6 +45,8 @@ def test_launch_and_latency_charts(tiny, labels):
     assert spec["encoding"]["x"]["scale"] == {"zero": True}           # a narrow span: linear
     spec = _spec(charts.latency_histogram_chart(q.launch_latency_histogram(tiny, RUNS), labels))
     assert sum(r["launches"] for r in _rows(spec)) == 4
+    assert all(r["top"] - r["floor"] == r["launches"] for r in _rows(spec))   # bars, not dashes
+    assert spec["encoding"]["y2"]["field"] == "top"
     assert spec["encoding"]["x"]["scale"]["type"] == "log"
 
 
