@@ -9,12 +9,13 @@ today's. Usage: python bench/make_large_trace.py OUT.json [--mb 500]
 """
 import argparse
 import gzip
+import os
 from decimal import Decimal
 from pathlib import Path
 
 import msgspec
 
-SOURCES_DIR = Path(__file__).resolve().parents[2] / "shared" / "traces"
+SOURCES_DIR = Path(os.environ.get("PROFILER_TEST_TRACES", Path(__file__).resolve().parents[2] / "shared" / "traces"))
 ARG_IDS = ("correlation", "External id", "external id", "Python id", "Python parent id")
 FLOW_PHASES = {"s", "f", "t"}
 GAP_NS = 1_000_000  # 1 ms of idle time between blocks

@@ -28,6 +28,7 @@ SUMMARY_COLUMNS = {
                             "waiting in a synchronize call when the GPU ran dry."),
 }
 OP_COLUMNS = {
+    "run": Col.TextColumn("run", width="medium"),
     "op": Col.TextColumn("op", width="large"),
     "calls_per_iter": Col.NumberColumn("calls / iter", format="%.1f"),
     "self_us_per_iter": Col.NumberColumn("self µs / iter", format="%.1f"),
@@ -65,8 +66,8 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         st.subheader("The cuDNN story", divider="gray")
         for paragraph in story:
             st.markdown(paragraph)
-    st.subheader("CPU vs GPU time per iteration", divider="gray")
-    st.altair_chart(charts.cpu_gpu_chart(per_iter, labels), width="stretch")
+    with st.expander("CPU vs GPU time of every iteration", expanded=len(runs) <= 2):
+        st.altair_chart(charts.cpu_gpu_chart(per_iter, labels))
     st.subheader("Cold vs warm", divider="gray")
     if not summary.empty:
         st.altair_chart(charts.cold_warm_chart(summary), width="stretch")
@@ -83,9 +84,9 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         st.info("The selected runs recorded no CPU ops.")
     else:
         st.altair_chart(charts.op_self_time_chart(ops, labels), width="stretch")
-        for run, rows in charts.per_run(ops, runs):
-            with st.expander(f"Ops of {markup.md(labels.get(run, run))}"):
-                st.dataframe(rows, column_config=OP_COLUMNS, column_order=list(OP_COLUMNS),
-                             hide_index=True, placeholder="—")
-                ui.csv_download(rows, f"cpu-ops-{run}")
+        with st.expander("Op table"):
+            rows = charts.with_runs(ops, labels)
+            st.dataframe(rows, column_config=OP_COLUMNS, column_order=list(OP_COLUMNS),
+                         hide_index=True, width="stretch", height=min(36 + 35 * len(rows), 420), placeholder="—")
+            ui.csv_download(rows, "cpu-ops")
     ui.copy_link(state)

@@ -5,11 +5,11 @@ from profiler import charts, findings, markup, queries, roofline, ui
 
 Col = st.column_config
 COLUMNS = {  # what a kernel engineer reads first (time, math engine, occupancy), launch shape after
-    "kernel": Col.TextColumn("kernel", width="medium"),
+    "run": Col.TextColumn("run", width="medium"),
+    "name": Col.TextColumn("kernel", width="medium", help="Short name; the full one is the last column."),
     "calls_per_iter": Col.NumberColumn("calls / iter", format="%.1f"),
     "us_per_iter": Col.NumberColumn("µs / iter", format="%.1f"),
-    "gpu_time_share_pct": Col.ProgressColumn("share of GPU time", format="%.1f%%", min_value=0,
-                                             max_value=100),
+    "gpu_time_share_pct": Col.NumberColumn("share of the run's GPU time", format="%.1f %%"),
     "tc_engine": Col.TextColumn("engine", help="Tensor / matrix cores, CUDA cores / vector ALUs, "
                                 "communication or unknown, read from the name (never guessed)."),
     "tc_precision": Col.TextColumn("precision"),
@@ -36,6 +36,7 @@ COLUMNS = {  # what a kernel engineer reads first (time, math engine, occupancy)
     "mean_us": Col.NumberColumn("mean µs", format="%.2f"),
     "calls": Col.NumberColumn("calls (all iters)"),
     "total_us": Col.NumberColumn("µs (all iters)", format="%.1f"),
+    "kernel": Col.TextColumn("full name (select a cell and copy)", width="large"),
 }
 
 BREAKDOWN_COLUMNS = {  # the metrics layer's per-iteration figures (profiler/sql/metrics.sql)
@@ -115,11 +116,10 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         st.info("No kernels match." if found else "The selected runs recorded no GPU kernels.")
     else:
         st.altair_chart(charts.kernel_time_chart(table, labels), width="stretch")
-        for run, rows in charts.per_run(table, runs):  # full width, so math and occupancy show
-            st.subheader(markup.md(labels.get(run, run)), divider="gray")
-            st.caption(f"{len(rows)} kernel names")
-            st.dataframe(rows, column_config=COLUMNS, column_order=list(COLUMNS),
-                         hide_index=True, width="stretch", placeholder="—")
-            ui.csv_download(rows, f"kernels-{run}")
+        rows = charts.with_runs(table, labels)
+        st.caption(f"{len(rows)} kernel names over {len(runs)} run(s), heaviest first per run")
+        st.dataframe(rows, column_config=COLUMNS, column_order=list(COLUMNS), hide_index=True,
+                     width="stretch", height=min(36 + 35 * len(rows), 420), placeholder="—")
+        ui.csv_download(rows, "kernels")
     roofline_section(store, runs, labels)
     ui.copy_link(state)

@@ -5,7 +5,9 @@ import streamlit as st
 from profiler import charts, markup, queries, ui
 
 Col = st.column_config
+RUN = {"run": Col.TextColumn("run", width="medium")}
 API_COLUMNS = {
+    **RUN,
     "api": Col.TextColumn("API", width="medium"),
     "api_kind": Col.TextColumn("kind", help="runtime (cuda*/hip*) or driver (cu*) API"),
     "category": Col.TextColumn("category"),
@@ -16,6 +18,7 @@ API_COLUMNS = {
     "memops_launched_per_iter": Col.NumberColumn("copies / sets launched / iter", format="%.1f"),
 }
 TARGET_COLUMNS = {
+    **RUN,
     "api": Col.TextColumn("API"),
     "target_kind": Col.TextColumn("launched"),
     "target_name": Col.TextColumn("kernel / copy", width="large"),
@@ -23,6 +26,7 @@ TARGET_COLUMNS = {
     "mean_target_us": Col.NumberColumn("mean GPU µs", format="%.2f"),
 }
 LATENCY_COLUMNS = {
+    **RUN,
     "api": Col.TextColumn("API"),
     "launches": Col.NumberColumn("launches"),
     "p50_us": Col.NumberColumn("p50 µs", format="%.1f"),
@@ -32,19 +36,10 @@ LATENCY_COLUMNS = {
 }
 
 
-def run_tables(run: str, label: str, apis, targets, stats) -> None:
-    st.subheader(markup.md(label), divider="gray")
-    st.dataframe(apis, column_config=API_COLUMNS, column_order=list(API_COLUMNS),
-                 hide_index=True, placeholder="—")
-    ui.csv_download(apis, f"launch-apis-{run}")
-    st.markdown("**Which kernels each API launched** (linked by correlation id)")
-    st.dataframe(targets, column_config=TARGET_COLUMNS, column_order=list(TARGET_COLUMNS),
-                 hide_index=True, placeholder="—")
-    ui.csv_download(targets, f"launch-targets-{run}")
-    st.markdown("**Launch latency** (API call start → kernel start)")
-    st.dataframe(stats, column_config=LATENCY_COLUMNS, column_order=list(LATENCY_COLUMNS),
-                 hide_index=True, placeholder="—")
-    ui.csv_download(stats, f"launch-latency-{run}")
+def table(df, columns, name: str) -> None:
+    st.dataframe(df, column_config=columns, column_order=list(columns), hide_index=True,
+                 width="stretch", height=min(36 + 35 * len(df), 380), placeholder="—")
+    ui.csv_download(df, name)
 
 
 st.title("Launches")
@@ -64,10 +59,13 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         st.altair_chart(charts.launch_api_chart(apis, labels), width="stretch")
         hist = queries.launch_latency_histogram(store, runs)
         if not hist.empty:
-            st.altair_chart(charts.latency_histogram_chart(hist, labels), width="stretch")
-        targets = charts.per_run(queries.launch_targets_table(store, runs), runs)
-        stats = charts.per_run(queries.launch_latency_stats(store, runs), runs)
-        for (run, api_rows), (_, target_rows), (_, stat_rows) in zip(
-                charts.per_run(apis, runs), targets, stats):
-            run_tables(run, labels.get(run, run), api_rows, target_rows, stat_rows)
+            with st.expander("Launch latency distribution", expanded=len(runs) <= 2):
+                st.altair_chart(charts.latency_histogram_chart(hist, labels))
+        table(charts.with_runs(apis, labels), API_COLUMNS, "launch-apis")
+        with st.expander("Which kernels each API launched (linked by correlation id)"):
+            table(charts.with_runs(queries.launch_targets_table(store, runs), labels),
+                  TARGET_COLUMNS, "launch-targets")
+        with st.expander("Launch latency percentiles (API call start → kernel start)"):
+            table(charts.with_runs(queries.launch_latency_stats(store, runs), labels),
+                  LATENCY_COLUMNS, "launch-latency")
     ui.copy_link(state)

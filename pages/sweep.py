@@ -36,12 +36,16 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     if series.empty:
         no_sweep()
     source = f"the {len(state.runs)} selected runs" if state.runs else "every captured run in the store"
-    st.caption(f"Warm runs among {source}, averaged per variant and sequence length. Both axes are "
-               "logarithmic: where two lines cross, the faster variant changes. What bounds each run "
-               "(GPU, CPU or synchronisation) is on the runs page.")
-    st.altair_chart(charts.sweep_chart(series))
-    st.subheader("Crossovers", divider="gray")
+    st.caption(f"Warm runs among {source}: GPU time (solid) and CPU time (dashed) per iteration on "
+               "one logarithmic scale, the lines through the mean of each variant and sequence "
+               "length, the bars from the fastest to the slowest iteration of all its captures "
+               "(a tick at the median). Where two GPU lines cross, the faster variant changes "
+               "(dotted rules). What bounds each run (GPU, CPU or synchronisation) is on the runs page.")
     crossings = findings.sweep_findings(store, runs)
+    spread = charts.sweep_spread(roofline.sweep_iterations(store, runs))
+    st.altair_chart(charts.sweep_chart(series, spread, [f.evidence for f in crossings]),
+                    width="stretch")
+    st.subheader("Crossovers", divider="gray")
     for finding in crossings:
         st.markdown(f"- {markup.md(finding.text)}")
     if not crossings:

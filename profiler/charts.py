@@ -1,21 +1,24 @@
 """DataFrame ▶ Altair (and the small table shaping pages need), for every analysis page.
 
 Charts use no fixed text or background colours, so the Streamlit theme (light or dark) styles
-axes and labels; marks use the ``tableau10`` palette, which reads on both backgrounds. Functions
+axes and labels; mark colours, type sizes and units come from ``style`` (a run keeps its colour on
+every page; categories have fixed colours of their own). Functions
 are named after the query whose DataFrame they draw (``kernel_table`` ▶ ``kernel_time_chart``).
 ``labels`` arguments map run ids to the labels of ``queries.run_labels``.
 """
 from __future__ import annotations
 
+import math
+
 import altair as alt
 import pandas as pd
 
+from profiler import style
+
 PALETTE = "tableau10"
-HIGHLIGHT = "#e45756"   # selected launch/kernel pair: visible on light and dark backgrounds
-LANE_PX = 24           # per timeline row
-AXES_PX = 90           # title, x axis and its label: autosize "fit" counts them in the height
-FACET_WIDTH_PX = 760   # faceted charts cannot stretch to the container
-EVENT_KINDS = ["op", "runtime", "driver", "kernel", "memcpy", "memset", "merged"]
+FACET_WIDTH_PX = 900   # faceted charts cannot stretch to the container
+ROW_PX = 16            # one bar of a grouped bar chart
+GAP = "\u200b"          # zero-width space: rows of a group after its first one (blank label)
 TOP_N = 15
 
 
@@ -37,10 +40,39 @@ def search(df: pd.DataFrame, column: str, text: str | None) -> pd.DataFrame:
     return df[df[column].astype(str).str.contains(text, case=False, regex=False)]
 
 
+TIP_TITLES = {  # tooltip rows in words, not column names
+    "kernel": "kernel (full name)", "us_per_iter": "µs per iteration",
+    "gpu_time_share_pct": "share of the run's GPU time (%)", "calls_per_iter": "calls per iteration",
+    "mean_us": "mean µs per call", "est_occupancy_pct": "reported occupancy (%)",
+    "api_kind": "kind", "api_us_per_iter": "µs in the call per iteration",
+    "kernels_launched_per_iter": "kernels launched per iteration",
+    "memops_launched_per_iter": "copies / sets launched per iteration",
+    "bin_start_us": "from µs", "bin_end_us": "to µs", "self_us_per_iter": "self µs per iteration",
+    "total_us_per_iter": "µs per iteration incl. children", "self_share_pct": "share of CPU self time (%)",
+    "us": "µs", "wall_us": "iteration wall time (µs)", "label": "run", "dur_us": "µs",
+    "us_delta": "µs per iteration, b − a", "us_a": "µs per iteration, a", "us_b": "µs per iteration, b",
+    "seq_len": "sequence length", "min_us": "fastest iteration (µs)", "median_us": "median (µs)",
+    "max_us": "slowest iteration (µs)", "runs": "captures",
+}
+
+
 def _tips(df: pd.DataFrame, columns: list[str]) -> list[alt.Tooltip]:
-    """Typed tooltip channels (strings make Altair rebuild its schema index: ~10 ms each)."""
+    """Typed tooltip channels with readable titles (typed: strings make Altair rebuild its
+    schema index, ~10 ms each)."""
     kind = {c: "Q" if pd.api.types.is_numeric_dtype(df[c]) else "N" for c in columns if c in df}
-    return [alt.Tooltip(f"{c}:{kind[c]}") for c in columns if c in kind]
+    return [alt.Tooltip(f"{c}:{kind[c]}", title=TIP_TITLES.get(c, c.replace("_", " ")),
+                        format=",.4~r" if kind[c] == "Q" else alt.Undefined)
+            for c in columns if c in kind]
+
+
+def with_runs(df: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
+    """One table for several runs: a ``run`` label column first, and for kernel tables a short
+    ``name`` next to the full ``kernel`` name."""
+    order = {run: i for i, run in enumerate(labels)}
+    out = _with_labels(df, labels).sort_values("run_id", key=lambda r: r.map(order), kind="stable")
+    if "kernel" in out:
+        out = out.assign(name=style.short_names(out["kernel"]))
+    return out[["run", *[c for c in out.columns if c != "run"]]]
 
 
 def _run_rows() -> alt.Row:
@@ -53,101 +85,84 @@ def _with_labels(df: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
     return df.assign(run=df["run_id"].map(labels).fillna(df["run_id"]))
 
 
-# ── timeline ─────────────────────────────────────────────────────────────────────────────────
+# ── grouped bars: one row per (name, run), the name on its group's first row ─────────────────
 
-TIMELINE_TOOLTIP = ["name", "kind", "dur_us", "start_us", "events", "grid", "block",
-                    "registers_per_thread", "shared_mem_bytes", "est_occupancy_pct",
-                    "launch_api", "correlation"]
-
-
-def lane_order(marks: pd.DataFrame) -> list[str]:
-    """CPU op rows (by depth), then API rows, then GPU streams."""
-    lanes = marks[["lane_group", "lane", "level"]].drop_duplicates("lane")
-    return lanes.sort_values(["lane_group", "lane", "level"])["lane"].tolist()
-
-
-def timeline_chart(marks: pd.DataFrame, title: str,
-                   x_domain_us: tuple[float, float] | None = None) -> alt.Chart:
-    """One panel: a bar per mark on its lane; zoom/pan on time; clicking a launch or kernel
-    outlines every mark with its correlation id (the launch and what it launched)."""
-    pair = alt.selection_point(fields=["link"], on="click", empty=False, name="pair")
-    zoom = alt.selection_interval(bind="scales", encodings=["x"])
-    scale = alt.Scale(domain=list(x_domain_us)) if x_domain_us else alt.Undefined
-    lanes = lane_order(marks)
-    data = _linked(marks)
-    return alt.Chart(data, title=alt.Title(title, anchor="start", fontSize=12)).mark_bar(
-        clip=True).encode(
-        x=alt.X("start_us:Q", title="µs from iteration start", scale=scale),
-        x2=alt.X2("end_us"),
-        y=alt.Y("lane:N", sort=lanes, title=None,
-                axis=alt.Axis(labelLimit=220, labelOverlap=False)),
-        color=alt.Color("kind:N", scale=alt.Scale(domain=EVENT_KINDS, scheme=PALETTE),
-                        title="event"),
-        stroke=alt.StrokeValue(None, condition={"param": "pair", "value": HIGHLIGHT, "empty": False}),
-        strokeWidth=alt.StrokeWidthValue(0, condition={"param": "pair", "value": 3, "empty": False}),
-        tooltip=_tips(data, TIMELINE_TOOLTIP),
-    ).add_params(pair, zoom).properties(height=LANE_PX * max(len(lanes), 1) + AXES_PX)
-
-
-def _linked(marks: pd.DataFrame) -> pd.DataFrame:
-    """Marks with a ``link`` key: the correlation id, or a key of its own for marks without one
-    (ops, merged buckets), so clicking them highlights nothing else."""
-    own = "m" + pd.Series(range(len(marks)), index=marks.index).astype(str)
-    link = marks["correlation"].astype("string").fillna(own)
-    keep = [c for c in TIMELINE_TOOLTIP + ["lane", "end_us"] if c in marks.columns]
-    return marks[keep].assign(link=link)
+def grouped_bars(data: pd.DataFrame, name: str, series: str, value: str, colour: alt.Scale,
+                 title: str, x_title: str, tooltip: list[str]) -> alt.Chart:
+    """Horizontal bars, a group per ``name`` (heaviest first) and a bar per ``series`` in it.
+    Every bar has a row of its own, so bars cannot slide off their label (a ``yOffset`` band is
+    sized for every series, also those a name lacks); the name labels the group's first row.
+    Values spanning more than 100× get a log scale."""
+    data = data.dropna(subset=[value])
+    data = data[data[value] > 0] if style.is_log(style.value_scale(data[value])) else data
+    order = data.groupby(name)[value].max().sort_values(ascending=False).index
+    series_order = {s: i for i, s in enumerate(colour.to_dict().get("domain", []))}
+    data = data.assign(_g=data[name].map({n: i for i, n in enumerate(order)}),
+                       _s=data[series].map(series_order).fillna(len(series_order)))
+    data = data.sort_values(["_g", "_s"]).reset_index(drop=True)
+    data["row"] = data[name].astype(str) + data.groupby("_g").cumcount().map(lambda k: GAP * k)
+    scale = style.value_scale(data[value])
+    log = style.is_log(scale)
+    base = 10 ** math.floor(math.log10(data[value].min())) if log else 0
+    return alt.Chart(data.drop(columns=["_g", "_s"]), title=title).mark_bar().encode(
+        x=alt.X(f"{value}:Q", title=x_title + (" (log scale)" if log else ""),
+                scale=alt.Scale(type="log", domainMin=base) if log else scale),
+        x2=alt.X2(datum=base),  # a log scale has no zero: bars start a decade below the least
+        y=alt.Y("row:N", sort=list(data["row"]), title=None, axis=alt.Axis(
+            labelLimit=380, labelOverlap=False,  # rows are taller than the type: hide none
+            labelExpr=f"indexof(datum.value, '{GAP}') >= 0 ? '' : datum.value")),
+        color=alt.Color(f"{series}:N", scale=colour, title=None,
+                        legend=alt.Legend(orient="top", columns=2)),
+        tooltip=_tips(data, tooltip),
+    ).properties(height=alt.Step(ROW_PX))
 
 
 # ── kernels ──────────────────────────────────────────────────────────────────────────────────
 
 def kernel_time_chart(kernels: pd.DataFrame, labels: dict[str, str], top_n: int = 8):
-    """Share of each run's GPU time of its ``top_n`` heaviest kernels (shares compare runs of
-    very different lengths), one bar per run."""
+    """GPU time per iteration of each run's ``top_n`` heaviest kernels, a bar per run; the share
+    of the run's GPU time and the full name are in the tooltip."""
     top = kernels.sort_values("us_per_iter", ascending=False).groupby("run_id").head(top_n)
     data = _with_labels(kernels[kernels["kernel"].isin(top["kernel"])], labels)
-    title = f"Share of GPU time, top {top_n} kernels of each run"
-    return alt.Chart(data, title=title).mark_bar().encode(
-        x=alt.X("gpu_time_share_pct:Q", title="% of the run's GPU kernel time"),
-        y=alt.Y("kernel:N", sort="-x", title=None, axis=alt.Axis(labelLimit=320)),
-        yOffset=alt.YOffset("run:N"),
-        color=alt.Color("run:N", scale=alt.Scale(scheme=PALETTE),
-                        legend=alt.Legend(orient="top", labelLimit=400, columns=2)),
-        tooltip=_tips(data, ["run", "kernel", "gpu_time_share_pct", "calls_per_iter",
-                             "us_per_iter", "mean_us", "grid", "block", "est_occupancy_pct"]),
-    )
+    data = data.assign(name=style.short_names(data["kernel"]))
+    return style.configure(grouped_bars(
+        data, "name", "run", "us_per_iter", style.run_scale(labels),
+        f"GPU time per iteration, top {top_n} kernels of each run", "µs per iteration",
+        ["run", "kernel", "us_per_iter", "gpu_time_share_pct", "calls_per_iter", "mean_us",
+         "grid", "block", "est_occupancy_pct"]))
 
 
 # ── launches ─────────────────────────────────────────────────────────────────────────────────
 
 def launch_api_chart(apis: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
-    """Calls per iteration of each runtime / driver API (log scale: runs differ by orders of
-    magnitude), a bar per run; the y label names the API and its category."""
+    """Calls per iteration of each runtime / driver API, a bar per run (log scale when runs differ
+    by orders of magnitude); the y label names the API and its category."""
     data = _with_labels(apis, labels).assign(
         api_label=lambda d: d["api"] + "  (" + d["category"] + ", " + d["api_kind"] + ")")
-    return alt.Chart(data, title="API calls per iteration").mark_bar().encode(
-        x=alt.X("calls_per_iter:Q", scale=alt.Scale(type="symlog"),
-                title="calls per iteration (symmetric log scale)"),
-        y=alt.Y("api_label:N", sort="-x", title=None, axis=alt.Axis(labelLimit=360)),
-        yOffset=alt.YOffset("run:N"),
-        color=alt.Color("run:N", scale=alt.Scale(scheme=PALETTE),
-                        legend=alt.Legend(orient="top", labelLimit=400, columns=2)),
-        tooltip=_tips(data, ["run", "api", "api_kind", "category", "calls_per_iter",
-                             "api_us_per_iter", "mean_us", "kernels_launched_per_iter", "memops_launched_per_iter"]),
-    )
+    return style.configure(grouped_bars(
+        data, "api_label", "run", "calls_per_iter", style.run_scale(labels),
+        "API calls per iteration", "calls per iteration",
+        ["run", "api", "api_kind", "category", "calls_per_iter", "api_us_per_iter", "mean_us",
+         "kernels_launched_per_iter", "memops_launched_per_iter"]))
 
 
 def latency_histogram_chart(hist: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
-    """Launch latency distribution (log-spaced bins), one row per run, a colour per API."""
-    data = _with_labels(hist, labels)
-    return alt.Chart(data).mark_bar(opacity=0.8).encode(
+    """Launch latency distribution (log-spaced bins), one row per run, the APIs of a bin stacked
+    (bars run from the stack's floor: a ranged x with a bare y would draw floating dashes)."""
+    data = _with_labels(hist, labels).sort_values(["run", "bin_start_us", "api"])
+    top = data.groupby(["run", "bin_start_us"])["launches"].cumsum()
+    data = data.assign(top=top, floor=top - data["launches"])
+    apis = sorted(data["api"].unique())
+    return style.configure(alt.Chart(data).mark_rect(opacity=0.85).encode(
         x=alt.X("bin_start_us:Q", scale=alt.Scale(type="log"),
                 title="launch latency: API start → kernel start (µs, log)"),
         x2=alt.X2("bin_end_us"),
-        y=alt.Y("launches:Q", stack=True, title="launches"),
-        color=alt.Color("api:N", scale=alt.Scale(scheme=PALETTE), legend=alt.Legend(orient="top")),
+        y=alt.Y("floor:Q", title="launches"), y2=alt.Y2("top"),
+        color=alt.Color("api:N", scale=alt.Scale(domain=apis, scheme="set2"),
+                        legend=alt.Legend(orient="top")),
         row=_run_rows(),
         tooltip=_tips(data, ["run", "api", "bin_start_us", "bin_end_us", "launches"]),
-    ).properties(height=120, width=FACET_WIDTH_PX).resolve_scale(y="independent")
+    ).properties(height=120, width=FACET_WIDTH_PX).resolve_scale(y="independent"))
 
 
 # ── CPU cost ─────────────────────────────────────────────────────────────────────────────────
@@ -163,47 +178,43 @@ def cpu_gpu_chart(per_iter: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
         id_vars=["run", "iteration", "wall_us"], value_vars=list(CPU_GPU_METRICS),
         var_name="metric", value_name="us")
     data["metric"] = data["metric"].map(CPU_GPU_METRICS)
-    return alt.Chart(data).mark_bar().encode(
+    metrics = list(CPU_GPU_METRICS.values())
+    return style.configure(alt.Chart(data).mark_bar().encode(
         x=alt.X("iteration:O", title="iteration"),
-        xOffset=alt.XOffset("metric:N", sort=list(CPU_GPU_METRICS.values())),
+        xOffset=alt.XOffset("metric:N", sort=metrics),
         y=alt.Y("us:Q", title="µs"),
-        color=alt.Color("metric:N", sort=list(CPU_GPU_METRICS.values()),
-                        scale=alt.Scale(scheme=PALETTE), legend=alt.Legend(orient="top")),
+        color=alt.Color("metric:N", sort=metrics, scale=style.category_scale(metrics),
+                        legend=alt.Legend(orient="top", title=None)),
         row=_run_rows(),
         tooltip=_tips(data, ["run", "iteration", "metric", "us", "wall_us"]),
-    ).properties(height=140, width=FACET_WIDTH_PX).resolve_scale(y="independent")
+    ).properties(height=110, width=FACET_WIDTH_PX).resolve_scale(y="independent"))
 
 
 def op_self_time_chart(ops: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
-    """Self CPU time per iteration of the heaviest ops, one bar per run."""
+    """Self CPU time per iteration of the heaviest ops, a bar per run."""
     data = _with_labels(ops, labels)
-    return alt.Chart(data, title="Self CPU time per iteration by op").mark_bar().encode(
-        x=alt.X("self_us_per_iter:Q", title="self µs per iteration"),
-        y=alt.Y("op:N", sort="-x", title=None, axis=alt.Axis(labelLimit=320)),
-        yOffset=alt.YOffset("run:N"),
-        color=alt.Color("run:N", scale=alt.Scale(scheme=PALETTE),
-                        legend=alt.Legend(orient="top", labelLimit=400, columns=2)),
-        tooltip=_tips(data, ["run", "op", "calls_per_iter", "self_us_per_iter",
-                             "total_us_per_iter", "self_share_pct"]),
-    )
+    return style.configure(grouped_bars(
+        data, "op", "run", "self_us_per_iter", style.run_scale(labels),
+        "Self CPU time per iteration by op", "self µs per iteration",
+        ["run", "op", "calls_per_iter", "self_us_per_iter", "total_us_per_iter", "self_share_pct"]))
+
+
+COLD_WARM = {"first_iter_cpu_us": "CPU, first iteration", "later_iter_cpu_us": "CPU, later (mean)",
+             "gpu_kernel_us": "GPU kernels (mean)"}
 
 
 def cold_warm_chart(summary: pd.DataFrame) -> alt.Chart:
-    """Per run: CPU time of the first iteration vs the later ones, next to GPU kernel time."""
-    cols = {"first_iter_cpu_us": "CPU, first iteration", "later_iter_cpu_us": "CPU, later (mean)",
-            "gpu_kernel_us": "GPU kernels (mean)"}
+    """Per run: CPU time of the first iteration vs the later ones, next to GPU kernel time
+    (log scale when they span more than 100×: a cold cuDNN call dwarfs warm ones)."""
     data = summary.assign(temperature=summary["cold"].map({True: "cold", False: "warm"})
                           .fillna("unknown")).melt(id_vars=["label", "temperature"],
-                                                   value_vars=list(cols), var_name="metric",
+                                                   value_vars=list(COLD_WARM), var_name="metric",
                                                    value_name="us").dropna(subset=["us"])
-    data["metric"] = data["metric"].map(cols)
-    return alt.Chart(data, title="Cold vs warm: CPU per iteration").mark_bar().encode(
-        x=alt.X("us:Q", title="µs per iteration"),
-        y=alt.Y("label:N", title=None, axis=alt.Axis(labelLimit=320)),
-        yOffset=alt.YOffset("metric:N", sort=list(cols.values())),
-        color=alt.Color("metric:N", sort=list(cols.values()), scale=alt.Scale(scheme=PALETTE)),
-        tooltip=_tips(data, ["label", "temperature", "metric", "us"]),
-    )
+    data["metric"] = data["metric"].map(COLD_WARM)
+    return style.configure(grouped_bars(
+        data, "label", "metric", "us", style.category_scale(list(COLD_WARM.values())),
+        "Cold vs warm: time per iteration", "µs per iteration",
+        ["label", "temperature", "metric", "us"]))
 
 
 # ── compare ──────────────────────────────────────────────────────────────────────────────────
@@ -219,26 +230,30 @@ def alignment_chart(aligned: pd.DataFrame, label_a: str, label_b: str) -> alt.Ch
     b = aligned.dropna(subset=["name_b"]).assign(run=label_b, name=lambda d: d["name_b"],
                                                   dur_us=lambda d: d["dur_us_b"])
     data = pd.concat([a, b])[["slot", "run", "name", "dur_us", "status", "family"]]
-    return alt.Chart(data, title="Kernel sequence of one iteration, aligned").mark_rect().encode(
+    return style.configure(alt.Chart(data, title="Kernel sequence of one iteration, aligned").mark_rect().encode(
         x=alt.X("slot:O", title="aligned position", axis=alt.Axis(labels=False, ticks=False)),
         y=alt.Y("run:N", sort=[label_a, label_b], title=None, axis=alt.Axis(labelLimit=320)),
         color=alt.Color("status:N", scale=alt.Scale(domain=ALIGN_STATUSES, scheme=PALETTE),
                         legend=alt.Legend(orient="top", title=None)),
         tooltip=_tips(data, ["run", "slot", "name", "dur_us", "status", "family"]),
-    ).properties(height=alt.Step(34))  # a fixed row height: the legend above cannot squash the strips
+    ).properties(height=alt.Step(34)))  # a fixed row height: the legend above cannot squash the strips
 
 
 def delta_chart(delta: pd.DataFrame, top_n: int = TOP_N) -> alt.Chart:
-    """Change in time per iteration (b − a) of the kernels that changed most."""
+    """Change in time per iteration (b − a) of the kernels that changed most (short names on the
+    axis, the full name in the tooltip)."""
     data = delta.reindex(delta["us_delta"].abs().sort_values(ascending=False).index).head(top_n)
-    return alt.Chart(data, title="GPU time per iteration, b − a").mark_bar().encode(
+    data = data.assign(name=style.short_names(data["kernel"]))
+    presence = ["both", "only in a", "only in b"]
+    return style.configure(alt.Chart(data, title="GPU time per iteration, b − a").mark_bar().encode(
         x=alt.X("us_delta:Q", title="µs per iteration (b − a)"),
-        y=alt.Y("kernel:N", sort="-x", title=None, axis=alt.Axis(labelLimit=320)),
-        color=alt.Color("presence:N", scale=alt.Scale(domain=["both", "only in a", "only in b"],
-                                                      scheme=PALETTE)),
+        y=alt.Y("name:N", sort="-x", title=None, axis=alt.Axis(labelLimit=380)),
+        color=alt.Color("presence:N", scale=alt.Scale(domain=presence, range=[
+            style.CATEGORY_COLOURS["op"], style.CATEGORY_COLOURS["runtime"],
+            style.CATEGORY_COLOURS["kernel"]]), legend=alt.Legend(orient="top", title=None)),
         tooltip=_tips(data, ["kernel", "calls_a", "calls_b", "us_a", "us_b", "us_delta",
                              "presence"]),
-    )
+    ).properties(height=alt.Step(ROW_PX + 4)))
 
 
 # ── roofline ─────────────────────────────────────────────────────────────────────────────────
@@ -297,19 +312,61 @@ def sweep_series(sweep: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def sweep_chart(series: pd.DataFrame) -> alt.Chart:
-    """GPU and CPU time per iteration vs sequence length, a line per series, log-log: where two
-    lines cross, the faster variant changes."""
+def sweep_spread(iterations: pd.DataFrame) -> pd.DataFrame:
+    """``roofline.sweep_iterations`` ▶ per series, sequence length and metric: the min, median
+    and max over every iteration of every capture, and how many captures and iterations."""
+    rows = sweep_series(iterations)
+    if rows.empty:
+        return pd.DataFrame(columns=["series", "seq_len", "metric", "min_us", "median_us",
+                                     "max_us", "captures", "iterations"])
+    long = rows.melt(id_vars=["series", "seq_len", "run_id"], value_vars=list(SWEEP_METRICS),
+                     var_name="metric", value_name="us")
+    long["metric"] = long["metric"].map(SWEEP_METRICS)
+    return long.groupby(["series", "seq_len", "metric"], as_index=False).agg(
+        min_us=("us", "min"), median_us=("us", "median"), max_us=("us", "max"),
+        captures=("run_id", "nunique"), iterations=("us", "count"))
+
+
+def sweep_chart(series: pd.DataFrame, spread: pd.DataFrame, crossings: list[dict]) -> alt.Chart:
+    """GPU (solid) and CPU (dashed) time per iteration vs sequence length on one log-log scale,
+    a colour per variant: the lines join the means, the bars span min–max over the iterations
+    of every capture (a tick at the median), and dotted rules mark where two variants cross."""
     data = series.melt(id_vars=["series", "seq_len", "runs"], value_vars=list(SWEEP_METRICS),
                        var_name="metric", value_name="us_per_iter")
     data["metric"] = data["metric"].map(SWEEP_METRICS)
-    return alt.Chart(data).mark_line(point=True).encode(
-        x=alt.X("seq_len:Q", title="sequence length", scale=alt.Scale(type="log", base=2),
-                axis=alt.Axis(values=sorted(series["seq_len"].unique().tolist()))),
-        y=alt.Y("us_per_iter:Q", title="µs per iteration (log)", scale=alt.Scale(type="log")),
-        color=alt.Color("series:N", title="variant", scale=alt.Scale(scheme=PALETTE),
-                        legend=alt.Legend(orient="top")),
-        tooltip=_tips(data, ["series", "metric", "seq_len", "us_per_iter", "runs"]),
-    ).properties(width=FACET_WIDTH_PX // 2, height=300).facet(
-        column=alt.Column("metric:N", title=None, sort=list(SWEEP_METRICS.values()))
-    ).resolve_scale(y="independent")
+    names = sorted(series["series"].unique())
+    colour = alt.Scale(domain=names, range=[style.RUN_COLOURS[i % len(style.RUN_COLOURS)]
+                                            for i in range(len(names))])
+    lengths = sorted(series["seq_len"].unique().tolist())
+    x = alt.X("seq_len:Q", title="sequence length", scale=alt.Scale(type="log", base=2),
+              axis=alt.Axis(values=lengths))
+    y_scale = alt.Scale(type="log")
+    metric_dash = alt.StrokeDash("metric:N", sort=list(SWEEP_METRICS.values()), title=None,
+                                 scale=alt.Scale(domain=list(SWEEP_METRICS.values()),
+                                                 range=[[1, 0], [6, 4]]),
+                                 legend=None)  # said in the y title: dash symbols read poorly
+    lines = alt.Chart(data).mark_line(point=True).encode(
+        x=x, y=alt.Y("us_per_iter:Q", scale=y_scale,
+                     title="µs per iteration (log) · solid: GPU · dashed: CPU"),
+        color=alt.Color("series:N", title="variant", scale=colour, legend=alt.Legend(orient="top")),
+        strokeDash=metric_dash,
+        tooltip=_tips(data, ["series", "metric", "seq_len", "us_per_iter", "runs"]))
+    bars = alt.Chart(spread).mark_rule(strokeWidth=2, opacity=0.6).encode(
+        x=x, y=alt.Y("min_us:Q", scale=y_scale), y2="max_us", color=alt.Color("series:N", scale=colour),
+        tooltip=_tips(spread, ["series", "metric", "seq_len", "min_us", "median_us", "max_us",
+                               "captures", "iterations"]))
+    ticks = alt.Chart(spread).mark_tick(thickness=2, size=12, orient="horizontal").encode(
+        x=x, y=alt.Y("median_us:Q", scale=y_scale), color=alt.Color("series:N", scale=colour))
+    layers = [bars, ticks, lines]
+    if crossings:
+        cross = pd.DataFrame([{"seq_len": (c["seq_len_lo"] * c["seq_len_hi"]) ** 0.5,
+                               "text": f"{c['faster_below']} ⇄ {c['faster_above']}"}
+                              for c in crossings])
+        rule = alt.Chart(cross).mark_rule(strokeDash=[2, 3], color="gray").encode(
+            x=x, tooltip=[alt.Tooltip("text:N", title="crossover")])
+        label = alt.Chart(cross).mark_text(align="left", dx=4, dy=-4, baseline="top",
+                                           fontSize=style.FONT_PX, color="gray").encode(
+            x=x, y=alt.value(4), text="text:N")
+        layers += [rule, label]
+    return style.configure(alt.layer(*layers).properties(
+        width="container", height=380, padding={"left": 5, "top": 5, "right": 24, "bottom": 5}))

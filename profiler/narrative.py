@@ -12,16 +12,20 @@ from profiler.markup import code, md
 from profiler.queries import SHAPE_KEYS
 
 
-def timeline_caption(marks: pd.DataFrame, step: str) -> str:
-    """What a panel shows: the iteration, how many marks, and whether some were left out."""
+def timeline_caption(marks: pd.DataFrame, step: str, search: str | None = None) -> str:
+    """What a panel shows: the iteration, how many marks, whether some were left out, and how
+    many match the search."""
     if marks.empty:
         return f"{md(step)}: no events in this window."
     shown, total = len(marks), int(marks["marks_before_cap"].iloc[0])
     merged = int((marks["kind"] == "merged").sum())
     text = f"{md(step)}: {shown:,} marks ({merged:,} merge events shorter than a pixel)"
     if total > shown:
-        text += f"; the {total - shown:,} shortest of {total:,} are left out, narrow the window to see them"
-    return text + ". Click a launch or kernel to outline its pair; drag to pan, scroll to zoom."
+        text += f"; the {total - shown:,} shortest of {total:,} are left out, zoom in to see them"
+    if search:
+        hits = marks["name"].astype(str).str.contains(search, case=False, regex=False)
+        text += f"; {int((hits & (marks['kind'] != 'merged')).sum()):,} match “{search}”"
+    return text + "."
 
 
 def alignment_summary(aligned: pd.DataFrame, label_a: str, label_b: str) -> str:

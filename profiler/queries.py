@@ -271,24 +271,38 @@ def timeline_extent_ns(store, run_ids, iteration: int) -> int:
 def timeline_panels(store, run_ids, iteration: int, window_ns: tuple[int, int],
                     shared_scale: bool, max_marks_total: int = TIMELINE_PAGE_MARKS) -> list:
     """[(run_id, step name, x domain in µs, marks)] per run, aligned at the start of its
-    ``iteration`` (its last when it has fewer), all read in one query. With ``shared_scale``
-    every panel spans the window; else each spans its own iteration within it. Marks per panel
-    shrink with many runs."""
+    ``iteration`` (its last when it has fewer), all read in one query. Each panel draws only its
+    own iteration (the window cut at the iteration's end); with ``shared_scale`` every panel's
+    x domain is the whole window, else its own part of it. Marks per panel shrink with many runs."""
     bounds = iteration_bounds(store, run_ids, iteration)
     if bounds.empty:
         return []
     start, end = window_ns
-    windows = [(start, end if shared_scale else min(end, max(r.end_ns - r.start_ns, start + 1)))
-               for r in bounds.itertuples()]
+    windows = [(start, min(end, max(r.end_ns - r.start_ns, start + 1))) for r in bounds.itertuples()]
     per_panel = max(300, min(TIMELINE_MAX_MARKS, max_marks_total // len(bounds)))
     marks = _panel_marks(store, [(r.run_id, int(r.start_ns), w)
                                  for r, w in zip(bounds.itertuples(), windows)],
                          TIMELINE_WIDTH_PX, 6, per_panel)
     by_run = dict(tuple(marks.groupby("run_id", sort=False)))
     empty = marks.iloc[0:0]
-    return [(r.run_id, r.name, (w[0] / 1e3, w[1] / 1e3),
+    return [(r.run_id, r.name, (start / 1e3, end / 1e3) if shared_scale else (w[0] / 1e3, w[1] / 1e3),
              by_run.get(r.run_id, empty).drop(columns="run_id").reset_index(drop=True))
             for r, w in zip(bounds.itertuples(), windows)]
+
+
+def timeline_range_stats(store, run_ids, iteration: int, range_ns: tuple[int, int],
+                         limit: int = 40) -> pd.DataFrame:
+    """Per run, what ran inside ``range_ns`` (ns from the start of its ``iteration``, cut at the
+    iteration's end like its panel): run_id, kind, name, events, total_ns (time inside the range)
+    and self_ns, the ``limit`` longest."""
+    bounds = iteration_bounds(store, run_ids, iteration)
+    start, end = range_ns
+    if end <= start:
+        raise QueryError(f"time range {start}..{end} ns is empty: its end must follow its start")
+    return _run(store, "timeline_range_stats", run_ids=list(bounds["run_id"]),
+                t0s_ns=[int(r.start_ns + start) for r in bounds.itertuples()],
+                t1s_ns=[int(r.start_ns + max(min(end, r.end_ns - r.start_ns), start + 1))
+                        for r in bounds.itertuples()], max_depth=6, limit=limit)
 
 
 # ── launches ─────────────────────────────────────────────────────────────────────────────────

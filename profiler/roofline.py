@@ -74,6 +74,18 @@ SERIES = [k for k in queries.SHAPE_KEYS if k not in ("variant", "seq_len")]  # a
 METRIC_COLUMNS = ["gpu_busy_us_per_iter", "cpu_busy_us_per_iter"]
 
 
+def sweep_iterations(store, run_ids) -> pd.DataFrame:
+    """Every iteration of the selected captured warm runs that have a shape: run_id, variant,
+    batch, heads, seq_len, head_dim, dtype, causal, and the metrics layer's gpu_busy_us_per_iter
+    and cpu_busy_us_per_iter of that iteration (the spread behind `sweep_table`'s means)."""
+    shapes = queries.run_shapes(store, run_ids)
+    shapes = shapes[shapes["seq_len"].notna() & ~shapes["cold"].fillna(False).astype(bool)]
+    per_iter = queries.iteration_metrics(store, list(shapes["run_id"]))
+    per_iter = per_iter.assign(gpu_busy_us_per_iter=per_iter["gpu_busy_ns"] / 1e3,
+                               cpu_busy_us_per_iter=per_iter["cpu_busy_ns"] / 1e3)
+    return shapes.merge(per_iter[["run_id", *METRIC_COLUMNS]], on="run_id")
+
+
 def sweep_table(store, run_ids) -> pd.DataFrame:
     """One row per (variant, shape) of the selected captured warm runs: variant, batch, heads,
     seq_len, head_dim, dtype, causal, runs, and the metrics layer's gpu_busy_us_per_iter and

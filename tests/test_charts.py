@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler import charts
+from profiler import charts, style
 from profiler import queries as q
 from tests.tiny_store import RUNS
 
@@ -17,29 +17,15 @@ from tests.tiny_store import RUNS
 def _spec(chart) -> dict:
     spec = chart.to_dict(validate=True)
     assert "background" not in spec
-    assert set(spec.get("config", {})) <= {"view"}                  # Altair's default sizes only
-    assert not any("color" in k.lower() or "fill" in k.lower() for k in spec["config"]["view"])
+    assert not any("color" in str(k).lower() or "background" in str(k).lower()
+               for v in spec.get("config", {}).values() if isinstance(v, dict) for k in v)
+    assert spec["config"]["axis"]["labelFontSize"] >= 11                # readable type
     return spec
 
 
 def _rows(spec: dict) -> list[dict]:
     (rows,) = spec["datasets"].values()
     return rows
-
-
-def test_timeline_chart_lanes_links_and_hover(tiny):
-    marks = q.timeline_marks(tiny, "runa", 0, (0, 100_000))
-    spec = _spec(charts.timeline_chart(marks, "ProfilerStep#1", (0.0, 100.0)))
-    assert spec["encoding"]["y"]["sort"] == ["CPU 7 · depth 0", "CPU 7 · depth 1",
-                                             "CPU 7 · depth 2", "API 7", "GPU 0 stream 7"]
-    assert spec["encoding"]["x"]["scale"]["domain"] == [0.0, 100.0]
-    tooltip = {t["field"] for t in spec["encoding"]["tooltip"]}
-    assert {"grid", "block", "registers_per_thread", "shared_mem_bytes", "est_occupancy_pct",
-            "launch_api"} <= tooltip
-    links = [r["link"] for r in _rows(spec)]
-    assert links.count("1") == 2 and links.count("2") == 2          # launch + kernel, launch + copy
-    assert len(set(links)) == len(links) - 2                        # ops each get their own key
-    assert {p["name"] for p in spec["params"]} >= {"pair"}
 
 
 def test_kernel_time_chart_keeps_the_top_kernels_of_each_run(tiny, labels):
@@ -56,9 +42,11 @@ def test_kernel_time_chart_keeps_the_top_kernels_of_each_run(tiny, labels):
 def test_launch_and_latency_charts(tiny, labels):
     spec = _spec(charts.launch_api_chart(q.launch_api_table(tiny, RUNS), labels))
     assert len(_rows(spec)) == 4
-    assert spec["encoding"]["x"]["scale"]["type"] == "symlog"       # bars from 0: not "log"
+    assert spec["encoding"]["x"]["scale"] == {"zero": True}           # a narrow span: linear
     spec = _spec(charts.latency_histogram_chart(q.launch_latency_histogram(tiny, RUNS), labels))
     assert sum(r["launches"] for r in _rows(spec)) == 4
+    assert all(r["top"] - r["floor"] == r["launches"] for r in _rows(spec))   # bars, not dashes
+    assert spec["encoding"]["y2"]["field"] == "top"
     assert spec["encoding"]["x"]["scale"]["type"] == "log"
 
 
@@ -123,6 +111,57 @@ def test_sweep_series_keeps_variants_with_two_lengths_and_names_shapes_when_seve
     rows += [dict(base, variant="flex", seq_len=s, dtype="fp16") for s in (512, 1024)]
     two_shapes = sweep_series(pd.DataFrame(rows))
     assert sorted(set(two_shapes["series"])) == ["flex · 8 16 64 bf16 True", "flex · 8 16 64 fp16 True"]
-    spec = sweep_chart(two_shapes).to_dict()
-    assert spec["spec"]["encoding"]["x"]["scale"]["type"] == "log"
-    assert spec["spec"]["encoding"]["y"]["scale"]["type"] == "log"
+    spec = sweep_chart(two_shapes, charts.sweep_spread(two_shapes.assign(run_id="r")), [
+        {"seq_len_lo": 512, "seq_len_hi": 2048, "faster_below": "a", "faster_above": "b"}]).to_dict()
+    lines = spec["layer"][2]
+    assert lines["encoding"]["x"]["scale"]["type"] == "log"
+    assert lines["encoding"]["y"]["scale"]["type"] == "log"           # CPU and GPU on one scale
+    crossing = next(d for d in spec["datasets"].values() if d and "text" in d[0])
+    assert crossing == [{"seq_len": 1024.0, "text": "a ⇄ b"}]       # between 512 and 2048 (log)
+
+
+def test_sweep_spread_is_min_median_max_over_iterations_of_all_captures():
+    base = {"variant": "flex", "batch": 8, "heads": 16, "head_dim": 64, "dtype": "bf16",
+            "causal": True, "cpu_us_per_iter": 1.0}
+    gpu = {("r1", 512): [10.0, 12.0], ("r2", 512): [30.0], ("r3", 1024): [40.0, 41.0, 45.0]}
+    rows = [dict(base, run_id=r, seq_len=L, gpu_us_per_iter=v) for (r, L), vs in gpu.items() for v in vs]
+    spread = charts.sweep_spread(pd.DataFrame(rows))
+    got = spread[spread["metric"] == "GPU time per iteration"]
+    assert [tuple(r) for r in got[["seq_len", "min_us", "median_us", "max_us", "captures",
+                                   "iterations"]].itertuples(index=False)] == [
+        (512, 10.0, 12.0, 30.0, 2, 3), (1024, 40.0, 41.0, 45.0, 1, 3)]
+
+
+def test_grouped_bars_give_every_bar_its_own_row_under_its_label(labels):
+    runs = list(labels.values())
+    data = pd.DataFrame({"name": ["k1", "k1", "k2", "k3"], "run": [runs[1], runs[0], runs[1], runs[0]],
+                         "us": [2.0, 500.0, 1.0, 30.0]})
+    spec = _spec(style.configure(charts.grouped_bars(data, "name", "run", "us", style.run_scale(labels), "t", "µs",
+                                     ["name", "run", "us"])))
+    rows = [(r["row"], r["run"]) for r in _rows(spec)]
+    # heaviest group first; inside it the runs in selection order; a blank-labelled second row
+    assert rows == [("k1", runs[0]), ("k1" + charts.GAP, runs[1]), ("k3", runs[0]), ("k2", runs[1])]
+    assert spec["encoding"]["y"]["sort"] == [r for r, _ in rows]
+    assert spec["encoding"]["x"]["scale"]["type"] == "log"            # 1 … 500: past 100×
+    assert spec["encoding"]["color"]["scale"]["range"][:2] == style.RUN_COLOURS[:2]
+
+
+def test_a_run_keeps_its_colour_and_categories_theirs(labels):
+    scale = style.run_scale(labels).to_dict()
+    assert scale["domain"] == list(labels.values()) and scale["range"] == style.RUN_COLOURS[:2]
+    kinds = style.category_colours(["kernel", "op"])
+    assert kinds["range"] == [style.CATEGORY_COLOURS["kernel"], style.CATEGORY_COLOURS["op"]]
+    assert not set(style.CATEGORY_COLOURS.values()) & set(style.RUN_COLOURS)
+
+
+def test_short_kernel_names_fold_templates_and_stay_unique():
+    flash = ("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, false, "
+             "false, cutlass::bfloat16_t, Flash_kernel_traits<64, 128, 128, 4, cutlass::bfloat16_t> >, "
+             "false, true, false, false, true, true, false, false>(pytorch_flash::Flash_fwd_params)")
+    assert style.short_name(flash) == "flash_fwd_kernel<…>"
+    assert style.short_name("Memcpy DtoD (Device -> Device)") == "Memcpy DtoD (Device -> Device)"
+    assert style.short_name("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, "
+                            "ncclWork*)") == "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t"
+    names = pd.Series([flash, flash.replace("64, 128", "128, 64"), "triton_tem_fused_0", flash])
+    assert list(style.short_names(names)) == ["flash_fwd_kernel<…>", "flash_fwd_kernel<…> #2",
+                                              "triton_tem_fused_0", "flash_fwd_kernel<…>"]

@@ -88,8 +88,8 @@ def test_timeline_marks_are_relative_to_the_origin(tiny):
     kernel = m[m["kind"] == "kernel"].iloc[0]
     assert (kernel["start_us"], kernel["end_us"], kernel["launch_api"]) == (20.0, 30.0, "cuLaunchKernel")
     assert kernel["registers_per_thread"] == 168 and kernel["shared_mem_bytes"] == 100_000
-    assert set(m["lane"]) == {"CPU 7 · depth 0", "CPU 7 · depth 1", "CPU 7 · depth 2", "API 7",
-                              "GPU 0 stream 7"}
+    assert set(m["lane"]) == {"thread 7 · depth 0", "thread 7 · depth 1", "thread 7 · depth 2",
+                              "thread 7 · API", "GPU 0 · stream 7"}
     assert len(m) == 8 and (m["events"] == 1).all()
 
 
@@ -102,7 +102,7 @@ def test_timeline_marks_share_correlation_between_launch_and_kernel(tiny):
 def test_timeline_merges_sub_pixel_events(tiny):
     m = q.timeline_marks(tiny, "runa", 0, (0, 100_000), width_px=4)   # 25 µs buckets
     merged = m[m["kind"] == "merged"]
-    assert merged[["lane", "events", "start_us"]].values.tolist() == [["API 7", 2, 16.0]]
+    assert merged[["lane", "events", "start_us"]].values.tolist() == [["thread 7 · API", 2, 16.0]]
 
 
 def test_timeline_caps_marks_longest_first(tiny):

@@ -1,7 +1,8 @@
 -- The marks of timeline panels, one panel per entry of the parallel lists $run_ids, $origins_ns,
 -- $t0s_ns, $t1s_ns, $buckets_ns: the events of run_id in the window [t0_ns, t1_ns), namely CPU ops
 -- (one row per nesting depth up to $max_depth), runtime/driver API calls per thread, and GPU work
--- per stream. Events shorter than bucket_ns (about one pixel) are merged per row and bucket into
+-- per stream; external_id links an op to the launches and kernels it caused. Events shorter
+-- than bucket_ns (about one pixel) are merged per row and bucket into
 -- one mark that counts them; at most $max_marks marks per panel come back, the longest first.
 -- Times are microseconds relative to origin_ns (the start of the panel's chosen iteration).
 -- params: $run_ids, $origins_ns, $t0s_ns, $t1s_ns, $buckets_ns (lists), $max_depth, $max_marks
@@ -9,27 +10,28 @@ WITH p AS (
     SELECT unnest($run_ids) AS run_id, unnest($origins_ns) AS origin_ns, unnest($t0s_ns) AS t0_ns,
            unnest($t1s_ns) AS t1_ns, unnest($buckets_ns) AS bucket_ns
 ), ev AS (
-    SELECT p.*, 0 AS lane_group, 'CPU ' || coalesce(o.tid, '?') AS lane_base,
+    SELECT p.*, 0 AS lane_group, 'thread ' || coalesce(o.tid, '?') AS lane_base,
            o.depth AS level, 'op' AS kind, o.name, o.ts_ns, o.dur_ns, NULL::UBIGINT AS correlation,
+           o.external_id,
            NULL AS grid, NULL AS block, NULL::INTEGER AS registers_per_thread,
            NULL::BIGINT AS shared_mem_bytes, NULL::DOUBLE AS est_occupancy_pct, NULL AS launch_api
     FROM ops o JOIN p ON o.trace_id = p.run_id AND o.ts_ns < p.t1_ns AND o.ts_ns + o.dur_ns > p.t0_ns
     WHERE o.cat <> 'gpu_user_annotation' AND o.depth <= $max_depth
     UNION ALL
-    SELECT p.*, 1, 'API ' || coalesce(l.tid, '?'), 0, l.api_kind, l.name, l.ts_ns, l.dur_ns,
-           l.correlation, NULL, NULL, NULL, NULL, NULL, NULL
+    SELECT p.*, 1, 'thread ' || coalesce(l.tid, '?') || ' · API', 0, l.api_kind, l.name, l.ts_ns,
+           l.dur_ns, l.correlation, l.external_id, NULL, NULL, NULL, NULL, NULL, NULL
     FROM launches l JOIN p ON l.trace_id = p.run_id AND l.ts_ns < p.t1_ns AND l.ts_ns + l.dur_ns > p.t0_ns
     UNION ALL
-    SELECT p.*, 2, 'GPU ' || coalesce(k.device, 0) || ' stream ' || coalesce(k.stream, 0), 0,
-           'kernel', k.name, k.ts_ns, k.dur_ns, k.correlation,
+    SELECT p.*, 2, 'GPU ' || coalesce(k.device, 0) || ' · stream ' || coalesce(k.stream, 0), 0,
+           'kernel', k.name, k.ts_ns, k.dur_ns, k.correlation, k.external_id,
            k.grid_x || '×' || k.grid_y || '×' || k.grid_z,
            k.block_x || '×' || k.block_y || '×' || k.block_z,
            k.registers_per_thread, k.shared_mem_bytes, k.est_occupancy_pct, l.name
     FROM kernels k JOIN p ON k.trace_id = p.run_id AND k.ts_ns < p.t1_ns AND k.ts_ns + k.dur_ns > p.t0_ns
     LEFT JOIN launches l ON l.trace_id = k.trace_id AND l.correlation = k.correlation
     UNION ALL
-    SELECT p.*, 2, 'GPU ' || coalesce(m.device, 0) || ' stream ' || coalesce(m.stream, 0), 0,
-           m.kind, m.name, m.ts_ns, m.dur_ns, m.correlation, NULL, NULL, NULL, NULL, NULL, NULL
+    SELECT p.*, 2, 'GPU ' || coalesce(m.device, 0) || ' · stream ' || coalesce(m.stream, 0), 0,
+           m.kind, m.name, m.ts_ns, m.dur_ns, m.correlation, m.external_id, NULL, NULL, NULL, NULL, NULL, NULL
     FROM memops m JOIN p ON m.trace_id = p.run_id AND m.ts_ns < p.t1_ns AND m.ts_ns + m.dur_ns > p.t0_ns
 ), rows AS (
     SELECT *, lane_base || CASE WHEN lane_group = 0 THEN ' · depth ' || level ELSE '' END AS lane,
@@ -43,6 +45,7 @@ WITH p AS (
            CASE WHEN count(*) = 1 THEN any_value(dur_ns)
                 ELSE greatest(max(ts_ns + dur_ns) - min(ts_ns), any_value(bucket_ns)) END AS dur_ns,
            CASE WHEN count(*) = 1 THEN any_value(correlation) END AS correlation,
+           CASE WHEN count(*) = 1 THEN any_value(external_id) END AS external_id,
            CASE WHEN count(*) = 1 THEN any_value(grid) END AS grid,
            CASE WHEN count(*) = 1 THEN any_value(block) END AS block,
            CASE WHEN count(*) = 1 THEN any_value(registers_per_thread) END AS registers_per_thread,
@@ -53,18 +56,19 @@ WITH p AS (
     WHERE dur_ns < bucket_ns
     GROUP BY run_id, lane_group, lane, level, bucket
 ), kept AS (
-    SELECT run_id, lane_group, lane, level, events, kind, name, ts_ns, dur_ns, correlation, grid,
-           block, registers_per_thread, shared_mem_bytes, est_occupancy_pct, launch_api
+    SELECT run_id, lane_group, lane, level, events, kind, name, ts_ns, dur_ns, correlation,
+           external_id, grid, block, registers_per_thread, shared_mem_bytes, est_occupancy_pct, launch_api
     FROM small
     UNION ALL
-    SELECT run_id, lane_group, lane, level, 1, kind, name, ts_ns, dur_ns, correlation, grid, block,
+    SELECT run_id, lane_group, lane, level, 1, kind, name, ts_ns, dur_ns, correlation, external_id,
+           grid, block,
            registers_per_thread, shared_mem_bytes, est_occupancy_pct, launch_api
     FROM rows
     WHERE dur_ns >= bucket_ns
 )
 SELECT k.run_id, lane_group, lane, level, kind, name,
        (ts_ns - p.origin_ns) / 1e3 AS start_us, (ts_ns + dur_ns - p.origin_ns) / 1e3 AS end_us,
-       dur_ns / 1e3 AS dur_us, events, correlation, grid, block, registers_per_thread,
+       dur_ns / 1e3 AS dur_us, events, correlation, external_id, grid, block, registers_per_thread,
        shared_mem_bytes, est_occupancy_pct, launch_api,
        count(*) OVER (PARTITION BY k.run_id) AS marks_before_cap
 FROM kept k JOIN p ON p.run_id = k.run_id

@@ -15,9 +15,10 @@ def test_summary_ops_and_charts(pages, page_store, run_ids):
     assert (naive["cpu_op_self_us"], naive["launch_api_us"], naive["gpu_kernel_us"]) == (100.0, 20.0, 150.5)
     assert naive["gpu_busy_us"] == 155.5
     assert naive["bound"] in {"gpu", "cpu", "sync", "mixed"} and 0 <= naive["gpu_idle_pct"] <= 100
-    ops = _table_with(at, "self_us_per_iter")
-    assert len(ops) == 2
-    assert ops[0].set_index("op").loc["aten::masked_fill", "self_us_per_iter"] == 80.0
+    (ops,) = _table_with(at, "self_us_per_iter")       # one op table, a run column
+    assert set(ops["run_id"]) == {run_ids[NAIVE], run_ids[FLASH]}
+    naive_ops = ops[ops["run_id"] == run_ids[NAIVE]].set_index("op")
+    assert naive_ops.loc["aten::masked_fill", "self_us_per_iter"] == 80.0
     assert len(at.get("vega_lite_chart")) == 3          # per iteration, cold/warm, ops
     assert "cuDNN" not in pages.texts(at)            # no cuDNN attention call: no story
     assert "No cold/warm pair among the selected runs" in pages.texts(at)

@@ -7,8 +7,9 @@ from tests.pages.conftest import FLASH, NAIVE, ROCM, param as _param
 
 
 def _tables(at):
-    """The per-run kernel tables (not the roofline table)."""
-    return [df.value for df in at.dataframe if "kernel" in df.value.columns]
+    """The kernel table split per run, in the selected order (not the roofline table)."""
+    (table,) = [df.value for df in at.dataframe if "kernel" in df.value.columns]
+    return [table[table["run_id"] == run].reset_index(drop=True) for run in at.query_params["runs"].split(",")]
 
 
 def test_one_table_per_run_with_per_iteration_numbers(pages, page_store, run_ids):
@@ -23,8 +24,9 @@ def test_one_table_per_run_with_per_iteration_numbers(pages, page_store, run_ids
     # the fixture records no block size, so the calculator says why it cannot run
     assert row["occupancy_limiter"] == "unknown" and row["tc_engine"] == "tensor core"
     assert naive["kernel"].tolist() == ["void at::native::elementwise_kernel<128, 2>"]
+    assert naive["name"].tolist() == ["elementwise_kernel<…>"]     # short, the full name beside it
     assert len(at.get("vega_lite_chart")) == 2                  # top kernels + roofline
-    assert len(at.get("download_button")) == 2
+    assert len(at.get("download_button")) == 1
 
 
 def test_search_filters_tables_and_is_kept_in_the_url(pages, page_store, run_ids):

@@ -9,18 +9,20 @@ from tests.pages.conftest import FLASH, NAIVE, ROCM, tables_with as _table_with
 def test_api_table_targets_and_latency_per_run(pages, page_store, run_ids):
     at = pages.open("launches", runs=f"{run_ids[NAIVE]},{run_ids[FLASH]}")
     pages.assert_clean(at)
-    naive_apis, flash_apis = _table_with(at, "category")
-    naive = naive_apis.set_index("api")
+    (apis,) = _table_with(at, "category")           # one table, a run column
+    naive = apis[apis["run_id"] == run_ids[NAIVE]].set_index("api")
     # per ProfilerStep: one cudaLaunchKernel (20 µs) and one cudaMemcpyAsync (10 µs)
     assert naive.loc["cudaLaunchKernel", ["calls_per_iter", "api_us_per_iter", "kernels_launched_per_iter"]].tolist() == [1.0, 20.0, 1.0]
     assert naive.loc["cudaMemcpyAsync", ["category", "memops_launched_per_iter"]].tolist() == ["memcpy", 1.0]
-    assert flash_apis["api"].tolist() == ["cudaLaunchKernel"]
-    naive_targets, _ = _table_with(at, "target_name")
-    assert set(naive_targets["target_kind"]) == {"kernel", "memcpy"}
-    naive_latency, _ = _table_with(at, "p50_us")
+    assert apis.loc[apis["run_id"] == run_ids[FLASH], "api"].tolist() == ["cudaLaunchKernel"]
+    assert apis["run"].str.contains("naive").any() and apis["run"].iloc[0] != apis["run"].iloc[-1]
+    (targets,) = _table_with(at, "target_name")
+    assert set(targets.loc[targets["run_id"] == run_ids[NAIVE], "target_kind"]) == {"kernel", "memcpy"}
+    (latency,) = _table_with(at, "p50_us")
+    naive_latency = latency[latency["run_id"] == run_ids[NAIVE]].reset_index(drop=True)
     assert naive_latency.loc[0, "p50_us"] == 30.0      # kernel at +30 µs after its launch call
     assert len(at.get("vega_lite_chart")) == 2          # calls per API + latency histogram
-    assert len(at.get("download_button")) == 6          # APIs, targets, latency: per run
+    assert len(at.get("download_button")) == 3          # APIs, targets, latency
 
 
 @pytest.mark.third_party

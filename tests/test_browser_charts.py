@@ -1,0 +1,228 @@
+"""Charts as a user sees them: `streamlit run app.py` in Chromium at 1600 px, charts drawn as SVG.
+
+Over our H200 samples (cuDNN and flash, cold and warm) and, where the third-party traces are
+present, three uploads (Qwen on an H100, a ROCm MI250 run, DLRM on a V100): every analysis page
+is photographed to test-artifacts/charts-*.png, and its SVG is checked for what screenshots showed
+going wrong: clipped legends, bars beside their labels, axis labels under 11 px, pages taller
+than three screens. The timeline is driven with the mouse: Ctrl + wheel on one panel zooms every
+panel on a shared scale (and only its own on independent scales), a plain wheel scrolls the page,
+hovering a launch draws its flow arrows, and a drag lists what ran in the selected range.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from profiler.share import ViewState, share_url
+from profiler.store import Store
+from tests.conftest import HAVE_SHARED, SAMPLES, SHARED_TRACES
+from tests.test_browser import (  # noqa: F401  (browser: a shared fixture)
+    ARTIFACTS, ROOT, _assert_no_exception, _free_port, _settle, _wait_healthy, browser)
+
+pytestmark = pytest.mark.browser
+
+WIDTH = 1600
+SCREEN = 1000
+SAMPLE_RUNS = [SAMPLES / "default" / f"sdpa_{v}_b8_h16_s1024_d64_bf16_causal_{t}.json.gz"
+               for v in ("flash", "cudnn") for t in ("warm", "cold")]
+UPLOADS = ([SHARED_TRACES / "tracelens__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+            SHARED_TRACES / "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+            SHARED_TRACES / "param__dlrm_kineto__worker0_step_12.1694128201545.pt.trace.json"]
+           if HAVE_SHARED else [])
+PAGES = ["timeline", "kernels", "launches", "cpu-cost", "compare"]
+
+# JavaScript run in the page: facts about the SVG charts
+AXIS_FONTS = """() => Array.from(document.querySelectorAll('.vega-embed svg g.role-axis-label text'))
+  .map(t => parseFloat(getComputedStyle(t).fontSize))"""
+CLIPPED_LEGENDS = """() => Array.from(document.querySelectorAll('.vega-embed svg')).flatMap(svg => {
+  const box = svg.getBoundingClientRect();
+  return Array.from(svg.querySelectorAll('g.role-legend')).map(g => g.getBoundingClientRect())
+    .filter(r => r.width > 0 && (r.left < box.left - 1 || r.right > box.right + 1
+                                 || r.top < box.top - 1 || r.bottom > box.bottom + 1))
+    .map(r => [r.left, r.right, box.left, box.right]);
+})"""
+# every labelled row of a horizontal bar chart: the gap between the label's and the nearest
+# bar's vertical centre, in px (a bar beside its label reads as the wrong name)
+# every labelled row of a bar chart with a discrete y axis: the gap between the label's vertical
+# centre and that of the nearest bar drawn for it (bars whose description holds ": <label>;"),
+# in px; a bar beside its label reads as the wrong name
+LABEL_BAR_GAPS = """() => Array.from(document.querySelectorAll('.vega-embed svg g.role-axis'))
+  .filter(a => /^Y-axis.*discrete/.test(a.getAttribute('aria-label') || ''))
+  .flatMap(a => {
+    const view = a.parentElement.closest('g.mark-group');
+    const bars = Array.from(view.querySelectorAll('path[aria-roledescription="bar"]'))
+      .filter(b => b.getBoundingClientRect().height > 0);
+    return Array.from(a.querySelectorAll('g.role-axis-label text')).map(t => t.textContent.trim())
+      .filter(text => text).flatMap(text => {
+        const el = Array.from(a.querySelectorAll('g.role-axis-label text'))
+          .find(t => t.textContent.trim() === text).getBoundingClientRect();
+        const own = bars.filter(b => (b.getAttribute('aria-label') + ';').includes(': ' + text + ';'))
+          .map(b => b.getBoundingClientRect());
+        const gaps = own.map(r => Math.abs((r.top + r.bottom) / 2 - (el.top + el.bottom) / 2));
+        return gaps.length ? [Math.min(...gaps)] : [];
+      });
+  })"""
+X_LABELS = """(i) => Array.from(document.querySelectorAll('.vega-embed svg g.role-scope'))
+  .filter(g => /^concat_\\d+_group$/.test(g.getAttribute('class').split(' ').pop()))
+  .map(g => Array.from(g.querySelectorAll('g.role-axis')).filter(a =>
+      (a.getAttribute('aria-label') || '').startsWith('X-axis'))
+    .map(a => Array.from(a.querySelectorAll('text')).map(t => t.textContent).join('|')).join())"""
+SCROLL_TOP = "document.querySelector('[data-testid=\"stMain\"]').scrollTop"
+PAGE_HEIGHT = ("Math.max(...['stMain', 'stAppViewContainer'].map(t => (document.querySelector("
+               "'[data-testid=\"' + t + '\"]') || {}).scrollHeight || 0))")
+
+
+@pytest.fixture(scope="module")
+def charts_server(tmp_path_factory):
+    """A streamlit server over a store of the sample runs and the uploads."""
+    db = tmp_path_factory.mktemp("browser-charts") / "store.duckdb"
+    store = Store(db)
+    samples = tuple(store.ingest(p, source="captured").trace_id for p in SAMPLE_RUNS)
+    uploads = {p.name.split("__")[0]: store.ingest(p).trace_id for p in UPLOADS}
+    port = _free_port()
+    log = open(db.parent / "streamlit.log", "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
+         "--server.port", str(port), "--server.headless", "true", "--server.fileWatcherType", "none"],
+        cwd=ROOT, env={**os.environ, "PROFILER_DB": str(db), "PROFILER_SEED": "0"},
+        stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, proc)
+        yield url, samples, uploads
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
+def _open(browser, url: str, wait_for: str = ""):
+    """A page at 1600 px, its script run finished and ``wait_for`` (a selector) drawn."""
+    page = browser.new_page(viewport={"width": WIDTH, "height": SCREEN})
+    page.goto(url, timeout=90_000)
+    _settle(page)
+    if wait_for:  # charts in a collapsed expander are drawn but hidden
+        page.wait_for_selector(wait_for, timeout=90_000, state="attached")
+    page.wait_for_timeout(1000)
+    return page
+
+
+def _open_timeline(browser, url: str, panels: int):
+    return _open(browser, url, f".vega-embed svg g.panel_{panels - 1}_marks")
+
+
+def _selections(charts_server) -> dict[str, tuple[str, ...]]:
+    _, samples, uploads = charts_server
+    runs = {"samples": samples[:2], "samples-4": samples}
+    runs.update({name: (run,) for name, run in uploads.items()})
+    return runs
+
+
+def test_every_page_reads_well_at_1600_px(charts_server, browser):
+    url, _, _ = charts_server
+    problems, bars_checked = [], 0
+    for name, runs in _selections(charts_server).items():
+        for page_name in PAGES:
+            if page_name == "compare" and len(runs) < 2:
+                continue
+            page = _open(browser, share_url(ViewState(page=page_name, runs=runs), base=url),
+                         ".vega-embed svg" if page_name != "compare" else "")
+            where = f"{page_name} ({name})"
+            try:
+                _assert_no_exception(page, where)
+                height = page.evaluate(PAGE_HEIGHT)
+                page.set_viewport_size({"width": WIDTH, "height": min(height, 4 * SCREEN)})
+                page.wait_for_timeout(800)
+                page.screenshot(path=str(ARTIFACTS / f"charts-{name}-{page_name}.png"))
+                fonts = page.evaluate(AXIS_FONTS)
+                if fonts and min(fonts) < 11:
+                    problems.append(f"{where}: axis labels of {min(fonts)} px")
+                if clipped := page.evaluate(CLIPPED_LEGENDS):
+                    problems.append(f"{where}: legend outside its chart {clipped}")
+                gaps = page.evaluate(LABEL_BAR_GAPS)
+                bars_checked += len(gaps) if page_name != "timeline" else 0
+                if page_name != "timeline" and gaps and max(gaps) > 4:
+                    problems.append(f"{where}: a bar sits {max(gaps):.0f} px off its label")
+                if height > 3.3 * SCREEN:
+                    problems.append(f"{where}: {height} px tall, more than three screens")
+            finally:
+                page.close()
+    assert not problems, "\n".join(problems)
+    assert bars_checked > 20, "the bar charts were not found in the SVG"
+
+
+def _zoom_first_panel(page) -> None:
+    box = page.locator(".vega-embed svg g.panel_0_marks").first.bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + box["height"] / 2)
+    page.keyboard.down("Control")
+    page.mouse.wheel(0, -500)
+    page.keyboard.up("Control")
+    page.wait_for_timeout(800)
+
+
+@pytest.mark.parametrize("scale", ["shared", "independent"])
+def test_zooming_one_timeline_panel_moves_the_others_on_a_shared_scale(charts_server, browser, scale):
+    url, samples, _ = charts_server
+    link = share_url(ViewState(page="timeline", runs=samples[:2],
+                               filters=(() if scale == "shared" else (("scale", scale),))), base=url)
+    page = _open_timeline(browser, link, 2)
+    try:
+        before = page.evaluate(X_LABELS)
+        assert len(before) == 2 and all(before), f"two panels with x axes: {before}"
+        _zoom_first_panel(page)
+        after = page.evaluate(X_LABELS)
+        assert after[0] != before[0], "Ctrl + wheel did not zoom the panel under the mouse"
+        if scale == "shared":
+            assert after[1] == after[0] and after[1] != before[1], "the other panel did not follow"
+        else:
+            assert after[1] == before[1], "an independent panel followed another's zoom"
+        page.screenshot(path=str(ARTIFACTS / f"charts-timeline-zoomed-{scale}.png"))
+    finally:
+        page.close()
+
+
+def test_the_mouse_wheel_scrolls_the_page_over_a_timeline(charts_server, browser):
+    url, samples, _ = charts_server
+    page = _open_timeline(browser, share_url(ViewState(page="timeline", runs=samples[:2]), base=url), 2)
+    try:
+        before = page.evaluate(X_LABELS)
+        box = page.locator(".vega-embed svg g.panel_0_marks").first.bounding_box()
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + 10)
+        top = page.evaluate(SCROLL_TOP)
+        page.mouse.wheel(0, 300)
+        page.wait_for_timeout(800)
+        assert page.evaluate(SCROLL_TOP) > top, "the page did not scroll"
+        assert page.evaluate(X_LABELS) == before, "a plain wheel zoomed the chart"
+    finally:
+        page.close()
+
+
+def test_hovering_a_launch_draws_its_flow_and_a_drag_lists_the_range(charts_server, browser):
+    url, samples, _ = charts_server
+    page = _open_timeline(browser, share_url(ViewState(page="timeline", runs=samples[:1]), base=url), 1)
+    try:
+        heads = page.locator(".vega-embed svg g.mark-symbol.role-mark path")
+        assert heads.count() == 0, "flows drawn before any hover"
+        call = page.locator('.vega-embed svg path[aria-roledescription="bar"][aria-label*="LaunchKernel"]')
+        box = max((call.nth(i).bounding_box() for i in range(min(call.count(), 50))),
+                  key=lambda b: b["width"])
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        page.wait_for_timeout(800)
+        assert heads.count() >= 1, "no flow arrow for the hovered launch"
+        page.screenshot(path=str(ARTIFACTS / "charts-timeline-flow.png"))
+        frame = page.locator(".vega-embed svg g.panel_0_marks").first.bounding_box()
+        y = frame["y"] + 5
+        page.mouse.move(frame["x"] + frame["width"] * 0.2, y)
+        page.mouse.down()
+        page.mouse.move(frame["x"] + frame["width"] * 0.6, y, steps=8)
+        page.mouse.up()
+        page.get_by_text("Selected range").first.wait_for(timeout=90_000)
+        _settle(page)
+        _assert_no_exception(page, "range selection")
+        assert page.locator('[data-testid="stDataFrame"]').count() == 1, "no table of the range"
+        page.screenshot(path=str(ARTIFACTS / "charts-timeline-range.png"), full_page=True)
+    finally:
+        page.close()
