@@ -2,7 +2,7 @@
 FLOPs, bytes and % of peak from the op-level cost model; the roofline of the selected runs."""
 import streamlit as st
 
-from profiler import charts, op_costs, queries, roofline, ui, why
+from profiler import charts, markup, op_costs, queries, roofline, ui, why
 
 Col = st.column_config
 COLUMNS = {
@@ -47,7 +47,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     labels = charts.label_map(queries.run_labels(store, runs))
     table = op_costs.attention_in_trace(store, runs)
     for run, rows in charts.per_run(table, runs):
-        st.subheader(labels.get(run, run), divider="gray")
+        st.subheader(markup.md(labels.get(run, run)), divider="gray")
         for finding in why.one_run(store, run):
             st.text(finding.text)       # op and kernel names are data, not Markdown
         if rows.empty:

@@ -29,6 +29,8 @@ st.title("Job")
 state = ui.view_state("job")
 with ui.guard():
     store = ui.get_store()
+    with store.connect():  # a damaged or locked store says so here, as on every other page
+        pass
     listed = job_queries.job_list(store)
     if listed.empty:
         st.info("No job in the store yet. A job is the rank traces of one distributed run: upload "

@@ -14,12 +14,12 @@ from profiler.queries import SHAPE_KEYS
 
 def timeline_caption(marks: pd.DataFrame, step: str, search: str | None = None) -> str:
     """What a panel shows: the iteration, how many marks, whether some were left out, and how
-    many match the search."""
+    many match the search. Plain text (a chart subtitle, never Markdown)."""
     if marks.empty:
-        return f"{md(step)}: no events in this window."
+        return f"{step}: no events in this window."
     shown, total = len(marks), int(marks["marks_before_cap"].iloc[0])
     merged = int((marks["kind"] == "merged").sum())
-    text = f"{md(step)}: {shown:,} marks ({merged:,} merge events shorter than a pixel)"
+    text = f"{step}: {shown:,} marks ({merged:,} merge events shorter than a pixel)"
     if total > shown:
         text += f"; the {total - shown:,} shortest of {total:,} are left out, zoom in to see them"
     if search:

@@ -19,8 +19,13 @@ def inferred_costs(calls: pd.DataFrame, shape: dict) -> list[OpCost | None]:
     take Q, K, V; GEMMs alternate Q K^T and P V (in the dtype their kernel ran: the math backend
     upcasts to fp32); elementwise ops between the two GEMMs act on the score matrix, before the
     first on Q (masked_fill / where / add on the mask once a triu / tril built it), after the
-    second on the output."""
-    b, h, n, d = (int(shape[k]) for k in ("batch", "heads", "seq_len", "head_dim"))
+    second on the output. A shape with a missing or unusable size prices nothing (all None)."""
+    try:
+        b, h, n, d = (int(shape[k]) for k in ("batch", "heads", "seq_len", "head_dim"))
+    except (KeyError, TypeError, ValueError, OverflowError):
+        return [None] * len(calls)
+    if min(b, h, n, d) <= 0:
+        return [None] * len(calls)
     dtype, causal = cm.TYPE_OF.get(str(shape["dtype"]), "c10::BFloat16"), bool(shape["causal"])
     out, gemms, score_type, masked, iteration = [], 0, None, False, object()
     for call in calls.itertuples():

@@ -122,11 +122,11 @@ def test_sweep_series_keeps_variants_with_two_lengths_and_names_shapes_when_seve
 
 def test_sweep_spread_is_min_median_max_over_iterations_of_all_captures():
     base = {"variant": "flex", "batch": 8, "heads": 16, "head_dim": 64, "dtype": "bf16",
-            "causal": True, "cpu_us_per_iter": 1.0}
+            "causal": True, "cpu_busy_us_per_iter": 1.0}
     gpu = {("r1", 512): [10.0, 12.0], ("r2", 512): [30.0], ("r3", 1024): [40.0, 41.0, 45.0]}
-    rows = [dict(base, run_id=r, seq_len=L, gpu_us_per_iter=v) for (r, L), vs in gpu.items() for v in vs]
+    rows = [dict(base, run_id=r, seq_len=L, gpu_busy_us_per_iter=v) for (r, L), vs in gpu.items() for v in vs]
     spread = charts.sweep_spread(pd.DataFrame(rows))
-    got = spread[spread["metric"] == "GPU time per iteration"]
+    got = spread[spread["metric"] == charts.SWEEP_METRICS["gpu_busy_us_per_iter"]]
     assert [tuple(r) for r in got[["seq_len", "min_us", "median_us", "max_us", "captures",
                                    "iterations"]].itertuples(index=False)] == [
         (512, 10.0, 12.0, 30.0, 2, 3), (1024, 40.0, 41.0, 45.0, 1, 3)]
