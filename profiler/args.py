@@ -30,7 +30,16 @@ ARG_COLUMNS: dict[str, tuple[str, ...]] = {
     "block": ("block",),
     "bytes": ("bytes", "Bytes"),
     "bandwidth_gbps": ("memory bandwidth (GB/s)",),
+    # [memory] instants (profile_memory=True)
+    "device_id": ("Device Id",),
+    "device_type": ("Device Type",),
+    "addr": ("Addr",),
+    "total_allocated_bytes": ("Total Allocated",),
+    "total_reserved_bytes": ("Total Reserved",),
+    # cpu_op shapes (record_shapes=True): kept as the JSON text written, never decoded
+    "input_dims": ("Input Dims",),
 }
+RAW_COLUMNS = {"input_dims"}
 
 
 def _field_name(column: str, index: int) -> str:
@@ -40,7 +49,8 @@ def _field_name(column: str, index: int) -> str:
 Args = msgspec.defstruct(
     "Args",
     [
-        (_field_name(column, i), Any, msgspec.field(default=None, name=raw))
+        (_field_name(column, i), msgspec.Raw if column in RAW_COLUMNS else Any,
+         msgspec.field(default=None, name=raw))
         for column, spellings in ARG_COLUMNS.items()
         for i, raw in enumerate(spellings)
     ],

@@ -232,7 +232,9 @@ def main() -> int:
     process = {"pid": os.getpid(), "fresh": True, "caches": request["caches"]}
     outcomes = cap._Capture(config, progress, (), process=process).run()
     print(json.dumps({"outcomes": [_outcome_json(o) for o in outcomes]}), flush=True)
-    return 0
+    # every trace is written and closed: skip the interpreter's teardown (compiler worker pools
+    # take seconds to shut down)
+    os._exit(0)
 
 
 if __name__ == "__main__":
