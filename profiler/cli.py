@@ -38,7 +38,12 @@ def _ingest(args: argparse.Namespace) -> int:
 def _summary(args: argparse.Namespace) -> int:
     from profiler import queries  # pandas, only where a table is read back
 
+    from profiler import timings
+
     rows = queries.trace_summary(Store(args.db))
+    measured = timings.timing_records(Store(args.db), [r["id"] for r in rows]) if rows else {}
+    for r in rows:
+        r.update(measured.get(r["id"], {}))
     if args.json:
         print(json.dumps(rows, indent=2, default=str))
         return 0
@@ -46,10 +51,12 @@ def _summary(args: argparse.Namespace) -> int:
         print(f"no traces in {Store(args.db).path}")
         return 0
     print(f"{'id':16s}  {'source':8s}  {'variant':15s}  {'events':>9s}  {'kernels':>8s}  "
-          f"{'kernel ms':>10s}  {'iters':>5s}  name")
+          f"{'kernel µs/call':>14s}  {'peak MiB':>9s}  {'iters':>5s}  name")
     for r in rows:
+        kernel, peak = r.get("kernel_us_per_call"), r.get("peak_allocated_bytes")
         print(f"{r['id']:16s}  {r['source']:8s}  {r['variant'] or '-':15s}  {r['events']:>9,d}  "
-              f"{r['kernels']:>8,d}  {r['kernel_time_us'] / 1000:>10.3f}  {r['iterations']:>5d}  {r['name']}")
+              f"{r['kernels']:>8,d}  {'-' if kernel is None else f'{kernel:,.1f}':>14s}  "
+              f"{'-' if peak is None else f'{peak / 2**20:,.1f}':>9s}  {r['iterations']:>5d}  {r['name']}")
     return 0
 
 
