@@ -23,5 +23,5 @@ st.navigation({
              page("upload", "Upload")],
     "Analysis": [page("timeline", "Timeline"), page("kernels", "Kernels"),
                  page("launches", "Launches"), page("cpu-cost", "CPU cost"),
-                 page("compare", "Compare"), page("sweep", "Sweep")],
+                 page("compare", "Compare"), page("sweep", "Sweep"), page("memory", "Memory")],
 }).run()

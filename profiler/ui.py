@@ -55,7 +55,7 @@ PAGE_ICONS = {"runs": ":material/list:", "profile": ":material/play_circle:",
               "upload": ":material/upload:", "timeline": ":material/view_timeline:",
               "kernels": ":material/memory:", "launches": ":material/rocket_launch:",
               "cpu-cost": ":material/speed:", "compare": ":material/compare_arrows:",
-              "sweep": ":material/ssid_chart:"}
+              "sweep": ":material/ssid_chart:", "memory": ":material/memory_alt:"}
 _RUNS_KEY = "_selected_runs"
 _CAPTURE_LOCK = threading.Lock()  # torch.profiler is process-wide, and timings need the GPU alone
 
