@@ -121,7 +121,8 @@ def validate(config: CaptureConfig) -> CaptureConfig:
     if config.device == "cuda" and not torch.cuda.is_available():
         raise CaptureError("device 'cuda' was asked for but torch sees no CUDA GPU; use --device cpu")
     sizes = dict(batch=config.batch, heads=config.heads, head_dim=config.head_dim, active=config.active,
-                 timing_calls=config.timing_calls, repeats=config.repeats or 1)
+                 timing_calls=config.timing_calls,
+                 repeats=1 if config.repeats is None else config.repeats)
     sizes.update({f"seq_len {s}": s for s in config.seq_lens} or {"seq_lens": 0})
     for what, value in sizes.items():
         if value < 1:
