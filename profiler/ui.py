@@ -324,7 +324,7 @@ def capture_runs(config) -> tuple[list, list]:
             _CAPTURE_LOCK.acquire()
     try:
         config = replace(config, out_dir=traces_dir())
-        bars = _VariantBars(config.variants, len(config.seq_lens) * (2 if config.cold else 1))
+        bars = _VariantBars(config.variants, capture.runs_per_variant(config))
         outcomes = capture.capture(config, progress=bars)
         with st.spinner("Adding the traces to the store…"):
             results = capture.ingest_outcomes(get_store(), outcomes)
