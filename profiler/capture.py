@@ -221,7 +221,13 @@ def graph_time(fn, inputs, device: str, calls: int) -> tuple[float | None, str |
     finally:
         del graph
         torch.cuda.synchronize()
+        _clear_cublas_workspaces()  # the side stream got a cuBLAS workspace of its own
         torch.cuda.empty_cache()
+
+
+def _clear_cublas_workspaces() -> None:
+    if hasattr(torch._C, "_cuda_clearCublasWorkspaces"):
+        torch._C._cuda_clearCublasWorkspaces()
 
 
 def _device_name(device: str) -> str:
@@ -346,8 +352,7 @@ class _Capture:
             self.reference = reference_attention(*inputs, causal=self.config.causal).cpu()
             if self.config.device == "cuda":  # leave no reference-sized blocks or cuBLAS workspace behind
                 torch.cuda.synchronize()
-                if hasattr(torch._C, "_cuda_clearCublasWorkspaces"):
-                    torch._C._cuda_clearCublasWorkspaces()
+                _clear_cublas_workspaces()
                 torch.cuda.empty_cache()
         return relative_error(out, self.reference)
 
