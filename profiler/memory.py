@@ -71,8 +71,8 @@ def _scores_at_peak(store, run_id: str, shape: dict) -> tuple[int, list[str]]:
     if not size:
         return 0, []
     live = live_at_peak(store, run_id, limit=50)
-    scores = live[live["size_bytes"].isin([size, size * 2 // SCORE_ITEM_BYTES[shape["dtype"]] * 2,
-                                           size // SCORE_ITEM_BYTES[shape["dtype"]] * 4])]
+    elements = size // SCORE_ITEM_BYTES[shape["dtype"]]
+    scores = live[live["size_bytes"].isin([size, elements * 4])]  # in the run's dtype, or fp32 (math backend)
     makers = list(dict.fromkeys(scores["op_name"].fillna("no CPU op")))
     return int(scores["size_bytes"].sum()), makers
 
