@@ -20,7 +20,7 @@ QWEN = SHARED_TRACES / "tracelens__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz
 
 
 def _sample(variant: str, cold: bool = False) -> Path:
-    (path,) = SAMPLES_DIR.glob(f"default/{variant}_b8_h16_s1024_d64_bf16_causal_{'cold' if cold else 'warm'}_*.json.gz")
+    (path,) = SAMPLES_DIR.glob(f"default/{variant}_b8_h16_s1024_d64_bf16_causal_{'cold' if cold else 'warm'}.json.gz")
     return path
 
 

@@ -11,7 +11,7 @@ MIB = 2**20
 def _ingest_samples(store) -> dict[str, str]:
     ids = {}
     for variant in ("naive", "sdpa_flash"):
-        (path,) = SAMPLES_DIR.glob(f"default/{variant}_b8_h16_s1024_d64_bf16_causal_warm_*.json.gz")
+        (path,) = SAMPLES_DIR.glob(f"default/{variant}_b8_h16_s1024_d64_bf16_causal_warm.json.gz")
         ids[variant] = store.ingest(path, source="captured").trace_id
     return ids
 
