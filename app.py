@@ -24,5 +24,5 @@ st.navigation({
     "Analysis": [page("timeline", "Timeline"), page("kernels", "Kernels"),
                  page("launches", "Launches"), page("cpu-cost", "CPU cost"),
                  page("compare", "Compare"), page("sweep", "Sweep"), page("attention", "Attention"),
-                 page("job", "Job")],
+                 page("memory", "Memory"), page("job", "Job")],
 }).run()

@@ -1,10 +1,13 @@
 """Time a whole capture end to end in one process (profiler started once).
 
-    python bench/capture.py [--seq 1024] [--no-cold] [--out-dir DIR] [--json-out FILE]
+    python bench/capture.py [--seq 1024] [--no-cold] [--repeats N] [--compile-cache DIR]
+                            [--no-isolate] [--variants a,b] [--out-dir DIR] [--json-out FILE]
 
 Prints (and optionally writes) a JSON object: the machine, the versions, seconds spent importing
 torch, seconds in `capture()`, the whole process time, and for each variant the seconds from its
-first progress report to its last. Trace files are written only, never ingested.
+first progress report to its last. Trace files are written only, never ingested. By default each
+variant runs in fresh processes with fresh caches (the capture's default); `--compile-cache DIR`
+keeps the compile caches (inductor, Triton, flashinfer) in DIR, so a second capture finds them warm.
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
 import sys  # noqa: E402
+from dataclasses import replace  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -44,11 +48,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seq", default="1024")
     parser.add_argument("--cold", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--compile-cache", type=Path, default=None)
+    parser.add_argument("--isolate", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--variants", default=None)
+    parser.add_argument("--sweep", default=None, help="join the runs to this sweep id")
     parser.add_argument("--out-dir", type=Path, default=Path("bench/out/capture"))
     parser.add_argument("--json-out", type=Path, default=None)
     args = parser.parse_args()
     config = CaptureConfig(seq_lens=tuple(int(s) for s in args.seq.split(",")), cold=args.cold,
+                           repeats=args.repeats, isolate=args.isolate, compile_cache=args.compile_cache,
                            out_dir=args.out_dir)
+    if args.variants:
+        config = replace(config, variants=tuple(args.variants.split(",")))
+    if args.sweep:
+        config = replace(config, sweep=args.sweep)
     clock = Clock()
     started = time.perf_counter()
     outcomes = capture(config, progress=clock)
@@ -61,7 +75,11 @@ def main() -> int:
         "torch": torch.__version__, "cuda": torch.version.cuda,
         "cudnn": torch.backends.cudnn.version() if cuda else None,
         "config": {"seq_lens": list(config.seq_lens), "cold": config.cold, "batch": config.batch,
-                   "heads": config.heads, "head_dim": config.head_dim, "dtype": config.dtype},
+                   "heads": config.heads, "head_dim": config.head_dim, "dtype": config.dtype,
+                   "repeats": config.repeats, "isolate": config.isolate,
+                   "compile_cache": str(config.compile_cache) if config.compile_cache else None},
+        "caches_warm": sorted({f"{o.variant}:{name}" for o in outcomes if o.meta
+                               for name, c in o.meta["process"]["caches"].items() if c["warm"]}),
         "import_s": round(IMPORTED - PROCESS_START, 2),
         "capture_s": round(finished - started, 2),
         "process_s": round(finished - PROCESS_START, 2),

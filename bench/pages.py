@@ -138,7 +138,7 @@ def main() -> None:
     seed_if_empty(Store(samples_db), SAMPLES)
     os.environ["PROFILER_DB"] = str(samples_db)
     rows.append(("sweep", "none, 54 H200 sample runs (36 in the sweep)", time_page("sweep", {}, args.repeat)))
-    rows.append(("runs", "4 of the 54 H200 samples (findings)", time_page(
+    rows.append(("runs", "4 of the H200 samples (findings)", time_page(
         "runs", {"runs": ",".join(queries.run_catalog(Store(samples_db))["run_id"][:4])}, args.repeat)))
     notes = [timeline_stress(store, large),
              f"Warm-up (the first script run in a fresh process: imports of streamlit, altair, "

@@ -2,7 +2,7 @@
 launches, and how counts, GPU time and launch APIs change from run a to run b."""
 import streamlit as st
 
-from profiler import charts, findings, markup, narrative, queries, ui
+from profiler import charts, findings, markup, memory, memory_charts, narrative, queries, ui
 
 Col = st.column_config
 ALIGN_COLUMNS = {
@@ -98,4 +98,12 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     st.dataframe(api_delta, column_config=API_COLUMNS, column_order=list(API_COLUMNS),
                  hide_index=True, placeholder="—")
     ui.csv_download(api_delta, f"api-delta-{a}-{b}")
+    st.subheader("Memory", divider="gray")
+    for finding in memory.memory_findings(store, [a, b]):
+        st.text(finding.text)
+    timeline = memory.memory_timeline(store, [a, b])
+    if not timeline.empty:
+        starts = memory_charts.iteration_starts(queries.run_iterations(store, [a, b]), timeline, labels)
+        st.altair_chart(memory_charts.allocated_over_time_chart(timeline, starts, labels), width="stretch")
+        ui.link_to("memory", state.with_(page="memory"), label="Memory page: peaks and live blocks")
     ui.copy_link(state)

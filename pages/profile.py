@@ -34,8 +34,10 @@ def shape_inputs(d: dict) -> dict:
 
 
 def schedule_inputs() -> dict:
-    st.markdown("**Schedule** — a cold run records the first call of a fresh shape (compile, "
-                "cuDNN plan building); a warm run records `active` steps after warm-up.")
+    st.markdown("**Schedule** — a cold run records the first call of a variant in a fresh process "
+                "with empty compile and CUDA caches (compiles, cuDNN's plan build, flashinfer's "
+                "first-use JIT build: up to minutes, the bar counts the seconds); a warm run records "
+                "`active` steps after warm-up. A sweep (several lengths) records each point 3 times.")
     c = st.columns(4)
     return dict(cold=c[0].toggle("also a cold run", value=True),
                 warmup_calls=c[1].number_input("warm-up calls (unprofiled)", 0, 100, 3),

@@ -1,7 +1,7 @@
 """Runs: every captured and uploaded run in the store; pick the runs to compare, rename, delete."""
 import streamlit as st
 
-from profiler import catalog, findings, markup, queries, ui
+from profiler import catalog, findings, markup, queries, timings, ui
 
 Col = st.column_config
 COLUMNS = {  # in display order: what tells runs apart first, the numbers next, provenance last
@@ -23,6 +23,15 @@ COLUMNS = {  # in display order: what tells runs apart first, the numbers next, 
         help="Wall time the launching thread spent in recorded CPU ops and API calls."),
     "bound": Col.TextColumn("bound", help="gpu: the GPU idles under 10 % of the iteration; cpu / "
                             "sync: what the launching thread did while the GPU was idle."),
+    "wall_us_per_call": Col.NumberColumn("wall µs / call", format="%.1f",
+                                         help="CUDA events around N back-to-back calls outside the profiler, "
+                                              "divided by N (wall calls). A cold run: its one first call."),
+    "wall_calls": Col.NumberColumn("wall calls", help="N, the calls timed back to back (1 for a cold run)."),
+    "graph_us_per_call": Col.NumberColumn("graph µs / call", format="%.1f",
+                                          help="Replay of a CUDA graph of one call (host dispatch removed); "
+                                               "empty where the variant cannot be captured in a graph."),
+    "peak_allocated_mib": Col.NumberColumn("peak MiB", format="%.1f",
+                                           help="Peak allocated GPU memory while recording (profile_memory)."),
     "iterations": Col.NumberColumn("iters", help="ProfilerStep windows in the trace; with none, "
                                    "the whole trace counts as one iteration."),
     "gpu_name": Col.TextColumn("GPU"),
@@ -132,6 +141,9 @@ with ui.guard():
         st.stop()
     if runs.empty:
         empty_store()
+    measured = timings.run_timings(ui.get_store(), runs["run_id"]).drop(columns=["cold"])
+    runs = runs.merge(measured, on="run_id", how="left")
+    runs["peak_allocated_mib"] = runs["peak_allocated_bytes"] / 2**20
     st.caption(f"{len(runs)} runs in the store. Per-iteration numbers divide by the run's "
                "ProfilerStep count. Select runs to compare them on the analysis pages.")
     picked = ui.pick_rows(runs, "catalog", state.runs, column_config=COLUMNS,

@@ -1,7 +1,7 @@
 """Sweep: GPU and CPU time per iteration against sequence length, one line per variant."""
 import streamlit as st
 
-from profiler import charts, findings, markup, queries, roofline, ui
+from profiler import charts, findings, markup, memory, memory_charts, queries, roofline, ui
 
 Col = st.column_config
 COLUMNS = {
@@ -52,3 +52,13 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         st.markdown("No two variants swap places in GPU time over these lengths.")
     st.dataframe(series, column_config=COLUMNS, column_order=list(COLUMNS), hide_index=True, placeholder="—")
     ui.csv_download(series, "sweep")
+    st.subheader("Peak memory against sequence length", divider="gray")
+    shapes = queries.run_shapes(store, runs)
+    shapes = shapes[(shapes["cold"] == False) & shapes["seq_len"].notna() & shapes["variant"].isin(series["variant"])]  # noqa: E712
+    points = shapes.merge(memory.memory_summary(store, shapes["run_id"]), on="run_id")
+    if points.empty:
+        st.caption("None of these runs recorded memory events (profile_memory=True).")
+    else:
+        st.caption("Peak allocated GPU memory of each warm run (dots) and the median per length (lines), "
+                   "log-log: a slope of 2 is memory that grows as L² (the score matrix), 1 as L.")
+        st.altair_chart(memory_charts.peak_vs_length_chart(points), width="stretch")

@@ -30,6 +30,12 @@ ARG_COLUMNS: dict[str, tuple[str, ...]] = {
     "block": ("block",),
     "bytes": ("bytes", "Bytes"),
     "bandwidth_gbps": ("memory bandwidth (GB/s)",),
+    # [memory] instants (profile_memory=True)
+    "device_id": ("Device Id",),
+    "device_type": ("Device Type",),
+    "addr": ("Addr",),
+    "total_allocated_bytes": ("Total Allocated",),
+    "total_reserved_bytes": ("Total Reserved",),
     # record_shapes: kept as the JSON text written (lists per input), read by profiler/costmodel.py
     "input_dims": ("Input Dims",),
     "input_types": ("Input type",),

@@ -46,7 +46,14 @@ def register(subparsers) -> None:
     cap.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda if present")
     cap.add_argument("--cold", action=argparse.BooleanOptionalAction, default=True,
                      help="also profile the first call of each fresh shape as its own run")
-    cap.add_argument("--timing-calls", type=int, default=20, help="calls timed outside the profiler")
+    cap.add_argument("--timing-calls", type=int, default=20,
+                     help="back-to-back calls (and CUDA-graph replays) timed outside the profiler")
+    cap.add_argument("--repeats", type=int, default=None,
+                     help="warm runs per variant and length (default: 3 in a sweep, else 1)")
+    cap.add_argument("--isolate", action=argparse.BooleanOptionalAction, default=True,
+                     help="run each variant (and each cold length) in a fresh process with fresh caches")
+    cap.add_argument("--compile-cache", type=Path, default=None,
+                     help="keep compile caches (inductor, Triton, flashinfer) in this folder instead of fresh ones")
     cap.add_argument("--out-dir", type=Path, default=Path("data/traces"), help="where trace files go")
     cap.add_argument("--db", default=None, help="store file (default: $PROFILER_DB or data/traces.duckdb)")
     cap.add_argument("--no-ingest", action="store_true", help="only write trace files")
@@ -90,7 +97,8 @@ def _config(args: argparse.Namespace):
     return CaptureConfig(variants=args.variants or tuple(VARIANTS), batch=args.batch, heads=args.heads,
                          seq_lens=args.seq, head_dim=args.head_dim, dtype=args.dtype, causal=args.causal,
                          device=args.device or default_device(), cold=args.cold,
-                         timing_calls=args.timing_calls, out_dir=args.out_dir)
+                         timing_calls=args.timing_calls, repeats=args.repeats, isolate=args.isolate,
+                         compile_cache=args.compile_cache, out_dir=args.out_dir)
 
 
 def _report(outcomes, seconds: float) -> None:
@@ -99,11 +107,20 @@ def _report(outcomes, seconds: float) -> None:
             print(f"skipped   {o.name}: {o.skipped}")
             continue
         m = o.meta
-        ms = m.get("cuda_ms_median", m.get("wall_ms_median"))
         flag = "ok" if m["ok"] else "WRONG"
         error = "n/a" if m["rel_error"] is None else f"{m['rel_error']:.2e}"
-        print(f"profiled  {o.name}: {ms:.3f} ms median, rel error {error} ({flag}) -> {o.path}")
+        print(f"profiled  {o.name}: {timing_text(m)}, rel error {error} ({flag}) -> {o.path}")
     print(f"captured {sum(o.path is not None for o in outcomes)} of {len(outcomes)} runs in {seconds:.1f} s")
+
+
+def timing_text(meta: dict) -> str:
+    """A run's timings in words: a cold run's one call, or the per-call wall and graph times."""
+    if meta["cold"]:
+        return f"first call {meta['wall_us_per_call']:,.0f} µs (one call)"
+    text = f"wall {meta['wall_us_per_call']:,.1f} µs/call over {meta['wall_calls']} back-to-back calls"
+    if meta.get("graph_us_per_call") is not None:
+        text += f", graph replay {meta['graph_us_per_call']:,.1f} µs/call"
+    return text
 
 
 def run_capture(args: argparse.Namespace) -> int:

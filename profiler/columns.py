@@ -71,16 +71,23 @@ def to_ns(raw: Any) -> int | None:
         return None
 
 
+MEMORY_EVENT = "[memory]"  # the instant ('i') event profile_memory writes for each allocation and free
+
+
 def split(events: list, keep_python: bool) -> dict[str, list]:
-    """Complete ('X') events with a timestamp, grouped by the table they go to."""
-    buckets: dict[str, list] = {"kernels": [], "memops": [], "launches": [], "ops": []}
+    """Complete ('X') events with a timestamp, grouped by the table they go to, and the
+    '[memory]' instants."""
+    buckets: dict[str, list] = {"kernels": [], "memops": [], "launches": [], "ops": [], "memory": []}
     add = {cat: buckets[table].append for cat, table in CATEGORY_TABLE.items()}
     if keep_python:
         add["python_function"] = buckets["ops"].append
+    memory = buckets["memory"].append
     for e in events:
         put = add.get(e.cat)
         if put is not None and e.ph == "X":
             put(e)
+        elif e.ph == "i" and e.name == MEMORY_EVENT:
+            memory(e)
     return buckets
 
 
@@ -153,6 +160,10 @@ def launch_columns(events: list, ts: list) -> Columns:
     }
 
 
+def _text(raw: Any) -> str | None:
+    return None if raw is None else bytes(raw).decode("utf-8", "replace")
+
+
 def op_columns(events: list, ts: list, first_id: int) -> Columns:
     args = _args(events)
     return {
@@ -166,6 +177,18 @@ def op_columns(events: list, ts: list, first_id: int) -> Columns:
     }
 
 
+def memory_columns(events: list, ts: list) -> Columns:
+    args = _args(events)
+    return {
+        "ts_ns": ts,
+        "device_type": arg_column(args, "device_type"), "device": arg_column(args, "device_id"),
+        "addr": arg_column(args, "addr"), "change_bytes": arg_column(args, "bytes"),
+        "total_allocated_bytes": arg_column(args, "total_allocated_bytes"),
+        "total_reserved_bytes": arg_column(args, "total_reserved_bytes"),
+        "pid": list(map(_pid, events)), "tid": list(map(_tid, events)),
+    }
+
+
 BUILDERS: dict[str, Callable[..., Columns]] = {
-    "kernels": kernel_columns, "memops": memop_columns, "launches": launch_columns,
+    "kernels": kernel_columns, "memops": memop_columns, "launches": launch_columns, "memory": memory_columns,
 }

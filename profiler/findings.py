@@ -23,7 +23,7 @@ from profiler.diff import kernel_family
 MATH_OPS = ("gemm", "conv", "attention")
 MAX_NAMES = 5
 MAX_FINDINGS = 8
-ALWAYS = ("gpu_time", "kernel_delta")  # kept whatever their impact
+ALWAYS = ("cold_start", "gpu_time", "kernel_delta")  # kept whatever their impact
 # the cost model's findings (bytes moved, fp32 CUDA-core GEMMs, kernel architecture) explain the
 # GPU-time gap: they rank with the gap's size
 WHY = ("bytes_moved", "fp32_cuda_core_gemm", "kernel_arch")
@@ -36,7 +36,8 @@ BOUND_WORDS = {"gpu": "GPU-bound", "cpu": "CPU-bound", "sync": "sync-bound",
 class Finding:
     kind: str      # 'gpu_time' | 'kernel_delta' | 'bound' | 'kernels_per_iteration' | 'memcpy' |
                    # 'cuda_core_math' | 'zero_occupancy' | 'tiny_grid' | 'launch_api' |
-                   # 'cpu_ops' | 'crossover'
+                   # 'cpu_ops' | 'crossover' | 'cold_start' | 'memory' | 'no_memory' |
+                   # 'bytes_moved' | 'fp32_cuda_core_gemm' | 'kernel_arch'
     text: str
     evidence: dict = field(default_factory=dict)
     impact_us: float = 0.0   # GPU or CPU µs per iteration the finding is about (ranks it)
@@ -75,7 +76,7 @@ def compare_findings(store, run_a: str, run_b: str, limit: int | None = MAX_FIND
     runs = _load(store, [run_a, run_b])
     gap = max((f.impact_us for f in _gpu_time(runs)), default=0.0)
     why = [replace(f, impact_us=gap) if f.kind in WHY else f for f in _why(store, run_a, run_b)]
-    return _ranked([*_gpu_time(runs), *_kernel_delta(store, runs), *_bound(runs),
+    return _ranked([*_cold_start(store, runs), *_gpu_time(runs), *_kernel_delta(store, runs), *_bound(runs),
                     *_kernels_per_iteration(runs), *_memcpy_only_in_one(runs),
                     *_launch_api(store, runs), *_cpu_ops_only_in_one(store, runs),
                     *_cuda_core_math(runs), *_zero_occupancy(runs, store), *why], limit)
@@ -128,6 +129,54 @@ def _gpu_time(runs: _Runs) -> list[Finding]:
                 f"{gpu[slow]:,.1f} µs for {runs.labels[slow]} ({speed}).")
     return [Finding("gpu_time", text, {"gpu_busy_us_per_iter": gpu, "ratio": round(ratio, 3)},
                     abs(gpu[a] - gpu[b]))]
+
+
+# what a cold call's extra CPU time is, by the op (or variant) it shows in; else the op is named alone
+COLD_CAUSES = {"_cudnn_attention": "the plan build, where cuDNN builds the execution plan that warm calls reuse",
+               "compile": "torch.compile compiling the function", "dynamo": "torch.compile compiling the function",
+               "flashinfer": "flashinfer's first-use JIT compile of its kernel, then its plan"}
+
+
+def _cold_start(store, runs: _Runs) -> list[Finding]:
+    """A cold and a warm run of the same variant and shape: the cold first call against a warm
+    call (wall time per call), the CPU work that makes the difference, named, and the kernels."""
+    shapes = queries.run_shapes(store, runs.ids).set_index("run_id")
+    if len(shapes) != 2 or shapes["cold"].isna().any() or shapes["cold"].nunique() != 2:
+        return []
+    keys = [k for k in queries.SHAPE_KEYS if k != "causal"]
+    if not (shapes[keys].nunique(dropna=False) == 1).all():
+        return []
+    cold = shapes.index[shapes["cold"].astype(bool)][0]
+    warm = shapes.index[~shapes["cold"].astype(bool)][0]
+    from profiler import timings  # timings reads memory, which reads findings' Finding
+
+    timed = timings.run_timings(store, [cold, warm]).set_index("run_id")
+    extra = store.query(queries.sql_text("cold_extra_cpu"), {"cold": cold, "warm": warm})
+    if extra.empty:
+        return []
+    top = extra.iloc[0]
+    variant = str(shapes.loc[cold, "variant"])
+    cause = next((why for key, why in COLD_CAUSES.items() if key in top["op"] or key in variant), None)
+    first, per_call = timed.loc[cold, "wall_us_per_call"], timed.loc[warm, "wall_us_per_call"]
+    text = f"{runs.labels[cold]}: "
+    if pd.notna(first) and pd.notna(per_call):
+        text += (f"the first call takes {_time(first)} against {_time(per_call)} per warm call; ")
+    text += f"{_time(top['extra_us'])} more CPU time is spent in {top['op']}" + (f": {cause}." if cause else ".")
+    k_cold, k_warm = timed.loc[cold, "kernel_us_per_call"], timed.loc[warm, "kernel_us_per_call"]
+    if pd.notna(k_cold) and pd.notna(k_warm):
+        text += f" Its kernels take {k_cold:.1f} µs against {k_warm:.1f} µs warm."
+    return [Finding("cold_start", text, {
+        "cold_run": cold, "warm_run": warm, "first_call_us": _plain(first), "warm_call_us": _plain(per_call),
+        "top_op": top["op"], "top_extra_us": float(top["extra_us"]), "cause": cause,
+        "kernel_us_per_call": {"cold": _plain(k_cold), "warm": _plain(k_warm)}})]
+
+
+def _time(us: float) -> str:
+    return f"{us / 1e3:,.1f} ms" if abs(us) >= 1000 else f"{us:,.1f} µs"
+
+
+def _plain(value):
+    return None if pd.isna(value) else float(value)
 
 
 def _gpu_us(runs: _Runs, run: str) -> float:

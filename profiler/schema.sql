@@ -124,3 +124,21 @@ JOIN (
     UNION ALL
     SELECT trace_id, kind, name, ts_ns, dur_ns, correlation FROM memops
 ) g ON g.trace_id = l.trace_id AND g.correlation = l.correlation;
+
+CREATE TABLE IF NOT EXISTS memory_events (     -- '[memory]' instants (captured with profile_memory=True)
+    trace_id              VARCHAR NOT NULL,
+    event_idx             BIGINT NOT NULL,     -- order in the trace, 0-based (ties in time stay ordered)
+    ts_ns                 BIGINT NOT NULL,
+    device_type           INTEGER,             -- 'Device Type': 0 CPU, 1 CUDA (PyTorch's DeviceType)
+    device                INTEGER,             -- 'Device Id' (-1 for the CPU)
+    addr                  UBIGINT,             -- 'Addr' of the block
+    change_bytes          BIGINT,              -- 'Bytes': + allocated, - freed
+    total_allocated_bytes BIGINT,              -- 'Total Allocated' on that device just after the event
+    total_reserved_bytes  BIGINT,              -- 'Total Reserved' (the caching allocator's segments)
+    pid                   VARCHAR,
+    tid                   VARCHAR,
+    op_id                 BIGINT,              -- the CPU op that made it (see sql/ingest/insert_memory_events.sql)
+    op_name               VARCHAR,
+    op_input_dims         VARCHAR,             -- that op's 'Input Dims' as JSON text, when shapes were recorded
+    iteration             INTEGER              -- NULL when outside every iteration
+);

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 PAGES = ("runs", "profile", "upload", "timeline", "kernels", "launches", "cpu-cost", "compare",
-         "sweep", "attention", "job")
+         "sweep", "attention", "memory", "job")
 DEFAULT_PAGE = "runs"
 RESERVED = frozenset({"runs", "iter", "window"})
 _RUN_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")

@@ -17,10 +17,10 @@ import pyarrow.compute as pc
 from profiler import trace
 from profiler.nesting import nest
 
-_U64 = {"correlation", "external_id", "bytes"}
+_U64 = {"correlation", "external_id", "bytes", "addr"}
 _F64 = {"blocks_per_sm", "warps_per_sm", "est_occupancy_pct", "bandwidth_gbps"}
 _STR = {"name", "kind", "api_kind", "pid", "tid", "cat", "concrete_inputs", "input_dims", "input_types"}
-_I32 = {"device", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread", "cbid"}
+_I32 = {"device", "device_type", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread", "cbid"}
 _INT_RANGE = {pa.uint64(): (0, 2**64), pa.int32(): (-(2**31), 2**31), pa.int64(): (-(2**63), 2**63)}
 
 
@@ -127,6 +127,8 @@ class Staging:
             self.tables[table] = pa.Table.from_batches(batches, schema=SCHEMAS[table])
         self._batches.clear()
         self.tables["ops"] = self._nest_ops(self.tables["ops"])
+        memory = self.tables["memory"]  # event_idx: the order in the file (ties in time stay ordered)
+        self.tables["memory"] = memory.append_column("event_idx", pa.array(np.arange(memory.num_rows)))
         return self._span()
 
     @staticmethod

@@ -247,6 +247,8 @@ class Store:
                 marks = ", ".join("?" for _ in row)
                 con.execute(f"INSERT INTO traces ({columns}) VALUES ({marks})", list(row.values()))
                 con.execute(ingest_sql("insert_iterations"), {"trace_id": row["trace_id"]})
+                con.execute(ingest_sql("insert_memory_events"), {"trace_id": row["trace_id"]})  # reads stage_ops
+                staging.release(con, "memory")
                 for table in ("ops", "launches", "kernels", "memops"):
                     con.execute(ingest_sql(f"insert_{table}"), {"trace_id": row["trace_id"]})
                     staging.release(con, table)

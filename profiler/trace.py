@@ -48,7 +48,10 @@ LAUNCH_COLUMNS = (
 )
 OP_COLUMNS = ("op_id", "cat", "name", "pid", "tid", "ts_ns", "dur_ns", "external_id",
               "concrete_inputs", "input_dims", "input_types")
-COLUMNS = {"kernels": KERNEL_COLUMNS, "memops": MEMOP_COLUMNS, "launches": LAUNCH_COLUMNS, "ops": OP_COLUMNS}
+MEMORY_COLUMNS = ("ts_ns", "device_type", "device", "addr", "change_bytes", "total_allocated_bytes",
+                  "total_reserved_bytes", "pid", "tid")
+COLUMNS = {"kernels": KERNEL_COLUMNS, "memops": MEMOP_COLUMNS, "launches": LAUNCH_COLUMNS, "ops": OP_COLUMNS,
+           "memory": MEMORY_COLUMNS}
 
 # one chunk's rows: table -> column -> values (columns in `COLUMNS[table]` order)
 Batch = dict[str, dict[str, list]]

@@ -59,7 +59,7 @@ PAGE_ICONS = {"runs": ":material/list:", "profile": ":material/play_circle:",
               "kernels": ":material/memory:", "launches": ":material/rocket_launch:",
               "cpu-cost": ":material/speed:", "compare": ":material/compare_arrows:",
               "sweep": ":material/ssid_chart:", "attention": ":material/center_focus_strong:",
-              "job": ":material/lan:"}
+              "memory": ":material/memory_alt:", "job": ":material/lan:"}
 _RUNS_KEY = "_selected_runs"
 _CAPTURE_LOCK = threading.Lock()  # torch.profiler is process-wide, and timings need the GPU alone
 
@@ -356,7 +356,7 @@ def capture_runs(config) -> tuple[list, list]:
             _CAPTURE_LOCK.acquire()
     try:
         config = replace(config, out_dir=traces_dir())
-        bars = _VariantBars(config.variants, len(config.seq_lens) * (2 if config.cold else 1))
+        bars = _VariantBars(config.variants, capture.runs_per_variant(config))
         outcomes = capture.capture(config, progress=bars)
         with st.spinner("Adding the traces to the store…"):
             results = capture.ingest_outcomes(get_store(), outcomes)

@@ -23,6 +23,8 @@ from profiler.errors import ProfilerError
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 HUB_FLASH_REPO = "kernels-community/flash-attn2"  # exposes the flash-attn 2 API (flash_attn_func)
+FLASHINFER_WORKSPACE_BYTES = 128 << 20  # flashinfer's recommended split-k workspace
+KERNELS_EXTRA = "requirements-kernels.txt"  # the optional kernel packages, pinned
 
 AttentionFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -121,8 +123,42 @@ def _compiler_present(s: Setting) -> str | None:
 
 def _kernels_installed(s: Setting) -> str | None:
     if importlib.util.find_spec("kernels") is None:
-        return "the `kernels` package is not installed (it fetches the kernel from the Hugging Face hub)"
+        return (f"the `kernels` package is not installed (it fetches the kernel from the Hugging Face hub; "
+                f"pip install -r {KERNELS_EXTRA})")
     return None
+
+
+def _module_present(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package that is missing or fails to import
+        return False
+
+
+def _package_installed(module: str, package: str, note: str = "") -> Check:
+    def check(s: Setting) -> str | None:
+        if _module_present(module):
+            return None
+        return f"the `{package}` package is not installed{note} (pip install -r {KERNELS_EXTRA})"
+    return check
+
+
+def _needs_sm(what: str, majors: tuple[int, ...]) -> Check:
+    def check(s: Setting) -> str | None:
+        if s.device != "cuda" or not torch.cuda.is_available():
+            return None
+        major, minor = torch.cuda.get_device_capability()
+        names = " or ".join(f"sm{m}0" for m in majors)
+        return None if major in majors else f"{what} needs an {names} GPU, this one is sm{major}{minor}"
+    return check
+
+
+def _head_dim_in(allowed: tuple[int, ...], what: str) -> Check:
+    def check(s: Setting) -> str | None:
+        if s.head_dim in allowed:
+            return None
+        return f"{what} supports head dims {', '.join(map(str, allowed))}, not {s.head_dim}"
+    return check
 
 
 # ---- attention functions ------------------------------------------------------------------
@@ -226,6 +262,45 @@ def _build_hub_flash(s: Setting) -> AttentionFn:
     return attend
 
 
+def _build_flashinfer(backend: str) -> Builder:
+    """flashinfer's batch prefill over ragged (tokens, heads, dim) tensors. Its plan is built on
+    the first call of a shape (the cold call pays it and, on first use, the JIT compile of the
+    kernel); every call converts (batch, heads, seq, dim) to that layout and back, so the traces
+    show three input copies next to the attention kernel."""
+    def build(s: Setting) -> AttentionFn:
+        import flashinfer
+
+        workspace = torch.empty(FLASHINFER_WORKSPACE_BYTES, dtype=torch.uint8, device="cuda")
+        wrapper = flashinfer.BatchPrefillWithRaggedKVCacheWrapper(workspace, kv_layout="NHD", backend=backend)
+        planned: list[tuple] = []
+
+        def tokens(t: torch.Tensor) -> torch.Tensor:  # (b, h, n, d) -> (b*n, h, d)
+            return t.transpose(1, 2).reshape(-1, t.shape[1], t.shape[-1])
+
+        def attend(q, k, v):
+            b, h, n, d = q.shape
+            key = (b, h, n, k.shape[-2], d, q.dtype)
+            if key not in planned:
+                qo = torch.arange(0, (b + 1) * n, n, dtype=torch.int32)
+                kv = torch.arange(0, (b + 1) * k.shape[-2], k.shape[-2], dtype=torch.int32)
+                wrapper.plan(qo, kv, h, k.shape[1], d, causal=s.causal, q_data_type=q.dtype)
+                planned[:] = [key]
+            out = wrapper.run(tokens(q), tokens(k), tokens(v))
+            return out.view(b, n, h, d).transpose(1, 2)
+        return attend
+    return build
+
+
+def _build_flash_attn_4(s: Setting) -> AttentionFn:
+    from flash_attn.cute import flash_attn_func
+
+    def attend(q, k, v):  # FlashAttention 4 takes (batch, seq, heads, dim)
+        out = flash_attn_func(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=s.causal)
+        out = out[0] if isinstance(out, tuple) else out
+        return out.transpose(1, 2)
+    return attend
+
+
 # ---- the registry -------------------------------------------------------------------------
 
 def _registry() -> dict[str, Variant]:
@@ -254,6 +329,20 @@ def _registry() -> dict[str, Variant]:
                 (_cuda_present,), _build_sdpa(None)),
         Variant("flex", "FlexAttention (compiled) with a causal block mask",
                 (_cuda_present, _compiler_present), _build_flex),
+        Variant("flashinfer_fa2", "flashinfer batch prefill, FA2 backend (JIT-compiled on first use)",
+                (_needs_cuda("flashinfer"), _needs_half("flashinfer"), _head_dim_in((64, 128, 256), "flashinfer"),
+                 _package_installed("flashinfer", "flashinfer-python"), _cuda_present, _needs_sm80("flashinfer")),
+                _build_flashinfer("fa2")),
+        Variant("flashinfer_fa3", "flashinfer batch prefill, FA3 backend for Hopper (JIT-compiled on first use)",
+                (_needs_cuda("flashinfer"), _needs_half("flashinfer"), _head_dim_in((64, 128, 256), "flashinfer"),
+                 _package_installed("flashinfer", "flashinfer-python"), _cuda_present,
+                 _needs_sm("flashinfer's FA3 backend", (9,))),
+                _build_flashinfer("fa3")),
+        Variant("flash_attn_4", "FlashAttention 4 (CuTe DSL, the flash-attn-4 package)",
+                (_needs_cuda("FlashAttention 4"), _needs_half("FlashAttention 4"),
+                 _package_installed("flash_attn.cute", "flash-attn-4", " (it also needs nvidia-cutlass-dsl)"),
+                 _cuda_present, _needs_sm("FlashAttention 4", (9, 10))),
+                _build_flash_attn_4),
         Variant("hub_flash", f"flash-attn from the Hugging Face kernel hub ({HUB_FLASH_REPO})",
                 (_needs_cuda("the hub flash kernel"), _needs_half("the hub flash kernel"), _kernels_installed,
                  _cuda_present), _build_hub_flash),

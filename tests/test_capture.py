@@ -50,7 +50,8 @@ def captured(tmp_path_factory):
 
 def test_the_cpu_variants_include_the_compiled_ones():
     assert {"naive", "naive_compiled", "sdpa_math", "sdpa_flash", "flex"} <= CPU_CAPABLE
-    assert GPU_ONLY == {"sdpa_efficient", "sdpa_cudnn", "hub_flash"}
+    assert GPU_ONLY == {"sdpa_efficient", "sdpa_cudnn", "hub_flash", "flashinfer_fa2", "flashinfer_fa3",
+                        "flash_attn_4"}
 
 
 def test_every_cpu_variant_is_profiled_cold_and_warm(captured):
@@ -82,8 +83,10 @@ def test_the_trace_describes_itself_at_top_level(captured):
     assert meta == outcome.meta
     assert meta["variant"] == "sdpa_math" and meta["seq_len"] == 32 and meta["dtype"] == "fp32"
     assert meta["schedule"] == {"wait": 1, "warmup": 1, "active": 3} and meta["label"] == "attention:sdpa_math"
-    assert meta["wall_ms_median"] > 0 and "cuda_ms_median" not in meta and meta["timing_calls"] == 3
+    assert meta["wall_us_per_call"] > 0 and meta["wall_calls"] == 3 and meta["wall_clock"] == "host clock"
+    assert meta["graph_us_per_call"] is None and meta["graph_note"] == "CUDA graphs need a CUDA GPU"
     assert meta["device"] == "cpu" and meta["sweep"] is False and meta["ok"] is True
+    assert meta["profile_memory"] is True and meta["repeats"] == 1 and meta["process"]["fresh"] is False
 
 
 def test_a_wrong_result_is_flagged_not_hidden(captured):
@@ -105,12 +108,20 @@ def test_runs_land_in_the_store_with_iterations_and_cpu_ops(captured):
     assert labels["n"][0] == 3
 
 
-def test_cold_runs_keep_the_cold_call_and_its_check(captured):
+def test_cold_runs_keep_the_cold_call_and_no_check_of_ours(captured):
     store = captured[2]
     names = set(store.query("SELECT o.name FROM ops o JOIN traces t USING (trace_id) "
                             "WHERE t.variant = 'naive_compiled' AND t.cold")["name"])
-    assert {"attention:naive_compiled", "check_output"} <= names
-    assert captured[0][("naive_compiled", True)].meta["cold_wall_ms"] > 0
+    assert "attention:naive_compiled" in names and "check_output" not in names
+    meta = captured[0][("naive_compiled", True)].meta
+    assert meta["wall_us_per_call"] > 0 and meta["wall_calls"] == 1 and meta["rel_error"] is not None
+
+
+def test_captures_record_memory_events_with_the_ops_that_made_them(captured):
+    store = captured[2]
+    rows = store.query("SELECT m.op_name, m.change_bytes FROM memory_events m JOIN traces t USING (trace_id) "
+                       "WHERE t.variant = 'naive' AND NOT t.cold AND m.change_bytes > 0")
+    assert len(rows) > 0 and "aten::bmm" in set(rows["op_name"])
 
 
 def test_progress_moves_forward_to_one(captured):
@@ -121,11 +132,13 @@ def test_progress_moves_forward_to_one(captured):
     assert any("skipped" in message for _, _, message in reports)
 
 
-def test_a_sweep_shares_one_id(tmp_path):
-    outcomes = capture(_base(tmp_path, variants=("naive",), seq_lens=(16, 32), cold=False))
+def test_a_sweep_shares_one_id_and_repeats_each_point_three_times(tmp_path):
+    outcomes = capture(_base(tmp_path, variants=("naive",), seq_lens=(16, 32), cold=False, isolate=False))
     sweeps = {o.meta["sweep"] for o in outcomes}
-    assert [o.seq_len for o in outcomes] == [16, 32] and len(sweeps) == 1
-    assert next(iter(sweeps)).startswith("sweep-")
+    assert [(o.seq_len, o.repeat) for o in outcomes] == [(16, 0), (16, 1), (16, 2), (32, 0), (32, 1), (32, 2)]
+    assert len(sweeps) == 1 and next(iter(sweeps)).startswith("sweep-")
+    assert [o.name.rsplit("_", 1)[1] for o in outcomes[:3]] == ["r1", "r2", "r3"]
+    assert len({o.path for o in outcomes}) == 6
 
 
 def _fails_while_profiled(setting):
@@ -142,7 +155,7 @@ def _fails_while_profiled(setting):
 
 def test_a_failure_inside_a_profiled_cycle_drops_that_run_only(tmp_path):
     flaky = Variant("flaky", "fails once profiled", (), _fails_while_profiled)
-    outcomes = capture(_base(tmp_path, variants=("naive",), seq_lens=(16, 32), cold=False),
+    outcomes = capture(_base(tmp_path, variants=("naive",), seq_lens=(16, 32), cold=False, repeats=1),
                        extra_variants=(flaky,))
     by_key = {(o.variant, o.seq_len): o for o in outcomes}
     assert by_key[("flaky", 16)].skipped == "RuntimeError: illegal memory access"
@@ -160,6 +173,7 @@ def test_a_failure_inside_a_profiled_cycle_drops_that_run_only(tmp_path):
     ({"variants": ()}, "no variants"),
     ({"device": "tpu"}, "device must be 'cuda' or 'cpu'"),
     ({"seq_lens": (1_000_000,)}, "seq_len 1000000 is too long here"),
+    ({"repeats": 0}, "repeats must be at least 1"),
 ])
 def test_bad_requests_are_clear_errors(tmp_path, changes, words):
     with pytest.raises(CaptureError, match=words):
@@ -188,7 +202,23 @@ def test_cli_variants_json(capsys):
     assert main(["variants", "--json", "--device", "cpu"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["name"] for r in rows] == list(VARIANTS)
-    assert {r["name"] for r in rows if not r["available"]} == {"sdpa_efficient", "sdpa_cudnn", "hub_flash"}
+    assert {r["name"] for r in rows if not r["available"]} == GPU_ONLY
+
+
+def test_an_isolated_capture_runs_each_cold_shape_first_in_a_fresh_process_with_empty_caches(tmp_path):
+    reports = []
+    outcomes = capture(_base(tmp_path, variants=("naive", "sdpa_cudnn")), progress=lambda *r: reports.append(r))
+    cold, warm = (next(o for o in outcomes if o.variant == "naive" and o.cold is c) for c in (True, False))
+    process = cold.meta["process"]
+    assert process["fresh"] and process["pid"] != __import__("os").getpid()
+    assert set(process["caches"]) == {"cuda_compute_cache", "torchinductor", "triton", "flashinfer"}
+    assert not any(c["warm"] for c in process["caches"].values())
+    assert cold.meta["ran_before"] == [] and warm.meta["process"]["pid"] == process["pid"]
+    assert cold.meta["ok"] and warm.meta["ok"]
+    assert [o.skipped for o in outcomes if o.variant == "sdpa_cudnn"] == ["cuDNN attention needs CUDA"] * 2
+    assert any("starting a fresh process" in message for _, _, message in reports)
+    fractions = [f for _, f, _ in reports]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
 
 
 def test_captures_record_the_shapes_the_cost_model_reads(captured):

@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 MODULES = sorted(p.stem for p in (ROOT / "profiler").glob("*.py") if not p.stem.startswith("__"))
 STREAMLIT_OK = {"ui"}
-TORCH_OK = {"capture", "variants"}
+TORCH_OK = {"capture", "capture_worker", "variants"}  # the capture layer
 PAGE_FORBIDDEN = {"duckdb", "torch", "profiler.store", "profiler.trace", "profiler.args", "profiler.source",
                   "profiler.columns", "profiler.staging"}
 

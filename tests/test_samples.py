@@ -67,7 +67,8 @@ def test_every_sample_describes_an_h200_run_that_passed_its_check(seeded):
     assert {m["device_name"] for m in metas} == {"NVIDIA H200"}
     assert all(m["ok"] and m["rel_error"] < m["tolerance"] for m in metas)
     assert {m["variant"] for m in metas} == {"naive", "naive_inplace", "naive_compiled", "sdpa_math",
-                                             "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "sdpa_auto", "flex"}
+                                             "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "sdpa_auto", "flex",
+                                             "flashinfer_fa2", "flashinfer_fa3"}
 
 
 def test_naive_copies_the_scores_and_naive_inplace_does_not(seeded):
@@ -110,15 +111,41 @@ def test_cold_cudnn_call_pays_for_its_plan(seeded):
     store = seeded[0]
     meta = lambda cold: json.loads(_one(store, "SELECT run_meta FROM traces WHERE trace_id = ?",
                                         [_trace_id(store, "sdpa_cudnn", cold)]))
-    assert meta(True)["cold_wall_ms"] > 100 * meta(False)["cuda_ms_median"]
+    assert meta(True)["wall_us_per_call"] > 1000 * meta(False)["wall_us_per_call"]
+    assert meta(True)["wall_calls"] == 1 and meta(False)["wall_calls"] == 20
 
 
-def test_the_sweep_covers_four_lengths_and_naive_time_grows_with_them(seeded):
+def test_every_cold_sample_ran_first_in_a_fresh_process_with_empty_caches(seeded):
     store = seeded[0]
-    rows = store.query(f"SELECT seq_len, (run_meta->>'cuda_ms_median')::DOUBLE AS ms FROM {_run_view(store)} "
+    metas = [json.loads(m) for m in store.query("SELECT run_meta FROM traces WHERE cold")["run_meta"]]
+    assert len(metas) == 11
+    for meta in metas:
+        assert meta["process"]["fresh"] and meta["ran_before"] == []
+        assert not any(cache["warm"] for cache in meta["process"]["caches"].values()), meta["variant"]
+    assert len({m["process"]["pid"] for m in metas}) == 11
+
+
+def test_cold_samples_hold_no_check_of_ours(seeded):
+    store = seeded[0]
+    checks = _one(store, "SELECT count(*) FROM ops o JOIN traces t USING (trace_id) "
+                         "WHERE t.cold AND o.name = 'check_output'")
+    copies = store.query(
+        "SELECT t.variant, lt.target_name, lt.api_ts_ns BETWEEN o.ts_ns AND o.ts_ns + o.dur_ns AS inside "
+        "FROM launch_targets lt JOIN traces t USING (trace_id) "
+        "JOIN ops o ON o.trace_id = lt.trace_id AND o.cat = 'user_annotation' AND o.name = 'attention:' || t.variant "
+        "WHERE t.cold AND lt.target_kind = 'memcpy'")
+    assert checks == 0
+    assert copies["inside"].all()  # every copy in a cold run is the variant's own
+    assert not copies["target_name"].str.startswith("Memcpy DtoH").any() or set(
+        copies.loc[copies["target_name"].str.startswith("Memcpy DtoH"), "variant"]) == {"naive_compiled"}
+
+
+def test_the_sweep_covers_four_lengths_three_times_and_naive_time_grows_with_them(seeded):
+    store = seeded[0]
+    rows = store.query(f"SELECT seq_len, (run_meta->>'wall_us_per_call')::DOUBLE AS us FROM {_run_view(store)} "
                        "WHERE variant = 'naive' AND sweep_id IS NOT NULL ORDER BY seq_len")
-    assert rows["seq_len"].tolist() == [512, 1024, 2048, 4096]
-    assert rows["ms"].is_monotonic_increasing
+    assert rows["seq_len"].value_counts().to_dict() == {512: 3, 1024: 3, 2048: 3, 4096: 3}
+    assert rows.groupby("seq_len")["us"].median().is_monotonic_increasing
 
 
 def test_samples_dir_is_inside_the_repository():

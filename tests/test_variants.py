@@ -9,7 +9,7 @@ from profiler.variants import (VARIANTS, Setting, VariantError, availability, ge
                                naive_attention, reference_attention, relative_error)
 
 PUBLIC_NAMES = {"naive", "naive_inplace", "naive_compiled", "sdpa_auto", "sdpa_math", "sdpa_efficient",
-                "sdpa_flash", "sdpa_cudnn", "flex", "hub_flash"}
+                "sdpa_flash", "sdpa_cudnn", "flex", "hub_flash", "flashinfer_fa2", "flashinfer_fa3", "flash_attn_4"}
 CPU = Setting(device="cpu", dtype="fp32", head_dim=32)
 
 
@@ -36,6 +36,12 @@ def test_on_the_cpu_the_gpu_only_variants_say_they_need_cuda():
     (Setting(device="cuda", dtype="bf16", head_dim=76), "sdpa_flash", "multiple of 8"),
     (Setting(device="cuda", dtype="bf16", head_dim=256), "sdpa_cudnn", "at most 128"),
     (Setting(device="cuda", dtype="fp16"), "hub_flash", "`kernels` package is not installed"),
+    (Setting(device="cuda", dtype="bf16"), "flashinfer_fa2",
+     "the `flashinfer-python` package is not installed (pip install -r requirements-kernels.txt)"),
+    (Setting(device="cuda", dtype="bf16", head_dim=96), "flashinfer_fa3", "supports head dims 64, 128, 256, not 96"),
+    (Setting(device="cuda", dtype="fp32"), "flashinfer_fa3", "flashinfer needs bf16 or fp16, not fp32"),
+    (Setting(device="cuda", dtype="bf16"), "flash_attn_4", "the `flash-attn-4` package is not installed"),
+    (Setting(device="cpu", dtype="bf16"), "flash_attn_4", "FlashAttention 4 needs CUDA"),
 ])
 def test_static_reasons_name_the_problem(setting, variant, words):
     assert words in get_variant(variant).why_not(setting)

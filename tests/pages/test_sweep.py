@@ -11,11 +11,12 @@ SWEEP = ROOT / "data" / "samples" / "sweep"
 
 @pytest.fixture
 def sweep_store(tmp_path, monkeypatch):
-    """flex and sdpa_flash at L=512 and 1024 (they cross over there), plus one naive run."""
+    """flex and sdpa_flash at L=512 and 1024, three runs each (they cross over there), plus one naive run."""
     store = Store(tmp_path / "sweep.duckdb")
-    names = [f"{v}_b8_h16_s{s}_d64_bf16_causal_warm.json.gz" for v in ("flex", "sdpa_flash") for s in (512, 1024)]
+    names = [f"{v}_b8_h16_s{s}_d64_bf16_causal_warm_r{r}.json.gz"
+             for v in ("flex", "sdpa_flash") for s in (512, 1024) for r in (1, 2, 3)]
     ids = {n: store.ingest(SWEEP / n, source="captured").trace_id for n in names}
-    ids["naive"] = store.ingest(SWEEP / "naive_b8_h16_s512_d64_bf16_causal_warm.json.gz").trace_id
+    ids["naive"] = store.ingest(SWEEP / "naive_b8_h16_s512_d64_bf16_causal_warm_r1.json.gz").trace_id
     monkeypatch.setenv("PROFILER_DB", str(store.path))
     return store, ids
 
@@ -26,10 +27,12 @@ def test_sweep_chart_table_and_crossover_from_every_captured_run(pages, sweep_st
     table = at.dataframe[0].value
     assert sorted(zip(table["series"], table["seq_len"])) == [
         ("flex", 512), ("flex", 1024), ("sdpa_flash", 512), ("sdpa_flash", 1024)]  # naive: one length
-    assert len(at.get("vega_lite_chart")) == 1 or len(at.get("arrow_vega_lite_chart")) == 1
+    assert len(at.get("vega_lite_chart")) == 2  # time against L, peak memory against L
     text = pages.texts(at)
     assert "every captured run in the store" in text
     assert "flex is faster at L=512" in text and "sdpa_flash is faster at L=1024" in text
+    assert set(table["runs"]) == {3}  # three warm runs per point
+    assert "Peak memory against sequence length" in [h.value for h in at.subheader]
 
 
 def test_sweep_of_the_selected_runs_only(pages, sweep_store):
@@ -38,7 +41,7 @@ def test_sweep_of_the_selected_runs_only(pages, sweep_store):
     at = pages.open("sweep", runs=",".join(flex))
     pages.assert_clean(at)
     assert set(at.dataframe[0].value["series"]) == {"flex"}
-    assert "the 2 selected runs" in pages.texts(at)
+    assert "the 6 selected runs" in pages.texts(at)
     assert "No two variants swap places" in pages.texts(at)
 
 

@@ -1,0 +1,28 @@
+-- What a cold run's CPU does that a warm run of the same variant does not: per op name (CPU ops
+-- and annotations, the variant's own call label included: its self time is Python work outside
+-- any op), self time per iteration in the cold run $cold and the warm run $warm, and the extra.
+-- ProfilerStep windows and a correctness check ('check_output', in captures before the check
+-- moved out of the profiled cycle) are not the variant's work and are left out.
+-- params: $cold, $warm
+WITH n AS (
+    SELECT t.trace_id, greatest(count(i.iteration), 1) AS n_iter, count(i.iteration) = 0 AS whole
+    FROM traces t LEFT JOIN iterations i ON i.trace_id = t.trace_id
+    WHERE t.trace_id IN ($cold, $warm)
+    GROUP BY t.trace_id
+), check_spans AS (
+    SELECT trace_id, tid, ts_ns, ts_ns + dur_ns AS end_ns FROM ops
+    WHERE trace_id = $cold AND name = 'check_output'
+), per AS (
+    SELECT o.name,
+           sum(CASE WHEN o.trace_id = $cold THEN o.self_ns / 1e3 / n.n_iter ELSE 0 END) AS cold_self_us,
+           sum(CASE WHEN o.trace_id = $warm THEN o.self_ns / 1e3 / n.n_iter ELSE 0 END) AS warm_self_us
+    FROM ops o JOIN n ON n.trace_id = o.trace_id
+    WHERE o.cat IN ('cpu_op', 'user_annotation') AND o.name NOT LIKE 'ProfilerStep#%'
+      AND (n.whole OR o.iteration IS NOT NULL)
+      AND NOT EXISTS (SELECT 1 FROM check_spans c WHERE c.trace_id = o.trace_id AND c.tid = o.tid
+                      AND o.ts_ns >= c.ts_ns AND o.ts_ns < c.end_ns)
+    GROUP BY o.name
+)
+SELECT name AS op, cold_self_us, warm_self_us, cold_self_us - warm_self_us AS extra_us
+FROM per
+ORDER BY extra_us DESC, op
