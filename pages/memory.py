@@ -2,7 +2,7 @@
 blocks live at each run's peak with the CPU op that made them (profile_memory traces)."""
 import streamlit as st
 
-from profiler import charts, memory, memory_charts, queries, ui
+from profiler import charts, markup, memory, memory_charts, queries, ui
 
 Col = st.column_config
 MIB = memory.MIB
@@ -52,7 +52,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     summary = memory.memory_summary(store, runs)
     missing = memory.runs_without_memory(store, runs)
     for run in missing:
-        st.info(f"{labels.get(run, run)} {memory.NO_EVENTS}.", icon=":material/info:")
+        st.info(f"{markup.md(labels.get(run, run))} {memory.NO_EVENTS}.", icon=":material/info:")
     if summary.empty:
         st.stop()
     st.subheader("What stands out", divider="gray")
