@@ -1,8 +1,8 @@
 """The three timings of a run, each with its own name and unit, and its peak memory.
 
-- ``kernel_us_per_call``: the runs catalog's ``gpu_us_per_iter``, summed kernel time per
-  iteration from the trace (a captured run calls the variant once per iteration; streams may
-  overlap). Uploads get it too, per iteration.
+- ``kernel_us_per_call``: the metrics layer's ``kernel_us_per_iter`` (kernel time per iteration
+  from the trace; a captured run calls the variant once per iteration). Uploads get it too, per
+  iteration.
 - ``wall_us_per_call``: CUDA events around ``wall_calls`` back-to-back calls outside the profiler,
   divided by the count; a cold run's value is its one first call (``wall_calls`` = 1).
 - ``graph_us_per_call``: replay of a CUDA graph of one call, over ``graph_calls`` replays (host
@@ -23,7 +23,7 @@ def run_timings(store, run_ids) -> pd.DataFrame:
     """One row per run in ``run_ids`` order, with COLUMNS (NaN/None where a run lacks a value)."""
     ids = queries._ids(run_ids)
     table = queries._run(store, "run_timings", run_ids=ids)
-    kernel = queries.run_catalog(store).set_index("run_id")["gpu_us_per_iter"]
+    kernel = queries.run_metrics(store, ids).set_index("run_id")["kernel_us_per_iter"]
     peaks = memory.memory_summary(store, ids).set_index("run_id")["peak_allocated_bytes"]
     table["kernel_us_per_call"] = table["run_id"].map(kernel)
     table["peak_allocated_bytes"] = table["run_id"].map(peaks)

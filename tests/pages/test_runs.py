@@ -116,9 +116,9 @@ def test_an_empty_store_is_seeded_from_the_shipped_samples(pages, empty_store, m
     at = pages.open("runs")  # the first page comes at once; the samples load behind it
     pages.assert_clean(at)
     assert "Loading the shipped H200 sample runs" in str([p.proto.text for p in at.get("progress")])
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 600
     while "Loading the shipped H200 sample runs" in str([p.proto.text for p in at.get("progress")]):
-        assert time.monotonic() < deadline, "seeding did not finish in 120 s"
+        assert time.monotonic() < deadline, "seeding did not finish in 600 s"
         time.sleep(0.5)
         at.run()
         pages.assert_clean(at)
