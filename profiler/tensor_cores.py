@@ -181,7 +181,7 @@ RULES: tuple[tuple[str, Rule], ...] = (
     (r"^(memcpy|memset)", _fixed(COPY, "copy", "memcpy/memset")),
     (r"^triton_", _triton),
     (r"flash_fwd|flash_bwd|flash::|flash_attn|fmha|sdpa|attentionkernel|attention_kernel|"
-     r"(?<![a-z])attn_(fwd|bwd)", _attention),
+     r"(?<![a-z])attn_(fwd|bwd)|flashinfer::.*(prefill|decode)", _attention),
     (r"^nvjet_", _nvjet),
     (r"^bmm_.*mx(e\d|int|f\d)|(?<![a-z])bmm_mx", _block_scaled),
     (r"xmma", _xmma),

@@ -38,7 +38,9 @@ def test_naive_bytes_and_score_matrix(sample_store):
                          "aten::masked_fill_", "aten::_softmax", "aten::bmm"]
     score, qkv = B * H * N * N * BF16, B * H * N * D * BF16
     gemm = 2 * qkv + score                      # two operands read, result written
-    naive = 2 * gemm + 4 * 2 * score + 2 * N * N   # mul, copy_, masked_fill_, _softmax; triu (bool)
+    # mul, copy_, masked_fill_, _softmax read and write the score matrix; triu reads and writes
+    # the bool mask that fill_ wrote
+    naive = 2 * gemm + 4 * 2 * score + 2 * N * N + N * N
     flash = 4 * qkv
     found = _finding(why.compare(store, ids["naive"], ids["sdpa_flash"]), "bytes_moved")
     assert found.evidence["bytes_per_iter"] == {ids["naive"]: naive, ids["sdpa_flash"]: flash}

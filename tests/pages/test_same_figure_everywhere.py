@@ -12,7 +12,7 @@ from profiler.store import Store
 from tests.conftest import SAMPLES
 from tests.pages.conftest import tables_with
 
-SWEEP = [SAMPLES / "sweep" / f"{v}_b8_h16_s{n}_d64_bf16_causal_warm.json.gz"
+SWEEP = [SAMPLES / "sweep" / f"{v}_b8_h16_s{n}_d64_bf16_causal_warm_r1.json.gz"
          for v in ("flex", "sdpa_flash") for n in (512, 1024)]
 
 
