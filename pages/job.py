@@ -11,8 +11,12 @@ RANK_COLUMNS = {
     "step_us": Col.NumberColumn("step µs", format="%.1f"),
     "gpu_busy_us": Col.NumberColumn("GPU busy µs", format="%.1f",
                                     help="Union of the kernels and copies the iteration launched, within its window."),
-    "gpu_idle_us": Col.NumberColumn("GPU idle µs", format="%.1f", help="Step time minus GPU busy time."),
-    "collective_us": Col.NumberColumn("collective µs", format="%.1f", help="Union of the NCCL/RCCL kernels."),
+    "carried_us": Col.NumberColumn("carried-in µs", format="%.1f",
+                                   help="Time only GPU work launched before the window ran."),
+    "gpu_idle_us": Col.NumberColumn("GPU idle µs", format="%.1f",
+                                    help="No GPU work at all: step minus busy minus carried-in time."),
+    "collective_us": Col.NumberColumn("collective µs", format="%.1f",
+                                      help="Union of the communication kernels (NCCL/RCCL, multimem)."),
     "slowest_rank": Col.NumberColumn("slowest rank"),
 }
 COLLECTIVE_COLUMNS = {

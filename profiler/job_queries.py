@@ -10,9 +10,6 @@ import pandas as pd
 from profiler import jobs
 from profiler.queries import sql_text
 
-# A collective is a kernel of the NCCL / RCCL libraries (ncclKernel_AllReduce..., ncclDevKernel_...).
-COLLECTIVE_KERNEL = r"(?i)^(nccl|rccl)|nccl(Dev)?Kernel"
-
 
 def job_list(store) -> pd.DataFrame:
     """One row per stored job: job, world_size, backend, ranks_present, ranks_missing."""
@@ -31,9 +28,10 @@ def manifest(store, job: str) -> dict:
 
 
 def rank_iterations(store, job: str) -> pd.DataFrame:
-    """rank, iteration, iteration_name, run_id, step_us, gpu_busy_us, gpu_idle_us, collective_us,
+    """rank, iteration, iteration_name, run_id, step_us, gpu_busy_us, carried_us, gpu_idle_us,
+    collective_us (the metrics layer's wall, GPU busy, carried, idle and communication time),
     slowest_rank (of that iteration)."""
-    df = store.query(sql_text("job_rank_iterations"), {"job": job, "collective": COLLECTIVE_KERNEL})
+    df = store.query(sql_text("job_rank_iterations"), {"job": job})
     if df.empty:
         return df.assign(slowest_rank=pd.Series(dtype="Int64"))
     slowest = df.loc[df.groupby("iteration")["step_us"].idxmax(), ["iteration", "rank"]]
@@ -53,7 +51,7 @@ def slowest_ranks(per_rank: pd.DataFrame) -> pd.DataFrame:
 
 def collectives(store, job: str) -> pd.DataFrame:
     """Each collective across ranks: iteration, name, seq, ranks, last_rank, skew_us, wait_us, mean_dur_us."""
-    return store.query(sql_text("job_collectives"), {"job": job, "collective": COLLECTIVE_KERNEL})
+    return store.query(sql_text("job_collectives"), {"job": job})
 
 
 def job_report(store, job: str) -> dict:
@@ -65,7 +63,8 @@ def job_report(store, job: str) -> dict:
         "job": job, "world_size": m["world_size"], "backend": m["backend"],
         "ranks_present": m["ranks_present"], "ranks_missing": m["ranks_missing"],
         "iterations": [{k: _plain(v) for k, v in row.items()} for row in per_rank[
-            ["rank", "iteration", "step_us", "gpu_busy_us", "gpu_idle_us", "collective_us", "slowest_rank"]
+            ["rank", "iteration", "step_us", "gpu_busy_us", "carried_us", "gpu_idle_us", "collective_us",
+             "slowest_rank"]
         ].to_dict("records")],
         "slowest": [{k: _plain(v) for k, v in row.items()} for row in slowest_ranks(per_rank).to_dict("records")],
         "collectives": [{k: _plain(v) for k, v in row.items()} for row in coll.to_dict("records")],

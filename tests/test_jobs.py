@@ -142,6 +142,43 @@ def test_dlrm_per_rank_figures_match_plain_json(job_store):
         assert c["wait_us"] == pytest.approx(sum(max(starts) - s for s in starts) / len(starts) / 1e3)
 
 
+NS_RESOLUTION = SHARED_TRACES / "hta__ns_resolution__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
+
+
+@pytest.mark.third_party
+@pytest.mark.skipif(not NS_RESOLUTION.is_file(), reason=f"needs {NS_RESOLUTION.name} of ../shared/traces")
+def test_job_figures_are_the_metrics_layers_even_when_computed_under_another_definition(job_store):
+    """A rank's figures are the metrics layer's rows of that trace (one definition): the rows its
+    worker kept, and the same macro's rows computed on read for a rank kept under another
+    definition of metrics.sql. ns_resolution has GPU work carried into its iterations."""
+    from profiler import queries
+
+    single = job_store.ingest(NS_RESOLUTION)
+    want = queries.iteration_metrics(job_store, [single.trace_id]).drop(columns="run_id")
+    assert (want["carried_ns"] > 0).any() and len(want) > 1
+    jobs.ingest_job(job_store, [NS_RESOLUTION], "ns", engine="in-process")
+
+    def check():
+        got = job_queries.rank_iterations(job_store, "ns")
+        assert got["iteration"].tolist() == want["iteration"].tolist()
+        for col, source in (("step_us", "wall_ns"), ("gpu_busy_us", "gpu_busy_ns"), ("carried_us", "carried_ns"),
+                            ("gpu_idle_us", "gpu_idle_ns"), ("collective_us", "comm_ns")):
+            assert got[col].tolist() == pytest.approx((want[source] / 1e3).tolist(), abs=1e-9), col
+        rid = got["run_id"][0]
+        kept = queries.iteration_metrics(job_store, [rid]).drop(columns="run_id")
+        assert kept.equals(want)
+
+    check()
+    manifest = Path(jobs.job_root(job_store)) / "manifests" / "ns.json"
+    doc = json.loads(manifest.read_text())
+    doc["ranks"][0]["metrics_digest"] = "an older one"
+    manifest.write_text(json.dumps(doc))
+    with job_store.connect(jobs=True) as con:
+        assert "iteration_metrics(" in con.execute(
+            "SELECT sql FROM duckdb_views() WHERE view_name = 'stored_iteration_metrics'").fetchall()[0][0]
+    check()
+
+
 # --- the two engines and a single upload give the same tables -----------------------------------
 
 def _text(path: Path) -> bytes:
@@ -350,7 +387,8 @@ def test_cli_job_json(tmp_path):
     assert report["world_size"] == 8 and report["ranks_present"] == [0, 2, 3, 4, 5, 6, 7]
     assert report["ranks_missing"] == [1]
     assert {tuple(sorted(r)) for r in report["iterations"]} == {tuple(sorted(
-        ["rank", "iteration", "step_us", "gpu_busy_us", "gpu_idle_us", "collective_us", "slowest_rank"]))}
+        ["rank", "iteration", "step_us", "gpu_busy_us", "carried_us", "gpu_idle_us", "collective_us",
+         "slowest_rank"]))}
     compared = run("job", "dlrm", "--compare", "dlrm", "--json")
     assert compared.returncode == 0 and json.loads(compared.stdout)[0]["measure"] == "ranks"
     deleted = run("job", "dlrm", "--delete")

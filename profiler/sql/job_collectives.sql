@@ -2,7 +2,8 @@
 -- rank is one collective. How far apart the ranks start it (skew) is how long the first rank to
 -- arrive waits for the last; wait_us is the mean wait of all ranks (the last one waits 0).
 -- Rank clocks are compared as written (the traces' own clocks, usually epoch time).
--- params: $job (job name), $collective (regular expression on kernel names)
+-- A collective is a communication kernel (is_communication, sql/metrics.sql).
+-- params: $job (job name)
 WITH ranks AS (
     SELECT rank, run_id FROM job_ranks WHERE job = $job
 ), c AS (
@@ -10,7 +11,7 @@ WITH ranks AS (
            k.ts_ns - min(k.ts_ns) OVER () AS rel_ns,  -- small numbers, so their mean stays exact
            row_number() OVER (PARTITION BY k.trace_id, k.iteration, k.name ORDER BY k.ts_ns) AS seq
     FROM kernels k JOIN ranks r ON r.run_id = k.trace_id
-    WHERE k.iteration IS NOT NULL AND regexp_matches(k.name, $collective)
+    WHERE k.iteration IS NOT NULL AND is_communication(k.name)
 ), one AS (
     SELECT iteration, name, seq, count(*) AS ranks,
            min(ts_ns) AS first_start_ns, max(ts_ns) AS last_start_ns,
