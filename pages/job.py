@@ -27,6 +27,13 @@ COLLECTIVE_COLUMNS = {
     "wait_us": Col.NumberColumn("mean wait µs", format="%.1f", help="How long a rank waits for the last one, on average."),
     "last_rank": Col.NumberColumn("last to start"),
     "mean_dur_us": Col.NumberColumn("mean kernel µs", format="%.1f"),
+    "collective": Col.TextColumn("collective", help="As the trace names it (record_param_comms or nccl:* annotation)."),
+    "bytes": Col.NumberColumn("bytes", help="The whole buffer: elements × element size; '—' where the trace gives no size."),
+    "algbw_gbps": Col.NumberColumn("algbw GB/s", format="%.3f",
+                                   help="Bytes / mean kernel time. Early ranks wait inside their kernel, so this is a lower bound."),
+    "busbw_gbps": Col.NumberColumn("busbw GB/s", format="%.3f",
+                                   help="algbw × the NCCL bus factor: all-reduce 2(n-1)/n, all-gather, reduce-scatter, "
+                                        "all-to-all (n-1)/n, broadcast/reduce 1 (n: group size, else world size)."),
 }
 
 st.title("Job")

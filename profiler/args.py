@@ -30,7 +30,16 @@ ARG_COLUMNS: dict[str, tuple[str, ...]] = {
     "block": ("block",),
     "bytes": ("bytes", "Bytes"),
     "bandwidth_gbps": ("memory bandwidth (GB/s)",),
+    # collectives, on PyTorch's `record_param_comms` op (nccl:* annotations give sizes as Input Dims)
+    "collective": ("Collective name",),
+    "in_msg_nelems": ("In msg nelems",),
+    "out_msg_nelems": ("Out msg nelems",),
+    "msg_dtype": ("dtype",),
+    "group_size": ("Group size",),
 }
+# args kept undecoded (msgspec.Raw) until needed: on every op of a trace recorded with shapes,
+# but read only for the few `nccl:*` annotations (columns.op_columns)
+RAW_ARGS: dict[str, str] = {"input_dims": "Input Dims", "input_type": "Input type"}
 
 
 def _field_name(column: str, index: int) -> str:
@@ -43,7 +52,7 @@ Args = msgspec.defstruct(
         (_field_name(column, i), Any, msgspec.field(default=None, name=raw))
         for column, spellings in ARG_COLUMNS.items()
         for i, raw in enumerate(spellings)
-    ],
+    ] + [(field, msgspec.Raw, msgspec.field(default=None, name=raw)) for field, raw in RAW_ARGS.items()],
     gc=False,
 )
 NO_ARGS = Args()

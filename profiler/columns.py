@@ -153,15 +153,44 @@ def launch_columns(events: list, ts: list) -> Columns:
     }
 
 
+COLLECTIVE_ARGS = ("collective", "in_msg_nelems", "out_msg_nelems", "msg_dtype", "group_size")
+
+
 def op_columns(events: list, ts: list, first_id: int) -> Columns:
+    args = _args(events)
+    names = list(map(_name, events))
+    collective = {c: arg_column(args, c) for c in COLLECTIVE_ARGS}
+    for i, name in enumerate(names):
+        if name.startswith("nccl:") and collective["in_msg_nelems"][i] is None:
+            _annotation_message(name, args[i], collective, i)
     return {
         "op_id": list(range(first_id, first_id + len(events))),
         "cat": [OP_CATEGORY.get(c, c) for c in map(_cat, events)],
-        "name": list(map(_name, events)),
+        "name": names,
         "pid": list(map(_pid, events)), "tid": list(map(_tid, events)),
         "ts_ns": ts, "dur_ns": _durations(events),
-        "external_id": arg_column(_args(events), "external_id"),
+        "external_id": arg_column(args, "external_id"),
+        **collective,
     }
+
+
+def _annotation_message(name: str, args: Any, out: Columns, i: int) -> None:
+    """A `nccl:<collective>` annotation recorded with shapes: its first input's element count and
+    type are the message (`Input Dims` [[394241]], `Input type` ["float"])."""
+    out["collective"][i] = out["collective"][i] or name[len("nccl:"):]
+    try:
+        shape = msgspec.json.decode(args.input_dims) if args.input_dims is not None else None
+        types = msgspec.json.decode(args.input_type) if args.input_type is not None else None
+    except msgspec.DecodeError:
+        return
+    if type(shape) is list and shape and type(shape[0]) is list and shape[0] \
+            and all(type(d) is int and d >= 0 for d in shape[0]):
+        n = 1
+        for d in shape[0]:
+            n *= d
+        out["in_msg_nelems"][i] = n
+        if type(types) is list and types and type(types[0]) is str:
+            out["msg_dtype"][i] = out["msg_dtype"][i] or types[0]
 
 
 BUILDERS: dict[str, Callable[..., Columns]] = {

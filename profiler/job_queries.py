@@ -50,8 +50,11 @@ def slowest_ranks(per_rank: pd.DataFrame) -> pd.DataFrame:
 
 
 def collectives(store, job: str) -> pd.DataFrame:
-    """Each collective across ranks: iteration, name, seq, ranks, last_rank, skew_us, wait_us, mean_dur_us."""
-    return store.query(sql_text("job_collectives"), {"job": job})
+    """Each collective across ranks: iteration, name, seq, ranks, last_rank, skew_us, wait_us,
+    mean_dur_us; and where the trace gives its size: collective, group_size, bytes, algbw_gbps,
+    busbw_gbps (missing otherwise; definitions in sql/job_collectives.sql)."""
+    df = store.query(sql_text("job_collectives"), {"job": job})
+    return df.astype({"bytes": "Int64", "group_size": "Int64"})
 
 
 def job_report(store, job: str) -> dict:
@@ -98,8 +101,8 @@ def compare(store, job_a: str, job_b: str) -> pd.DataFrame:
 
 
 def _plain(value):
-    """numpy scalars and NaN as JSON values."""
-    if value is None:
+    """numpy scalars, NaN and pandas' NA as JSON values."""
+    if value is None or value is pd.NA:
         return None
     if hasattr(value, "item"):
         value = value.item()

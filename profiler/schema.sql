@@ -1,4 +1,4 @@
--- Store schema, version 1. Times are integer nanoseconds (ts_ns relative to nothing: the
+-- Store schema, version 2 (profiler/store.py migrates older stores). Times are integer nanoseconds (ts_ns relative to nothing: the
 -- trace's own clock, exactly as written, microseconds * 1000 with no float in between).
 -- Every table is keyed by trace_id; a trace and all its rows land in one transaction.
 
@@ -107,7 +107,14 @@ CREATE TABLE IF NOT EXISTS ops (               -- cpu_op, user_annotation, gpu_u
     dur_ns       BIGINT NOT NULL,
     self_ns      BIGINT NOT NULL,            -- dur_ns minus the children's dur_ns
     external_id  UBIGINT,
-    iteration    INTEGER
+    iteration    INTEGER,
+    -- collectives (schema version 2): PyTorch's record_param_comms args, or a nccl:* annotation's
+    -- first input (Input Dims / Input type); NULL on every other op
+    collective     VARCHAR,                  -- 'allreduce', 'all_to_all', ... as written
+    in_msg_nelems  UBIGINT,                  -- elements in / out of this rank
+    out_msg_nelems UBIGINT,
+    msg_dtype      VARCHAR,                  -- 'Float', 'float', 'BFloat16', ... as written
+    group_size     INTEGER                   -- ranks in the process group
 );
 
 -- What each API call launched: the kernel or copy with the same correlation id.

@@ -17,10 +17,11 @@ import pyarrow.compute as pc
 from profiler import trace
 from profiler.nesting import nest
 
-_U64 = {"correlation", "external_id", "bytes"}
+_U64 = {"correlation", "external_id", "bytes", "in_msg_nelems", "out_msg_nelems"}
 _F64 = {"blocks_per_sm", "warps_per_sm", "est_occupancy_pct", "bandwidth_gbps"}
-_STR = {"name", "kind", "api_kind", "pid", "tid", "cat"}
-_I32 = {"device", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread", "cbid"}
+_STR = {"name", "kind", "api_kind", "pid", "tid", "cat", "collective", "msg_dtype"}
+_I32 = {"device", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread", "cbid",
+        "group_size"}
 _INT_RANGE = {pa.uint64(): (0, 2**64), pa.int32(): (-(2**31), 2**31), pa.int64(): (-(2**63), 2**63)}
 
 

@@ -46,7 +46,8 @@ MEMOP_COLUMNS = (
 LAUNCH_COLUMNS = (
     "name", "api_kind", "cbid", "pid", "tid", "ts_ns", "dur_ns", "correlation", "external_id",
 )
-OP_COLUMNS = ("op_id", "cat", "name", "pid", "tid", "ts_ns", "dur_ns", "external_id")
+OP_COLUMNS = ("op_id", "cat", "name", "pid", "tid", "ts_ns", "dur_ns", "external_id",
+              "collective", "in_msg_nelems", "out_msg_nelems", "msg_dtype", "group_size")
 COLUMNS = {"kernels": KERNEL_COLUMNS, "memops": MEMOP_COLUMNS, "launches": LAUNCH_COLUMNS, "ops": OP_COLUMNS}
 
 # one chunk's rows: table -> column -> values (columns in `COLUMNS[table]` order)

@@ -213,11 +213,30 @@ def test_an_older_store_is_migrated_in_order(db_path, monkeypatch):
     import profiler.store as store_module
 
     Store(db_path).ingest(FIXTURES / "tiny_inplace.json")
-    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 3)
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", SCHEMA_VERSION + 2)
     monkeypatch.setattr(store_module, "MIGRATIONS", {
-        2: "ALTER TABLE traces ADD COLUMN note VARCHAR",
-        3: "UPDATE traces SET note = 'migrated'",
+        SCHEMA_VERSION + 1: "ALTER TABLE traces ADD COLUMN note VARCHAR",
+        SCHEMA_VERSION + 2: "UPDATE traces SET note = 'migrated'",
     })
     store = Store(db_path)
-    assert store.schema_version() == 3
+    assert store.schema_version() == SCHEMA_VERSION + 2
     assert rows(store, "SELECT note, variant FROM traces") == [("migrated", "naive_inplace")]
+
+
+def test_a_version_1_store_gets_the_collective_columns(db_path):
+    """Schema version 2 adds the collective sizes to ops; a version-1 store keeps its rows."""
+    store = Store(db_path)
+    store.ingest(FIXTURES / "tiny_naive.json", source="captured")
+    added = ("collective", "in_msg_nelems", "out_msg_nelems", "msg_dtype", "group_size")
+    before = rows(store, "SELECT * EXCLUDE (" + ", ".join(added) + ") FROM ops ORDER BY op_id")
+    con = duckdb.connect(str(db_path))
+    for column in added:
+        con.execute(f"ALTER TABLE ops DROP COLUMN {column}")
+    con.execute("UPDATE store_meta SET value = '1' WHERE key = 'schema_version'")
+    con.close()
+    store = Store(db_path)
+    assert store.schema_version() == SCHEMA_VERSION == 2
+    assert rows(store, "SELECT * EXCLUDE (" + ", ".join(added) + ") FROM ops ORDER BY op_id") == before
+    assert rows(store, "SELECT count(*) FROM ops WHERE collective IS NOT NULL") == [(0,)]
+    store.ingest(FIXTURES / "tiny_inplace.json")  # and new rows land in the migrated table
+    assert rows(store, "SELECT count(DISTINCT trace_id) FROM ops") == [(2,)]
