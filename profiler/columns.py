@@ -159,10 +159,13 @@ COLLECTIVE_ARGS = ("collective", "in_msg_nelems", "out_msg_nelems", "msg_dtype",
 def op_columns(events: list, ts: list, first_id: int) -> Columns:
     args = _args(events)
     names = list(map(_name, events))
-    collective = {c: arg_column(args, c) for c in COLLECTIVE_ARGS}
-    for i, name in enumerate(names):
-        if name.startswith("nccl:") and collective["in_msg_nelems"][i] is None:
-            _annotation_message(name, args[i], collective, i)
+    collective = {c: [None] * len(events) for c in COLLECTIVE_ARGS}
+    # only these ops carry a collective's size: read their args, not every op's
+    for i in [i for i, n in enumerate(names) if n == "record_param_comms" or n[:5] == "nccl:"]:
+        for c in COLLECTIVE_ARGS:
+            collective[c][i] = arg_column([args[i]], c)[0]
+        if names[i][:5] == "nccl:" and collective["in_msg_nelems"][i] is None:
+            _annotation_message(names[i], args[i], collective, i)
     return {
         "op_id": list(range(first_id, first_id + len(events))),
         "cat": [OP_CATEGORY.get(c, c) for c in map(_cat, events)],
