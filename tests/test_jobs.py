@@ -339,7 +339,7 @@ def test_killing_a_worker_mid_job_leaves_the_store_as_it_was(ray_cluster, job_st
     from make_large_trace import make_large_trace
 
     big = tmp_path / "rank3.trace.json"
-    make_large_trace(big, 40_000_000, SHARED_TRACES)
+    make_large_trace(big, 100_000_000, SHARED_TRACES)  # ~6 s to parse on 2 cores: outlives the 3 s wait
     outcome: dict = {}
 
     def run():
