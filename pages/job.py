@@ -20,7 +20,7 @@ RANK_COLUMNS = {
     "slowest_rank": Col.NumberColumn("slowest rank"),
 }
 COLLECTIVE_COLUMNS = {
-    "iteration": Col.NumberColumn("iteration"), "name": Col.TextColumn("collective kernel"),
+    "iteration": Col.NumberColumn("iteration"),
     "seq": Col.NumberColumn("n-th", help="The n-th kernel of this name in the iteration, on every rank."),
     "ranks": Col.NumberColumn("ranks"),
     "skew_us": Col.NumberColumn("start skew µs", format="%.1f", help="Last rank's start minus first rank's."),
@@ -34,6 +34,7 @@ COLLECTIVE_COLUMNS = {
     "busbw_gbps": Col.NumberColumn("busbw GB/s", format="%.3f",
                                    help="algbw × the NCCL bus factor: all-reduce 2(n-1)/n, all-gather, reduce-scatter, "
                                         "all-to-all (n-1)/n, broadcast/reduce 1 (n: group size, else world size)."),
+    "name": Col.TextColumn("collective kernel"),  # last: long names would push the figures out of view
 }
 
 st.title("Job")

@@ -7,7 +7,7 @@ import altair as alt
 import pandas as pd
 
 PARTS = {"collective_us": "collective kernels", "other_busy_us": "other GPU work",
-         "carried_us": "GPU work launched before the step", "gpu_idle_us": "GPU idle"}
+         "carried_us": "carried-in GPU work", "gpu_idle_us": "GPU idle"}
 # collective: orange, other GPU work: blue, carried in: light blue, idle: grey
 COLORS = ["#f58518", "#4c78a8", "#9ecae9", "#c7c7c7"]
 
