@@ -13,6 +13,7 @@ from profiler.queries import sql_text
 
 def job_list(store) -> pd.DataFrame:
     """One row per stored job: job, world_size, backend, ranks_present, ranks_missing."""
+    store.query("SELECT 1")  # jobs are read beside the store: a store that cannot be opened says why
     rows = [{"job": m["job"], "world_size": m["world_size"], "backend": m["backend"],
              "ranks_present": len(m["ranks_present"]), "ranks_missing": ", ".join(map(str, m["ranks_missing"])),
              "added_at": m["added_at"]} for m in jobs.read_manifests(jobs.job_root(store))]
