@@ -11,18 +11,30 @@ RANK_COLUMNS = {
     "step_us": Col.NumberColumn("step µs", format="%.1f"),
     "gpu_busy_us": Col.NumberColumn("GPU busy µs", format="%.1f",
                                     help="Union of the kernels and copies the iteration launched, within its window."),
-    "gpu_idle_us": Col.NumberColumn("GPU idle µs", format="%.1f", help="Step time minus GPU busy time."),
-    "collective_us": Col.NumberColumn("collective µs", format="%.1f", help="Union of the NCCL/RCCL kernels."),
+    "carried_us": Col.NumberColumn("carried-in µs", format="%.1f",
+                                   help="Time only GPU work launched before the window ran."),
+    "gpu_idle_us": Col.NumberColumn("GPU idle µs", format="%.1f",
+                                    help="No GPU work at all: step minus busy minus carried-in time."),
+    "collective_us": Col.NumberColumn("collective µs", format="%.1f",
+                                      help="Union of the communication kernels (NCCL/RCCL, multimem)."),
     "slowest_rank": Col.NumberColumn("slowest rank"),
 }
 COLLECTIVE_COLUMNS = {
-    "iteration": Col.NumberColumn("iteration"), "name": Col.TextColumn("collective kernel"),
+    "iteration": Col.NumberColumn("iteration"),
     "seq": Col.NumberColumn("n-th", help="The n-th kernel of this name in the iteration, on every rank."),
     "ranks": Col.NumberColumn("ranks"),
     "skew_us": Col.NumberColumn("start skew µs", format="%.1f", help="Last rank's start minus first rank's."),
     "wait_us": Col.NumberColumn("mean wait µs", format="%.1f", help="How long a rank waits for the last one, on average."),
     "last_rank": Col.NumberColumn("last to start"),
     "mean_dur_us": Col.NumberColumn("mean kernel µs", format="%.1f"),
+    "collective": Col.TextColumn("collective", help="As the trace names it (record_param_comms or nccl:* annotation)."),
+    "bytes": Col.NumberColumn("bytes", help="The whole buffer: elements × element size; '—' where the trace gives no size."),
+    "algbw_gbps": Col.NumberColumn("algbw GB/s", format="%.3f",
+                                   help="Bytes / mean kernel time. Early ranks wait inside their kernel, so this is a lower bound."),
+    "busbw_gbps": Col.NumberColumn("busbw GB/s", format="%.3f",
+                                   help="algbw × the NCCL bus factor: all-reduce 2(n-1)/n, all-gather, reduce-scatter, "
+                                        "all-to-all (n-1)/n, broadcast/reduce 1 (n: group size, else world size)."),
+    "name": Col.TextColumn("collective kernel"),  # last: long names would push the figures out of view
 }
 
 st.title("Job")

@@ -40,6 +40,12 @@ ARG_COLUMNS: dict[str, tuple[str, ...]] = {
     "input_dims": ("Input Dims",),
     "input_types": ("Input type",),
     "concrete_inputs": ("Concrete Inputs",),
+    # collectives, on PyTorch's `record_param_comms` op (nccl:* annotations give sizes as Input Dims)
+    "collective": ("Collective name",),
+    "in_msg_nelems": ("In msg nelems",),
+    "out_msg_nelems": ("Out msg nelems",),
+    "msg_dtype": ("dtype",),
+    "group_size": ("Group size",),
 }
 RAW_COLUMNS = frozenset({"input_dims", "input_types", "concrete_inputs"})  # not decoded at ingest
 

@@ -164,16 +164,28 @@ def _text(raw: Any) -> str | None:
     return None if raw is None else bytes(raw).decode("utf-8", "replace")
 
 
+COLLECTIVE_ARGS = ("collective", "in_msg_nelems", "out_msg_nelems", "msg_dtype", "group_size")
+
+
 def op_columns(events: list, ts: list, first_id: int) -> Columns:
     args = _args(events)
+    names = list(map(_name, events))
+    collective = {c: [None] * len(events) for c in COLLECTIVE_ARGS}
+    # only these ops carry a collective's size: read their args, not every op's
+    for i in [i for i, n in enumerate(names) if n == "record_param_comms" or n[:5] == "nccl:"]:
+        for c in COLLECTIVE_ARGS:
+            collective[c][i] = arg_column([args[i]], c)[0]
+        if names[i][:5] == "nccl:" and collective["in_msg_nelems"][i] is None:
+            _annotation_message(names[i], args[i], collective, i)
     return {
         "op_id": list(range(first_id, first_id + len(events))),
         "cat": [OP_CATEGORY.get(c, c) for c in map(_cat, events)],
-        "name": list(map(_name, events)),
+        "name": names,
         "pid": list(map(_pid, events)), "tid": list(map(_tid, events)),
         "ts_ns": ts, "dur_ns": _durations(events),
         "external_id": arg_column(args, "external_id"),
         **{c: raw_text(arg_column(args, c)) for c in sorted(RAW_COLUMNS)},
+        **collective,
     }
 
 
@@ -187,6 +199,26 @@ def memory_columns(events: list, ts: list) -> Columns:
         "total_reserved_bytes": arg_column(args, "total_reserved_bytes"),
         "pid": list(map(_pid, events)), "tid": list(map(_tid, events)),
     }
+
+
+def _annotation_message(name: str, args: Any, out: Columns, i: int) -> None:
+    """A `nccl:<collective>` annotation recorded with shapes: its first input's element count and
+    type are the message (`Input Dims` [[394241]], `Input type` ["float"])."""
+    out["collective"][i] = out["collective"][i] or name[len("nccl:"):]
+    try:
+        raw_dims, raw_types = bytes(args.input_dims_0), bytes(args.input_types_0)
+        shape = msgspec.json.decode(raw_dims) if raw_dims else None
+        types = msgspec.json.decode(raw_types) if raw_types else None
+    except msgspec.DecodeError:
+        return
+    if type(shape) is list and shape and type(shape[0]) is list and shape[0] \
+            and all(type(d) is int and d >= 0 for d in shape[0]):
+        n = 1
+        for d in shape[0]:
+            n *= d
+        out["in_msg_nelems"][i] = n
+        if type(types) is list and types and type(types[0]) is str:
+            out["msg_dtype"][i] = out["msg_dtype"][i] or types[0]
 
 
 BUILDERS: dict[str, Callable[..., Columns]] = {

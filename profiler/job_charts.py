@@ -6,14 +6,17 @@ import re
 import altair as alt
 import pandas as pd
 
-PARTS = {"collective_us": "collective kernels", "other_busy_us": "other GPU work", "gpu_idle_us": "GPU idle"}
-COLORS = ["#f58518", "#4c78a8", "#c7c7c7"]  # collective: orange, other GPU work: blue, idle: grey
+PARTS = {"collective_us": "collective kernels", "other_busy_us": "other GPU work",
+         "carried_us": "carried-in GPU work", "gpu_idle_us": "GPU idle"}
+# collective: orange, other GPU work: blue, carried in: light blue, idle: grey
+COLORS = ["#f58518", "#4c78a8", "#9ecae9", "#c7c7c7"]
 
 
 def rank_parts(per_rank: pd.DataFrame) -> pd.DataFrame:
     """Per rank, the mean over iterations of step time split into collective kernels, other GPU
-    work and GPU idle (they add up to the step time); long form for the chart."""
-    mean = per_rank.groupby("rank", as_index=False)[["step_us", "gpu_busy_us", "gpu_idle_us", "collective_us"]].mean()
+    work, carried-in GPU work and GPU idle (they add up to the step time); long form for the chart."""
+    columns = ["step_us", "gpu_busy_us", "carried_us", "gpu_idle_us", "collective_us"]
+    mean = per_rank.groupby("rank", as_index=False)[columns].mean()
     mean["other_busy_us"] = mean["gpu_busy_us"] - mean["collective_us"]
     long = mean.melt(id_vars=["rank", "step_us"], value_vars=list(PARTS), var_name="part", value_name="us")
     long["stack"] = long["part"].map({part: i for i, part in enumerate(PARTS)})

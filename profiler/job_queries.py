@@ -10,12 +10,10 @@ import pandas as pd
 from profiler import jobs
 from profiler.queries import sql_text
 
-# A collective is a kernel of the NCCL / RCCL libraries (ncclKernel_AllReduce..., ncclDevKernel_...).
-COLLECTIVE_KERNEL = r"(?i)^(nccl|rccl)|nccl(Dev)?Kernel"
-
 
 def job_list(store) -> pd.DataFrame:
     """One row per stored job: job, world_size, backend, ranks_present, ranks_missing."""
+    store.query("SELECT 1")  # jobs are read beside the store: a store that cannot be opened says why
     rows = [{"job": m["job"], "world_size": m["world_size"], "backend": m["backend"],
              "ranks_present": len(m["ranks_present"]), "ranks_missing": ", ".join(map(str, m["ranks_missing"])),
              "added_at": m["added_at"]} for m in jobs.read_manifests(jobs.job_root(store))]
@@ -31,9 +29,10 @@ def manifest(store, job: str) -> dict:
 
 
 def rank_iterations(store, job: str) -> pd.DataFrame:
-    """rank, iteration, iteration_name, run_id, step_us, gpu_busy_us, gpu_idle_us, collective_us,
+    """rank, iteration, iteration_name, run_id, step_us, gpu_busy_us, carried_us, gpu_idle_us,
+    collective_us (the metrics layer's wall, GPU busy, carried, idle and communication time),
     slowest_rank (of that iteration)."""
-    df = store.query(sql_text("job_rank_iterations"), {"job": job, "collective": COLLECTIVE_KERNEL})
+    df = store.query(sql_text("job_rank_iterations"), {"job": job})
     if df.empty:
         return df.assign(slowest_rank=pd.Series(dtype="Int64"))
     slowest = df.loc[df.groupby("iteration")["step_us"].idxmax(), ["iteration", "rank"]]
@@ -52,8 +51,11 @@ def slowest_ranks(per_rank: pd.DataFrame) -> pd.DataFrame:
 
 
 def collectives(store, job: str) -> pd.DataFrame:
-    """Each collective across ranks: iteration, name, seq, ranks, last_rank, skew_us, wait_us, mean_dur_us."""
-    return store.query(sql_text("job_collectives"), {"job": job, "collective": COLLECTIVE_KERNEL})
+    """Each collective across ranks: iteration, name, seq, ranks, last_rank, skew_us, wait_us,
+    mean_dur_us; and where the trace gives its size: collective, group_size, bytes, algbw_gbps,
+    busbw_gbps (missing otherwise; definitions in sql/job_collectives.sql)."""
+    df = store.query(sql_text("job_collectives"), {"job": job})
+    return df.astype({"bytes": "Int64", "group_size": "Int64"})
 
 
 def job_report(store, job: str) -> dict:
@@ -65,7 +67,8 @@ def job_report(store, job: str) -> dict:
         "job": job, "world_size": m["world_size"], "backend": m["backend"],
         "ranks_present": m["ranks_present"], "ranks_missing": m["ranks_missing"],
         "iterations": [{k: _plain(v) for k, v in row.items()} for row in per_rank[
-            ["rank", "iteration", "step_us", "gpu_busy_us", "gpu_idle_us", "collective_us", "slowest_rank"]
+            ["rank", "iteration", "step_us", "gpu_busy_us", "carried_us", "gpu_idle_us", "collective_us",
+             "slowest_rank"]
         ].to_dict("records")],
         "slowest": [{k: _plain(v) for k, v in row.items()} for row in slowest_ranks(per_rank).to_dict("records")],
         "collectives": [{k: _plain(v) for k, v in row.items()} for row in coll.to_dict("records")],
@@ -99,8 +102,8 @@ def compare(store, job_a: str, job_b: str) -> pd.DataFrame:
 
 
 def _plain(value):
-    """numpy scalars and NaN as JSON values."""
-    if value is None:
+    """numpy scalars, NaN and pandas' NA as JSON values."""
+    if value is None or value is pd.NA:
         return None
     if hasattr(value, "item"):
         value = value.item()

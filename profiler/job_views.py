@@ -10,7 +10,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.dataset as pads
 
-from profiler import jobs
+from profiler import jobs, metrics
 
 _SCHEMAS: dict[str, pa.Schema] = {}
 
@@ -48,7 +48,29 @@ def _attach(con: duckdb.DuckDBPyConnection, root: str) -> None:
                            "AND NOT temporary").fetchall()
     if view_sql:
         con.execute(view_sql[0][0].replace("CREATE VIEW", "CREATE OR REPLACE TEMP VIEW", 1))
+    _attach_metrics(con, db, manifests, fs, base)
     rows = [{"job": m["job"], "world_size": m["world_size"], "backend": m["backend"], "rank": r["rank"],
              "run_id": r["run_id"], "file": r["file"], "size_bytes": r["size_bytes"]}
             for m in manifests for r in m["ranks"]]
     con.register("job_ranks", pa.Table.from_pylist(rows))
+
+
+def _attach_metrics(con: duckdb.DuckDBPyConnection, db: str, manifests: list[dict], fs, base: str) -> None:
+    """`stored_iteration_metrics`: the store's rows, the rows each rank's worker computed at ingest,
+    and, for ranks computed under another definition of metrics.sql (or before ranks kept them),
+    the same macro's rows computed now from the rank's tables (the views above)."""
+    table = jobs.METRICS_TABLE
+    current = metrics.definition_digest()
+    ranks = [r for m in manifests for r in m["ranks"]]
+    kept = [f"{base}/{r['files'][table]}" for r in ranks
+            if r.get("metrics_digest") == current and table in r["files"]]
+    stale = [r["run_id"] for r in ranks if r.get("metrics_digest") != current or table not in r["files"]]
+    parts = [f'SELECT * FROM "{db}".main.{table}']
+    if kept:
+        con.register("job_parquet_metrics", pads.dataset(kept, schema=_schema(con, db, table),
+                                                         format="parquet", filesystem=fs))
+        parts.append("SELECT * FROM job_parquet_metrics")
+    if stale:
+        ids = ", ".join("'" + str(rid).replace("'", "''") + "'" for rid in stale)
+        parts.append(f"SELECT * FROM iteration_metrics([{ids}]::VARCHAR[])")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS " + " UNION ALL ".join(parts))

@@ -35,6 +35,10 @@ from profiler import errors
 
 JOB_ROOT_ENV = "PROFILER_JOBS"
 TABLES = ("traces", "iterations", "kernels", "memops", "launches", "ops")
+# the metrics layer's per-iteration rows of each rank (sql/metrics.sql), computed at ingest like a
+# single upload's; a rank computed under another definition is recomputed when read (job_views.py)
+METRICS_TABLE = "stored_iteration_metrics"
+WRITTEN = TABLES + (METRICS_TABLE,)
 TRACE_SUFFIXES = (".json", ".json.gz")
 _RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
 _BACKEND = re.compile(rb'"distributedInfo"\s*:\s*\{[^{}]*?"backend"\s*:\s*"([^"\\]{1,40})"')
@@ -181,6 +185,7 @@ class RankResult:
     seconds: float
     peak_rss: int             # the worker process's peak RSS during this file (since start_rss), bytes
     start_rss: int = 0        # the worker process's RSS when it took this file, bytes
+    metrics_digest: str = ""  # metrics.definition_digest() of the worker that computed its metrics
 
 
 @dataclass
@@ -225,7 +230,7 @@ def _write_manifest(root: str, result: JobResult) -> None:
         "skipped": result.skipped, "added_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "ranks": [{"rank": r.rank, "rank_from": r.rank_from, "run_id": r.run_id, "trace_id": r.trace_id,
                    "file": Path(r.file).name, "size_bytes": r.size_bytes, "events": r.events,
-                   "kernels": r.kernels, "files": {t: p[len(base) + 1:] for t, p in r.files.items()}}
+                   "kernels": r.kernels, "metrics_digest": r.metrics_digest, "files": {t: p[len(base) + 1:] for t, p in r.files.items()}}
                   for r in sorted(result.ranks, key=lambda r: r.rank)],
     }
     fs.create_dir(f"{base}/manifests", recursive=True)
@@ -243,7 +248,7 @@ def _write_manifest(root: str, result: JobResult) -> None:
 def remove_job_files(root: str, key: str) -> None:
     """Delete every Parquet partition of job `key` (uncommitted leftovers or a deleted job)."""
     fs, base = filesystem(root)
-    for table in TABLES:
+    for table in WRITTEN:
         path = f"{base}/{table}/job={key}"
         if fs.get_file_info(path).type == pafs.FileType.Directory:
             fs.delete_dir(path)

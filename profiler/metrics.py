@@ -14,11 +14,16 @@ METRICS_SQL = Path(__file__).with_name("sql") / "metrics.sql"
 VERSION_KEY = "metrics_sql_sha256"
 
 
+def definition_digest() -> str:
+    """A short hash of metrics.sql: rows computed under another one are out of date."""
+    return hashlib.sha256(METRICS_SQL.read_text(encoding="utf-8").encode()).hexdigest()[:16]
+
+
 def install(con) -> None:
     """Load the macros; recompute every run's metrics if their definition changed, else fill in
     the runs that have none."""
     text = METRICS_SQL.read_text(encoding="utf-8")
-    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    digest = definition_digest()
     row = con.execute("SELECT value FROM store_meta WHERE key = ?", [VERSION_KEY]).fetchone()
     if row is None or row[0] != digest:
         con.execute("DROP TABLE IF EXISTS stored_iteration_metrics")
@@ -38,8 +43,10 @@ def fill_missing(store, run_ids) -> bool:
     """Compute the metrics of those of ``run_ids`` that lack them (rows written other than by
     ingest); ``store`` is anything with ``query(sql, params)``. True if there were any."""
     missing = list(store.query(MISSING_SQL, {"ids": [str(r) for r in run_ids]})["trace_id"])
-    if missing:
-        store.query(FILL_SQL, {"ids": missing})
+    if missing:  # into the store's own table (a reader's `stored_iteration_metrics` may be a view)
+        db = store.query("SELECT current_database() AS db")["db"][0]
+        store.query(FILL_SQL.replace("INTO stored_iteration_metrics", f'INTO "{db}".main.stored_iteration_metrics'),
+                    {"ids": missing})
     return bool(missing)
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from profiler import errors, jobs
+from profiler import errors, jobs, metrics
 
 RAY_ADDRESS_ENV = "PROFILER_RAY_ADDRESS"
 START_ATTEMPTS = 3
@@ -54,10 +54,11 @@ def parse_rank(file: str, base: str, key: str, keep_python: bool = False) -> job
                                                           "and no 'rank<N>' or 'worker<N>' in its name)")
             rid = jobs.run_id(key, result.trace_id)
             files = {}
-            for table in jobs.TABLES:
+            for table in jobs.WRITTEN:
                 path = jobs.rank_file(base, table, key, rank, rid)
                 fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
-                select = f"SELECT * REPLACE ($rid AS trace_id{', $rank AS rank' if table == 'traces' else ''}) FROM {table}"
+                id_column = "run_id" if table == jobs.METRICS_TABLE else "trace_id"
+                select = f"SELECT * REPLACE ($rid AS {id_column}{', $rank AS rank' if table == 'traces' else ''}) FROM {table}"
                 params = {"rid": rid, **({"rank": rank} if table == "traces" else {})}
                 reader = con.sql(select, params=params).to_arrow_reader(1 << 16)
                 written.append(path)
@@ -70,7 +71,7 @@ def parse_rank(file: str, base: str, key: str, keep_python: bool = False) -> job
             backend=jobs.backend(file),
             run_id=rid, trace_id=result.trace_id, size_bytes=_size(file), events=result.events,
             kernels=result.kernels, files=files, seconds=time.perf_counter() - started,
-            peak_rss=_peak_rss(), start_rss=start_rss)
+            peak_rss=_peak_rss(), start_rss=start_rss, metrics_digest=metrics.definition_digest())
     except errors.TraceError as e:
         _remove(fs, written)
         return e

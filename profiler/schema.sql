@@ -1,4 +1,4 @@
--- Store schema, version 2 (2: ops keep record_shapes' input dims, types and concrete values). Times are integer nanoseconds (ts_ns relative to nothing: the
+-- Store schema, version 3 (2: ops keep record_shapes' input dims, types and concrete values; 3: ops keep collectives' sizes). Times are integer nanoseconds (ts_ns relative to nothing: the
 -- trace's own clock, exactly as written, microseconds * 1000 with no float in between).
 -- Every table is keyed by trace_id; a trace and all its rows land in one transaction.
 
@@ -110,7 +110,14 @@ CREATE TABLE IF NOT EXISTS ops (               -- cpu_op, user_annotation, gpu_u
     iteration    INTEGER,
     input_dims      VARCHAR,                 -- record_shapes: 'Input Dims' as JSON text, e.g. [[16,559,1024],[]]
     input_types     VARCHAR,                 -- 'Input type' as JSON text, e.g. ["c10::BFloat16","Scalar"]
-    concrete_inputs VARCHAR                  -- 'Concrete Inputs' as JSON text, e.g. ["","","0.","True"]
+    concrete_inputs VARCHAR,                 -- 'Concrete Inputs' as JSON text, e.g. ["","","0.","True"]
+    -- collectives (schema version 3): PyTorch's record_param_comms args, or a nccl:* annotation's
+    -- first input (Input Dims / Input type); NULL on every other op
+    collective     VARCHAR,                  -- 'allreduce', 'all_to_all', ... as written
+    in_msg_nelems  UBIGINT,                  -- elements in / out of this rank
+    out_msg_nelems UBIGINT,
+    msg_dtype      VARCHAR,                  -- 'Float', 'float', 'BFloat16', ... as written
+    group_size     INTEGER                   -- ranks in the process group
 );
 
 -- What each API call launched: the kernel or copy with the same correlation id.

@@ -17,10 +17,12 @@ import pyarrow.compute as pc
 from profiler import trace
 from profiler.nesting import nest
 
-_U64 = {"correlation", "external_id", "bytes", "addr"}
+_U64 = {"correlation", "external_id", "bytes", "addr", "in_msg_nelems", "out_msg_nelems"}
 _F64 = {"blocks_per_sm", "warps_per_sm", "est_occupancy_pct", "bandwidth_gbps"}
-_STR = {"name", "kind", "api_kind", "pid", "tid", "cat", "concrete_inputs", "input_dims", "input_types"}
-_I32 = {"device", "device_type", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread", "cbid"}
+_STR = {"name", "kind", "api_kind", "pid", "tid", "cat", "concrete_inputs", "input_dims", "input_types",
+        "collective", "msg_dtype"}
+_I32 = {"device", "device_type", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
+        "registers_per_thread", "cbid", "group_size"}
 _INT_RANGE = {pa.uint64(): (0, 2**64), pa.int32(): (-(2**31), 2**31), pa.int64(): (-(2**63), 2**63)}
 
 

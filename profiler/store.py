@@ -26,13 +26,19 @@ from profiler.staging import Staging
 if TYPE_CHECKING:  # pandas loads only when a query result is read back
     import pandas as pd
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # schema version -> the SQL that upgrades a store from the version before it (run in order on open)
 MIGRATIONS: dict[int, str] = {
     # ops keep record_shapes' arguments (profiler/costmodel.py); traces ingested before have NULLs
     2: "ALTER TABLE ops ADD COLUMN IF NOT EXISTS input_dims VARCHAR; "
        "ALTER TABLE ops ADD COLUMN IF NOT EXISTS input_types VARCHAR; "
        "ALTER TABLE ops ADD COLUMN IF NOT EXISTS concrete_inputs VARCHAR;",
+    # 3: collective sizes on ops (NULL for traces stored before: delete and ingest them again)
+    3: "ALTER TABLE ops ADD COLUMN IF NOT EXISTS collective VARCHAR; "
+       "ALTER TABLE ops ADD COLUMN IF NOT EXISTS in_msg_nelems UBIGINT; "
+       "ALTER TABLE ops ADD COLUMN IF NOT EXISTS out_msg_nelems UBIGINT; "
+       "ALTER TABLE ops ADD COLUMN IF NOT EXISTS msg_dtype VARCHAR; "
+       "ALTER TABLE ops ADD COLUMN IF NOT EXISTS group_size INTEGER;",
 }
 SCHEMA_SQL = Path(__file__).with_name("schema.sql")
 INGEST_SQL = Path(__file__).with_name("sql") / "ingest"

@@ -47,7 +47,8 @@ LAUNCH_COLUMNS = (
     "name", "api_kind", "cbid", "pid", "tid", "ts_ns", "dur_ns", "correlation", "external_id",
 )
 OP_COLUMNS = ("op_id", "cat", "name", "pid", "tid", "ts_ns", "dur_ns", "external_id",
-              "concrete_inputs", "input_dims", "input_types")
+              "concrete_inputs", "input_dims", "input_types", "collective", "in_msg_nelems",
+              "out_msg_nelems", "msg_dtype", "group_size")
 MEMORY_COLUMNS = ("ts_ns", "device_type", "device", "addr", "change_bytes", "total_allocated_bytes",
                   "total_reserved_bytes", "pid", "tid")
 COLUMNS = {"kernels": KERNEL_COLUMNS, "memops": MEMOP_COLUMNS, "launches": LAUNCH_COLUMNS, "ops": OP_COLUMNS,

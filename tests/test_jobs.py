@@ -142,6 +142,98 @@ def test_dlrm_per_rank_figures_match_plain_json(job_store):
         assert c["wait_us"] == pytest.approx(sum(max(starts) - s for s in starts) / len(starts) / 1e3)
 
 
+NS_RESOLUTION = SHARED_TRACES / "hta__ns_resolution__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
+
+
+@pytest.mark.third_party
+@pytest.mark.skipif(not NS_RESOLUTION.is_file(), reason=f"needs {NS_RESOLUTION.name} of ../shared/traces")
+def test_job_figures_are_the_metrics_layers_even_when_computed_under_another_definition(job_store):
+    """A rank's figures are the metrics layer's rows of that trace (one definition): the rows its
+    worker kept, and the same macro's rows computed on read for a rank kept under another
+    definition of metrics.sql. ns_resolution has GPU work carried into its iterations."""
+    from profiler import queries
+
+    single = job_store.ingest(NS_RESOLUTION)
+    want = queries.iteration_metrics(job_store, [single.trace_id]).drop(columns="run_id")
+    assert (want["carried_ns"] > 0).any() and len(want) > 1
+    jobs.ingest_job(job_store, [NS_RESOLUTION], "ns", engine="in-process")
+
+    def check():
+        got = job_queries.rank_iterations(job_store, "ns")
+        assert got["iteration"].tolist() == want["iteration"].tolist()
+        for col, source in (("step_us", "wall_ns"), ("gpu_busy_us", "gpu_busy_ns"), ("carried_us", "carried_ns"),
+                            ("gpu_idle_us", "gpu_idle_ns"), ("collective_us", "comm_ns")):
+            assert got[col].tolist() == pytest.approx((want[source] / 1e3).tolist(), abs=1e-9), col
+        rid = got["run_id"][0]
+        kept = queries.iteration_metrics(job_store, [rid]).drop(columns="run_id")
+        assert kept.equals(want)
+
+    check()
+    manifest = Path(jobs.job_root(job_store)) / "manifests" / "ns.json"
+    doc = json.loads(manifest.read_text())
+    doc["ranks"][0]["metrics_digest"] = "an older one"
+    manifest.write_text(json.dumps(doc))
+    with job_store.connect(jobs=True) as con:
+        assert "iteration_metrics(" in con.execute(
+            "SELECT sql FROM duckdb_views() WHERE view_name = 'stored_iteration_metrics'").fetchall()[0][0]
+    check()
+
+
+# element sizes of the types the DLRM traces' nccl:* annotations name, and the NCCL bus factors
+DLRM_TYPE_BYTES = {"float": 4, "int": 4, "long int": 8}
+BUS_FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_to_all": lambda n: (n - 1) / n}
+
+
+def _independent_collective_sizes(paths: list[Path]) -> dict[tuple[str, int], dict]:
+    """Per collective (kernel name, n-th of that name in the step) from plain JSON: the message of
+    the nccl:* annotation around its launch call (first input's elements x type size), the kernel
+    durations of every rank and the collective's kind."""
+    out: dict[tuple[str, int], dict] = {}
+    for path in paths:
+        events = [e for e in json.loads(path.read_bytes())["traceEvents"] if e.get("ph") == "X"]
+        step = next(e for e in events if e["name"].startswith("ProfilerStep#") and e.get("cat") != "gpu_user_annotation")
+        launches = {e["args"]["correlation"]: e for e in events
+                    if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})}
+        notes = [e for e in events if e.get("cat") == "user_annotation" and e["name"].startswith("nccl:")
+                 and e["args"].get("Input Dims", [[]])[0]]
+        seen: dict[str, int] = {}
+        for k in sorted((e for e in events if e.get("cat") == "kernel" and "nccl" in e["name"].lower()),
+                        key=lambda e: e["ts"]):
+            launch = launches[k["args"]["correlation"]]
+            if not step["ts"] <= launch["ts"] < step["ts"] + step["dur"]:
+                continue
+            seen[k["name"]] = seq = seen.get(k["name"], 0) + 1
+            around = [a for a in notes if a["tid"] == launch["tid"] and a["ts"] <= launch["ts"] < a["ts"] + a["dur"]]
+            note = max(around, key=lambda a: a["ts"])
+            elements = 1
+            for d in note["args"]["Input Dims"][0]:
+                elements *= d
+            one = out.setdefault((k["name"], seq), {"durs": [], "bytes": set(), "kind": set()})
+            one["durs"].append(k["dur"] * 1000)
+            one["bytes"].add(elements * DLRM_TYPE_BYTES[note["args"]["Input type"][0]])
+            one["kind"].add(note["name"][len("nccl:"):])
+    return out
+
+
+@pytest.mark.third_party
+@needs_dlrm
+def test_dlrm_collective_bandwidth_matches_plain_json(job_store):
+    jobs.ingest_job(job_store, [str(p) for p in DLRM], "dlrm", engine="in-process")
+    report = job_queries.job_report(job_store, "dlrm")
+    want = _independent_collective_sizes(DLRM)
+    got = {(c["name"], c["seq"]): c for c in report["collectives"]}
+    assert sorted(got) == sorted(want) and {k for w in want.values() for k in w["kind"]} == set(BUS_FACTOR)
+    for key, w in want.items():
+        c = got[key]
+        assert len(w["bytes"]) == 1 and len(w["kind"]) == 1, key  # every rank moves the same buffer
+        (size,), (kind,) = w["bytes"], w["kind"]
+        algbw = size / (sum(w["durs"]) / len(w["durs"]))  # bytes per ns = GB/s
+        assert (c["collective"], c["group_size"], c["bytes"]) == (kind, 8, size), key
+        assert c["algbw_gbps"] == pytest.approx(algbw, rel=1e-12), key
+        assert c["busbw_gbps"] == pytest.approx(algbw * BUS_FACTOR[kind](8), rel=1e-12), key
+    assert json.loads(json.dumps(report))["collectives"][0]["bytes"] == report["collectives"][0]["bytes"]
+
+
 # --- the two engines and a single upload give the same tables -----------------------------------
 
 def _text(path: Path) -> bytes:
@@ -247,7 +339,7 @@ def test_killing_a_worker_mid_job_leaves_the_store_as_it_was(ray_cluster, job_st
     from make_large_trace import make_large_trace
 
     big = tmp_path / "rank3.trace.json"
-    make_large_trace(big, 40_000_000, SHARED_TRACES)
+    make_large_trace(big, 100_000_000, SHARED_TRACES)  # ~6 s to parse on 2 cores: outlives the 3 s wait
     outcome: dict = {}
 
     def run():
@@ -350,10 +442,31 @@ def test_cli_job_json(tmp_path):
     assert report["world_size"] == 8 and report["ranks_present"] == [0, 2, 3, 4, 5, 6, 7]
     assert report["ranks_missing"] == [1]
     assert {tuple(sorted(r)) for r in report["iterations"]} == {tuple(sorted(
-        ["rank", "iteration", "step_us", "gpu_busy_us", "gpu_idle_us", "collective_us", "slowest_rank"]))}
+        ["rank", "iteration", "step_us", "gpu_busy_us", "carried_us", "gpu_idle_us", "collective_us",
+         "slowest_rank"]))}
+    assert all({"name", "bytes", "algbw_gbps", "busbw_gbps"} <= set(c) for c in report["collectives"])
+    assert all(c["busbw_gbps"] > 0 for c in report["collectives"])
+    text = run("job", "dlrm")
+    assert text.returncode == 0 and "busbw GB/s" in text.stdout and "all_reduce" in text.stdout
     compared = run("job", "dlrm", "--compare", "dlrm", "--json")
     assert compared.returncode == 0 and json.loads(compared.stdout)[0]["measure"] == "ranks"
     deleted = run("job", "dlrm", "--delete")
     assert deleted.returncode == 0 and "deleted" in deleted.stdout
     missing = run("job", "nope")
     assert missing.returncode == 2 and "Traceback" not in missing.stderr and "'nope' is not in the store" in missing.stderr
+
+
+@pytest.mark.third_party
+@pytest.mark.skipif(not NS_RESOLUTION.is_file(), reason=f"needs {NS_RESOLUTION.name} of ../shared/traces")
+def test_record_param_comms_args_are_stored(job_store):
+    """The sizes PyTorch writes on record_param_comms land on the op, as in the plain JSON."""
+    run = job_store.ingest(NS_RESOLUTION)
+    from decimal import Decimal
+
+    events = json.loads(gzip.decompress(NS_RESOLUTION.read_bytes()), parse_float=Decimal)["traceEvents"]
+    want = sorted((int(e["ts"] * 1000), e["args"]["Collective name"], e["args"]["In msg nelems"],
+                   e["args"]["Out msg nelems"], e["args"]["dtype"], e["args"]["Group size"])
+                  for e in events if e.get("ph") == "X" and e.get("name") == "record_param_comms")
+    got = job_store.query("SELECT ts_ns, collective, in_msg_nelems, out_msg_nelems, msg_dtype, group_size FROM ops "
+                          "WHERE trace_id = ? AND name = 'record_param_comms' ORDER BY ALL", [run.trace_id])
+    assert len(want) == 45 and [tuple(r) for r in got.itertuples(index=False)] == want

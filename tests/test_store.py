@@ -213,13 +213,13 @@ def test_an_older_store_is_migrated_in_order(db_path, monkeypatch):
     import profiler.store as store_module
 
     Store(db_path).ingest(FIXTURES / "tiny_inplace.json")
-    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 4)
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", SCHEMA_VERSION + 2)
     monkeypatch.setattr(store_module, "MIGRATIONS", {
-        3: "ALTER TABLE traces ADD COLUMN note VARCHAR",
-        4: "UPDATE traces SET note = 'migrated'",
+        SCHEMA_VERSION + 1: "ALTER TABLE traces ADD COLUMN note VARCHAR",
+        SCHEMA_VERSION + 2: "UPDATE traces SET note = 'migrated'",
     })
     store = Store(db_path)
-    assert store.schema_version() == 4
+    assert store.schema_version() == SCHEMA_VERSION + 2
     assert rows(store, "SELECT note, variant FROM traces") == [("migrated", "naive_inplace")]
 
 
@@ -233,7 +233,7 @@ def test_a_version_1_store_gains_the_record_shapes_columns(db_path):
     con.execute("UPDATE store_meta SET value = '1' WHERE key = 'schema_version'")
     con.close()
     store = Store(db_path)
-    assert store.schema_version() == 2
+    assert store.schema_version() == SCHEMA_VERSION
     assert rows(store, "SELECT count(*), count(input_dims) FROM ops")[0][1] == 0   # old rows: NULL
     op = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1.0, "dur": 2.0,
           "args": {"External id": 7, "Input Dims": [[4, 3], [3, 5]], "Input type": ["float", "float"],
@@ -241,3 +241,22 @@ def test_a_version_1_store_gains_the_record_shapes_columns(db_path):
     store.ingest(json.dumps({"traceEvents": [op]}).encode(), name="shapes.json")
     (kept,) = rows(store, "SELECT input_dims, input_types, concrete_inputs FROM ops WHERE name = 'aten::mm'")
     assert [json.loads(text) for text in kept] == [[[4, 3], [3, 5]], ["float", "float"], ["", ""]]
+
+
+def test_a_version_1_store_gets_the_collective_columns(db_path):
+    """Schema version 2 adds the collective sizes to ops; a version-1 store keeps its rows."""
+    store = Store(db_path)
+    store.ingest(FIXTURES / "tiny_naive.json", source="captured")
+    added = ("collective", "in_msg_nelems", "out_msg_nelems", "msg_dtype", "group_size")
+    before = rows(store, "SELECT * EXCLUDE (" + ", ".join(added) + ") FROM ops ORDER BY op_id")
+    con = duckdb.connect(str(db_path))
+    for column in added:
+        con.execute(f"ALTER TABLE ops DROP COLUMN {column}")
+    con.execute("UPDATE store_meta SET value = '1' WHERE key = 'schema_version'")
+    con.close()
+    store = Store(db_path)
+    assert store.schema_version() == SCHEMA_VERSION
+    assert rows(store, "SELECT * EXCLUDE (" + ", ".join(added) + ") FROM ops ORDER BY op_id") == before
+    assert rows(store, "SELECT count(*) FROM ops WHERE collective IS NOT NULL") == [(0,)]
+    store.ingest(FIXTURES / "tiny_inplace.json")  # and new rows land in the migrated table
+    assert rows(store, "SELECT count(DISTINCT trace_id) FROM ops") == [(2,)]

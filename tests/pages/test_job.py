@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from profiler import jobs
+from profiler import job_queries, jobs
 from profiler.store import Store
 from tests.conftest import SHARED_TRACES
 
@@ -36,6 +36,9 @@ def test_job_page_shows_ranks_missing_rank_and_collectives(pages, job_store):
     assert len(at.get("arrow_vega_lite_chart")) + len(at.get("vega_lite_chart")) == 1
     collectives = at.dataframe[1].value
     assert len(collectives) and set(collectives["ranks"]) == {7}
+    shown = collectives.merge(job_queries.collectives(job_store, "dlrm"), on=["iteration", "name", "seq"])
+    assert len(shown) == len(collectives) and (shown["busbw_gbps_x"] == shown["busbw_gbps_y"]).all()
+    assert set(shown["collective_x"]) == {"all_reduce", "all_to_all"} and (shown["bytes_x"] > 0).all()
     at.selectbox[1].select("dlrm first three").run()
     pages.assert_clean(at)
     compared = at.dataframe[2].value.set_index("measure")

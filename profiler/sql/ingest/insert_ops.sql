@@ -2,6 +2,7 @@
 INSERT INTO ops
 SELECT $trace_id, o.op_id, o.parent_id, o.depth, o.cat, o.name, o.pid, o.tid, o.ts_ns, o.dur_ns,
        o.self_ns, o.external_id, CASE WHEN o.ts_ns < it.end_ns THEN it.iteration END,
-       o.input_dims, o.input_types, o.concrete_inputs
+       o.input_dims, o.input_types, o.concrete_inputs,
+       o.collective, o.in_msg_nelems, o.out_msg_nelems, o.msg_dtype, o.group_size
 FROM stage_ops o
 ASOF LEFT JOIN stage_iterations it ON o.ts_ns >= it.start_ns
