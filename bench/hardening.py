@@ -101,7 +101,7 @@ def page_times(tmp: Path, uploads: list[Path]) -> dict:
 
     db = tmp / "server.duckdb"
     store = Store(db)
-    ids = [store.ingest(p).trace_id for p in sorted((ROOT / "tests" / "fixtures" / "pages").glob("*.json"))]
+    ids = [store.ingest(p).run_id for p in sorted((ROOT / "tests" / "fixtures" / "pages").glob("*.json"))]
     port = _free_port()
     env = {**os.environ, "PROFILER_DB": str(db), "PROFILER_SEED": "0"}
     server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",

@@ -65,14 +65,14 @@ def main() -> None:
     cli, cli_cpu, model, model_cpu, rows = [], [], [], [], 0
     for _ in range(args.repeat):
         before, started = _children_cpu(), time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "profiler", "ops", result.trace_id], cwd=ROOT, env=env,
+        done = subprocess.run([sys.executable, "-m", "profiler", "ops", result.run_id], cwd=ROOT, env=env,
                               capture_output=True, text=True, check=True)
         cli.append(time.perf_counter() - started)
         cli_cpu.append(_children_cpu() - before)
         rows = len(done.stdout.splitlines()) - 1
         op_costs.clear_cache()       # time the model, not its cache of the previous round
         cpu, started = time.process_time(), time.perf_counter()
-        table = op_costs.ops_table(Store(db), [result.trace_id])
+        table = op_costs.ops_table(Store(db), [result.run_id])
         model.append(time.perf_counter() - started)
         model_cpu.append(time.process_time() - cpu)
     calls = int(table["calls"].sum())

@@ -46,15 +46,15 @@ def build_store(path: Path, mb: float) -> tuple[Store, list[str], str]:
     """The bench store: (store, the 10 small run ids, the large run id)."""
     store = Store(path)
     small = sorted(SHARED.glob("*.json*")) + FIXTURES
-    ids = [store.ingest(p).trace_id for p in small[:10]]
+    ids = [store.ingest(p).run_id for p in small[:10]]
     large = OUT / f"pages-large-{int(mb)}mb.trace.json"
     if not large.exists():
         print(f"writing {large.name} ...", flush=True)
         make_large_trace(large, int(mb * 1e6), SHARED)
     result = store.ingest(large)
-    print(f"large run {result.trace_id}: {result.events:,} events, {result.kernels:,} kernels"
+    print(f"large run {result.run_id}: {result.events:,} events, {result.kernels:,} kernels"
           f"{' (already stored)' if result.duplicate else f', ingested in {result.seconds:.1f} s'}")
-    return store, ids, result.trace_id
+    return store, ids, result.run_id
 
 
 def time_page(page: str, params: dict[str, str], repeat: int) -> dict:
@@ -87,7 +87,7 @@ def scenarios(small: list[str], large: str) -> list[tuple[str, str, dict[str, st
 def timeline_stress(store: Store, large: str) -> str:
     """One timeline panel over the whole large trace (every event in the window)."""
     with queries.session(store) as db:
-        bounds = db.query("SELECT start_ns, end_ns, events FROM traces WHERE trace_id = $id",
+        bounds = db.query("SELECT start_ns, end_ns, events FROM traces WHERE run_id = $id",
                           {"id": large}).iloc[0]
         span = int(bounds.end_ns - bounds.start_ns)
         start = time.perf_counter()
@@ -126,7 +126,7 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     db = OUT / "pages.duckdb"
     store, small, large = build_store(db, args.mb)
-    events = int(store.query("SELECT events FROM traces WHERE trace_id = $id", {"id": large}).iloc[0, 0])
+    events = int(store.query("SELECT events FROM traces WHERE run_id = $id", {"id": large}).iloc[0, 0])
     os.environ["PROFILER_DB"], os.environ["PROFILER_SEED"] = str(db), "0"
     warm_up_s = time_page("kernels", {"runs": large}, 1)["max_s"]   # imports, store cache
     preload_capture().join()  # the app imports torch on a helper thread at start (ui.preload_capture)

@@ -57,7 +57,7 @@ def availability_table(setting: Setting) -> list[str]:
 
 
 def show_results(state, results, skipped) -> None:
-    new = tuple(dict.fromkeys(r.trace_id for r in results))
+    new = tuple(dict.fromkeys(r.run_id for r in results))
     for reason in sorted({f"{o.variant} (L={o.seq_len}): {o.skipped}" for o in skipped}):
         st.caption(f"Skipped {reason}")
     if not new:

@@ -40,7 +40,7 @@ elif submitted and any(f.name.endswith(".zip") for f in files or []):
 elif submitted and files:
     results = ui.ingest_files(files)
     if results:
-        new_runs = tuple(dict.fromkeys(r.trace_id for r in results))
+        new_runs = tuple(dict.fromkeys(r.run_id for r in results))
         state = ui.update_view(state, runs=new_runs)
         st.success(f"{len(new_runs)} run(s) ready and selected. Open them in:")
         with st.container(horizontal=True, vertical_alignment="center", gap="medium"):

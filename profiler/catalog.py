@@ -17,7 +17,7 @@ from typing import BinaryIO
 from profiler.errors import StoreError, UnknownRunError
 
 MAX_NAME_CHARS = 200
-# every table keyed by trace_id; traces last so a run is never left half-described
+# every table keyed by run_id; traces last so a run is never left half-described
 RUN_TABLES = ("kernels", "memops", "launches", "ops", "memory_events", "iterations", "traces")
 
 
@@ -40,7 +40,7 @@ def rename_run(store, run_id: str, name: str) -> str:
     """Give ``run_id`` a new display name; returns the name stored."""
     cleaned = clean_name(name)
     with store.connect() as con:
-        rows = con.execute("UPDATE traces SET name = $name WHERE trace_id = $id RETURNING trace_id",
+        rows = con.execute("UPDATE traces SET name = $name WHERE run_id = $id RETURNING run_id",
                            {"name": cleaned, "id": run_id}).fetchall()
     if not rows:
         raise UnknownRunError(f"Run {run_id} is not in the store (it may have been deleted).")
@@ -68,10 +68,10 @@ def delete_runs(store, run_ids: Iterable[str], traces_dir: Path | None = None) -
 
 def _delete_rows(con, ids: list[str]) -> int:
     for table in RUN_TABLES[:-1]:
-        con.execute(f"DELETE FROM {table} WHERE trace_id IN (SELECT unnest($ids))", {"ids": ids})
+        con.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT unnest($ids))", {"ids": ids})
     con.execute("DELETE FROM stored_iteration_metrics WHERE run_id IN (SELECT unnest($ids))", {"ids": ids})
-    return len(con.execute("DELETE FROM traces WHERE trace_id IN (SELECT unnest($ids)) "
-                           "RETURNING trace_id", {"ids": ids}).fetchall())
+    return len(con.execute("DELETE FROM traces WHERE run_id IN (SELECT unnest($ids)) "
+                           "RETURNING run_id", {"ids": ids}).fetchall())
 
 
 def trace_path(traces_dir: Path, run_id: str) -> Path | None:

@@ -42,7 +42,7 @@ def _ingest(args: argparse.Namespace) -> int:
             continue
         bar.close()
         status = "already in store" if result.duplicate else "ingested"
-        print(f"{result.trace_id}  {status:16s}  {result.events:>10,d} events  "
+        print(f"{result.run_id}  {status:16s}  {result.events:>10,d} events  "
               f"{result.kernels:>8,d} kernels  {result.seconds:6.2f} s  {result.name}")
         for note in result.notes:
             print(f"{'':16s}  note: {note}")

@@ -141,5 +141,5 @@ def run_capture(args: argparse.Namespace) -> int:
 
         for result in ingest_outcomes(Store(args.db), outcomes):
             status = "already in store" if result.duplicate else "ingested"
-            print(f"{result.trace_id}  {status:16s}  {result.kernels:>6,d} kernels  {result.name}")
+            print(f"{result.run_id}  {status:16s}  {result.kernels:>6,d} kernels  {result.name}")
     return 0 if any(o.path is not None for o in outcomes) else 1

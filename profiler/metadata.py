@@ -125,7 +125,7 @@ def trace_row(summary: TraceSummary, source: str, span: Any, added_at: dt.dateti
     run = header.get(RUN_KEY) if isinstance(header.get(RUN_KEY), dict) else {}
     run = checked.plain(run)
     row = {
-        "trace_id": summary.trace_id,
+        "run_id": summary.run_id,
         "name": summary.name,
         "source": source,
         "added_at": added_at,

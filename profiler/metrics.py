@@ -34,15 +34,15 @@ def install(con) -> None:
 
 
 # runs (of $ids, or all when NULL) whose metrics are not kept yet
-MISSING_SQL = ("SELECT trace_id FROM traces WHERE ($ids IS NULL OR trace_id IN (SELECT unnest($ids::VARCHAR[]))) "
-               "AND trace_id NOT IN (SELECT DISTINCT run_id FROM stored_iteration_metrics)")
+MISSING_SQL = ("SELECT run_id FROM traces WHERE ($ids IS NULL OR run_id IN (SELECT unnest($ids::VARCHAR[]))) "
+               "AND run_id NOT IN (SELECT DISTINCT run_id FROM stored_iteration_metrics)")
 FILL_SQL = "INSERT INTO stored_iteration_metrics SELECT * FROM iteration_metrics($ids::VARCHAR[])"
 
 
 def fill_missing(store, run_ids) -> bool:
     """Compute the metrics of those of ``run_ids`` that lack them (rows written other than by
     ingest); ``store`` is anything with ``query(sql, params)``. True if there were any."""
-    missing = list(store.query(MISSING_SQL, {"ids": [str(r) for r in run_ids]})["trace_id"])
+    missing = list(store.query(MISSING_SQL, {"ids": [str(r) for r in run_ids]})["run_id"])
     if missing:  # into the store's own table (a reader's `stored_iteration_metrics` may be a view)
         db = store.query("SELECT current_database() AS db")["db"][0]
         store.query(FILL_SQL.replace("INTO stored_iteration_metrics", f'INTO "{db}".main.stored_iteration_metrics'),

@@ -97,7 +97,7 @@ def launching_ops(tree: pd.DataFrame, work: pd.DataFrame) -> np.ndarray:
 
 
 def _decomposed(store, run_id: str, family: np.ndarray) -> np.ndarray:
-    ids = store.query("SELECT op_id FROM ops WHERE trace_id = $run_id AND name IN (SELECT unnest($names))",
+    ids = store.query("SELECT op_id FROM ops WHERE run_id = $run_id AND name IN (SELECT unnest($names))",
                       {"run_id": run_id, "names": list(cm.DECOMPOSED)})["op_id"].to_numpy()
     family[ids] = DECOMPOSED
     return family

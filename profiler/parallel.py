@@ -52,12 +52,12 @@ def parse_rank(file: str, base: str, key: str, keep_python: bool = False) -> job
             if rank is None:
                 return errors.TraceError(Path(file).name, "does not say its rank (no distributedInfo, "
                                                           "and no 'rank<N>' or 'worker<N>' in its name)")
-            rid = jobs.run_id(key, result.trace_id)
+            rid = jobs.run_id(key, result.run_id)
             files = {}
             for table in jobs.WRITTEN:
                 path = jobs.rank_file(base, table, key, rank, rid)
                 fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
-                id_column = "run_id" if table == jobs.METRICS_TABLE else "trace_id"
+                id_column = "run_id" if table == jobs.METRICS_TABLE else "run_id"
                 select = f"SELECT * REPLACE ($rid AS {id_column}{', $rank AS rank' if table == 'traces' else ''}) FROM {table}"
                 params = {"rid": rid, **({"rank": rank} if table == "traces" else {})}
                 reader = con.sql(select, params=params).to_arrow_reader(1 << 16)
@@ -69,7 +69,7 @@ def parse_rank(file: str, base: str, key: str, keep_python: bool = False) -> job
         return jobs.RankResult(
             file=str(file), rank=int(rank), rank_from=rank_from, world_size=world,
             backend=jobs.backend(file),
-            run_id=rid, trace_id=result.trace_id, size_bytes=_size(file), events=result.events,
+            run_id=rid, trace_id=result.run_id, size_bytes=_size(file), events=result.events,
             kernels=result.kernels, files=files, seconds=time.perf_counter() - started,
             peak_rss=_peak_rss(), start_rss=start_rss, metrics_digest=metrics.definition_digest())
     except errors.TraceError as e:

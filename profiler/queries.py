@@ -84,7 +84,7 @@ def run_catalog(store) -> pd.DataFrame:
     gpu_name, versions, iterations, kernels_per_iter, gpu_busy_us_per_iter, gpu_busy_pct,
     gpu_idle_pct, cpu_busy_us_per_iter, bound (all from the metrics layer), events, size_bytes,
     source, added_at."""
-    ids = list(store.query("SELECT trace_id FROM traces")["trace_id"])
+    ids = list(store.query("SELECT run_id FROM traces")["run_id"])
     return _run(store, "run_catalog", run_ids=ids)
 
 
@@ -442,7 +442,7 @@ def trace_summary(store) -> list[dict]:
     copy_us_per_iter, comm_us_per_iter, carried_us_per_iter, gpu_busy_pct, gpu_idle_pct,
     carried_pct, cpu_busy_us_per_iter, launch_api_us_per_iter, sync_us_per_iter, bound,
     profiler_overhead_likely), launch_apis {launch API name: calls per iteration}, added_at."""
-    ids = list(store.query("SELECT trace_id FROM traces")["trace_id"])
+    ids = list(store.query("SELECT run_id FROM traces")["run_id"])
     rows = _run(store, "trace_summary", run_ids=ids).to_dict("records")
     for row in rows:
         apis = row.pop("launch_apis")

@@ -1,6 +1,6 @@
--- Store schema, version 3 (2: ops keep record_shapes' input dims, types and concrete values; 3: ops keep collectives' sizes). Times are integer nanoseconds (ts_ns relative to nothing: the
+-- Store schema, version 4 (4: every table's run id column is run_id; 2: ops keep record_shapes' input dims, types and concrete values; 3: ops keep collectives' sizes). Times are integer nanoseconds (ts_ns relative to nothing: the
 -- trace's own clock, exactly as written, microseconds * 1000 with no float in between).
--- Every table is keyed by trace_id; a trace and all its rows land in one transaction.
+-- Every table is keyed by run_id; a trace and all its rows land in one transaction.
 
 CREATE TABLE IF NOT EXISTS store_meta (
     key   VARCHAR PRIMARY KEY,
@@ -8,7 +8,7 @@ CREATE TABLE IF NOT EXISTS store_meta (
 );
 
 CREATE TABLE IF NOT EXISTS traces (
-    trace_id          VARCHAR PRIMARY KEY,  -- first 16 hex digits of sha256(uncompressed JSON bytes)
+    run_id            VARCHAR PRIMARY KEY,  -- first 16 hex digits of sha256(uncompressed JSON bytes)
     name              VARCHAR NOT NULL,     -- file name (uploads) or a run label (captures)
     source            VARCHAR NOT NULL,     -- 'captured' | 'uploaded'
     added_at          TIMESTAMP NOT NULL,   -- UTC
@@ -39,7 +39,7 @@ CREATE TABLE IF NOT EXISTS traces (
 );
 
 CREATE TABLE IF NOT EXISTS iterations (
-    trace_id   VARCHAR NOT NULL,
+    run_id     VARCHAR NOT NULL,
     iteration  INTEGER NOT NULL,            -- 0-based order in the trace
     name       VARCHAR NOT NULL,            -- e.g. 'ProfilerStep#5'
     start_ns   BIGINT NOT NULL,
@@ -47,7 +47,7 @@ CREATE TABLE IF NOT EXISTS iterations (
 );
 
 CREATE TABLE IF NOT EXISTS kernels (
-    trace_id             VARCHAR NOT NULL,
+    run_id               VARCHAR NOT NULL,
     name                 VARCHAR NOT NULL,
     device               INTEGER,
     stream               BIGINT,
@@ -66,7 +66,7 @@ CREATE TABLE IF NOT EXISTS kernels (
 );
 
 CREATE TABLE IF NOT EXISTS memops (            -- gpu_memcpy and gpu_memset
-    trace_id        VARCHAR NOT NULL,
+    run_id          VARCHAR NOT NULL,
     kind            VARCHAR NOT NULL,        -- 'memcpy' | 'memset'
     name            VARCHAR NOT NULL,        -- e.g. 'Memcpy DtoD (Device -> Device)'
     device          INTEGER,
@@ -81,7 +81,7 @@ CREATE TABLE IF NOT EXISTS memops (            -- gpu_memcpy and gpu_memset
 );
 
 CREATE TABLE IF NOT EXISTS launches (          -- every runtime / driver API call
-    trace_id     VARCHAR NOT NULL,
+    run_id       VARCHAR NOT NULL,
     name         VARCHAR NOT NULL,           -- cudaLaunchKernel, cuLaunchKernelEx, hipLaunchKernel, ...
     api_kind     VARCHAR NOT NULL,           -- 'runtime' | 'driver'
     cbid         INTEGER,                    -- CUPTI callback id (ROCm: cid)
@@ -95,7 +95,7 @@ CREATE TABLE IF NOT EXISTS launches (          -- every runtime / driver API cal
 );
 
 CREATE TABLE IF NOT EXISTS ops (               -- cpu_op, user_annotation, gpu_user_annotation (+ python_function, opt-in)
-    trace_id     VARCHAR NOT NULL,
+    run_id       VARCHAR NOT NULL,
     op_id        BIGINT NOT NULL,            -- unique within a trace
     parent_id    BIGINT,                     -- enclosing op on the same thread (or GPU stream); NULL at top
     depth        INTEGER NOT NULL,           -- 0 at top level
@@ -122,18 +122,18 @@ CREATE TABLE IF NOT EXISTS ops (               -- cpu_op, user_annotation, gpu_u
 
 -- What each API call launched: the kernel or copy with the same correlation id.
 CREATE OR REPLACE VIEW launch_targets AS
-SELECT l.trace_id, l.name AS api, l.api_kind, l.ts_ns AS api_ts_ns, l.dur_ns AS api_dur_ns,
+SELECT l.run_id, l.name AS api, l.api_kind, l.ts_ns AS api_ts_ns, l.dur_ns AS api_dur_ns,
        l.correlation, l.iteration, g.kind AS target_kind, g.name AS target_name,
        g.ts_ns AS target_ts_ns, g.dur_ns AS target_dur_ns
 FROM launches l
 JOIN (
-    SELECT trace_id, 'kernel' AS kind, name, ts_ns, dur_ns, correlation FROM kernels
+    SELECT run_id, 'kernel' AS kind, name, ts_ns, dur_ns, correlation FROM kernels
     UNION ALL
-    SELECT trace_id, kind, name, ts_ns, dur_ns, correlation FROM memops
-) g ON g.trace_id = l.trace_id AND g.correlation = l.correlation;
+    SELECT run_id, kind, name, ts_ns, dur_ns, correlation FROM memops
+) g ON g.run_id = l.run_id AND g.correlation = l.correlation;
 
 CREATE TABLE IF NOT EXISTS memory_events (     -- '[memory]' instants (captured with profile_memory=True)
-    trace_id              VARCHAR NOT NULL,
+    run_id                VARCHAR NOT NULL,
     event_idx             BIGINT NOT NULL,     -- order in the trace, 0-based (ties in time stay ordered)
     ts_ns                 BIGINT NOT NULL,
     device_type           INTEGER,             -- 'Device Type': 0 CPU, 1 CUDA (PyTorch's DeviceType)

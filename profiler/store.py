@@ -26,9 +26,10 @@ from profiler.staging import Staging
 if TYPE_CHECKING:  # pandas loads only when a query result is read back
     import pandas as pd
 
-SCHEMA_VERSION = 3
-# schema version -> the SQL that upgrades a store from the version before it (run in order on open)
-MIGRATIONS: dict[int, str] = {
+SCHEMA_VERSION = 4
+# schema version -> what upgrades a store from the version before it (run in order on open):
+# SQL text, or a function of the connection
+MIGRATIONS: dict[int, Any] = {
     # ops keep record_shapes' arguments (profiler/costmodel.py); traces ingested before have NULLs
     2: "ALTER TABLE ops ADD COLUMN IF NOT EXISTS input_dims VARCHAR; "
        "ALTER TABLE ops ADD COLUMN IF NOT EXISTS input_types VARCHAR; "
@@ -40,6 +41,21 @@ MIGRATIONS: dict[int, str] = {
        "ALTER TABLE ops ADD COLUMN IF NOT EXISTS msg_dtype VARCHAR; "
        "ALTER TABLE ops ADD COLUMN IF NOT EXISTS group_size INTEGER;",
 }
+OLD_RUN_ID_COLUMN = "trace_id"  # the run id column's name in stores before schema version 4
+
+
+def _rename_run_id_columns(con) -> None:
+    """Schema version 4: every table's run id column is called run_id (it was trace_id)."""
+    tables = con.execute(
+        "SELECT c.table_name FROM information_schema.columns c JOIN information_schema.tables t "
+        "USING (table_catalog, table_schema, table_name) WHERE c.table_catalog = current_database() "
+        "AND c.table_schema = 'main' AND t.table_type = 'BASE TABLE' AND c.column_name = ?",
+        [OLD_RUN_ID_COLUMN]).fetchall()
+    for (table,) in tables:
+        con.execute(f'ALTER TABLE "{table}" RENAME COLUMN {OLD_RUN_ID_COLUMN} TO run_id')
+
+
+MIGRATIONS[4] = _rename_run_id_columns
 SCHEMA_SQL = Path(__file__).with_name("schema.sql")
 INGEST_SQL = Path(__file__).with_name("sql") / "ingest"
 LOCK_TIMEOUT_S = 15.0
@@ -69,7 +85,7 @@ def ingest_sql(name: str) -> str:
 
 @dataclass(frozen=True)
 class IngestResult:
-    trace_id: str
+    run_id: str
     name: str
     events: int
     kernels: int
@@ -178,7 +194,10 @@ class Store:
                 self._ready = True
                 return
             for target in range(version + 1, SCHEMA_VERSION + 1):
-                con.execute(MIGRATIONS[target])
+                if callable(MIGRATIONS[target]):
+                    MIGRATIONS[target](con)
+                else:
+                    con.execute(MIGRATIONS[target])
             con.execute(SCHEMA_SQL.read_text())
             metrics.install(con)  # the metrics layer: macros over the schema, per-run metrics kept
             con.execute("INSERT OR REPLACE INTO store_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
@@ -234,7 +253,7 @@ class Store:
         span = staging.finish()
         row, row_notes = metadata.trace_row(summary, source, span, dt.datetime.now(dt.UTC).replace(tzinfo=None))
         duplicate = self._commit(row, staging, reader.name)
-        return IngestResult(summary.trace_id, summary.name, summary.events, span.kernels,
+        return IngestResult(summary.run_id, summary.name, summary.events, span.kernels,
                             time.perf_counter() - started, duplicate,
                             summary.notes + tuple(staging.notes()) + tuple(row_notes))
 
@@ -242,7 +261,7 @@ class Store:
         """Copy the staged trace into the store in one transaction; True if it was already there.
         A row the store refuses is a `TraceError` naming the file and the column."""
         with self.connect() as con:
-            if con.execute("SELECT 1 FROM traces WHERE trace_id = ?", [row["trace_id"]]).fetchone():
+            if con.execute("SELECT 1 FROM traces WHERE run_id = ?", [row["run_id"]]).fetchone():
                 return True
             staging.register(con)
             self._iterations(con)
@@ -252,17 +271,17 @@ class Store:
                 columns = ", ".join(row)
                 marks = ", ".join("?" for _ in row)
                 con.execute(f"INSERT INTO traces ({columns}) VALUES ({marks})", list(row.values()))
-                con.execute(ingest_sql("insert_iterations"), {"trace_id": row["trace_id"]})
-                con.execute(ingest_sql("insert_memory_events"), {"trace_id": row["trace_id"]})  # reads stage_ops
+                con.execute(ingest_sql("insert_iterations"), {"run_id": row["run_id"]})
+                con.execute(ingest_sql("insert_memory_events"), {"run_id": row["run_id"]})  # reads stage_ops
                 staging.release(con, "memory")
                 for table in ("ops", "launches", "kernels", "memops"):
-                    con.execute(ingest_sql(f"insert_{table}"), {"trace_id": row["trace_id"]})
+                    con.execute(ingest_sql(f"insert_{table}"), {"run_id": row["run_id"]})
                     staging.release(con, table)
-                metrics.store_runs(con, [row["trace_id"]])
+                metrics.store_runs(con, [row["run_id"]])
                 con.execute("COMMIT")
             except duckdb.Error as e:
                 con.execute("ROLLBACK")
-                stored = con.execute("SELECT 1 FROM traces WHERE trace_id = ?", [row["trace_id"]]).fetchone()
+                stored = con.execute("SELECT 1 FROM traces WHERE run_id = ?", [row["run_id"]]).fetchone()
                 if isinstance(e, duckdb.ConstraintException) and stored:
                     return True  # another thread committed the same trace first
                 raise errors.TraceError(name, f"cannot be stored: {one_line(e)}") from e

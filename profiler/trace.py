@@ -127,7 +127,7 @@ def _last_boundary(buf: bytearray) -> int:
 @dataclass
 class TraceSummary:
     name: str
-    trace_id: str  # first 16 hex digits of sha256(decompressed bytes)
+    run_id: str  # first 16 hex digits of sha256(decompressed bytes)
     size_bytes: int
     events: int
     skipped: int

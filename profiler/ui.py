@@ -270,7 +270,7 @@ def ingest_files(files, source: str = "uploaded") -> list:
                      f"in {result.seconds:.1f} s" + (" (already in the store)" * result.duplicate))
         for note in result.notes:
             st.caption(f"{name}: {markup.md(note)}")
-        catalog.keep_trace(f, traces_dir(), result.trace_id)
+        catalog.keep_trace(f, traces_dir(), result.run_id)
         results.append(result)
     if failed:
         st.warning(f"{len(files) - failed} of {len(files)} files added; {failed} failed (see above).")
@@ -362,7 +362,7 @@ def capture_runs(config) -> tuple[list, list]:
             results = capture.ingest_outcomes(get_store(), outcomes)
         profiled = [o for o in outcomes if o.path is not None]
         for outcome, result in zip(profiled, results):  # same order: ingest_outcomes' contract
-            catalog.adopt_trace(outcome.path, traces_dir(), result.trace_id)
+            catalog.adopt_trace(outcome.path, traces_dir(), result.run_id)
     except capture.CaptureError as err:
         show_error(err)
         return [], []

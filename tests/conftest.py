@@ -90,12 +90,12 @@ FIXTURE_TRACES = ("tiny_naive.json", "tiny_inplace.json", "tiny_old_format.json"
 @pytest.fixture
 def fixture_store(tmp_path: Path):
     """A real store file holding the hand-written fixture traces (naive and in-place runs
-    captured on an 'H200', plus a 2020-era upload). Returns (store, {file name: trace id})."""
+    captured on an 'H200', plus a 2020-era upload). Returns (store, {file name: run id})."""
     from profiler.store import Store
 
     store = Store(tmp_path / "fixture.duckdb")
     ids = {name: store.ingest(FIXTURES / name, source="captured" if "tiny_" in name and "old" not in name
-                              else "uploaded").trace_id for name in FIXTURE_TRACES}
+                              else "uploaded").run_id for name in FIXTURE_TRACES}
     return store, ids
 
 
@@ -132,5 +132,5 @@ def sample_store(tmp_path_factory):
     ids = {}
     for variant in SAMPLE_VARIANTS:
         path = SAMPLES / "default" / f"{variant}_b8_h16_s1024_d64_bf16_causal_warm.json.gz"
-        ids[variant] = store.ingest(path).trace_id
+        ids[variant] = store.ingest(path).run_id
     return store, ids

@@ -81,5 +81,5 @@ def test_events_of_the_wrong_type_are_skipped_and_counted(store):
     result = store.ingest(json.dumps({"traceEvents": events}).encode(), "mixed.json")
     assert (result.events, result.kernels) == (6, 1)
     with store.connect() as con:
-        assert con.execute("SELECT skipped_events FROM traces WHERE trace_id = ?",
-                           [result.trace_id]).fetchone() == (5,)
+        assert con.execute("SELECT skipped_events FROM traces WHERE run_id = ?",
+                           [result.run_id]).fetchone() == (5,)

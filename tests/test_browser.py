@@ -74,7 +74,7 @@ def server(tmp_path_factory):
     """A streamlit server on a free port over a temp store seeded from the fixture traces."""
     db = tmp_path_factory.mktemp("browser") / "store.duckdb"
     store = Store(db)
-    ids = [store.ingest(p).trace_id for p in SEED]
+    ids = [store.ingest(p).run_id for p in SEED]
     port = _free_port()
     env = {**os.environ, "PROFILER_DB": str(db), "PROFILER_SEED": "0"}
     log = open(db.parent / "streamlit.log", "wb")
@@ -264,7 +264,7 @@ def test_attention_roofline_of_the_h200_samples(server, browser):
     """naive, flash, math and cuDNN at L=1024: the roofline draws its roofs and four points."""
     url, store, _ = server
     names = ("naive", "sdpa_flash", "sdpa_math", "sdpa_cudnn")
-    runs = tuple(store.ingest(SAMPLES / "default" / f"{n}_b8_h16_s1024_d64_bf16_causal_warm.json.gz").trace_id
+    runs = tuple(store.ingest(SAMPLES / "default" / f"{n}_b8_h16_s1024_d64_bf16_causal_warm.json.gz").run_id
                  for n in names)
     page = _open(browser, share_url(ViewState(page="attention", runs=runs), base=url), expect="Roofline")
     try:

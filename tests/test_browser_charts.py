@@ -80,8 +80,8 @@ def charts_server(tmp_path_factory):
     """A streamlit server over a store of the sample runs and the uploads."""
     db = tmp_path_factory.mktemp("browser-charts") / "store.duckdb"
     store = Store(db)
-    samples = tuple(store.ingest(p, source="captured").trace_id for p in SAMPLE_RUNS)
-    uploads = {p.name.split("__")[0]: store.ingest(p).trace_id for p in UPLOADS}
+    samples = tuple(store.ingest(p, source="captured").run_id for p in SAMPLE_RUNS)
+    uploads = {p.name.split("__")[0]: store.ingest(p).run_id for p in UPLOADS}
     port = _free_port()
     log = open(db.parent / "streamlit.log", "wb")
     proc = subprocess.Popen(

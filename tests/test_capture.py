@@ -99,18 +99,18 @@ def test_runs_land_in_the_store_with_iterations_and_cpu_ops(captured):
     runs, _, store, results = captured
     assert len(results) == sum(o.path is not None for o in runs.values())
     df = store.query("SELECT t.variant, t.cold, t.seq_len, t.source, count(DISTINCT i.iteration) AS iters "
-                     "FROM traces t JOIN iterations i USING (trace_id) GROUP BY ALL")
+                     "FROM traces t JOIN iterations i USING (run_id) GROUP BY ALL")
     assert set(df["source"]) == {"captured"}
     assert set(df["variant"]) == CPU_CAPABLE | {"wrong_scale"}
     assert (df.loc[df["cold"], "iters"] == 1).all() and (df.loc[~df["cold"], "iters"] == 3).all()
-    labels = store.query("SELECT count(*) AS n FROM ops o JOIN traces t USING (trace_id) "
+    labels = store.query("SELECT count(*) AS n FROM ops o JOIN traces t USING (run_id) "
                          "WHERE t.variant = 'naive' AND NOT t.cold AND o.name = 'attention:naive'")
     assert labels["n"][0] == 3
 
 
 def test_cold_runs_keep_the_cold_call_and_no_check_of_ours(captured):
     store = captured[2]
-    names = set(store.query("SELECT o.name FROM ops o JOIN traces t USING (trace_id) "
+    names = set(store.query("SELECT o.name FROM ops o JOIN traces t USING (run_id) "
                             "WHERE t.variant = 'naive_compiled' AND t.cold")["name"])
     assert "attention:naive_compiled" in names and "check_output" not in names
     meta = captured[0][("naive_compiled", True)].meta
@@ -119,7 +119,7 @@ def test_cold_runs_keep_the_cold_call_and_no_check_of_ours(captured):
 
 def test_captures_record_memory_events_with_the_ops_that_made_them(captured):
     store = captured[2]
-    rows = store.query("SELECT m.op_name, m.change_bytes FROM memory_events m JOIN traces t USING (trace_id) "
+    rows = store.query("SELECT m.op_name, m.change_bytes FROM memory_events m JOIN traces t USING (run_id) "
                        "WHERE t.variant = 'naive' AND NOT t.cold AND m.change_bytes > 0")
     assert len(rows) > 0 and "aten::bmm" in set(rows["op_name"])
 
@@ -227,7 +227,7 @@ def test_captures_record_the_shapes_the_cost_model_reads(captured):
     from profiler import costmodel
     _, _, store, _ = captured
     row = store.query("SELECT t.batch, t.heads, t.seq_len, t.head_dim, o.input_dims, o.input_types "
-                      "FROM ops o JOIN traces t USING (trace_id) WHERE t.variant = 'naive' AND NOT t.cold "
+                      "FROM ops o JOIN traces t USING (run_id) WHERE t.variant = 'naive' AND NOT t.cold "
                       "AND o.name = 'aten::bmm' ORDER BY o.ts_ns LIMIT 1").iloc[0]
     b, h, n, d = (int(row[k]) for k in ("batch", "heads", "seq_len", "head_dim"))
     assert json.loads(row["input_dims"]) == [[b * h, n, d], [b * h, d, n]]      # Q @ K^T

@@ -30,7 +30,7 @@ def _rows(spec: dict) -> list[dict]:
 
 def test_kernel_time_chart_keeps_the_top_kernels_of_each_run(tiny, labels):
     with tiny.connect() as con:     # a second, shorter kernel in runa
-        con.execute("INSERT INTO kernels (trace_id, name, ts_ns, dur_ns, iteration)"
+        con.execute("INSERT INTO kernels (run_id, name, ts_ns, dur_ns, iteration)"
                     " VALUES ('runa', 'softmax', 60000, 10000, 0)")
     spec = _spec(charts.kernel_time_chart(q.kernel_table(tiny, RUNS), labels, top_n=1))
     rows = _rows(spec)
@@ -71,10 +71,10 @@ def test_cold_warm_and_op_charts(tiny, labels):
 def _runc(tiny) -> None:
     """runc: one cudnn_fwd kernel, runa's iteration 0 without its copy."""
     with tiny.connect() as con:
-        con.execute("INSERT INTO traces (trace_id, name, source, added_at, size_bytes, events,"
+        con.execute("INSERT INTO traces (run_id, name, source, added_at, size_bytes, events,"
                     " kernels, skipped_events, start_ns, end_ns)"
                     " VALUES ('runc', 'c.json', 'uploaded', now(), 1, 1, 1, 0, 0, 100000)")
-        con.execute("INSERT INTO kernels (trace_id, name, ts_ns, dur_ns) VALUES ('runc', 'cudnn_fwd', 0, 9000)")
+        con.execute("INSERT INTO kernels (run_id, name, ts_ns, dur_ns) VALUES ('runc', 'cudnn_fwd', 0, 9000)")
 
 
 def test_alignment_views(tiny):

@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture
 def store_runs(db_path):
     store = Store(db_path)
-    math = store.ingest(FIXTURES / "run_math.json").trace_id
-    cudnn = store.ingest(FIXTURES / "run_cudnn.json").trace_id
+    math = store.ingest(FIXTURES / "run_math.json").run_id
+    cudnn = store.ingest(FIXTURES / "run_cudnn.json").run_id
     return db_path, math, cudnn
 
 

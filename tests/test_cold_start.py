@@ -39,7 +39,7 @@ def _self_us_per_iteration(path, name: str) -> float:
 @pytest.fixture(scope="module")
 def cudnn(tmp_path_factory):
     store = Store(tmp_path_factory.mktemp("cold") / "store.duckdb")
-    cold, warm = (store.ingest(_path("sdpa_cudnn", c), source="captured").trace_id for c in (True, False))
+    cold, warm = (store.ingest(_path("sdpa_cudnn", c), source="captured").run_id for c in (True, False))
     return store, cold, warm
 
 
@@ -59,7 +59,7 @@ def test_cudnn_cold_start_names_the_plan_build_and_its_time(cudnn):
 
 def test_the_cold_run_holds_no_copy_or_check_of_ours(cudnn):
     store, cold, _ = cudnn
-    names = set(store.query("SELECT name FROM ops WHERE trace_id = ?", [cold])["name"])
+    names = set(store.query("SELECT name FROM ops WHERE run_id = ?", [cold])["name"])
     assert "check_output" not in names
-    copies = store.query("SELECT name FROM memops WHERE trace_id = ? AND name LIKE 'Memcpy DtoH%'", [cold])
+    copies = store.query("SELECT name FROM memops WHERE run_id = ? AND name LIKE 'Memcpy DtoH%'", [cold])
     assert copies.empty

@@ -85,7 +85,7 @@ def test_ops_the_model_cannot_price_give_none():
 @pytest.fixture(scope="module")
 def qwen(tmp_path_factory):
     store = Store(tmp_path_factory.mktemp("qwen") / "q.duckdb")
-    return store, store.ingest(QWEN).trace_id
+    return store, store.ingest(QWEN).run_id
 
 
 def _sdpa_kernel_us_by_hand() -> tuple[int, float]:
@@ -168,7 +168,7 @@ def test_older_traces_link_launches_by_time(tmp_path):
     # the DLRM V100 trace gives launch calls their correlation id as External id: the model finds
     # the op enclosing each launch on its thread instead
     store = Store(tmp_path / "d.duckdb")
-    run = store.ingest(SHARED_TRACES / "param__dlrm_kineto__worker0_step_12.1694128201545.pt.trace.json").trace_id
+    run = store.ingest(SHARED_TRACES / "param__dlrm_kineto__worker0_step_12.1694128201545.pt.trace.json").run_id
     gemms = op_costs.ops_table(store, [run], "gemm")
     mm = gemms[(gemms["op"] == "aten::mm") & (gemms["shape"] == "16x512 @ 512x512")].iloc[0]
     assert (mm["flops"], mm["dtype"], mm["engine"]) == (2 * 16 * 512 * 512, "fp32", "CUDA core")

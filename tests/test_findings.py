@@ -25,8 +25,8 @@ FIXTURES = Path(__file__).parent / "fixtures" / "analysis"
 @pytest.fixture
 def runs(db_path):
     store = Store(db_path)
-    math = store.ingest(FIXTURES / "run_math.json", source="captured").trace_id
-    cudnn = store.ingest(FIXTURES / "run_cudnn.json", source="captured").trace_id
+    math = store.ingest(FIXTURES / "run_math.json", source="captured").run_id
+    cudnn = store.ingest(FIXTURES / "run_cudnn.json", source="captured").run_id
     return store, math, cudnn
 
 
@@ -137,7 +137,7 @@ def test_unknown_run_is_a_clear_error(runs):
 @pytest.mark.third_party
 def test_real_h100_trace_zero_occupancy_gemm(db_path):
     store = Store(db_path)
-    run = store.ingest(SHARED_TRACES / "tracelens__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz").trace_id
+    run = store.ingest(SHARED_TRACES / "tracelens__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz").run_id
     (zero,) = [f for f in run_findings(store, run) if f.kind == "zero_occupancy"]
     gemm = [k for k in zero.evidence["kernels"] if k["kernel"].startswith("sm90_xmma_gemm_bf16bf16")]
     assert gemm, zero.text
@@ -151,8 +151,8 @@ def test_real_h100_trace_zero_occupancy_gemm(db_path):
 def test_runs_within_five_percent_read_as_about_the_same(db_path):
     store = Store(db_path)
     base = json.loads((Path(__file__).parent / "fixtures" / "tiny_naive.json").read_text())
-    a = store.ingest(json.dumps(base).encode(), "a.json").trace_id
-    b = store.ingest(json.dumps(dict(base, traceName="copy")).encode(), "b.json").trace_id
+    a = store.ingest(json.dumps(base).encode(), "a.json").run_id
+    b = store.ingest(json.dumps(dict(base, traceName="copy")).encode(), "b.json").run_id
     texts = [f.text for f in compare_findings(store, a, b) if f.kind == "gpu_time"]
     assert len(texts) == 1 and "about the same GPU time per iteration" in texts[0]
     assert "×" not in texts[0]
@@ -161,8 +161,8 @@ def test_runs_within_five_percent_read_as_about_the_same(db_path):
 def test_a_modest_gain_reads_as_a_percentage(db_path):
     store = Store(db_path)
     fixtures = Path(__file__).parent / "fixtures"
-    naive = store.ingest(fixtures / "tiny_naive.json").trace_id
-    inplace = store.ingest(fixtures / "tiny_inplace.json").trace_id
+    naive = store.ingest(fixtures / "tiny_naive.json").run_id
+    inplace = store.ingest(fixtures / "tiny_inplace.json").run_id
     (gpu,) = [f for f in compare_findings(store, naive, inplace) if f.kind == "gpu_time"]
     # per iteration: naive 30.125 + 4 + 10 (memcpy) + 25 + 1 (memset) over 2 steps = 35.0625 µs;
     # in-place lacks the 10 µs copy: 30.0625 µs, so 14% less GPU time

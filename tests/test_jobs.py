@@ -46,8 +46,8 @@ def job_store(tmp_path, monkeypatch):
 
 def _rows(store: Store, table: str, run_id: str, drop=()) -> list[tuple]:
     with store.connect(jobs=True) as con:
-        rows = con.execute(f"SELECT * EXCLUDE (trace_id{''.join(', ' + c for c in drop)}) FROM {table} "
-                           f"WHERE trace_id = ? ORDER BY {TABLE_ORDER[table]}", [run_id]).fetchall()
+        rows = con.execute(f"SELECT * EXCLUDE (run_id{''.join(', ' + c for c in drop)}) FROM {table} "
+                           f"WHERE run_id = ? ORDER BY {TABLE_ORDER[table]}", [run_id]).fetchall()
     return [tuple("NaN" if isinstance(v, float) and v != v else v for v in row) for row in rows]
 
 
@@ -154,7 +154,7 @@ def test_job_figures_are_the_metrics_layers_even_when_computed_under_another_def
     from profiler import queries
 
     single = job_store.ingest(NS_RESOLUTION)
-    want = queries.iteration_metrics(job_store, [single.trace_id]).drop(columns="run_id")
+    want = queries.iteration_metrics(job_store, [single.run_id]).drop(columns="run_id")
     assert (want["carried_ns"] > 0).any() and len(want) > 1
     jobs.ingest_job(job_store, [NS_RESOLUTION], "ns", engine="in-process")
 
@@ -257,10 +257,10 @@ def test_ray_in_process_and_single_upload_give_identical_tables(ray_cluster, job
     single = job_store.ingest(src)
     on_ray = jobs.ingest_job(job_store, [src], "on-ray", engine="ray", workers=2).ranks[0]
     here = jobs.ingest_job(job_store, [src], "here", engine="in-process").ranks[0]
-    assert on_ray.trace_id == here.trace_id == single.trace_id
+    assert on_ray.trace_id == here.trace_id == single.run_id
     for table in jobs.TABLES:
         drop = ("added_at", "rank") if table == "traces" else ()
-        want = _rows(job_store, table, single.trace_id, drop)
+        want = _rows(job_store, table, single.run_id, drop)
         assert want, table if table != "memops" else True
         assert _rows(job_store, table, on_ray.run_id, drop) == want, table
         assert _rows(job_store, table, here.run_id, drop) == want, table
@@ -334,7 +334,7 @@ def _ray_task_pids(name: str = "parse_rank") -> list[int]:
 def test_killing_a_worker_mid_job_leaves_the_store_as_it_was(ray_cluster, job_store, tmp_path):
     jobs.ingest_job(job_store, [str(p) for p in DLRM[:2]], "before", engine="in-process")
     job_store.ingest(DLRM[2])
-    files_before, traces_before = _job_files(job_store), job_store.query("SELECT * FROM traces ORDER BY trace_id")
+    files_before, traces_before = _job_files(job_store), job_store.query("SELECT * FROM traces ORDER BY run_id")
     sys.path.insert(0, str(ROOT / "bench"))
     from make_large_trace import make_large_trace
 
@@ -361,7 +361,7 @@ def test_killing_a_worker_mid_job_leaves_the_store_as_it_was(ray_cluster, job_st
     assert killed, "no worker was seen running the job"
     assert isinstance(outcome.get("error"), jobs.JobError) and "stopped" in str(outcome["error"])
     assert _job_files(job_store) == files_before
-    assert job_store.query("SELECT * FROM traces ORDER BY trace_id").equals(traces_before)
+    assert job_store.query("SELECT * FROM traces ORDER BY run_id").equals(traces_before)
     assert job_queries.job_list(job_store)["job"].tolist() == ["before"]
 
 
@@ -376,7 +376,7 @@ def test_two_stores_share_one_job_directory(tmp_path, monkeypatch):
     second.ingest(DLRM[0])  # a run of its own, beside the shared job
     jobs.ingest_job(first, [str(p) for p in DLRM[:3]], "shared", engine="in-process")
     assert job_queries.job_list(second)["job"].tolist() == ["shared"]
-    n = second.query("SELECT count(*) AS n FROM kernels k JOIN job_ranks r ON r.run_id = k.trace_id")["n"][0]
+    n = second.query("SELECT count(*) AS n FROM kernels k JOIN job_ranks r ON r.run_id = k.run_id")["n"][0]
     assert n == sum(json.loads(p.read_bytes())["traceEvents"].__len__() and
                     sum(1 for e in json.loads(p.read_bytes())["traceEvents"] if e.get("cat") == "kernel")
                     for p in DLRM[:3])
@@ -468,5 +468,5 @@ def test_record_param_comms_args_are_stored(job_store):
                    e["args"]["Out msg nelems"], e["args"]["dtype"], e["args"]["Group size"])
                   for e in events if e.get("ph") == "X" and e.get("name") == "record_param_comms")
     got = job_store.query("SELECT ts_ns, collective, in_msg_nelems, out_msg_nelems, msg_dtype, group_size FROM ops "
-                          "WHERE trace_id = ? AND name = 'record_param_comms' ORDER BY ALL", [run.trace_id])
+                          "WHERE run_id = ? AND name = 'record_param_comms' ORDER BY ALL", [run.run_id])
     assert len(want) == 45 and [tuple(r) for r in got.itertuples(index=False)] == want

@@ -41,12 +41,12 @@ def _gpu_memory(path: Path) -> list[dict]:
 @pytest.fixture
 def small(tmp_path):
     store = Store(tmp_path / "store.duckdb")
-    return store, store.ingest(FIXTURE).trace_id
+    return store, store.ingest(FIXTURE).run_id
 
 
 def test_every_memory_event_is_stored_with_its_units(small):
     store, run = small
-    rows = store.query("SELECT * FROM memory_events WHERE trace_id = ? ORDER BY event_idx", [run])
+    rows = store.query("SELECT * FROM memory_events WHERE run_id = ? ORDER BY event_idx", [run])
     assert len(rows) == 7
     assert rows["change_bytes"].tolist() == [1000, 2000, 8, -1000, -2000, 500, -500]
     assert rows["total_allocated_bytes"].tolist() == [5000, 7000, 8, 6000, 4000, 4500, 4000]
@@ -59,7 +59,7 @@ def test_every_memory_event_is_stored_with_its_units(small):
 
 def test_a_block_is_credited_to_the_op_that_asked_for_it_not_the_allocator_op(small):
     store, run = small
-    rows = store.query("SELECT op_name, op_input_dims FROM memory_events WHERE trace_id = ? ORDER BY event_idx", [run])
+    rows = store.query("SELECT op_name, op_input_dims FROM memory_events WHERE run_id = ? ORDER BY event_idx", [run])
     assert rows["op_name"].tolist()[:2] == ["aten::bmm", "aten::_softmax"]  # not aten::empty_strided
     assert json.loads(rows["op_input_dims"][0]) == [[2, 4, 8], [2, 8, 4]]
     assert rows["op_name"].isna().tolist()[3:] == [True, True, True, True]  # outside every op
@@ -95,8 +95,8 @@ def test_deleting_a_run_deletes_its_memory_events(small):
 @pytest.fixture(scope="module")
 def samples(tmp_path_factory):
     store = Store(tmp_path_factory.mktemp("memory") / "store.duckdb")
-    ids = {v: store.ingest(_sample(v), source="captured").trace_id for v in ("naive", "sdpa_flash", "sdpa_math")}
-    ids["upload"] = store.ingest(FIXTURE.parent / "tiny_naive.json").trace_id
+    ids = {v: store.ingest(_sample(v), source="captured").run_id for v in ("naive", "sdpa_flash", "sdpa_math")}
+    ids["upload"] = store.ingest(FIXTURE.parent / "tiny_naive.json").run_id
     return store, ids
 
 
@@ -160,7 +160,7 @@ def test_an_upload_without_memory_events_says_so(samples):
 def test_a_real_third_party_trace_with_memory_events(tmp_path):
     events = _gpu_memory(QWEN)
     store = Store(tmp_path / "store.duckdb")
-    run = store.ingest(QWEN).trace_id
+    run = store.ingest(QWEN).run_id
     summary = memory.memory_summary(store, [run]).iloc[0]
     assert summary["peak_allocated_bytes"] == max(a["Total Allocated"] for a in events)
     assert summary["events"] == len(events)

@@ -123,7 +123,7 @@ def independent(path: Path) -> dict:
 def store(tmp_path_factory):
     """One store holding every real trace and every sample: {path: run id}, and the store."""
     db = Store(tmp_path_factory.mktemp("metrics") / "store.duckdb")
-    ids = {p: db.ingest(p).trace_id for p in [*real_traces(), *SAMPLE_TRACES]}
+    ids = {p: db.ingest(p).run_id for p in [*real_traces(), *SAMPLE_TRACES]}
     return db, ids
 
 

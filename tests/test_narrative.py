@@ -19,10 +19,10 @@ def test_timeline_caption_says_what_was_left_out(tiny):
 
 def test_alignment_summary_names_kernels_in_one_run_only(tiny):
     with tiny.connect() as con:     # runc: runa's iteration 0 without its copy
-        con.execute("INSERT INTO traces (trace_id, name, source, added_at, size_bytes, events,"
+        con.execute("INSERT INTO traces (run_id, name, source, added_at, size_bytes, events,"
                     " kernels, skipped_events, start_ns, end_ns)"
                     " VALUES ('runc', 'c.json', 'uploaded', now(), 1, 1, 1, 0, 0, 100000)")
-        con.execute("INSERT INTO kernels (trace_id, name, ts_ns, dur_ns) VALUES ('runc', 'cudnn_fwd', 0, 9000)")
+        con.execute("INSERT INTO kernels (run_id, name, ts_ns, dur_ns) VALUES ('runc', 'cudnn_fwd', 0, 9000)")
     aligned = q.kernel_alignment(tiny, "runa", "runc", 0)
     text = narrative.alignment_summary(aligned, "A", "B")
     assert text.startswith("Kernels in both runs (same job): 1; replaced by another kind of kernel: 0.")
@@ -42,12 +42,12 @@ def test_cudnn_story_of_a_cold_run(tiny, labels):
 
 def test_cudnn_story_of_warm_runs_and_a_cold_partner(tiny):
     with tiny.connect() as con:
-        con.execute("UPDATE traces SET cold = false WHERE trace_id = 'runa'")
-        con.execute("INSERT INTO traces (trace_id, name, source, added_at, size_bytes, events,"
+        con.execute("UPDATE traces SET cold = false WHERE run_id = 'runa'")
+        con.execute("INSERT INTO traces (run_id, name, source, added_at, size_bytes, events,"
                     " kernels, skipped_events, variant, seq_len, dtype, cold, start_ns, end_ns)"
                     " VALUES ('runk', 'k', 'captured', now(), 1, 1, 1, 0, 'cudnn', 1024, 'bf16',"
                     " true, 0, 500000)")
-        con.execute("INSERT INTO ops (trace_id, op_id, depth, cat, name, tid, ts_ns, dur_ns, self_ns)"
+        con.execute("INSERT INTO ops (run_id, op_id, depth, cat, name, tid, ts_ns, dur_ns, self_ns)"
                     " VALUES ('runk', 1, 0, 'cpu_op', 'aten::_cudnn_attention_forward', '7', 0,"
                     " 400000, 400000)")
     labels = charts.label_map(q.run_labels(tiny, ["runa", "runk"]))
@@ -57,7 +57,7 @@ def test_cudnn_story_of_warm_runs_and_a_cold_partner(tiny):
     assert "GPU work outweighs the CPU work" in warm
     assert cold.endswith(f"The warm run of this shape ({labels['runa']}) needs 5 µs per call, 80× less.")
     with tiny.connect() as con:    # a slower warm call: 50 µs of CPU for 15 µs of GPU
-        con.execute("UPDATE ops SET dur_ns = 50000 WHERE trace_id = 'runa' AND op_id = 6")
+        con.execute("UPDATE ops SET dur_ns = 50000 WHERE run_id = 'runa' AND op_id = 6")
     warm, _ = _story(tiny, ["runa", "runk"], labels)
     assert "the GPU waits between calls" in warm and "costs 50 µs" in warm
 

@@ -50,7 +50,7 @@ H200 = {"id": 0, "name": "NVIDIA H200", "computeMajor": 9, "computeMinor": 0, "n
 
 def test_kernel_details_adds_theoretical_occupancy_and_math_class(tiny):
     with tiny.connect() as con:
-        con.execute("UPDATE traces SET device_properties = ? WHERE trace_id = 'runa'",
+        con.execute("UPDATE traces SET device_properties = ? WHERE run_id = 'runa'",
                     [json.dumps([H200])])
     k = q.kernel_details(tiny, RUNS).set_index("run_id")
     # 8 blocks of 128 threads over 132 SMs: the grid, not the 100 KB of shared memory, limits it
@@ -62,8 +62,8 @@ def test_kernel_details_adds_theoretical_occupancy_and_math_class(tiny):
 
 def test_occupancy_per_name_is_time_weighted_over_launch_configs(tiny):
     with tiny.connect() as con:     # runa's second cudnn_fwd (10 of its 30 µs): 264 blocks, 12.5 %
-        con.execute("UPDATE traces SET device_properties = ? WHERE trace_id = 'runa'", [json.dumps([H200])])
-        con.execute("UPDATE kernels SET grid_x = 264, est_occupancy_pct = 12.5 WHERE trace_id = 'runa' "
+        con.execute("UPDATE traces SET device_properties = ? WHERE run_id = 'runa'", [json.dumps([H200])])
+        con.execute("UPDATE kernels SET grid_x = 264, est_occupancy_pct = 12.5 WHERE run_id = 'runa' "
                     "AND ts_ns = 120000")
     k = q.kernel_details(tiny, ["runa"]).iloc[0]
     assert k["est_occupancy_pct"] == pytest.approx((0 * 20 + 12.5 * 10) / 30)
@@ -78,7 +78,7 @@ def test_occupancy_per_name_is_time_weighted_over_launch_configs(tiny):
 
 def test_kernel_details_of_runs_without_kernels(tiny):
     with tiny.connect() as con:
-        con.execute("DELETE FROM kernels WHERE trace_id = 'runb'")
+        con.execute("DELETE FROM kernels WHERE run_id = 'runb'")
     k = q.kernel_details(tiny, ["runb"])
     assert k.empty and {"kernel", "theory_occupancy_pct", "tc_engine"} <= set(k.columns)
 
@@ -192,11 +192,11 @@ def test_run_cpu_summary_first_vs_later(tiny):
 
 def test_cold_warm_table_pairs_runs_of_one_shape(tiny):
     with tiny.connect() as con:     # runw: runa's variant and shape, warm, 0.4 µs of CPU
-        con.execute("INSERT INTO traces (trace_id, name, source, added_at, size_bytes, events,"
+        con.execute("INSERT INTO traces (run_id, name, source, added_at, size_bytes, events,"
                     " kernels, skipped_events, variant, seq_len, dtype, cold, start_ns, end_ns)"
                     " VALUES ('runw', 'w', 'captured', now(), 1, 1, 1, 0, 'cudnn', 1024, 'bf16',"
                     " false, 0, 1000)")
-        con.execute("INSERT INTO ops (trace_id, op_id, depth, cat, name, ts_ns, dur_ns, self_ns)"
+        con.execute("INSERT INTO ops (run_id, op_id, depth, cat, name, ts_ns, dur_ns, self_ns)"
                     " VALUES ('runw', 1, 0, 'cpu_op', 'aten::x', 0, 500, 400)")
     t = q.cold_warm_table(tiny, ["runa", "runb", "runw"])
     assert t[["variant", "seq_len", "cold_runs", "warm_runs"]].values.tolist() == [["cudnn", 1024, 1, 1]]
@@ -221,10 +221,10 @@ def test_kernel_sequence_of_one_iteration(tiny):
 
 def test_kernel_alignment_marks_work_in_one_run_only(tiny):
     with tiny.connect() as con:     # runc: runa's iteration 1 without the copy
-        con.execute("INSERT INTO traces (trace_id, name, source, added_at, size_bytes, events,"
+        con.execute("INSERT INTO traces (run_id, name, source, added_at, size_bytes, events,"
                     " kernels, skipped_events, start_ns, end_ns)"
                     " VALUES ('runc', 'c.json', 'uploaded', now(), 1, 1, 1, 0, 0, 100000)")
-        con.execute("INSERT INTO kernels (trace_id, name, ts_ns, dur_ns, correlation)"
+        con.execute("INSERT INTO kernels (run_id, name, ts_ns, dur_ns, correlation)"
                     " VALUES ('runc', 'cudnn_fwd', 5000, 9000, 1)")
     aligned = q.kernel_alignment(tiny, "runa", "runc", 1)
     assert aligned["status"].tolist() == ["same", "only in a"]

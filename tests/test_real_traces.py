@@ -45,7 +45,7 @@ def test_all_real_traces_share_one_store_and_re_ingest_as_no_ops(db_path):
     store = Store(db_path)
     first = [store.ingest(p) for p in REAL]
     again = [store.ingest(p) for p in REAL]
-    assert len({r.trace_id for r in first}) == len(REAL)
+    assert len({r.run_id for r in first}) == len(REAL)
     assert all(r.duplicate for r in again) and not any(r.duplicate for r in first)
     assert store.query("SELECT count(*) AS n FROM traces")["n"][0] == len(REAL)
 

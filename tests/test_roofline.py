@@ -57,11 +57,11 @@ def _sweep_trace(variant: str, seq_len: int, kernel_us: float, cold: bool = Fals
 @pytest.fixture
 def sweep_store(db_path):
     store = Store(db_path)
-    ids = [store.ingest(_sweep_trace(v, n, us), name=f"{v}-{n}").trace_id for v, n, us in [
+    ids = [store.ingest(_sweep_trace(v, n, us), name=f"{v}-{n}").run_id for v, n, us in [
         ("math", 256, 10.0), ("math", 1024, 100.0), ("math", 4096, 900.0),
         ("flash", 256, 20.0), ("flash", 1024, 40.0), ("flash", 4096, 200.0),
         ("flash2", 256, 20.5), ("flash2", 1024, 39.9), ("flash2", 4096, 200.0)]]  # a tie in noise
-    ids.append(store.ingest(_sweep_trace("flash", 256, 99.0, cold=True), name="cold").trace_id)
+    ids.append(store.ingest(_sweep_trace("flash", 256, 99.0, cold=True), name="cold").run_id)
     return store, ids
 
 

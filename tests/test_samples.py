@@ -27,9 +27,9 @@ def _run_view(store: Store) -> str:
             "FROM traces)")
 
 
-def _trace_id(store: Store, variant: str, cold: bool = False) -> str:
-    sql = f"SELECT trace_id FROM {_run_view(store)} WHERE variant = ? AND cold = ? AND sweep_id IS NULL"
-    ids = store.query(sql, [variant, cold])["trace_id"].tolist()
+def _run_id(store: Store, variant: str, cold: bool = False) -> str:
+    sql = f"SELECT run_id FROM {_run_view(store)} WHERE variant = ? AND cold = ? AND sweep_id IS NULL"
+    ids = store.query(sql, [variant, cold])["run_id"].tolist()
     assert len(ids) == 1, f"{variant} cold={cold}: {ids}"
     return ids[0]
 
@@ -73,19 +73,19 @@ def test_every_sample_describes_an_h200_run_that_passed_its_check(seeded):
 
 def test_naive_copies_the_scores_and_naive_inplace_does_not(seeded):
     store = seeded[0]
-    sql = "SELECT count(*) FROM memops WHERE trace_id = ? AND name LIKE 'Memcpy DtoD%'"
-    assert _one(store, sql, [_trace_id(store, "naive")]) == 3  # one per active step
-    assert _one(store, sql, [_trace_id(store, "naive_inplace")]) == 0
+    sql = "SELECT count(*) FROM memops WHERE run_id = ? AND name LIKE 'Memcpy DtoD%'"
+    assert _one(store, sql, [_run_id(store, "naive")]) == 3  # one per active step
+    assert _one(store, sql, [_run_id(store, "naive_inplace")]) == 0
 
 
 def test_math_backend_runs_about_twenty_kernels_with_fp32_gemms(seeded):
     store = seeded[0]
-    tid = _trace_id(store, "sdpa_math")
-    per_iter = store.query("SELECT iteration, count(*) AS n FROM kernels WHERE trace_id = ? "
+    tid = _run_id(store, "sdpa_math")
+    per_iter = store.query("SELECT iteration, count(*) AS n FROM kernels WHERE run_id = ? "
                            "AND iteration IS NOT NULL GROUP BY 1", [tid])["n"]
     assert len(per_iter) == 3 and per_iter.between(15, 30).all()
-    assert _one(store, "SELECT count(*) FROM kernels WHERE trace_id = ? AND name LIKE '%gemm_f32f32%'", [tid]) >= 3
-    assert _one(store, "SELECT count(*) FROM ops WHERE trace_id = ? AND name = 'aten::_safe_softmax'", [tid]) == 3
+    assert _one(store, "SELECT count(*) FROM kernels WHERE run_id = ? AND name LIKE '%gemm_f32f32%'", [tid]) >= 3
+    assert _one(store, "SELECT count(*) FROM ops WHERE run_id = ? AND name = 'aten::_safe_softmax'", [tid]) == 3
 
 
 @pytest.mark.parametrize("variant, pattern", [("sdpa_efficient", "fmha_cutlass%"),
@@ -93,15 +93,15 @@ def test_math_backend_runs_about_twenty_kernels_with_fp32_gemms(seeded):
                                               ("flex", "triton_tem_fused_flex_attention%")])
 def test_fused_variants_run_one_kernel_per_call(seeded, variant, pattern):
     store = seeded[0]
-    tid = _trace_id(store, variant)
-    names = store.query("SELECT name FROM kernels WHERE trace_id = ? AND iteration IS NOT NULL", [tid])["name"]
+    tid = _run_id(store, variant)
+    names = store.query("SELECT name FROM kernels WHERE run_id = ? AND iteration IS NOT NULL", [tid])["name"]
     assert len(names) == 3 and names.str.match(pattern.replace("%", ".*")).all()
 
 
 def test_cudnn_kernels_are_launched_by_culaunchkernelex(seeded):
     store = seeded[0]
-    launches = store.query("SELECT api, target_name FROM launch_targets WHERE trace_id = ? AND target_kind = 'kernel'",
-                           [_trace_id(store, "sdpa_cudnn")])
+    launches = store.query("SELECT api, target_name FROM launch_targets WHERE run_id = ? AND target_kind = 'kernel'",
+                           [_run_id(store, "sdpa_cudnn")])
     assert len(launches) == 3
     assert (launches["api"] == "cuLaunchKernelEx").all()
     assert launches["target_name"].str.startswith("cudnn_generated").all()
@@ -109,8 +109,8 @@ def test_cudnn_kernels_are_launched_by_culaunchkernelex(seeded):
 
 def test_cold_cudnn_call_pays_for_its_plan(seeded):
     store = seeded[0]
-    meta = lambda cold: json.loads(_one(store, "SELECT run_meta FROM traces WHERE trace_id = ?",
-                                        [_trace_id(store, "sdpa_cudnn", cold)]))
+    meta = lambda cold: json.loads(_one(store, "SELECT run_meta FROM traces WHERE run_id = ?",
+                                        [_run_id(store, "sdpa_cudnn", cold)]))
     assert meta(True)["wall_us_per_call"] > 1000 * meta(False)["wall_us_per_call"]
     assert meta(True)["wall_calls"] == 1 and meta(False)["wall_calls"] == 20
 
@@ -127,12 +127,12 @@ def test_every_cold_sample_ran_first_in_a_fresh_process_with_empty_caches(seeded
 
 def test_cold_samples_hold_no_check_of_ours(seeded):
     store = seeded[0]
-    checks = _one(store, "SELECT count(*) FROM ops o JOIN traces t USING (trace_id) "
+    checks = _one(store, "SELECT count(*) FROM ops o JOIN traces t USING (run_id) "
                          "WHERE t.cold AND o.name = 'check_output'")
     copies = store.query(
         "SELECT t.variant, lt.target_name, lt.api_ts_ns BETWEEN o.ts_ns AND o.ts_ns + o.dur_ns AS inside "
-        "FROM launch_targets lt JOIN traces t USING (trace_id) "
-        "JOIN ops o ON o.trace_id = lt.trace_id AND o.cat = 'user_annotation' AND o.name = 'attention:' || t.variant "
+        "FROM launch_targets lt JOIN traces t USING (run_id) "
+        "JOIN ops o ON o.run_id = lt.run_id AND o.cat = 'user_annotation' AND o.name = 'attention:' || t.variant "
         "WHERE t.cold AND lt.target_kind = 'memcpy'")
     assert checks == 0
     assert copies["inside"].all()  # every copy in a cold run is the variant's own

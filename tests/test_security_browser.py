@@ -34,9 +34,9 @@ LITERAL_ON = {"timeline", "kernels", "launches", "cpu-cost"}  # pages with run l
 def hostile_server(tmp_path_factory):
     db = tmp_path_factory.mktemp("hostile-browser") / "store.duckdb"
     store = Store(db)
-    a = store.ingest(payload_trace(NAIVE, "A"), f"{payload('file')}.json").trace_id
-    b = store.ingest(payload_trace(FLASH, "B"), "b.json").trace_id
-    odd = store.ingest(odd_trace(), "odd.json").trace_id
+    a = store.ingest(payload_trace(NAIVE, "A"), f"{payload('file')}.json").run_id
+    b = store.ingest(payload_trace(FLASH, "B"), "b.json").run_id
+    odd = store.ingest(odd_trace(), "odd.json").run_id
     catalog.rename_run(store, b, payload("R")[:catalog.MAX_NAME_CHARS])
     port = _free_port()
     env = {**os.environ, "PROFILER_DB": str(db), "PROFILER_SEED": "0"}

@@ -41,10 +41,10 @@ def _consistent(db: Path) -> list[tuple]:
     """Every stored trace is whole: its kernel rows match its kernels count (no partial trace)."""
     con = duckdb.connect(str(db), read_only=True)
     try:
-        rows = con.execute("""SELECT t.trace_id, t.kernels, count(k.trace_id) FROM traces t
-                              LEFT JOIN kernels k USING (trace_id) GROUP BY ALL""").fetchall()
-        orphans = con.execute("SELECT count(*) FROM kernels WHERE trace_id NOT IN "
-                              "(SELECT trace_id FROM traces)").fetchone()[0]
+        rows = con.execute("""SELECT t.run_id, t.kernels, count(k.run_id) FROM traces t
+                              LEFT JOIN kernels k USING (run_id) GROUP BY ALL""").fetchall()
+        orphans = con.execute("SELECT count(*) FROM kernels WHERE run_id NOT IN "
+                              "(SELECT run_id FROM traces)").fetchone()[0]
     finally:
         con.close()
     assert orphans == 0 and all(stored == counted for _, stored, counted in rows), rows
@@ -191,7 +191,7 @@ def test_kill_9_mid_ingest_leaves_no_partial_trace(big_trace, tmp_path):
             continue
         assert len(rows) == 2 and when in (0.8, 0.95, "wal"), f"kill at {when}: {rows}"
         store = Store(db)  # it finished just before the kill: remove it and go on
-        catalog.delete_runs(store, store.query("SELECT trace_id FROM traces WHERE name = 'big.json'")["trace_id"])
+        catalog.delete_runs(store, store.query("SELECT run_id FROM traces WHERE name = 'big.json'")["run_id"])
     result = cli("ingest", str(big_trace), "--db", str(db))
     assert result.returncode == 0 and ("ingested" in result.stdout or "already in store" in result.stdout)
     assert Store(db).query("SELECT kernels FROM traces WHERE name = 'big.json'")["kernels"].tolist() == [150_000]

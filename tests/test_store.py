@@ -46,7 +46,7 @@ def test_trace_row_carries_device_versions_and_run(naive):
         json_extract_string(device_properties, '$[0].numSms') FROM traces""")
     assert row == ("tiny_naive.json", "captured", "NVIDIA H200", "13.0", "13.0", "naive", 8, 16, 1024, 64,
                    "bf16", True, False, 26, 4, 1, 990_000, 1_200_000, "132")
-    assert len(result.trace_id) == 16 and result.kernels == 4 and not result.duplicate
+    assert len(result.run_id) == 16 and result.kernels == 4 and not result.duplicate
 
 
 def test_kernels_keep_every_argument_and_belong_to_their_launch_iteration(naive):
@@ -90,7 +90,7 @@ def test_memops_kind_bytes_and_bandwidth(naive):
 def test_ops_nest_with_self_time(naive):
     store, _ = naive
     got = rows(store, """SELECT o.name, p.name, o.depth, o.self_ns, o.iteration
-        FROM ops o LEFT JOIN ops p ON p.trace_id = o.trace_id AND p.op_id = o.parent_id ORDER BY o.ts_ns""")
+        FROM ops o LEFT JOIN ops p ON p.run_id = o.run_id AND p.op_id = o.parent_id ORDER BY o.ts_ns""")
     assert got == [
         ("ProfilerStep#3", None, 0, 10_000, 0),
         ("attention::naive", "ProfilerStep#3", 1, 40_000, 0),
@@ -140,7 +140,7 @@ def test_iterations_fall_back_to_repeated_annotation_then_whole_trace(db_path):
     store.ingest(json.dumps({"traceEvents": steps + [event("aten::add", "cpu_op", 21, 2)]}).encode(), "a.json")
     store.ingest(json.dumps({"traceEvents": [event("aten::add", "cpu_op", 5, 2)]}).encode(), "b.json")
     assert rows(store, """SELECT t.name, i.iteration, i.name, i.start_ns, i.end_ns FROM iterations i
-        JOIN traces t USING (trace_id) ORDER BY t.name, i.iteration""") == [
+        JOIN traces t USING (run_id) ORDER BY t.name, i.iteration""") == [
         ("a.json", 0, "attention::sdpa", 0, 10_000), ("a.json", 1, "attention::sdpa", 20_000, 30_000),
         ("a.json", 2, "attention::sdpa", 40_000, 50_000), ("b.json", 0, "(whole trace)", 5_000, 7_001)]
     assert rows(store, "SELECT iteration FROM ops WHERE name = 'aten::add' ORDER BY ts_ns") == [(0,), (1,)]
@@ -149,7 +149,7 @@ def test_iterations_fall_back_to_repeated_annotation_then_whole_trace(db_path):
 def test_same_bytes_same_id_and_second_ingest_is_a_no_op(naive):
     store, first = naive
     again = store.ingest(FIXTURES / "tiny_naive.json", name="renamed.json")
-    assert again.trace_id == first.trace_id and again.duplicate
+    assert again.run_id == first.run_id and again.duplicate
     assert rows(store, "SELECT count(*) FROM kernels") == [(4,)]
     assert rows(store, "SELECT name FROM traces") == [("tiny_naive.json",)]
 
@@ -159,10 +159,10 @@ def test_gzip_bytes_and_file_objects_give_the_same_id(naive, tmp_path):
     raw = (FIXTURES / "tiny_naive.json").read_bytes()
     gz = tmp_path / "tiny.pt.trace.json.gz"
     gz.write_bytes(gzip.compress(raw))
-    assert store.ingest(gz).trace_id == first.trace_id
-    assert store.ingest(raw, "bytes.json").trace_id == first.trace_id
+    assert store.ingest(gz).run_id == first.run_id
+    assert store.ingest(raw, "bytes.json").run_id == first.run_id
     with open(gz, "rb") as f:
-        assert store.ingest(f).trace_id == first.trace_id
+        assert store.ingest(f).run_id == first.run_id
 
 
 def test_python_functions_are_opt_in(db_path):
@@ -196,7 +196,7 @@ def test_threads_ingest_and_query_at_once_without_losing_rows(db_path):
     for t in threads:
         t.join()
     assert failures == []
-    assert rows(store, "SELECT count(*), count(DISTINCT trace_id) FROM kernels") == [(48, 12)]
+    assert rows(store, "SELECT count(*), count(DISTINCT run_id) FROM kernels") == [(48, 12)]
     assert rows(store, "SELECT count(*) FROM traces") == [(12,)]
 
 
@@ -259,4 +259,4 @@ def test_a_version_1_store_gets_the_collective_columns(db_path):
     assert rows(store, "SELECT * EXCLUDE (" + ", ".join(added) + ") FROM ops ORDER BY op_id") == before
     assert rows(store, "SELECT count(*) FROM ops WHERE collective IS NOT NULL") == [(0,)]
     store.ingest(FIXTURES / "tiny_inplace.json")  # and new rows land in the migrated table
-    assert rows(store, "SELECT count(DISTINCT trace_id) FROM ops") == [(2,)]
+    assert rows(store, "SELECT count(DISTINCT run_id) FROM ops") == [(2,)]

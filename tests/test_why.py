@@ -77,5 +77,5 @@ def test_a_model_trace_with_fused_attention_has_no_score_matrix(tmp_path):
     from profiler.store import Store
     from tests.conftest import SHARED_TRACES
     store = Store(tmp_path / "q.duckdb")
-    run = store.ingest(SHARED_TRACES / "tracelens__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz").trace_id
+    run = store.ingest(SHARED_TRACES / "tracelens__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz").run_id
     assert why.score_matrix(op_costs.op_calls(store, [run])) is None

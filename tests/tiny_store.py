@@ -10,12 +10,12 @@ from __future__ import annotations
 
 RUNS = ["runa", "runb"]
 TRACES = [
-    # trace_id, name, source, variant, seq_len, dtype, cold, start_ns, end_ns
+    # run_id, name, source, variant, seq_len, dtype, cold, start_ns, end_ns
     ("runa", "cudnn.json", "captured", "cudnn", 1024, "bf16", True, 0, 200_000),
     ("runb", "flash.json", "uploaded", None, None, None, None, 0, 50_000),
 ]
 ITERATIONS = [("runa", 0, "ProfilerStep#1", 0, 100_000), ("runa", 1, "ProfilerStep#2", 100_000, 200_000)]
-# trace_id, op_id, parent_id, depth, cat, name, tid, ts_ns, dur_ns, self_ns, external_id, iteration
+# run_id, op_id, parent_id, depth, cat, name, tid, ts_ns, dur_ns, self_ns, external_id, iteration
 OPS = [
     ("runa", 1, None, 0, "user_annotation", "ProfilerStep#1", "7", 0, 100_000, 70_000, 1, 0),
     ("runa", 2, 1, 1, "cpu_op", "aten::scaled_dot_product_attention", "7", 10_000, 30_000, 20_000, 2, 0),
@@ -25,7 +25,7 @@ OPS = [
     ("runa", 6, 5, 2, "cpu_op", "aten::_cudnn_attention_forward", "7", 112_000, 5_000, 5_000, 6, 1),
     ("runb", 1, None, 0, "cpu_op", "aten::_flash_attention_forward", "9", 1_000, 8_000, 8_000, 11, None),
 ]
-# trace_id, name, api_kind, tid, ts_ns, dur_ns, correlation, external_id, iteration
+# run_id, name, api_kind, tid, ts_ns, dur_ns, correlation, external_id, iteration
 LAUNCHES = [
     ("runa", "cuLaunchKernel", "driver", "7", 16_000, 2_000, 1, 3, 0),
     ("runa", "cudaMemcpyAsync", "runtime", "7", 20_000, 1_000, 2, 3, 0),
@@ -35,14 +35,14 @@ LAUNCHES = [
     ("runb", "cudaLaunchKernel", "runtime", "9", 2_000, 3_000, 21, 11, None),
     ("runb", "cudaLaunchKernel", "runtime", "9", 6_000, 1_000, 22, 11, None),
 ]
-# trace_id, name, stream, ts_ns, dur_ns, grid, block, regs, smem, occ, correlation, external_id, iteration
+# run_id, name, stream, ts_ns, dur_ns, grid, block, regs, smem, occ, correlation, external_id, iteration
 KERNELS = [
     ("runa", "cudnn_fwd", 7, 30_000, 20_000, (8, 1, 1), (128, 1, 1), 168, 100_000, 0.0, 1, 3, 0),
     ("runa", "cudnn_fwd", 7, 120_000, 10_000, (8, 1, 1), (128, 1, 1), 168, 100_000, 0.0, 3, 6, 1),
     ("runb", "flash_fwd", 7, 10_000, 4_000, (4, 2, 1), (64, 1, 1), 96, 20_000, 25.0, 21, 11, None),
     ("runb", "flash_fwd", 7, 20_000, 6_000, (4, 2, 1), (64, 1, 1), 96, 20_000, 25.0, 22, 11, None),
 ]
-# trace_id, kind, name, stream, ts_ns, dur_ns, bytes, correlation, iteration
+# run_id, kind, name, stream, ts_ns, dur_ns, bytes, correlation, iteration
 MEMOPS = [
     ("runa", "memcpy", "Memcpy DtoD (Device -> Device)", 7, 50_000, 5_000, 4096, 2, 0),
     ("runa", "memcpy", "Memcpy DtoD (Device -> Device)", 7, 135_000, 5_000, 4096, 4, 1),
@@ -51,20 +51,20 @@ MEMOPS = [
 
 def insert_tiny(con) -> None:
     for t in TRACES:
-        con.execute("INSERT INTO traces (trace_id, name, source, added_at, size_bytes, events, kernels,"
+        con.execute("INSERT INTO traces (run_id, name, source, added_at, size_bytes, events, kernels,"
                     " skipped_events, variant, seq_len, dtype, cold, start_ns, end_ns)"
                     " VALUES (?, ?, ?, now(), 1, 1, 1, 0, ?, ?, ?, ?, ?, ?)", list(t))
     con.executemany("INSERT INTO iterations VALUES (?, ?, ?, ?, ?)", ITERATIONS)
-    con.executemany("INSERT INTO ops (trace_id, op_id, parent_id, depth, cat, name, tid, ts_ns, dur_ns,"
+    con.executemany("INSERT INTO ops (run_id, op_id, parent_id, depth, cat, name, tid, ts_ns, dur_ns,"
                     " self_ns, external_id, iteration) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", OPS)
-    con.executemany("INSERT INTO launches (trace_id, name, api_kind, tid, ts_ns, dur_ns, correlation,"
+    con.executemany("INSERT INTO launches (run_id, name, api_kind, tid, ts_ns, dur_ns, correlation,"
                     " external_id, iteration) VALUES (?,?,?,?,?,?,?,?,?)", LAUNCHES)
-    con.executemany("INSERT INTO kernels (trace_id, name, device, stream, ts_ns, dur_ns, grid_x, grid_y,"
+    con.executemany("INSERT INTO kernels (run_id, name, device, stream, ts_ns, dur_ns, grid_x, grid_y,"
                     " grid_z, block_x, block_y, block_z, registers_per_thread, shared_mem_bytes,"
                     " est_occupancy_pct, correlation, external_id, iteration)"
                     " VALUES (?,?,0,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     [(k[0], k[1], k[2], k[3], k[4], *k[5], *k[6], *k[7:]) for k in KERNELS])
-    con.executemany("INSERT INTO memops (trace_id, kind, name, device, stream, ts_ns, dur_ns, bytes,"
+    con.executemany("INSERT INTO memops (run_id, kind, name, device, stream, ts_ns, dur_ns, bytes,"
                     " correlation, iteration) VALUES (?,?,?,0,?,?,?,?,?,?)", MEMOPS)
     from profiler import metrics  # rows inserted by hand: compute what ingest would keep
 

@@ -2,14 +2,14 @@
 -- each and the change from a to b; presence says whether an op runs in one run only.
 -- params: $run_a, $run_b
 WITH n AS (
-    SELECT run_id AS trace_id, n_iter, whole FROM run_iteration_counts([$run_a, $run_b]::VARCHAR[])
+    SELECT run_id, n_iter, whole FROM run_iteration_counts([$run_a, $run_b]::VARCHAR[])
 ), per AS (
     SELECT o.name,
-           sum(CASE WHEN o.trace_id = $run_a THEN 1.0 / n.n_iter ELSE 0 END) AS calls_a,
-           sum(CASE WHEN o.trace_id = $run_b THEN 1.0 / n.n_iter ELSE 0 END) AS calls_b,
-           sum(CASE WHEN o.trace_id = $run_a THEN o.self_ns / 1e3 / n.n_iter ELSE 0 END) AS self_us_a,
-           sum(CASE WHEN o.trace_id = $run_b THEN o.self_ns / 1e3 / n.n_iter ELSE 0 END) AS self_us_b
-    FROM ops o JOIN n ON n.trace_id = o.trace_id
+           sum(CASE WHEN o.run_id = $run_a THEN 1.0 / n.n_iter ELSE 0 END) AS calls_a,
+           sum(CASE WHEN o.run_id = $run_b THEN 1.0 / n.n_iter ELSE 0 END) AS calls_b,
+           sum(CASE WHEN o.run_id = $run_a THEN o.self_ns / 1e3 / n.n_iter ELSE 0 END) AS self_us_a,
+           sum(CASE WHEN o.run_id = $run_b THEN o.self_ns / 1e3 / n.n_iter ELSE 0 END) AS self_us_b
+    FROM ops o JOIN n ON n.run_id = o.run_id
     WHERE o.cat = 'cpu_op' AND (n.whole OR o.iteration IS NOT NULL)
     GROUP BY o.name
 )

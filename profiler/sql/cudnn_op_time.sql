@@ -4,21 +4,21 @@
 -- (a kernel's External id often names a child op, so time and thread are the reliable link).
 -- params: $run_ids VARCHAR[]
 WITH c AS (
-    SELECT o.trace_id, o.op_id, o.iteration, o.tid, o.ts_ns, o.dur_ns
-    FROM ops o LEFT JOIN ops p ON p.trace_id = o.trace_id AND p.op_id = o.parent_id
-    WHERE o.trace_id IN (SELECT unnest($run_ids)) AND o.name ILIKE '%cudnn%attention%'
+    SELECT o.run_id, o.op_id, o.iteration, o.tid, o.ts_ns, o.dur_ns
+    FROM ops o LEFT JOIN ops p ON p.run_id = o.run_id AND p.op_id = o.parent_id
+    WHERE o.run_id IN (SELECT unnest($run_ids)) AND o.name ILIKE '%cudnn%attention%'
       AND o.cat = 'cpu_op' AND (p.name IS NULL OR p.name NOT ILIKE '%cudnn%attention%')
 ), kt AS (   -- each launch to the latest cuDNN op started before it on its thread (ASOF)
-    SELECT c.trace_id, c.op_id, sum(k.dur_ns) AS kernel_ns
-    FROM (SELECT * FROM launches WHERE trace_id IN (SELECT unnest($run_ids))) l
-    ASOF JOIN c ON l.trace_id = c.trace_id AND l.tid = c.tid AND l.ts_ns >= c.ts_ns
-    JOIN kernels k ON k.trace_id = l.trace_id AND k.correlation = l.correlation
+    SELECT c.run_id, c.op_id, sum(k.dur_ns) AS kernel_ns
+    FROM (SELECT * FROM launches WHERE run_id IN (SELECT unnest($run_ids))) l
+    ASOF JOIN c ON l.run_id = c.run_id AND l.tid = c.tid AND l.ts_ns >= c.ts_ns
+    JOIN kernels k ON k.run_id = l.run_id AND k.correlation = l.correlation
     WHERE l.ts_ns < c.ts_ns + c.dur_ns
-    GROUP BY c.trace_id, c.op_id
+    GROUP BY c.run_id, c.op_id
 )
-SELECT c.trace_id AS run_id, c.iteration, count(*) AS cudnn_calls,
+SELECT c.run_id, c.iteration, count(*) AS cudnn_calls,
        sum(c.dur_ns) / 1e3 AS cudnn_cpu_us,
        coalesce(sum(kt.kernel_ns), 0) / 1e3 AS cudnn_kernel_us
-FROM c LEFT JOIN kt ON kt.trace_id = c.trace_id AND kt.op_id = c.op_id
-GROUP BY c.trace_id, c.iteration
+FROM c LEFT JOIN kt ON kt.run_id = c.run_id AND kt.op_id = c.op_id
+GROUP BY c.run_id, c.iteration
 ORDER BY run_id, iteration NULLS LAST;

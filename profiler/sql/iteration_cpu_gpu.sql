@@ -10,8 +10,8 @@
 WITH n AS (
     SELECT * FROM run_iteration_counts($run_ids::VARCHAR[])
 ), cpu AS (
-    SELECT o.trace_id, coalesce(o.iteration, 0) AS iteration, sum(o.self_ns) AS ns
-    FROM ops o JOIN n ON n.run_id = o.trace_id
+    SELECT o.run_id, coalesce(o.iteration, 0) AS iteration, sum(o.self_ns) AS ns
+    FROM ops o JOIN n ON n.run_id = o.run_id
     WHERE o.cat IN ('cpu_op', 'user_annotation') AND o.name NOT LIKE 'ProfilerStep#%'
       AND (o.iteration IS NOT NULL OR n.whole)
     GROUP BY ALL
@@ -22,6 +22,6 @@ SELECT m.run_id, m.iteration, m.wall_ns / 1e3 AS wall_us, m.cpu_busy_ns / 1e3 AS
        m.gpu_busy_ns / 1e3 AS gpu_busy_us, m.gpu_idle_ns / 1e3 AS gpu_idle_us,
        m.kernel_ns / 1e3 AS gpu_kernel_us, m.copy_ns / 1e3 AS gpu_memop_us
 FROM stored_iteration_metrics m
-LEFT JOIN cpu ON cpu.trace_id = m.run_id AND cpu.iteration = m.iteration
+LEFT JOIN cpu ON cpu.run_id = m.run_id AND cpu.iteration = m.iteration
 WHERE m.run_id IN (SELECT unnest($run_ids))
 ORDER BY run_id, iteration;

@@ -19,19 +19,19 @@
 --               send/receive 1 (the buffer crosses each link once). Other kinds: none.
 -- params: $job (job name)
 WITH ranks AS (
-    SELECT j.rank, j.run_id, t.world_size FROM job_ranks j JOIN traces t ON t.trace_id = j.run_id
+    SELECT j.rank, j.run_id, t.world_size FROM job_ranks j JOIN traces t ON t.run_id = j.run_id
     WHERE j.job = $job
 ), c AS (
     SELECT r.rank, r.run_id, r.world_size, k.iteration, k.name, k.ts_ns, k.dur_ns, k.correlation,
            k.ts_ns - min(k.ts_ns) OVER () AS rel_ns,  -- small numbers, so their mean stays exact
-           row_number() OVER (PARTITION BY k.trace_id, k.iteration, k.name ORDER BY k.ts_ns) AS seq
-    FROM kernels k JOIN ranks r ON r.run_id = k.trace_id
+           row_number() OVER (PARTITION BY k.run_id, k.iteration, k.name ORDER BY k.ts_ns) AS seq
+    FROM kernels k JOIN ranks r ON r.run_id = k.run_id
     WHERE k.iteration IS NOT NULL AND is_communication(k.name)
 ), msg AS (         -- each kernel's message: the innermost op with one around its launch
     SELECT c.run_id, c.correlation, o.collective, o.group_size, o.msg_dtype,
            greatest(o.in_msg_nelems, coalesce(o.out_msg_nelems, o.in_msg_nelems)) AS nelems
-    FROM c JOIN launches l ON l.trace_id = c.run_id AND l.correlation = c.correlation
-    JOIN ops o ON o.trace_id = l.trace_id AND o.pid IS NOT DISTINCT FROM l.pid
+    FROM c JOIN launches l ON l.run_id = c.run_id AND l.correlation = c.correlation
+    JOIN ops o ON o.run_id = l.run_id AND o.pid IS NOT DISTINCT FROM l.pid
               AND o.tid IS NOT DISTINCT FROM l.tid AND o.ts_ns <= l.ts_ns AND l.ts_ns < o.ts_ns + o.dur_ns
     WHERE o.in_msg_nelems IS NOT NULL
     QUALIFY row_number() OVER (PARTITION BY c.run_id, c.correlation ORDER BY o.ts_ns DESC, o.depth DESC) = 1

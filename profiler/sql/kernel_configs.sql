@@ -3,15 +3,15 @@
 -- mean of the occupancy the trace reports for them.
 -- params: $run_ids VARCHAR[]
 WITH n AS (
-    SELECT run_id AS trace_id, whole FROM run_iteration_counts($run_ids::VARCHAR[])
+    SELECT run_id, whole FROM run_iteration_counts($run_ids::VARCHAR[])
 )
-SELECT k.trace_id AS run_id, k.name AS kernel, k.device,
+SELECT k.run_id, k.name AS kernel, k.device,
        k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z,
        k.registers_per_thread, k.shared_mem_bytes,
        count(*) AS calls, sum(k.dur_ns) AS dur_ns,
        coalesce(sum(k.est_occupancy_pct * k.dur_ns) / nullif(sum(k.dur_ns) FILTER (WHERE k.est_occupancy_pct IS NOT NULL), 0),
                 avg(k.est_occupancy_pct)) AS est_occupancy_pct
-FROM kernels k JOIN n ON n.trace_id = k.trace_id
+FROM kernels k JOIN n ON n.run_id = k.run_id
 WHERE n.whole OR k.iteration IS NOT NULL
 GROUP BY ALL
 ORDER BY run_id, kernel, calls DESC, dur_ns DESC;

@@ -3,12 +3,12 @@
 -- params: $run_id, $start_ns, $end_ns
 WITH g AS (
     SELECT 'kernel' AS kind, name, stream, ts_ns, dur_ns, correlation FROM kernels
-    WHERE trace_id = $run_id AND ts_ns >= $start_ns AND ts_ns < $end_ns
+    WHERE run_id = $run_id AND ts_ns >= $start_ns AND ts_ns < $end_ns
     UNION ALL
     SELECT kind, name, stream, ts_ns, dur_ns, correlation FROM memops
-    WHERE trace_id = $run_id AND ts_ns >= $start_ns AND ts_ns < $end_ns
+    WHERE run_id = $run_id AND ts_ns >= $start_ns AND ts_ns < $end_ns
 )
 SELECT row_number() OVER (ORDER BY g.ts_ns, g.name) - 1 AS seq, g.kind, g.name, g.stream,
        (g.ts_ns - $start_ns) / 1e3 AS start_us, g.dur_ns / 1e3 AS dur_us, l.name AS launch_api
-FROM g LEFT JOIN launches l ON l.trace_id = $run_id AND l.correlation = g.correlation
+FROM g LEFT JOIN launches l ON l.run_id = $run_id AND l.correlation = g.correlation
 ORDER BY seq;

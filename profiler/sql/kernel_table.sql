@@ -4,19 +4,19 @@
 -- Only kernels inside an iteration count when the run has iterations.
 -- params: $run_ids VARCHAR[]
 WITH n AS (
-    SELECT run_id AS trace_id, n_iter, whole FROM run_iteration_counts($run_ids::VARCHAR[])
+    SELECT run_id, n_iter, whole FROM run_iteration_counts($run_ids::VARCHAR[])
 ), k AS (
     SELECT k.*, n.n_iter
-    FROM kernels k JOIN n ON n.trace_id = k.trace_id
+    FROM kernels k JOIN n ON n.run_id = k.run_id
     WHERE n.whole OR k.iteration IS NOT NULL
 )
-SELECT trace_id AS run_id, name AS kernel,
+SELECT run_id, name AS kernel,
        count(*) / any_value(n_iter) AS calls_per_iter,
        count(*) AS calls,
        sum(dur_ns) / 1e3 AS total_us,
        sum(dur_ns) / 1e3 / any_value(n_iter) AS us_per_iter,
        avg(dur_ns) / 1e3 AS mean_us,
-       100.0 * sum(dur_ns) / sum(sum(dur_ns)) OVER (PARTITION BY trace_id) AS gpu_time_share_pct,
+       100.0 * sum(dur_ns) / sum(sum(dur_ns)) OVER (PARTITION BY run_id) AS gpu_time_share_pct,
        mode(grid_x || '×' || grid_y || '×' || grid_z) AS grid,
        mode(block_x || '×' || block_y || '×' || block_z) AS block,
        mode(registers_per_thread) AS registers_per_thread,
@@ -27,5 +27,5 @@ SELECT trace_id AS run_id, name AS kernel,
        mode(block_x * block_y * block_z) AS threads_per_block,
        mode(grid_x * grid_y * grid_z) AS grid_blocks
 FROM k
-GROUP BY trace_id, name
+GROUP BY run_id, name
 ORDER BY run_id, total_us DESC, kernel;

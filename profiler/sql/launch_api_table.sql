@@ -3,18 +3,18 @@
 -- (by correlation).
 -- params: $run_ids VARCHAR[]
 WITH n AS (
-    SELECT run_id AS trace_id, n_iter, whole FROM run_iteration_counts($run_ids::VARCHAR[])
+    SELECT run_id, n_iter, whole FROM run_iteration_counts($run_ids::VARCHAR[])
 ), l AS (
     SELECT l.*, n.n_iter AS n_iter
-    FROM launches l JOIN n ON n.trace_id = l.trace_id
+    FROM launches l JOIN n ON n.run_id = l.run_id
     WHERE n.whole OR l.iteration IS NOT NULL
 ), targets AS (
-    SELECT trace_id, correlation, count(*) AS launched, any_value(target_kind) AS target_kind
+    SELECT run_id, correlation, count(*) AS launched, any_value(target_kind) AS target_kind
     FROM launch_targets
-    WHERE trace_id IN (SELECT unnest($run_ids))
-    GROUP BY trace_id, correlation
+    WHERE run_id IN (SELECT unnest($run_ids))
+    GROUP BY run_id, correlation
 )
-SELECT l.trace_id AS run_id, l.name AS api, any_value(l.api_kind) AS api_kind,
+SELECT l.run_id, l.name AS api, any_value(l.api_kind) AS api_kind,
        api_category(l.name) AS category,
        count(*) / any_value(l.n_iter) AS calls_per_iter,
        count(*) AS calls,
@@ -24,6 +24,6 @@ SELECT l.trace_id AS run_id, l.name AS api, any_value(l.api_kind) AS api_kind,
            AS kernels_launched_per_iter,
        coalesce(sum(t.launched) FILTER (WHERE t.target_kind <> 'kernel'), 0) / any_value(l.n_iter)
            AS memops_launched_per_iter
-FROM l LEFT JOIN targets t ON t.trace_id = l.trace_id AND t.correlation = l.correlation
-GROUP BY l.trace_id, l.name
+FROM l LEFT JOIN targets t ON t.run_id = l.run_id AND t.correlation = l.correlation
+GROUP BY l.run_id, l.name
 ORDER BY run_id, api_us_per_iter DESC, api;

@@ -2,16 +2,16 @@
 -- bytes_per_iter, us_per_iter. Only memops inside an iteration count when the run has iterations.
 -- params: $run_ids VARCHAR[]
 WITH n AS (
-    SELECT run_id AS trace_id, n_iter, whole FROM run_iteration_counts($run_ids::VARCHAR[])
+    SELECT run_id, n_iter, whole FROM run_iteration_counts($run_ids::VARCHAR[])
 ), m AS (
     SELECT m.*, n.n_iter AS n_iter
-    FROM memops m JOIN n ON n.trace_id = m.trace_id
+    FROM memops m JOIN n ON n.run_id = m.run_id
     WHERE n.whole OR m.iteration IS NOT NULL
 )
-SELECT trace_id AS run_id, name AS memop, any_value(kind) AS kind,
+SELECT run_id, name AS memop, any_value(kind) AS kind,
        count(*) / any_value(n_iter) AS calls_per_iter,
        coalesce(sum(bytes)::DOUBLE, 0) / any_value(n_iter) AS bytes_per_iter,
        sum(dur_ns) / 1e3 / any_value(n_iter) AS us_per_iter
 FROM m
-GROUP BY trace_id, name
+GROUP BY run_id, name
 ORDER BY run_id, us_per_iter DESC, memop;

@@ -6,14 +6,14 @@
 -- params: $run_id VARCHAR, $limit INTEGER
 WITH dev AS (
     SELECT device_type, device
-    FROM memory_events WHERE trace_id = $run_id
+    FROM memory_events WHERE run_id = $run_id
     GROUP BY device_type, device
     ORDER BY device_type = 1 DESC, count(*) DESC, device
     LIMIT 1
 ), ev AS (
     SELECT m.*, lead(m.event_idx) OVER (PARTITION BY m.addr ORDER BY m.event_idx) AS next_idx
     FROM memory_events m, dev d
-    WHERE m.trace_id = $run_id AND m.device_type IS NOT DISTINCT FROM d.device_type
+    WHERE m.run_id = $run_id AND m.device_type IS NOT DISTINCT FROM d.device_type
       AND m.device IS NOT DISTINCT FROM d.device
 ), peak AS (
     SELECT event_idx FROM ev ORDER BY total_allocated_bytes DESC, event_idx LIMIT 1

@@ -43,21 +43,21 @@ CREATE OR REPLACE MACRO is_communication(name) AS
 -- stored is false for the whole-trace window of a run without stored iterations (its events
 -- carry no iteration number: they all belong to iteration 0).
 CREATE OR REPLACE MACRO run_windows(ids) AS TABLE
-SELECT i.trace_id AS run_id, i.iteration, i.name, i.start_ns, i.end_ns, true AS stored
-FROM iterations i WHERE i.trace_id IN (SELECT unnest(ids))
+SELECT i.run_id, i.iteration, i.name, i.start_ns, i.end_ns, true AS stored
+FROM iterations i WHERE i.run_id IN (SELECT unnest(ids))
 UNION ALL
-SELECT t.trace_id, 0, '(whole trace)', t.start_ns, t.end_ns, false
+SELECT t.run_id, 0, '(whole trace)', t.start_ns, t.end_ns, false
 FROM traces t
-WHERE t.trace_id IN (SELECT unnest(ids)) AND t.start_ns IS NOT NULL
-  AND NOT EXISTS (SELECT 1 FROM iterations i WHERE i.trace_id = t.trace_id);
+WHERE t.run_id IN (SELECT unnest(ids)) AND t.start_ns IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM iterations i WHERE i.run_id = t.run_id);
 
 -- The thread that made most launch calls in each selected run (ties: the smallest pid, tid).
 CREATE OR REPLACE MACRO launching_thread(ids) AS TABLE
-SELECT trace_id AS run_id, pid, tid, count(*) AS launches
+SELECT run_id, pid, tid, count(*) AS launches
 FROM launches
-WHERE trace_id IN (SELECT unnest(ids)) AND api_category(name) = 'launch'
-GROUP BY trace_id, pid, tid
-QUALIFY row_number() OVER (PARTITION BY trace_id ORDER BY count(*) DESC, pid, tid) = 1;
+WHERE run_id IN (SELECT unnest(ids)) AND api_category(name) = 'launch'
+GROUP BY run_id, pid, tid
+QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY count(*) DESC, pid, tid) = 1;
 
 CREATE OR REPLACE MACRO iteration_metrics(ids) AS TABLE
 WITH w AS (
@@ -65,32 +65,32 @@ WITH w AS (
 ), lt AS (
     SELECT * FROM launching_thread(ids)
 ), launch_at AS (   -- when each GPU activity was launched
-    SELECT trace_id, correlation, min(ts_ns) AS launch_ns
-    FROM launches WHERE trace_id IN (SELECT unnest(ids)) AND correlation IS NOT NULL
+    SELECT run_id, correlation, min(ts_ns) AS launch_ns
+    FROM launches WHERE run_id IN (SELECT unnest(ids)) AND correlation IS NOT NULL
     GROUP BY ALL
 ), g AS (
-    SELECT trace_id, 'kernel' AS kind, is_communication(name) AS comm, ts_ns, ts_ns + dur_ns AS end_ns,
+    SELECT run_id, 'kernel' AS kind, is_communication(name) AS comm, ts_ns, ts_ns + dur_ns AS end_ns,
            correlation
-    FROM kernels WHERE trace_id IN (SELECT unnest(ids))
+    FROM kernels WHERE run_id IN (SELECT unnest(ids))
     UNION ALL
-    SELECT trace_id, 'copy', false, ts_ns, ts_ns + dur_ns, correlation
-    FROM memops WHERE trace_id IN (SELECT unnest(ids))
+    SELECT run_id, 'copy', false, ts_ns, ts_ns + dur_ns, correlation
+    FROM memops WHERE run_id IN (SELECT unnest(ids))
 ), gw AS (          -- GPU intervals clipped to the windows they overlap
     SELECT w.run_id, w.iteration, greatest(g.ts_ns, w.start_ns) AS s, least(g.end_ns, w.end_ns) AS e,
            g.kind, g.comm, coalesce(la.launch_ns, g.ts_ns) < w.start_ns AS carried
-    FROM g JOIN w ON g.trace_id = w.run_id AND g.ts_ns < w.end_ns AND g.end_ns > w.start_ns
-    LEFT JOIN launch_at la ON la.trace_id = g.trace_id AND la.correlation = g.correlation
+    FROM g JOIN w ON g.run_id = w.run_id AND g.ts_ns < w.end_ns AND g.end_ns > w.start_ns
+    LEFT JOIN launch_at la ON la.run_id = g.run_id AND la.correlation = g.correlation
 ), cpu AS (         -- the launching thread's recorded activity, clipped
     SELECT w.run_id, w.iteration, greatest(x.ts_ns, w.start_ns) AS s,
            least(x.ts_ns + x.dur_ns, w.end_ns) AS e
-    FROM (SELECT o.trace_id, o.pid, o.tid, o.ts_ns, o.dur_ns FROM ops o
-          WHERE o.trace_id IN (SELECT unnest(ids)) AND o.cat IN ('cpu_op', 'user_annotation')
+    FROM (SELECT o.run_id, o.pid, o.tid, o.ts_ns, o.dur_ns FROM ops o
+          WHERE o.run_id IN (SELECT unnest(ids)) AND o.cat IN ('cpu_op', 'user_annotation')
             AND o.name NOT LIKE 'ProfilerStep#%'
           UNION ALL
-          SELECT l.trace_id, l.pid, l.tid, l.ts_ns, l.dur_ns FROM launches l
-          WHERE l.trace_id IN (SELECT unnest(ids))) x
-    JOIN lt ON lt.run_id = x.trace_id AND lt.pid IS NOT DISTINCT FROM x.pid AND lt.tid IS NOT DISTINCT FROM x.tid
-    JOIN w ON w.run_id = x.trace_id AND x.ts_ns < w.end_ns AND x.ts_ns + x.dur_ns > w.start_ns
+          SELECT l.run_id, l.pid, l.tid, l.ts_ns, l.dur_ns FROM launches l
+          WHERE l.run_id IN (SELECT unnest(ids))) x
+    JOIN lt ON lt.run_id = x.run_id AND lt.pid IS NOT DISTINCT FROM x.pid AND lt.tid IS NOT DISTINCT FROM x.tid
+    JOIN w ON w.run_id = x.run_id AND x.ts_ns < w.end_ns AND x.ts_ns + x.dur_ns > w.start_ns
 ), cls AS (         -- each interval once per measure it belongs to; 'active' gets the window's
                     -- two ends as empty intervals so that leading and trailing gaps show
     SELECT run_id, iteration, 'active' AS c, s, e FROM gw
@@ -119,10 +119,10 @@ WITH w AS (
     SELECT run_id, iteration, reach AS gap_start, s - reach AS gap_ns
     FROM frontier WHERE c = 'active' AND reach IS NOT NULL AND s > reach
 ), syncs AS (
-    SELECT l.trace_id AS run_id, l.ts_ns, l.ts_ns + l.dur_ns AS end_ns
-    FROM launches l JOIN lt ON lt.run_id = l.trace_id AND lt.pid IS NOT DISTINCT FROM l.pid
+    SELECT l.run_id, l.ts_ns, l.ts_ns + l.dur_ns AS end_ns
+    FROM launches l JOIN lt ON lt.run_id = l.run_id AND lt.pid IS NOT DISTINCT FROM l.pid
                              AND lt.tid IS NOT DISTINCT FROM l.tid
-    WHERE l.trace_id IN (SELECT unnest(ids)) AND api_category(l.name) = 'sync'
+    WHERE l.run_id IN (SELECT unnest(ids)) AND api_category(l.name) = 'sync'
 ), gap_cause AS (
     SELECT gaps.run_id, gaps.iteration,
            sum(gap_ns) FILTER (WHERE syncs.end_ns >= gaps.gap_start) AS idle_sync_ns
@@ -131,18 +131,18 @@ WITH w AS (
 ), whole AS (      -- runs without stored iterations: all their events are iteration 0
     SELECT run_id FROM w WHERE NOT stored
 ), api AS (
-    SELECT trace_id AS run_id, coalesce(iteration, 0) AS iteration,
+    SELECT run_id, coalesce(iteration, 0) AS iteration,
            sum(dur_ns) FILTER (WHERE api_category(name) = 'launch') AS launch_api_ns,
            sum(dur_ns) FILTER (WHERE api_category(name) = 'sync') AS sync_ns,
            count(*) FILTER (WHERE api_category(name) = 'launch') AS launch_calls
-    FROM launches WHERE trace_id IN (SELECT unnest(ids))
-      AND (iteration IS NOT NULL OR trace_id IN (SELECT run_id FROM whole))
+    FROM launches WHERE run_id IN (SELECT unnest(ids))
+      AND (iteration IS NOT NULL OR run_id IN (SELECT run_id FROM whole))
     GROUP BY ALL
 ), kn AS (
-    SELECT trace_id AS run_id, coalesce(iteration, 0) AS iteration, count(*) AS kernels,
+    SELECT run_id, coalesce(iteration, 0) AS iteration, count(*) AS kernels,
            sum(dur_ns) AS kernel_sum_ns
-    FROM kernels WHERE trace_id IN (SELECT unnest(ids))
-      AND (iteration IS NOT NULL OR trace_id IN (SELECT run_id FROM whole))
+    FROM kernels WHERE run_id IN (SELECT unnest(ids))
+      AND (iteration IS NOT NULL OR run_id IN (SELECT run_id FROM whole))
     GROUP BY ALL
 ), ev AS (          -- recorded CPU events of the launching thread (ops + API calls)
     SELECT run_id, iteration, count(*) AS cpu_events FROM cpu GROUP BY ALL

@@ -3,4 +3,4 @@
 -- params: $run_id VARCHAR, $op_ids BIGINT[]
 SELECT op_id, name AS op, ts_ns, iteration AS op_iteration, input_dims, input_types, concrete_inputs
 FROM ops
-WHERE trace_id = $run_id AND op_id IN (SELECT unnest($op_ids));
+WHERE run_id = $run_id AND op_id IN (SELECT unnest($op_ids));

@@ -10,29 +10,29 @@
 -- tree from there.
 -- params: $run_ids VARCHAR[]
 WITH gpu AS (
-    SELECT trace_id, name, dur_ns, correlation, external_id, iteration FROM kernels
-    WHERE trace_id IN (SELECT unnest($run_ids))
+    SELECT run_id, name, dur_ns, correlation, external_id, iteration FROM kernels
+    WHERE run_id IN (SELECT unnest($run_ids))
     UNION ALL
-    SELECT trace_id, name, dur_ns, correlation, external_id, iteration FROM memops
-    WHERE trace_id IN (SELECT unnest($run_ids))
+    SELECT run_id, name, dur_ns, correlation, external_id, iteration FROM memops
+    WHERE run_id IN (SELECT unnest($run_ids))
 ), by_external AS (  -- External id -> op (the innermost, should two ops share one)
-    SELECT trace_id, external_id, arg_max(op_id, depth) AS op_id
+    SELECT run_id, external_id, arg_max(op_id, depth) AS op_id
     FROM ops
-    WHERE trace_id IN (SELECT unnest($run_ids)) AND cat = 'cpu_op' AND external_id IS NOT NULL
-    GROUP BY trace_id, external_id
+    WHERE run_id IN (SELECT unnest($run_ids)) AND cat = 'cpu_op' AND external_id IS NOT NULL
+    GROUP BY run_id, external_id
 ), cpu AS (
-    SELECT trace_id, op_id, pid, tid, ts_ns FROM ops
-    WHERE trace_id IN (SELECT unnest($run_ids)) AND cat = 'cpu_op'
+    SELECT run_id, op_id, pid, tid, ts_ns FROM ops
+    WHERE run_id IN (SELECT unnest($run_ids)) AND cat = 'cpu_op'
 ), launched AS (
-    SELECT g.trace_id AS run_id, e.op_id AS launch_op_id, l.ts_ns AS launch_ts_ns,
+    SELECT g.run_id, e.op_id AS launch_op_id, l.ts_ns AS launch_ts_ns,
            hash(g.name) AS kernel_hash, g.dur_ns, g.iteration, g.name LIKE '%flex_attention%' AS flex,
-           l.trace_id AS l_trace, l.pid, l.tid
+           l.run_id AS l_trace, l.pid, l.tid
     FROM gpu g
-    LEFT JOIN launches l ON l.trace_id = g.trace_id AND l.correlation = g.correlation
-    LEFT JOIN by_external e ON e.trace_id = g.trace_id
+    LEFT JOIN launches l ON l.run_id = g.run_id AND l.correlation = g.correlation
+    LEFT JOIN by_external e ON e.run_id = g.run_id
          AND e.external_id = coalesce(l.external_id, g.external_id)
 )
 SELECT k.run_id, k.launch_op_id, k.launch_ts_ns, o.op_id AS before_op_id, k.kernel_hash, k.dur_ns,
        k.iteration, k.flex
 FROM launched k
-ASOF LEFT JOIN cpu o ON o.trace_id = k.l_trace AND o.pid = k.pid AND o.tid = k.tid AND o.ts_ns <= k.launch_ts_ns;
+ASOF LEFT JOIN cpu o ON o.run_id = k.l_trace AND o.pid = k.pid AND o.tid = k.tid AND o.ts_ns <= k.launch_ts_ns;

@@ -7,7 +7,7 @@
 --   cpu_busy_us_per_iter  CPU wall time of the launching thread per iteration
 --   bound                 gpu | cpu | sync | mixed | none
 -- params: $run_ids VARCHAR[] (every run id: the metrics layer reads only these runs)
-SELECT t.trace_id AS run_id, t.name, t.variant,
+SELECT t.run_id, t.name, t.variant,
        CASE WHEN t.seq_len IS NOT NULL THEN concat_ws('×', coalesce(t.batch::VARCHAR, '?'),
             coalesce(t.heads::VARCHAR, '?'), t.seq_len::VARCHAR, coalesce(t.head_dim::VARCHAR, '?'))
        END AS shape,
@@ -23,5 +23,5 @@ SELECT t.trace_id AS run_id, t.name, t.variant,
        t.events, t.size_bytes, t.source, t.added_at
 FROM traces t
 LEFT JOIN run_metrics($run_ids::VARCHAR[]) m
-       ON m.run_id = t.trace_id
-ORDER BY t.added_at DESC, t.trace_id;
+       ON m.run_id = t.run_id
+ORDER BY t.added_at DESC, t.run_id;

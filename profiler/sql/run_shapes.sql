@@ -1,6 +1,6 @@
 -- The attention shape of each selected run (captured runs describe themselves; NULLs for uploads).
 -- params: $run_ids VARCHAR[]
-SELECT trace_id AS run_id, variant, batch, heads, seq_len, head_dim, dtype, causal, cold, gpu_name
+SELECT run_id, variant, batch, heads, seq_len, head_dim, dtype, causal, cold, gpu_name
 FROM traces
-WHERE trace_id IN (SELECT unnest($run_ids))
-ORDER BY list_position($run_ids, trace_id);
+WHERE run_id IN (SELECT unnest($run_ids))
+ORDER BY list_position($run_ids, run_id);

@@ -3,12 +3,12 @@
 -- and CUDA-graph replay time per call (NULL where the variant cannot be captured, graph_note says
 -- why). NULL for uploads and for captures made before these fields existed.
 -- params: $run_ids VARCHAR[]
-SELECT trace_id AS run_id, variant, cold,
+SELECT run_id, variant, cold,
        TRY_CAST(run_meta->>'wall_us_per_call' AS DOUBLE) AS wall_us_per_call,
        TRY_CAST(run_meta->>'wall_calls' AS INTEGER) AS wall_calls,
        TRY_CAST(run_meta->>'graph_us_per_call' AS DOUBLE) AS graph_us_per_call,
        TRY_CAST(run_meta->>'graph_calls' AS INTEGER) AS graph_calls,
        run_meta->>'graph_note' AS graph_note
 FROM traces
-WHERE trace_id IN (SELECT unnest($run_ids))
-ORDER BY list_position($run_ids, trace_id)
+WHERE run_id IN (SELECT unnest($run_ids))
+ORDER BY list_position($run_ids, run_id)

@@ -15,24 +15,24 @@ WITH p AS (
            o.external_id,
            NULL AS grid, NULL AS block, NULL::INTEGER AS registers_per_thread,
            NULL::BIGINT AS shared_mem_bytes, NULL::DOUBLE AS est_occupancy_pct, NULL AS launch_api
-    FROM ops o JOIN p ON o.trace_id = p.run_id AND o.ts_ns < p.t1_ns AND o.ts_ns + o.dur_ns > p.t0_ns
+    FROM ops o JOIN p ON o.run_id = p.run_id AND o.ts_ns < p.t1_ns AND o.ts_ns + o.dur_ns > p.t0_ns
     WHERE o.cat <> 'gpu_user_annotation' AND o.depth <= $max_depth
     UNION ALL
     SELECT p.*, 1, 'thread ' || coalesce(l.tid, '?') || ' · API', 0, l.api_kind, l.name, l.ts_ns,
            l.dur_ns, l.correlation, l.external_id, NULL, NULL, NULL, NULL, NULL, NULL
-    FROM launches l JOIN p ON l.trace_id = p.run_id AND l.ts_ns < p.t1_ns AND l.ts_ns + l.dur_ns > p.t0_ns
+    FROM launches l JOIN p ON l.run_id = p.run_id AND l.ts_ns < p.t1_ns AND l.ts_ns + l.dur_ns > p.t0_ns
     UNION ALL
     SELECT p.*, 2, 'GPU ' || coalesce(k.device, 0) || ' · stream ' || coalesce(k.stream, 0), 0,
            'kernel', k.name, k.ts_ns, k.dur_ns, k.correlation, k.external_id,
            k.grid_x || '×' || k.grid_y || '×' || k.grid_z,
            k.block_x || '×' || k.block_y || '×' || k.block_z,
            k.registers_per_thread, k.shared_mem_bytes, k.est_occupancy_pct, l.name
-    FROM kernels k JOIN p ON k.trace_id = p.run_id AND k.ts_ns < p.t1_ns AND k.ts_ns + k.dur_ns > p.t0_ns
-    LEFT JOIN launches l ON l.trace_id = k.trace_id AND l.correlation = k.correlation
+    FROM kernels k JOIN p ON k.run_id = p.run_id AND k.ts_ns < p.t1_ns AND k.ts_ns + k.dur_ns > p.t0_ns
+    LEFT JOIN launches l ON l.run_id = k.run_id AND l.correlation = k.correlation
     UNION ALL
     SELECT p.*, 2, 'GPU ' || coalesce(m.device, 0) || ' · stream ' || coalesce(m.stream, 0), 0,
            m.kind, m.name, m.ts_ns, m.dur_ns, m.correlation, m.external_id, NULL, NULL, NULL, NULL, NULL, NULL
-    FROM memops m JOIN p ON m.trace_id = p.run_id AND m.ts_ns < p.t1_ns AND m.ts_ns + m.dur_ns > p.t0_ns
+    FROM memops m JOIN p ON m.run_id = p.run_id AND m.ts_ns < p.t1_ns AND m.ts_ns + m.dur_ns > p.t0_ns
 ), rows AS (
     SELECT *, lane_base || CASE WHEN lane_group = 0 THEN ' · depth ' || level ELSE '' END AS lane,
            (greatest(ts_ns, t0_ns) - t0_ns) // bucket_ns AS bucket

@@ -8,17 +8,17 @@ WITH p AS (
     SELECT unnest($run_ids) AS run_id, unnest($t0s_ns) AS t0_ns, unnest($t1s_ns) AS t1_ns
 ), ev AS (
     SELECT p.run_id, 'op' AS kind, o.name, o.ts_ns, o.dur_ns, o.self_ns, p.t0_ns, p.t1_ns
-    FROM ops o JOIN p ON o.trace_id = p.run_id AND o.ts_ns < p.t1_ns AND o.ts_ns + o.dur_ns > p.t0_ns
+    FROM ops o JOIN p ON o.run_id = p.run_id AND o.ts_ns < p.t1_ns AND o.ts_ns + o.dur_ns > p.t0_ns
     WHERE o.cat <> 'gpu_user_annotation' AND o.depth <= $max_depth
     UNION ALL
     SELECT p.run_id, l.api_kind, l.name, l.ts_ns, l.dur_ns, l.dur_ns, p.t0_ns, p.t1_ns
-    FROM launches l JOIN p ON l.trace_id = p.run_id AND l.ts_ns < p.t1_ns AND l.ts_ns + l.dur_ns > p.t0_ns
+    FROM launches l JOIN p ON l.run_id = p.run_id AND l.ts_ns < p.t1_ns AND l.ts_ns + l.dur_ns > p.t0_ns
     UNION ALL
     SELECT p.run_id, 'kernel', k.name, k.ts_ns, k.dur_ns, k.dur_ns, p.t0_ns, p.t1_ns
-    FROM kernels k JOIN p ON k.trace_id = p.run_id AND k.ts_ns < p.t1_ns AND k.ts_ns + k.dur_ns > p.t0_ns
+    FROM kernels k JOIN p ON k.run_id = p.run_id AND k.ts_ns < p.t1_ns AND k.ts_ns + k.dur_ns > p.t0_ns
     UNION ALL
     SELECT p.run_id, m.kind, m.name, m.ts_ns, m.dur_ns, m.dur_ns, p.t0_ns, p.t1_ns
-    FROM memops m JOIN p ON m.trace_id = p.run_id AND m.ts_ns < p.t1_ns AND m.ts_ns + m.dur_ns > p.t0_ns
+    FROM memops m JOIN p ON m.run_id = p.run_id AND m.ts_ns < p.t1_ns AND m.ts_ns + m.dur_ns > p.t0_ns
 ), clipped AS (
     SELECT run_id, kind, name, self_ns, dur_ns,
            least(ts_ns + dur_ns, t1_ns) - greatest(ts_ns, t0_ns) AS inside_ns

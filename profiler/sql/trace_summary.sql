@@ -4,15 +4,15 @@
 WITH m AS (
     SELECT * FROM run_metrics($run_ids::VARCHAR[])
 ), api_counts AS (
-    SELECT l.trace_id, l.name, count(*) / any_value(n.n_iter) AS calls_per_iter
-    FROM launches l JOIN run_iteration_counts($run_ids::VARCHAR[]) n ON n.run_id = l.trace_id
+    SELECT l.run_id, l.name, count(*) / any_value(n.n_iter) AS calls_per_iter
+    FROM launches l JOIN run_iteration_counts($run_ids::VARCHAR[]) n ON n.run_id = l.run_id
     WHERE api_category(l.name) = 'launch' AND (n.whole OR l.iteration IS NOT NULL)
-    GROUP BY l.trace_id, l.name
+    GROUP BY l.run_id, l.name
 ), apis AS (
-    SELECT trace_id, map(list(name ORDER BY name), list(calls_per_iter ORDER BY name)) AS launch_apis
-    FROM api_counts GROUP BY trace_id
+    SELECT run_id, map(list(name ORDER BY name), list(calls_per_iter ORDER BY name)) AS launch_apis
+    FROM api_counts GROUP BY run_id
 )
-SELECT t.trace_id AS run_id, t.name, t.source, t.variant, t.gpu_name AS gpu, t.events,
+SELECT t.run_id, t.name, t.source, t.variant, t.gpu_name AS gpu, t.events,
        t.kernels, coalesce(m.iterations, 0) AS iterations,
        m.kernels_per_iter, m.wall_us_per_iter, m.gpu_busy_us_per_iter, m.kernel_us_per_iter,
        m.copy_us_per_iter, m.comm_us_per_iter, m.carried_us_per_iter, m.gpu_busy_pct,
@@ -20,6 +20,6 @@ SELECT t.trace_id AS run_id, t.name, t.source, t.variant, t.gpu_name AS gpu, t.e
        m.sync_us_per_iter, m.bound, m.profiler_overhead_likely,
        a.launch_apis, t.added_at
 FROM traces t
-LEFT JOIN m ON m.run_id = t.trace_id
-LEFT JOIN apis a ON a.trace_id = t.trace_id
-ORDER BY t.added_at, t.trace_id
+LEFT JOIN m ON m.run_id = t.run_id
+LEFT JOIN apis a ON a.run_id = t.run_id
+ORDER BY t.added_at, t.run_id

@@ -59,7 +59,7 @@ def page_store_template(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     """A store file with every fixture trace, built once; returns (path, {file name: run id})."""
     path = tmp_path_factory.mktemp("page-store") / "template.duckdb"
     store = Store(path)
-    ids = {p.name: store.ingest(p).trace_id for p in fixture_traces()}
+    ids = {p.name: store.ingest(p).run_id for p in fixture_traces()}
     return path, ids
 
 

@@ -29,7 +29,7 @@ def test_no_runs_selected_shows_the_empty_state(pages, empty_store):
 
 def test_fp32_gemm_finding_on_the_math_sample(pages, page_store):
     from tests.conftest import SAMPLES
-    run = page_store.ingest(SAMPLES / "default" / "sdpa_math_b8_h16_s1024_d64_bf16_causal_warm.json.gz").trace_id
+    run = page_store.ingest(SAMPLES / "default" / "sdpa_math_b8_h16_s1024_d64_bf16_causal_warm.json.gz").run_id
     at = pages.open("attention", runs=run)
     pages.assert_clean(at)
     assert any("in fp32 on CUDA cores" in t.value for t in at.text)
@@ -40,7 +40,7 @@ def test_fp32_gemm_finding_on_the_math_sample(pages, page_store):
 @pytest.mark.third_party
 def test_attention_in_the_qwen_h100_trace(pages, page_store):
     from tests.conftest import SHARED_TRACES
-    run = page_store.ingest(SHARED_TRACES / "tracelens__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz").trace_id
+    run = page_store.ingest(SHARED_TRACES / "tracelens__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz").run_id
     at = pages.open("attention", runs=run)
     pages.assert_clean(at)
     (table,) = [df.value for df in at.dataframe if "share_of_gpu_pct" in df.value.columns]

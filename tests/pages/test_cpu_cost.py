@@ -27,12 +27,12 @@ def test_summary_ops_and_charts(pages, page_store, run_ids):
 def test_cold_and_warm_runs_of_one_shape_side_by_side(pages, page_store, run_ids):
     with page_store.connect() as con:    # a cold copy of the naive run: three times the CPU time
         naive = run_ids[NAIVE]
-        con.execute("INSERT INTO traces SELECT * REPLACE ('c01d' AS trace_id, true AS cold)"
-                    " FROM traces WHERE trace_id = ?", [naive])
-        con.execute("INSERT INTO iterations SELECT * REPLACE ('c01d' AS trace_id)"
-                    " FROM iterations WHERE trace_id = ?", [naive])
-        con.execute("INSERT INTO ops SELECT * REPLACE ('c01d' AS trace_id, 3 * self_ns AS self_ns)"
-                    " FROM ops WHERE trace_id = ?", [naive])
+        con.execute("INSERT INTO traces SELECT * REPLACE ('c01d' AS run_id, true AS cold)"
+                    " FROM traces WHERE run_id = ?", [naive])
+        con.execute("INSERT INTO iterations SELECT * REPLACE ('c01d' AS run_id)"
+                    " FROM iterations WHERE run_id = ?", [naive])
+        con.execute("INSERT INTO ops SELECT * REPLACE ('c01d' AS run_id, 3 * self_ns AS self_ns)"
+                    " FROM ops WHERE run_id = ?", [naive])
     at = pages.open("cpu-cost", runs=f"{naive},c01d")
     pages.assert_clean(at)
     (pairs,) = _table_with(at, "cpu_cold_over_warm")

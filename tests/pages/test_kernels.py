@@ -56,7 +56,7 @@ def test_rocm_run_without_registers_still_renders(pages, page_store, run_ids):
 
 def test_a_run_without_kernels_says_so(pages, page_store, run_ids):
     with page_store.connect() as con:
-        con.execute("DELETE FROM kernels WHERE trace_id = ?", [run_ids[FLASH]])
+        con.execute("DELETE FROM kernels WHERE run_id = ?", [run_ids[FLASH]])
     at = pages.open("kernels", runs=run_ids[FLASH])
     pages.assert_clean(at)
     assert "The selected runs recorded no GPU kernels." in pages.texts(at)
@@ -85,7 +85,7 @@ def test_roofline_for_captured_runs_and_uploads_with_shapes(pages, page_store, r
 
 def test_roofline_empty_state_without_modelled_ops(pages, page_store, run_ids):
     with page_store.connect() as con:   # the run's ops gone: nothing launched GPU work the model knows
-        con.execute("DELETE FROM ops WHERE trace_id = ?", [run_ids[FLASH]])
+        con.execute("DELETE FROM ops WHERE run_id = ?", [run_ids[FLASH]])
     at = pages.open("kernels", runs=run_ids[FLASH])
     pages.assert_clean(at)
     assert "No roofline" in pages.texts(at)

@@ -12,7 +12,7 @@ def _ingest_samples(store) -> dict[str, str]:
     ids = {}
     for variant in ("naive", "sdpa_flash"):
         (path,) = SAMPLES_DIR.glob(f"default/{variant}_b8_h16_s1024_d64_bf16_causal_warm.json.gz")
-        ids[variant] = store.ingest(path, source="captured").trace_id
+        ids[variant] = store.ingest(path, source="captured").run_id
     return ids
 
 

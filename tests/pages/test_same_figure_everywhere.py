@@ -20,7 +20,7 @@ SWEEP = [SAMPLES / "sweep" / f"{v}_b8_h16_s{n}_d64_bf16_causal_warm_r1.json.gz"
 def sweep_store(tmp_path, monkeypatch):
     path = tmp_path / "sweep.duckdb"
     store = Store(path)
-    ids = [store.ingest(p).trace_id for p in SWEEP]
+    ids = [store.ingest(p).run_id for p in SWEEP]
     monkeypatch.setenv("PROFILER_DB", str(path))
     return path, ids
 

@@ -58,9 +58,9 @@ def odd_trace() -> bytes:
 def hostile_template(tmp_path_factory):
     path = tmp_path_factory.mktemp("hostile") / "template.duckdb"
     store = Store(path)
-    a = store.ingest(payload_trace(NAIVE, "A"), f"{payload('file')}.json").trace_id
-    b = store.ingest(payload_trace(FLASH, "B"), "b.json").trace_id
-    odd = store.ingest(odd_trace(), "odd.json").trace_id
+    a = store.ingest(payload_trace(NAIVE, "A"), f"{payload('file')}.json").run_id
+    b = store.ingest(payload_trace(FLASH, "B"), "b.json").run_id
+    odd = store.ingest(odd_trace(), "odd.json").run_id
     catalog.rename_run(store, b, payload("R")[:catalog.MAX_NAME_CHARS])
     return path, (a, b, odd)
 

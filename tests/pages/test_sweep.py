@@ -15,8 +15,8 @@ def sweep_store(tmp_path, monkeypatch):
     store = Store(tmp_path / "sweep.duckdb")
     names = [f"{v}_b8_h16_s{s}_d64_bf16_causal_warm_r{r}.json.gz"
              for v in ("flex", "sdpa_flash") for s in (512, 1024) for r in (1, 2, 3)]
-    ids = {n: store.ingest(SWEEP / n, source="captured").trace_id for n in names}
-    ids["naive"] = store.ingest(SWEEP / "naive_b8_h16_s512_d64_bf16_causal_warm_r1.json.gz").trace_id
+    ids = {n: store.ingest(SWEEP / n, source="captured").run_id for n in names}
+    ids["naive"] = store.ingest(SWEEP / "naive_b8_h16_s512_d64_bf16_causal_warm_r1.json.gz").run_id
     monkeypatch.setenv("PROFILER_DB", str(store.path))
     return store, ids
 

@@ -1,1 +1,1 @@
-INSERT INTO iterations SELECT $trace_id, iteration, name, start_ns, end_ns FROM stage_iterations
+INSERT INTO iterations SELECT $run_id, iteration, name, start_ns, end_ns FROM stage_iterations

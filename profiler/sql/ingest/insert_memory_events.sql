@@ -12,7 +12,7 @@ WITH maker AS (
                OR o.name IN ('aten::resize_', 'aten::clone', 'aten::contiguous'))
     GROUP BY m.event_idx
 )
-SELECT $trace_id, m.event_idx, m.ts_ns, m.device_type, m.device, m.addr, m.change_bytes,
+SELECT $run_id, m.event_idx, m.ts_ns, m.device_type, m.device, m.addr, m.change_bytes,
        m.total_allocated_bytes, m.total_reserved_bytes, m.pid, m.tid, w.op_id, o.name, o.input_dims,
        CASE WHEN m.ts_ns < it.end_ns THEN it.iteration END
 FROM stage_memory m
