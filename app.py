@@ -1,11 +1,11 @@
 """Attention trace dashboard: `streamlit run app.py`.
 
 Every page is listed here with a stable `url_path`; shared links use these paths
-(`profiler.share.PAGES` is the same list). The runs page is the default (the root URL).
+(`profiler.present.share.PAGES` is the same list). The runs page is the default (the root URL).
 """
 import streamlit as st
 
-from profiler.ui import PAGE_FILES, PAGE_ICONS, entered_through_app, preload_capture
+from profiler.present.ui import PAGE_FILES, PAGE_ICONS, entered_through_app, preload_capture
 
 st.set_page_config(page_title="Attention trace dashboard", page_icon="⏱️",  # an emoji: nothing fetched
                    layout="wide")

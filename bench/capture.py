@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from profiler.capture import CaptureConfig, capture  # noqa: E402
+from profiler.capture.recorder import CaptureConfig, capture  # noqa: E402
 
 IMPORTED = time.perf_counter()
 

@@ -3,7 +3,7 @@ session's page time while both are uploaded.
 
 1. The command line ingests the 1 MB gzip that holds 1 GiB of spaces inside traceEvents (the
    issue's attack: 229 s and 4.1 GB before). Target: refused in < 5 s, memory bounded.
-2. A trace of 5,000,000 events is ingested the way the upload page does it (profiler.isolated: a
+2. A trace of 5,000,000 events is ingested the way the upload page does it (profiler.storage.isolated: a
    child process). Target: the child's peak memory < 1.5 × the decompressed size + a fixed base
    (the peak of the same child on a 3-event trace).
 3. A real server (`streamlit run app.py`) and Chromium: one session opens the kernels page again
@@ -32,12 +32,12 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from results import write_section  # noqa: E402
 
-from profiler import isolated  # noqa: E402
-from profiler.store import Store  # noqa: E402
+from profiler.storage import isolated  # noqa: E402
+from profiler.storage.store import Store  # noqa: E402
 from tests.crafted import kineto_trace, whitespace_gzip  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
-PROBE = ("import re, sys, time; from profiler.cli import main; t = time.monotonic(); code = main(sys.argv[1:]); "
+PROBE = ("import re, sys, time; from profiler.cli.main import main; t = time.monotonic(); code = main(sys.argv[1:]); "
          "t = time.monotonic() - t; hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()); "
          "print('probe', t, hwm.group(1), file=sys.stderr); sys.exit(code)")
 
@@ -181,7 +181,7 @@ def main() -> None:
 
 **Gzip of 1 GiB of spaces inside traceEvents** ({bomb['gzip_bytes'] / 1e6:.2f} MB), command line: refused in **{bomb['seconds']:.2f} s**, peak memory **{bomb['peak_mb']:.0f} MB** (target: < 5 s, bounded; before: 229 s, 4.1 GB). `{bomb['line']}`
 
-**{big['events']:,}-event trace uploaded** (the upload page's path, `profiler.isolated`: a child process per upload) — {big['gzip_bytes'] / 1e6:.0f} MB gzip, {big['decompressed'] / 2**20:,.0f} MiB decompressed, {big['kernels']:,} kernels, {big['seconds']:.1f} s: child peak **{big['peak_mb']:,.0f} MB** against the target 1.5 × {big['decompressed'] / 2**20:,.0f} MiB + {big['base_mb']:.0f} MB base (the same child on a 3-event trace) = {big['limit_mb']:,.0f} MB → {'met' if big['peak_mb'] < big['limit_mb'] else 'NOT met'} ({big['peak_mb'] / (big['decompressed'] / 2**20):.2f} × the decompressed size, base included).
+**{big['events']:,}-event trace uploaded** (the upload page's path, `profiler.storage.isolated`: a child process per upload) — {big['gzip_bytes'] / 1e6:.0f} MB gzip, {big['decompressed'] / 2**20:,.0f} MiB decompressed, {big['kernels']:,} kernels, {big['seconds']:.1f} s: child peak **{big['peak_mb']:,.0f} MB** against the target 1.5 × {big['decompressed'] / 2**20:,.0f} MiB + {big['base_mb']:.0f} MB base (the same child on a 3-event trace) = {big['limit_mb']:,.0f} MB → {'met' if big['peak_mb'] < big['limit_mb'] else 'NOT met'} ({big['peak_mb'] / (big['decompressed'] / 2**20):.2f} × the decompressed size, base included).
 
 **Another session's page while uploads run** (real server and Chromium; the kernels page of the two fixture runs, loaded until its tables are drawn, again and again while the other session's upload runs):
 

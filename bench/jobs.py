@@ -27,8 +27,8 @@ from ingest import code_version, machine, uptime  # noqa: E402
 from make_large_trace import SOURCES_DIR, make_large_trace  # noqa: E402
 from results import write_section  # noqa: E402
 
-from profiler import jobs, parallel  # noqa: E402
-from profiler.store import Store  # noqa: E402
+from profiler.storage import jobs, parallel  # noqa: E402
+from profiler.storage.store import Store  # noqa: E402
 
 _RANK = re.compile(rb'("distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*)\d+')
 _WORLD = re.compile(rb'("distributedInfo"\s*:\s*\{[^{}]*?"world_size"\s*:\s*)\d+')

@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from make_large_trace import make_large_trace  # noqa: E402
 from results import write_section  # noqa: E402
 
-from profiler import op_costs  # noqa: E402
-from profiler.store import Store  # noqa: E402
+from profiler.analysis import op_costs  # noqa: E402
+from profiler.storage.store import Store  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
 SOURCES = Path(os.environ.get("PROFILER_TEST_TRACES") or ROOT.parent / "shared" / "traces")
@@ -44,7 +44,7 @@ def _children_cpu() -> float:
 
 def _import_cpu() -> float:
     before = _children_cpu()
-    subprocess.run([sys.executable, "-c", "import profiler.cli, profiler.op_costs"], cwd=ROOT, check=True)
+    subprocess.run([sys.executable, "-c", "import profiler.cli.main, profiler.analysis.op_costs"], cwd=ROOT, check=True)
     return _children_cpu() - before
 
 
@@ -92,7 +92,7 @@ def main() -> None:
             f"| `op_costs.ops_table` (in process: SQL join + model) | {model_s:.2f} | {model_cpu_s:.2f} | "
             f"< {LIMIT_S:g} | {'yes' if model_s < LIMIT_S else 'no'} |\n\n"
             f"The fresh process also starts Python and imports pandas, numpy, pyarrow and duckdb "
-            f"(`python -c \"import profiler.cli, profiler.op_costs\"`: {_import_cpu():.2f} s CPU here); "
+            f"(`python -c \"import profiler.cli.main, profiler.analysis.op_costs\"`: {_import_cpu():.2f} s CPU here); "
             f"the cost model itself is the in-process row. On a machine this loaded, wall time is a "
             f"multiple of CPU time. The dashboard keeps the op costs of the last {op_costs.CACHED_RUNS} runs "
             f"(a run id is a hash of its bytes), so a page opened again does not pay this.\n")

@@ -27,10 +27,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 from make_large_trace import make_large_trace  # noqa: E402
 from results import write_section  # noqa: E402
 
-from profiler import queries  # noqa: E402
-from profiler.samples import seed_if_empty  # noqa: E402
-from profiler.ui import preload_capture  # noqa: E402
-from profiler.store import Store  # noqa: E402
+from profiler.analysis import queries  # noqa: E402
+from profiler.capture.samples import seed_if_empty  # noqa: E402
+from profiler.present.ui import preload_capture  # noqa: E402
+from profiler.storage.store import Store  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
 SHARED = Path(os.environ.get("PROFILER_TEST_TRACES") or ROOT.parent / "shared" / "traces")

@@ -2,7 +2,8 @@
 FLOPs, bytes and % of peak from the op-level cost model; the roofline of the selected runs."""
 import streamlit as st
 
-from profiler import charts, markup, op_costs, queries, roofline, ui, why
+from profiler.analysis import op_costs, queries, roofline, why
+from profiler.present import charts, markup, ui
 
 Col = st.column_config
 COLUMNS = {

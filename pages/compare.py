@@ -2,7 +2,8 @@
 launches, and how counts, GPU time and launch APIs change from run a to run b."""
 import streamlit as st
 
-from profiler import charts, findings, markup, memory, memory_charts, narrative, queries, ui
+from profiler.analysis import findings, memory, queries
+from profiler.present import charts, markup, memory_charts, narrative, ui
 
 Col = st.column_config
 ALIGN_COLUMNS = {

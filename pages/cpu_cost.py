@@ -1,7 +1,8 @@
 """CPU cost: how much CPU each selected run spends to keep the GPU busy, per iteration, and why."""
 import streamlit as st
 
-from profiler import charts, markup, narrative, queries, ui
+from profiler.analysis import queries
+from profiler.present import charts, markup, narrative, ui
 
 Col = st.column_config
 SUMMARY_COLUMNS = {

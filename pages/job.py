@@ -2,7 +2,8 @@
 rank per iteration, how long collectives wait for the last rank; and two jobs compared."""
 import streamlit as st
 
-from profiler import job_charts, job_queries, ui
+from profiler.analysis import job_queries
+from profiler.present import job_charts, ui
 
 Col = st.column_config
 RANK_COLUMNS = {

@@ -1,7 +1,8 @@
 """Kernels: what ran on the GPU in each selected run, per iteration, side by side."""
 import streamlit as st
 
-from profiler import charts, findings, markup, queries, roofline, ui
+from profiler.analysis import findings, queries, roofline
+from profiler.present import charts, markup, ui
 
 Col = st.column_config
 COLUMNS = {  # what a kernel engineer reads first (time, math engine, occupancy), launch shape after
@@ -39,7 +40,7 @@ COLUMNS = {  # what a kernel engineer reads first (time, math engine, occupancy)
     "kernel": Col.TextColumn("full name (select a cell and copy)", width="large"),
 }
 
-BREAKDOWN_COLUMNS = {  # the metrics layer's per-iteration figures (profiler/sql/metrics.sql)
+BREAKDOWN_COLUMNS = {  # the metrics layer's per-iteration figures (profiler/storage/sql/metrics.sql)
     "label": Col.TextColumn("run", width="medium"),
     "wall_us_per_iter": Col.NumberColumn("iteration µs", format="%.1f"),
     "gpu_busy_us_per_iter": Col.NumberColumn("GPU busy µs / iter", format="%.1f",

@@ -2,7 +2,8 @@
 long the GPU took to start the work (launch latency)."""
 import streamlit as st
 
-from profiler import charts, markup, queries, ui
+from profiler.analysis import queries
+from profiler.present import charts, markup, ui
 
 Col = st.column_config
 RUN = {"run": Col.TextColumn("run", width="medium")}

@@ -2,7 +2,8 @@
 blocks live at each run's peak with the CPU op that made them (profile_memory traces)."""
 import streamlit as st
 
-from profiler import charts, markup, memory, memory_charts, queries, ui
+from profiler.analysis import memory, queries
+from profiler.present import charts, markup, memory_charts, ui
 
 Col = st.column_config
 MIB = memory.MIB

@@ -1,9 +1,9 @@
 """Profile: capture attention variants with torch.profiler on this machine; new runs are selected."""
 import streamlit as st
 
-from profiler import ui
-from profiler.capture import CaptureConfig
-from profiler.variants import DTYPES, VARIANTS, Setting, availability, default_device
+from profiler.capture.recorder import CaptureConfig
+from profiler.capture.variants import DTYPES, VARIANTS, Setting, availability, default_device
+from profiler.present import ui
 
 SEQ_LENS = (128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 QUICK = ("naive", "naive_inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn")

@@ -1,7 +1,9 @@
 """Runs: every captured and uploaded run in the store; pick the runs to compare, rename, delete."""
 import streamlit as st
 
-from profiler import catalog, findings, markup, queries, timings, ui
+from profiler.analysis import findings, queries, timings
+from profiler.present import markup, ui
+from profiler.storage import catalog
 
 Col = st.column_config
 COLUMNS = {  # in display order: what tells runs apart first, the numbers next, provenance last

@@ -1,7 +1,8 @@
 """Sweep: GPU and CPU time per iteration against sequence length, one line per variant."""
 import streamlit as st
 
-from profiler import charts, findings, markup, memory, memory_charts, queries, roofline, ui
+from profiler.analysis import findings, memory, queries, roofline
+from profiler.present import charts, markup, memory_charts, ui
 
 Col = st.column_config
 COLUMNS = {

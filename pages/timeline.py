@@ -7,7 +7,8 @@ than a pixel are merged there, so traces with millions of events stay quick.
 """
 import streamlit as st
 
-from profiler import charts, markup, narrative, queries, style, timeline_view, ui
+from profiler.analysis import queries
+from profiler.present import charts, markup, narrative, style, timeline_view, ui
 
 SCALES = {"shared": "Shared time scale", "independent": "Each run its own scale"}
 Col = st.column_config

@@ -1,8 +1,8 @@
 """Upload: add PyTorch profiler (Kineto) Chrome traces to the store; each file becomes a run."""
 import streamlit as st
 
-from profiler import ui
-from profiler.job_charts import plain_md
+from profiler.present import ui
+from profiler.present.job_charts import plain_md
 
 st.title("Upload traces")
 state = ui.view_state("upload")

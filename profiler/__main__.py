@@ -1,5 +1,5 @@
 import sys
 
-from profiler.cli import main
+from profiler.cli.main import main
 
 sys.exit(main())

@@ -91,7 +91,7 @@ FIXTURE_TRACES = ("tiny_naive.json", "tiny_inplace.json", "tiny_old_format.json"
 def fixture_store(tmp_path: Path):
     """A real store file holding the hand-written fixture traces (naive and in-place runs
     captured on an 'H200', plus a 2020-era upload). Returns (store, {file name: run id})."""
-    from profiler.store import Store
+    from profiler.storage.store import Store
 
     store = Store(tmp_path / "fixture.duckdb")
     ids = {name: store.ingest(FIXTURES / name, source="captured" if "tiny_" in name and "old" not in name
@@ -102,7 +102,7 @@ def fixture_store(tmp_path: Path):
 @pytest.fixture
 def tiny(db_path):
     """The hand-written store of tests/tiny_store.py (rows inserted directly, no ingest)."""
-    from profiler.store import Store
+    from profiler.storage.store import Store
     from tests.tiny_store import insert_tiny
 
     store = Store(db_path)
@@ -114,7 +114,8 @@ def tiny(db_path):
 @pytest.fixture
 def labels(tiny) -> dict[str, str]:
     """{run id: label} of the tiny store's runs."""
-    from profiler import charts, queries
+    from profiler.present import charts
+    from profiler.analysis import queries
     from tests.tiny_store import RUNS
 
     return charts.label_map(queries.run_labels(tiny, RUNS))
@@ -126,7 +127,7 @@ SAMPLE_VARIANTS = ("naive", "sdpa_flash", "sdpa_math", "sdpa_cudnn", "sdpa_effic
 @pytest.fixture(scope="session")
 def sample_store(tmp_path_factory):
     """A store with the warm L=1024 H200 samples of SAMPLE_VARIANTS: (store, {variant: run id})."""
-    from profiler.store import Store
+    from profiler.storage.store import Store
 
     store = Store(tmp_path_factory.mktemp("samples") / "samples.duckdb")
     ids = {}

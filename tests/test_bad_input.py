@@ -7,7 +7,7 @@ import json
 import pytest
 
 from profiler import errors
-from profiler.store import Store
+from profiler.storage.store import Store
 from tests.conftest import FIXTURES
 
 TABLES = ("traces", "kernels", "memops", "launches", "ops", "iterations")

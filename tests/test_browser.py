@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from playwright import sync_api
 
-from profiler import queries
-from profiler.share import PAGES, ViewState, parse_url, share_url
-from profiler.store import Store
+from profiler.analysis import queries
+from profiler.present.share import PAGES, ViewState, parse_url, share_url
+from profiler.storage.store import Store
 from tests.conftest import HAVE_SHARED, SAMPLES, SHARED_TRACES
 
 pytestmark = pytest.mark.browser

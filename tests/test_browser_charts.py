@@ -16,8 +16,8 @@ import sys
 
 import pytest
 
-from profiler.share import ViewState, share_url
-from profiler.store import Store
+from profiler.present.share import ViewState, share_url
+from profiler.storage.store import Store
 from tests.conftest import HAVE_SHARED, SAMPLES, SHARED_TRACES
 from tests.test_browser import (  # noqa: F401  (browser: a shared fixture)
     ARTIFACTS, ROOT, _assert_no_exception, _free_port, _settle, _wait_healthy, browser)

@@ -7,10 +7,10 @@ from dataclasses import replace
 
 import pytest
 
-from profiler.capture import TOLERANCE, CaptureConfig, CaptureError, capture, ingest_outcomes
-from profiler.cli import main
-from profiler.store import Store
-from profiler.variants import VARIANTS, Variant, availability, naive_attention
+from profiler.capture.recorder import TOLERANCE, CaptureConfig, CaptureError, capture, ingest_outcomes
+from profiler.capture.variants import VARIANTS, Variant, availability, naive_attention
+from profiler.cli.main import main
+from profiler.storage.store import Store
 
 CPU_CAPABLE = {a.name for a in availability(CaptureConfig(device="cpu", dtype="fp32", head_dim=16).setting())
                if a.available}
@@ -224,7 +224,7 @@ def test_an_isolated_capture_runs_each_cold_shape_first_in_a_fresh_process_with_
 def test_captures_record_the_shapes_the_cost_model_reads(captured):
     import json
 
-    from profiler import costmodel
+    from profiler.analysis import costmodel
     _, _, store, _ = captured
     row = store.query("SELECT t.batch, t.heads, t.seq_len, t.head_dim, o.input_dims, o.input_types "
                       "FROM ops o JOIN traces t USING (run_id) WHERE t.variant = 'naive' AND NOT t.cold "

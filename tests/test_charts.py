@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler import charts, style
-from profiler import queries as q
+from profiler.analysis import queries as q
+from profiler.present import charts, style
 from tests.tiny_store import RUNS
 
 
@@ -100,7 +100,7 @@ def test_per_run_and_search(tiny):
 def test_sweep_series_keeps_variants_with_two_lengths_and_names_shapes_when_several():
     import pandas as pd
 
-    from profiler.charts import sweep_chart, sweep_series
+    from profiler.present.charts import sweep_chart, sweep_series
 
     base = {"batch": 8, "heads": 16, "head_dim": 64, "dtype": "bf16", "causal": True, "runs": 1,
             "gpu_busy_us_per_iter": 1.0, "cpu_busy_us_per_iter": 2.0}

@@ -11,8 +11,8 @@ import duckdb
 import pytest
 
 from profiler import errors
-from profiler.progress import ProgressBar
-from profiler.store import Store
+from profiler.present.progress import ProgressBar
+from profiler.storage.store import Store
 from tests.conftest import FIXTURES, ROOT
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from profiler.cli import main
-from profiler.store import Store
+from profiler.cli.main import main
+from profiler.storage.store import Store
 
 FIXTURES = Path(__file__).parent / "fixtures" / "analysis"
 ROOT = Path(__file__).resolve().parent.parent

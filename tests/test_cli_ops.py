@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from profiler.cli import main
-from profiler.cli_ops import COLUMNS
+from profiler.cli.main import main
+from profiler.cli.ops import COLUMNS
 
 
 def test_ops_json_has_the_issue_columns(sample_store, capsys):

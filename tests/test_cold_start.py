@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from profiler import findings
-from profiler.samples import SAMPLES_DIR
-from profiler.store import Store
+from profiler.analysis import findings
+from profiler.capture.samples import SAMPLES_DIR
+from profiler.storage.store import Store
 
 OP = "aten::_cudnn_attention_forward"
 

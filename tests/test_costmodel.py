@@ -7,9 +7,8 @@ import json
 
 import pytest
 
-from profiler import costmodel as cm
-from profiler import op_costs
-from profiler.store import Store
+from profiler.analysis import costmodel as cm, op_costs
+from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES
 
 BF16, F32 = "c10::BFloat16", "float"
@@ -128,7 +127,7 @@ def test_qwen_gemms_are_priced_from_their_shapes(qwen):
 
 
 def test_samples_naive_moves_ten_times_the_bytes_of_flash(sample_store):
-    from profiler import roofline, queries
+    from profiler.analysis import roofline, queries
     store, ids = sample_store
     calls = op_costs.op_calls(store, [ids["naive"], ids["sdpa_flash"]])
     totals = roofline.run_totals(calls, queries.run_iterations(store, list(ids.values()))).set_index("run_id")

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from profiler import scan, source, trace
+from profiler.parse import scan, source, trace
 
 ALPHABET = 'ab },{[]":\\/\n\tµé漢' + "\u2028"
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from profiler.analysis.findings import MAX_FINDINGS, compare_findings, run_findings
 from profiler.errors import UnknownRunError
-from profiler.findings import MAX_FINDINGS, compare_findings, run_findings
-from profiler.store import Store
+from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES
 
 FIXTURES = Path(__file__).parent / "fixtures" / "analysis"

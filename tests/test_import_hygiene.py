@@ -1,4 +1,4 @@
-"""Layering (docs/architecture.md): only profiler/ui.py imports streamlit, only the capture layer
+"""Layering (docs/architecture.md): only profiler/present/ui.py imports streamlit, only the capture layer
 imports torch, and pages reach the store only through queries / ui / catalog.
 
 Each backend module is imported in a fresh interpreter, so a transitive import counts too.
@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-MODULES = sorted(p.stem for p in (ROOT / "profiler").glob("*.py") if not p.stem.startswith("__"))
-STREAMLIT_OK = {"ui"}
-TORCH_OK = {"capture", "capture_worker", "variants"}  # the capture layer
-PAGE_FORBIDDEN = {"duckdb", "torch", "profiler.store", "profiler.trace", "profiler.args", "profiler.source",
-                  "profiler.columns", "profiler.staging"}
+MODULES = sorted(".".join(p.relative_to(ROOT / "profiler").with_suffix("").parts)
+                 for p in (ROOT / "profiler").rglob("*.py") if not p.name.startswith("__"))
+STREAMLIT_OK = {"present.ui"}
+TORCH_OK = {"capture.recorder", "capture.worker", "capture.variants"}  # the capture layer
+PAGE_FORBIDDEN = {"duckdb", "torch", "profiler.storage.store", "profiler.parse.trace", "profiler.parse.args", "profiler.parse.source",
+                  "profiler.parse.columns", "profiler.storage.staging"}
 
 
 def _loaded_after_import(module: str) -> set[str]:
@@ -30,7 +31,7 @@ def _loaded_after_import(module: str) -> set[str]:
 
 
 def test_the_layers_exist():
-    assert {"share", "ui"} <= set(MODULES)
+    assert {"present.share", "present.ui"} <= set(MODULES)
 
 
 @pytest.mark.parametrize("module", [m for m in MODULES if m not in STREAMLIT_OK | TORCH_OK])
@@ -39,7 +40,7 @@ def test_backend_module_imports_neither_streamlit_nor_torch(module):
 
 
 def test_ui_does_not_pull_in_torch():
-    assert _loaded_after_import("ui") == {"streamlit"}
+    assert _loaded_after_import("present.ui") == {"streamlit"}
 
 
 def _imports(path: Path) -> set[str]:
@@ -59,4 +60,4 @@ def test_pages_reach_the_store_only_through_queries_and_ui(page):
     imported = _imports(page)
     bad = {name for name in imported
            if any(name == f or name.startswith(f + ".") for f in PAGE_FORBIDDEN)}
-    assert not bad, f"{page.name} imports {sorted(bad)}; go through profiler.queries or ui"
+    assert not bad, f"{page.name} imports {sorted(bad)}; go through profiler.analysis.queries or ui"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from profiler import memory, timings
-from profiler.samples import SAMPLES_DIR
-from profiler.store import Store
+from profiler.analysis import memory, timings
+from profiler.capture.samples import SAMPLES_DIR
+from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES
 
 FIXTURE = Path(__file__).parent / "fixtures" / "memory_small.json"
@@ -85,7 +85,7 @@ def test_the_timeline_starts_at_the_first_iteration(small):
 
 
 def test_deleting_a_run_deletes_its_memory_events(small):
-    from profiler import catalog
+    from profiler.storage import catalog
 
     store, run = small
     catalog.delete_runs(store, [run])

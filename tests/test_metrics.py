@@ -1,4 +1,4 @@
-"""The metrics layer (profiler/sql/metrics.sql) on every real trace, against an independent
+"""The metrics layer (profiler/storage/sql/metrics.sql) on every real trace, against an independent
 computation written here: the trace read with plain json, GPU intervals merged in Python.
 
 For each iteration (ProfilerStep#N window; the whole trace when there is none) the test derives
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from profiler import queries
-from profiler.store import Store
+from profiler.analysis import queries
+from profiler.storage.store import Store
 from tests.conftest import SAMPLES, real_traces, trace_params
 
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"}

@@ -3,8 +3,8 @@ store of test_queries (a real DuckDB file); every number in them is checked by h
 from __future__ import annotations
 
 
-from profiler import charts, narrative
-from profiler import queries as q
+from profiler.analysis import queries as q
+from profiler.present import charts, narrative
 from tests.tiny_store import RUNS
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from profiler.nesting import nest
+from profiler.parse.nesting import nest
 
 
 def run(events):

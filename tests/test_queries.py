@@ -6,7 +6,7 @@ import json
 import pandas as pd
 import pytest
 
-from profiler import queries as q
+from profiler.analysis import queries as q
 from profiler.errors import UnknownRunError
 from tests.tiny_store import RUNS
 

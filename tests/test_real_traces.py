@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from profiler.store import Store
+from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES, real_traces, trace_params
 
 REAL = real_traces()

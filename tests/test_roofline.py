@@ -7,10 +7,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from profiler.gpus import builtin_device
-from profiler.roofline import ceilings, crossovers, roofline_table, sweep_table
-from profiler.findings import sweep_findings
-from profiler.store import Store
+from profiler.analysis.findings import sweep_findings
+from profiler.analysis.gpus import builtin_device
+from profiler.analysis.roofline import ceilings, crossovers, roofline_table, sweep_table
+from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES
 
 FIXTURES = Path(__file__).parent / "fixtures" / "analysis"

@@ -15,8 +15,10 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from profiler import errors, jobs, queries
-from profiler.store import SCHEMA_VERSION, Store
+from profiler import errors
+from profiler.analysis import queries
+from profiler.storage import jobs
+from profiler.storage.store import SCHEMA_VERSION, Store
 from tests.conftest import FIXTURES, SAMPLES
 
 OLD_SCHEMAS = sorted((FIXTURES / "store").glob("schema_v*.sql"))

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from profiler import errors
-from profiler.samples import SAMPLES_DIR, sample_files, seed_if_empty
-from profiler.store import Store
+from profiler.capture.samples import SAMPLES_DIR, sample_files, seed_if_empty
+from profiler.storage.store import Store
 
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory) -> tuple[Store, int, list]:

@@ -16,9 +16,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from profiler import catalog
-from profiler.share import PAGES, ViewState, share_url
-from profiler.store import Store
+from profiler.present.share import PAGES, ViewState, share_url
+from profiler.storage import catalog
+from profiler.storage.store import Store
 from tests.crafted import CRAFTED, huge_name_trace, whitespace_gzip
 from tests.pages.test_security_pages import FLASH, NAIVE, odd_trace, payload, payload_trace
 from tests.test_browser import (  # noqa: F401 - `browser` is a fixture

@@ -16,14 +16,15 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from profiler import catalog, isolated, trace
-from profiler.store import Store
+from profiler.parse import trace
+from profiler.storage import catalog, isolated
+from profiler.storage.store import Store
 from tests.crafted import CRAFTED, HUGE_NAME_BYTES, huge_name_trace, kineto_trace, whitespace_gzip
 
 ROOT = Path(__file__).resolve().parent.parent
 # runs the command line and reports its own peak memory (VmHWM: this process only, unlike
 # ru_maxrss, which keeps the parent's across exec) and the seconds main() took
-PROBE = ("import re, sys, time; from profiler.cli import main; t = time.monotonic(); code = main(sys.argv[1:]); "
+PROBE = ("import re, sys, time; from profiler.cli.main import main; t = time.monotonic(); code = main(sys.argv[1:]); "
          "t = time.monotonic() - t; hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()); "
          "print('probe', t, hwm.group(1), file=sys.stderr); sys.exit(code)")
 

@@ -7,7 +7,7 @@ import string
 
 import pytest
 
-from profiler.share import (
+from profiler.present.share import (
     DEFAULT_PAGE, PAGES, RESERVED, ShareError, ViewState, app_root, decode, encode, parse_url,
     share_url,
 )

@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 from profiler import errors
-from profiler.store import SCHEMA_VERSION, Store, default_db_path
+from profiler.storage.store import SCHEMA_VERSION, Store, default_db_path
 from tests.conftest import FIXTURES
 
 
@@ -210,7 +210,7 @@ def test_newer_schema_is_refused_with_a_clear_error(db_path):
 
 
 def test_an_older_store_is_migrated_in_order(db_path, monkeypatch):
-    import profiler.store as store_module
+    import profiler.storage.store as store_module
 
     Store(db_path).ingest(FIXTURES / "tiny_inplace.json")
     monkeypatch.setattr(store_module, "SCHEMA_VERSION", SCHEMA_VERSION + 2)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from profiler import queries as q
-from profiler import style, timeline_view as tv
+from profiler.analysis import queries as q
+from profiler.present import style, timeline_view as tv
 
 
 def _panels(tiny, shared=True, window=(0, 100_000)):

@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from profiler.variants import (VARIANTS, Setting, VariantError, availability, get_variant, make_inputs,
+from profiler.capture.variants import (VARIANTS, Setting, VariantError, availability, get_variant, make_inputs,
                                naive_attention, reference_attention, relative_error)
 
 PUBLIC_NAMES = {"naive", "naive_inplace", "naive_compiled", "sdpa_auto", "sdpa_math", "sdpa_efficient",

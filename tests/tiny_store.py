@@ -66,6 +66,6 @@ def insert_tiny(con) -> None:
                     [(k[0], k[1], k[2], k[3], k[4], *k[5], *k[6], *k[7:]) for k in KERNELS])
     con.executemany("INSERT INTO memops (run_id, kind, name, device, stream, ts_ns, dur_ns, bytes,"
                     " correlation, iteration) VALUES (?,?,?,0,?,?,?,?,?,?)", MEMOPS)
-    from profiler import metrics  # rows inserted by hand: compute what ingest would keep
+    from profiler.storage import metrics  # rows inserted by hand: compute what ingest would keep
 
     metrics.store_runs(con, [t[0] for t in TRACES])

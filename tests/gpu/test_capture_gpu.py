@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from profiler.capture import CaptureConfig, capture
-from profiler.variants import VARIANTS, Setting, availability
+from profiler.capture.recorder import CaptureConfig, capture
+from profiler.capture.variants import VARIANTS, Setting, availability
 
 pytestmark = pytest.mark.gpu
 

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from profiler.share import PAGES
-from profiler.store import Store
+from profiler.present.share import PAGES
+from profiler.storage.store import Store
 from tests.conftest import HAVE_SHARED, SHARED_TRACES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,7 +115,7 @@ class PageDriver:
 
 
 def shown(markdown: object) -> str:
-    """Markdown source as a reader sees it: backslash escapes (profiler.markup.md) removed."""
+    """Markdown source as a reader sees it: backslash escapes (profiler.present.markup.md) removed."""
     return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", str(markdown)).replace("\u2060", "")
 
 

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from profiler import job_queries, jobs
-from profiler.store import Store
+from profiler.analysis import job_queries
+from profiler.storage import jobs
+from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES
 
 DLRM = sorted(SHARED_TRACES.glob("param__dlrm_kineto__worker*.pt.trace.json")) if SHARED_TRACES.is_dir() else []

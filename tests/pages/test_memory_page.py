@@ -2,7 +2,7 @@
 upload without memory events."""
 from __future__ import annotations
 
-from profiler.samples import SAMPLES_DIR
+from profiler.capture.samples import SAMPLES_DIR
 from tests.pages.conftest import NAIVE, tables_with
 
 MIB = 2**20

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from profiler import queries
-from profiler.variants import Setting, availability, default_device
+from profiler.analysis import queries
+from profiler.capture.variants import Setting, availability, default_device
 
 DEVICE = default_device()
 NOTE = {"cpu": "No CUDA GPU on this machine", "cuda": "Capturing on this machine's CUDA GPU."}

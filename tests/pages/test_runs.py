@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from profiler import catalog, queries
-from profiler.samples import sample_files
+from profiler.analysis import queries
+from profiler.capture.samples import sample_files
+from profiler.storage import catalog
 from tests.pages.conftest import FLASH, NAIVE, ROCM
 
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from profiler.cli import main
-from profiler.store import Store
+from profiler.cli.main import main
+from profiler.storage.store import Store
 from tests.conftest import SAMPLES
 from tests.pages.conftest import tables_with
 

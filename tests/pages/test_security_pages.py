@@ -9,9 +9,10 @@ import re
 
 import pytest
 
-from profiler import catalog, markup
-from profiler.share import PAGES
-from profiler.store import Store
+from profiler.present import markup
+from profiler.present.share import PAGES
+from profiler.storage import catalog
+from profiler.storage.store import Store
 from tests.crafted import HUGE_NAME_BYTES
 from tests.pages.conftest import FLASH, NAIVE, PAGE_FIXTURES
 
@@ -95,7 +96,7 @@ def assert_inert(at) -> None:
     """No text with a payload in it keeps a character that would make it markup (within 80
     characters of the payload's host name; backticks may be the page's own code spans)."""
     for text in markdown_texts(at):
-        text = CODE_SPAN.sub("`…`", text)  # literal by definition (profiler.markup.code)
+        text = CODE_SPAN.sub("`…`", text)  # literal by definition (profiler.present.markup.code)
         near = [m.start() for m in re.finditer("evil", text)]
         for bad in UNESCAPED.finditer(text):
             assert not any(abs(bad.start() - n) < 80 for n in near), \

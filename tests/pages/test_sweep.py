@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from profiler.store import Store
+from profiler.storage.store import Store
 from tests.pages.conftest import ROOT
 
 SWEEP = ROOT / "data" / "samples" / "sweep"

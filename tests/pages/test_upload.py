@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-from profiler import queries
+from profiler.analysis import queries
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "pages"
 

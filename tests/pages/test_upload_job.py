@@ -7,7 +7,8 @@ import zipfile
 
 import pytest
 
-from profiler import job_queries, jobs
+from profiler.analysis import job_queries
+from profiler.storage import jobs
 from tests.conftest import SHARED_TRACES
 
 DLRM = sorted(SHARED_TRACES.glob("param__dlrm_kineto__worker*.pt.trace.json")) if SHARED_TRACES.is_dir() else []

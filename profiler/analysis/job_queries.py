@@ -1,0 +1,112 @@
+"""What a job's ranks say together: per rank and iteration, the slowest rank, collective skew.
+
+Reads the views `profiler/storage/jobs.py` attaches (`job_ranks` and the rank rows beside the store's
+tables) with the SQL of `sql/job_*.sql`. Every number here has its definition in those files.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from profiler.analysis.queries import sql_text
+from profiler.storage import jobs
+
+
+def job_list(store) -> pd.DataFrame:
+    """One row per stored job: job, world_size, backend, ranks_present, ranks_missing."""
+    store.query("SELECT 1")  # jobs are read beside the store: a store that cannot be opened says why
+    rows = [{"job": m["job"], "world_size": m["world_size"], "backend": m["backend"],
+             "ranks_present": len(m["ranks_present"]), "ranks_missing": ", ".join(map(str, m["ranks_missing"])),
+             "added_at": m["added_at"]} for m in jobs.read_manifests(jobs.job_root(store))]
+    return pd.DataFrame(rows, columns=["job", "world_size", "backend", "ranks_present", "ranks_missing", "added_at"])
+
+
+def manifest(store, job: str) -> dict:
+    for m in jobs.read_manifests(jobs.job_root(store)):
+        if m["job"] == job:
+            return m
+    known = ", ".join(repr(m["job"]) for m in jobs.read_manifests(jobs.job_root(store))) or "none"
+    raise jobs.JobError(f"job {job!r} is not in the store (stored jobs: {known})")
+
+
+def rank_iterations(store, job: str) -> pd.DataFrame:
+    """rank, iteration, iteration_name, run_id, step_us, gpu_busy_us, carried_us, gpu_idle_us,
+    collective_us (the metrics layer's wall, GPU busy, carried, idle and communication time),
+    slowest_rank (of that iteration)."""
+    df = store.query(sql_text("job_rank_iterations"), {"job": job})
+    if df.empty:
+        return df.assign(slowest_rank=pd.Series(dtype="Int64"))
+    slowest = df.loc[df.groupby("iteration")["step_us"].idxmax(), ["iteration", "rank"]]
+    return df.merge(slowest.rename(columns={"rank": "slowest_rank"}), on="iteration")
+
+
+def slowest_ranks(per_rank: pd.DataFrame) -> pd.DataFrame:
+    """Per iteration: the slowest rank, its step time, the median rank's, and how far behind it is."""
+    if per_rank.empty:
+        return pd.DataFrame(columns=["iteration", "slowest_rank", "step_us", "median_step_us", "behind_us"])
+    g = per_rank.groupby("iteration")["step_us"]
+    out = per_rank.loc[g.idxmax(), ["iteration", "rank", "step_us"]].rename(columns={"rank": "slowest_rank"})
+    out["median_step_us"] = out["iteration"].map(g.median())
+    out["behind_us"] = out["step_us"] - out["median_step_us"]
+    return out.reset_index(drop=True)
+
+
+def collectives(store, job: str) -> pd.DataFrame:
+    """Each collective across ranks: iteration, name, seq, ranks, last_rank, skew_us, wait_us,
+    mean_dur_us; and where the trace gives its size: collective, group_size, bytes, algbw_gbps,
+    busbw_gbps (missing otherwise; definitions in sql/job_collectives.sql)."""
+    df = store.query(sql_text("job_collectives"), {"job": job})
+    return df.astype({"bytes": "Int64", "group_size": "Int64"})
+
+
+def job_report(store, job: str) -> dict:
+    """Everything `python -m profiler job NAME --json` prints."""
+    m = manifest(store, job)
+    per_rank = rank_iterations(store, job)
+    coll = collectives(store, job)
+    return {
+        "job": job, "world_size": m["world_size"], "backend": m["backend"],
+        "ranks_present": m["ranks_present"], "ranks_missing": m["ranks_missing"],
+        "iterations": [{k: _plain(v) for k, v in row.items()} for row in per_rank[
+            ["rank", "iteration", "step_us", "gpu_busy_us", "carried_us", "gpu_idle_us", "collective_us",
+             "slowest_rank"]
+        ].to_dict("records")],
+        "slowest": [{k: _plain(v) for k, v in row.items()} for row in slowest_ranks(per_rank).to_dict("records")],
+        "collectives": [{k: _plain(v) for k, v in row.items()} for row in coll.to_dict("records")],
+    }
+
+
+def summary(report: dict) -> dict:
+    """One job's means over its rank-iterations, for comparing jobs."""
+    rows = pd.DataFrame(report["iterations"])
+    coll = pd.DataFrame(report["collectives"])
+    slow = pd.DataFrame(report["slowest"])
+    mean = (lambda col: float(rows[col].mean())) if not rows.empty else (lambda col: None)
+    return {
+        "job": report["job"], "ranks": len(report["ranks_present"]), "world_size": report["world_size"],
+        "iterations": int(rows["iteration"].nunique()) if not rows.empty else 0,
+        "step_us": mean("step_us"), "gpu_busy_us": mean("gpu_busy_us"), "collective_us": mean("collective_us"),
+        "slowest_behind_us": float(slow["behind_us"].mean()) if not slow.empty else None,
+        "collective_skew_us": float(coll["skew_us"].mean()) if not coll.empty else None,
+    }
+
+
+def compare(store, job_a: str, job_b: str) -> pd.DataFrame:
+    """Two jobs side by side: one row per measure, columns job_a, job_b and b / a."""
+    a, b = summary(job_report(store, job_a)), summary(job_report(store, job_b))
+    rows = []
+    for key in ("ranks", "world_size", "iterations", "step_us", "gpu_busy_us", "collective_us",
+                "slowest_behind_us", "collective_skew_us"):
+        ratio = b[key] / a[key] if a[key] and b[key] is not None else None
+        rows.append({"measure": key, job_a: a[key], job_b: b[key], "b_over_a": ratio})
+    return pd.DataFrame(rows)
+
+
+def _plain(value):
+    """numpy scalars, NaN and pandas' NA as JSON values."""
+    if value is None or value is pd.NA:
+        return None
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and value != value:
+        return None
+    return value

@@ -1,0 +1,130 @@
+"""Roofline of each run from the op-level cost model, and the sequence-length sweep.
+
+`roofline_table(store, run_ids)` sums one iteration of each run from `profiler.analysis.op_costs`: the FLOPs
+and the bytes every modelled op call moves (read from the trace's recorded shapes, so a variant
+that writes and re-reads a score matrix moves far more bytes than one that reads Q, K, V and
+writes O once), over the kernel time of those calls. Its point sits at that arithmetic
+intensity, under the roof of the engine doing most of its FLOPs: min(engine's datasheet peak
+for the precision, intensity x memory bandwidth). `ceilings(...)` gives the lines to draw: the
+memory slope and one flat ceiling per engine (bf16 tensor core, fp32 CUDA core).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from profiler.analysis import op_costs, queries
+
+CEILINGS = (("tensor core", "bf16"), ("CUDA core", "fp32"))   # one line each on the chart
+
+
+def run_totals(calls: pd.DataFrame, iterations: pd.DataFrame) -> pd.DataFrame:
+    """Per run, from `op_costs.op_calls` rows inside an iteration: iterations, flops_per_iter,
+    bytes_per_iter, kernel_us_per_iter, the dominant engine and dtype (most FLOPs; most bytes when
+    no FLOPs), calls, shape_source."""
+    calls = calls[calls["iteration"].notna()]
+    count = iterations.groupby("run_id")["iteration"].nunique()
+    work = calls.groupby(["run_id", "engine", "dtype"], dropna=False)[["flops", "bytes"]].sum()
+    main = work.sort_values(["flops", "bytes"], ascending=False).reset_index().drop_duplicates("run_id")
+    sums = calls.groupby("run_id").agg(flops=("flops", "sum"), bytes=("bytes", "sum"),
+                                       kernel_ns=("kernel_ns", "sum"), calls=("op", "size"),
+                                       shape_source=("shape_source", "first"))
+    n = count.reindex(sums.index).fillna(1)
+    out = pd.DataFrame({"iterations": n, "flops_per_iter": sums["flops"] / n,
+                        "bytes_per_iter": sums["bytes"] / n, "kernel_us_per_iter": sums["kernel_ns"] / n / 1e3,
+                        "calls_per_iter": sums["calls"] / n, "shape_source": sums["shape_source"]})
+    return out.join(main.set_index("run_id")[["engine", "dtype"]]).reset_index()
+
+
+def roofline_table(store, run_ids) -> pd.DataFrame:
+    """One row per run with modelled ops: run_totals' columns plus op_costs.rate's (tflops, tbps,
+    intensity, peak_tflops, peak_tbps, ridge, roof_tflops, bound, pct_of_peak, pct_of_roof)."""
+    run_ids = list(run_ids)
+    totals = run_totals(op_costs.op_calls(store, run_ids), queries.run_iterations(store, run_ids))
+    if totals.empty:
+        return totals
+    frame = totals.rename(columns={"flops_per_iter": "flops", "bytes_per_iter": "bytes"})
+    devices = {r: op_costs._device(i) for r, i in queries.run_devices(store, run_ids).items()}
+    rated = op_costs.rate(frame, frame["kernel_us_per_iter"] / 1e6, devices)
+    rated["gpu_name"] = [getattr(devices.get(r), "name", None) for r in rated["run_id"]]
+    return rated.rename(columns={"flops": "flops_per_iter", "bytes": "bytes_per_iter"})
+
+
+def ceilings(roof: pd.DataFrame, lo: float = 0.01, hi: float = 10_000.0) -> pd.DataFrame:
+    """The roof lines of each GPU in `roof` (a `roofline_table`): gpu_name, ceiling ('bf16 tensor
+    core', 'fp32 CUDA core'), intensity, tflops = min(peak, intensity x bandwidth), sampled on a
+    log grid from `lo` to `hi` FLOP/byte with the ridge point itself included."""
+    from profiler.analysis import gpus
+    rows = []
+    for name in roof["gpu_name"].dropna().unique():
+        device = gpus.builtin_device(name)
+        if device is None or device.peaks is None:
+            continue
+        tbps = device.peaks.memory_gbps / 1e3
+        for engine, precision in CEILINGS:
+            peak = device.peaks.peak_tflops(engine, precision)
+            if peak is None:
+                continue
+            grid = np.unique(np.append(np.geomspace(lo, hi, 40), peak / tbps))
+            rows += [(name, f"{precision} {engine}", x, min(peak, x * tbps)) for x in grid]
+    return pd.DataFrame(rows, columns=["gpu_name", "ceiling", "intensity", "tflops"])
+
+
+SERIES = [k for k in queries.SHAPE_KEYS if k not in ("variant", "seq_len")]  # a sweep varies seq_len
+METRIC_COLUMNS = ["gpu_busy_us_per_iter", "cpu_busy_us_per_iter"]
+
+
+def sweep_iterations(store, run_ids) -> pd.DataFrame:
+    """Every iteration of the selected captured warm runs that have a shape: run_id, variant,
+    batch, heads, seq_len, head_dim, dtype, causal, and the metrics layer's gpu_busy_us_per_iter
+    and cpu_busy_us_per_iter of that iteration (the spread behind `sweep_table`'s means)."""
+    shapes = queries.run_shapes(store, run_ids)
+    shapes = shapes[shapes["seq_len"].notna() & ~shapes["cold"].fillna(False).astype(bool)]
+    per_iter = queries.iteration_metrics(store, list(shapes["run_id"]))
+    per_iter = per_iter.assign(gpu_busy_us_per_iter=per_iter["gpu_busy_ns"] / 1e3,
+                               cpu_busy_us_per_iter=per_iter["cpu_busy_ns"] / 1e3)
+    return shapes.merge(per_iter[["run_id", *METRIC_COLUMNS]], on="run_id")
+
+
+def sweep_table(store, run_ids) -> pd.DataFrame:
+    """One row per (variant, shape) of the selected captured warm runs: variant, batch, heads,
+    seq_len, head_dim, dtype, causal, runs, and the metrics layer's gpu_busy_us_per_iter and
+    cpu_busy_us_per_iter (launching thread), each the mean over runs."""
+    shapes = queries.run_shapes(store, run_ids)
+    shapes = shapes[shapes["seq_len"].notna() & ~shapes["cold"].fillna(False).astype(bool)]
+    per_run = queries.run_metrics(store, list(shapes["run_id"])).set_index("run_id")[METRIC_COLUMNS]
+    rows = shapes.join(per_run, on="run_id", how="inner")
+    keys = ["variant", *SERIES, "seq_len"]
+    out = rows.groupby(keys, as_index=False, dropna=False).agg(
+        runs=("run_id", "count"), **{c: (c, "mean") for c in METRIC_COLUMNS})
+    return out.sort_values(keys, ignore_index=True)
+
+
+def crossovers(sweep: pd.DataFrame, metric: str = "gpu_busy_us_per_iter",
+               min_gap: float = 0.05) -> pd.DataFrame:
+    """Where two variants of the same series (all shape fields but seq_len equal) swap order
+    in `metric`: variant_a, variant_b, seq_len_lo, seq_len_hi (the crossing lies between),
+    faster_below, faster_above, and the metric of both at lo and hi. A swap counts only when the
+    two differ by at least `min_gap` (relative) at both lengths, so ties in noise do not cross."""
+    rows = []
+    for _, series in sweep.groupby(SERIES, dropna=False):
+        table = series.pivot_table(index="seq_len", columns="variant", values=metric)
+        names = list(table.columns)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                rows += _pair_crossings(table[[a, b]].dropna(), a, b, min_gap)
+    return pd.DataFrame(rows, columns=["variant_a", "variant_b", "seq_len_lo", "seq_len_hi",
+                                       "faster_below", "faster_above", f"{metric}_lo_a",
+                                       f"{metric}_lo_b", f"{metric}_hi_a", f"{metric}_hi_b"])
+
+
+def _pair_crossings(pair: pd.DataFrame, a: str, b: str, min_gap: float) -> list[tuple]:
+    lens, va, vb = list(pair.index), list(pair[a]), list(pair[b])
+    clear = [abs(x - y) >= min_gap * min(x, y) for x, y in zip(va, vb)]
+    out = []
+    for k in range(len(lens) - 1):
+        if (va[k] - vb[k]) * (va[k + 1] - vb[k + 1]) < 0 and clear[k] and clear[k + 1]:
+            below, above = (a, b) if va[k] < vb[k] else (b, a)
+            out.append((a, b, int(lens[k]), int(lens[k + 1]), below, above,
+                        va[k], vb[k], va[k + 1], vb[k + 1]))
+    return out

@@ -1,0 +1,45 @@
+"""The three timings of a run, each with its own name and unit, and its peak memory.
+
+- ``kernel_us_per_call``: the metrics layer's ``kernel_us_per_iter`` (kernel time per iteration
+  from the trace; a captured run calls the variant once per iteration). Uploads get it too, per
+  iteration.
+- ``wall_us_per_call``: CUDA events around ``wall_calls`` back-to-back calls outside the profiler,
+  divided by the count; a cold run's value is its one first call (``wall_calls`` = 1).
+- ``graph_us_per_call``: replay of a CUDA graph of one call, over ``graph_calls`` replays (host
+  dispatch removed); None where the variant cannot be captured (``graph_note`` says why).
+- ``peak_allocated_bytes``: ``profiler.analysis.memory``'s definition.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from profiler.analysis import memory, queries
+
+COLUMNS = ["run_id", "cold", "kernel_us_per_call", "wall_us_per_call", "wall_calls", "graph_us_per_call",
+           "graph_calls", "graph_note", "peak_allocated_bytes"]
+
+
+def run_timings(store, run_ids) -> pd.DataFrame:
+    """One row per run in ``run_ids`` order, with COLUMNS (NaN/None where a run lacks a value)."""
+    ids = queries._ids(run_ids)
+    table = queries._run(store, "run_timings", run_ids=ids)
+    kernel = queries.run_metrics(store, ids).set_index("run_id")["kernel_us_per_iter"]
+    peaks = memory.memory_summary(store, ids).set_index("run_id")["peak_allocated_bytes"]
+    table["kernel_us_per_call"] = table["run_id"].map(kernel)
+    table["peak_allocated_bytes"] = table["run_id"].map(peaks)
+    return table[COLUMNS]
+
+
+def _plain(value):
+    """A JSON-ready value: None for NaN/NA, Python numbers otherwise."""
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return None
+    if hasattr(value, "item"):
+        return value.item()
+    return value
+
+
+def timing_records(store, run_ids) -> dict[str, dict]:
+    """run id -> {column: plain value} for the CLI's JSON."""
+    table = run_timings(store, run_ids)
+    return {row["run_id"]: {c: _plain(row[c]) for c in COLUMNS[2:]} for row in table.to_dict("records")}

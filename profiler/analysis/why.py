@@ -1,0 +1,149 @@
+"""Findings that say why, from the op-level cost model (`profiler.analysis.op_costs`).
+
+* `bytes_moved`: how many bytes one iteration of each run moves, and, where a run materialises
+  its score matrix, which ops write and re-read it;
+* `fp32_cuda_core_gemm`: GEMMs that ran in fp32 on CUDA cores, against the fp32 and the
+  tensor-core peaks;
+* `kernel_arch`: the main attention / GEMM kernel of two runs built for different architectures
+  or matrix instructions (`profiler.analysis.kernel_names`).
+
+Each is a `findings.Finding` whose evidence names the ops and kernels it rests on and the page
+that shows them (`attention`). `compare` joins `findings.compare_findings` (the compare page, the
+`compare` command); `one_run` is shown on the Attention page.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from profiler.analysis import kernel_names, op_costs, queries, roofline
+from profiler.analysis.costmodel import PRECISION_BYTES
+from profiler.analysis.findings import Finding
+
+GIB, MIB = 2**30, 2**20
+SAME_BYTES_RATIO = 1.5   # closer than this, bytes moved do not explain a difference
+
+
+def _size(n: float) -> str:
+    return f"{n / GIB:.2f} GiB" if n >= GIB else f"{n / MIB:.1f} MiB"
+
+
+def _iteration(calls: pd.DataFrame) -> pd.DataFrame:
+    """The calls of the run's first iteration that has any (time order)."""
+    calls = calls[calls["iteration"].notna()]
+    return calls[calls["iteration"] == calls["iteration"].min()].sort_values("ts_ns")
+
+
+def _elements(shape: str) -> int:
+    count = 1
+    for n in shape.split("x"):
+        count *= int(n)
+    return count
+
+
+def _gemm_io(shape: str) -> tuple[int, int, bool]:
+    """(elements of the result, elements of the first operand, both operands batched) of a GEMM
+    shape 'AxB @ CxD'. Attention's GEMMs multiply two batched activations; a layer's GEMM has a
+    2-D weight."""
+    a, b = (list(map(int, side.split("x"))) for side in shape.split(" @ "))
+    out = _elements("x".join(map(str, [*a[:-1], b[-1]])))
+    return out, _elements("x".join(map(str, a))), len(a) >= 3 and len(b) >= 3
+
+
+def score_matrix(calls: pd.DataFrame) -> dict | None:
+    """The largest tensor of one iteration that a batched GEMM of two activations writes,
+    memory-bound ops re-read and rewrite, and a later GEMM reads (a materialised score matrix):
+    its shape, dtype, bytes and the ops that touch it; None when there is none."""
+    one = _iteration(calls)
+    memory, gemms = one[one["kind"] == "memory"], one[one["kind"] == "gemm"]
+    io = [_gemm_io(s) for s in gemms["shape"]]
+    for _, biggest in memory.sort_values("bytes", ascending=False).iterrows():
+        shape = biggest["shape"].split(" , ")[0]
+        elements = _elements(shape)
+        written = [i for i, (out, _, batched) in enumerate(io) if out == elements and batched]
+        if written and any(first == elements for _, first, _ in io[written[0] + 1:]):
+            touching = memory[memory["shape"].str.split(" , ").str[0] == shape]
+            return {"shape": shape, "dtype": biggest["dtype"], "ops": list(touching["op"]),
+                    "bytes": elements * PRECISION_BYTES.get(biggest["dtype"], 0)}
+    return None
+
+
+def _bytes_finding(labels: dict, totals: pd.DataFrame, calls: pd.DataFrame, a: str, b: str) -> list[Finding]:
+    rows = totals.set_index("run_id")
+    if a not in rows.index or b not in rows.index:
+        return []
+    more, less = (a, b) if rows.at[a, "bytes_per_iter"] >= rows.at[b, "bytes_per_iter"] else (b, a)
+    big, small = rows.at[more, "bytes_per_iter"], rows.at[less, "bytes_per_iter"]
+    if not small or big / small < SAME_BYTES_RATIO:
+        return []
+    text = (f"{labels[more]} moves {_size(big)} per iteration, {labels[less]} {_size(small)}: "
+            f"{big / small:.1f}x more bytes through memory")
+    scores = score_matrix(calls[calls["run_id"] == more])
+    if scores:
+        text += (f". The {scores['shape'].replace('x', '×')} {scores['dtype']} score matrix "
+                 f"({_size(scores['bytes'])}) is written by the first GEMM, re-read and rewritten by "
+                 f"{', '.join(dict.fromkeys(o.removeprefix('aten::') for o in scores['ops']))}, and "
+                 f"read by the second GEMM")
+    attention = calls[(calls["run_id"] == less) & (calls["kind"] == "attention")]
+    if not attention.empty:
+        text += f"; {labels[less]} reads Q, K, V and writes O once ({attention['backend'].iloc[0]})"
+    evidence = {"page": "attention", "runs": [more, less], "bytes_per_iter": {more: big, less: small},
+                "score_matrix": scores, "ops": sorted(set(calls[calls["run_id"] == more]["op"]))}
+    return [Finding("bytes_moved", text + ".", evidence)]
+
+
+def _fp32_gemms(labels: dict, calls: pd.DataFrame) -> list[Finding]:
+    found = []
+    slow = calls[(calls["kind"] == "gemm") & (calls["engine"] == "CUDA core") & (calls["dtype"] == "fp32")]
+    for run, rows in slow.groupby("run_id", sort=False):
+        tflops = rows["flops"].sum() / (rows["kernel_ns"].sum() / 1e9) / 1e12
+        peak = rows["peak_tflops"].iloc[0]
+        kernels = list(dict.fromkeys(rows["main_kernel"]))
+        per_iter = len(_iteration(rows))
+        text = (f"{labels[run]} runs {per_iter} GEMM{'s' if per_iter != 1 else ''} per iteration in fp32 "
+                f"on CUDA cores at {tflops:.1f} TFLOP/s against an fp32 CUDA-core peak of {peak:g} "
+                f"TFLOP/s ({100 * tflops / peak:.0f} %)" if peak == peak else "")
+        if text:
+            found.append(Finding("fp32_cuda_core_gemm", text + ".", {
+                "page": "attention", "run": run, "tflops": tflops, "peak_tflops": peak,
+                "ops": sorted(set(rows["op"])), "kernels": kernels,
+                "kernel_facts": [kernel_names.parse(k).summary for k in kernels]}))
+    return found
+
+
+def _main_kernel(calls: pd.DataFrame, run: str) -> str | None:
+    rows = calls[(calls["run_id"] == run) & calls["kind"].isin(["attention", "gemm"])]
+    if rows.empty:
+        return None
+    return rows.loc[rows["kernel_ns"].idxmax(), "main_kernel"]
+
+
+def _arch_finding(labels: dict, calls: pd.DataFrame, a: str, b: str) -> list[Finding]:
+    ka, kb = _main_kernel(calls, a), _main_kernel(calls, b)
+    if not ka or not kb:
+        return []
+    pa, pb = kernel_names.parse(ka), kernel_names.parse(kb)
+    if (pa.arch, pa.instruction) == (pb.arch, pb.instruction) or not (pa.arch or pb.arch):
+        return []
+    text = (f"{labels[a]} runs a {pa.summary} kernel where {labels[b]} runs a {pb.summary} kernel")
+    return [Finding("kernel_arch", text + ".", {"page": "attention", "kernels": {a: ka, b: kb},
+                                                 "facts": {a: pa.__dict__, b: pb.__dict__}})]
+
+
+def compare(store, run_a: str, run_b: str) -> list[Finding]:
+    """Cost-model findings for a pair of runs (empty when neither has modelled ops)."""
+    calls = op_costs.op_calls(store, [run_a, run_b])
+    if calls.empty:
+        return []
+    labels = dict(queries.run_labels(store, [run_a, run_b])[["run_id", "label"]].values)
+    totals = roofline.run_totals(calls, queries.run_iterations(store, [run_a, run_b]))
+    return [*_bytes_finding(labels, totals, calls, run_a, run_b), *_fp32_gemms(labels, calls),
+            *_arch_finding(labels, calls, run_a, run_b)]
+
+
+def one_run(store, run_id: str) -> list[Finding]:
+    """Cost-model findings for one run: fp32 CUDA-core GEMMs."""
+    calls = op_costs.op_calls(store, [run_id])
+    if calls.empty:
+        return []
+    labels = dict(queries.run_labels(store, [run_id])[["run_id", "label"]].values)
+    return _fp32_gemms(labels, calls)

@@ -1,0 +1,1 @@
+"""Profile attention variants with torch.profiler; the shipped sample traces."""

@@ -1,0 +1,112 @@
+"""Real H200 traces shipped with the app (data/samples/), seeded into an empty store.
+
+The samples are ordinary captured traces: each carries its own "attention_run" metadata, so
+ingesting them anywhere gives the same run ids and descriptions as on the machine that made them.
+data/samples/MANIFEST.md says what they are and how they were made.
+"""
+from __future__ import annotations
+
+import atexit
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from profiler import errors
+
+SAMPLES_DIR = Path(__file__).resolve().parents[2] / "data" / "samples"
+Progress = Callable[[str, float, str], None]  # (sample name, fraction done, message)
+FIRST_PAGE_GRACE_S = 2.0  # background seeding waits this long at most for the first page to draw
+
+
+def sample_files(samples_dir: Path = SAMPLES_DIR) -> list[Path]:
+    """Every shipped trace under ``samples_dir`` (any depth), in a stable order."""
+    if not samples_dir.is_dir():
+        raise errors.ProfilerError(f"sample traces folder {samples_dir} does not exist")
+    return sorted(samples_dir.rglob("*.json.gz"))
+
+
+def sample_name(path: Path) -> str:
+    return path.name.removesuffix(".json.gz")
+
+
+def store_is_empty(store) -> bool:
+    with store.connect() as con:
+        return con.execute("SELECT count(*) FROM traces").fetchone()[0] == 0
+
+
+def seed_if_empty(store, samples_dir: Path = SAMPLES_DIR, progress: Progress | None = None) -> int:
+    """Ingest every shipped sample (source 'captured') into ``store`` if it holds no trace yet.
+
+    Returns how many traces were added (0 when the store already had traces). ``progress`` is
+    called after each file with (sample name, fraction of the samples done, message).
+    """
+    if not store_is_empty(store):
+        return 0
+    files = sample_files(samples_dir)
+    added = 0
+    for i, path in enumerate(files, start=1):
+        result = store.ingest(path, name=sample_name(path), source="captured")
+        added += not result.duplicate
+        if progress:
+            progress(sample_name(path), i / len(files), f"sample {i} of {len(files)} ingested")
+    return added
+
+
+@dataclass
+class Seeding:
+    """Seeding of an empty store on a background thread, so that the app draws its first page at
+    once and shows the runs as they land. Read ``done``/``total``/``running``/``error`` any time."""
+
+    total: int = 0
+    done: int = 0
+    error: str | None = None
+    _thread: threading.Thread | None = field(default=None, repr=False)
+    _stop: threading.Event = field(default_factory=threading.Event, repr=False)
+    _go: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    def page_drawn(self) -> None:
+        """The first page is on screen: start ingesting (until then the page has the CPU)."""
+        self._go.set()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Until seeding has ended (at once when there is none)."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop after the sample being ingested (each is one transaction) and wait for that."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+
+def seed_in_background(store, samples_dir: Path = SAMPLES_DIR) -> Seeding:
+    """Start seeding ``store`` from the samples on a thread (nothing to do when the store already
+    holds traces); returns the ``Seeding`` to watch. The process waits for the sample in flight
+    when it exits, so no ingest is cut in half."""
+    seeding = Seeding()
+    if not samples_dir.is_dir() or not store_is_empty(store):
+        return seeding
+    files = sample_files(samples_dir)
+    seeding.total = len(files)
+
+    def run() -> None:
+        seeding._go.wait(FIRST_PAGE_GRACE_S)
+        try:
+            for path in files:
+                if seeding._stop.is_set():
+                    return
+                store.ingest(path, name=sample_name(path), source="captured")
+                seeding.done += 1
+        except errors.ProfilerError as e:  # a damaged sample or store: said on the runs page
+            seeding.error = str(e)
+
+    seeding._thread = threading.Thread(target=run, name="seed-samples", daemon=True)
+    seeding._thread.start()
+    atexit.register(seeding.stop, 60)
+    return seeding

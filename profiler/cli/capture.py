@@ -1,0 +1,145 @@
+"""The `variants` and `capture` subcommands (registered by profiler/cli/main.py).
+
+torch is imported only when one of these commands runs, so `python -m profiler summary` stays fast.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+DTYPES = ("bf16", "fp16", "fp32")
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected whole numbers separated by commas, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive whole numbers, got {text!r}")
+    return values
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def register(subparsers) -> None:
+    variants = subparsers.add_parser("variants", help="list the attention variants and whether each can run here")
+    variants.add_argument("--json", action="store_true", help="print a JSON list")
+    variants.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda if present")
+    variants.add_argument("--dtype", choices=DTYPES, default="bf16")
+    variants.add_argument("--head-dim", type=int, default=64)
+    variants.set_defaults(func=run_variants)
+
+    cap = subparsers.add_parser("capture", help="profile attention variants and ingest each run into the store")
+    cap.add_argument("--variants", type=_names, default=None, help="comma-separated names (default: all)")
+    cap.add_argument("--batch", type=int, default=8)
+    cap.add_argument("--heads", type=int, default=16)
+    cap.add_argument("--seq", type=_ints, default=(1024,), help="sequence length(s), e.g. 512,1024,2048")
+    cap.add_argument("--head-dim", type=int, default=64)
+    cap.add_argument("--dtype", choices=DTYPES, default="bf16")
+    cap.add_argument("--causal", action=argparse.BooleanOptionalAction, default=True)
+    cap.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda if present")
+    cap.add_argument("--cold", action=argparse.BooleanOptionalAction, default=True,
+                     help="also profile the first call of each fresh shape as its own run")
+    cap.add_argument("--timing-calls", type=int, default=20,
+                     help="back-to-back calls (and CUDA-graph replays) timed outside the profiler")
+    cap.add_argument("--repeats", type=int, default=None,
+                     help="warm runs per variant and length (default: 3 in a sweep, else 1)")
+    cap.add_argument("--isolate", action=argparse.BooleanOptionalAction, default=True,
+                     help="run each variant (and each cold length) in a fresh process with fresh caches")
+    cap.add_argument("--compile-cache", type=Path, default=None,
+                     help="keep compile caches (inductor, Triton, flashinfer) in this folder instead of fresh ones")
+    cap.add_argument("--out-dir", type=Path, default=Path("data/traces"), help="where trace files go")
+    cap.add_argument("--db", default=None, help="store file (default: $PROFILER_DB or data/traces.duckdb)")
+    cap.add_argument("--no-ingest", action="store_true", help="only write trace files")
+    cap.set_defaults(func=run_capture)
+
+
+def run_variants(args: argparse.Namespace) -> int:
+    from profiler.capture.variants import Setting, availability, default_device
+
+    setting = Setting(device=args.device or default_device(), dtype=args.dtype, head_dim=args.head_dim)
+    rows = [{"name": a.name, "available": a.available, "reason": a.reason} for a in availability(setting)]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(f"variants on {setting.device}, {setting.dtype}, head dim {setting.head_dim}:")
+    for row in rows:
+        print(f"  {row['name']:15s} {'yes' if row['available'] else 'no ':3s}  {row['reason']}")
+    return 0
+
+
+class _Bar:
+    """A one-line progress bar on stderr, driven by the capture's progress callback."""
+
+    def __init__(self, width: int = 30):
+        self.width = width
+
+    def __call__(self, variant: str, fraction: float, message: str) -> None:
+        filled = int(self.width * fraction)
+        line = f"[{'#' * filled}{'-' * (self.width - filled)}] {fraction * 100:5.1f}% {variant} {message}"
+        sys.stderr.write("\r" + line[:110].ljust(110))
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        sys.stderr.write("\n")
+
+
+def _config(args: argparse.Namespace):
+    from profiler.capture.recorder import CaptureConfig
+    from profiler.capture.variants import VARIANTS, default_device
+
+    return CaptureConfig(variants=args.variants or tuple(VARIANTS), batch=args.batch, heads=args.heads,
+                         seq_lens=args.seq, head_dim=args.head_dim, dtype=args.dtype, causal=args.causal,
+                         device=args.device or default_device(), cold=args.cold,
+                         timing_calls=args.timing_calls, repeats=args.repeats, isolate=args.isolate,
+                         compile_cache=args.compile_cache, out_dir=args.out_dir)
+
+
+def _report(outcomes, seconds: float) -> None:
+    for o in outcomes:
+        if o.skipped:
+            print(f"skipped   {o.name}: {o.skipped}")
+            continue
+        m = o.meta
+        flag = "ok" if m["ok"] else "WRONG"
+        error = "n/a" if m["rel_error"] is None else f"{m['rel_error']:.2e}"
+        print(f"profiled  {o.name}: {timing_text(m)}, rel error {error} ({flag}) -> {o.path}")
+    print(f"captured {sum(o.path is not None for o in outcomes)} of {len(outcomes)} runs in {seconds:.1f} s")
+
+
+def timing_text(meta: dict) -> str:
+    """A run's timings in words: a cold run's one call, or the per-call wall and graph times."""
+    if meta["cold"]:
+        return f"first call {meta['wall_us_per_call']:,.0f} µs (one call)"
+    text = f"wall {meta['wall_us_per_call']:,.1f} µs/call over {meta['wall_calls']} back-to-back calls"
+    if meta.get("graph_us_per_call") is not None:
+        text += f", graph replay {meta['graph_us_per_call']:,.1f} µs/call"
+    return text
+
+
+def run_capture(args: argparse.Namespace) -> int:
+    from profiler.capture.recorder import CaptureError, capture, ingest_outcomes
+
+    started = time.perf_counter()
+    bar = _Bar()
+    try:
+        outcomes = capture(_config(args), progress=bar)
+    except CaptureError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    finally:
+        bar.close()
+    _report(outcomes, time.perf_counter() - started)
+    if not args.no_ingest:
+        from profiler.storage.store import Store
+
+        for result in ingest_outcomes(Store(args.db), outcomes):
+            status = "already in store" if result.duplicate else "ingested"
+            print(f"{result.run_id}  {status:16s}  {result.kernels:>6,d} kernels  {result.name}")
+    return 0 if any(o.path is not None for o in outcomes) else 1

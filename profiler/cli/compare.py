@@ -1,0 +1,155 @@
+"""`python -m profiler compare RUN_A RUN_B [--json]`: findings and the aligned kernel diff.
+
+RUN_A / RUN_B are run ids (`python -m profiler summary` lists them) or unique prefixes of them.
+Text output: the findings, the kernels per iteration side by side, and one iteration's kernel
+sequences aligned by family. `--json` prints the same as one object of strict JSON (no NaN or
+Infinity: a missing number is null):
+
+* `run_a`, `run_b`, `iteration` (the aligned iteration);
+* `metrics`: {"a": ..., "b": ...}, each the run's `queries.run_metrics` row (per-iteration µs,
+  shares of the iteration in %, `bound`, `profiler_overhead_likely`);
+* `findings`: the sentences, ranked by impact; `evidence`: one dict per finding with its `kind`
+  and `impact_us` (µs per iteration) and the numbers and names it rests on;
+* `kernels`: per kernel name `kernel`, `family`, `presence`, `calls_a`, `calls_b`, `us_a`, `us_b`
+  (per iteration), `tensor_cores` (the engine), `precision`, and per run as {"a": ..., "b": ...}
+  `occupancy_reported_pct`, `occupancy_theoretical_pct`, `occupancy_limiter`;
+* `alignment`: the aligned kernel sequences, one slot each.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+from profiler.errors import UnknownRunError
+from profiler.storage.store import Store, default_db_path
+
+
+def register(subparsers) -> None:
+    """Add the `compare` subcommand to the `python -m profiler` parser."""
+    parser = subparsers.add_parser("compare", help="explain the difference between two runs")
+    parser.add_argument("run_a", metavar="RUN_A", help="run id or unique prefix")
+    parser.add_argument("run_b", metavar="RUN_B", help="run id or unique prefix")
+    parser.add_argument("--iteration", type=int, default=0,
+                        help="iteration whose kernel sequences are aligned (default 0)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--db", default=None,
+                        help=f"store file (default: $PROFILER_DB or {default_db_path()})")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the comparison; 0 on success (errors of this project propagate to the CLI's edge)."""
+    store = Store(args.db, read_only=True)
+    run_a, run_b = resolve_run(store, args.run_a), resolve_run(store, args.run_b)
+    report = compare_report(store, run_a, run_b, args.iteration)
+    text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False, default=_json_default)
+    print(text if args.json else format_report(report))
+    return 0
+
+
+def resolve_run(store, text: str) -> str:
+    """The run id that `text` is, or uniquely starts; UnknownRunError otherwise."""
+    from profiler.analysis import queries  # pandas and the analysis layer load only when compare runs
+
+    ids = list(queries.run_catalog(store)["run_id"])
+    matches = [r for r in ids if r == text] or [r for r in ids if r.startswith(text)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise UnknownRunError(f"no run {text!r} in the store {store.path} "
+                              "(`python -m profiler summary` lists them)")
+    raise UnknownRunError(f"{text!r} matches {len(matches)} runs ({', '.join(matches[:4])}); "
+                          "give more of the id")
+
+
+def compare_report(store, run_a: str, run_b: str, iteration: int = 0) -> dict:
+    """Everything `compare` prints, as plain JSON-ready data."""
+    from profiler.analysis import diff, findings, queries
+
+    found = findings.compare_findings(store, run_a, run_b)
+    details = queries.kernel_details(store, [run_a, run_b])
+    kernels = diff.kernel_comparison(queries.kernel_delta(store, run_a, run_b), details, run_a, run_b)
+    aligned = diff.align_kernel_sequences(queries.kernel_sequence(store, run_a, iteration),
+                                          queries.kernel_sequence(store, run_b, iteration))
+    metrics = queries.run_metrics(store, [run_a, run_b]).set_index("run_id")
+    return {"run_a": run_a, "run_b": run_b, "iteration": iteration,
+            "metrics": {side: _clean(metrics.loc[run].to_dict()) if run in metrics.index else None
+                        for side, run in (("a", run_a), ("b", run_b))},
+            "findings": [f.text for f in found],
+            "evidence": [_clean(f.evidence | {"kind": f.kind, "impact_us": f.impact_us}) for f in found],
+            "kernels": [_kernel_item(row) for row in kernels.to_dict("records")],
+            "alignment": [_clean(row) for row in aligned.to_dict("records")]}
+
+
+def _kernel_item(row: dict) -> dict:
+    per_run = {"occupancy_reported_pct": "est_occupancy_pct", "occupancy_theoretical_pct":
+               "theory_occupancy_pct", "occupancy_limiter": "occupancy_limiter"}
+    item = {k: _clean_value(row[k]) for k in ("kernel", "family", "presence", "calls_a", "calls_b",
+                                               "us_a", "us_b")}
+    item["tensor_cores"], item["precision"] = _clean_value(row["tc_engine"]), _clean_value(row["tc_precision"])
+    for key, column in per_run.items():
+        item[key] = {side: _clean_value(row[f"{column}_{side}"]) for side in ("a", "b")}
+    return item
+
+
+def _clean(row: dict) -> dict:
+    return {str(k): _clean_value(v) for k, v in row.items()}
+
+
+def _clean_value(value):
+    """Plain JSON data: NaN, ±Infinity and NA become None; numpy scalars Python numbers."""
+    import pandas as pd
+
+    if isinstance(value, dict):
+        return _clean(value)
+    if isinstance(value, (list, tuple)):
+        return [_clean_value(v) for v in value]
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    value = value.item() if hasattr(value, "item") else value
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _json_default(value):
+    return value.item() if hasattr(value, "item") else str(value)
+
+
+def format_report(report: dict) -> str:
+    """The report as text for a terminal."""
+    lines = [f"A = {report['run_a']}    B = {report['run_b']}", ""]
+    for side, m in report["metrics"].items():
+        if m:
+            lines.append(f"{side.upper()}: GPU busy {m['gpu_busy_us_per_iter']:,.1f} µs per iteration "
+                         f"({m['gpu_busy_pct']:.1f}% of {m['wall_us_per_iter']:,.1f} µs), idle "
+                         f"{m['gpu_idle_pct']:.1f}%, kernels {m['kernel_us_per_iter']:,.1f} µs; "
+                         f"bound: {m['bound']}")
+    lines += ["", "Findings:"]
+    lines += [f"  - {text}" for text in report["findings"]]
+    lines += ["", "Kernels per iteration (A vs B):",
+              f"  {'presence':9s} {'calls A':>7s} {'calls B':>7s} {'µs A':>9s} {'µs B':>9s}  "
+              f"{'engine':13s} {'occ':>6s} {'theory':>6s}  kernel   (occupancy of A, else B)"]
+    lines += [_kernel_line(k) for k in report["kernels"]]
+    lines += ["", f"Iteration {report['iteration']} aligned by kernel family:"]
+    lines += [_slot_line(s) for s in report["alignment"]]
+    return "\n".join(lines)
+
+
+def _kernel_line(k: dict) -> str:
+    side = "a" if k["calls_a"] else "b"
+    occ, theory = k["occupancy_reported_pct"][side], k["occupancy_theoretical_pct"][side]
+    return (f"  {k['presence']:9s} {k['calls_a']:7.1f} {k['calls_b']:7.1f} {k['us_a']:9.1f} "
+            f"{k['us_b']:9.1f}  {k['tensor_cores'] or '-':13s} {_pct(occ):>6s} {_pct(theory):>6s}  "
+            f"{k['kernel'][:90]}")
+
+
+def _slot_line(s: dict) -> str:
+    left = (s["name_a"] or "")[:50]
+    right = (s["name_b"] or "")[:50]
+    return f"  {s['slot']:4d} {s['status']:11s} {left:50s} | {right}"
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{value:.1f}%"

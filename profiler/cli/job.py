@@ -1,0 +1,105 @@
+"""Command line for jobs: `ingest FILES_OR_DIRS --job NAME` and `job NAME [--json] [--compare OTHER]`."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from profiler.present.progress import ProgressBar
+
+
+def add_ingest_options(ingest: argparse.ArgumentParser) -> None:
+    """The options `ingest` takes for a job (its FILE arguments may then be directories or zips)."""
+    ingest.add_argument("--job", default=None, metavar="NAME",
+                        help="ingest the files (or directories, zips) as the ranks of one job")
+    ingest.add_argument("--skip-bad", action="store_true",
+                        help="with --job: store the job without files that cannot be read (default: store nothing)")
+    ingest.add_argument("--workers", type=int, default=None,
+                        help="with --job: parallel workers (default: one per core of the local Ray cluster)")
+    ingest.add_argument("--ray-address", default=None,
+                        help="with --job: a running Ray cluster to use (default: $PROFILER_RAY_ADDRESS, "
+                             "else a local one)")
+    ingest.add_argument("--in-process", action="store_true",
+                        help="with --job: parse the files one after the other in this process (no Ray)")
+
+
+def ingest_job(args: argparse.Namespace) -> int:
+    from profiler.storage import jobs
+    from profiler.storage.store import Store
+
+    store = Store(args.db)
+    bar = ProgressBar(f"job {args.job}", delay_s=1.0)
+    try:
+        result = jobs.ingest_job(store, args.files, args.job, skip_bad=args.skip_bad, workers=args.workers,
+                                 engine="in-process" if args.in_process else "ray",
+                                 ray_address=args.ray_address, keep_python=args.python_functions,
+                                 progress=bar.update)
+    finally:
+        bar.close()
+    for r in result.ranks:
+        print(f"rank {r.rank:>4d}  {r.run_id}  {r.events:>10,d} events  {r.kernels:>8,d} kernels  "
+              f"{r.seconds:6.2f} s  {r.file.rsplit('/', 1)[-1]}" + ("  (rank from file name)" * (r.rank_from == "file name")))
+    for line in result.skipped:
+        print(f"SKIPPED {line}")
+    missing = ", ".join(map(str, result.ranks_missing)) or "none"
+    print(f"job {result.job}: {len(result.ranks)} of {result.world_size} ranks stored "
+          f"({result.backend or 'backend not given'}); missing: {missing}; "
+          f"{result.seconds:.2f} s with {result.workers} {result.engine} worker(s)")
+    return 0
+
+
+def _job(args: argparse.Namespace) -> int:
+    from profiler.analysis import job_queries
+    from profiler.storage.store import Store
+
+    store = Store(args.db)
+    if args.delete:
+        from profiler.storage import jobs
+
+        jobs.delete_job(store, args.name)
+        print(f"job {args.name} deleted")
+        return 0
+    if args.compare:
+        table = job_queries.compare(store, args.name, args.compare)
+        if args.json:
+            print(json.dumps(table.to_dict("records"), indent=2, default=job_queries._plain))
+        else:
+            print(table.to_string(index=False, float_format=lambda v: f"{v:,.1f}"))
+        return 0
+    report = job_queries.job_report(store, args.name)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    missing = ", ".join(map(str, report["ranks_missing"])) or "none"
+    print(f"job {report['job']}: world size {report['world_size']}, backend {report['backend'] or '-'}, "
+          f"{len(report['ranks_present'])} ranks present, missing: {missing}")
+    print(f"{'rank':>5s} {'iter':>5s} {'step µs':>12s} {'GPU busy µs':>12s} {'GPU idle µs':>12s} "
+          f"{'collective µs':>14s}")
+    for row in report["iterations"]:
+        mark = "  <- slowest" if row["rank"] == row["slowest_rank"] else ""
+        print(f"{row['rank']:>5d} {row['iteration']:>5d} {row['step_us']:>12,.1f} {row['gpu_busy_us']:>12,.1f} "
+              f"{row['gpu_idle_us']:>12,.1f} {row['collective_us']:>14,.1f}{mark}")
+    for s in report["slowest"]:
+        print(f"iteration {s['iteration']}: rank {s['slowest_rank']} is slowest, {s['behind_us']:,.1f} µs "
+              f"behind the median rank")
+    if report["collectives"]:
+        worst = max(report["collectives"], key=lambda c: c["skew_us"])
+        print(f"{len(report['collectives'])} collectives; largest start skew {worst['skew_us']:,.1f} µs "
+              f"(iteration {worst['iteration']}, rank {worst['last_rank']} last to start: {worst['name'][:60]})")
+        sized = [c for c in report["collectives"] if c["algbw_gbps"] is not None]
+        if sized:
+            print(f"{'collective':<14s} {'bytes':>14s} {'algbw GB/s':>11s} {'busbw GB/s':>11s}  kernel")
+            for c in sized:
+                busbw = f"{c['busbw_gbps']:>11,.3f}" if c["busbw_gbps"] is not None else f"{'-':>11s}"
+                print(f"{str(c['collective'])[:14]:<14s} {c['bytes']:>14,d} {c['algbw_gbps']:>11,.3f} {busbw}  "
+                      f"{c['name'][:50]}")
+    return 0
+
+
+def register(sub) -> None:
+    job = sub.add_parser("job", help="a job's ranks: step, GPU busy and collective time, slowest rank, skew")
+    job.add_argument("name", metavar="NAME")
+    job.add_argument("--db", default=None, help="store file (default: $PROFILER_DB or data/traces.duckdb)")
+    job.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    job.add_argument("--compare", default=None, metavar="OTHER", help="compare with another job")
+    job.add_argument("--delete", action="store_true", help="remove the job (its manifest, then its files)")
+    job.set_defaults(func=_job)

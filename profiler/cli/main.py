@@ -1,0 +1,131 @@
+"""Command line: `python -m profiler {ingest,summary,variants,capture,compare,ops}`.
+
+Errors of this project are printed as one plain line (the file and the problem) and turn into a
+non-zero exit status; no traceback reaches the user.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from profiler import errors
+from profiler.present.progress import ProgressBar
+from profiler.storage.store import Store, default_db_path
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    """Each file succeeds or fails on its own; a summary line at the end; exit 1 if any failed."""
+    if args.job is not None:
+        from profiler.cli import job as cli_job
+        return cli_job.ingest_job(args)
+    store = Store(args.db)
+    failed = 0
+    for path in args.files:
+        bar = ProgressBar(Path(path).name, delay_s=1.0)
+        try:
+            result = store.ingest(path, progress=bar.update, keep_python=args.python_functions)
+        except errors.StoreLockedError:
+            bar.close()
+            raise  # the same for every file that follows
+        except errors.ProfilerError as e:
+            bar.close()
+            print(f"FAILED  {path}: {e.problem if isinstance(e, errors.TraceError) else e}")
+            failed += 1
+            continue
+        except (Exception, MemoryError) as e:  # noqa: BLE001 - one line per file, never a traceback
+            bar.close()
+            print(f"FAILED  {path}: could not be ingested ({type(e).__name__}: {str(e)[:200]})")
+            failed += 1
+            continue
+        bar.close()
+        status = "already in store" if result.duplicate else "ingested"
+        print(f"{result.run_id}  {status:16s}  {result.events:>10,d} events  "
+              f"{result.kernels:>8,d} kernels  {result.seconds:6.2f} s  {result.name}")
+        for note in result.notes:
+            print(f"{'':16s}  note: {note}")
+    if len(args.files) > 1:
+        print(f"{len(args.files) - failed} of {len(args.files)} files ingested or already in the store"
+              + (f"; {failed} failed" if failed else ""))
+    return 1 if failed else 0
+
+
+def _summary(args: argparse.Namespace) -> int:
+    from profiler.analysis import queries  # pandas, only where a table is read back
+
+    from profiler.analysis import timings
+
+    store = Store(args.db, read_only=True)
+    rows = queries.trace_summary(store)
+    measured = timings.timing_records(store, [r["run_id"] for r in rows]) if rows else {}
+    for r in rows:
+        r.update(measured.get(r["run_id"], {}))
+    if args.json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False, allow_nan=False))
+        return 0
+    if not rows:
+        print(f"no traces in {store.path}")
+        return 0
+    print(f"{'run id':16s}  {'source':8s}  {'variant':15s}  {'events':>9s}  {'kernels':>8s}  "
+          f"{'iters':>5s}  {'GPU busy µs/iter':>16s}  {'busy %':>6s}  {'bound':5s}  "
+          f"{'kernel µs/call':>14s}  {'peak MiB':>9s}  name")
+    for r in rows:
+        busy, kernel, peak = r["gpu_busy_us_per_iter"], r.get("kernel_us_per_call"), r.get("peak_allocated_bytes")
+        print(f"{r['run_id']:16s}  {r['source']:8s}  {r['variant'] or '-':15s}  {r['events']:>9,d}  "
+              f"{r['kernels']:>8,d}  {r['iterations']:>5d}  {_num(busy, '16,.1f')}  "
+              f"{_num(r['gpu_busy_pct'], '6.1f')}  {r['bound'] or '-':5s}  "
+              f"{_num(kernel, '14,.1f')}  {_num(None if peak is None else peak / 2**20, '9,.1f')}  {r['name']}")
+    return 0
+
+
+def _num(value, spec: str) -> str:
+    width = spec.split(",")[0].split(".")[0]
+    return f"{'-':>{width}s}" if value is None else format(value, spec)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m profiler", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    db_help = f"store file (default: $PROFILER_DB or {default_db_path()})"
+
+    ingest = sub.add_parser("ingest", help="ingest trace files (.json, .json.gz) into the store")
+    ingest.add_argument("files", nargs="+", metavar="FILE")
+    from profiler.cli.job import add_ingest_options
+    add_ingest_options(ingest)
+    ingest.add_argument("--db", default=None, help=db_help)
+    ingest.add_argument("--python-functions", action="store_true",
+                        help="also keep python_function events (large; off by default)")
+    ingest.set_defaults(func=_ingest)
+
+    summary = sub.add_parser("summary", help="one row per trace in the store")
+    summary.add_argument("--db", default=None, help=db_help)
+    summary.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
+    summary.set_defaults(func=_summary)
+
+    for register in _extensions():
+        register(sub)
+    return parser
+
+
+def _extensions() -> list:
+    """Subcommands that live beside their layer: capture (imports torch lazily), compare, ops, job."""
+    from profiler.cli import capture as cli_capture, compare as cli_compare, job as cli_job, ops as cli_ops
+
+    return [cli_capture.register, cli_compare.register, cli_ops.register, cli_job.register]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    started = time.perf_counter()
+    try:
+        return args.func(args)
+    except errors.ProfilerError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # output piped into `head` and the like
+        return 0
+    except KeyboardInterrupt:
+        print(f"interrupted after {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        return 130

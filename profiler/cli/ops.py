@@ -1,0 +1,85 @@
+"""`python -m profiler ops RUN [--json] [--kind attention|gemm|all]`: the op-level cost model.
+
+One row per op and shape of the run (calls aggregated): op, backend, shape, dtype, calls,
+flops and bytes per call, kernel_us_mean (kernel time per call), tflops and tbps from that mean,
+pct_of_peak (datasheet peak for the dtype on the engine the kernels ran on), intensity
+(FLOP / byte), bound (memory or compute, from the ridge point) and kernels (name [library, arch,
+instruction, tile]). RUN is a run id or a unique prefix of one (`python -m profiler summary`).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+from profiler.storage.store import Store, default_db_path
+
+COLUMNS = ("op", "backend", "shape", "dtype", "calls", "flops", "bytes", "kernel_us_mean", "tflops",
+           "tbps", "pct_of_peak", "intensity", "bound", "kernels")
+EXTRA = ("kind", "engine", "peak_tflops", "pct_of_bandwidth", "pct_of_roof", "shape_source")
+
+
+def register(subparsers) -> None:
+    """Add the `ops` subcommand to the `python -m profiler` parser."""
+    parser = subparsers.add_parser("ops", help="FLOPs, bytes and % of peak of each attention / GEMM op")
+    parser.add_argument("run", metavar="RUN", help="run id or unique prefix")
+    parser.add_argument("--kind", choices=("attention", "gemm", "all"), default="all",
+                        help="which ops (default all: attention, GEMMs and memory-bound ops)")
+    parser.add_argument("--json", action="store_true", help="print a JSON list of rows")
+    parser.add_argument("--db", default=None, help=f"store file (default: $PROFILER_DB or {default_db_path()})")
+    parser.set_defaults(func=run)
+
+
+def rows(store, run_id: str, kind: str) -> list[dict]:
+    """The table as plain dicts (None for numbers the model has no peak or time for)."""
+    from profiler.analysis import op_costs
+
+    table = op_costs.ops_table(store, [run_id], kind)
+    out = []
+    for record in table[list(COLUMNS + EXTRA)].to_dict("records"):
+        out.append({k: _plain(v) for k, v in record.items()})
+    return out
+
+
+def _plain(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if hasattr(value, "item"):
+        return _plain(value.item())
+    return None if value is None or value != value else value
+
+
+def run(args: argparse.Namespace) -> int:
+    from profiler.cli.compare import resolve_run
+
+    store = Store(args.db)
+    run_id = resolve_run(store, args.run)
+    table = rows(store, run_id, args.kind)
+    if args.json:
+        print(json.dumps(table, indent=2, ensure_ascii=False, allow_nan=False))
+        return 0
+    if not table:
+        print(f"run {run_id}: no modelled {'' if args.kind == 'all' else args.kind + ' '}op launched "
+              "GPU work (the model needs record_shapes' Input Dims, or a captured run's shape)")
+        return 0
+    print(format_table(table))
+    return 0
+
+
+def _num(value, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def format_table(table: list[dict]) -> str:
+    head = (f"{'op':44s} {'backend':9s} {'shape':34s} {'dtype':5s} {'calls':>5s} {'GFLOP':>9s} "
+            f"{'MB':>9s} {'us/call':>9s} {'TFLOP/s':>8s} {'TB/s':>6s} {'%peak':>6s} {'FLOP/B':>8s} "
+            f"{'bound':7s} kernels")
+    lines = [head]
+    for r in table:
+        lines.append(
+            f"{r['op'][:44]:44s} {r['backend'] or '-':9s} {r['shape'][:34]:34s} {r['dtype'] or '-':5s} "
+            f"{r['calls']:>5d} {r['flops'] / 1e9:>9.3f} {r['bytes'] / 1e6:>9.2f} "
+            f"{_num(r['kernel_us_mean'], '9.2f')} {_num(r['tflops'], '8.2f')} {_num(r['tbps'], '6.2f')} "
+            f"{_num(r['pct_of_peak'], '6.1f')} {_num(r['intensity'], '8.1f')} {r['bound'] or '-':7s} "
+            f"{r['kernels'][:160]}")
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""Trace bytes to checked events to columns: gzip, size limits, the event cutter, exact ns."""

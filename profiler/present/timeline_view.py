@@ -1,0 +1,235 @@
+"""Timeline panels ▶ one Vega-Lite chart: a panel per run, stacked on one time axis.
+
+Like Perfetto and Nsight Systems: the panels share their time axis, so zooming or panning one moves
+them all (with "each run its own scale" every panel keeps its own axis). The mouse wheel scrolls the
+page; Ctrl/⌘/Shift + wheel zooms, Shift + drag pans, a plain drag selects a range (the page lists
+what ran inside it). Hovering or clicking an event draws flow arrows from the CPU op to its launch
+and on to the kernel or copy it launched. Trace text (names) is data for Vega-Lite, never markup.
+"""
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from profiler.present import style
+
+EVENT_KINDS = ["op", "runtime", "driver", "kernel", "memcpy", "memset", "merged"]
+LANE_PX = 22            # per timeline row
+WIDTH_PX = 900          # plot width of every panel (the lane names sit left of it)
+LABEL_PX = 230          # room for lane names
+SCALE_HINT_RATIO = 100  # runs whose iterations differ more than this read better on their own scales
+ZOOM_WHEEL = "wheel![event.ctrlKey || event.metaKey || event.shiftKey]"
+PAN_DRAG = "[mousedown[event.shiftKey], window:mouseup] > window:mousemove!"
+BRUSH_DRAG = "[mousedown[!event.shiftKey], window:mouseup] > window:mousemove!"
+TOOLTIP = [("name", "name"), ("what", "what"), ("duration", "duration"), ("starts", "starts at"),
+           ("details", "details")]
+GPU_KINDS = ("kernel", "memcpy", "memset")
+
+
+def scale_hint(panels: list) -> float | None:
+    """How many times longer the longest panel's iteration is than the shortest (None when
+    the ratio is below ``SCALE_HINT_RATIO``): a shared axis squeezes the short ones to nothing."""
+    spans = [float(m["end_us"].max()) for _, _, _, m in panels if not m.empty]
+    spans = [s for s in spans if s > 0]
+    if len(spans) < 2 or max(spans) / min(spans) <= SCALE_HINT_RATIO:
+        return None
+    return max(spans) / min(spans)
+
+
+def _text(v, fmt: str) -> str:
+    return "" if v is None or v != v else fmt.format(v)
+
+
+def _details(row: dict) -> str:
+    """One readable line: the launch shape of a kernel, or how many events a merged mark holds."""
+    if row["kind"] == "merged":
+        return f"{row['events']:,} events shorter than a pixel"
+    return (_text(row.get("grid"), "grid {}") + _text(row.get("block"), " · block {}")
+            + _text(row.get("registers_per_thread"), " · {:.0f} regs")
+            + _text(row.get("shared_mem_bytes"), " · {:,.0f} B shared")
+            + _text(row.get("est_occupancy_pct"), " · reported occupancy {:.0f} %")
+            + _text(row.get("launch_api"), " · via {}")).strip(" ·")
+
+
+def _rows(marks: pd.DataFrame) -> list[dict]:
+    """Marks as plain dicts, missing values None (a few thousand at most: column lists and loops
+    beat pandas' per-row and per-call overhead several times over)."""
+    columns = {}
+    for name in marks.columns:
+        col = marks[name]
+        values = col.tolist()
+        if col.hasnans:
+            values = [None if gone else v for v, gone in zip(values, col.isna().tolist())]
+        columns[name] = values
+    return [dict(zip(columns, row)) for row in zip(*columns.values())]
+
+
+def panel_data(marks: pd.DataFrame | list[dict], panel: int, search: str | None) -> list[dict]:
+    """What a panel draws: lane, kind, start/end, readable tooltip text, ``hit`` (matches the
+    search) and a ``link`` key that joins an op with the launches and GPU work it caused (its
+    external id, prefixed by the panel; a key of its own for marks without one)."""
+    needle = (search or "").lower()
+    out = []
+    for i, r in enumerate(_rows(marks) if isinstance(marks, pd.DataFrame) else marks):
+        name = str(r["name"])
+        ext = r.get("external_id")
+        out.append({
+            "lane": r["lane"], "kind": r["kind"], "start_us": r["start_us"], "end_us": r["end_us"],
+            "name": name, "what": f"{r['kind']} on {r['lane']}",
+            "duration": style.duration(r["dur_us"]), "starts": style.duration(r["start_us"]),
+            "details": _details(r), "link": f"{panel}:{ext}" if ext is not None else f"{panel}:m{i}",
+            "hit": not needle or (needle in name.lower() and r["kind"] != "merged"),
+        })
+    return out
+
+
+def flow_data(marks: pd.DataFrame | list[dict], panel: int) -> list[dict]:
+    """Flow arrows as two-point lines: op ▶ launch (at the launch's start) and launch ▶ the kernel
+    or copy with its correlation id. Rows: flow, order, start_us, lane, link, head."""
+    rows = _rows(marks) if isinstance(marks, pd.DataFrame) else marks
+    ops: dict = {}
+    for r in rows:  # the innermost op of an external id
+        if r["kind"] == "op" and r.get("external_id") is not None:
+            if r["external_id"] not in ops or r["level"] > ops[r["external_id"]]["level"]:
+                ops[r["external_id"]] = r
+    gpu = {r["correlation"]: r for r in rows
+           if r["kind"] in GPU_KINDS and r.get("correlation") is not None}
+    out = []
+    for i, call in enumerate(r for r in rows if r["kind"] in ("runtime", "driver")):
+        link = f"{panel}:{call.get('external_id')}"
+        ends = []
+        if (op := ops.get(call.get("external_id"))) is not None:
+            ends.append(("a", (call["start_us"], op["lane"]), (call["start_us"], call["lane"])))
+        if call.get("correlation") is not None and (g := gpu.get(call["correlation"])) is not None:
+            ends.append(("b", (call["start_us"], call["lane"]), (g["start_us"], g["lane"])))
+            if call.get("external_id") is None:
+                link = f"{panel}:{g.get('external_id')}"
+        for tag, a, b in ends:
+            for order, (x, lane) in enumerate((a, b)):
+                out.append({"flow": f"{panel}:{tag}{i}", "order": order, "start_us": x,
+                            "lane": lane, "link": link, "head": order == 1})
+    return out
+
+
+def lane_order(marks: pd.DataFrame) -> list[str]:
+    """CPU op rows (by depth), then API rows, then GPU streams."""
+    lanes = marks[["lane_group", "lane", "level"]].drop_duplicates("lane")
+    return lanes.sort_values(["lane_group", "lane", "level"])["lane"].tolist()
+
+
+def _params(views: list[str], shared: bool) -> list[dict]:
+    """Zoom (scale-bound, one per x scale), the range brush, and pick/hover of an event."""
+    def zoom(name, on):
+        return {"name": name, "bind": "scales", "views": on,
+                "select": {"type": "interval", "encodings": ["x"], "zoom": ZOOM_WHEEL,
+                           "translate": PAN_DRAG}}
+    zooms = [zoom("zoom", views)] if shared else [zoom(f"zoom_{i}", [v]) for i, v in enumerate(views)]
+    return zooms + [
+        {"name": "brush", "views": views, "select": {
+            "type": "interval", "encodings": ["x"], "on": BRUSH_DRAG, "zoom": False,
+            "translate": False, "clear": "dblclick"}},
+        {"name": "pick", "views": views, "select": {"type": "point", "fields": ["link"], "on": "click"}},
+        {"name": "hover", "views": views, "select": {"type": "point", "fields": ["link"],
+                                                     "on": "mouseover", "clear": "mouseout"}},
+    ]
+
+
+PICKED = {"or": [{"param": "pick", "empty": False}, {"param": "hover", "empty": False}]}
+
+
+def _panel(marks: pd.DataFrame, panel: int, title: str, subtitle: str, domain,
+           search: str | None) -> dict:
+    """One run's panel: bars, and flow lines with arrow heads for the picked/hovered event."""
+    lanes = lane_order(marks)
+    rows = _rows(marks)
+    data = panel_data(rows, panel, search)
+    flows = flow_data(rows, panel)
+    x = {"field": "start_us", "type": "quantitative", "title": "time from the start of the iteration",
+         "scale": {"domain": list(domain), "nice": False, "zero": False},
+         "axis": {"labelExpr": style.DURATION_LABEL, "labelFlush": True}}
+    y = {"field": "lane", "type": "nominal", "sort": lanes, "title": None,
+         "axis": {"labelLimit": LABEL_PX - 10, "labelOverlap": False, "minExtent": LABEL_PX}}
+    kinds = style.category_colours(EVENT_KINDS)
+    bars = {
+        "name": f"panel_{panel}", "data": {"values": data},
+        "mark": {"type": "bar", "clip": True},
+        "encoding": {
+            "x": x, "x2": {"field": "end_us"}, "y": y,
+            "color": {"field": "kind", "type": "nominal", "scale": kinds, "title": "event",
+                      "legend": {"orient": "top", "direction": "horizontal"}},
+            "opacity": {"condition": {"test": "datum.hit", "value": 1.0}, "value": 0.15},
+            "stroke": {"condition": {"test": PICKED, "value": style.HIGHLIGHT}, "value": None},
+            "strokeWidth": {"condition": {"test": PICKED, "value": 2.5}, "value": 0},
+            "tooltip": [{"field": c, "type": "nominal", "title": t} for c, t in TOOLTIP],
+        },
+    }
+    flow_values = {"values": flows}
+    line = {"data": flow_values, "transform": [{"filter": PICKED}],
+            "mark": {"type": "line", "clip": True, "strokeWidth": 1.5, "color": style.HIGHLIGHT},
+            "encoding": {"x": x, "y": y, "detail": {"field": "flow", "type": "nominal"},
+                         "order": {"field": "order", "type": "quantitative"}}}
+    head = {"data": flow_values, "transform": [{"filter": PICKED}, {"filter": "datum.head"}],
+            "mark": {"type": "point", "shape": "triangle-down", "filled": True, "size": 70,
+                     "clip": True, "color": style.HIGHLIGHT, "opacity": 1},
+            "encoding": {"x": x, "y": y}}
+    return {"title": {"text": title, "subtitle": subtitle, "anchor": "start"},
+            "width": WIDTH_PX, "height": LANE_PX * max(len(lanes), 1),
+            "layer": [bars, line, head]}
+
+
+def timeline_spec(panels: list, titles: list[str], subtitles: list[str], shared: bool,
+                  search: str | None = None) -> dict:
+    """Every run's panel in one Vega-Lite spec (a plain dict: Altair's validation of a layered
+    concat costs ~0.5 s). ``panels`` are ``queries.timeline_panels`` entries that have marks;
+    ``shared``: one x scale (linked zoom), else each panel its own."""
+    views = [_panel(marks, i, title, sub, domain, search)
+             for i, ((_, _, domain, marks), title, sub) in enumerate(zip(panels, titles, subtitles))]
+    return {
+        "$schema": "https://vega.github.io/schema/vega-lite/v6.json",
+        "params": _params([f"panel_{i}" for i in range(len(views))], shared),
+        "vconcat": views, "spacing": 28, "padding": {"left": 5, "top": 5, "right": 28, "bottom": 5},
+        "resolve": {"scale": {"x": "shared" if shared else "independent", "y": "independent",
+                              "color": "shared"}},
+        "config": style.CONFIG, "usermeta": style.EMBED,
+    }
+
+
+# ── the time window (ns from the iteration start), moved by the page's buttons ─────────────────
+
+def zoom_window(window: tuple[int, int], extent: int, factor: float) -> tuple[int, int]:
+    """``window`` scaled by ``factor`` about its centre (0.5: zoom in twice), kept in [0, extent]."""
+    start, end = window
+    half = max((end - start) * factor / 2, 500)  # no closer than 1 µs across
+    centre = (start + end) / 2
+    return _clamp(int(centre - half), int(centre + half), extent)
+
+
+def pan_window(window: tuple[int, int], extent: int, fraction: float) -> tuple[int, int]:
+    """``window`` moved by ``fraction`` of its width (negative: earlier), kept in [0, extent]."""
+    shift = int((window[1] - window[0]) * fraction)
+    return _clamp(window[0] + shift, window[1] + shift, extent)
+
+
+def _clamp(start: int, end: int, extent: int) -> tuple[int, int]:
+    width = min(end - start, extent)
+    start = min(max(start, 0), extent - width)
+    return start, start + width
+
+
+def brushed_ns(selection) -> tuple[int, int] | None:
+    """The range dragged on the chart (Streamlit's selection state), as ns from the iteration
+    start, or None when nothing is selected."""
+    brush = (selection or {}).get("brush") or {}
+    values = brush.get("start_us")
+    if not values or len(values) != 2:
+        return None
+    start, end = sorted(float(v) for v in values)
+    return (int(start * 1e3), int(end * 1e3)) if end > start else None
+
+
+def range_table(stats: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
+    """``queries.timeline_range_stats`` for the page: run label, readable total and self time."""
+    return stats.assign(run=stats["run_id"].map(labels).fillna(stats["run_id"]),
+                        total=(stats["total_ns"] / 1e3).map(style.duration),
+                        self_time=(stats["self_ns"] / 1e3).map(style.duration),
+                        total_us=stats["total_ns"] / 1e3, self_us=stats["self_ns"] / 1e3)

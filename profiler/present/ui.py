@@ -1,0 +1,373 @@
+"""App glue: the one backend module that imports streamlit. Pages use only this API.
+
+Store: ``get_store() -> Store`` is the store at ``PROFILER_DB`` (default ``data/traces.duckdb``),
+cached per process, seeded from ``data/samples/`` on a background thread when empty (unless
+``PROFILER_SEED=0``; ``seeding()`` tells how far it got); safe to share, it opens a short
+connection per call. ``traces_dir()``: kept original traces.
+
+View state (the URL is the source of truth; ``profiler.present.share``):
+    ``view_state(page) -> ViewState``  the URL's view for ``page`` (a url path, ``share.PAGES``);
+        a bad parameter becomes an ``st.warning``; with no ``runs`` in the URL (after a sidebar
+        click) the session's last selection is used and written back to the URL.
+    ``set_view(state)`` / ``update_view(state, **changes) -> ViewState``  write to the URL.
+    ``select_runs(run_ids)``  make ``run_ids`` the selection (URL + session).
+    ``link_to(page, state, label=None)``  ``st.page_link`` that carries the state.
+    ``copy_link(state) -> str``  a "Share this view" popover with the full URL (copy button).
+
+Empty states and errors:
+    ``require_runs(state, minimum=1, purpose=...) -> tuple[str, ...]``  the selected runs that
+        exist (warns about unknown ones), else "No runs selected: pick runs on the runs page"
+        with a page link, then ``st.stop()``.
+    ``show_error(err)``, ``with guard(): ...``  the project's errors (``ProfilerError``,
+        ``ShareError``) as ``st.error`` sentences instead of tracebacks.
+
+Tables, files, captures:
+    ``pick_rows(df, key, selected, id_col="run_id", **kw) -> tuple[str, ...]``  row-selectable
+        ``st.dataframe`` pre-selected from ``selected``; the selected ids.
+    ``csv_download(df, name, label=...)``  ``name.csv`` download button.
+    ``ingest_files(files) -> list[IngestResult]``  one progress bar per upload, errors per file.
+    ``upload_limit_mb() -> int``  the server's per-file upload limit.
+    ``trace_download(run_id)``  download the run's original ``.json.gz`` (for Perfetto).
+    ``capture_runs(config) -> (results, skipped outcomes)``  a ``profiler.capture.recorder`` capture with
+        a live bar per variant, then ingest; one capture per server at a time (others wait).
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+from streamlit import config as st_config
+from streamlit.runtime.pages_manager import PagesManager
+
+from profiler.analysis import queries
+from profiler.capture.samples import Seeding, seed_in_background
+from profiler.errors import ProfilerError, StoreError, TraceError
+from profiler.present import markup
+from profiler.present.share import PAGES, ShareError, ViewState, app_root, decode, encode, share_url
+from profiler.storage import catalog
+from profiler.storage.store import Store, default_db_path
+
+PROJECT_ERRORS = (ProfilerError, ShareError)  # TraceError, StoreError, ... all derive from it
+PAGE_FILES = {page: f"pages/{page.replace('-', '_')}.py" for page in PAGES}
+PAGE_ICONS = {"runs": ":material/list:", "profile": ":material/play_circle:",
+              "upload": ":material/upload:", "timeline": ":material/view_timeline:",
+              "kernels": ":material/memory:", "launches": ":material/rocket_launch:",
+              "cpu-cost": ":material/speed:", "compare": ":material/compare_arrows:",
+              "sweep": ":material/ssid_chart:", "attention": ":material/center_focus_strong:",
+              "memory": ":material/memory_alt:", "job": ":material/lan:"}
+_RUNS_KEY = "_selected_runs"
+_CAPTURE_LOCK = threading.Lock()  # torch.profiler is process-wide, and timings need the GPU alone
+
+
+@st.cache_resource(show_spinner="Opening the trace store…")
+def _store_at(path: str) -> tuple[Store, Seeding]:
+    store = Store(path)
+    if os.environ.get("PROFILER_SEED", "1") == "0":
+        return store, Seeding()
+    return store, seed_in_background(store)
+
+
+def db_path() -> str:
+    """The store path this process uses (``PROFILER_DB`` or the default)."""
+    return str(Path(os.environ.get("PROFILER_DB") or default_db_path()).resolve())
+
+
+def get_store() -> Store:
+    """The cached store for ``db_path()``."""
+    return _store_at(db_path())[0]
+
+
+def seeding() -> Seeding:
+    """The background seeding of the store from the shipped samples (``running`` while it lasts)."""
+    return _store_at(db_path())[1]
+
+
+def traces_dir() -> Path:
+    """Where the original trace files live: ``traces/`` next to the store file."""
+    return Path(db_path()).parent / "traces"
+
+
+def _session_runs() -> tuple[str, ...]:
+    return tuple(st.session_state.get(_RUNS_KEY, ()))
+
+
+_ENTRY = threading.local()  # set by app.py in each script run that goes through st.navigation
+
+
+def entered_through_app() -> None:
+    """Called by app.py before ``st.navigation``: this script run is the real app."""
+    _ENTRY.app = True
+
+
+def _leave_pages_directory_mode() -> None:
+    """Streamlit 1.67 runs the first session after a server start that opens a deep link (e.g.
+    a shared /kernels?runs=...) as an old-style pages/ directory app, without app.py: no wide
+    layout, file names in the sidebar. Rerun it through app.py (same url path, same page).
+    AppTest resets that flag before every run, where a rerun would drop widget triggers, so
+    there the page runs as is (the browser test covers the real server)."""
+    through_app, _ENTRY.app = getattr(_ENTRY, "app", False), False
+    if st_config.get_option("global.appTest"):  # AppTest patches this module's get_option
+        return
+    if not through_app and PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+def view_state(page: str) -> ViewState:
+    """The view the URL describes for ``page``, falling back to the session's selected runs."""
+    _leave_pages_directory_mode()
+    params = st.query_params.to_dict()
+    try:
+        state = decode(params, page)
+    except ShareError as err:
+        st.warning(f"This link has a parameter the dashboard cannot use ({markup.md(err)}); it is ignored.")
+        state = ViewState(page=page)
+        st.query_params.clear()
+    if "runs" not in params and _session_runs():
+        state = state.with_(runs=_session_runs())
+        set_view(state)
+    st.session_state[_RUNS_KEY] = state.runs
+    return state
+
+
+def set_view(state: ViewState) -> None:
+    """Write ``state`` to the URL (only when it changed) and remember its runs."""
+    params = encode(state)
+    if st.query_params.to_dict() != params:
+        st.query_params.from_dict(params)
+    st.session_state[_RUNS_KEY] = state.runs
+
+
+def update_view(state: ViewState, **changes) -> ViewState:
+    """``state`` with ``changes``, written to the URL."""
+    new = state.with_(**changes)
+    set_view(new)
+    return new
+
+
+def select_runs(run_ids: Iterable[str]) -> None:
+    """Make ``run_ids`` the selection for this session (and the URL of the current page)."""
+    runs = tuple(dict.fromkeys(run_ids))
+    st.session_state[_RUNS_KEY] = runs
+    params = st.query_params.to_dict()
+    if runs:
+        params["runs"] = ",".join(runs)
+    else:
+        params.pop("runs", None)
+    st.query_params.from_dict(params)
+
+
+def _known(runs: tuple[str, ...]) -> tuple[str, ...]:
+    """``runs`` that are in the store; warns about the others (deleted, or another deployment)."""
+    if not runs:
+        return runs
+    try:
+        known = set(queries.run_labels(get_store(), runs)["run_id"])
+    except StoreError as err:  # e.g. the store file is locked by a long command-line ingest
+        show_error(err)
+        st.stop()
+    missing = [r for r in runs if r not in known]
+    if missing:
+        st.warning(f"Not in this store (deleted, or shared from another deployment): "
+                   f"{markup.md(', '.join(missing))}. Showing the other selected runs.")
+    return tuple(r for r in runs if r in known)
+
+
+def require_runs(state: ViewState, minimum: int = 1, purpose: str = "this page") -> tuple[str, ...]:
+    """The selected runs that exist, or an empty state with a link to the runs page (then stop)."""
+    runs = _known(state.runs)
+    if len(runs) >= minimum:
+        return runs
+    if runs:
+        st.info(f"{purpose[0].upper() + purpose[1:]} needs {minimum} runs; {len(runs)} selected. "
+                "Pick more on the runs page.")
+    else:
+        st.info("No runs selected: pick runs on the runs page.")
+    st.page_link(PAGE_FILES["runs"], label="Go to the runs page", icon=PAGE_ICONS["runs"])
+    st.stop()
+
+
+def link_to(page: str, state: ViewState, label: str | None = None, icon: str | None = None) -> None:
+    """A link to another page that keeps the runs, iteration, window and filters of ``state``."""
+    st.page_link(PAGE_FILES[page], label=label, icon=icon or PAGE_ICONS[page],
+                 query_params=encode(state))
+
+
+def show_error(err: Exception) -> None:
+    """Show one of the project's errors as a sentence, not a traceback."""
+    st.error(markup.md(err), icon=":material/error:")
+
+
+@contextmanager
+def guard() -> Iterator[None]:
+    """Run a block; the project's errors become ``st.error`` messages."""
+    try:
+        yield
+    except PROJECT_ERRORS as err:
+        show_error(err)
+
+
+def copy_link(state: ViewState) -> str:
+    """A popover with the URL of this view; returns the URL."""
+    url = share_url(state, base=app_root(st.context.url or ""))
+    with st.popover("Share this view", icon=":material/link:"):
+        st.caption("Anyone with access to this dashboard sees the same runs and view:")
+        st.code(url, language=None, wrap_lines=True)
+    return url
+
+
+def csv_download(df: pd.DataFrame, name: str, label: str = "Download CSV") -> None:
+    """A button that downloads ``df`` as ``name.csv`` (no rerun on click)."""
+    st.download_button(
+        label, markup.csv_cells(df).to_csv(index=False).encode(), file_name=f"{name}.csv", mime="text/csv",
+        key=f"csv-{name}", on_click="ignore", icon=":material/download:",
+    )
+
+
+def pick_rows(df: pd.DataFrame, key: str, selected: tuple[str, ...], id_col: str = "run_id",
+              **dataframe_kwargs) -> tuple[str, ...]:
+    """A row-selectable table pre-selected from ``selected``; the ids of the selected rows."""
+    ids = list(df[id_col])
+    default = {"selection": {"rows": [ids.index(r) for r in selected if r in ids]}}
+    # the key follows the rows, so a stored selection never points at rows that moved
+    event = st.dataframe(df, key=f"{key}-{hash(tuple(ids))}", on_select="rerun",
+                         selection_mode="multi-row", selection_default=default,
+                         **dataframe_kwargs)
+    picked = tuple(ids[i] for i in event.selection.rows if i < len(ids))
+    kept = tuple(r for r in selected if r in picked)
+    return kept if set(kept) == set(picked) else kept + tuple(r for r in picked if r not in kept)
+
+
+def upload_limit_mb() -> int:
+    """The server's per-file upload limit in MB (``server.maxUploadSize``)."""
+    return int(st.get_option("server.maxUploadSize"))
+
+
+def ingest_files(files, source: str = "uploaded") -> list:
+    """Ingest each file with its own progress bar; each succeeds or fails on its own (errors are
+    shown per file, naming it, never raised), and a summary follows when some failed."""
+    from profiler.storage import isolated
+
+    results, failed = [], 0
+    for f in files:
+        name = markup.md(f.name)
+        bar = st.progress(0.0, text=f"{name}: reading…")
+        def report(done: float, bar=bar, name=name) -> None:
+            bar.progress(min(max(done, 0.0), 1.0), text=f"{name}: {done:.0%}")
+        try:
+            result = isolated.ingest_upload(f, db_path(), source=source, progress=report)
+        except PROJECT_ERRORS as err:
+            bar.empty()
+            show_error(err if isinstance(err, TraceError) else StoreError(f"{f.name}: {err}"))
+            failed += 1
+            continue
+        bar.progress(1.0, text=f"{name}: {result.events:,} events, {result.kernels:,} kernels "
+                     f"in {result.seconds:.1f} s" + (" (already in the store)" * result.duplicate))
+        for note in result.notes:
+            st.caption(f"{name}: {markup.md(note)}")
+        catalog.keep_trace(f, traces_dir(), result.run_id)
+        results.append(result)
+    if failed:
+        st.warning(f"{len(files) - failed} of {len(files)} files added; {failed} failed (see above).")
+    return results
+
+
+def ingest_job_upload(files, job: str, skip_bad: bool = False):
+    """Store uploaded rank traces (several files, or zips of them) as one job, with one progress
+    bar; parsed in this process. Returns the JobResult, or None after showing the error."""
+    from profiler.storage import jobs
+
+    bar = st.progress(0.0, text=f"job {job}: reading {len(files)} file(s)…")
+    with tempfile.TemporaryDirectory(prefix="job-upload-") as folder:
+        try:
+            paths = jobs.save_uploads(files, folder)
+            result = jobs.ingest_job(get_store(), paths, job, skip_bad=skip_bad, engine="in-process",
+                                     progress=lambda done: bar.progress(min(max(done, 0.0), 1.0),
+                                                                        text=f"job {job}: {done:.0%}"))
+        except PROJECT_ERRORS as err:
+            bar.empty()
+            show_error(err)
+            return None
+    bar.progress(1.0, text=f"job {job}: {len(result.ranks)} of {result.world_size} ranks in "
+                           f"{result.seconds:.1f} s")
+    return result
+
+
+def trace_download(run_id: str) -> None:
+    """Download button for a run's original trace, or a note that this server lacks it."""
+    path = catalog.trace_path(traces_dir(), run_id)
+    if path is None:
+        st.caption("This server has no copy of this run's original trace (only runs uploaded "
+                   "or captured in the dashboard keep one).")
+        return
+    name = queries.run_labels(get_store(), [run_id])["name"].iloc[0]
+    stem = name.removesuffix(".gz").removesuffix(".json")
+    st.download_button("Download the trace (.json.gz, opens in ui.perfetto.dev)",
+                       data=path.read_bytes, file_name=f"{stem}.json.gz",
+                       mime="application/gzip", key=f"trace-{run_id}", on_click="ignore",
+                       icon=":material/download:")
+
+
+class _VariantBars:
+    """One progress bar per variant, fed by ``capture``'s (variant, fraction, message) reports."""
+
+    def __init__(self, names: Iterable[str], runs_each: int):
+        self.bars = {n: st.progress(0.0, text=f"{n}: waiting") for n in names}
+        self.done = dict.fromkeys(self.bars, 0)
+        self.runs_each, self.seen = runs_each, 0
+
+    def __call__(self, variant: str, fraction: float, message: str) -> None:
+        finished = round(fraction * self.runs_each * len(self.bars))
+        if variant in self.bars:  # runs finished since the last report are this variant's
+            self.done[variant] += max(0, finished - self.seen)
+            share = min(1.0, self.done[variant] / self.runs_each)
+            self.bars[variant].progress(share, text=f"{variant}: {message}")
+        self.seen = max(self.seen, finished)
+
+
+@st.cache_resource
+def preload_capture() -> threading.Thread:
+    """Import the capture layer (torch, and the compiler probe behind the variants' availability:
+    seconds) on a helper thread once per server, so the profile page's first visitor does not
+    wait for it. On a new store it starts after the samples are in, so that neither the first
+    page nor the seeding waits for torch."""
+    def load() -> None:
+        seeding().wait()
+        from profiler.capture import variants
+
+        variants.availability(variants.Setting(device=variants.default_device()))
+
+    thread = threading.Thread(target=load, name="preload-capture", daemon=True)
+    thread.start()
+    return thread
+
+
+def capture_runs(config) -> tuple[list, list]:
+    """Capture ``config`` (a ``capture.CaptureConfig``) with live bars, then ingest the traces."""
+    from profiler.capture import recorder as capture  # torch loads only when someone captures
+
+    if not _CAPTURE_LOCK.acquire(blocking=False):
+        with st.spinner("Another session is capturing on this machine; waiting for it to finish…"):
+            _CAPTURE_LOCK.acquire()
+    try:
+        config = replace(config, out_dir=traces_dir())
+        bars = _VariantBars(config.variants, capture.runs_per_variant(config))
+        outcomes = capture.capture(config, progress=bars)
+        with st.spinner("Adding the traces to the store…"):
+            results = capture.ingest_outcomes(get_store(), outcomes)
+        profiled = [o for o in outcomes if o.path is not None]
+        for outcome, result in zip(profiled, results):  # same order: ingest_outcomes' contract
+            catalog.adopt_trace(outcome.path, traces_dir(), result.run_id)
+    except capture.CaptureError as err:
+        show_error(err)
+        return [], []
+    finally:
+        _CAPTURE_LOCK.release()
+    return results, [o for o in outcomes if o.skipped]

@@ -1,0 +1,328 @@
+"""Jobs: the rank traces of one distributed run, ingested together and kept as Parquet.
+
+A job's ranks are parsed (in parallel on Ray, or in this process: `profiler/storage/parallel.py`) by the
+same code as a single upload, and each rank's tables are written as Parquet files under the job
+directory (`job_root()`), partitioned by job and rank:
+
+    <root>/<table>/job=<key>/rank=<rank>/<run id>.parquet     table: traces, iterations, kernels, ...
+    <root>/manifests/<key>.json                                the job: ranks, files, missing ranks
+
+The manifest is written last and is the job's commit: files without one are invisible and are
+removed by the next ingest of that job name, so a job lands whole or not at all. Readers
+(`profiler/storage/job_views.py`) put the Parquet rows of every committed job beside the store's own tables, through
+temporary views of the same names, so every query and page reads a rank like any other run.
+
+The root can be any path pyarrow opens (a local directory, a network mount, `s3://...`), so
+several dashboard instances can read one shared job directory (docs/store.md).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import re
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow.fs as pafs
+
+from profiler import errors
+
+JOB_ROOT_ENV = "PROFILER_JOBS"
+TABLES = ("traces", "iterations", "kernels", "memops", "launches", "ops")
+# the metrics layer's per-iteration rows of each rank (sql/metrics.sql), computed at ingest like a
+# single upload's; a rank computed under another definition is recomputed when read (job_views.py)
+METRICS_TABLE = "stored_iteration_metrics"
+WRITTEN = TABLES + (METRICS_TABLE,)
+TRACE_SUFFIXES = (".json", ".json.gz")
+_RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
+_BACKEND = re.compile(rb'"distributedInfo"\s*:\s*\{[^{}]*?"backend"\s*:\s*"([^"\\]{1,40})"')
+
+
+class JobError(errors.ProfilerError):
+    """A job cannot be ingested or read; the message says which job (and file) and why."""
+
+
+# --- where jobs live -----------------------------------------------------------------------------
+
+def job_root(store) -> str:
+    """$PROFILER_JOBS if set, else `<store file stem>-jobs/` beside the store file."""
+    named = os.environ.get(JOB_ROOT_ENV)
+    if named:
+        return named
+    path = Path(store.path)
+    return str(path.with_name(f"{path.stem}-jobs").resolve())
+
+
+def filesystem(root: str) -> tuple[pafs.FileSystem, str]:
+    """The pyarrow filesystem of `root` and the root's path within it (plain paths are local)."""
+    if "://" in root:
+        return pafs.FileSystem.from_uri(root)
+    return pafs.LocalFileSystem(), os.path.abspath(root)
+
+
+def job_key(name: str) -> str:
+    """A job name as a directory name: letters, digits, '.', '_' and '-' (others become '_')."""
+    cleaned = " ".join(str(name).split())
+    if not cleaned:
+        raise JobError("A job name cannot be empty.")
+    return re.sub(r"[^A-Za-z0-9._-]", "_", cleaned)[:120]
+
+
+def run_id(key: str, trace_id: str) -> str:
+    """A rank's run id: its trace's content hash within its job (the same file in two jobs, or
+    uploaded on its own too, is two runs)."""
+    return hashlib.sha256(f"{key}/{trace_id}".encode()).hexdigest()[:16]
+
+
+def rank_file(root: str, table: str, key: str, rank: int, rid: str) -> str:
+    return f"{root}/{table}/job={key}/rank={rank}/{rid}.parquet"
+
+
+# --- ranks ---------------------------------------------------------------------------------------
+
+def rank_from_name(name: str) -> int | None:
+    """The rank a file name gives ('rank-3', 'worker3', 'rank_03'), or None."""
+    found = _RANK_IN_NAME.findall(Path(name).name)
+    return int(found[-1]) if found else None
+
+
+def backend(path: str | os.PathLike, head_bytes: int = 4 << 20) -> str | None:
+    """`distributedInfo.backend` ('nccl', 'gloo', ...) as written near the top of a trace, or None
+    (the rank and world size come from the parsed trace itself)."""
+    import gzip
+
+    with open(path, "rb") as raw:
+        magic = raw.read(2)
+        raw.seek(0)
+        stream = gzip.GzipFile(fileobj=raw) if magic == b"\x1f\x8b" else raw
+        try:
+            head = stream.read(head_bytes)
+        except (OSError, EOFError):
+            return None
+    match = _BACKEND.search(head)
+    return match.group(1).decode(errors="replace") if match else None
+
+
+def trace_files(paths: Iterable[str | os.PathLike], unpack_dir: str | None = None) -> list[Path]:
+    """The trace files named: files as given, directories' `.json` / `.json.gz` files (sorted),
+    and the trace members of `.zip` archives (extracted into `unpack_dir`)."""
+    found: list[Path] = []
+    for item in map(Path, paths):
+        if item.is_dir():
+            found += sorted(p for p in item.iterdir() if p.is_file() and p.name.endswith(TRACE_SUFFIXES))
+        elif item.suffix == ".zip":
+            found += unzip(item, unpack_dir or tempfile.mkdtemp(prefix="job-"))
+        elif item.exists():
+            found.append(item)
+        else:
+            raise JobError(f"{item}: no such file or directory")
+    if not found:
+        raise JobError("no trace files (.json, .json.gz) among " + ", ".join(map(str, paths)))
+    return found
+
+
+def unzip(archive: str | os.PathLike, into: str | os.PathLike) -> list[Path]:
+    """The trace members of a zip archive, extracted flat into `into` (member names are data:
+    only their base names are used, so nothing lands outside `into`)."""
+    out: list[Path] = []
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            for info in zf.infolist():
+                base = Path(info.filename).name
+                if info.is_dir() or not base.endswith(TRACE_SUFFIXES) or base.startswith("."):
+                    continue
+                target = Path(into) / base
+                if target.exists():
+                    raise JobError(f"{Path(archive).name}: two members are called {base}")
+                with zf.open(info) as src, open(target, "wb") as dst:
+                    while chunk := src.read(8 << 20):
+                        dst.write(chunk)
+                out.append(target)
+    except zipfile.BadZipFile as e:
+        raise JobError(f"{Path(archive).name}: not a readable zip archive ({e})") from e
+    return sorted(out)
+
+
+def save_uploads(files, folder: str | os.PathLike) -> list[Path]:
+    """Uploaded files (objects with `name` and `getbuffer()` or `read()`, e.g. Streamlit's) written
+    into `folder` under their base names; zips are unpacked there. Returns the trace files."""
+    saved: list[Path] = []
+    for f in files:
+        target = Path(folder) / Path(f.name).name
+        if target.exists():
+            raise JobError(f"two uploaded files are called {target.name}: a job needs one file per rank")
+        data = f.getbuffer() if hasattr(f, "getbuffer") else f.read()
+        target.write_bytes(data)
+        saved.append(target)
+    zips = [p for p in saved if p.suffix == ".zip"]
+    unpacked = Path(folder) / "unzipped"
+    unpacked.mkdir(exist_ok=True)
+    return [p for p in saved if p.suffix != ".zip"] + [m for z in zips for m in unzip(z, unpacked)]
+
+
+# --- the job and its manifest ----------------------------------------------------------------------
+
+@dataclass
+class RankResult:
+    """What a worker made of one file (see parallel.parse_rank)."""
+    file: str
+    rank: int
+    rank_from: str            # 'distributedInfo' or 'file name'
+    world_size: int | None
+    backend: str | None
+    run_id: str
+    trace_id: str
+    size_bytes: int
+    events: int
+    kernels: int
+    files: dict[str, str]     # table -> Parquet file
+    seconds: float
+    peak_rss: int             # the worker process's peak RSS during this file (since start_rss), bytes
+    start_rss: int = 0        # the worker process's RSS when it took this file, bytes
+    metrics_digest: str = ""  # metrics.definition_digest() of the worker that computed its metrics
+
+
+@dataclass
+class JobResult:
+    job: str
+    key: str
+    world_size: int
+    backend: str | None
+    ranks: list[RankResult]
+    ranks_missing: list[int]
+    skipped: list[str] = field(default_factory=list)   # 'file: problem' of files left out (--skip-bad)
+    seconds: float = 0.0
+    workers: int = 1
+    engine: str = "in-process"
+
+    @property
+    def ranks_present(self) -> list[int]:
+        return sorted(r.rank for r in self.ranks)
+
+
+def manifest_path(root: str, key: str) -> str:
+    return f"{root}/manifests/{key}.json"
+
+
+def read_manifests(root: str) -> list[dict]:
+    """Every committed job's manifest (none when the directory does not exist yet)."""
+    fs, base = filesystem(root)
+    info = fs.get_file_info(pafs.FileSelector(f"{base}/manifests", allow_not_found=True))
+    out = []
+    for entry in sorted(info, key=lambda i: i.path):
+        if entry.type == pafs.FileType.File and entry.path.endswith(".json"):
+            with fs.open_input_stream(entry.path) as f:
+                out.append(json.loads(f.read()))
+    return out
+
+
+def _write_manifest(root: str, result: JobResult) -> None:
+    fs, base = filesystem(root)
+    doc = {
+        "job": result.job, "key": result.key, "world_size": result.world_size, "backend": result.backend,
+        "ranks_present": result.ranks_present, "ranks_missing": result.ranks_missing,
+        "skipped": result.skipped, "added_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "ranks": [{"rank": r.rank, "rank_from": r.rank_from, "run_id": r.run_id, "trace_id": r.trace_id,
+                   "file": Path(r.file).name, "size_bytes": r.size_bytes, "events": r.events,
+                   "kernels": r.kernels, "metrics_digest": r.metrics_digest, "files": {t: p[len(base) + 1:] for t, p in r.files.items()}}
+                  for r in sorted(result.ranks, key=lambda r: r.rank)],
+    }
+    fs.create_dir(f"{base}/manifests", recursive=True)
+    final = manifest_path(base, result.key)
+    if isinstance(fs, pafs.LocalFileSystem):  # atomic on one disk: write aside, then rename
+        partial = f"{final}.{os.getpid()}.part"
+        with fs.open_output_stream(partial) as f:
+            f.write(json.dumps(doc, indent=1).encode())
+        fs.move(partial, final)
+    else:  # object stores make a written object visible whole
+        with fs.open_output_stream(final) as f:
+            f.write(json.dumps(doc, indent=1).encode())
+
+
+def remove_job_files(root: str, key: str) -> None:
+    """Delete every Parquet partition of job `key` (uncommitted leftovers or a deleted job)."""
+    fs, base = filesystem(root)
+    for table in WRITTEN:
+        path = f"{base}/{table}/job={key}"
+        if fs.get_file_info(path).type == pafs.FileType.Directory:
+            fs.delete_dir(path)
+
+
+def delete_job(store, name: str) -> None:
+    """Remove a job: its manifest first (readers stop seeing it at once), then its files."""
+    root = job_root(store)
+    fs, base = filesystem(root)
+    key = job_key(name)
+    if fs.get_file_info(manifest_path(base, key)).type != pafs.FileType.File:
+        raise JobError(f"job {name!r} is not in the store")
+    fs.delete_file(manifest_path(base, key))
+    remove_job_files(root, key)
+
+
+# --- ingest ---------------------------------------------------------------------------------------
+
+def ingest_job(store, paths: Iterable[str | os.PathLike], job: str, *, skip_bad: bool = False,
+               workers: int | None = None, engine: str = "ray", ray_address: str | None = None,
+               keep_python: bool = False, progress: Callable[[float], None] | None = None) -> JobResult:
+    """Ingest the rank traces in `paths` (files, directories, zips) as job `job`, all or nothing.
+
+    engine 'ray': files are parsed by Ray tasks (a local cluster of `workers` CPUs, default one per
+    core, or the cluster at `ray_address` / $PROFILER_RAY_ADDRESS); 'processes': a local pool of
+    worker processes without Ray; 'in-process': one after the other here. A bad file raises
+    `JobError` naming it and nothing lands, unless `skip_bad`: then the job lands without it and
+    `JobResult.skipped` says why.
+    """
+    from profiler.storage import parallel
+
+    started = time.perf_counter()
+    key = job_key(job)
+    root = job_root(store)
+    fs, base = filesystem(root)
+    if fs.get_file_info(manifest_path(base, key)).type == pafs.FileType.File:
+        raise JobError(f"job {job!r} is already in the store (delete it first, or choose another name)")
+    with tempfile.TemporaryDirectory(prefix="job-unzip-") as unpack:
+        files = trace_files(paths, unpack)
+        remove_job_files(root, key)  # leftovers of an ingest that was killed before its commit
+        try:
+            outcomes, used = parallel.run_ranks(files, base, key, engine=engine, workers=workers,
+                                                address=ray_address, keep_python=keep_python,
+                                                progress=progress)
+            result = _assemble(job, key, outcomes, skip_bad)
+            result.workers, result.engine = used, engine
+            result.seconds = time.perf_counter() - started
+            _write_manifest(root, result)
+        except BaseException:
+            remove_job_files(root, key)
+            raise
+    return result
+
+
+def _assemble(job: str, key: str, outcomes: list, skip_bad: bool) -> JobResult:
+    """Check the workers' outcomes (RankResult or TraceError per file) and name the ranks."""
+    ranks = [o for o in outcomes if isinstance(o, RankResult)]
+    bad = [o for o in outcomes if not isinstance(o, RankResult)]
+    by_rank: dict[int, list[RankResult]] = {}
+    for r in ranks:
+        by_rank.setdefault(r.rank, []).append(r)
+    clashes = {rank: rs for rank, rs in by_rank.items() if len(rs) > 1}
+    if clashes:
+        rank, rs = min(clashes.items())
+        names = " and ".join(Path(r.file).name for r in rs)
+        raise JobError(f"job {job!r}: {names} both say they are rank {rank}")
+    if bad and not skip_bad:
+        listed = "; ".join(str(e) for e in bad)
+        raise JobError(f"job {job!r} was not stored: {listed} (--skip-bad stores the job without "
+                       f"{'it' if len(bad) == 1 else 'them'})")
+    if not ranks:
+        raise JobError(f"job {job!r}: no file could be ingested")
+    sizes = {r.world_size for r in ranks if r.world_size}
+    world = max(sizes | {max(by_rank) + 1})
+    backends = {r.backend for r in ranks if r.backend}
+    return JobResult(job, key, world, min(backends) if backends else None, sorted(ranks, key=lambda r: r.rank),
+                     sorted(set(range(world)) - set(by_rank)), [str(e) for e in bad])

@@ -1,0 +1,173 @@
+"""One ingest's rows, held as compact Arrow columns until they are copied into the store.
+
+Parsing fills these (a few dozen bytes a row, far less than the JSON they came from); ops are
+nested here; then the store scans them in place (DuckDB reads Arrow without copying) inside the
+one transaction that writes the trace, so the store file is held only for that copy.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from profiler.parse import trace
+from profiler.parse.nesting import nest
+
+_U64 = {"correlation", "external_id", "bytes", "addr", "in_msg_nelems", "out_msg_nelems"}
+_F64 = {"blocks_per_sm", "warps_per_sm", "est_occupancy_pct", "bandwidth_gbps"}
+_STR = {"name", "kind", "api_kind", "pid", "tid", "cat", "concrete_inputs", "input_dims", "input_types",
+        "collective", "msg_dtype"}
+_I32 = {"device", "device_type", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
+        "registers_per_thread", "cbid", "group_size"}
+_INT_RANGE = {pa.uint64(): (0, 2**64), pa.int32(): (-(2**31), 2**31), pa.int64(): (-(2**63), 2**63)}
+
+
+def _arrow_type(column: str) -> pa.DataType:
+    if column == "name":  # kernel and op names repeat: keep each distinct name once per chunk
+        return pa.dictionary(pa.int32(), pa.string())
+    if column in _U64:
+        return pa.uint64()
+    if column in _F64:
+        return pa.float64()
+    if column in _STR:
+        return pa.string()
+    if column in _I32:
+        return pa.int32()
+    return pa.int64()
+
+
+SCHEMAS = {
+    table: pa.schema([(c, _arrow_type(c)) for c in columns]) for table, columns in trace.COLUMNS.items()
+}
+
+
+def _array(values: list, kind: pa.DataType) -> tuple[pa.Array, int]:
+    """An Arrow column of the given type, and how many values could not be stored in it. Values as
+    written in odd traces (numbers as strings, hex such as "0x0") are coerced one by one; those
+    that cannot be (out of the column's range, not numbers) become missing and are counted."""
+    if pa.types.is_dictionary(kind):
+        array, bad = _array(values, kind.value_type)
+        return array.dictionary_encode(), bad
+    try:
+        return pa.array(values, type=kind), 0
+    except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
+        pass
+    if kind == pa.string():  # thread ids are mostly integers: let Arrow format them
+        try:
+            return pa.array(values, type=pa.int64()).cast(pa.string()), 0
+        except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
+            pass
+    coerced = [_coerce(v, kind) for v in values]
+    bad = sum(1 for v, c in zip(values, coerced) if v is not None and c is None)
+    return pa.array(coerced, type=kind), bad
+
+
+def _coerce(value: Any, kind: pa.DataType) -> Any:
+    if value is None:
+        return None
+    if kind == pa.string():
+        return str(value)
+    try:
+        number = int(value, 0) if isinstance(value, str) and kind in _INT_RANGE else float(value)
+    except (TypeError, ValueError):
+        return None
+    if kind == pa.float64():
+        return number if abs(number) < float("inf") else None
+    low, high = _INT_RANGE[kind]
+    integral = number == number and abs(number) != float("inf") and number == int(number)
+    return int(number) if integral and low <= number < high else None
+
+
+def _numpy(column: pa.ChunkedArray) -> np.ndarray:
+    return column.to_numpy()
+
+
+def _codes(column: pa.ChunkedArray) -> np.ndarray:
+    """Integer codes for a string column (equal strings, equal codes; NULL is -1)."""
+    encoded = pc.dictionary_encode(column).combine_chunks()
+    return pc.fill_null(encoded.indices, -1).to_numpy().astype(np.int64)
+
+
+@dataclass(frozen=True)
+class Span:
+    start_ns: int | None
+    end_ns: int | None
+    kernels: int
+
+
+class Staging:
+    def __init__(self) -> None:
+        self._batches: dict[str, list[pa.RecordBatch]] = {table: [] for table in SCHEMAS}
+        self.tables: dict[str, pa.Table] = {}
+        self.missing: dict[str, int] = {}  # "table.column" -> values that became missing
+
+    def add(self, batch: trace.Batch) -> None:
+        for table, columns in batch.items():
+            schema = SCHEMAS[table]
+            arrays = []
+            for f in schema:
+                array, bad = _array(columns[f.name], f.type)
+                if bad:
+                    key = f"{table}.{f.name}"
+                    self.missing[key] = self.missing.get(key, 0) + bad
+                arrays.append(array)
+            self._batches[table].append(pa.RecordBatch.from_arrays(arrays, schema=schema))
+
+    def notes(self) -> list[str]:
+        """One line per column with values that could not be stored, e.g. '2 values of
+        kernels.grid_x out of range or not numbers: stored as missing'."""
+        return [f"{n:,} value{'s' * (n != 1)} of {key} out of range or not numbers: stored as missing"
+                for key, n in self.missing.items()]
+
+    def finish(self) -> Span:
+        """Assemble the tables, nest the ops, and return the trace's time span."""
+        for table, batches in self._batches.items():
+            self.tables[table] = pa.Table.from_batches(batches, schema=SCHEMAS[table])
+        self._batches.clear()
+        self.tables["ops"] = self._nest_ops(self.tables["ops"])
+        memory = self.tables["memory"]  # event_idx: the order in the file (ties in time stay ordered)
+        self.tables["memory"] = memory.append_column("event_idx", pa.array(np.arange(memory.num_rows)))
+        return self._span()
+
+    @staticmethod
+    def _nest_ops(ops: pa.Table) -> pa.Table:
+        """The ops with their parent_id, depth and self_ns columns (op_id is the row number)."""
+        order = ops.select(["op_id", "pid", "tid", "ts_ns", "dur_ns"]).sort_by(
+            [("pid", "ascending"), ("tid", "ascending"), ("ts_ns", "ascending"),
+             ("dur_ns", "descending"), ("op_id", "ascending")])
+        pid, tid = (_codes(order[c]) for c in ("pid", "tid"))
+        lanes = pid * (int(tid.max(initial=0)) + 2) + tid
+        parents, depths, selfs = nest(lanes, _numpy(order["ts_ns"]), _numpy(order["dur_ns"]))
+        op_ids = _numpy(order["op_id"])
+        del order, pid, tid, lanes
+        nested = {"parent_id": np.where(parents < 0, -1, op_ids[np.maximum(parents, 0)]),
+                  "depth": depths, "self_ns": selfs}
+        for name, values in nested.items():
+            column = np.empty_like(values)
+            column[op_ids] = values  # back to row order
+            array = pa.array(column, mask=column < 0) if name == "parent_id" else pa.array(column)
+            ops = ops.append_column(name, array)
+        return ops
+
+    def _span(self) -> Span:
+        starts, ends = [], []
+        for name in ("ops", "launches", "kernels", "memops"):
+            t = self.tables[name]
+            if t.num_rows:
+                starts.append(pc.min(t["ts_ns"]).as_py())
+                ends.append(pc.max(pc.add(t["ts_ns"], t["dur_ns"])).as_py())
+        return Span(min(starts, default=None), max(ends, default=None), self.tables["kernels"].num_rows)
+
+    def register(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Make the staged tables visible to `con` as stage_<table> (this connection only)."""
+        for name, table in self.tables.items():
+            con.register(f"stage_{name}", table)
+
+    def release(self, con: duckdb.DuckDBPyConnection, name: str) -> None:
+        """Drop a staged table once it has been copied, freeing its memory."""
+        con.unregister(f"stage_{name}")
+        del self.tables[name]
