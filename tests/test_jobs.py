@@ -23,7 +23,7 @@ from profiler.storage import jobs, parallel
 from profiler.storage.store import Store
 
 DLRM = sorted(SHARED_TRACES.glob("param__dlrm_kineto__worker*.pt.trace.json")) if SHARED_TRACES.is_dir() else []
-needs_dlrm = pytest.mark.skipif(len(DLRM) != 7, reason="needs the 7 DLRM rank traces of ../shared/traces")
+needs_dlrm = pytest.mark.third_party  # the 7 DLRM rank traces (skipped with the others when missing)
 TABLE_ORDER = {
     "traces": "name", "iterations": "iteration", "kernels": "ts_ns, dur_ns, name, correlation",
     "memops": "ts_ns, dur_ns, name, correlation", "launches": "ts_ns, dur_ns, name, correlation, tid",
@@ -147,7 +147,7 @@ NS_RESOLUTION = SHARED_TRACES / "hta__ns_resolution__rank-0.Apr_03_18_51_38.1102
 
 
 @pytest.mark.third_party
-@pytest.mark.skipif(not NS_RESOLUTION.is_file(), reason=f"needs {NS_RESOLUTION.name} of ../shared/traces")
+@pytest.mark.third_party
 def test_job_figures_are_the_metrics_layers_even_when_computed_under_another_definition(job_store):
     """A rank's figures are the metrics layer's rows of that trace (one definition): the rows its
     worker kept, and the same macro's rows computed on read for a rank kept under another
@@ -458,7 +458,7 @@ def test_cli_job_json(tmp_path):
 
 
 @pytest.mark.third_party
-@pytest.mark.skipif(not NS_RESOLUTION.is_file(), reason=f"needs {NS_RESOLUTION.name} of ../shared/traces")
+@pytest.mark.third_party
 def test_record_param_comms_args_are_stored(job_store):
     """The sizes PyTorch writes on record_param_comms land on the op, as in the plain JSON."""
     run = job_store.ingest(NS_RESOLUTION)
