@@ -7,10 +7,11 @@ import json
 import pytest
 
 from profiler import errors
+from profiler.storage.catalog import RUN_TABLES
 from profiler.storage.store import Store
 from tests.conftest import FIXTURES
 
-TABLES = ("traces", "kernels", "memops", "launches", "ops", "iterations")
+TABLES = RUN_TABLES
 GOOD = (FIXTURES / "tiny_naive.json").read_bytes()
 
 

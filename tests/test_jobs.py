@@ -27,7 +27,7 @@ needs_dlrm = pytest.mark.third_party  # the 7 DLRM rank traces (skipped with the
 TABLE_ORDER = {
     "traces": "name", "iterations": "iteration", "kernels": "ts_ns, dur_ns, name, correlation",
     "memops": "ts_ns, dur_ns, name, correlation", "launches": "ts_ns, dur_ns, name, correlation, tid",
-    "ops": "op_id",
+    "ops": "op_id", "lane_names": "kind, pid, tid",
 }
 
 

@@ -46,6 +46,9 @@ ARG_COLUMNS: dict[str, tuple[str, ...]] = {
     "out_msg_nelems": ("Out msg nelems",),
     "msg_dtype": ("dtype",),
     "group_size": ("Group size",),
+    # metadata ('M') events: a process's or thread's name, a process's label ("GPU 0")
+    "lane_name": ("name",),
+    "lane_labels": ("labels",),
 }
 RAW_COLUMNS = frozenset({"input_dims", "input_types", "concrete_inputs"})  # not decoded at ingest
 

@@ -72,22 +72,27 @@ def to_ns(raw: Any) -> int | None:
 
 
 MEMORY_EVENT = "[memory]"  # the instant ('i') event profile_memory writes for each allocation and free
+# metadata ('M') events that name a timeline lane -> the kind of name kept
+LANE_NAME_KIND = {"thread_name": "thread", "process_name": "process", "process_labels": "process_labels"}
 
 
 def split(events: list, keep_python: bool) -> dict[str, list]:
-    """Complete ('X') events with a timestamp, grouped by the table they go to, and the
-    '[memory]' instants."""
-    buckets: dict[str, list] = {"kernels": [], "memops": [], "launches": [], "ops": [], "memory": []}
+    """Complete ('X') events, grouped by the table they go to, the '[memory]' instants, and the
+    metadata events that name processes and threads."""
+    buckets: dict[str, list] = {"kernels": [], "memops": [], "launches": [], "ops": [], "memory": [],
+                                "lane_names": []}
     add = {cat: buckets[table].append for cat, table in CATEGORY_TABLE.items()}
     if keep_python:
         add["python_function"] = buckets["ops"].append
-    memory = buckets["memory"].append
+    memory, lane_name = buckets["memory"].append, buckets["lane_names"].append
     for e in events:
         put = add.get(e.cat)
         if put is not None and e.ph == "X":
             put(e)
         elif e.ph == "i" and e.name == MEMORY_EVENT:
             memory(e)
+        elif e.ph == "M" and e.name in LANE_NAME_KIND:
+            lane_name(e)
     return buckets
 
 
@@ -198,6 +203,20 @@ def memory_columns(events: list, ts: list) -> Columns:
         "total_allocated_bytes": arg_column(args, "total_allocated_bytes"),
         "total_reserved_bytes": arg_column(args, "total_reserved_bytes"),
         "pid": list(map(_pid, events)), "tid": list(map(_tid, events)),
+    }
+
+
+def lane_name_columns(events: list) -> Columns:
+    """Metadata events -> (kind, pid, tid, name); they need no timestamp. A process's rows have
+    tid NULL; Kineto names a GPU's process by its device index and a stream's thread by its id."""
+    args = _args(events)
+    kinds = [LANE_NAME_KIND[e.name] for e in events]
+    names = [n if k != "process_labels" else lab
+             for k, n, lab in zip(kinds, arg_column(args, "lane_name"), arg_column(args, "lane_labels"))]
+    return {
+        "kind": kinds, "pid": list(map(_pid, events)),
+        "tid": [t if k == "thread" else None for k, t in zip(kinds, map(_tid, events))],
+        "name": [n.strip() if type(n) is str else None for n in names],
     }
 
 

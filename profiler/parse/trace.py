@@ -52,8 +52,9 @@ OP_COLUMNS = ("op_id", "cat", "name", "pid", "tid", "ts_ns", "dur_ns", "external
               "out_msg_nelems", "msg_dtype", "group_size")
 MEMORY_COLUMNS = ("ts_ns", "device_type", "device", "addr", "change_bytes", "total_allocated_bytes",
                   "total_reserved_bytes", "pid", "tid")
+LANE_NAME_COLUMNS = ("kind", "pid", "tid", "name")
 COLUMNS = {"kernels": KERNEL_COLUMNS, "memops": MEMOP_COLUMNS, "launches": LAUNCH_COLUMNS, "ops": OP_COLUMNS,
-           "memory": MEMORY_COLUMNS}
+           "memory": MEMORY_COLUMNS, "lane_names": LANE_NAME_COLUMNS}
 
 # one chunk's rows: table -> column -> values (columns in `COLUMNS[table]` order)
 Batch = dict[str, dict[str, list]]
@@ -344,6 +345,9 @@ class TraceReader:
         batch: Batch = {}
         for table, evs in columns.split(events, self._keep_python).items():
             if not evs:
+                continue
+            if table == "lane_names":
+                batch[table] = columns.lane_name_columns(evs)
                 continue
             evs, ts = self._valid_times(evs)
             if not evs:

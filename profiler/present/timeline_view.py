@@ -16,7 +16,7 @@ from profiler.present import style
 EVENT_KINDS = ["op", "runtime", "driver", "kernel", "memcpy", "memset", "merged"]
 LANE_PX = 22            # per timeline row
 WIDTH_PX = 900          # plot width of every panel (the lane names sit left of it)
-LABEL_PX = 230          # room for lane names
+LABEL_PX = 260          # room for lane names (Kineto names threads "thread 1262 (pt_autograd_0)")
 SCALE_HINT_RATIO = 100  # runs whose iterations differ more than this read better on their own scales
 ZOOM_WHEEL = "wheel![event.ctrlKey || event.metaKey || event.shiftKey]"
 PAN_DRAG = "[mousedown[event.shiftKey], window:mouseup] > window:mousemove!"

@@ -39,7 +39,11 @@ def _attach(con: duckdb.DuckDBPyConnection, root: str) -> None:
     fs, base = jobs.filesystem(root)
     db = con.execute("SELECT current_database()").fetchall()[0][0]
     for table in jobs.TABLES:
-        files = [f"{base}/{rank['files'][table]}" for m in manifests for rank in m["ranks"]]
+        # a table added after a job was ingested (lane_names) has no file for that job's ranks
+        files = [f"{base}/{rank['files'][table]}" for m in manifests for rank in m["ranks"]
+                 if table in rank["files"]]
+        if not files:
+            continue
         con.register(f"job_parquet_{table}", pads.dataset(files, schema=_schema(con, db, table),
                                                           format="parquet", filesystem=fs))
         con.execute(f'CREATE OR REPLACE TEMP VIEW {table} AS SELECT * FROM "{db}".main.{table} '

@@ -1,4 +1,4 @@
--- Store schema, version 4 (4: every table's run id column is run_id; 2: ops keep record_shapes' input dims, types and concrete values; 3: ops keep collectives' sizes). Times are integer nanoseconds (ts_ns relative to nothing: the
+-- Store schema, version 5 (5: lane_names; 4: every table's run id column is run_id; 2: ops keep record_shapes' input dims, types and concrete values; 3: ops keep collectives' sizes). Times are integer nanoseconds (ts_ns relative to nothing: the
 -- trace's own clock, exactly as written, microseconds * 1000 with no float in between).
 -- Every table is keyed by run_id; a trace and all its rows land in one transaction.
 
@@ -148,4 +148,12 @@ CREATE TABLE IF NOT EXISTS memory_events (     -- '[memory]' instants (captured 
     op_name               VARCHAR,
     op_input_dims         VARCHAR,             -- that op's 'Input Dims' as JSON text, when shapes were recorded
     iteration             INTEGER              -- NULL when outside every iteration
+);
+
+CREATE TABLE IF NOT EXISTS lane_names (        -- the trace's metadata ('M') events that name its lanes (schema version 5)
+    run_id  VARCHAR NOT NULL,
+    kind    VARCHAR NOT NULL,                  -- 'thread' | 'process' | 'process_labels'
+    pid     VARCHAR,                           -- CPU: the process id; GPU: the device index
+    tid     VARCHAR,                           -- CPU: the thread id; GPU: the stream; NULL for a process
+    name    VARCHAR                            -- as written, trimmed, e.g. 'thread 1262 (pt_autograd_0)', 'GPU 0'
 );

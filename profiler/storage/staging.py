@@ -131,6 +131,8 @@ class Staging:
         self.tables["ops"] = self._nest_ops(self.tables["ops"])
         memory = self.tables["memory"]  # event_idx: the order in the file (ties in time stay ordered)
         self.tables["memory"] = memory.append_column("event_idx", pa.array(np.arange(memory.num_rows)))
+        names = self.tables["lane_names"]  # a later name for the same lane replaces an earlier one
+        self.tables["lane_names"] = names.append_column("event_idx", pa.array(np.arange(names.num_rows)))
         return self._span()
 
     @staticmethod

@@ -28,7 +28,7 @@ from profiler.storage.staging import Staging
 if TYPE_CHECKING:  # pandas loads only when a query result is read back
     import pandas as pd
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # schema version -> what upgrades a store from the version before it (run in order on open):
 # SQL text, or a function of the connection
 MIGRATIONS: dict[int, Any] = {
@@ -58,6 +58,9 @@ def _rename_run_id_columns(con) -> None:
 
 
 MIGRATIONS[4] = _rename_run_id_columns
+# 5: lane_names is a new table (schema.sql makes it); traces stored before have no names, and their
+# lanes are labelled by their ids as before
+MIGRATIONS[5] = "SELECT 1"
 SCHEMA_SQL = Path(__file__).with_name("schema.sql")
 INGEST_SQL = Path(__file__).with_name("sql") / "ingest"
 LOCK_TIMEOUT_S = 15.0
@@ -276,6 +279,8 @@ class Store:
                 con.execute(ingest_sql("insert_iterations"), {"run_id": row["run_id"]})
                 con.execute(ingest_sql("insert_memory_events"), {"run_id": row["run_id"]})  # reads stage_ops
                 staging.release(con, "memory")
+                con.execute(ingest_sql("insert_lane_names"), {"run_id": row["run_id"]})
+                staging.release(con, "lane_names")
                 for table in ("ops", "launches", "kernels", "memops"):
                     con.execute(ingest_sql(f"insert_{table}"), {"run_id": row["run_id"]})
                     staging.release(con, table)
