@@ -84,6 +84,11 @@ def main() -> int:
         "capture_s": round(finished - started, 2),
         "process_s": round(finished - PROCESS_START, 2),
         "variant_s": {v: round(b - a, 2) for v, (a, b) in clock.spans.items()},
+        # per worker: seconds importing before its turn, seconds then waiting for it, and whether
+        # anything touched the GPU before the turn (it must not)
+        "workers": {o.name: {k: o.meta["process"].get(k) for k in
+                             ("preloaded", "preload_s", "waited_s", "cuda_initialized_before_turn")}
+                    for o in outcomes if o.meta and o.cold},
         "profiled": [o.name for o in outcomes if o.path is not None],
         "skipped": {o.name: o.skipped for o in outcomes if o.skipped},
         "trace_bytes": sum(o.path.stat().st_size for o in outcomes if o.path is not None),

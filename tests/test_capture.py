@@ -217,6 +217,7 @@ def test_an_isolated_capture_runs_each_cold_shape_first_in_a_fresh_process_with_
     assert cold.meta["ok"] and warm.meta["ok"]
     assert [o.skipped for o in outcomes if o.variant == "sdpa_cudnn"] == ["cuDNN attention needs CUDA"] * 2
     assert any("starting a fresh process" in message for _, _, message in reports)
+    assert process["preloaded"] == [] and process["cuda_initialized_before_turn"] is False
     fractions = [f for _, f, _ in reports]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
 
@@ -233,3 +234,14 @@ def test_captures_record_the_shapes_the_cost_model_reads(captured):
     assert json.loads(row["input_dims"]) == [[b * h, n, d], [b * h, d, n]]      # Q @ K^T
     cost = costmodel.op_cost("aten::bmm", json.loads(row["input_dims"]), json.loads(row["input_types"]), [])
     assert cost.flops == 2 * b * h * n * n * d
+
+
+def test_a_worker_preloads_its_variants_modules_and_leaves_failures_to_the_build():
+    import sys
+
+    from profiler.capture import worker
+    sys.modules.pop("colorsys", None)
+    assert worker._preload(["colorsys", "no_such_module_here", "json"]) == ["colorsys", "json"]
+    assert "colorsys" in sys.modules
+    assert VARIANTS["naive_compiled"].preload and VARIANTS["flashinfer_fa3"].preload == ("flashinfer",)
+    assert VARIANTS["naive"].preload == ()

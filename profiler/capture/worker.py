@@ -8,11 +8,14 @@ Triton, flashinfer) in a temporary folder, or the ones kept under ``config.compi
 worker reads its share of the config as JSON on stdin, runs it with ``capture._Capture``, and
 writes JSON lines on stdout: ``{"progress": [variant, fraction, message]}`` and finally
 ``{"outcomes": [...]}``. The parent relays progress, and while a worker is quiet (a first-use
-compile) reports the seconds it has waited. The next worker is started while one measures, so
-its Python start and imports (CPU only) overlap; it touches the GPU only once its request comes.
+compile) reports the seconds it has waited. The next workers are started while one measures, so
+their Python start and imports (torch, and the modules their variant's build imports: the
+compiler, flashinfer; CPU work only) overlap with it; a worker touches the GPU only once its
+request comes.
 """
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import selectors
@@ -27,6 +30,7 @@ from profiler.capture import recorder as cap
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HEARTBEAT_S = 2.0
+AHEAD = 2  # workers started (and importing) ahead of the one that measures
 WORKER_TIMEOUT_S = 1800.0  # a first-use compile of every flashinfer backend fits well inside
 # cache -> the environment variable that points it at a folder
 CACHE_ENV = {
@@ -117,7 +121,8 @@ class _Worker:
         env = {**os.environ, **env, "PYTHONPATH": os.pathsep.join(
             [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
         self.stderr = open(private / "stderr.txt", "w+b")
-        self.proc = subprocess.Popen([sys.executable, "-m", "profiler.capture.worker"], env=env,
+        preload = ",".join(cap.get_variant(job.variants[0]).preload)
+        self.proc = subprocess.Popen([sys.executable, "-m", "profiler.capture.worker", preload], env=env,
                                      cwd=os.getcwd(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.stderr, bufsize=0)
 
@@ -208,9 +213,9 @@ def capture_isolated(config: cap.CaptureConfig, progress: cap.Progress | None) -
                 relay.worker(name, 0.0, f"skipped: {reason}", runs)
             else:
                 worker = started.pop(id(job), None) or _Worker(job)
-                later = runnable[runnable.index(job) + 1:]
-                if later:
-                    started[id(later[0])] = _Worker(later[0])
+                for later in runnable[runnable.index(job) + 1:][:AHEAD]:
+                    if id(later) not in started:
+                        started[id(later)] = _Worker(later)
                 relay.worker(name, 0.0, "starting a fresh process", runs)
                 found = worker.run(relay, runs)
             outcomes += found
@@ -222,14 +227,33 @@ def capture_isolated(config: cap.CaptureConfig, progress: cap.Progress | None) -
     return outcomes
 
 
+def _preload(modules: list[str]) -> list[str]:
+    """Import what the variant's build will import; a module that fails to import is left for
+    the build to report in its own words."""
+    loaded = []
+    for module in modules:
+        try:
+            importlib.import_module(module)
+            loaded.append(module)
+        except Exception:
+            pass
+    return loaded
+
+
 def main() -> int:
-    request = json.loads(sys.stdin.read())  # torch and the capture code are imported by now
+    started = time.monotonic()
+    preloaded = _preload([m for m in (sys.argv[1] if len(sys.argv) > 1 else "").split(",") if m])
+    imported_s = time.monotonic() - started
+    request = json.loads(sys.stdin.read())  # torch, the capture code and the preloads are imported by now
     config = _from_json(json.dumps(request["config"]))
 
     def progress(variant: str, fraction: float, message: str) -> None:
         print(json.dumps({"progress": [variant, fraction, message]}), flush=True)
 
-    process = {"pid": os.getpid(), "fresh": True, "caches": request["caches"]}
+    # cuda_initialized_before_turn: whether an import touched the GPU before this worker's turn
+    process = {"pid": os.getpid(), "fresh": True, "caches": request["caches"], "preloaded": preloaded,
+               "preload_s": round(imported_s, 2), "waited_s": round(time.monotonic() - started - imported_s, 2),
+               "cuda_initialized_before_turn": cap.torch.cuda.is_initialized()}
     outcomes = cap._Capture(config, progress, (), process=process).run()
     print(json.dumps({"outcomes": [_outcome_json(o) for o in outcomes]}), flush=True)
     # every trace is written and closed: skip the interpreter's teardown (compiler worker pools
