@@ -58,7 +58,8 @@ class Variant:
     checks: tuple[Check, ...]
     build: Builder
     # modules its build imports; a fresh capture process imports them while it waits for its
-    # turn on the GPU (imports are CPU work), so the turn is not spent importing
+    # turn on the GPU, so the turn is not spent importing. Only modules whose import leaves the
+    # GPU alone (flashinfer's import initialises CUDA, so it is not preloaded)
     preload: tuple[str, ...] = ()
 
     def why_not(self, setting: Setting) -> str | None:
@@ -304,7 +305,9 @@ def _build_flash_attn_4(s: Setting) -> AttentionFn:
     return attend
 
 
-COMPILER_MODULES = ("torch._dynamo", "torch._inductor.compile_fx")  # what torch.compile's first call imports
+# what torch.compile's first call imports; a profiled first call imports them too (~800 modules,
+# seconds), so every capture process preloads them
+COMPILER_MODULES = ("torch._dynamo", "torch._inductor.compile_fx")
 
 
 # ---- the registry -------------------------------------------------------------------------
@@ -339,12 +342,12 @@ def _registry() -> dict[str, Variant]:
         Variant("flashinfer_fa2", "flashinfer batch prefill, FA2 backend (JIT-compiled on first use)",
                 (_needs_cuda("flashinfer"), _needs_half("flashinfer"), _head_dim_in((64, 128, 256), "flashinfer"),
                  _package_installed("flashinfer", "flashinfer-python"), _cuda_present, _needs_sm80("flashinfer")),
-                _build_flashinfer("fa2"), ("flashinfer",)),
+                _build_flashinfer("fa2")),
         Variant("flashinfer_fa3", "flashinfer batch prefill, FA3 backend for Hopper (JIT-compiled on first use)",
                 (_needs_cuda("flashinfer"), _needs_half("flashinfer"), _head_dim_in((64, 128, 256), "flashinfer"),
                  _package_installed("flashinfer", "flashinfer-python"), _cuda_present,
                  _needs_sm("flashinfer's FA3 backend", (9,))),
-                _build_flashinfer("fa3"), ("flashinfer",)),
+                _build_flashinfer("fa3")),
         Variant("flash_attn_4", "FlashAttention 4 (CuTe DSL, the flash-attn-4 package)",
                 (_needs_cuda("FlashAttention 4"), _needs_half("FlashAttention 4"),
                  _package_installed("flash_attn.cute", "flash-attn-4", " (it also needs nvidia-cutlass-dsl)"),

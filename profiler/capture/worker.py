@@ -27,6 +27,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from profiler.capture import recorder as cap
+from profiler.capture import variants
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HEARTBEAT_S = 2.0
@@ -121,7 +122,8 @@ class _Worker:
         env = {**os.environ, **env, "PYTHONPATH": os.pathsep.join(
             [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
         self.stderr = open(private / "stderr.txt", "w+b")
-        preload = ",".join(cap.get_variant(job.variants[0]).preload)
+        variant = cap.get_variant(job.variants[0])
+        preload = ",".join(dict.fromkeys(variants.COMPILER_MODULES + variant.preload))
         self.proc = subprocess.Popen([sys.executable, "-m", "profiler.capture.worker", preload], env=env,
                                      cwd=os.getcwd(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.stderr, bufsize=0)

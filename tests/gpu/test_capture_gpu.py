@@ -101,6 +101,8 @@ def test_each_cold_run_is_its_own_fresh_process_with_empty_caches(runs, runnable
     for name in runnable:  # the compute cache is always private and empty
         compute = runs[(name, True)].meta["process"]["caches"]["cuda_compute_cache"]
         assert compute["warm"] is False and "ComputeCache" not in compute["path"]
+    for name in runnable:  # imports ahead of the turn never touch the GPU another worker measures on
+        assert runs[(name, True)].meta["process"]["cuda_initialized_before_turn"] is False, name
 
 
 def test_warm_runs_have_graph_replay_where_the_variant_allows(runs):
