@@ -15,6 +15,7 @@ import sys
 from urllib.parse import urlsplit
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from profiler.present.share import PAGES, ViewState, share_url
 from profiler.storage import catalog
@@ -98,9 +99,18 @@ def test_payloads_on_every_page_stay_text_and_fetch_nothing(hostile_server, brow
         _assert_no_exception(page, name)
         assert page.locator('[data-testid="stAlertContentError"]').count() == 0, f"{name}: error shown"
         _assert_nothing_built_from_payloads(page, name)
-        if name in LITERAL_ON:
-            body = page.inner_text('[data-testid="stMain"]').replace("\u2060", "")
-            assert "[link](http://evil.invalid/" in body and ":red[red-" in body, f"{name}: payload not shown as text"
+        if name in LITERAL_ON:  # the payloads appear as literal text once the page has drawn them
+            shown = """() => {
+                const main = document.querySelector('[data-testid="stMain"]');
+                const body = main ? main.innerText.replaceAll('\\u2060', '') : '';
+                return body.includes('[link](http://evil.invalid/') && body.includes(':red[red-');
+            }"""
+            try:
+                page.wait_for_function(shown, timeout=WAIT_MS)
+            except PlaywrightTimeout:
+                body = page.inner_text('[data-testid="stMain"]')[:300]
+                raise AssertionError(f"{name}: payload not shown as text; the page reads {body!r}") from None
+            _assert_nothing_built_from_payloads(page, name)
         page.screenshot(path=str(ARTIFACTS / f"hostile-{name}.png"), full_page=True)
         assert foreign == [], f"{name}: the browser asked another host for {foreign}"
     finally:
