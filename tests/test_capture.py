@@ -244,6 +244,6 @@ def test_a_worker_preloads_its_variants_modules_and_leaves_failures_to_the_build
     sys.modules.pop("colorsys", None)
     assert worker._preload(["colorsys", "no_such_module_here", "json"]) == ["colorsys", "json"]
     assert "colorsys" in sys.modules
-    assert VARIANTS["naive_compiled"].preload and VARIANTS["flash_attn_4"].preload == ("flash_attn.cute",)
-    assert VARIANTS["flashinfer_fa3"].preload == ()  # its import initialises CUDA
+    assert VARIANTS["naive_compiled"].preload
+    assert VARIANTS["flashinfer_fa3"].preload == VARIANTS["flash_attn_4"].preload == ()  # their imports initialise CUDA
     assert VARIANTS["naive"].preload == ()

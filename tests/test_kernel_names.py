@@ -14,6 +14,8 @@ EFFICIENT = ("fmha_cutlassF_bf16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::A
              "cutlass::bfloat16_t, cutlass::arch::Sm80, true, 64, 64, 64, true, true>::Params)")
 MATH_GEMM = ("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_"
              "aligna4_alignc4_execute_kernel__5x_cublas")
+FA4 = ("kernel_cutlass_kernel_flash_attncuteflash_fwd_sm90FlashAttentionForwardSm90_object_at__tensor0000o1110"
+       "1213_tensor0000o11101213_tensor0000o11101213_tensor0000o11101213_None_None_None_None__0")  # flash-attn-4 on the H200 (data/samples/default/flash_attn_4_*)
 HOPPER_GEMM = ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_"
                "execute_segment_k_off_kernel__5x_cublas")
 
@@ -22,6 +24,7 @@ HOPPER_GEMM = ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warp
     (CUDNN, "cuDNN", "sm90", "name", "wgmma", "64x128x64"),
     (FLASH, "FlashAttention-2 (PyTorch)", "sm80", "FlashAttention-2 kernels use the sm80 mma.sync path",
      "mma", "128x128"),
+    (FA4, "FlashAttention-4 (CuTe DSL)", "sm90", "name", "wgmma", None),
     (EFFICIENT, "memory-efficient attention (PyTorch, CUTLASS)", "sm80", "name", "mma", "64x64"),
     (MATH_GEMM, "cuBLAS", "sm80", "name", "ffma", "128x128x8"),
     (HOPPER_GEMM, "cuBLAS", "sm90", "name", "wgmma", "128x128x64"),

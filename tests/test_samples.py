@@ -68,7 +68,7 @@ def test_every_sample_describes_an_h200_run_that_passed_its_check(seeded):
     assert all(m["ok"] and m["rel_error"] < m["tolerance"] for m in metas)
     assert {m["variant"] for m in metas} == {"naive", "naive_inplace", "naive_compiled", "sdpa_math",
                                              "sdpa_efficient", "sdpa_flash", "sdpa_cudnn", "sdpa_auto", "flex",
-                                             "flashinfer_fa2", "flashinfer_fa3"}
+                                             "flashinfer_fa2", "flashinfer_fa3", "flash_attn_4"}
 
 
 def test_naive_copies_the_scores_and_naive_inplace_does_not(seeded):
@@ -118,11 +118,11 @@ def test_cold_cudnn_call_pays_for_its_plan(seeded):
 def test_every_cold_sample_ran_first_in_a_fresh_process_with_empty_caches(seeded):
     store = seeded[0]
     metas = [json.loads(m) for m in store.query("SELECT run_meta FROM traces WHERE cold")["run_meta"]]
-    assert len(metas) == 11
+    assert len(metas) == len({m["variant"] for m in metas}) == 12
     for meta in metas:
         assert meta["process"]["fresh"] and meta["ran_before"] == []
         assert not any(cache["warm"] for cache in meta["process"]["caches"].values()), meta["variant"]
-    assert len({m["process"]["pid"] for m in metas}) == 11
+    assert len({m["process"]["pid"] for m in metas}) == 12
 
 
 def test_cold_samples_hold_no_check_of_ours(seeded):

@@ -20,7 +20,7 @@ class KernelName:
     library: str               # 'cuDNN' | 'cuBLAS' | 'CUTLASS' | 'FlashAttention-2 (PyTorch)' | ...
     arch: str | None           # 'sm90', 'sm80', 'gfx942', ... or None
     arch_from: str | None      # 'name' (a tag in the name) or the library rule that implies it
-    instruction: str | None    # 'wgmma' | 'mma' | 'ffma' | 'mfma' | None
+    instruction: str | None    # 'wgmma' | 'tcgen05' | 'mma' | 'ffma' | 'mfma' | None
     tile: str | None           # e.g. '128x128x64', '64x512'
 
     @property
@@ -32,6 +32,7 @@ class KernelName:
 
 _LIBRARIES = (  # (pattern, library), first match wins
     (r"^cudnn|cudnn_", "cuDNN"),
+    (r"flash_attn_?cute|FlashAttention(Forward|Backward)Sm\d+", "FlashAttention-4 (CuTe DSL)"),
     (r"pytorch_flash::|flash_fwd|flash_bwd", "FlashAttention-2 (PyTorch)"),
     (r"fmha_cutlass|PyTorchMemEffAttention", "memory-efficient attention (PyTorch, CUTLASS)"),
     (r"^triton_|triton", "Triton"),
@@ -81,6 +82,8 @@ def _instruction(name: str, library: str, arch: str | None) -> str | None:
     lowered = name.lower()
     if re.search(r"wgmma|gmma|warpgroup", lowered) or lowered.startswith("nvjet_"):
         return "wgmma"
+    if library.startswith("FlashAttention-4") and arch:  # one kernel class per architecture's MMA
+        return {"sm90": "wgmma", "sm100": "tcgen05"}.get(arch, "mma")
     if re.search(r"ffma|simt|sgemm", lowered):
         return "ffma"
     if re.search(r"mfma|_mi\d+x\d+x\d+", lowered):

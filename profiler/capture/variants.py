@@ -59,7 +59,8 @@ class Variant:
     build: Builder
     # modules its build imports; a fresh capture process imports them while it waits for its
     # turn on the GPU, so the turn is not spent importing. Only modules whose import leaves the
-    # GPU alone (flashinfer's import initialises CUDA, so it is not preloaded)
+    # GPU alone (the imports of flashinfer and flash_attn.cute initialise CUDA, seen on an H200,
+    # so they are not preloaded)
     preload: tuple[str, ...] = ()
 
     def why_not(self, setting: Setting) -> str | None:
@@ -352,7 +353,7 @@ def _registry() -> dict[str, Variant]:
                 (_needs_cuda("FlashAttention 4"), _needs_half("FlashAttention 4"),
                  _package_installed("flash_attn.cute", "flash-attn-4", " (it also needs nvidia-cutlass-dsl)"),
                  _cuda_present, _needs_sm("FlashAttention 4", (9, 10))),
-                _build_flash_attn_4, ("flash_attn.cute",)),
+                _build_flash_attn_4),
         Variant("hub_flash", f"flash-attn from the Hugging Face kernel hub ({HUB_FLASH_REPO})",
                 (_needs_cuda("the hub flash kernel"), _needs_half("the hub flash kernel"), _kernels_installed,
                  _cuda_present), _build_hub_flash, ("kernels",)),

@@ -31,7 +31,10 @@ from profiler.capture import variants
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HEARTBEAT_S = 2.0
-AHEAD = 2  # workers started (and importing) ahead of the one that measures
+# workers started (and importing: ~3 s for torch, ~6 s for the compiler modules, single-threaded)
+# ahead of the one that measures; a turn on the GPU is ~1 s once imports are done, so on a machine
+# with cores to spare several import at once, leaving one core for the worker that measures
+AHEAD = max(1, min(8, (os.cpu_count() or 2) // 2 - 1))
 WORKER_TIMEOUT_S = 1800.0  # a first-use compile of every flashinfer backend fits well inside
 # cache -> the environment variable that points it at a folder
 CACHE_ENV = {
