@@ -94,10 +94,18 @@ def owners(parent: np.ndarray, family: np.ndarray, starts: np.ndarray) -> tuple[
 
 
 def _tree(store, run_id: str) -> dict:
-    """op_id (= row), parent_id, ts_ns, end_ns, family of every op of the run (sql/op_tree.sql)."""
-    return reads.arrays(store, reads.sql_text("op_tree"), {
+    """parent_id, ts_ns, end_ns, family of every op of the run, indexed by op_id (sql/op_tree.sql)."""
+    got = reads.arrays(store, reads.sql_text("op_tree"), {
         "run_id": run_id, "attention_ops": [o for o in cm.ATTENTION if o not in cm.DECOMPOSED],
         "model_ops": [*cm.GEMMS, *cm.MEMORY]})
+    op_id = np.asarray(got["op_id"], dtype=np.int64)
+    size = int(op_id.max()) + 1 if len(op_id) else 0
+    tree = {}
+    for column, missing in (("parent_id", -1), ("ts_ns", 0), ("end_ns", 0), ("family", 0)):
+        values = reads.column(got[column], missing)
+        tree[column] = np.full(size, missing, dtype=values.dtype)
+        tree[column][op_id] = values
+    return tree
 
 
 def launch_in_op(tree, work) -> np.ndarray:
