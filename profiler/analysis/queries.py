@@ -10,8 +10,6 @@ Add new queries in the section they belong to (or a new section) with their own 
 """
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 
 from profiler.analysis import diff, gpus, occupancy, reads, tensor_cores

@@ -53,11 +53,8 @@ def session(store) -> Iterator[Session]:
 
 
 def arrays(db, sql: str, params=None) -> dict:
-    """{column: numpy array} from a Session or Store (`arrays`), or anything with `query`."""
-    if hasattr(db, "arrays"):
-        return db.arrays(sql, params)
-    frame = db.query(sql, params)
-    return {c: frame[c].to_numpy(dtype=object if frame[c].dtype.kind not in "biufm" else None) for c in frame}
+    """{column: numpy array} from a `Session` or a `Store` (NULLs masked: see `column`)."""
+    return db.arrays(sql, params)
 
 
 def column(values, fill=None):
