@@ -55,6 +55,14 @@ def _import_cpu() -> tuple[float, str]:
     return _children_cpu() - before, done.stdout.strip()
 
 
+def _contention() -> float:
+    """Wall over CPU time of a single-threaded busy loop in a fresh process: 1.0 on an idle machine,
+    about 2 when another busy process shares its core."""
+    before, started = _children_cpu(), time.perf_counter()
+    subprocess.run([sys.executable, "-c", "x = 0\nfor i in range(10_000_000): x += i"], check=True)
+    return (time.perf_counter() - started) / max(_children_cpu() - before, 1e-9)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=230, help="large trace size, MB (>1M events)")
@@ -70,7 +78,7 @@ def main() -> None:
     print(f"{large.name}: {result.events:,} events, {result.kernels:,} kernels, ingested in {result.seconds:.1f} s")
     env = {**os.environ, "PROFILER_DB": str(db)}
     cli, cli_cpu, model, model_cpu, rows = [], [], [], [], 0
-    load_before = os.getloadavg()
+    load_before, slow_before = os.getloadavg(), _contention()
     for _ in range(args.repeat):
         before, started = _children_cpu(), time.perf_counter()
         done = subprocess.run([sys.executable, "-m", "profiler", "ops", result.run_id], cwd=ROOT, env=env,
@@ -86,13 +94,14 @@ def main() -> None:
     calls = int(table["calls"].sum())
     cli_s, model_s = statistics.median(cli), statistics.median(model)
     cli_cpu_s, model_cpu_s = statistics.median(cli_cpu), statistics.median(model_cpu)
-    load = os.getloadavg()
+    load, slow = os.getloadavg(), _contention()
     import_cpu, loaded = _import_cpu()
     text = (f"## Ops\n\n`python bench/ops.py --write-results`, "
             f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC. Machine: {os.cpu_count()} CPUs, Python "
             f"{platform.python_version()}, load average (1 / 5 / 15 min) {load_before[0]:.2f} / "
-            f"{load_before[1]:.2f} / {load_before[2]:.2f} before the runs and {load[0]:.2f} / {load[1]:.2f} / "
-            f"{load[2]:.2f} after (shared with other engineers).\n\n"
+            f"{load_before[1]:.2f} / {load_before[2]:.2f} before the runs (just after this script's own ingest) and {load[0]:.2f} / {load[1]:.2f} / "
+            f"{load[2]:.2f} after (shared with other engineers); a single-threaded busy loop took "
+            f"{slow_before:.1f}× its CPU time in wall time before the runs and {slow:.1f}× after (1.0: idle).\n\n"
             f"Trace: `{large.name}` (bench/make_large_trace.py), {result.events:,} events, "
             f"{result.kernels:,} kernels; `ops` prints {rows} rows (op and shape) from {calls:,} op calls.\n\n"
             f"| what | median wall s of {args.repeat} | median CPU s (all threads) | target | met (wall) |\n"
