@@ -3,7 +3,8 @@
 The trace is written by bench/make_large_trace.py from the real traces in ../shared/traces (it
 repeats the Qwen H100 trace, whose ops carry record_shapes, among others) and ingested into a
 fresh store; then the `ops` command runs in a fresh process (wall time with interpreter start and
-imports) and `op_costs.ops_table` in this one (query and model only), each `--repeat` times.
+imports) and `op_costs.ops_columns` (what the command runs: queries and model, no pandas) in this
+one, each `--repeat` times.
 
     python bench/ops.py [--mb 230] [--repeat 3] [--write-results]
 (the real traces are read from $PROFILER_TEST_TRACES, default ../shared/traces)
@@ -35,6 +36,10 @@ from profiler.storage.store import Store  # noqa: E402
 OUT = ROOT / "bench" / "out"
 SOURCES = Path(os.environ.get("PROFILER_TEST_TRACES") or ROOT.parent / "shared" / "traces")
 LIMIT_S = 1.0
+# the last recorded numbers before the command stopped importing pandas / pyarrow (commit 3a25a24)
+BEFORE = ("1.31 s wall and 1.63 s CPU for the command, 0.60 s wall in process "
+          "(2026-12-01 06:00 UTC, load average 5.48)")
+IMPORT = "import sys, profiler.cli.main, profiler.cli.ops, profiler.analysis.op_costs"
 
 
 def _children_cpu() -> float:
@@ -42,10 +47,20 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _import_cpu() -> float:
+def _import_cpu() -> tuple[float, str]:
+    """(CPU s of the `ops` command's imports in a fresh process, which of the heavy libraries it loads)."""
     before = _children_cpu()
-    subprocess.run([sys.executable, "-c", "import profiler.cli.main, profiler.analysis.op_costs"], cwd=ROOT, check=True)
-    return _children_cpu() - before
+    code = IMPORT + "; print(' '.join(m for m in ('numpy', 'duckdb', 'pandas', 'pyarrow') if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True, text=True)
+    return _children_cpu() - before, done.stdout.strip()
+
+
+def _contention() -> float:
+    """Wall over CPU time of a single-threaded busy loop in a fresh process: 1.0 on an idle machine,
+    about 2 when another busy process shares its core."""
+    before, started = _children_cpu(), time.perf_counter()
+    subprocess.run([sys.executable, "-c", "x = 0\nfor i in range(10_000_000): x += i"], check=True)
+    return (time.perf_counter() - started) / max(_children_cpu() - before, 1e-9)
 
 
 def main() -> None:
@@ -63,6 +78,7 @@ def main() -> None:
     print(f"{large.name}: {result.events:,} events, {result.kernels:,} kernels, ingested in {result.seconds:.1f} s")
     env = {**os.environ, "PROFILER_DB": str(db)}
     cli, cli_cpu, model, model_cpu, rows = [], [], [], [], 0
+    load_before, slow_before = os.getloadavg(), _contention()
     for _ in range(args.repeat):
         before, started = _children_cpu(), time.perf_counter()
         done = subprocess.run([sys.executable, "-m", "profiler", "ops", result.run_id], cwd=ROOT, env=env,
@@ -72,30 +88,36 @@ def main() -> None:
         rows = len(done.stdout.splitlines()) - 1
         op_costs.clear_cache()       # time the model, not its cache of the previous round
         cpu, started = time.process_time(), time.perf_counter()
-        table = op_costs.ops_table(Store(db), [result.run_id])
+        table = op_costs.ops_columns(Store(db, read_only=True), [result.run_id])
         model.append(time.perf_counter() - started)
         model_cpu.append(time.process_time() - cpu)
     calls = int(table["calls"].sum())
     cli_s, model_s = statistics.median(cli), statistics.median(model)
     cli_cpu_s, model_cpu_s = statistics.median(cli_cpu), statistics.median(model_cpu)
-    load = os.getloadavg()
+    load, slow = os.getloadavg(), _contention()
+    import_cpu, loaded = _import_cpu()
     text = (f"## Ops\n\n`python bench/ops.py --write-results`, "
             f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC. Machine: {os.cpu_count()} CPUs, Python "
-            f"{platform.python_version()}, load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} "
-            f"(shared with other engineers).\n\n"
+            f"{platform.python_version()}, load average (1 / 5 / 15 min) {load_before[0]:.2f} / "
+            f"{load_before[1]:.2f} / {load_before[2]:.2f} before the runs (just after this script's own ingest) and {load[0]:.2f} / {load[1]:.2f} / "
+            f"{load[2]:.2f} after (shared with other engineers); a single-threaded busy loop took "
+            f"{slow_before:.1f}× its CPU time in wall time before the runs and {slow:.1f}× after (1.0: idle).\n\n"
             f"Trace: `{large.name}` (bench/make_large_trace.py), {result.events:,} events, "
             f"{result.kernels:,} kernels; `ops` prints {rows} rows (op and shape) from {calls:,} op calls.\n\n"
             f"| what | median wall s of {args.repeat} | median CPU s (all threads) | target | met (wall) |\n"
             f"|---|---:|---:|---:|---|\n"
             f"| `python -m profiler ops RUN` (fresh process, imports included) | {cli_s:.2f} | {cli_cpu_s:.2f} | "
             f"< {LIMIT_S:g} | {'yes' if cli_s < LIMIT_S else 'no'} |\n"
-            f"| `op_costs.ops_table` (in process: SQL join + model) | {model_s:.2f} | {model_cpu_s:.2f} | "
+            f"| `op_costs.ops_columns` (in process: queries + model) | {model_s:.2f} | {model_cpu_s:.2f} | "
             f"< {LIMIT_S:g} | {'yes' if model_s < LIMIT_S else 'no'} |\n\n"
-            f"The fresh process also starts Python and imports pandas, numpy, pyarrow and duckdb "
-            f"(`python -c \"import profiler.cli.main, profiler.analysis.op_costs\"`: {_import_cpu():.2f} s CPU here); "
-            f"the cost model itself is the in-process row. On a machine this loaded, wall time is a "
-            f"multiple of CPU time. The dashboard keeps the op costs of the last {op_costs.CACHED_RUNS} runs "
-            f"(a run id is a hash of its bytes), so a page opened again does not pay this.\n")
+            f"Every wall time of the command (s): {', '.join(f'{x:.2f}' for x in cli)}; CPU: "
+            f"{', '.join(f'{x:.2f}' for x in cli_cpu)}. Before: {BEFORE}.\n\n"
+            f"The fresh process also starts Python and imports what the command needs "
+            f"(`python -c \"{IMPORT}\"`: {import_cpu:.2f} s CPU here; loads {loaded}); "
+            f"the queries and the cost model are the in-process row. Where the machine is loaded, wall "
+            f"time exceeds CPU time (the CPU column counts DuckDB's threads too). The dashboard keeps the "
+            f"op costs of the last {op_costs.CACHED_RUNS} runs (a run id is a hash of its bytes), so a page "
+            f"opened again does not pay this.\n")
     print(text)
     if args.write_results:
         write_section("Ops", text)

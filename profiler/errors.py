@@ -51,6 +51,10 @@ class StoreLockedError(StoreError):
     """Another process kept the store file locked longer than we were willing to wait."""
 
 
+class StoreOutdatedError(StoreError):
+    """A store opened read-only has an older schema (a read-write open would migrate it)."""
+
+
 class UnknownRunError(StoreError):
     """A run id that is not in the store."""
 

@@ -36,3 +36,43 @@ def test_ops_unknown_run_is_one_line(sample_store, capsys):
     assert main(["ops", "nosuchrun", "--db", str(store.path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: no run 'nosuchrun'") and "Traceback" not in err
+
+
+def test_ops_command_loads_neither_pandas_nor_pyarrow(sample_store):
+    """Issue 9: the command starts in well under a second on a 1M-event trace partly because it
+    imports only numpy and duckdb; its rows are the same as the DataFrame the dashboard reads."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from profiler.analysis import op_costs
+
+    store, ids = sample_store
+    code = ("import io, json, sys, contextlib; from profiler.cli.main import main; out = io.StringIO()\n"
+            "with contextlib.redirect_stdout(out): rc = main(sys.argv[1:])\n"
+            "print(json.dumps({'rc': rc, 'rows': json.loads(out.getvalue()), "
+            "'loaded': [m for m in ('pandas', 'pyarrow') if m in sys.modules]}))")
+    done = subprocess.run([sys.executable, "-c", code, "ops", ids["naive"], "--json", "--db", str(store.path)],
+                          cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=120)
+    got = json.loads(done.stdout)
+    assert (got["rc"], got["loaded"]) == (0, [])
+    table = op_costs.ops_table(store, [ids["naive"]])
+    assert [(r["op"], r["shape"], r["calls"]) for r in got["rows"]] == list(
+        zip(table["op"], table["shape"], table["calls"]))
+
+
+def test_ops_on_an_older_store_migrates_it_as_before(tmp_path, capsys):
+    """`ops` opens the store read-only; an older schema falls back to the read-write open (which
+    migrates), so the command works on it as it did."""
+    import duckdb
+
+    from profiler.storage.store import SCHEMA_VERSION, Store
+    from tests.conftest import SAMPLES
+
+    store = Store(tmp_path / "old.duckdb")
+    run_id = store.ingest(SAMPLES / "default" / "naive_b8_h16_s1024_d64_bf16_causal_warm.json.gz").run_id
+    with duckdb.connect(str(store.path)) as con:
+        con.execute("UPDATE store_meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION - 1)])
+    assert main(["ops", run_id[:8], "--kind", "gemm", "--db", str(store.path)]) == 0
+    assert capsys.readouterr().out.splitlines()[1].startswith("aten::bmm")
+    assert Store(store.path).schema_version() == SCHEMA_VERSION

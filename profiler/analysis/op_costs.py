@@ -10,28 +10,47 @@ datasheet peak for its precision on the engine its kernel ran on (`profiler.anal
 Runs captured without `record_shapes` have no recorded inputs; when the run describes its own
 attention shape (captured runs do), the inputs are inferred from it (`profiler.analysis.run_shape`) and the rows say
 `shape_source = 'run shape'` instead of `'trace'`.
+
+The model works on numpy columns ({name: array}, one row per index) and needs no pandas, so the
+`ops` command starts without it (`ops_columns`); `op_calls` and `ops_table` hand the same columns
+to the dashboard as DataFrames.
 """
 from __future__ import annotations
 
 import json
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, namedtuple
 from contextlib import contextmanager
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
-from profiler.analysis import costmodel as cm, gpus, kernel_names, queries, run_shape, tensor_cores
+from profiler.analysis import arrays, costmodel as cm, gpus, kernel_names, reads, run_shape, tensor_cores
 from profiler.analysis.costmodel import OpCost
 
+if TYPE_CHECKING:  # pandas loads only where a DataFrame is asked for
+    import pandas as pd
+
 KINDS = ("attention", "gemm", "all")
-KERNEL_COLUMNS = ["run_id", "op_id", "kernel", "dur_ns"]
+KERNEL_COLUMNS = ["run_id", "op_id", "kernel_hash", "dur_ns"]
 CALL_COLUMNS = ["run_id", "op_id", "op", "backend", "kind", "shape", "dtype", "flops", "bytes", "kernel_ns",
                 "kernels", "engine", "shape_source", "iteration", "ts_ns", "tflops", "tbps", "intensity",
                 "peak_tflops", "peak_tbps", "ridge", "roof_tflops", "bound", "pct_of_peak",
-                "pct_of_bandwidth", "pct_of_roof", "peak_source"]
+                "pct_of_bandwidth", "pct_of_roof", "peak_source"]       # of an empty op_calls / ops_table
+CALL_ORDER = ["op_id", "kernel_ns", "iteration", "backend_id", "main_kernel", "op", "ts_ns", "op_iteration",
+              "input_dims", "input_types", "concrete_inputs", "backend_op", "run_id", "engine",
+              "kernel_precision", "kind", "flops", "bytes", "dtype", "shape", "backend", "shape_source",
+              "tflops", "tbps", "intensity", "peak_tflops", "peak_tbps", "ridge", "roof_tflops", "bound",
+              "pct_of_peak", "pct_of_bandwidth", "pct_of_roof", "peak_source"]  # of op_calls' rows
+GROUP_KEYS = ["run_id", "op", "backend", "kind", "shape", "dtype", "engine", "shape_source"]
+TABLE_COLUMNS = [*GROUP_KEYS, "flops", "bytes", "calls", "kernel_ns", "kernel_names", "kernel_us_mean",
+                 "tflops", "tbps", "intensity", "peak_tflops", "peak_tbps", "ridge", "roof_tflops", "bound",
+                 "pct_of_peak", "pct_of_bandwidth", "pct_of_roof", "peak_source", "kernels"]
 FLEX_KERNEL = run_shape.FLEX_KERNEL
+# every op that can own a call or be its backend (sql/op_inputs.sql reads these)
+MODEL_NAMES = sorted({*cm.ATTENTION, *cm.GEMMS, *cm.MEMORY, *cm.DECOMPOSED})
+Call = namedtuple("Call", "op iteration kernel_precision")     # what run_shape.inferred_costs reads
 
 
 def _params(run_ids, **extra) -> dict:
@@ -41,12 +60,19 @@ def _params(run_ids, **extra) -> dict:
 ATTENTION, MODEL, DECOMPOSED = 1, 2, 3     # op families in the walk up the op tree
 
 
-def launched_work(store, run_ids) -> pd.DataFrame:
+# ── the model ───────────────────────────────────────────────────────────────────────────────
+
+def launched_work(store, run_ids) -> dict:
     """Every kernel and copy with the CPU op that launched it (sql/op_kernels.sql): run_id,
-    launch_op_id, kernel, dur_ns, iteration, flex."""
-    return store.query(queries.sql_text("op_kernels"), _params(run_ids))
-
-
+    launch_op_id, launch_ts_ns (-1: none), launch_pid, launch_tid (None: none), kernel_hash,
+    dur_ns, iteration (float, NaN: none), flex."""
+    got = reads.arrays(store, reads.sql_text("op_kernels"), _params(run_ids))
+    out = {k: reads.column(got[k], -1).astype(np.int64) for k in ("launch_op_id", "launch_ts_ns")}
+    out.update({k: reads.column(got[k]) for k in ("launch_pid", "launch_tid")})
+    return {"run_id": reads.column(got["run_id"]), **out, "kernel_hash": reads.column(got["kernel_hash"], 0),
+            "dur_ns": reads.column(got["dur_ns"], 0).astype(np.int64),
+            "iteration": reads.column(got["iteration"], np.nan).astype(float),
+            "flex": reads.column(got["flex"], False).astype(bool)}
 def owners(parent: np.ndarray, family: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each launching op in `starts` (-1: none), the op the model charges (-1: none) and the
     innermost attention op beneath it (its backend; -1 when not attention). Walking up the
@@ -67,26 +93,43 @@ def owners(parent: np.ndarray, family: np.ndarray, starts: np.ndarray) -> tuple[
     return np.where(fused, outer, nearest), np.where(fused, inner, -1)
 
 
-def _tree(store, run_id: str) -> pd.DataFrame:
-    """op_id (= row), parent_id, ts_ns, end_ns, family of every op of the run (sql/op_tree.sql)."""
-    return store.query(queries.sql_text("op_tree"), {
+def _tree(store, run_id: str) -> dict:
+    """parent_id, ts_ns, end_ns, family of every op of the run, indexed by op_id (sql/op_tree.sql)."""
+    got = reads.arrays(store, reads.sql_text("op_tree"), {
         "run_id": run_id, "attention_ops": [o for o in cm.ATTENTION if o not in cm.DECOMPOSED],
         "model_ops": [*cm.GEMMS, *cm.MEMORY]})
+    op_id = np.asarray(got["op_id"], dtype=np.int64)
+    size = int(op_id.max()) + 1 if len(op_id) else 0
+    tree = {}
+    for column, missing in (("parent_id", -1), ("ts_ns", 0), ("end_ns", 0), ("family", 0)):
+        values = reads.column(got[column], missing)
+        tree[column] = np.full(size, missing, dtype=values.dtype)
+        tree[column][op_id] = values
+    return tree
 
 
-def launching_ops(tree: pd.DataFrame, work: pd.DataFrame) -> np.ndarray:
-    """The CPU op each kernel's launch call ran in (-1: none): the op with the launch's External
-    id when it encloses the call (or no call was recorded); else, walking up from the last op the
-    launching thread started before the call, the innermost op that encloses it (older traces
-    give the call its correlation id as External id)."""
-    parent, start, end = (tree[c].to_numpy() for c in ("parent_id", "ts_ns", "end_ns"))
-    if not len(parent):
-        return np.full(len(work), -1)
-    ext = work["launch_op_id"].fillna(-1).astype(np.int64).to_numpy()
-    at = work["launch_ts_ns"].fillna(-1).astype(np.int64).to_numpy()
+def launch_in_op(tree, work) -> np.ndarray:
+    """True where the op with the launch's External id encloses the launch call (or no call was
+    recorded). `work`: launch_op_id, launch_ts_ns, -1 for none."""
+    start, end = np.asarray(tree["ts_ns"]), np.asarray(tree["end_ns"])
+    ext, at = np.asarray(work["launch_op_id"]), np.asarray(work["launch_ts_ns"])
+    if not len(start):
+        return np.zeros(len(ext), dtype=bool)
     safe = np.maximum(ext, 0)
-    ok = (ext >= 0) & ((at < 0) | ((start[safe] <= at) & (end[safe] >= at)))
-    cur = np.where(ok, ext, work["before_op_id"].fillna(-1).astype(np.int64).to_numpy())
+    return (ext >= 0) & ((at < 0) | ((start[safe] <= at) & (end[safe] >= at)))
+
+
+def launching_ops(tree, work) -> np.ndarray:
+    """The CPU op each kernel's launch call ran in (-1: none): the op with the launch's External
+    id when it encloses the call (`launch_in_op`); else, walking up from the last op the
+    launching thread started before the call (before_op_id, -1: none; `ops_before`), the
+    innermost op that encloses it (older traces give the call its correlation id as External id)."""
+    parent, end = np.asarray(tree["parent_id"]), np.asarray(tree["end_ns"])
+    if not len(parent):
+        return np.full(len(work["launch_op_id"]), -1)
+    ext, at = np.asarray(work["launch_op_id"]), np.asarray(work["launch_ts_ns"])
+    ok = launch_in_op(tree, work)
+    cur = np.where(ok, ext, np.asarray(work["before_op_id"]))
     need = ~ok & (cur >= 0) & (at >= 0)
     while need.any():
         need &= end[np.maximum(cur, 0)] < at
@@ -95,47 +138,134 @@ def launching_ops(tree: pd.DataFrame, work: pd.DataFrame) -> np.ndarray:
     return np.where(ok | (at >= 0), cur, -1)
 
 
+def ops_before(store, run_id: str, work: dict, need: np.ndarray) -> np.ndarray:
+    """For the rows of `work` in `need`, the last CPU op their launching thread (launch_pid,
+    launch_tid) started at or before the launch call (sql/thread_ops.sql); -1 elsewhere or none."""
+    before = np.full(len(need), -1, dtype=np.int64)
+    rows_of: dict[tuple, list[int]] = {}
+    for i, p, t in zip(np.flatnonzero(need).tolist(), work["launch_pid"][need], work["launch_tid"][need]):
+        if p is not None and t is not None:
+            rows_of.setdefault((p, t), []).append(i)
+    if not rows_of:
+        return before
+    got = reads.arrays(store, reads.sql_text("thread_ops"), {
+        "run_id": run_id, "pids": sorted({p for p, _ in rows_of}), "tids": sorted({t for _, t in rows_of})})
+    pid, tid, ts, ids = reads.column(got["pid"]), reads.column(got["tid"]), got["ts_ns"], got["op_id"]
+    starts = np.flatnonzero(np.r_[True, (pid[1:] != pid[:-1]) | (tid[1:] != tid[:-1])]) if len(ts) else np.array([], int)
+    ends = np.r_[starts[1:], len(ts)]
+    span = {(pid[a], tid[a]): (a, b) for a, b in zip(starts.tolist(), ends.tolist())}
+    for thread, rows in rows_of.items():
+        a, b = span.get(thread, (0, 0))
+        at = work["launch_ts_ns"][rows]
+        pos = np.searchsorted(ts[a:b], at, side="right") - 1     # of ops starting together, the last
+        before[rows] = np.where(pos >= 0, ids[a:b][np.maximum(pos, 0)], -1)
+    return before
+
+
 def _decomposed(store, run_id: str, family: np.ndarray) -> np.ndarray:
-    ids = store.query("SELECT op_id FROM ops WHERE run_id = $run_id AND name IN (SELECT unnest($names))",
-                      {"run_id": run_id, "names": list(cm.DECOMPOSED)})["op_id"].to_numpy()
-    family[ids] = DECOMPOSED
+    ids = reads.arrays(store, "SELECT op_id FROM ops WHERE run_id = $run_id AND name IN (SELECT unnest($names))",
+                       {"run_id": run_id, "names": list(cm.DECOMPOSED)})["op_id"]
+    family[np.asarray(ids, dtype=np.int64)] = DECOMPOSED
     return family
 
 
-def charged_kernels(store, run_id: str) -> pd.DataFrame:
+def charged_kernels(store, run_id: str) -> dict:
     """`launched_work` of one run with op_id, the op the model charges each kernel to (-1 - n for
     the n-th flex kernel, a call by itself), and backend_id (the attention backend op or -1);
     kernels no modelled op owns are left out."""
     work = launched_work(store, [run_id])
-    names = store.query(queries.sql_text("kernel_name_hashes"), {"run_id": run_id})
-    work["kernel"] = work["kernel_hash"].map(dict(zip(names["kernel_hash"], names["kernel"])))
     tree = _tree(store, run_id)
-    parent, family = tree["parent_id"].to_numpy(), tree["family"].to_numpy().copy()
+    need = ~launch_in_op(tree, work) & (work["launch_ts_ns"] >= 0)
+    work["before_op_id"] = ops_before(store, run_id, work, need)
+    parent, family = np.asarray(tree["parent_id"]), np.array(tree["family"])
     family = _decomposed(store, run_id, family)
     owner, backend = owners(parent, family, launching_ops(tree, work))
-    flex = work["flex"].to_numpy(bool)
-    owner = np.where(flex, -1 - np.arange(len(work)), owner)
-    return work.assign(op_id=owner, backend_id=backend)[(owner >= 0) | flex]
+    flex = work["flex"]
+    owner = np.where(flex, -1 - np.arange(len(flex)), owner)
+    return arrays.take({**work, "op_id": owner, "backend_id": backend}, (owner >= 0) | flex)
 
 
-def charged_calls(store, run_id: str, kernels: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per op call of one run that owns GPU work: op_id, op, backend_op, iteration, ts_ns,
-    kernel_ns, main_kernel (its longest kernel), and record_shapes' input_dims, input_types,
-    concrete_inputs (JSON text, NULL when not recorded)."""
+def _kernel_names(store, run_id: str) -> dict:
+    got = reads.arrays(store, reads.sql_text("kernel_name_hashes"), {"run_id": run_id})
+    return dict(zip(got["kernel_hash"].tolist(), got["kernel"].tolist()))
+
+
+def _joined(values: np.ndarray, at: np.ndarray, found: np.ndarray) -> np.ndarray:
+    """values[at] where found, else missing: NaN (ints become floats, as in a join) or None."""
+    if found.all():
+        return values[at]
+    picked = values[at] if len(values) else np.zeros(len(at), dtype=values.dtype)
+    if values.dtype.kind in "iuf":
+        return np.where(found, picked.astype(float), np.nan)
+    out = picked.astype(object)
+    out[~found] = None
+    return out
+
+
+def charged_calls(store, run_id: str, kernels: dict | None = None, names: dict | None = None) -> dict:
+    """One row per op call of one run that owns GPU work, in time order (iteration, ts_ns): op_id,
+    kernel_ns, iteration, backend_id, main_kernel (its longest kernel), op, ts_ns, op_iteration,
+    backend_op, and record_shapes' input_dims, input_types, concrete_inputs (JSON text, None when
+    not recorded); {} when none."""
     kernels = charged_kernels(store, run_id) if kernels is None else kernels
-    by_op = kernels.groupby("op_id", sort=False)
-    calls = by_op.agg(kernel_ns=("dur_ns", "sum"), iteration=("iteration", "first"),
-                      backend_id=("backend_id", "first")).reset_index()
-    calls["main_kernel"] = kernels.loc[by_op["dur_ns"].idxmax().to_numpy(), "kernel"].to_numpy()
-    ids = [int(i) for i in set(calls["op_id"]) | set(calls["backend_id"]) if i >= 0]
-    ops = store.query(queries.sql_text("op_inputs"), {"run_id": run_id, "op_ids": ids}).set_index("op_id")
-    ops = ops.astype({c: object for c in ("op", "input_dims", "input_types", "concrete_inputs")})
-    calls = calls.join(ops, on="op_id")
-    calls["backend_op"] = calls["backend_id"].map(ops["op"])
-    calls["op"] = calls["op"].where(calls["op_id"] >= 0, FLEX_KERNEL)
-    calls["iteration"] = calls["op_iteration"].fillna(calls["iteration"])
-    return calls.assign(run_id=run_id).sort_values(["iteration", "ts_ns"], na_position="last",
-                                                  ignore_index=True)
+    if not len(kernels["op_id"]):
+        return {}
+    calls = _per_op(kernels, _kernel_names(store, run_id) if names is None else names)
+    calls = _with_inputs(store, run_id, calls)
+    calls["run_id"] = arrays.objects([run_id] * len(calls["op_id"]))
+    return arrays.take(calls, _time_order(calls["iteration"], calls["ts_ns"]))
+
+
+def _per_op(kernels: dict, names: dict) -> dict:
+    """The kernels summed per owning op (in order of first kernel): op_id, kernel_ns, iteration
+    (the first kernel's that has one), backend_id, main_kernel (the first of the longest)."""
+    group, first = arrays.first_appearance(kernels["op_id"])
+    n, dur, it = len(first), kernels["dur_ns"], kernels["iteration"]
+    longest = np.lexsort((np.arange(len(dur)), -dur, group))       # per group, longest first
+    starts = np.flatnonzero(np.r_[True, np.diff(group[longest]) != 0])
+    iteration, valid = np.full(n, np.nan), ~np.isnan(it)
+    g_valid, first_valid = np.unique(group[valid], return_index=True)
+    iteration[g_valid] = it[valid][first_valid]
+    main = kernels["kernel_hash"][longest[starts]].tolist()
+    return {"op_id": kernels["op_id"][first], "kernel_ns": arrays.sums(group, dur, n), "iteration": iteration,
+            "backend_id": kernels["backend_id"][first], "main_kernel": arrays.objects([names.get(h) for h in main])}
+
+
+def _rows_of(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The position of each of `ids` in `sorted_ids` (-1: not there)."""
+    at = np.clip(np.searchsorted(sorted_ids, ids), 0, max(len(sorted_ids) - 1, 0))
+    hit = sorted_ids[at] == ids if len(sorted_ids) else np.zeros(len(ids), dtype=bool)
+    return np.where(hit, at, -1)
+
+
+def _with_inputs(store, run_id: str, calls: dict) -> dict:
+    """`calls` joined with their ops (sql/op_inputs.sql): op (flex_attention for a flex kernel),
+    ts_ns, op_iteration, input_dims, input_types, concrete_inputs, backend_op; iteration is the
+    op's where it has one."""
+    op_id, backend_id = calls["op_id"], calls["backend_id"]
+    got = reads.arrays(store, reads.sql_text("op_inputs"), {"run_id": run_id, "names": MODEL_NAMES})
+    ops = {k: reads.column(v) for k, v in got.items()}
+    ops["ts_ns"], ops["op_iteration"] = reads.column(got["ts_ns"], -1), reads.column(got["op_iteration"], np.nan)
+    at, b_at = (_rows_of(np.asarray(got["op_id"]), ids) for ids in (op_id, backend_id))
+    found, safe = at >= 0, np.maximum(at, 0)
+    out = {**calls, "op": np.where(op_id >= 0, _joined(ops["op"], safe, found), FLEX_KERNEL).astype(object)}
+    for c in ("ts_ns", "op_iteration", "input_dims", "input_types", "concrete_inputs"):
+        out[c] = _joined(ops[c], safe, found)
+    out["backend_op"] = _joined(ops["op"].astype(object), np.maximum(b_at, 0), b_at >= 0)
+    op_it = out["op_iteration"].astype(float)
+    iteration = np.where(np.isnan(op_it), calls["iteration"], op_it)
+    out["iteration"] = iteration if np.isnan(iteration).any() else iteration.astype(np.int64)
+    return out
+
+
+def _time_order(iteration: np.ndarray, ts: np.ndarray) -> np.ndarray:
+    """Rows by (iteration, ts_ns), missing last, ties in their order (a stable sort)."""
+    keys = []
+    for values in (iteration, ts):
+        values = np.asarray(values)
+        missing = np.isnan(values) if values.dtype.kind == "f" else np.zeros(len(values), bool)
+        keys += [missing, np.where(missing, 0, values)]
+    return np.lexsort((keys[3], keys[2], keys[1], keys[0]))
 
 
 @lru_cache(maxsize=4096)
@@ -154,42 +284,42 @@ def _recorded(name: str, dims: str | None, types: str | None, concrete: str | No
         return None
 
 
-def _calls(store, run_ids) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(`charged_calls` of each run with the engine and precision of its longest kernel, the
-    `charged_kernels` of each run)."""
-    kernels = [charged_kernels(store, r) for r in run_ids]
-    frames = [charged_calls(store, r, k) for r, k in zip(run_ids, kernels)]
-    calls = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    if calls.empty:
-        return calls, pd.DataFrame(columns=KERNEL_COLUMNS)
-    main = calls["main_kernel"].to_numpy(dtype=object)
-    found = {k: _engine(k) for k in set(main)}
-    calls = calls.assign(engine=[found[k][0] for k in main], kernel_precision=[found[k][1] for k in main])
-    return calls, pd.concat(kernels, ignore_index=True)[KERNEL_COLUMNS]
+def _calls(store, run_id: str) -> tuple[dict, dict]:
+    """(`charged_calls` of the run with the engine and precision of its longest kernel, the
+    `charged_kernels` of the run: run_id, op_id, kernel_hash, dur_ns, and names: {hash: name})."""
+    kernels, names = charged_kernels(store, run_id), _kernel_names(store, run_id)
+    calls = charged_calls(store, run_id, kernels, names)
+    kernels = {**{k: kernels[k] for k in KERNEL_COLUMNS}, "names": names}
+    if not calls:
+        return calls, kernels
+    main = calls["main_kernel"]
+    found = {k: _engine(k) for k in set(main.tolist())}
+    calls["engine"] = arrays.objects([found[k][0] for k in main])
+    calls["kernel_precision"] = arrays.objects([found[k][1] for k in main])
+    return calls, kernels
 
 
-def _priced(calls: pd.DataFrame, shapes: pd.DataFrame) -> pd.DataFrame:
-    recorded = calls[calls["input_dims"].notna()]
-    columns = (recorded[c].to_numpy(dtype=object) for c in ("op", "input_dims", "input_types", "concrete_inputs"))
-    costs: list[OpCost | None] = [None] * len(calls)
-    for i, args in zip(calls.index.get_indexer(recorded.index), zip(*columns)):
-        costs[i] = _recorded(*args)
+def _priced(calls: dict, shape: dict | None) -> dict:
+    """The calls the model prices (recorded inputs, else the run's shape), with kind, flops,
+    bytes, dtype, shape, backend, shape_source."""
+    n = arrays.rows(calls)
+    costs: list[OpCost | None] = [None] * n
+    dims = calls["input_dims"]
+    for i in np.flatnonzero(np.array([d is not None for d in dims], dtype=bool)).tolist():
+        costs[i] = _recorded(calls["op"][i], dims[i], calls["input_types"][i], calls["concrete_inputs"][i])
     source = ["trace" if c else None for c in costs]
-    shape_of = shapes.set_index("run_id").to_dict("index")
-    for run_id, rows in calls.groupby("run_id", sort=False):
-        shape = shape_of.get(run_id)
-        if shape is None or pd.isna(shape.get("seq_len")) or rows["input_dims"].notna().any():
-            continue
-        for i, cost in zip(rows.index, run_shape.inferred_costs(rows, shape)):
+    if shape is not None and shape.get("seq_len") is not None and all(d is None for d in dims):
+        rows = [Call(*r) for r in zip(calls["op"].tolist(), calls["iteration"].tolist(), calls["kernel_precision"].tolist())]
+        for i, cost in enumerate(run_shape.inferred_costs(rows, shape)):
             if cost is not None and costs[i] is None:
                 costs[i], source[i] = cost, "run shape"
-    keep = [c is not None for c in costs]
-    calls, costs = calls[keep].reset_index(drop=True), [c for c in costs if c]
-    return calls.assign(
-        kind=[c.kind for c in costs], flops=[c.flops for c in costs], bytes=[c.bytes for c in costs],
-        dtype=[c.dtype for c in costs], shape=[c.shape for c in costs],
-        backend=[_backend(c, b) for c, b in zip(costs, calls["backend_op"])],
-        shape_source=[s for s, k in zip(source, keep) if k])
+    keep = np.array([c is not None for c in costs], dtype=bool)
+    calls, costs = arrays.take(calls, keep), [c for c in costs if c]
+    return {**calls, "kind": arrays.objects([c.kind for c in costs]), "flops": np.array([c.flops for c in costs]),
+            "bytes": np.array([c.bytes for c in costs]), "dtype": arrays.objects([c.dtype for c in costs]),
+            "shape": arrays.objects([c.shape for c in costs]),
+            "backend": arrays.objects([_backend(c, b) for c, b in zip(costs, calls["backend_op"])]),
+            "shape_source": arrays.objects([s for s, k in zip(source, keep) if k])}
 
 
 def _backend(cost: OpCost, backend_op) -> str | None:
@@ -207,24 +337,33 @@ def _device(info) -> gpus.Device | None:
         return gpus.builtin_device(gpu_name)
 
 
-def rate(frame: pd.DataFrame, seconds: pd.Series, device_of: dict) -> pd.DataFrame:
+def rated(run_id, engine, dtype, flops, nbytes, seconds, device_of: dict) -> dict:
     """Achieved TFLOP/s and TB/s over `seconds`, intensity, the engine's datasheet peak for the
-    precision, the ridge point, bound, % of peak and % of the roof. `frame` needs run_id,
-    flops, bytes, engine, dtype; `device_of` maps run_id to its `Device` (or None)."""
-    keys = list(zip(frame["run_id"].to_numpy(object), frame["engine"].to_numpy(object),
-                    frame["dtype"].to_numpy(object)))
+    precision, the ridge point, bound, % of peak and % of the roof, as columns (one row per
+    item of the arguments); `device_of` maps run_id to its `Device` (or None)."""
+    keys = list(zip(run_id, engine, dtype))
     looked = {k: _peak(device_of.get(k[0]), k[1], k[2]) for k in set(keys)}   # a few distinct keys
     peak, bandwidth, source = ([looked[k][i] for k in keys] for i in range(3))
-    out = frame.assign(tflops=frame["flops"] / seconds / 1e12, tbps=frame["bytes"] / seconds / 1e12,
-                       intensity=frame["flops"] / frame["bytes"].where(frame["bytes"] > 0),
-                       peak_tflops=np.array(peak, dtype=float), peak_tbps=np.array(bandwidth, dtype=float))
-    ridge = out["peak_tflops"] / out["peak_tbps"]                              # FLOP/byte
-    roof = np.minimum(out["peak_tflops"], out["intensity"] * out["peak_tbps"])
-    return out.assign(ridge=ridge, roof_tflops=roof,
-                      bound=np.where(ridge.isna(), None, np.where(out["intensity"] < ridge, "memory", "compute")),
-                      pct_of_peak=100 * out["tflops"] / out["peak_tflops"],
-                      pct_of_bandwidth=100 * out["tbps"] / out["peak_tbps"],
-                      pct_of_roof=100 * out["tflops"] / roof, peak_source=source)
+    flops, nbytes, seconds = np.asarray(flops), np.asarray(nbytes), np.asarray(seconds, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tflops, tbps = flops / seconds / 1e12, nbytes / seconds / 1e12
+        intensity = flops / np.where(nbytes > 0, nbytes, np.nan)
+        peak_tflops, peak_tbps = np.array(peak, dtype=float), np.array(bandwidth, dtype=float)
+        ridge = peak_tflops / peak_tbps                                        # FLOP/byte
+        roof = np.minimum(peak_tflops, intensity * peak_tbps)
+        return {"tflops": tflops, "tbps": tbps, "intensity": intensity, "peak_tflops": peak_tflops,
+                "peak_tbps": peak_tbps, "ridge": ridge, "roof_tflops": roof,
+                "bound": np.where(np.isnan(ridge), None, np.where(intensity < ridge, "memory", "compute")),
+                "pct_of_peak": 100 * tflops / peak_tflops, "pct_of_bandwidth": 100 * tbps / peak_tbps,
+                "pct_of_roof": 100 * tflops / roof, "peak_source": arrays.objects(source)}
+
+
+def rate(frame: pd.DataFrame, seconds: pd.Series, device_of: dict) -> pd.DataFrame:
+    """`rated` on a DataFrame: `frame` needs run_id, flops, bytes, engine, dtype; its columns plus
+    tflops, tbps, intensity, peak_tflops, peak_tbps, ridge, roof_tflops, bound, pct_of_peak,
+    pct_of_bandwidth, pct_of_roof, peak_source."""
+    return frame.assign(**rated(*(frame[c].to_numpy(object) for c in ("run_id", "engine", "dtype")),
+                                frame["flops"].to_numpy(), frame["bytes"].to_numpy(), seconds.to_numpy(), device_of))
 
 
 def _peak(device, engine, dtype) -> tuple[float | None, float | None, str | None]:
@@ -238,33 +377,34 @@ def _peak(device, engine, dtype) -> tuple[float | None, float | None, str | None
 def op_calls(store, run_ids) -> pd.DataFrame:
     """One row per modelled op call that launched GPU work: run_id, op_id, op, backend, kind,
     shape, dtype, flops, bytes, kernel_ns, main_kernel (its longest), engine, shape_source,
-    iteration, and `rate`'s columns (TFLOP/s and TB/s over the call's own kernel time)."""
+    iteration, and `rated`'s columns (TFLOP/s and TB/s over the call's own kernel time)."""
+    import pandas as pd
+
     with _session(store) as db:
-        return _op_calls(db, list(run_ids))[0]
+        calls = _op_calls(db, list(run_ids))[0]
+    return pd.DataFrame(calls, columns=CALL_ORDER) if calls else pd.DataFrame(columns=CALL_COLUMNS)
 
 
 @contextmanager
 def _session(store):
     """One connection for all the queries of a call (a Store opens one; a Session is one)."""
     if hasattr(store, "connect"):
-        with queries.session(store) as db:
+        with reads.session(store) as db:
             yield db
     else:
         yield store
 
 
-def _op_calls(db, run_ids: list) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(op_calls, the kernels charged to them: run_id, op_id, kernel, dur_ns); read-only frames."""
+def _op_calls(db, run_ids: list) -> tuple[dict, list[dict]]:
+    """(op_calls' columns, {} when none; the kernels charged to them, per run: run_id, op_id,
+    kernel_hash, dur_ns, names); read-only."""
     parts = [_run_op_calls(db, r) for r in run_ids]
-    calls = [c for c, _ in parts if not c.empty]
-    kernels = [k for _, k in parts if not k.empty]
-    return (pd.concat(calls, ignore_index=True) if calls else pd.DataFrame(columns=CALL_COLUMNS),
-            pd.concat(kernels, ignore_index=True) if kernels else pd.DataFrame(columns=KERNEL_COLUMNS))
+    return arrays.concat([c for c, _ in parts if arrays.rows(c)]), [k for _, k in parts]
 
 
 # A run id is a hash of the trace's bytes, so a run's op costs never change: the last few runs'
 # are kept per store file (a page opened again, or the roofline after the table, costs nothing).
-_CACHE: OrderedDict[tuple[str, str], tuple[pd.DataFrame, pd.DataFrame]] = OrderedDict()
+_CACHE: OrderedDict[tuple[str, str], tuple[dict, dict]] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
 CACHED_RUNS = 16
 
@@ -275,69 +415,105 @@ def clear_cache() -> None:
         _CACHE.clear()
 
 
-def _run_op_calls(db, run_id: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _run_op_calls(db, run_id: str) -> tuple[dict, dict]:
     key = (str(getattr(db, "path", "")), run_id)
     with _CACHE_LOCK:
         if key in _CACHE:
             _CACHE.move_to_end(key)
             return _CACHE[key]
-    calls, kernels = _calls(db, [run_id])
-    if not calls.empty:
-        calls = _priced(calls, queries.run_shapes(db, [run_id]))
-    if calls.empty:
-        result = pd.DataFrame(columns=CALL_COLUMNS), kernels
+    calls, kernels = _calls(db, run_id)
+    if arrays.rows(calls):
+        calls = _priced(calls, reads.run_shape_records(db, [run_id]).get(run_id))
+    if arrays.rows(calls):
+        devices = {r: _device(i) for r, i in reads.run_devices(db, [run_id]).items()}
+        calls = {**calls, **rated(calls["run_id"], calls["engine"], calls["dtype"], calls["flops"], calls["bytes"],
+                                  calls["kernel_ns"] / 1e9, devices)}
     else:
-        devices = {r: _device(i) for r, i in queries.run_devices(db, [run_id]).items()}
-        result = rate(calls, calls["kernel_ns"] / 1e9, devices), kernels
+        calls = {}
     with _CACHE_LOCK:
-        _CACHE[key] = result
+        _CACHE[key] = calls, kernels
         while len(_CACHE) > CACHED_RUNS:
             _CACHE.popitem(last=False)
-    return result
+    return calls, kernels
+
+
+def ops_columns(store, run_ids, kind: str = "all") -> dict:
+    """`ops_table` as numpy columns ({} when no op is modelled); needs no pandas."""
+    if kind not in KINDS:
+        raise reads.QueryError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
+    with _session(store) as db:
+        return _ops_table(db, list(run_ids), kind)
 
 
 def ops_table(store, run_ids, kind: str = "all") -> pd.DataFrame:
     """One row per (run, op, backend, shape, dtype): calls aggregated; flops and bytes per call,
     kernel_us_mean per call, tflops / tbps from that mean, pct_of_peak for the dtype on the engine
     its kernels ran on, intensity, bound, kernels (parsed: library, arch, instruction, tile)."""
-    if kind not in KINDS:
-        raise queries.QueryError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
-    with _session(store) as db:
-        return _ops_table(db, list(run_ids), kind)
+    import pandas as pd
 
-
-def _ops_table(db, run_ids: list, kind: str) -> pd.DataFrame:
-    calls, kernels = _op_calls(db, run_ids)
-    if kind != "all":
-        calls = calls[calls["kind"] == kind]
-    if calls.empty:
+    table = ops_columns(store, run_ids, kind)
+    if not table:
         return pd.DataFrame(columns=[*CALL_COLUMNS, "calls", "kernel_us_mean", "kernel_names"])
-    keys = ["run_id", "op", "backend", "kind", "shape", "dtype", "engine", "shape_source"]
-    calls = calls.assign(group=calls.groupby(keys, dropna=False, sort=False).ngroup())
-    by_group = calls.groupby("group")     # (not agg(engine=...): pandas takes `engine` as its own)
-    table = by_group[[*keys, "flops", "bytes"]].first().join(
-        by_group.agg(calls=("op", "size"), kernel_ns=("kernel_ns", "sum")))
-    table["kernel_names"] = _kernel_lists(kernels, calls).reindex(table.index).to_list()
-    table = table.reset_index(drop=True)
+    return pd.DataFrame(table, columns=TABLE_COLUMNS)
+
+
+def _ops_table(db, run_ids: list, kind: str) -> dict:
+    calls, kernels = _op_calls(db, run_ids)
+    if calls and kind != "all":
+        calls = arrays.take(calls, calls["kind"] == kind)
+    if not arrays.rows(calls):
+        return {}
+    group, first = arrays.groups_of(list(zip(*(calls[k].tolist() for k in GROUP_KEYS))))
+    n = len(first)
+    table = {k: calls[k][first] for k in [*GROUP_KEYS, "flops", "bytes"]}
+    table["calls"] = np.bincount(group, minlength=n).astype(np.int64)
+    table["kernel_ns"] = arrays.sums(group, calls["kernel_ns"], n)
+    table["kernel_names"] = _kernel_lists(kernels, calls, group, n)
     table["kernel_us_mean"] = table["kernel_ns"] / table["calls"] / 1e3
-    devices = {r: _device(i) for r, i in queries.run_devices(db, list(set(table["run_id"]))).items()}
-    table = rate(table, table["kernel_us_mean"] / 1e6, devices)
-    table["kernels"] = [" | ".join(f"{n} [{kernel_names.parse(n).summary}]" for n in names)
-                        for names in table["kernel_names"]]
-    return table.sort_values("kernel_ns", ascending=False, ignore_index=True)
+    devices = {r: _device(i) for r, i in reads.run_devices(db, list(set(table["run_id"].tolist()))).items()}
+    table.update(rated(table["run_id"], table["engine"], table["dtype"], table["flops"], table["bytes"],
+                       table["kernel_us_mean"] / 1e6, devices))
+    table["kernels"] = arrays.objects([" | ".join(f"{n} [{kernel_names.parse(n).summary}]" for n in names)
+                                 for names in table["kernel_names"]])
+    return arrays.take(table, arrays.descending(table["kernel_ns"]))
 
 
-def _kernel_lists(kernels: pd.DataFrame, calls: pd.DataFrame) -> pd.Series:
+def _kernel_lists(kernels: list[dict], calls: dict, group: np.ndarray, n: int) -> np.ndarray:
     """The distinct kernel names of each group of calls, longest-running first, by group."""
-    mine = kernels.merge(calls[["run_id", "op_id", "group"]].astype({"op_id": "int64"}), on=["run_id", "op_id"])
-    order = mine.groupby(["group", "kernel"], sort=False)["dur_ns"].sum().reset_index()
-    return order.sort_values("dur_ns", ascending=False).groupby("group", sort=False)["kernel"].agg(list)
+    pair_group, pair_hash, pair_dur, names = [], [], [], {}
+    for part in kernels:
+        if not len(part["op_id"]):
+            continue
+        run_id = part["run_id"][0]
+        mine = np.flatnonzero(calls["run_id"] == run_id)
+        ids = calls["op_id"][mine].astype(np.int64)
+        order = np.argsort(ids, kind="stable")
+        at = np.clip(np.searchsorted(ids[order], part["op_id"]), 0, max(len(ids) - 1, 0))
+        hit = (ids[order][at] == part["op_id"]) if len(ids) else np.zeros(len(part["op_id"]), bool)
+        pair_group.append(group[mine[order[at[hit]]]])
+        pair_hash.append(part["kernel_hash"][hit])
+        pair_dur.append(part["dur_ns"][hit])
+        names.update(part["names"])
+    out = arrays.objects([[] for _ in range(n)])
+    if not pair_group:
+        return out
+    g, h, dur = np.concatenate(pair_group), np.concatenate(pair_hash), np.concatenate(pair_dur)
+    hashes, h_code = np.unique(h, return_inverse=True)
+    pair, first = arrays.first_appearance(g * len(hashes) + h_code.reshape(-1))
+    sums = arrays.sums(pair, dur, len(first))
+    for i in arrays.descending(sums).tolist():
+        out[g[first[i]]].append(names.get(int(h[first[i]])))
+    return out
 
 
 def attention_in_trace(store, run_ids, top_gemms: int = 5) -> pd.DataFrame:
     """Every attention op of each run and its top GEMMs (by kernel time): `ops_table` rows plus
     share_of_gpu_pct, the op's kernel time per iteration over the run's GPU time per iteration
     (kernels + copies)."""
+    import pandas as pd
+
+    from profiler.analysis import queries
+
     run_ids = list(run_ids)
     table = ops_table(store, run_ids)
     if table.empty:

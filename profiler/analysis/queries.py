@@ -10,55 +10,17 @@ Add new queries in the section they belong to (or a new section) with their own 
 """
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
-from contextlib import contextmanager
-from functools import cache
-from pathlib import Path
-
 import pandas as pd
 
-from profiler.analysis import diff, gpus, occupancy, tensor_cores
-from profiler.errors import StoreError, UnknownRunError
+from profiler.analysis import diff, gpus, occupancy, reads, tensor_cores
+from profiler.analysis.reads import SQL_DIR, QueryError, Session, session, sql_text  # noqa: F401 (re-exported)
+from profiler.errors import UnknownRunError
 from profiler.storage import metrics
 
-SQL_DIR = Path(__file__).resolve().parent / "sql"
 TIMELINE_MAX_MARKS = 3000     # marks per panel the browser draws quickly
 TIMELINE_PAGE_MARKS = 8000    # marks per timeline page: many panels share it (keeps a run < 1 s)
 TIMELINE_WIDTH_PX = 1200      # events shorter than window / width merge into one mark
 ALIGN_MAX_KERNELS = 4000      # longer iterations are cut before alignment
-
-
-class QueryError(StoreError):
-    """A query asked for something the store cannot answer; the message says what and why."""
-
-
-@cache
-def sql_text(name: str) -> str:
-    """The text of ``sql/<name>.sql``."""
-    path = SQL_DIR / f"{name}.sql"
-    if not path.is_file():
-        raise QueryError(f"no query file {path.name} in {SQL_DIR}")
-    return path.read_text(encoding="utf-8")
-
-
-class Session:
-    """Several queries over one connection: ``with queries.session(store) as db: kernel_table(db,
-    ...)``. Opening the store file costs ~50-80 ms, so a page that runs many queries opens it once."""
-
-    def __init__(self, con, path):
-        self._con = con
-        self.path = path              # the store file, for messages
-
-    def query(self, sql: str, params=None) -> pd.DataFrame:
-        return self._con.execute(sql, params).df()
-
-
-@contextmanager
-def session(store) -> Iterator[Session]:
-    """A ``Session`` on one short-lived connection (duckdb errors become ``StoreError``)."""
-    with store.connect(jobs=True) as con:
-        yield Session(con, store.path)
 
 
 # queries that read the metrics layer's kept table: runs lacking it get it computed first
@@ -206,11 +168,7 @@ def binary_size(n: float) -> str:
     return f"{n:.0f} B"
 
 
-def run_devices(store, run_ids) -> dict[str, tuple[list | None, str | None]]:
-    """{run_id: (deviceProperties list or None, gpu_name)}."""
-    rows = _run(store, "run_devices", run_ids=_ids(run_ids)).itertuples()
-    return {r.run_id: (json.loads(r.device_properties) if isinstance(r.device_properties, str)
-                       else None, None if pd.isna(r.gpu_name) else r.gpu_name) for r in rows}
+run_devices = reads.run_devices
 
 
 def run_device(device_info, device_index=None) -> gpus.Device | None:

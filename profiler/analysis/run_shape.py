@@ -6,7 +6,7 @@ an attention variant follow from it: `inferred_costs` prices them in time order.
 """
 from __future__ import annotations
 
-import pandas as pd
+from collections.abc import Sequence
 
 from profiler.analysis import costmodel as cm
 from profiler.analysis.costmodel import OpCost
@@ -14,8 +14,9 @@ from profiler.analysis.costmodel import OpCost
 FLEX_KERNEL = "flex_attention"     # a compiled flex attention kernel has no op of its own (sql)
 
 
-def inferred_costs(calls: pd.DataFrame, shape: dict) -> list[OpCost | None]:
-    """Inputs of one run's calls (in time order) from the run's attention shape: attention ops
+def inferred_costs(calls: Sequence, shape: dict) -> list[OpCost | None]:
+    """Inputs of one run's calls (in time order) from the run's attention shape (each call has op, iteration,
+    kernel_precision attributes): attention ops
     take Q, K, V; GEMMs alternate Q K^T and P V (in the dtype their kernel ran: the math backend
     upcasts to fp32); elementwise ops between the two GEMMs act on the score matrix, before the
     first on Q (masked_fill / where / add on the mask once a triu / tril built it), after the
@@ -28,7 +29,7 @@ def inferred_costs(calls: pd.DataFrame, shape: dict) -> list[OpCost | None]:
         return [None] * len(calls)
     dtype, causal = cm.TYPE_OF.get(str(shape["dtype"]), "c10::BFloat16"), bool(shape["causal"])
     out, gemms, score_type, masked, iteration = [], 0, None, False, object()
-    for call in calls.itertuples():
+    for call in calls:
         if call.iteration != iteration:
             gemms, score_type, masked, iteration = 0, None, False, call.iteration
         name = call.op

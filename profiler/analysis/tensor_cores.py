@@ -18,9 +18,10 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas loads only where a frame is classified
+    import pandas as pd
 
 TENSOR, MATRIX_AMD, MATRIX_ANY = "tensor core", "matrix core", "matrix unit"
 CUDA, VECTOR_AMD, VECTOR_ANY = "CUDA core", "vector ALU", "vector unit"
@@ -218,6 +219,8 @@ def classify_frame(kernels: pd.DataFrame, name_column: str = "name",
                    vendor: str | None | dict = NVIDIA) -> pd.DataFrame:
     """`kernels` plus columns tc_engine, tc_precision, tc_op, tc_rule. ``vendor``: one vendor for
     every row, or {run_id: vendor} read against the frame's run_id column."""
+    import pandas as pd
+
     columns = ["tc_engine", "tc_precision", "tc_op", "tc_rule"]
     if kernels.empty:
         return kernels.reindex(columns=[*kernels.columns, *columns])

@@ -50,9 +50,10 @@ def run(args: argparse.Namespace) -> int:
 
 def resolve_run(store, text: str) -> str:
     """The run id that `text` is, or uniquely starts; UnknownRunError otherwise."""
-    from profiler.analysis import queries  # pandas and the analysis layer load only when compare runs
+    from profiler.analysis import reads  # no pandas: `ops` resolves its run with this too
 
-    ids = list(queries.run_catalog(store)["run_id"])
+    found = reads.arrays(store, "SELECT run_id FROM traces ORDER BY added_at DESC, run_id")["run_id"]
+    ids = [str(r) for r in found.tolist()]
     matches = [r for r in ids if r == text] or [r for r in ids if r.startswith(text)]
     if len(matches) == 1:
         return matches[0]

@@ -6,11 +6,14 @@ query and page reads a job's ranks like any other run.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import duckdb
-import pyarrow as pa
-import pyarrow.dataset as pads
 
 from profiler.storage import jobs, metrics
+
+if TYPE_CHECKING:  # pyarrow loads only when the store has jobs
+    import pyarrow as pa
 
 _SCHEMAS: dict[str, pa.Schema] = {}
 
@@ -26,6 +29,10 @@ def attach_views(con: duckdb.DuckDBPyConnection, store) -> None:
     plus the Parquet rows of every committed job, and add `job_ranks` (one row per rank of a job).
     Nothing is done when there is no job, so a store without jobs is read exactly as before."""
     root = jobs.job_root(store)
+    if not jobs.has_manifests(root):
+        return
+    import pyarrow as pa
+
     try:
         _attach(con, root)
     except (OSError, ValueError, KeyError, pa.ArrowException) as e:
@@ -33,6 +40,9 @@ def attach_views(con: duckdb.DuckDBPyConnection, store) -> None:
 
 
 def _attach(con: duckdb.DuckDBPyConnection, root: str) -> None:
+    import pyarrow as pa
+    import pyarrow.dataset as pads
+
     manifests = jobs.read_manifests(root)
     if not manifests:
         return
@@ -63,6 +73,8 @@ def _attach_metrics(con: duckdb.DuckDBPyConnection, db: str, manifests: list[dic
     """`stored_iteration_metrics`: the store's rows, the rows each rank's worker computed at ingest,
     and, for ranks computed under another definition of metrics.sql (or before ranks kept them),
     the same macro's rows computed now from the rank's tables (the views above)."""
+    import pyarrow.dataset as pads
+
     table = jobs.METRICS_TABLE
     current = metrics.definition_digest()
     ranks = [r for m in manifests for r in m["ranks"]]

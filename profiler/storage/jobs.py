@@ -29,8 +29,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pyarrow.fs as pafs
-
 from profiler import errors
 
 JOB_ROOT_ENV = "PROFILER_JOBS"
@@ -61,6 +59,8 @@ def job_root(store) -> str:
 
 def filesystem(root: str) -> tuple[pafs.FileSystem, str]:
     """The pyarrow filesystem of `root` and the root's path within it (plain paths are local)."""
+    import pyarrow.fs as pafs  # pyarrow loads only where job files are read or written
+
     if "://" in root:
         return pafs.FileSystem.from_uri(root)
     return pafs.LocalFileSystem(), os.path.abspath(root)
@@ -210,8 +210,22 @@ def manifest_path(root: str, key: str) -> str:
     return f"{root}/manifests/{key}.json"
 
 
+def has_manifests(root: str) -> bool:
+    """False when `root` is a local directory without a committed job (nothing to read; no pyarrow)."""
+    if "://" in root:
+        return True
+    try:
+        return any(n.endswith(".json") for n in os.listdir(os.path.join(os.path.abspath(root), "manifests")))
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        return True  # read_manifests says what is wrong
+
+
 def read_manifests(root: str) -> list[dict]:
     """Every committed job's manifest (none when the directory does not exist yet)."""
+    import pyarrow.fs as pafs  # pyarrow loads only where job files are read or written
+
     fs, base = filesystem(root)
     info = fs.get_file_info(pafs.FileSelector(f"{base}/manifests", allow_not_found=True))
     out = []
@@ -223,6 +237,8 @@ def read_manifests(root: str) -> list[dict]:
 
 
 def _write_manifest(root: str, result: JobResult) -> None:
+    import pyarrow.fs as pafs  # pyarrow loads only where job files are read or written
+
     fs, base = filesystem(root)
     doc = {
         "job": result.job, "key": result.key, "world_size": result.world_size, "backend": result.backend,
@@ -247,6 +263,8 @@ def _write_manifest(root: str, result: JobResult) -> None:
 
 def remove_job_files(root: str, key: str) -> None:
     """Delete every Parquet partition of job `key` (uncommitted leftovers or a deleted job)."""
+    import pyarrow.fs as pafs  # pyarrow loads only where job files are read or written
+
     fs, base = filesystem(root)
     for table in WRITTEN:
         path = f"{base}/{table}/job={key}"
@@ -256,6 +274,8 @@ def remove_job_files(root: str, key: str) -> None:
 
 def delete_job(store, name: str) -> None:
     """Remove a job: its manifest first (readers stop seeing it at once), then its files."""
+    import pyarrow.fs as pafs  # pyarrow loads only where job files are read or written
+
     root = job_root(store)
     fs, base = filesystem(root)
     key = job_key(name)
@@ -278,6 +298,8 @@ def ingest_job(store, paths: Iterable[str | os.PathLike], job: str, *, skip_bad:
     `JobError` naming it and nothing lands, unless `skip_bad`: then the job lands without it and
     `JobResult.skipped` says why.
     """
+    import pyarrow.fs as pafs  # pyarrow loads only where job files are read or written
+
     from profiler.storage import parallel
 
     started = time.perf_counter()

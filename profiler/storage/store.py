@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from profiler import errors
-from profiler.parse import trace
-from profiler.storage import metadata, metrics
-from profiler.storage.staging import Staging
+from profiler.storage import metrics
 
-if TYPE_CHECKING:  # pandas loads only when a query result is read back
-    import pandas as pd
+if TYPE_CHECKING:  # pandas loads only when a query result is read back; the parser (numpy, msgspec) and
+    import pandas as pd  # the staging (pyarrow) only when a trace is ingested
+
+    from profiler.parse import trace
+    from profiler.storage.staging import Staging
 
 SCHEMA_VERSION = 5
 # schema version -> what upgrades a store from the version before it (run in order on open):
@@ -193,7 +194,7 @@ class Store:
                     f"understands ({SCHEMA_VERSION}); upgrade the dashboard.")
             if self.read_only:
                 if version < SCHEMA_VERSION:
-                    raise errors.StoreError(
+                    raise errors.StoreOutdatedError(
                         f"{self.label} has schema version {version}; ingest a trace into it once "
                         "to upgrade it.")
                 self._ready = True
@@ -227,6 +228,11 @@ class Store:
         with self.connect(jobs=True) as con:
             return con.execute(sql, params).df()
 
+    def arrays(self, sql: str, params: Any = None) -> dict:
+        """Run one read query and return its rows as {column: numpy array} (no pandas; NULLs masked)."""
+        with self.connect(jobs=True) as con:
+            return con.execute(sql, params).fetchnumpy()
+
     def schema_version(self) -> int:
         with self.connect() as con:
             return self._stored_version(con)
@@ -235,8 +241,9 @@ class Store:
 
     def ingest(self, src: trace.Source, name: str | None = None, *, source: str = "uploaded",
                progress: trace.Progress | None = None, keep_python: bool = False,
-               max_bytes: int = trace.DEFAULT_MAX_BYTES) -> IngestResult:
-        """Ingest one trace (path, bytes or binary file-like; gzip or plain JSON).
+               max_bytes: int | None = None) -> IngestResult:
+        """Ingest one trace (path, bytes or binary file-like; gzip or plain JSON), of at most
+        `max_bytes` once decompressed (default `trace.DEFAULT_MAX_BYTES`).
 
         Raises a `TraceError` subclass naming the file and the problem; the store is then exactly
         as before. The same bytes ingested twice give the same id, and the second time is a no-op
@@ -245,7 +252,12 @@ class Store:
         """
         if self.read_only:
             raise errors.StoreError(f"{self.label} was opened read-only.")
+        from profiler.parse import trace
+        from profiler.storage import metadata
+        from profiler.storage.staging import Staging
+
         started = time.perf_counter()
+        max_bytes = trace.DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
         reader = trace.TraceReader(src, name, max_bytes=max_bytes, keep_python=keep_python, progress=progress)
         staging = Staging()
         for batch in reader.batches():

@@ -1,6 +1,9 @@
--- The ops the cost model charges GPU work to: name, start, iteration and record_shapes' inputs
--- as JSON text (NULL when not recorded).
--- params: $run_id VARCHAR, $op_ids BIGINT[]
+-- The ops the cost model may charge GPU work to (those named in $names: the modelled and attention
+-- ops, any of which can own a call or be its backend): op_id, name, start, iteration and
+-- record_shapes' inputs as JSON text (NULL when not recorded). Selecting by name reads a few
+-- more ops than the charged ones, and is cheaper than passing every charged op id.
+-- params: $run_id VARCHAR, $names VARCHAR[]
 SELECT op_id, name AS op, ts_ns, iteration AS op_iteration, input_dims, input_types, concrete_inputs
 FROM ops
-WHERE run_id = $run_id AND op_id IN (SELECT unnest($op_ids));
+WHERE run_id = $run_id AND name IN (SELECT unnest($names))
+ORDER BY op_id;

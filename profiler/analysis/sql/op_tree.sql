@@ -8,5 +8,4 @@ SELECT op_id, coalesce(parent_id, -1) AS parent_id, ts_ns, ts_ns + dur_ns AS end
             WHEN name IN (SELECT unnest($attention_ops)) THEN 1
             WHEN name IN (SELECT unnest($model_ops)) THEN 2 ELSE 0 END AS family
 FROM ops
-WHERE run_id = $run_id
-ORDER BY op_id;
+WHERE run_id = $run_id;  -- in no order: the cost model places each row at its op_id (cheaper than sorting)

@@ -1,0 +1,58 @@
+"""Tables as numpy columns ({name: array}, one row per index) and the few group-bys the cost model
+needs on them, without pandas (the `ops` command does not load it). Groups are numbered in order
+of first appearance, as pandas' `groupby(sort=False)` numbers them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def take(cols: dict, index) -> dict:
+    """The rows `index` (positions or a mask) of every column."""
+    return {k: v[index] for k, v in cols.items()}
+
+
+def concat(parts: list[dict]) -> dict:
+    """The rows of each part, one after another ({} for no parts)."""
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {}
+
+
+def rows(cols: dict) -> int:
+    """How many rows (0 for {})."""
+    return len(next(iter(cols.values()))) if cols else 0
+
+
+def objects(values) -> np.ndarray:
+    """An object array of `values` (numpy would make a 2-D array of lists, or a fixed-width str array)."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def first_appearance(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(group of each row, numbered by first appearance; the first row of each group)."""
+    _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return rank[inverse.reshape(-1)], first[order]
+
+
+def groups_of(keys: list) -> tuple[np.ndarray, np.ndarray]:
+    """`first_appearance` of hashable keys (tuples with None in them, which numpy cannot sort)."""
+    index: dict = {}
+    group = np.fromiter((index.setdefault(k, len(index)) for k in keys), dtype=np.int64, count=len(keys))
+    return group, np.unique(group, return_index=True)[1]
+
+
+def sums(groups: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """The sum of `values` per group 0..n-1, in the values' dtype (int sums stay exact)."""
+    out = np.zeros(n, dtype=values.dtype)
+    np.add.at(out, groups, values)
+    return out
+
+
+def descending(values: np.ndarray) -> np.ndarray:
+    """The order pandas' sort_values(ascending=False) gives (its quicksort; ties as pandas breaks them)."""
+    idx = np.arange(len(values))[::-1]
+    return idx[values[::-1].argsort(kind="quicksort")][::-1]

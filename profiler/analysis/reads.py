@@ -1,0 +1,86 @@
+"""Reads that need no pandas: the query files, one connection for several queries, and results as
+numpy columns (the `ops` command imports this, not `profiler.analysis.queries`, so it starts
+without loading pandas). `queries` re-exports everything here.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cache
+from pathlib import Path
+
+from profiler.errors import StoreError
+
+SQL_DIR = Path(__file__).resolve().parent / "sql"
+
+
+class QueryError(StoreError):
+    """A query asked for something the store cannot answer; the message says what and why."""
+
+
+@cache
+def sql_text(name: str) -> str:
+    """The text of ``sql/<name>.sql``."""
+    path = SQL_DIR / f"{name}.sql"
+    if not path.is_file():
+        raise QueryError(f"no query file {path.name} in {SQL_DIR}")
+    return path.read_text(encoding="utf-8")
+
+
+class Session:
+    """Several queries over one connection: ``with queries.session(store) as db: kernel_table(db,
+    ...)``. Opening the store file costs ~50-80 ms, so a page that runs many queries opens it once."""
+
+    def __init__(self, con, path):
+        self._con = con
+        self.path = path              # the store file, for messages
+
+    def query(self, sql: str, params=None):
+        """The rows as a pandas DataFrame."""
+        return self._con.execute(sql, params).df()
+
+    def arrays(self, sql: str, params=None) -> dict:
+        """The rows as {column: numpy array} (NULLs: see `column`); no pandas."""
+        return self._con.execute(sql, params).fetchnumpy()
+
+
+@contextmanager
+def session(store) -> Iterator[Session]:
+    """A ``Session`` on one short-lived connection (duckdb errors become ``StoreError``)."""
+    with store.connect(jobs=True) as con:
+        yield Session(con, store.path)
+
+
+def arrays(db, sql: str, params=None) -> dict:
+    """{column: numpy array} from a `Session` or a `Store` (NULLs masked: see `column`)."""
+    return db.arrays(sql, params)
+
+
+def column(values, fill=None):
+    """A fetched column as a plain array: NULLs (masked) become `fill` (None: an object array)."""
+    import numpy as np
+
+    if not isinstance(values, np.ma.MaskedArray):
+        return values
+    mask = np.ma.getmaskarray(values)
+    if fill is not None:
+        return np.where(mask, fill, values.data)
+    out = values.data.astype(object)
+    out[mask] = None
+    return out
+
+
+def run_devices(store, run_ids) -> dict[str, tuple[list | None, str | None]]:
+    """{run_id: (deviceProperties list or None, gpu_name)}."""
+    got = arrays(store, sql_text("run_devices"), {"run_ids": [str(r) for r in run_ids]})
+    props, names = column(got["device_properties"]), column(got["gpu_name"])
+    return {r: (json.loads(p) if isinstance(p, str) else None, n if isinstance(n, str) else None)
+            for r, p, n in zip(got["run_id"], props, names)}
+
+
+def run_shape_records(store, run_ids) -> dict[str, dict]:
+    """{run_id: sql/run_shapes.sql's row as a dict} (NULL: None)."""
+    got = arrays(store, sql_text("run_shapes"), {"run_ids": [str(r) for r in run_ids]})
+    cols = {k: column(v).tolist() for k, v in got.items()}
+    return {r: {k: cols[k][i] for k in cols} for i, r in enumerate(cols.get("run_id", []))}
