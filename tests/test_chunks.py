@@ -3,6 +3,7 @@ every table the store keeps for a run, row for row, on every real trace; a cut p
 inside an event, a minified trace and a failing chunk all fall back to parsing the file whole."""
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -27,7 +28,8 @@ def _table(store: Store, table: str, run_id: str) -> list[tuple]:
 def _ingest_in_chunks(store: Store, path: Path, chunk_bytes: int, tmp: Path):
     """What a job does with a large file, in this process: plan, parse each chunk, assemble."""
     size = chunks.estimated_size(path)
-    fp = chunks.plan_file(path, chunks.parts(size, size, 1, chunk_bytes), tmp)
+    (tmp / "scratch").mkdir(exist_ok=True)
+    fp = chunks.plan_file(path, chunks.parts(size, size, 1, chunk_bytes), tmp / "scratch")
     assert fp is not None, "the trace was not cut"
     base = str(tmp / "job")
     parts = [chunks.parse_chunk(fp, k, base, "key") for k in range(fp.plan.chunks)]
@@ -48,7 +50,7 @@ def test_every_table_of_a_trace_parsed_in_chunks_equals_the_whole_file(tmp_path,
     assert (got.run_id, got.events, got.kernels, got.notes) == (want.run_id, want.events, want.kernels, want.notes)
     for table in catalog.RUN_TABLES + KEEP_ALL:
         assert _table(split_store, table, got.run_id) == _table(whole, table, want.run_id), table
-    assert list(tmp_path.glob("*.unpacked.json")) == []
+    assert list((tmp_path / "scratch").iterdir()) == []  # a gzipped trace's unpacked copy is removed
 
 
 @pytest.mark.third_party
@@ -163,6 +165,16 @@ def test_a_bad_file_split_in_chunks_names_itself_as_when_parsed_whole(tmp_path, 
     assert str(whole.value) in str(job.value)
     root = Path(jobs.job_root(store))
     assert not root.exists() or [p for p in root.rglob("*") if p.is_file()] == []
+
+
+def test_an_unreadable_or_gzipped_minified_file_is_not_cut(tmp_path):
+    assert chunks.plan_file(tmp_path / "missing.json", 4, tmp_path) is None
+    assert chunks.estimated_size(tmp_path / "missing.json") == 0
+    flat = tmp_path / "flat.json.gz"
+    flat.write_bytes(gzip.compress(json.dumps(json.loads(_trace([_event(i) for i in range(40)]))).encode()))
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    assert chunks.plan_file(flat, 4, scratch) is None and list(scratch.iterdir()) == []
 
 
 def test_timestamps_read_differently_by_chunks_fall_back(tmp_path):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
+import tempfile
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -80,24 +81,35 @@ def parts(size: int, total: int, workers: int, chunk_bytes: int | None = None) -
 def estimated_size(path: str | os.PathLike) -> int:
     """The decompressed size of a trace file: a gzip file's own record of it (modulo 4 GiB, so a
     guess), else its size on disk."""
-    size = os.path.getsize(path)
-    with open(path, "rb") as f:
-        if f.read(2) != b"\x1f\x8b" or size < 18:
-            return size
-        f.seek(-4, os.SEEK_END)
-        return max(size, int.from_bytes(f.read(4), "little"))
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            if f.read(2) != b"\x1f\x8b" or size < 18:
+                return size
+            f.seek(-4, os.SEEK_END)
+            return max(size, int.from_bytes(f.read(4), "little"))
+    except OSError:
+        return 0  # not split: parsed whole, the file's error names it
 
 
 def plan_file(file: str | os.PathLike, n: int, scratch: str | os.PathLike) -> FilePlan | None:
     """Where to cut `file` into about `n` chunks, or None to parse it whole (it cannot be cut, or
     it has a problem that parsing it whole will name). A gzipped file is unpacked into `scratch`
     first; the copy is removed when the file cannot be cut."""
-    file = str(file)
+    try:
+        return _plan_file(str(file), n, scratch)
+    except OSError:
+        return None  # parsed whole, the file's error names it (it cannot be read, the disk is full...)
+
+
+def _plan_file(file: str, n: int, scratch: str | os.PathLike) -> FilePlan | None:
     unpacked = None
     with open(file, "rb") as f:
         gzipped = f.read(2) == b"\x1f\x8b"
     if gzipped:
-        unpacked = Path(scratch) / f"{Path(file).name}.{os.getpid()}.unpacked.json"
+        handle, name = tempfile.mkstemp(dir=scratch, prefix=Path(file).name, suffix=".unpacked.json")
+        os.close(handle)
+        unpacked = Path(name)
         digest = _unpack(file, unpacked)
         if digest is None:
             unpacked.unlink(missing_ok=True)
