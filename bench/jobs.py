@@ -3,11 +3,13 @@
 Rank files are made from real traces: the PARAM DLRM worker traces of ../shared/traces cycled to
 `--ranks` files with their distributedInfo rank and world size rewritten (so each is a distinct
 rank of one job), and optionally `--big-ranks` files of `--rank-mb` MB each (bench/make_large_trace.py's
-mix, ranks rewritten the same way) for throughput. Each worker count ingests the whole job into a
-fresh store; the engine is started once before the timings (its start is reported apart).
-Peak RSS per worker is each task's own peak (Linux VmHWM, reset when the task starts).
-Usage: python bench/jobs.py [--ranks 64] [--workers 1,2] [--engine ray|processes|in-process]
-                            [--big-ranks 0 --rank-mb 32] [--write-results]
+mix, ranks rewritten the same way) for throughput, and `--one-file-mb`: a job of one such file,
+which more than one worker parses in chunks (profiler/storage/chunks.py). Each worker count ingests
+the whole job into a fresh store; each engine is started once before the timings (its start is
+reported apart). Peak RSS per worker is each task's own peak (Linux VmHWM, reset when the task
+starts); for a file parsed in chunks, the largest of its chunk and assembly tasks.
+Usage: python bench/jobs.py [--ranks 64] [--workers 1,2] [--engine ray|processes|in-process[,...]]
+                            [--big-ranks 0 --rank-mb 32] [--one-file-mb 0] [--write-results]
 """
 import argparse
 import datetime
@@ -82,20 +84,20 @@ def run(files: list[Path], workers: int, engine: str) -> dict:
     largest = max(r.size_bytes for r in result.ranks)
     worst = max(result.ranks, key=lambda r: r.peak_rss)
     growth = max(result.ranks, key=lambda r: r.peak_rss - r.start_rss)
-    return {"workers": workers, "seconds": seconds, "mb": sum(r.size_bytes for r in result.ranks) / 1e6,
+    return {"workers": workers, "seconds": seconds, "chunks": max(r.chunks for r in result.ranks), "mb": sum(r.size_bytes for r in result.ranks) / 1e6,
             "ranks": len(result.ranks), "kernels": rows, "view_s": view_s, "largest": largest,
             "peak": worst.peak_rss, "growth": growth.peak_rss - growth.start_rss,
             "growth_file": growth.size_bytes, "task_s": sum(r.seconds for r in result.ranks)}
 
 
 def table(runs: list[dict]) -> str:
-    lines = ["| workers | ranks | MB | seconds | MB/s | speed-up | sum of task s | kernels read back (s) | "
+    lines = ["| workers | ranks | chunks of the largest | MB | seconds | MB/s | speed-up | sum of task s | kernels read back (s) | "
              "largest file MB | worker peak RSS MB | peak / largest file | task's own growth MB | growth / its file |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     base = runs[0]["seconds"] * runs[0]["workers"]
     for r in runs:
         lines.append(
-            f"| {r['workers']} | {r['ranks']} | {r['mb']:.0f} | {r['seconds']:.2f} | {r['mb'] / r['seconds']:.1f} | "
+            f"| {r['workers']} | {r['ranks']} | {r['chunks']} | {r['mb']:.0f} | {r['seconds']:.2f} | {r['mb'] / r['seconds']:.1f} | "
             f"{runs[0]['seconds'] / r['seconds']:.2f} | {r['task_s']:.1f} | {r['kernels']:,} ({r['view_s']:.2f}) | "
             f"{r['largest'] / 1e6:.1f} | {r['peak'] / 1e6:.0f} | {r['peak'] / r['largest']:.1f} | "
             f"{r['growth'] / 1e6:.0f} | {r['growth'] / r['growth_file']:.2f} |")
@@ -107,33 +109,51 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", type=int, default=64)
     ap.add_argument("--workers", default="1,2")
-    ap.add_argument("--engine", default="ray", choices=["ray", "processes", "in-process"])
+    ap.add_argument("--engine", default="ray", help="ray, processes or in-process; several: comma-separated")
     ap.add_argument("--big-ranks", type=int, default=0, help="also a job of this many large rank files")
     ap.add_argument("--rank-mb", type=float, default=32)
+    ap.add_argument("--one-file-mb", type=float, default=0, help="also a job of one file of this many MB")
     ap.add_argument("--sources", type=Path, default=Path(os.environ.get("PROFILER_TEST_TRACES") or SOURCES_DIR))
+    ap.add_argument("--repeat", type=int, default=1, help="runs per worker count; the median run is shown")
     ap.add_argument("--section", default="Jobs")
     ap.add_argument("--write-results", action="store_true")
     args = ap.parse_args()
     counts = [int(w) for w in args.workers.split(",")]
+    engines = args.engine.split(",")
     before = machine()
     started = ""
-    if args.engine == "ray":
-        t0 = time.perf_counter()
-        parallel.start_ray(workers=max(counts))
-        started = f"Local Ray cluster of {max(counts)} CPUs started in {time.perf_counter() - t0:.1f} s (not in the times). "
     out = Path(tempfile.mkdtemp(prefix="bench-ranks-"))
     try:
         jobs_made = {f"{args.ranks} DLRM ranks": make_ranks(out, args.ranks, args.sources)} if args.ranks else {}
         if args.big_ranks:
             jobs_made[f"{args.big_ranks} ranks of {args.rank_mb:.0f} MB"] = make_big_ranks(
                 out, args.big_ranks, args.rank_mb, args.sources)
+        if args.one_file_mb:
+            jobs_made[f"one file of {args.one_file_mb:.0f} MB"] = make_big_ranks(
+                out, 1, args.one_file_mb, args.sources)
         parts = []
-        for label, files in jobs_made.items():
-            runs = []
-            for w in counts:
-                print(f"{label}: {w} worker(s) ...", file=sys.stderr)
-                runs.append(run(files, w, args.engine))
-            parts.append(f"**{label}**, engine `{args.engine}`:\n\n{table(runs)}\n")
+        for engine in engines:
+            if engine == "ray":
+                print(f"starting Ray ({uptime()}) ...", file=sys.stderr)
+                t0 = time.perf_counter()
+                parallel.start_ray(workers=max(counts))
+                started += (f"Local Ray cluster of {max(counts)} CPUs started in {time.perf_counter() - t0:.1f} s "
+                            "(not in the times). ")
+            for label, files in jobs_made.items():
+                runs = []
+                for w in counts:
+                    print(f"{label}, {engine}: {w} worker(s) ({uptime()}) ...", file=sys.stderr)
+                    tries = []
+                    for _ in range(args.repeat):
+                        tries.append(run(files, w, engine))
+                        tries[-1]["load"] = uptime().rsplit("load average:", 1)[-1].strip()
+                    tries.sort(key=lambda r: r["seconds"])
+                    runs.append(tries[len(tries) // 2])
+                    runs[-1]["all"] = ", ".join(f"{r['seconds']:.2f}" for r in tries)
+                parts.append(f"**{label}**, engine `{engine}`:\n\n{table(runs)}\n\n"
+                             + "Seconds of every run, and the load average (1, 5, 15 min) after the median one: "
+                             + "; ".join(f"{r['workers']} worker(s): {r['all']} s, load {r['load']}" for r in runs)
+                             + ".\n")
     finally:
         shutil.rmtree(out, ignore_errors=True)
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

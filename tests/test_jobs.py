@@ -317,7 +317,8 @@ def test_two_files_claiming_one_rank_are_refused(job_store, tmp_path):
     assert _job_files(job_store) == []
 
 
-def _ray_task_pids(name: str = "parse_rank") -> list[int]:
+def _ray_task_pids(names: tuple[str, ...] = ("parse_rank", "parse_chunk")) -> list[int]:
+    """Ray worker processes running one of these tasks (a large file is parsed in chunks)."""
     pids = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -325,7 +326,7 @@ def _ray_task_pids(name: str = "parse_rank") -> list[int]:
                 cmd = (entry / "cmdline").read_bytes()
             except OSError:
                 continue
-            if cmd.startswith(f"ray::{name}".encode()):
+            if any(cmd.startswith(f"ray::{name}".encode()) for name in names):
                 pids.append(int(entry.name))
     return pids
 

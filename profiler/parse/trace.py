@@ -159,6 +159,9 @@ class TraceReader:
         self._scanned = 0
         self._close = -1  # offset in the buffer of the bracket that closes the events array, once seen
         self.summary: TraceSummary | None = None
+        # whether the first events decoded were read with exact (text) timestamps; with `exact`
+        # (at the end), what a reader of one chunk of a file reports (profiler/parse/split.py)
+        self.exact_at_start: bool | None = None
 
     def batches(self) -> Iterator[Batch]:
         chunks = iter(self._chunks)
@@ -179,13 +182,19 @@ class TraceReader:
             del buf[:end + 1]
             yield self._rows(events)
         yield self._rows(self._last(buf, prefix))
-        notes = [f"{n:,} event{'s' * (n != 1)} skipped: {why}" for why, n in self._reasons.items()]
-        if self._truncated:
-            notes.append(f"{self._truncated:,} name{'s' * (self._truncated != 1)} longer than "
-                         f"{MAX_NAME_CHARS >> 10} KiB cut short")
         self.summary = TraceSummary(
             self.name, self._chunks.sha.hexdigest()[:16], self._chunks.size,
-            self._events, self._skipped, self._header, tuple(notes))
+            self._events, self._skipped, self._header, skip_notes(self._reasons, self._truncated))
+
+    @property
+    def exact(self) -> bool:
+        """Whether timestamps are read from their text (from the first batch that needed it on)."""
+        return self._exact
+
+    @property
+    def skip_counts(self) -> tuple[dict[str, int], int]:
+        """Events skipped so far by reason, and names cut short."""
+        return dict(self._reasons), self._truncated
 
     def _find_events(self, chunks: Iterator[bytes]) -> tuple[bytes, bytes]:
         buf, searched = b"", 0
@@ -304,6 +313,8 @@ class TraceReader:
         except RecursionError:
             raise errors.NestingTooDeepError(
                 self.name, f"nests brackets too deeply near event {self._events + 1:,}") from None
+        if self.exact_at_start is None and (events or bad):
+            self.exact_at_start = self._exact
         self._skip(bad, "not an event of the expected types (e.g. a name that is not text)")
         self._events += bad
         self._cut_names(events)
@@ -379,6 +390,14 @@ class TraceReader:
             self._skip(len(ts) - len(keep), "start time missing or out of range")
             evs, ts = [evs[i] for i in keep], [ts[i] for i in keep]
         return evs, ts
+
+
+def skip_notes(reasons: dict[str, int], truncated: int) -> tuple[str, ...]:
+    """The summary's notes: events skipped by reason, and names cut short."""
+    notes = [f"{n:,} event{'s' * (n != 1)} skipped: {why}" for why, n in reasons.items()]
+    if truncated:
+        notes.append(f"{truncated:,} name{'s' * (truncated != 1)} longer than {MAX_NAME_CHARS >> 10} KiB cut short")
+    return tuple(notes)
 
 
 def _in_range(values: list | tuple, limit: float) -> bool:

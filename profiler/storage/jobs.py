@@ -186,6 +186,7 @@ class RankResult:
     peak_rss: int             # the worker process's peak RSS during this file (since start_rss), bytes
     start_rss: int = 0        # the worker process's RSS when it took this file, bytes
     metrics_digest: str = ""  # metrics.definition_digest() of the worker that computed its metrics
+    chunks: int = 1           # how many pieces the file was parsed in (profiler/storage/chunks.py)
 
 
 @dataclass
@@ -266,7 +267,7 @@ def remove_job_files(root: str, key: str) -> None:
     import pyarrow.fs as pafs  # pyarrow loads only where job files are read or written
 
     fs, base = filesystem(root)
-    for table in WRITTEN:
+    for table in (*WRITTEN, "chunks"):  # chunks: a large file's pieces, while it is parsed
         path = f"{base}/{table}/job={key}"
         if fs.get_file_info(path).type == pafs.FileType.Directory:
             fs.delete_dir(path)
@@ -289,14 +290,16 @@ def delete_job(store, name: str) -> None:
 
 def ingest_job(store, paths: Iterable[str | os.PathLike], job: str, *, skip_bad: bool = False,
                workers: int | None = None, engine: str = "ray", ray_address: str | None = None,
-               keep_python: bool = False, progress: Callable[[float], None] | None = None) -> JobResult:
+               keep_python: bool = False, progress: Callable[[float], None] | None = None,
+               chunk_bytes: int | None = None) -> JobResult:
     """Ingest the rank traces in `paths` (files, directories, zips) as job `job`, all or nothing.
 
     engine 'ray': files are parsed by Ray tasks (a local cluster of `workers` CPUs, default one per
     core, or the cluster at `ray_address` / $PROFILER_RAY_ADDRESS); 'processes': a local pool of
     worker processes without Ray; 'in-process': one after the other here. A bad file raises
     `JobError` naming it and nothing lands, unless `skip_bad`: then the job lands without it and
-    `JobResult.skipped` says why.
+    `JobResult.skipped` says why. A large file is parsed in chunks by several workers when there
+    are more workers than large files (`chunks.parts`; `chunk_bytes` forces chunks of that size).
     """
     import pyarrow.fs as pafs  # pyarrow loads only where job files are read or written
 
@@ -314,7 +317,7 @@ def ingest_job(store, paths: Iterable[str | os.PathLike], job: str, *, skip_bad:
         try:
             outcomes, used = parallel.run_ranks(files, base, key, engine=engine, workers=workers,
                                                 address=ray_address, keep_python=keep_python,
-                                                progress=progress)
+                                                progress=progress, chunk_bytes=chunk_bytes, scratch=unpack)
             result = _assemble(job, key, outcomes, skip_bad)
             result.workers, result.engine = used, engine
             result.seconds = time.perf_counter() - started

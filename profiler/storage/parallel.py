@@ -1,9 +1,14 @@
-"""Parse the ranks of a job in parallel: one task per file, on Ray or in this process.
+"""Parse the ranks of a job in parallel: one task per file, or per chunk of a large file; on Ray,
+on a local pool of processes, or in this process.
 
-`parse_rank` is the task: it ingests one trace with the store's own ingest (`Store.ingest`, the
-path a single upload takes) into a private scratch store, then writes each table of that rank as
-a Parquet file of the job. Both engines run exactly this function, so the Ray path and the
-in-process path give the same rows, and the same rows as a single upload (tests/test_jobs.py).
+`parse_rank` is the task for a file: it ingests one trace with the store's own ingest
+(`Store.ingest`, the path a single upload takes) into a private scratch store, then writes each
+table of that rank as a Parquet file of the job. A large file, when there are more workers than
+large files, is cut into chunks instead (profiler/storage/chunks.py): `chunks.parse_chunk` tasks
+parse them into staged Arrow files, and `assemble_rank` commits their rows into a scratch store
+(`Store.ingest_staged`, the second half of that same ingest) and writes the rank the same way.
+Every engine runs exactly these functions, so all give the same rows, and the same rows as a
+single upload (tests/test_jobs.py, tests/test_chunks.py).
 
 Ray is optional: without it installed, jobs are parsed in this process. A local Ray cluster gets
 one worker per core unless `workers` says fewer; `address` (or $PROFILER_RAY_ADDRESS) joins a
@@ -23,10 +28,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from profiler import errors
-from profiler.storage import jobs, metrics
+from profiler.storage import chunks, jobs, metrics
 
 RAY_ADDRESS_ENV = "PROFILER_RAY_ADDRESS"
 START_ATTEMPTS = 3
+ENGINES = ("ray", "processes", "in-process")
 _ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -35,16 +41,41 @@ def parse_rank(file: str, base: str, key: str, keep_python: bool = False) -> job
 
     Returns the RankResult, or the TraceError of a bad file (returned, not raised, so the caller
     can name every bad file of a job at once). Files written before a failure are removed."""
+    return _rank_task(file, base, key, lambda store: store.ingest(file, keep_python=keep_python))
+
+
+def assemble_rank(fp: chunks.FilePlan, parts: list[chunks.ChunkResult], base: str,
+                  key: str) -> jobs.RankResult | errors.TraceError:
+    """The rank of a file parsed in chunks: their rows committed as one trace, written like
+    `parse_rank`'s. The chunk files are removed either way."""
+    def ingest(store):
+        summary, staging = chunks.load(fp, parts, base)
+        return store.ingest_staged(summary, staging)
+
+    try:
+        result = _rank_task(fp.file, base, key, ingest)
+    finally:
+        chunks.discard(fp, base, key)
+    if isinstance(result, jobs.RankResult):  # the file's figures: all its tasks together
+        worst = max([result, *parts], key=lambda r: r.peak_rss - r.start_rss)
+        result.peak_rss, result.start_rss = worst.peak_rss, worst.start_rss
+        result.seconds += sum(p.seconds for p in parts)
+        result.chunks = len(parts)
+    return result
+
+
+def _rank_task(file: str, base: str, key: str, ingest: Callable) -> jobs.RankResult | errors.TraceError:
+    """Run `ingest(scratch store)` and write the rank's tables under `base` (see parse_rank)."""
     from profiler.storage.store import Store
 
     started = time.perf_counter()
-    start_rss = _reset_peak_rss()
+    start_rss = reset_peak_rss()
     scratch = tempfile.mkdtemp(prefix="rank-")
     written: list[str] = []
     fs, _ = jobs.filesystem(base)
     try:
         store = Store(Path(scratch) / "rank.duckdb")
-        result = store.ingest(file, keep_python=keep_python)
+        result = ingest(store)
         with store.connect() as con:
             rank, world = con.execute("SELECT rank, world_size FROM traces").fetchall()[0]
             rank_from = "distributedInfo"
@@ -58,8 +89,7 @@ def parse_rank(file: str, base: str, key: str, keep_python: bool = False) -> job
             for table in jobs.WRITTEN:
                 path = jobs.rank_file(base, table, key, rank, rid)
                 fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
-                id_column = "run_id" if table == jobs.METRICS_TABLE else "run_id"
-                select = f"SELECT * REPLACE ($rid AS {id_column}{', $rank AS rank' if table == 'traces' else ''}) FROM {table}"
+                select = f"SELECT * REPLACE ($rid AS run_id{', $rank AS rank' if table == 'traces' else ''}) FROM {table}"
                 params = {"rid": rid, **({"rank": rank} if table == "traces" else {})}
                 reader = con.sql(select, params=params).to_arrow_reader(1 << 16)
                 written.append(path)
@@ -72,7 +102,7 @@ def parse_rank(file: str, base: str, key: str, keep_python: bool = False) -> job
             backend=jobs.backend(file),
             run_id=rid, trace_id=result.run_id, size_bytes=_size(file), events=result.events,
             kernels=result.kernels, files=files, seconds=time.perf_counter() - started,
-            peak_rss=_peak_rss(), start_rss=start_rss, metrics_digest=metrics.definition_digest())
+            peak_rss=peak_rss(), start_rss=start_rss, metrics_digest=metrics.definition_digest())
     except errors.TraceError as e:
         _remove(fs, written)
         return e
@@ -95,7 +125,7 @@ def _status_bytes(field: str) -> int | None:
     return None
 
 
-def _reset_peak_rss() -> int:
+def reset_peak_rss() -> int:
     """This process's RSS now; and, where Linux allows it, its peak RSS reset to that, so that the
     peak read after a task is the task's own (a worker process runs many tasks)."""
     try:
@@ -106,7 +136,7 @@ def _reset_peak_rss() -> int:
     return _status_bytes("VmRSS") or 0
 
 
-def _peak_rss() -> int:
+def peak_rss() -> int:
     return _status_bytes("VmHWM") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
@@ -122,50 +152,139 @@ def _remove(fs, paths: list[str]) -> None:
             pass
 
 
-# --- engines --------------------------------------------------------------------------------------
+# --- scheduling -----------------------------------------------------------------------------------
 
 def run_ranks(files: list[Path], base: str, key: str, *, engine: str = "ray", workers: int | None = None,
               address: str | None = None, keep_python: bool = False,
-              progress: Callable[[float], None] | None = None) -> tuple[list, int]:
-    """Each file's outcome (RankResult or TraceError), in file order, and the workers used."""
-    sizes = [max(f.stat().st_size, 1) for f in files]
-    total = sum(sizes)
-    report = progress or (lambda _fraction: None)
-    if engine == "in-process":
-        outcomes, done = [], 0
-        for f, size in zip(files, sizes):
-            outcomes.append(parse_rank(str(f), base, key, keep_python))
-            done += size
-            report(done / total)
-        return outcomes, 1
-    if engine == "processes":
-        return _run_on_processes(files, sizes, base, key, workers, keep_python, report)
-    if engine != "ray":
+              progress: Callable[[float], None] | None = None, chunk_bytes: int | None = None,
+              scratch: str | None = None) -> tuple[list, int]:
+    """Each file's outcome (RankResult or TraceError), in file order, and the workers used.
+
+    Files are cut into chunks as `chunks.parts` says (a large file gets its share of the workers;
+    `chunk_bytes` forces chunks of about that size); gzipped ones are unpacked into `scratch`
+    first (default: a temporary folder). A file whose chunks do not all parse is parsed whole."""
+    if engine not in ENGINES:
         raise jobs.JobError(f"unknown engine {engine!r} (use 'ray', 'processes' or 'in-process')")
-    return _run_on_ray(files, sizes, base, key, workers, address, keep_python, report)
-
-
-def _run_on_processes(files, sizes, base, key, workers, keep_python, report) -> tuple[list, int]:
-    """Local worker processes without Ray (the standard library's process pool)."""
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    from concurrent.futures.process import BrokenProcessPool
-
-    count = workers or os.cpu_count() or 1
-    total, done = sum(sizes), 0
-    outcomes: list = [None] * len(files)
-    # spawned, not forked: the caller may hold threads (Streamlit, a Ray client) that a fork would copy
-    with ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(parse_rank, str(f), base, key, keep_python): i for i, f in enumerate(files)}
+    with tempfile.TemporaryDirectory(prefix="job-chunks-") as own_scratch:
+        pool = {"in-process": _InProcess, "processes": _Processes, "ray": _Ray}[engine](workers, address)
         try:
-            for future in as_completed(futures):
-                i = futures[future]
-                outcomes[i] = future.result()
-                done += sizes[i]
-                report(done / total)
+            job = _Job(files, base, key, pool, keep_python, progress or (lambda _fraction: None))
+            return job.run(chunk_bytes, scratch or own_scratch), pool.workers
+        finally:
+            pool.close()
+
+
+class _Job:
+    """The tasks of one job on one engine: a file's parse, or its chunks then their assembly."""
+
+    def __init__(self, files, base, key, pool, keep_python, report):
+        self.files, self.base, self.key, self.pool = files, base, key, pool
+        self.keep_python, self.report = keep_python, report
+        self.sizes = [max(f.stat().st_size, 1) for f in files]
+        self.credited = [0.0] * len(files)  # progress counted so far per file, in bytes
+        self.outcomes: list = [None] * len(files)
+
+    def run(self, chunk_bytes: int | None, scratch: str) -> list:
+        estimated = [chunks.estimated_size(f) for f in self.files]
+        plans: dict[int, chunks.FilePlan] = {}
+        for i, f in enumerate(self.files):
+            n = chunks.parts(estimated[i], sum(estimated), self.pool.workers, chunk_bytes)
+            if n > 1 and (fp := chunks.plan_file(f, n, scratch)) is not None:
+                plans[i] = fp
+        got: dict[int, dict] = {i: {} for i in plans}
+        for i, fp in plans.items():  # the large files first: they finish last
+            for k in range(fp.plan.chunks):
+                self.pool.submit(("chunk", i, k), chunks.parse_chunk, fp, k, self.base, self.key, self.keep_python)
+        for i, f in enumerate(self.files):
+            if i not in plans:
+                self._whole(i)
+        try:
+            while self.pool.busy():
+                (kind, i, k), value = self.pool.next_done(self._name)
+                if kind != "chunk":
+                    self.outcomes[i] = value
+                    self._credit(i, self.sizes[i] - self.credited[i])
+                    continue
+                got[i][k] = value
+                self._credit(i, self.sizes[i] / (plans[i].plan.chunks + 1))
+                if len(got[i]) == plans[i].plan.chunks:
+                    parts = [got[i][k] for k in range(len(got[i]))]
+                    if chunks.usable(plans[i], parts):
+                        self.pool.submit(("assemble", i, None), assemble_rank, plans[i], parts, self.base, self.key)
+                    else:  # a chunk failed or the chunks disagree: the file, parsed whole, says what it is
+                        chunks.discard(plans[i], self.base, self.key)
+                        self._whole(i)
+        finally:
+            for fp in plans.values():
+                if fp.plan.path != fp.file:
+                    Path(fp.plan.path).unlink(missing_ok=True)
+            if plans:
+                chunks.remove_folder(self.base, self.key)
+        return self.outcomes
+
+    def _whole(self, i: int) -> None:
+        self.pool.submit(("file", i, None), parse_rank, str(self.files[i]), self.base, self.key, self.keep_python)
+
+    def _credit(self, i: int, amount: float) -> None:
+        self.credited[i] += amount
+        self.report(min(1.0, sum(self.credited) / sum(self.sizes)))
+
+    def _name(self, tag) -> str:
+        return self.files[tag[1]].name
+
+
+class _InProcess:
+    """Tasks run one after the other in this process, as they are submitted."""
+
+    def __init__(self, workers=None, address=None):
+        self.workers = 1
+        self._done: list = []
+
+    def submit(self, tag, fn, *args) -> None:
+        self._done.append((tag, fn(*args)))
+
+    def busy(self) -> bool:
+        return bool(self._done)
+
+    def next_done(self, name_of):
+        return self._done.pop(0)
+
+    def close(self) -> None:
+        pass
+
+
+class _Processes:
+    """Local worker processes without Ray (the standard library's process pool)."""
+
+    def __init__(self, workers=None, address=None):
+        from concurrent.futures import ProcessPoolExecutor
+
+        self.workers = workers or os.cpu_count() or 1
+        # spawned, not forked: the caller may hold threads (Streamlit, a Ray client) that a fork would copy
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
+        self._futures: dict = {}
+
+    def submit(self, tag, fn, *args) -> None:
+        self._futures[self._pool.submit(fn, *args)] = tag
+
+    def busy(self) -> bool:
+        return bool(self._futures)
+
+    def next_done(self, name_of):
+        from concurrent.futures import FIRST_COMPLETED, wait
+        from concurrent.futures.process import BrokenProcessPool
+
+        done, _ = wait(self._futures, return_when=FIRST_COMPLETED)
+        future = min(done, key=lambda f: self._futures[f][1])
+        tag = self._futures.pop(future)
+        try:
+            return tag, future.result()
         except BrokenProcessPool:
-            raise jobs.JobError(f"a worker process stopped while parsing {len(files)} files; "
+            raise jobs.JobError("a worker process stopped while parsing the job's files; "
                                 "nothing of the job was stored") from None
-    return outcomes, count
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def start_ray(workers: int | None = None, address: str | None = None):
@@ -196,34 +315,46 @@ def start_ray(workers: int | None = None, address: str | None = None):
     return ray
 
 
-def _run_on_ray(files, sizes, base, key, workers, address, keep_python, report) -> tuple[list, int]:
-    ray = start_ray(workers, address)
-    from ray.exceptions import RayError
+class _Ray:
+    """Ray tasks, at most `workers` (default: the cluster's CPUs) in flight at once."""
 
-    limit = workers or int(ray.cluster_resources().get("CPU", 1))
-    task = ray.remote(num_cpus=1, max_retries=0)(parse_rank)
-    total, done = sum(sizes), 0
-    outcomes: list = [None] * len(files)
-    pending: dict = {}
-    queue = list(enumerate(files))
-    try:
-        while queue or pending:
-            while queue and len(pending) < limit:
-                i, f = queue.pop(0)
-                pending[task.remote(str(f), base, key, keep_python)] = i
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            for ref in ready:
-                i = pending.pop(ref)
-                try:
-                    outcomes[i] = ray.get(ref)
-                except RayError as e:
-                    raise jobs.JobError(f"{files[i].name}: the worker parsing it stopped "
-                                        f"({type(e).__name__}); nothing of the job was stored") from None
-                done += sizes[i]
-                report(done / total)
-    finally:
-        for ref in pending:  # a failed job stops its other tasks before their files are removed
-            ray.cancel(ref, force=True)
-        if pending:
-            ray.wait(list(pending), num_returns=len(pending), timeout=30)
-    return outcomes, limit
+    def __init__(self, workers=None, address=None):
+        self._ray = start_ray(workers, address)
+        self.workers = workers or int(self._ray.cluster_resources().get("CPU", 1))
+        self._tasks: dict = {}
+        self._queue: list = []
+        self._pending: dict = {}  # object ref -> tag
+
+    def submit(self, tag, fn, *args) -> None:
+        self._queue.append((tag, fn, args))
+        self._fill()
+
+    def _fill(self) -> None:
+        while self._queue and len(self._pending) < self.workers:
+            tag, fn, args = self._queue.pop(0)
+            if fn not in self._tasks:
+                self._tasks[fn] = self._ray.remote(num_cpus=1, max_retries=0)(fn)
+            self._pending[self._tasks[fn].remote(*args)] = tag
+
+    def busy(self) -> bool:
+        return bool(self._pending or self._queue)
+
+    def next_done(self, name_of):
+        from ray.exceptions import RayError
+
+        ready, _ = self._ray.wait(list(self._pending), num_returns=1)
+        tag = self._pending.pop(ready[0])
+        try:
+            value = self._ray.get(ready[0])
+        except RayError as e:
+            raise jobs.JobError(f"{name_of(tag)}: the worker parsing it stopped "
+                                f"({type(e).__name__}); nothing of the job was stored") from None
+        self._fill()
+        return tag, value
+
+    def close(self) -> None:
+        self._queue.clear()
+        for ref in self._pending:  # a failed job stops its other tasks before their files are removed
+            self._ray.cancel(ref, force=True)
+        if self._pending:
+            self._ray.wait(list(self._pending), num_returns=len(self._pending), timeout=30)

@@ -117,6 +117,14 @@ class Staging:
                 arrays.append(array)
             self._batches[table].append(pa.RecordBatch.from_arrays(arrays, schema=schema))
 
+    def add_table(self, table: str, rows: pa.Table) -> None:
+        """Rows already staged elsewhere (a chunk of the same file, parsed by another worker)."""
+        self._batches[table].extend(rows.cast(SCHEMAS[table]).to_batches())
+
+    def staged(self) -> dict[str, pa.Table]:
+        """The rows added so far, per table (before `finish`: ops not yet nested)."""
+        return {t: pa.Table.from_batches(b, schema=SCHEMAS[t]) for t, b in self._batches.items()}
+
     def notes(self) -> list[str]:
         """One line per column with values that could not be stored, e.g. '2 values of
         kernels.grid_x out of range or not numbers: stored as missing'."""

@@ -262,14 +262,20 @@ class Store:
         staging = Staging()
         for batch in reader.batches():
             staging.add(batch)
-        summary = reader.summary
-        assert summary is not None
+        assert reader.summary is not None
+        return self.ingest_staged(reader.summary, staging, source=source, started=started)
+
+    def ingest_staged(self, summary: trace.TraceSummary, staging: Staging, *, source: str = "uploaded",
+                      started: float | None = None) -> IngestResult:
+        """The second half of `ingest`: a parsed trace's staged rows (its ops not yet nested) into
+        the store. Jobs call it with the rows of a file parsed in chunks (profiler/storage/chunks.py)."""
+        started = time.perf_counter() if started is None else started
         if summary.events - summary.skipped == 0:
             why = f" ({'; '.join(summary.notes)})" if summary.notes else ""
-            raise errors.NotATraceError(reader.name, f"has no trace events{' that can be used' * bool(why)}{why}")
+            raise errors.NotATraceError(summary.name, f"has no trace events{' that can be used' * bool(why)}{why}")
         span = staging.finish()
         row, row_notes = metadata.trace_row(summary, source, span, dt.datetime.now(dt.UTC).replace(tzinfo=None))
-        duplicate = self._commit(row, staging, reader.name)
+        duplicate = self._commit(row, staging, summary.name)
         return IngestResult(summary.run_id, summary.name, summary.events, span.kernels,
                             time.perf_counter() - started, duplicate,
                             summary.notes + tuple(staging.notes()) + tuple(row_notes))
