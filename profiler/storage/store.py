@@ -253,7 +253,6 @@ class Store:
         if self.read_only:
             raise errors.StoreError(f"{self.label} was opened read-only.")
         from profiler.parse import trace
-        from profiler.storage import metadata
         from profiler.storage.staging import Staging
 
         started = time.perf_counter()
@@ -269,6 +268,8 @@ class Store:
                       started: float | None = None) -> IngestResult:
         """The second half of `ingest`: a parsed trace's staged rows (its ops not yet nested) into
         the store. Jobs call it with the rows of a file parsed in chunks (profiler/storage/chunks.py)."""
+        from profiler.storage import metadata
+
         started = time.perf_counter() if started is None else started
         if summary.events - summary.skipped == 0:
             why = f" ({'; '.join(summary.notes)})" if summary.notes else ""
