@@ -67,11 +67,12 @@ def owners(parent: np.ndarray, family: np.ndarray, starts: np.ndarray) -> tuple[
     return np.where(fused, outer, nearest), np.where(fused, inner, -1)
 
 
-def _tree(store, run_id: str) -> pd.DataFrame:
-    """op_id (= row), parent_id, ts_ns, end_ns, family of every op of the run (sql/op_tree.sql)."""
+def _trees(store, run_ids: list[str]) -> pd.DataFrame:
+    """run_id, op_id (= row within its run), parent_id, ts_ns, end_ns, family of every op of the
+    runs (sql/op_tree.sql), one run after the other."""
     return store.query(queries.sql_text("op_tree"), {
-        "run_id": run_id, "attention_ops": [o for o in cm.ATTENTION if o not in cm.DECOMPOSED],
-        "model_ops": [*cm.GEMMS, *cm.MEMORY]})
+        "run_ids": list(run_ids), "attention_ops": [o for o in cm.ATTENTION if o not in cm.DECOMPOSED],
+        "model_ops": [*cm.GEMMS, *cm.MEMORY], "decomposed_ops": list(cm.DECOMPOSED)})
 
 
 def launching_ops(tree: pd.DataFrame, work: pd.DataFrame) -> np.ndarray:
@@ -95,27 +96,35 @@ def launching_ops(tree: pd.DataFrame, work: pd.DataFrame) -> np.ndarray:
     return np.where(ok | (at >= 0), cur, -1)
 
 
-def _decomposed(store, run_id: str, family: np.ndarray) -> np.ndarray:
-    ids = store.query("SELECT op_id FROM ops WHERE run_id = $run_id AND name IN (SELECT unnest($names))",
-                      {"run_id": run_id, "names": list(cm.DECOMPOSED)})["op_id"].to_numpy()
-    family[ids] = DECOMPOSED
-    return family
-
-
 def charged_kernels(store, run_id: str) -> pd.DataFrame:
     """`launched_work` of one run with op_id, the op the model charges each kernel to (-1 - n for
     the n-th flex kernel, a call by itself), and backend_id (the attention backend op or -1);
     kernels no modelled op owns are left out."""
-    work = launched_work(store, [run_id])
-    names = store.query(queries.sql_text("kernel_name_hashes"), {"run_id": run_id})
+    return _charged_kernels(store, [run_id])[run_id]
+
+
+def _charged_kernels(store, run_ids: list[str]) -> dict[str, pd.DataFrame]:
+    """`charged_kernels` of each run, read with one query per table for all of them."""
+    work = launched_work(store, run_ids)
+    names = store.query(queries.sql_text("kernel_name_hashes"), {"run_ids": list(run_ids)})
     work["kernel"] = work["kernel_hash"].map(dict(zip(names["kernel_hash"], names["kernel"])))
-    tree = _tree(store, run_id)
-    parent, family = tree["parent_id"].to_numpy(), tree["family"].to_numpy().copy()
-    family = _decomposed(store, run_id, family)
-    owner, backend = owners(parent, family, launching_ops(tree, work))
-    flex = work["flex"].to_numpy(bool)
-    owner = np.where(flex, -1 - np.arange(len(work)), owner)
-    return work.assign(op_id=owner, backend_id=backend)[(owner >= 0) | flex]
+    work_of, tree_of, none = _split(work, keep_run_id=True), _split(_trees(store, run_ids)), work.iloc[0:0]
+    out = {}
+    for run_id in run_ids:
+        work = work_of.get(run_id, none)
+        tree = tree_of.get(run_id, pd.DataFrame(columns=["parent_id", "ts_ns", "end_ns", "family"]))
+        parent, family = tree["parent_id"].to_numpy(np.int64), tree["family"].to_numpy(np.int64)
+        owner, backend = owners(parent, family, launching_ops(tree, work))
+        flex = work["flex"].to_numpy(bool)
+        owner = np.where(flex, -1 - np.arange(len(work)), owner)
+        out[run_id] = work.assign(op_id=owner, backend_id=backend)[(owner >= 0) | flex]
+    return out
+
+
+def _split(frame: pd.DataFrame, keep_run_id: bool = False) -> dict[str, pd.DataFrame]:
+    """{run_id: its rows (index from 0)}."""
+    return {r: (rows if keep_run_id else rows.drop(columns="run_id")).reset_index(drop=True)
+            for r, rows in frame.groupby("run_id", sort=False)} if len(frame) else {}
 
 
 def charged_calls(store, run_id: str, kernels: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -123,19 +132,32 @@ def charged_calls(store, run_id: str, kernels: pd.DataFrame | None = None) -> pd
     kernel_ns, main_kernel (its longest kernel), and record_shapes' input_dims, input_types,
     concrete_inputs (JSON text, NULL when not recorded)."""
     kernels = charged_kernels(store, run_id) if kernels is None else kernels
-    by_op = kernels.groupby("op_id", sort=False)
-    calls = by_op.agg(kernel_ns=("dur_ns", "sum"), iteration=("iteration", "first"),
-                      backend_id=("backend_id", "first")).reset_index()
-    calls["main_kernel"] = kernels.loc[by_op["dur_ns"].idxmax().to_numpy(), "kernel"].to_numpy()
-    ids = [int(i) for i in set(calls["op_id"]) | set(calls["backend_id"]) if i >= 0]
-    ops = store.query(queries.sql_text("op_inputs"), {"run_id": run_id, "op_ids": ids}).set_index("op_id")
-    ops = ops.astype({c: object for c in ("op", "input_dims", "input_types", "concrete_inputs")})
-    calls = calls.join(ops, on="op_id")
-    calls["backend_op"] = calls["backend_id"].map(ops["op"])
-    calls["op"] = calls["op"].where(calls["op_id"] >= 0, FLEX_KERNEL)
-    calls["iteration"] = calls["op_iteration"].fillna(calls["iteration"])
-    return calls.assign(run_id=run_id).sort_values(["iteration", "ts_ns"], na_position="last",
-                                                  ignore_index=True)
+    return _charged_calls(store, {run_id: kernels})[run_id]
+
+
+def _charged_calls(store, kernels_of: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """`charged_calls` of each run, with one query for the inputs of all of them."""
+    calls_of, wanted = {}, []
+    for run_id, kernels in kernels_of.items():
+        by_op = kernels.groupby("op_id", sort=False)
+        calls = by_op.agg(kernel_ns=("dur_ns", "sum"), iteration=("iteration", "first"),
+                          backend_id=("backend_id", "first")).reset_index()
+        calls["main_kernel"] = kernels.loc[by_op["dur_ns"].idxmax().to_numpy(), "kernel"].to_numpy()
+        calls_of[run_id] = calls
+        wanted += [(run_id, int(i)) for i in set(calls["op_id"]) | set(calls["backend_id"]) if i >= 0]
+    inputs = store.query(queries.sql_text("op_inputs"), {"run_ids": [r for r, _ in wanted],
+                                                         "op_ids": [i for _, i in wanted]})
+    inputs_of, out = _split(inputs), {}
+    for run_id, calls in calls_of.items():
+        ops = inputs_of.get(run_id, inputs.iloc[0:0].drop(columns="run_id")).set_index("op_id")
+        ops = ops.astype({c: object for c in ("op", "input_dims", "input_types", "concrete_inputs")})
+        calls = calls.join(ops, on="op_id")
+        calls["backend_op"] = calls["backend_id"].map(ops["op"])
+        calls["op"] = calls["op"].where(calls["op_id"] >= 0, FLEX_KERNEL)
+        calls["iteration"] = calls["op_iteration"].fillna(calls["iteration"])
+        out[run_id] = calls.assign(run_id=run_id).sort_values(["iteration", "ts_ns"], na_position="last",
+                                                              ignore_index=True)
+    return out
 
 
 @lru_cache(maxsize=4096)
@@ -157,8 +179,9 @@ def _recorded(name: str, dims: str | None, types: str | None, concrete: str | No
 def _calls(store, run_ids) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(`charged_calls` of each run with the engine and precision of its longest kernel, the
     `charged_kernels` of each run)."""
-    kernels = [charged_kernels(store, r) for r in run_ids]
-    frames = [charged_calls(store, r, k) for r, k in zip(run_ids, kernels)]
+    kernels_of = _charged_kernels(store, list(run_ids)) if run_ids else {}
+    kernels = list(kernels_of.values())
+    frames = list(_charged_calls(store, kernels_of).values()) if kernels_of else []
     calls = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if calls.empty:
         return calls, pd.DataFrame(columns=KERNEL_COLUMNS)
@@ -255,9 +278,9 @@ def _session(store):
 
 def _op_calls(db, run_ids: list) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(op_calls, the kernels charged to them: run_id, op_id, kernel, dur_ns); read-only frames."""
-    parts = [_run_op_calls(db, r) for r in run_ids]
-    calls = [c for c, _ in parts if not c.empty]
-    kernels = [k for _, k in parts if not k.empty]
+    parts = _runs_op_calls(db, run_ids)
+    calls = [parts[r][0] for r in run_ids if not parts[r][0].empty]
+    kernels = [parts[r][1] for r in run_ids if not parts[r][1].empty]
     return (pd.concat(calls, ignore_index=True) if calls else pd.DataFrame(columns=CALL_COLUMNS),
             pd.concat(kernels, ignore_index=True) if kernels else pd.DataFrame(columns=KERNEL_COLUMNS))
 
@@ -275,25 +298,35 @@ def clear_cache() -> None:
         _CACHE.clear()
 
 
-def _run_op_calls(db, run_id: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    key = (str(getattr(db, "path", "")), run_id)
+def _runs_op_calls(db, run_ids: list) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
+    """{run_id: (its op calls, its charged kernels)}: kept ones from the cache, the others
+    computed together (one query per table for all of them)."""
+    path = str(getattr(db, "path", ""))
+    found = {}
     with _CACHE_LOCK:
-        if key in _CACHE:
-            _CACHE.move_to_end(key)
-            return _CACHE[key]
-    calls, kernels = _calls(db, [run_id])
+        for run_id in dict.fromkeys(run_ids):
+            if (path, run_id) in _CACHE:
+                _CACHE.move_to_end((path, run_id))
+                found[run_id] = _CACHE[(path, run_id)]
+    missing = [r for r in dict.fromkeys(run_ids) if r not in found]
+    if not missing:
+        return found
+    calls, kernels = _calls(db, missing)
     if not calls.empty:
-        calls = _priced(calls, queries.run_shapes(db, [run_id]))
-    if calls.empty:
-        result = pd.DataFrame(columns=CALL_COLUMNS), kernels
-    else:
-        devices = {r: _device(i) for r, i in queries.run_devices(db, [run_id]).items()}
-        result = rate(calls, calls["kernel_ns"] / 1e9, devices), kernels
-    with _CACHE_LOCK:
-        _CACHE[key] = result
-        while len(_CACHE) > CACHED_RUNS:
-            _CACHE.popitem(last=False)
-    return result
+        calls = _priced(calls, queries.run_shapes(db, missing))
+    devices = {r: _device(i) for r, i in queries.run_devices(db, missing).items()} if not calls.empty else {}
+    rated = rate(calls, calls["kernel_ns"] / 1e9, devices) if not calls.empty else calls
+    calls_of, kernels_of = _split(rated, keep_run_id=True), _split(kernels, keep_run_id=True)
+    for run_id in missing:
+        run_calls = calls_of.get(run_id)
+        result = (pd.DataFrame(columns=CALL_COLUMNS) if run_calls is None else run_calls,
+                  kernels_of.get(run_id, pd.DataFrame(columns=KERNEL_COLUMNS)))
+        found[run_id] = result
+        with _CACHE_LOCK:
+            _CACHE[(path, run_id)] = result
+            while len(_CACHE) > CACHED_RUNS:
+                _CACHE.popitem(last=False)
+    return found
 
 
 def ops_table(store, run_ids, kind: str = "all") -> pd.DataFrame:

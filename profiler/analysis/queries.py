@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from profiler.analysis import diff, gpus, occupancy, tensor_cores
+from profiler.analysis import diff, gpus, kept, occupancy, tensor_cores
 from profiler.errors import StoreError, UnknownRunError
 from profiler.storage import metrics
 
@@ -49,9 +49,30 @@ class Session:
     def __init__(self, con, path):
         self._con = con
         self.path = path              # the store file, for messages
+        self._read: dict = {}         # (sql, params) -> rows: a page asks some things twice
 
     def query(self, sql: str, params=None) -> pd.DataFrame:
+        """The rows of ``sql``; a read asked again in this session is answered from the first
+        time (a copy), and any write forgets what was read."""
+        if sql.lstrip().upper().startswith(READS):
+            key = (sql, _frozen(params))
+            if key not in self._read:
+                self._read[key] = self._con.execute(sql, params).df()
+            return self._read[key].copy(deep=False)
+        self._read.clear()
         return self._con.execute(sql, params).df()
+
+
+READS = ("SELECT", "WITH", "--", "FROM")  # statements that only read (query files start with comments)
+
+
+def _frozen(value):
+    """A hashable stand-in for query parameters (dicts, lists, scalars)."""
+    if isinstance(value, dict):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    return value
 
 
 @contextmanager
@@ -65,7 +86,33 @@ def session(store) -> Iterator[Session]:
 METRIC_QUERIES = {"run_metrics", "iteration_metrics", "iteration_cpu_gpu", "run_catalog", "trace_summary"}
 
 
+# queries whose rows for a run depend only on that run's stored rows: kept per run between page
+# runs (profiler/analysis/kept.py), with the order of their ORDER BY ("given": $run_ids' order)
+PER_RUN = {name: "given" for name in ("run_metrics", "iteration_metrics", "run_shapes", "run_devices",
+                                      "run_timings", "memory_summary")} | {
+    name: "run_id" for name in ("run_iterations", "kernel_table", "kernel_configs", "memop_table",
+                                "iteration_cpu_gpu", "memory_timeline", "memory_iteration_peaks",
+                                "launch_api_table", "launch_targets_table", "launch_latency_histogram",
+                                "launch_latency_stats", "op_self_time", "cudnn_op_time")}
+# queries of one run or a pair, kept whole: the parameters that name runs
+PAIRS = {"kernel_delta": ("run_a", "run_b"), "launch_api_delta": ("run_a", "run_b"),
+         "cpu_op_delta": ("run_a", "run_b"), "kernel_sequence": ("run_id",),
+         "cold_extra_cpu": ("cold", "warm")}
+
+
 def _run(store, name: str, **params) -> pd.DataFrame:
+    """The rows of ``sql/<name>.sql``; those of the PER_RUN and PAIRS queries are kept."""
+    if name in PER_RUN:
+        rest = tuple(sorted((k, v) for k, v in params.items() if k != "run_ids"))
+        return kept.per_run(store, (name, rest), params["run_ids"],
+                            lambda ids: _read(store, name, run_ids=ids, **dict(rest)), PER_RUN[name])
+    if name in PAIRS:
+        return kept.value(store, (name, tuple(sorted(params.items()))), [params[k] for k in PAIRS[name]],
+                          lambda: _read(store, name, **params))
+    return _read(store, name, **params)
+
+
+def _read(store, name: str, **params) -> pd.DataFrame:
     result = store.query(sql_text(name), params)
     with_metrics = result if "bound" not in result else result[result["bound"].notna()]
     if name in METRIC_QUERIES and not set(params["run_ids"]) <= set(with_metrics["run_id"]):
@@ -152,7 +199,11 @@ def kernel_details(store, run_ids) -> pd.DataFrame:
     Kineto's 0 % really means; reads_zero_but_ran flags a reported 0 % the calculator does not
     confirm), launch_configs (how many distinct configurations) and launch_config_list (each
     with its calls, when there are several), and the engine read from the name on the run's GPU
-    vendor (tc_engine, tc_precision, tc_op, tc_rule)."""
+    vendor (tc_engine, tc_precision, tc_op, tc_rule). Kept per run (profiler/analysis/kept.py)."""
+    return kept.per_run(store, "kernel_details", run_ids, lambda ids: _kernel_details(store, ids), "run_id")
+
+
+def _kernel_details(store, run_ids) -> pd.DataFrame:
     kernels = kernel_table(store, run_ids)
     if kernels.empty:
         return kernels.reindex(columns=[*kernels.columns, *DETAIL_COLUMNS])
@@ -161,7 +212,11 @@ def kernel_details(store, run_ids) -> pd.DataFrame:
                for run, names in kernels.groupby("run_id")["kernel"]}
     table = tensor_cores.classify_frame(kernels, "kernel", vendors)
     configs = _run(store, "kernel_configs", run_ids=_ids(run_ids))
-    theory = [_theory(row, devices.get(row.run_id)) for row in configs.itertuples()]
+    resolved: dict[tuple, gpus.Device | None] = {}  # one lookup per run and device, not per configuration
+    for run, device in configs[["run_id", "device"]].drop_duplicates().itertuples(index=False):
+        resolved[(run, None if pd.isna(device) else int(device))] = run_device(devices.get(run), device)
+    theory = [_theory(row, resolved[(row.run_id, None if pd.isna(row.device) else int(row.device))])
+              for row in configs.itertuples()]
     configs["theory_pct"] = [t.occupancy_pct for t in theory]
     configs["limiter"] = [t.limiter for t in theory]
     table = table.merge(_occupancy_per_name(configs), on=["run_id", "kernel"], how="left")
@@ -224,9 +279,8 @@ def run_device(device_info, device_index=None) -> gpus.Device | None:
         return None
 
 
-def _theory(row, device_info) -> occupancy.Occupancy:
-    """The calculator on one launch configuration (a kernel_configs row)."""
-    device = run_device(device_info, row.device)
+def _theory(row, device: gpus.Device | None) -> occupancy.Occupancy:
+    """The calculator on one launch configuration (a kernel_configs row) on its device."""
     threads = None if pd.isna(row.block_x) else int(row.block_x * row.block_y * row.block_z)
     blocks = None if pd.isna(row.grid_x) else int(row.grid_x * row.grid_y * row.grid_z)
     launch = occupancy.Launch(threads or 0, _opt(row.registers_per_thread), _opt(row.shared_mem_bytes), blocks)
@@ -429,6 +483,11 @@ def kernel_alignment(store, run_a: str, run_b: str, iteration: int) -> pd.DataFr
     (``diff.align_kernel_sequences``): slot, seq_a, name_a, dur_us_a, seq_b, name_b, dur_us_b,
     family, status ('same' | 'same family' | 'replaced' | 'only in a' | 'only in b')."""
     _check_pair(run_a, run_b)
+    return kept.value(store, ("kernel_alignment", run_a, run_b, int(iteration)), [run_a, run_b],
+                      lambda: _kernel_alignment(store, run_a, run_b, iteration))
+
+
+def _kernel_alignment(store, run_a: str, run_b: str, iteration: int) -> pd.DataFrame:
     seq_a = kernel_sequence(store, run_a, iteration).head(ALIGN_MAX_KERNELS)
     seq_b = kernel_sequence(store, run_b, iteration).head(ALIGN_MAX_KERNELS)
     return diff.align_kernel_sequences(seq_a, seq_b)

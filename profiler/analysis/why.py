@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import kernel_names, op_costs, queries, roofline
+from profiler.analysis import kept, kernel_names, op_costs, queries, roofline
 from profiler.analysis.costmodel import PRECISION_BYTES
-from profiler.analysis.findings import Finding
+from profiler.analysis.findings import Finding, labels_key
 
 GIB, MIB = 2**30, 2**20
 SAME_BYTES_RATIO = 1.5   # closer than this, bytes moved do not explain a difference
@@ -141,7 +141,12 @@ def compare(store, run_a: str, run_b: str) -> list[Finding]:
 
 
 def one_run(store, run_id: str) -> list[Finding]:
-    """Cost-model findings for one run: fp32 CUDA-core GEMMs."""
+    """Cost-model findings for one run: fp32 CUDA-core GEMMs (kept per run and label)."""
+    return kept.value(store, ("why_one_run", labels_key(store, [run_id])), [run_id],
+                      lambda: _one_run(store, run_id))
+
+
+def _one_run(store, run_id: str) -> list[Finding]:
     calls = op_costs.op_calls(store, [run_id])
     if calls.empty:
         return []
