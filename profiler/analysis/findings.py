@@ -64,15 +64,8 @@ def _load(store, run_ids: list[str]) -> _Runs:
 
 def run_findings(store, run_id: str) -> list[Finding]:
     """Findings about one run: what bounds it, kernels per iteration, CUDA-core math,
-    0 %-occupancy kernels explained. Kept per run and label (profiler/analysis/kept.py)."""
-    return kept.value(store, ("run_findings", labels_key(store, [run_id])), [run_id],
-                      lambda: _run_findings(store, run_id))
-
-
-def labels_key(store, run_ids) -> tuple:
-    """The runs' labels: findings print them, and a rename changes them, so kept findings are
-    kept under them too."""
-    return tuple(queries.run_labels(store, run_ids)["label"])
+    0 %-occupancy kernels explained. Kept per run (profiler/analysis/kept.py)."""
+    return kept.value(store, ("run_findings",), [run_id], lambda: _run_findings(store, run_id))
 
 
 def _run_findings(store, run_id: str) -> list[Finding]:
@@ -83,9 +76,9 @@ def _run_findings(store, run_id: str) -> list[Finding]:
 
 def compare_findings(store, run_a: str, run_b: str, limit: int | None = MAX_FINDINGS) -> list[Finding]:
     """Findings that explain the difference between two runs (a first, then b), ranked; the
-    first `limit` of them (all with None). Kept per pair and labels."""
-    key = ("compare_findings", limit, labels_key(store, [run_a, run_b]))
-    return kept.value(store, key, [run_a, run_b], lambda: _compare_findings(store, run_a, run_b, limit))
+    first `limit` of them (all with None). Kept per pair."""
+    return kept.value(store, ("compare_findings", limit), [run_a, run_b],
+                      lambda: _compare_findings(store, run_a, run_b, limit))
 
 
 def _compare_findings(store, run_a: str, run_b: str, limit: int | None) -> list[Finding]:

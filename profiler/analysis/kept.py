@@ -1,11 +1,11 @@
 """Results kept between page runs, per run.
 
 A run id is a hash of the trace's bytes, so whatever is computed from a run's stored rows never
-changes while the run stays in the store. The one exception is its name (`catalog.rename_run`):
-results that print a run's label (findings) put the labels in their key. Every key holds the store
-file and each run's `added_at`, so a run deleted and ingested again (perhaps with other options)
-is a new entry, and a run no longer in the store is computed afresh (empty, or an error), never
-read from here.
+changes while the run stays in the store. Every key holds the store file and each run's stamp: its
+`added_at`, so a run deleted and ingested again (perhaps with other options) is a new entry, and
+its name, the one thing about a stored run that changes (`catalog.rename_run`), so findings that
+print a run's label never show an old one. A run no longer in the store is computed afresh
+(empty, or an error), never read from here.
 
 `per_run(store, name, run_ids, compute, order)` keeps a table one run at a time: the runs not kept
 yet are computed together in one call of `compute(missing_ids)` and split by `run_id`; the result
@@ -27,7 +27,7 @@ import pandas as pd
 
 MAX_ENTRIES = 1024
 MAX_ROWS = 200_000
-STAMPS_SQL = "SELECT run_id, added_at FROM traces WHERE run_id IN (SELECT unnest($run_ids::VARCHAR[]))"
+STAMPS_SQL = "SELECT run_id, added_at, name FROM traces WHERE run_id IN (SELECT unnest($run_ids::VARCHAR[]))"
 
 _KEPT: OrderedDict[tuple, object] = OrderedDict()
 _LOCK = threading.Lock()
@@ -40,10 +40,10 @@ def clear() -> None:
         _KEPT.clear()
 
 
-def stamps(store, run_ids) -> dict[str, object]:
-    """{run_id: added_at} of those of ``run_ids`` in the store."""
+def stamps(store, run_ids) -> dict[str, tuple]:
+    """{run_id: (added_at, name)} of those of ``run_ids`` in the store."""
     rows = store.query(STAMPS_SQL, {"run_ids": [str(r) for r in run_ids]})
-    return dict(zip(rows["run_id"], rows["added_at"]))
+    return {r: (added, name) for r, added, name in zip(rows["run_id"], rows["added_at"], rows["name"])}
 
 
 def _get(key: tuple):

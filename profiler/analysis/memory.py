@@ -81,12 +81,9 @@ def memory_findings(store, run_ids) -> list:
     """One 'memory' finding for the selected runs that have memory events: the run with the
     highest peak, how much of it score-matrix-sized blocks and which ops made them, and each
     other run's peak; plus one 'no_memory' finding naming runs without memory events. Kept per
-    set of runs and their labels (profiler/analysis/kept.py)."""
-    from profiler.analysis.findings import labels_key  # findings calls this module; import at use
-
+    set of runs (profiler/analysis/kept.py)."""
     run_ids = queries._ids(run_ids)
-    return kept.value(store, ("memory_findings", labels_key(store, run_ids)), run_ids,
-                      lambda: _memory_findings(store, run_ids))
+    return kept.value(store, ("memory_findings",), run_ids, lambda: _memory_findings(store, run_ids))
 
 
 def _memory_findings(store, run_ids: list[str]) -> list:

@@ -22,7 +22,7 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from profiler.analysis import costmodel as cm, gpus, kernel_names, queries, run_shape, tensor_cores
+from profiler.analysis import costmodel as cm, gpus, kept, kernel_names, queries, run_shape, tensor_cores
 from profiler.analysis.costmodel import OpCost
 
 KINDS = ("attention", "gemm", "all")
@@ -370,8 +370,13 @@ def _kernel_lists(kernels: pd.DataFrame, calls: pd.DataFrame) -> pd.Series:
 def attention_in_trace(store, run_ids, top_gemms: int = 5) -> pd.DataFrame:
     """Every attention op of each run and its top GEMMs (by kernel time): `ops_table` rows plus
     share_of_gpu_pct, the op's kernel time per iteration over the run's GPU time per iteration
-    (kernels + copies)."""
+    (kernels + copies). Kept per selection (profiler/analysis/kept.py)."""
     run_ids = list(run_ids)
+    return kept.value(store, ("attention_in_trace", top_gemms), run_ids,
+                      lambda: _attention_in_trace(store, run_ids, top_gemms))
+
+
+def _attention_in_trace(store, run_ids: list, top_gemms: int) -> pd.DataFrame:
     table = ops_table(store, run_ids)
     if table.empty:
         return table.assign(share_of_gpu_pct=pd.Series(dtype=float))

@@ -305,11 +305,19 @@ def timeline_marks(store, run_id: str, origin_ns: int, window_ns: tuple[int, int
 
 def _panel_marks(store, panels: list[tuple[str, int, tuple[int, int]]], width_px: int,
                  max_depth: int, max_marks: int) -> pd.DataFrame:
-    """Marks of several panels (run_id, origin_ns, window_ns) in one query, with a run_id column."""
+    """Marks of several panels (run_id, origin_ns, window_ns) in one query, with a run_id column;
+    kept per panels and limits (a timeline opened again with the same window costs no query)."""
     for _, _, (start, end) in panels:
         if end <= start:
             raise QueryError(f"time window {start}..{end} ns is empty: its end must follow its start")
-    return _run(store, "timeline_marks", run_ids=[p[0] for p in panels],
+    key = ("timeline_marks", tuple((str(r), int(o), (int(w[0]), int(w[1]))) for r, o, w in panels),
+           int(width_px), int(max_depth), int(max_marks))
+    return kept.value(store, key, list(dict.fromkeys(str(p[0]) for p in panels)),
+                      lambda: _read_panel_marks(store, panels, width_px, max_depth, max_marks))
+
+
+def _read_panel_marks(store, panels, width_px: int, max_depth: int, max_marks: int) -> pd.DataFrame:
+    return _read(store, "timeline_marks", run_ids=[p[0] for p in panels],
                 origins_ns=[int(p[1]) for p in panels],
                 t0s_ns=[int(p[1] + p[2][0]) for p in panels],
                 t1s_ns=[int(p[1] + p[2][1]) for p in panels],

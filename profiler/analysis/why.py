@@ -17,7 +17,7 @@ import pandas as pd
 
 from profiler.analysis import kept, kernel_names, op_costs, queries, roofline
 from profiler.analysis.costmodel import PRECISION_BYTES
-from profiler.analysis.findings import Finding, labels_key
+from profiler.analysis.findings import Finding
 
 GIB, MIB = 2**30, 2**20
 SAME_BYTES_RATIO = 1.5   # closer than this, bytes moved do not explain a difference
@@ -141,9 +141,8 @@ def compare(store, run_a: str, run_b: str) -> list[Finding]:
 
 
 def one_run(store, run_id: str) -> list[Finding]:
-    """Cost-model findings for one run: fp32 CUDA-core GEMMs (kept per run and label)."""
-    return kept.value(store, ("why_one_run", labels_key(store, [run_id])), [run_id],
-                      lambda: _one_run(store, run_id))
+    """Cost-model findings for one run: fp32 CUDA-core GEMMs (kept per run)."""
+    return kept.value(store, ("why_one_run",), [run_id], lambda: _one_run(store, run_id))
 
 
 def _one_run(store, run_id: str) -> list[Finding]:

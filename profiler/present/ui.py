@@ -224,9 +224,10 @@ def copy_link(state: ViewState) -> str:
 
 
 def csv_download(df: pd.DataFrame, name: str, label: str = "Download CSV") -> None:
-    """A button that downloads ``df`` as ``name.csv`` (no rerun on click)."""
+    """A button that downloads ``df`` as ``name.csv`` (no rerun on click; the CSV is written when
+    the button is clicked, not on every script run)."""
     st.download_button(
-        label, markup.csv_cells(df).to_csv(index=False).encode(), file_name=f"{name}.csv", mime="text/csv",
+        label, lambda: markup.csv_cells(df).to_csv(index=False).encode(), file_name=f"{name}.csv", mime="text/csv",
         key=f"csv-{name}", on_click="ignore", icon=":material/download:",
     )
 
