@@ -132,32 +132,32 @@ def charged_calls(store, run_id: str, kernels: pd.DataFrame | None = None) -> pd
     kernel_ns, main_kernel (its longest kernel), and record_shapes' input_dims, input_types,
     concrete_inputs (JSON text, NULL when not recorded)."""
     kernels = charged_kernels(store, run_id) if kernels is None else kernels
-    return _charged_calls(store, {run_id: kernels})[run_id]
+    return _charged_calls(store, {run_id: kernels.assign(run_id=run_id)})
 
 
-def _charged_calls(store, kernels_of: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
-    """`charged_calls` of each run, with one query for the inputs of all of them."""
-    calls_of, wanted = {}, []
-    for run_id, kernels in kernels_of.items():
-        by_op = kernels.groupby("op_id", sort=False)
-        calls = by_op.agg(kernel_ns=("dur_ns", "sum"), iteration=("iteration", "first"),
-                          backend_id=("backend_id", "first")).reset_index()
-        calls["main_kernel"] = kernels.loc[by_op["dur_ns"].idxmax().to_numpy(), "kernel"].to_numpy()
-        calls_of[run_id] = calls
-        wanted += [(run_id, int(i)) for i in set(calls["op_id"]) | set(calls["backend_id"]) if i >= 0]
-    inputs = store.query(queries.sql_text("op_inputs"), {"run_ids": [r for r, _ in wanted],
-                                                         "op_ids": [i for _, i in wanted]})
-    inputs_of, out = _split(inputs), {}
-    for run_id, calls in calls_of.items():
-        ops = inputs_of.get(run_id, inputs.iloc[0:0].drop(columns="run_id")).set_index("op_id")
-        ops = ops.astype({c: object for c in ("op", "input_dims", "input_types", "concrete_inputs")})
-        calls = calls.join(ops, on="op_id")
-        calls["backend_op"] = calls["backend_id"].map(ops["op"])
-        calls["op"] = calls["op"].where(calls["op_id"] >= 0, FLEX_KERNEL)
-        calls["iteration"] = calls["op_iteration"].fillna(calls["iteration"])
-        out[run_id] = calls.assign(run_id=run_id).sort_values(["iteration", "ts_ns"], na_position="last",
-                                                              ignore_index=True)
-    return out
+def _charged_calls(store, kernels_of: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """`charged_calls` of each run, one run after the other (in ``kernels_of``'s order), computed
+    for all of them at once: one query for their inputs."""
+    kernels = pd.concat(list(kernels_of.values()), ignore_index=True)
+    by_op = kernels.groupby(["run_id", "op_id"], sort=False)
+    calls = by_op.agg(kernel_ns=("dur_ns", "sum"), iteration=("iteration", "first"),
+                      backend_id=("backend_id", "first")).reset_index()
+    calls["main_kernel"] = kernels.loc[by_op["dur_ns"].idxmax().to_numpy(), "kernel"].to_numpy()
+    wanted = pd.concat([calls[["run_id", "op_id"]],
+                        calls[["run_id", "backend_id"]].rename(columns={"backend_id": "op_id"})])
+    wanted = wanted[wanted["op_id"] >= 0].drop_duplicates()
+    ops = store.query(queries.sql_text("op_inputs"), {"run_ids": [str(r) for r in wanted["run_id"]],
+                                                      "op_ids": [int(i) for i in wanted["op_id"]]})
+    ops = ops.astype({c: object for c in ("op", "input_dims", "input_types", "concrete_inputs")})
+    calls = calls.merge(ops, on=["run_id", "op_id"], how="left")
+    backends = ops[["run_id", "op_id", "op"]].rename(columns={"op_id": "backend_id", "op": "backend_op"})
+    calls = calls.merge(backends, on=["run_id", "backend_id"], how="left")
+    calls["op"] = calls["op"].where(calls["op_id"] >= 0, FLEX_KERNEL)
+    calls["iteration"] = calls["op_iteration"].fillna(calls["iteration"])
+    order = {r: i for i, r in enumerate(kernels_of)}
+    calls = calls.assign(_run=calls["run_id"].map(order)).sort_values(
+        ["_run", "iteration", "ts_ns"], na_position="last", kind="stable", ignore_index=True)
+    return calls.drop(columns="_run")
 
 
 @lru_cache(maxsize=4096)
@@ -181,8 +181,7 @@ def _calls(store, run_ids) -> tuple[pd.DataFrame, pd.DataFrame]:
     `charged_kernels` of each run)."""
     kernels_of = _charged_kernels(store, list(run_ids)) if run_ids else {}
     kernels = list(kernels_of.values())
-    frames = list(_charged_calls(store, kernels_of).values()) if kernels_of else []
-    calls = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    calls = _charged_calls(store, kernels_of) if kernels_of else pd.DataFrame()
     if calls.empty:
         return calls, pd.DataFrame(columns=KERNEL_COLUMNS)
     main = calls["main_kernel"].to_numpy(dtype=object)
