@@ -84,3 +84,13 @@ def test_a_session_reads_once_and_forgets_after_a_write(fixture_store):
         assert db.query("SELECT count(*) AS n FROM t")["n"][0] == 2
         db.query("INSERT INTO t VALUES (3)")
         assert db.query("SELECT count(*) AS n FROM t")["n"][0] == 3
+
+
+def test_kept_frames_stay_under_the_byte_limit(fixture_store, monkeypatch):
+    store, ids = fixture_store
+    runs = list(ids.values())
+    monkeypatch.setattr(kept, "MAX_BYTES", 1)       # every new frame pushes the older ones out
+    first = queries.kernel_table(store, runs)
+    again = queries.kernel_table(store, runs)
+    pd.testing.assert_frame_equal(first, again)
+    assert len(kept._KEPT) == 1

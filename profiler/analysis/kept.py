@@ -14,8 +14,9 @@ is the kept parts in the order the uncached query gives (`"given"`: the order of
 pair's delta, findings) under `key` plus the runs' stamps.
 
 Kept frames are returned as shallow copies (pandas copy-on-write: a caller adding a column does
-not change the kept one); at most `MAX_ENTRIES` entries, least recently used dropped first, and a
-frame over `MAX_ROWS` rows is not kept.
+not change the kept one); at most `MAX_ENTRIES` entries and `MAX_BYTES` of frames (shallow
+size: the text of object columns is not counted), least recently
+used dropped first, and a frame over `MAX_ROWS` rows is not kept.
 """
 from __future__ import annotations
 
@@ -27,17 +28,20 @@ import pandas as pd
 
 MAX_ENTRIES = 1024
 MAX_ROWS = 200_000
+MAX_BYTES = 256 * 2**20
 STAMPS_SQL = "SELECT run_id, added_at, name FROM traces WHERE run_id IN (SELECT unnest($run_ids::VARCHAR[]))"
 
-_KEPT: OrderedDict[tuple, object] = OrderedDict()
+_KEPT: OrderedDict[tuple, tuple[object, int]] = OrderedDict()   # key -> (result, its bytes)
 _LOCK = threading.Lock()
 _MISSING = object()
+_held = [0]  # bytes of the kept frames
 
 
 def clear() -> None:
     """Forget every kept result (benchmarks of a cold page, tests)."""
     with _LOCK:
         _KEPT.clear()
+        _held[0] = 0
 
 
 def stamps(store, run_ids) -> dict[str, tuple]:
@@ -48,19 +52,24 @@ def stamps(store, run_ids) -> dict[str, tuple]:
 
 def _get(key: tuple):
     with _LOCK:
-        found = _KEPT.get(key, _MISSING)
-        if found is not _MISSING:
-            _KEPT.move_to_end(key)
-        return found
+        found = _KEPT.get(key)
+        if found is None:
+            return _MISSING
+        _KEPT.move_to_end(key)
+        return found[0]
 
 
 def _put(key: tuple, result) -> None:
+    size = int(result.memory_usage(index=False).sum()) if isinstance(result, pd.DataFrame) else 0
     if isinstance(result, pd.DataFrame) and len(result) > MAX_ROWS:
         return
     with _LOCK:
-        _KEPT[key] = result
-        while len(_KEPT) > MAX_ENTRIES:
-            _KEPT.popitem(last=False)
+        if key in _KEPT:
+            _held[0] -= _KEPT.pop(key)[1]
+        _KEPT[key] = (result, size)
+        _held[0] += size
+        while len(_KEPT) > MAX_ENTRIES or (_held[0] > MAX_BYTES and len(_KEPT) > 1):
+            _held[0] -= _KEPT.popitem(last=False)[1][1]
 
 
 def _copy(result):
