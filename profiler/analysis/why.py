@@ -91,9 +91,14 @@ def _bytes_finding(labels: dict, totals: pd.DataFrame, calls: pd.DataFrame, a: s
     return [Finding("bytes_moved", text + ".", evidence)]
 
 
+def _fp32_cuda_core(calls: pd.DataFrame) -> pd.DataFrame:
+    """The GEMM calls that ran in fp32 on CUDA cores."""
+    return calls[(calls["kind"] == "gemm") & (calls["engine"] == "CUDA core") & (calls["dtype"] == "fp32")]
+
+
 def _fp32_gemms(labels: dict, calls: pd.DataFrame) -> list[Finding]:
     found = []
-    slow = calls[(calls["kind"] == "gemm") & (calls["engine"] == "CUDA core") & (calls["dtype"] == "fp32")]
+    slow = _fp32_cuda_core(calls)
     for run, rows in slow.groupby("run_id", sort=False):
         tflops = rows["flops"].sum() / (rows["kernel_ns"].sum() / 1e9) / 1e12
         peak = rows["peak_tflops"].iloc[0]
@@ -147,7 +152,7 @@ def one_run(store, run_id: str) -> list[Finding]:
 
 def _one_run(store, run_id: str) -> list[Finding]:
     calls = op_costs.op_calls(store, [run_id])
-    if calls.empty:
+    if calls.empty or _fp32_cuda_core(calls).empty:
         return []
     labels = dict(queries.run_labels(store, [run_id])[["run_id", "label"]].values)
     return _fp32_gemms(labels, calls)
