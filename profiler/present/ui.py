@@ -33,6 +33,7 @@ Tables, files, captures:
 """
 from __future__ import annotations
 
+import gc
 import os
 import tempfile
 import threading
@@ -338,12 +339,15 @@ def preload_capture() -> threading.Thread:
     """Import the capture layer (torch, and the compiler probe behind the variants' availability:
     seconds) on a helper thread once per server, so the profile page's first visitor does not
     wait for it. On a new store it starts after the samples are in, so that neither the first
-    page nor the seeding waits for torch."""
+    page nor the seeding waits for torch. Then the objects alive (the imported modules: ~0.5 M
+    with torch) are frozen out of the garbage collector, whose full collections otherwise walked
+    them all, pausing a page for ~0.3 s now and then (bench/RESULTS.md, "Pages")."""
     def load() -> None:
         seeding().wait()
         from profiler.capture import variants
 
         variants.availability(variants.Setting(device=variants.default_device()))
+        gc.freeze()
 
     thread = threading.Thread(target=load, name="preload-capture", daemon=True)
     thread.start()
