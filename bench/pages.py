@@ -123,9 +123,12 @@ def report(rows: list[tuple], notes: list[str], events: int, repeat: int) -> str
              f"Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}, load average "
              f"{load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} (shared with other engineers).", "",
              f"Store: 10 runs (5 real traces, 5 fixtures) + one uploaded trace of {events:,} events "
-             f"(bench/make_large_trace.py). Each page opened as a shared link in a fresh AppTest "
-             f"session, {repeat} times, after one warm-up run of the app (imports not counted). "
-             f"Target: every script run < {LIMIT_S:.0f} s.", "",
+             f"(bench/make_large_trace.py) + the job {JOB!r} of the {len(DLRM)} DLRM rank traces; the "
+             f"last rows use a second store of the shipped H200 samples. Each page opened as a shared "
+             f"link in a fresh AppTest session, {repeat} times in one process, after one warm-up run "
+             f"of the app (imports not counted). *first s*: the first of the repeats, which computes "
+             f"what the dashboard then keeps per run (profiler/analysis/kept.py); the other repeats "
+             f"read it. Target: every script run < {LIMIT_S:.0f} s.", "",
              "| page | runs selected | median s | max s | first s | charts | met | problems |",
              "|---|---|---:|---:|---:|---:|---|---|"]
     for page, runs, r in rows:
