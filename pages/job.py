@@ -2,7 +2,7 @@
 rank per iteration, how long collectives wait for the last rank; and two jobs compared."""
 import streamlit as st
 
-from profiler.analysis import job_queries
+from profiler.analysis import job_queries, queries
 from profiler.present import job_charts, ui
 
 Col = st.column_config
@@ -40,10 +40,9 @@ COLLECTIVE_COLUMNS = {
 
 st.title("Job")
 state = ui.view_state("job")
-with ui.guard():
-    store = ui.get_store()
-    with store.connect():  # a damaged or locked store says so here, as on every other page
-        pass
+# one connection for the page's reads (a damaged or locked store says so here, as on every other
+# page); the report and the tables below read the same rows, answered once per script run
+with ui.guard(), queries.session(ui.get_store()) as store:
     listed = job_queries.job_list(store)
     if listed.empty:
         st.info("No job in the store yet. A job is the rank traces of one distributed run: upload "

@@ -70,15 +70,14 @@ def open_selection(state) -> None:
         ui.trace_download(state.runs[0])
 
 
-def highlights(state) -> None:
+def highlights(state, store) -> None:
     """What stands out in each selected run, in plain words with its numbers."""
     if not state.runs:
         return
     st.subheader("What stands out", divider="gray")
-    with queries.session(ui.get_store()) as store:
-        for run in state.runs[:MAX_HIGHLIGHTED]:
-            for finding in findings.run_findings(store, run):
-                st.markdown(f"- {markup.md(finding.text)}")
+    for run in state.runs[:MAX_HIGHLIGHTED]:
+        for finding in findings.run_findings(store, run):
+            st.markdown(f"- {markup.md(finding.text)}")
     if len(state.runs) > MAX_HIGHLIGHTED:
         st.caption(f"Findings for the first {MAX_HIGHLIGHTED} selected runs; compare any two on the "
                    "compare page.")
@@ -137,23 +136,24 @@ with ui.guard():
     loading = seeding_progress()
     if loading:
         watch_seeding(ui.seeding().done)
-    runs = queries.run_catalog(ui.get_store())
-    if runs.empty and loading:
-        ui.seeding().page_drawn()
-        st.stop()
-    if runs.empty:
-        empty_store()
-    measured = timings.run_timings(ui.get_store(), runs["run_id"]).drop(columns=["cold"])
-    runs = runs.merge(measured, on="run_id", how="left")
-    runs["peak_allocated_mib"] = runs["peak_allocated_bytes"] / 2**20
-    st.caption(f"{len(runs)} runs in the store. Per-iteration numbers divide by the run's "
-               "ProfilerStep count. Select runs to compare them on the analysis pages.")
-    picked = ui.pick_rows(runs, "catalog", state.runs, column_config=COLUMNS,
-                          column_order=list(COLUMNS), hide_index=True, placeholder="—")
-    if picked != state.runs:
-        state = ui.update_view(state, runs=picked)
-    open_selection(state)
-    highlights(state)
+    with queries.session(ui.get_store()) as store:  # one connection for the page's reads
+        runs = queries.run_catalog(store)
+        if runs.empty and loading:
+            ui.seeding().page_drawn()
+            st.stop()
+        if runs.empty:
+            empty_store()
+        measured = timings.run_timings(store, runs["run_id"]).drop(columns=["cold"])
+        runs = runs.merge(measured, on="run_id", how="left")
+        runs["peak_allocated_mib"] = runs["peak_allocated_bytes"] / 2**20
+        st.caption(f"{len(runs)} runs in the store. Per-iteration numbers divide by the run's "
+                   "ProfilerStep count. Select runs to compare them on the analysis pages.")
+        picked = ui.pick_rows(runs, "catalog", state.runs, column_config=COLUMNS,
+                              column_order=list(COLUMNS), hide_index=True, placeholder="—")
+        if picked != state.runs:
+            state = ui.update_view(state, runs=picked)
+        open_selection(state)
+        highlights(state, store)
     ui.csv_download(runs, "runs", label="Download the catalog as CSV")
     with st.expander("Rename or delete the selected runs", icon=":material/settings:"):
         rename(state)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
-from profiler.analysis import gpus, occupancy, queries, roofline, tensor_cores
+from profiler.analysis import gpus, kept, occupancy, queries, roofline, tensor_cores
 from profiler.analysis.diff import kernel_family
 from profiler.errors import UnknownRunError
 
@@ -64,7 +64,11 @@ def _load(store, run_ids: list[str]) -> _Runs:
 
 def run_findings(store, run_id: str) -> list[Finding]:
     """Findings about one run: what bounds it, kernels per iteration, CUDA-core math,
-    0 %-occupancy kernels explained."""
+    0 %-occupancy kernels explained. Kept per run (profiler/analysis/kept.py)."""
+    return kept.value(store, ("run_findings",), [run_id], lambda: _run_findings(store, run_id))
+
+
+def _run_findings(store, run_id: str) -> list[Finding]:
     runs = _load(store, [run_id])
     return _ranked([*_bound(runs), *_kernels_per_iteration(runs), *_cuda_core_math(runs),
                     *_zero_occupancy(runs, store)])
@@ -72,7 +76,12 @@ def run_findings(store, run_id: str) -> list[Finding]:
 
 def compare_findings(store, run_a: str, run_b: str, limit: int | None = MAX_FINDINGS) -> list[Finding]:
     """Findings that explain the difference between two runs (a first, then b), ranked; the
-    first `limit` of them (all with None)."""
+    first `limit` of them (all with None). Kept per pair."""
+    return kept.value(store, ("compare_findings", limit), [run_a, run_b],
+                      lambda: _compare_findings(store, run_a, run_b, limit))
+
+
+def _compare_findings(store, run_a: str, run_b: str, limit: int | None) -> list[Finding]:
     runs = _load(store, [run_a, run_b])
     gap = max((f.impact_us for f in _gpu_time(runs)), default=0.0)
     why = [replace(f, impact_us=gap) if f.kind in WHY else f for f in _why(store, run_a, run_b)]
@@ -95,7 +104,13 @@ def _why(store, run_a: str, run_b: str) -> list[Finding]:
 
 
 def sweep_findings(store, run_ids) -> list[Finding]:
-    """Where variants of a sequence-length sweep cross over in GPU time per iteration."""
+    """Where variants of a sequence-length sweep cross over in GPU time per iteration (kept per
+    set of runs)."""
+    run_ids = queries._ids(run_ids)
+    return kept.value(store, ("sweep_findings",), run_ids, lambda: _sweep_findings(store, run_ids))
+
+
+def _sweep_findings(store, run_ids) -> list[Finding]:
     cross = roofline.crossovers(roofline.sweep_table(store, run_ids))
     found = []
     for row in cross.to_dict("records"):
@@ -151,7 +166,7 @@ def _cold_start(store, runs: _Runs) -> list[Finding]:
     from profiler.analysis import timings  # timings reads memory, which reads findings' Finding
 
     timed = timings.run_timings(store, [cold, warm]).set_index("run_id")
-    extra = store.query(queries.sql_text("cold_extra_cpu"), {"cold": cold, "warm": warm})
+    extra = queries._run(store, "cold_extra_cpu", cold=cold, warm=warm)
     if extra.empty:
         return []
     top = extra.iloc[0]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import queries
+from profiler.analysis import kept, queries
 
 MIB = 2**20
 SCORE_ITEM_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
@@ -80,10 +80,15 @@ def _scores_at_peak(store, run_id: str, shape: dict) -> tuple[int, list[str]]:
 def memory_findings(store, run_ids) -> list:
     """One 'memory' finding for the selected runs that have memory events: the run with the
     highest peak, how much of it score-matrix-sized blocks and which ops made them, and each
-    other run's peak; plus one 'no_memory' finding naming runs without memory events."""
+    other run's peak; plus one 'no_memory' finding naming runs without memory events. Kept per
+    set of runs (profiler/analysis/kept.py)."""
+    run_ids = queries._ids(run_ids)
+    return kept.value(store, ("memory_findings",), run_ids, lambda: _memory_findings(store, run_ids))
+
+
+def _memory_findings(store, run_ids: list[str]) -> list:
     from profiler.analysis.findings import Finding  # findings calls this module; import at use
 
-    run_ids = queries._ids(run_ids)
     summary = memory_summary(store, run_ids).set_index("run_id")
     labels = queries.run_labels(store, run_ids).set_index("run_id")["label"].to_dict()
     found = []

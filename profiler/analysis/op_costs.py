@@ -156,6 +156,8 @@ def ops_before(store, run_id: str, work: dict, need: np.ndarray) -> np.ndarray:
     span = {(pid[a], tid[a]): (a, b) for a, b in zip(starts.tolist(), ends.tolist())}
     for thread, rows in rows_of.items():
         a, b = span.get(thread, (0, 0))
+        if a == b:  # no CPU op on that thread: its launches keep -1
+            continue
         at = work["launch_ts_ns"][rows]
         pos = np.searchsorted(ts[a:b], at, side="right") - 1     # of ops starting together, the last
         before[rows] = np.where(pos >= 0, ids[a:b][np.maximum(pos, 0)], -1)
@@ -509,7 +511,15 @@ def _kernel_lists(kernels: list[dict], calls: dict, group: np.ndarray, n: int) -
 def attention_in_trace(store, run_ids, top_gemms: int = 5) -> pd.DataFrame:
     """Every attention op of each run and its top GEMMs (by kernel time): `ops_table` rows plus
     share_of_gpu_pct, the op's kernel time per iteration over the run's GPU time per iteration
-    (kernels + copies)."""
+    (kernels + copies). Kept per selection (profiler/analysis/kept.py)."""
+    from profiler.analysis import kept
+
+    run_ids = list(run_ids)
+    return kept.value(store, ("attention_in_trace", top_gemms), run_ids,
+                      lambda: _attention_in_trace(store, run_ids, top_gemms))
+
+
+def _attention_in_trace(store, run_ids: list, top_gemms: int) -> pd.DataFrame:
     import pandas as pd
 
     from profiler.analysis import queries

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import diff, gpus, occupancy, reads, tensor_cores
+from profiler.analysis import diff, gpus, kept, occupancy, reads, tensor_cores
 from profiler.analysis.reads import SQL_DIR, QueryError, Session, session, sql_text  # noqa: F401 (re-exported)
 from profiler.errors import UnknownRunError
 from profiler.storage import metrics
@@ -27,7 +27,33 @@ ALIGN_MAX_KERNELS = 4000      # longer iterations are cut before alignment
 METRIC_QUERIES = {"run_metrics", "iteration_metrics", "iteration_cpu_gpu", "run_catalog", "trace_summary"}
 
 
+# queries whose rows for a run depend only on that run's stored rows: kept per run between page
+# runs (profiler/analysis/kept.py), with the order of their ORDER BY ("given": $run_ids' order)
+PER_RUN = {name: "given" for name in ("run_metrics", "iteration_metrics", "run_shapes", "run_devices",
+                                      "run_timings", "memory_summary")} | {
+    name: "run_id" for name in ("run_iterations", "kernel_table", "kernel_configs", "memop_table",
+                                "iteration_cpu_gpu", "memory_timeline", "memory_iteration_peaks",
+                                "launch_api_table", "launch_targets_table", "launch_latency_histogram",
+                                "launch_latency_stats", "op_self_time", "cudnn_op_time")}
+# queries of one run or a pair, kept whole: the parameters that name runs
+PAIRS = {"kernel_delta": ("run_a", "run_b"), "launch_api_delta": ("run_a", "run_b"),
+         "cpu_op_delta": ("run_a", "run_b"), "kernel_sequence": ("run_id",),
+         "cold_extra_cpu": ("cold", "warm")}
+
+
 def _run(store, name: str, **params) -> pd.DataFrame:
+    """The rows of ``sql/<name>.sql``; those of the PER_RUN and PAIRS queries are kept."""
+    if name in PER_RUN:
+        rest = tuple(sorted((k, v) for k, v in params.items() if k != "run_ids"))
+        return kept.per_run(store, (name, rest), params["run_ids"],
+                            lambda ids: _read(store, name, run_ids=ids, **dict(rest)), PER_RUN[name])
+    if name in PAIRS:
+        return kept.value(store, (name, tuple(sorted(params.items()))), [params[k] for k in PAIRS[name]],
+                          lambda: _read(store, name, **params))
+    return _read(store, name, **params)
+
+
+def _read(store, name: str, **params) -> pd.DataFrame:
     result = store.query(sql_text(name), params)
     with_metrics = result if "bound" not in result else result[result["bound"].notna()]
     if name in METRIC_QUERIES and not set(params["run_ids"]) <= set(with_metrics["run_id"]):
@@ -114,7 +140,11 @@ def kernel_details(store, run_ids) -> pd.DataFrame:
     Kineto's 0 % really means; reads_zero_but_ran flags a reported 0 % the calculator does not
     confirm), launch_configs (how many distinct configurations) and launch_config_list (each
     with its calls, when there are several), and the engine read from the name on the run's GPU
-    vendor (tc_engine, tc_precision, tc_op, tc_rule)."""
+    vendor (tc_engine, tc_precision, tc_op, tc_rule). Kept per run (profiler/analysis/kept.py)."""
+    return kept.per_run(store, "kernel_details", run_ids, lambda ids: _kernel_details(store, ids), "run_id")
+
+
+def _kernel_details(store, run_ids) -> pd.DataFrame:
     kernels = kernel_table(store, run_ids)
     if kernels.empty:
         return kernels.reindex(columns=[*kernels.columns, *DETAIL_COLUMNS])
@@ -123,7 +153,11 @@ def kernel_details(store, run_ids) -> pd.DataFrame:
                for run, names in kernels.groupby("run_id")["kernel"]}
     table = tensor_cores.classify_frame(kernels, "kernel", vendors)
     configs = _run(store, "kernel_configs", run_ids=_ids(run_ids))
-    theory = [_theory(row, devices.get(row.run_id)) for row in configs.itertuples()]
+    resolved: dict[tuple, gpus.Device | None] = {}  # one lookup per run and device, not per configuration
+    for run, device in configs[["run_id", "device"]].drop_duplicates().itertuples(index=False):
+        resolved[(run, None if pd.isna(device) else int(device))] = run_device(devices.get(run), device)
+    theory = [_theory(row, resolved[(row.run_id, None if pd.isna(row.device) else int(row.device))])
+              for row in configs.itertuples()]
     configs["theory_pct"] = [t.occupancy_pct for t in theory]
     configs["limiter"] = [t.limiter for t in theory]
     table = table.merge(_occupancy_per_name(configs), on=["run_id", "kernel"], how="left")
@@ -182,9 +216,8 @@ def run_device(device_info, device_index=None) -> gpus.Device | None:
         return None
 
 
-def _theory(row, device_info) -> occupancy.Occupancy:
-    """The calculator on one launch configuration (a kernel_configs row)."""
-    device = run_device(device_info, row.device)
+def _theory(row, device: gpus.Device | None) -> occupancy.Occupancy:
+    """The calculator on one launch configuration (a kernel_configs row) on its device."""
     threads = None if pd.isna(row.block_x) else int(row.block_x * row.block_y * row.block_z)
     blocks = None if pd.isna(row.grid_x) else int(row.grid_x * row.grid_y * row.grid_z)
     launch = occupancy.Launch(threads or 0, _opt(row.registers_per_thread), _opt(row.shared_mem_bytes), blocks)
@@ -209,11 +242,19 @@ def timeline_marks(store, run_id: str, origin_ns: int, window_ns: tuple[int, int
 
 def _panel_marks(store, panels: list[tuple[str, int, tuple[int, int]]], width_px: int,
                  max_depth: int, max_marks: int) -> pd.DataFrame:
-    """Marks of several panels (run_id, origin_ns, window_ns) in one query, with a run_id column."""
+    """Marks of several panels (run_id, origin_ns, window_ns) in one query, with a run_id column;
+    kept per panels and limits (a timeline opened again with the same window costs no query)."""
     for _, _, (start, end) in panels:
         if end <= start:
             raise QueryError(f"time window {start}..{end} ns is empty: its end must follow its start")
-    return _run(store, "timeline_marks", run_ids=[p[0] for p in panels],
+    key = ("timeline_marks", tuple((str(r), int(o), (int(w[0]), int(w[1]))) for r, o, w in panels),
+           int(width_px), int(max_depth), int(max_marks))
+    return kept.value(store, key, list(dict.fromkeys(str(p[0]) for p in panels)),
+                      lambda: _read_panel_marks(store, panels, width_px, max_depth, max_marks))
+
+
+def _read_panel_marks(store, panels, width_px: int, max_depth: int, max_marks: int) -> pd.DataFrame:
+    return _read(store, "timeline_marks", run_ids=[p[0] for p in panels],
                 origins_ns=[int(p[1]) for p in panels],
                 t0s_ns=[int(p[1] + p[2][0]) for p in panels],
                 t1s_ns=[int(p[1] + p[2][1]) for p in panels],
@@ -387,6 +428,11 @@ def kernel_alignment(store, run_a: str, run_b: str, iteration: int) -> pd.DataFr
     (``diff.align_kernel_sequences``): slot, seq_a, name_a, dur_us_a, seq_b, name_b, dur_us_b,
     family, status ('same' | 'same family' | 'replaced' | 'only in a' | 'only in b')."""
     _check_pair(run_a, run_b)
+    return kept.value(store, ("kernel_alignment", run_a, run_b, int(iteration)), [run_a, run_b],
+                      lambda: _kernel_alignment(store, run_a, run_b, iteration))
+
+
+def _kernel_alignment(store, run_a: str, run_b: str, iteration: int) -> pd.DataFrame:
     seq_a = kernel_sequence(store, run_a, iteration).head(ALIGN_MAX_KERNELS)
     seq_b = kernel_sequence(store, run_b, iteration).head(ALIGN_MAX_KERNELS)
     return diff.align_kernel_sequences(seq_a, seq_b)

@@ -35,14 +35,34 @@ class Session:
     def __init__(self, con, path):
         self._con = con
         self.path = path              # the store file, for messages
+        self._read: dict = {}         # (sql, params) -> rows: a page asks some things twice
 
     def query(self, sql: str, params=None):
-        """The rows as a pandas DataFrame."""
+        """The rows as a pandas DataFrame; a read asked again in this session is answered from
+        the first time (a copy), and any write forgets what was read."""
+        if sql.lstrip().upper().startswith(READS):
+            key = (sql, _frozen(params))
+            if key not in self._read:
+                self._read[key] = self._con.execute(sql, params).df()
+            return self._read[key].copy(deep=False)
+        self._read.clear()
         return self._con.execute(sql, params).df()
 
     def arrays(self, sql: str, params=None) -> dict:
         """The rows as {column: numpy array} (NULLs: see `column`); no pandas."""
         return self._con.execute(sql, params).fetchnumpy()
+
+
+READS = ("SELECT", "WITH", "--", "FROM")  # statements that only read (query files start with comments)
+
+
+def _frozen(value):
+    """A hashable stand-in for query parameters (dicts, lists, scalars)."""
+    if isinstance(value, dict):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    return value
 
 
 @contextmanager

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from profiler.analysis import op_costs, queries
+from profiler.analysis import kept, op_costs, queries
 
 CEILINGS = (("tensor core", "bf16"), ("CUDA core", "fp32"))   # one line each on the chart
 
@@ -38,7 +38,12 @@ def run_totals(calls: pd.DataFrame, iterations: pd.DataFrame) -> pd.DataFrame:
 
 def roofline_table(store, run_ids) -> pd.DataFrame:
     """One row per run with modelled ops: run_totals' columns plus op_costs.rate's (tflops, tbps,
-    intensity, peak_tflops, peak_tbps, ridge, roof_tflops, bound, pct_of_peak, pct_of_roof)."""
+    intensity, peak_tflops, peak_tbps, ridge, roof_tflops, bound, pct_of_peak, pct_of_roof).
+    Kept per run (profiler/analysis/kept.py)."""
+    return kept.per_run(store, "roofline_table", run_ids, lambda ids: _roofline_table(store, ids), "run_id")
+
+
+def _roofline_table(store, run_ids) -> pd.DataFrame:
     run_ids = list(run_ids)
     totals = run_totals(op_costs.op_calls(store, run_ids), queries.run_iterations(store, run_ids))
     if totals.empty:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import kernel_names, op_costs, queries, roofline
+from profiler.analysis import kept, kernel_names, op_costs, queries, roofline
 from profiler.analysis.costmodel import PRECISION_BYTES
 from profiler.analysis.findings import Finding
 
@@ -91,9 +91,14 @@ def _bytes_finding(labels: dict, totals: pd.DataFrame, calls: pd.DataFrame, a: s
     return [Finding("bytes_moved", text + ".", evidence)]
 
 
+def _fp32_cuda_core(calls: pd.DataFrame) -> pd.DataFrame:
+    """The GEMM calls that ran in fp32 on CUDA cores."""
+    return calls[(calls["kind"] == "gemm") & (calls["engine"] == "CUDA core") & (calls["dtype"] == "fp32")]
+
+
 def _fp32_gemms(labels: dict, calls: pd.DataFrame) -> list[Finding]:
     found = []
-    slow = calls[(calls["kind"] == "gemm") & (calls["engine"] == "CUDA core") & (calls["dtype"] == "fp32")]
+    slow = _fp32_cuda_core(calls)
     for run, rows in slow.groupby("run_id", sort=False):
         tflops = rows["flops"].sum() / (rows["kernel_ns"].sum() / 1e9) / 1e12
         peak = rows["peak_tflops"].iloc[0]
@@ -141,9 +146,13 @@ def compare(store, run_a: str, run_b: str) -> list[Finding]:
 
 
 def one_run(store, run_id: str) -> list[Finding]:
-    """Cost-model findings for one run: fp32 CUDA-core GEMMs."""
+    """Cost-model findings for one run: fp32 CUDA-core GEMMs (kept per run)."""
+    return kept.value(store, ("why_one_run",), [run_id], lambda: _one_run(store, run_id))
+
+
+def _one_run(store, run_id: str) -> list[Finding]:
     calls = op_costs.op_calls(store, [run_id])
-    if calls.empty:
+    if calls.empty or _fp32_cuda_core(calls).empty:
         return []
     labels = dict(queries.run_labels(store, [run_id])[["run_id", "label"]].values)
     return _fp32_gemms(labels, calls)

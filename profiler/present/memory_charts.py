@@ -35,7 +35,7 @@ def iteration_starts(iterations: pd.DataFrame, timeline: pd.DataFrame, labels: d
     first = iterations.groupby("run_id")["start_ns"].transform("min")
     starts = iterations.assign(t_ms=(iterations["start_ns"] - first) / 1e6,
                                run=iterations["run_id"].map(lambda r: labels.get(r, r)))
-    return starts[starts["run_id"].isin(timeline["run_id"])][["run", "iteration", "t_ms"]]
+    return starts[starts["run_id"].isin(timeline["run_id"].unique())][["run", "iteration", "t_ms"]]
 
 
 def peak_vs_length_chart(points: pd.DataFrame) -> alt.LayerChart:

@@ -33,6 +33,7 @@ Tables, files, captures:
 """
 from __future__ import annotations
 
+import gc
 import os
 import tempfile
 import threading
@@ -224,9 +225,10 @@ def copy_link(state: ViewState) -> str:
 
 
 def csv_download(df: pd.DataFrame, name: str, label: str = "Download CSV") -> None:
-    """A button that downloads ``df`` as ``name.csv`` (no rerun on click)."""
+    """A button that downloads ``df`` as ``name.csv`` (no rerun on click; the CSV is written when
+    the button is clicked, not on every script run)."""
     st.download_button(
-        label, markup.csv_cells(df).to_csv(index=False).encode(), file_name=f"{name}.csv", mime="text/csv",
+        label, lambda: markup.csv_cells(df).to_csv(index=False).encode(), file_name=f"{name}.csv", mime="text/csv",
         key=f"csv-{name}", on_click="ignore", icon=":material/download:",
     )
 
@@ -337,12 +339,15 @@ def preload_capture() -> threading.Thread:
     """Import the capture layer (torch, and the compiler probe behind the variants' availability:
     seconds) on a helper thread once per server, so the profile page's first visitor does not
     wait for it. On a new store it starts after the samples are in, so that neither the first
-    page nor the seeding waits for torch."""
+    page nor the seeding waits for torch. Then the objects alive (the imported modules: ~0.5 M
+    with torch) are frozen out of the garbage collector, whose full collections otherwise walked
+    them all, pausing a page for ~0.3 s now and then (bench/RESULTS.md, "Pages")."""
     def load() -> None:
         seeding().wait()
         from profiler.capture import variants
 
         variants.availability(variants.Setting(device=variants.default_device()))
+        gc.freeze()
 
     thread = threading.Thread(target=load, name="preload-capture", daemon=True)
     thread.start()

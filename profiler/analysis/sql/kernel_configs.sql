@@ -14,4 +14,6 @@ SELECT k.run_id, k.name AS kernel, k.device,
 FROM kernels k JOIN n ON n.run_id = k.run_id
 WHERE n.whole OR k.iteration IS NOT NULL
 GROUP BY ALL
-ORDER BY run_id, kernel, calls DESC, dur_ns DESC;
+-- ties broken by the configuration itself, so a run's order never depends on the other runs asked for
+ORDER BY run_id, kernel, calls DESC, dur_ns DESC, device, grid_x, grid_y, grid_z, block_x, block_y, block_z,
+         registers_per_thread, shared_mem_bytes;

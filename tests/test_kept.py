@@ -1,0 +1,96 @@
+"""Results kept between page runs (profiler/analysis/kept.py): the same rows as the queries give
+uncached, in the same order; a rename shows in kept findings; a deleted run is never served from
+what was kept; a session answers a repeated read once and forgets it after a write."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from profiler.analysis import findings, kept, queries
+from profiler.errors import UnknownRunError
+from profiler.storage import catalog
+
+
+@pytest.fixture(autouse=True)
+def fresh():
+    kept.clear()
+    yield
+    kept.clear()
+
+
+def uncached(monkeypatch, call):
+    """``call()`` with nothing kept (every read goes to the store)."""
+    with monkeypatch.context() as m:
+        m.setattr(kept, "per_run", lambda store, name, run_ids, compute, order="given":
+                  compute(list(dict.fromkeys(map(str, run_ids)))))
+        m.setattr(kept, "value", lambda store, key, run_ids, compute: compute())
+        return call()
+
+
+@pytest.mark.parametrize("name", ["run_metrics", "run_iterations", "kernel_table", "memop_table",
+                                  "iteration_cpu_gpu", "launch_api_table", "kernel_configs"])
+def test_kept_rows_equal_the_query(fixture_store, monkeypatch, name):
+    store, ids = fixture_store
+    runs = list(ids.values())
+    for selection in (runs, runs[::-1], runs[1:], [runs[2], runs[0]]):
+        want = uncached(monkeypatch, lambda: queries._run(store, name, run_ids=selection))
+        for _ in range(2):  # computed, then kept
+            got = queries._run(store, name, run_ids=selection)
+            pd.testing.assert_frame_equal(got, want.reset_index(drop=True), check_dtype=False)
+
+
+def test_kernel_details_kept_per_run(fixture_store, monkeypatch):
+    store, ids = fixture_store
+    runs = list(ids.values())
+    want = uncached(monkeypatch, lambda: queries.kernel_details(store, runs))
+    queries.kernel_details(store, runs[:1])          # one run kept, the others computed together
+    pd.testing.assert_frame_equal(queries.kernel_details(store, runs), want, check_dtype=False)
+
+
+def test_a_caller_changing_a_kept_frame_changes_nothing_kept(fixture_store):
+    store, ids = fixture_store
+    runs = list(ids.values())
+    first = queries.run_metrics(store, runs)
+    first["gpu_busy_us_per_iter"] = -1.0
+    assert (queries.run_metrics(store, runs)["gpu_busy_us_per_iter"] >= 0).all()
+
+
+def test_a_rename_shows_in_kept_findings(fixture_store):
+    store, ids = fixture_store
+    upload = ids["tiny_old_format.json"]            # an upload's label is its name
+    before = " ".join(f.text for f in findings.run_findings(store, upload))
+    catalog.rename_run(store, upload, "renamed-run")
+    after = " ".join(f.text for f in findings.run_findings(store, upload))
+    assert "renamed-run" in after and "renamed-run" not in before
+
+
+def test_a_deleted_run_is_not_served_from_what_was_kept(fixture_store):
+    store, ids = fixture_store
+    run = ids["tiny_naive.json"]
+    assert len(queries.kernel_table(store, [run])) and findings.run_findings(store, run)
+    catalog.delete_runs(store, [run])
+    assert queries.kernel_table(store, [run]).empty
+    with pytest.raises(UnknownRunError):
+        findings.run_findings(store, run)
+
+
+def test_a_session_reads_once_and_forgets_after_a_write(fixture_store):
+    store, _ = fixture_store
+    with queries.session(store) as db:
+        first = db.query("SELECT count(*) AS n FROM traces")
+        assert db.query("SELECT count(*) AS n FROM traces") is not first   # a copy
+        db.query("CREATE TEMP TABLE t AS SELECT 1 AS x")
+        db.query("INSERT INTO t VALUES (2)")
+        assert db.query("SELECT count(*) AS n FROM t")["n"][0] == 2
+        db.query("INSERT INTO t VALUES (3)")
+        assert db.query("SELECT count(*) AS n FROM t")["n"][0] == 3
+
+
+def test_kept_frames_stay_under_the_byte_limit(fixture_store, monkeypatch):
+    store, ids = fixture_store
+    runs = list(ids.values())
+    monkeypatch.setattr(kept, "MAX_BYTES", 1)       # every new frame pushes the older ones out
+    first = queries.kernel_table(store, runs)
+    again = queries.kernel_table(store, runs)
+    pd.testing.assert_frame_equal(first, again)
+    assert len(kept._KEPT) == 1
