@@ -87,3 +87,19 @@ def test_sweep_finding_sentence(sweep_store):
                             "is faster at L=1024 (40.0 vs 100.0 µs): they cross over between "
                             "these lengths.")
     json.dumps(finding.evidence, allow_nan=False)
+
+
+def test_op_costs_computed_on_threads_equal_one_after_the_other(sample_store):
+    from profiler.analysis import op_costs, reads
+
+    store, ids = sample_store
+    runs = list(ids.values())
+    op_costs.clear_cache()
+    with reads.session(store) as db:  # a session that knows its store: runs computed on threads
+        apart = op_costs.op_calls(db, runs)
+    op_costs.clear_cache()
+    with store.connect(jobs=True) as con:  # a session without its store: one run after the other
+        serial = op_costs.op_calls(reads.Session(con, store.path), runs)
+    op_costs.clear_cache()
+    assert len(runs) >= 2 and not apart.empty
+    assert apart.equals(serial)

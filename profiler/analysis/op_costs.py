@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from collections import OrderedDict, namedtuple
 from contextlib import contextmanager
 from functools import lru_cache
@@ -400,8 +401,28 @@ def _session(store):
 def _op_calls(db, run_ids: list) -> tuple[dict, list[dict]]:
     """(op_calls' columns, {} when none; the kernels charged to them, per run: run_id, op_id,
     kernel_hash, dur_ns, names); read-only."""
-    parts = [_run_op_calls(db, r) for r in run_ids]
+    computed = _apart(db, run_ids)
+    parts = [computed[r] if r in computed else _run_op_calls(db, r) for r in run_ids]
     return arrays.concat([c for c, _ in parts if arrays.rows(c)]), [k for _, k in parts]
+
+
+def _apart(db, run_ids: list) -> dict:
+    """{run_id: op costs} of the runs not kept yet, computed on up to APART_THREADS threads with a
+    session each (the model's time is mostly queries, which run outside the interpreter lock)."""
+    path = str(getattr(db, "path", ""))
+    with _CACHE_LOCK:
+        todo = [r for r in dict.fromkeys(run_ids) if (path, r) not in _CACHE]
+    store = getattr(db, "store", None)
+    if len(todo) < 2 or store is None:
+        return {}
+
+    def compute(share: list) -> dict:
+        with reads.session(store) as own:
+            return {r: _run_op_calls(own, r) for r in share}
+    threads = min(APART_THREADS, len(todo))
+    shares = [todo[i::threads] for i in range(threads)]
+    with ThreadPoolExecutor(threads) as pool:
+        return {r: part for found in pool.map(compute, shares) for r, part in found.items()}
 
 
 # A run id is a hash of the trace's bytes, so a run's op costs never change: the last few runs'
@@ -409,6 +430,7 @@ def _op_calls(db, run_ids: list) -> tuple[dict, list[dict]]:
 _CACHE: OrderedDict[tuple[str, str], tuple[dict, dict]] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
 CACHED_RUNS = 16
+APART_THREADS = 2  # sessions computing runs' op costs at once (each holds a connection)
 
 
 def clear_cache() -> None:

@@ -32,9 +32,10 @@ class Session:
     """Several queries over one connection: ``with queries.session(store) as db: kernel_table(db,
     ...)``. Opening the store file costs ~50-80 ms, so a page that runs many queries opens it once."""
 
-    def __init__(self, con, path):
+    def __init__(self, con, path, store=None):
         self._con = con
         self.path = path              # the store file, for messages
+        self.store = store            # what opened it: another thread opens its own session there
         self._read: dict = {}         # (sql, params) -> rows: a page asks some things twice
 
     def query(self, sql: str, params=None):
@@ -69,7 +70,7 @@ def _frozen(value):
 def session(store) -> Iterator[Session]:
     """A ``Session`` on one short-lived connection (duckdb errors become ``StoreError``)."""
     with store.connect(jobs=True) as con:
-        yield Session(con, store.path)
+        yield Session(con, store.path, store)
 
 
 def arrays(db, sql: str, params=None) -> dict:
