@@ -98,7 +98,7 @@ def _tree(store, run_id: str) -> dict:
     """parent_id, ts_ns, end_ns, family of every op of the run, indexed by op_id (sql/op_tree.sql)."""
     got = reads.arrays(store, reads.sql_text("op_tree"), {
         "run_id": run_id, "attention_ops": [o for o in cm.ATTENTION if o not in cm.DECOMPOSED],
-        "model_ops": [*cm.GEMMS, *cm.MEMORY]})
+        "model_ops": [*cm.GEMMS, *cm.MEMORY], "decomposed_ops": list(cm.DECOMPOSED)})
     op_id = np.asarray(got["op_id"], dtype=np.int64)
     size = int(op_id.max()) + 1 if len(op_id) else 0
     tree = {}
@@ -165,13 +165,6 @@ def ops_before(store, run_id: str, work: dict, need: np.ndarray) -> np.ndarray:
     return before
 
 
-def _decomposed(store, run_id: str, family: np.ndarray) -> np.ndarray:
-    ids = reads.arrays(store, "SELECT op_id FROM ops WHERE run_id = $run_id AND name IN (SELECT unnest($names))",
-                       {"run_id": run_id, "names": list(cm.DECOMPOSED)})["op_id"]
-    family[np.asarray(ids, dtype=np.int64)] = DECOMPOSED
-    return family
-
-
 def charged_kernels(store, run_id: str) -> dict:
     """`launched_work` of one run with op_id, the op the model charges each kernel to (-1 - n for
     the n-th flex kernel, a call by itself), and backend_id (the attention backend op or -1);
@@ -180,8 +173,7 @@ def charged_kernels(store, run_id: str) -> dict:
     tree = _tree(store, run_id)
     need = ~launch_in_op(tree, work) & (work["launch_ts_ns"] >= 0)
     work["before_op_id"] = ops_before(store, run_id, work, need)
-    parent, family = np.asarray(tree["parent_id"]), np.array(tree["family"])
-    family = _decomposed(store, run_id, family)
+    parent, family = np.asarray(tree["parent_id"]), np.asarray(tree["family"])
     owner, backend = owners(parent, family, launching_ops(tree, work))
     flex = work["flex"]
     owner = np.where(flex, -1 - np.arange(len(flex)), owner)
@@ -416,9 +408,11 @@ def _apart(db, run_ids: list) -> dict:
     if len(todo) < 2 or store is None:
         return {}
 
+    about = _about(db, todo)
+
     def compute(share: list) -> dict:
         with reads.session(store) as own:
-            return {r: _run_op_calls(own, r) for r in share}
+            return {r: _run_op_calls(own, r, about) for r in share}
     threads = min(APART_THREADS, len(todo))
     shares = [todo[i::threads] for i in range(threads)]
     with ThreadPoolExecutor(threads) as pool:
@@ -439,7 +433,13 @@ def clear_cache() -> None:
         _CACHE.clear()
 
 
-def _run_op_calls(db, run_id: str) -> tuple[dict, dict]:
+def _about(db, run_ids: list) -> tuple[dict, dict]:
+    """({run_id: its shape record}, {run_id: its device}) of the runs, one query each."""
+    return (reads.run_shape_records(db, run_ids),
+            {r: _device(i) for r, i in reads.run_devices(db, run_ids).items()})
+
+
+def _run_op_calls(db, run_id: str, about: tuple[dict, dict] | None = None) -> tuple[dict, dict]:
     key = (str(getattr(db, "path", "")), run_id)
     with _CACHE_LOCK:
         if key in _CACHE:
@@ -447,11 +447,11 @@ def _run_op_calls(db, run_id: str) -> tuple[dict, dict]:
             return _CACHE[key]
     calls, kernels = _calls(db, run_id)
     if arrays.rows(calls):
-        calls = _priced(calls, reads.run_shape_records(db, [run_id]).get(run_id))
+        shapes, devices = about or _about(db, [run_id])
+        calls = _priced(calls, shapes.get(run_id))
     if arrays.rows(calls):
-        devices = {r: _device(i) for r, i in reads.run_devices(db, [run_id]).items()}
         calls = {**calls, **rated(calls["run_id"], calls["engine"], calls["dtype"], calls["flops"], calls["bytes"],
-                                  calls["kernel_ns"] / 1e9, devices)}
+                                  calls["kernel_ns"] / 1e9, {run_id: devices.get(run_id)} if run_id in devices else {})}
     else:
         calls = {}
     with _CACHE_LOCK:
