@@ -165,11 +165,11 @@ def ops_before(store, run_id: str, work: dict, need: np.ndarray) -> np.ndarray:
     return before
 
 
-def charged_kernels(store, run_id: str) -> dict:
+def charged_kernels(store, run_id: str, work: dict | None = None) -> dict:
     """`launched_work` of one run with op_id, the op the model charges each kernel to (-1 - n for
     the n-th flex kernel, a call by itself), and backend_id (the attention backend op or -1);
-    kernels no modelled op owns are left out."""
-    work = launched_work(store, [run_id])
+    kernels no modelled op owns are left out. ``work``: the run's `launched_work`, when read already."""
+    work = launched_work(store, [run_id]) if work is None else work
     tree = _tree(store, run_id)
     need = ~launch_in_op(tree, work) & (work["launch_ts_ns"] >= 0)
     work["before_op_id"] = ops_before(store, run_id, work, need)
@@ -279,10 +279,10 @@ def _recorded(name: str, dims: str | None, types: str | None, concrete: str | No
         return None
 
 
-def _calls(store, run_id: str) -> tuple[dict, dict]:
+def _calls(store, run_id: str, work: dict | None = None) -> tuple[dict, dict]:
     """(`charged_calls` of the run with the engine and precision of its longest kernel, the
     `charged_kernels` of the run: run_id, op_id, kernel_hash, dur_ns, and names: {hash: name})."""
-    kernels, names = charged_kernels(store, run_id), _kernel_names(store, run_id)
+    kernels, names = charged_kernels(store, run_id, work), _kernel_names(store, run_id)
     calls = charged_calls(store, run_id, kernels, names)
     kernels = {**{k: kernels[k] for k in KERNEL_COLUMNS}, "names": names}
     if not calls:
@@ -408,7 +408,7 @@ def _apart(db, run_ids: list) -> dict:
     if len(todo) < 2 or store is None:
         return {}
 
-    about = _about(db, todo)
+    about = _about(db, todo, work=True)
 
     def compute(share: list) -> dict:
         with reads.session(store) as own:
@@ -433,21 +433,26 @@ def clear_cache() -> None:
         _CACHE.clear()
 
 
-def _about(db, run_ids: list) -> tuple[dict, dict]:
-    """({run_id: its shape record}, {run_id: its device}) of the runs, one query each."""
+def _about(db, run_ids: list, work: bool = False) -> tuple[dict, dict, dict]:
+    """({run_id: its shape record}, {run_id: its device}, {run_id: its launched_work} when
+    ``work``, else {}) of the runs, one query each."""
+    launched = {}
+    if work:
+        every = launched_work(db, run_ids)
+        launched = {r: arrays.take(every, every["run_id"] == r) for r in run_ids}
     return (reads.run_shape_records(db, run_ids),
-            {r: _device(i) for r, i in reads.run_devices(db, run_ids).items()})
+            {r: _device(i) for r, i in reads.run_devices(db, run_ids).items()}, launched)
 
 
-def _run_op_calls(db, run_id: str, about: tuple[dict, dict] | None = None) -> tuple[dict, dict]:
+def _run_op_calls(db, run_id: str, about: tuple[dict, dict, dict] | None = None) -> tuple[dict, dict]:
     key = (str(getattr(db, "path", "")), run_id)
     with _CACHE_LOCK:
         if key in _CACHE:
             _CACHE.move_to_end(key)
             return _CACHE[key]
-    calls, kernels = _calls(db, run_id)
+    calls, kernels = _calls(db, run_id, about[2].get(run_id) if about else None)
     if arrays.rows(calls):
-        shapes, devices = about or _about(db, [run_id])
+        shapes, devices, _ = about or _about(db, [run_id])
         calls = _priced(calls, shapes.get(run_id))
     if arrays.rows(calls):
         calls = {**calls, **rated(calls["run_id"], calls["engine"], calls["dtype"], calls["flops"], calls["bytes"],
