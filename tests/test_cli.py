@@ -112,3 +112,15 @@ def test_progress_bar_appears_only_for_slow_work():
     bar.close()
     assert quick.getvalue() == ""
     assert "slow.json" in slow.getvalue() and "50.0%" in slow.getvalue()
+
+
+def test_help_of_the_command_and_every_subcommand_prints(capsys):
+    from profiler.cli.main import _parser, main
+
+    commands = list(_parser()._subparsers._group_actions[0].choices)
+    assert "ops" in commands and "ingest" in commands
+    for argv in [["--help"]] + [[c, "--help"] for c in commands]:
+        with pytest.raises(SystemExit) as stopped:
+            main(argv)
+        assert stopped.value.code == 0, argv
+        assert "usage: python -m profiler" in capsys.readouterr().out, argv

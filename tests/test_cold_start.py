@@ -63,3 +63,15 @@ def test_the_cold_run_holds_no_copy_or_check_of_ours(cudnn):
     assert "check_output" not in names
     copies = store.query("SELECT name FROM memops WHERE run_id = ? AND name LIKE 'Memcpy DtoH%'", [cold])
     assert copies.empty
+
+
+def test_flash_attn_4_cold_start_names_its_kernel_compile(tmp_path):
+    store = Store(tmp_path / "store.duckdb")
+    cold, warm = (store.ingest(_path("flash_attn_4", c), source="captured").run_id for c in (True, False))
+    (finding,) = [f for f in findings.compare_findings(store, warm, cold) if f.kind == "cold_start"]
+    op = finding.evidence["top_op"]
+    extra_us = _self_us_per_iteration(_path("flash_attn_4", True), op) - _self_us_per_iteration(
+        _path("flash_attn_4", False), op)
+    assert finding.evidence["top_extra_us"] == pytest.approx(extra_us, rel=1e-6)
+    assert extra_us > 1_000_000  # the JIT compile of its CuTe DSL kernel: seconds on this H200
+    assert finding.evidence["cause"] == "FlashAttention 4 compiling its CuTe DSL kernel on first use"

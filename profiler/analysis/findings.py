@@ -149,7 +149,8 @@ def _gpu_time(runs: _Runs) -> list[Finding]:
 # what a cold call's extra CPU time is, by the op (or variant) it shows in; else the op is named alone
 COLD_CAUSES = {"_cudnn_attention": "the plan build, where cuDNN builds the execution plan that warm calls reuse",
                "compile": "torch.compile compiling the function", "dynamo": "torch.compile compiling the function",
-               "flashinfer": "flashinfer's first-use JIT compile of its kernel, then its plan"}
+               "flashinfer": "flashinfer's first-use JIT compile of its kernel, then its plan",
+               "flash_attn_4": "FlashAttention 4 compiling its CuTe DSL kernel on first use"}
 
 
 def _cold_start(store, runs: _Runs) -> list[Finding]:

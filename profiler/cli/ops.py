@@ -23,7 +23,7 @@ EXTRA = ("kind", "engine", "peak_tflops", "pct_of_bandwidth", "pct_of_roof", "sh
 
 def register(subparsers) -> None:
     """Add the `ops` subcommand to the `python -m profiler` parser."""
-    parser = subparsers.add_parser("ops", help="FLOPs, bytes and % of peak of each attention / GEMM op")
+    parser = subparsers.add_parser("ops", help="FLOPs, bytes and %% of peak of each attention / GEMM op")
     parser.add_argument("run", metavar="RUN", help="run id or unique prefix")
     parser.add_argument("--kind", choices=("attention", "gemm", "all"), default="all",
                         help="which ops (default all: attention, GEMMs and memory-bound ops)")
