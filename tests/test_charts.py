@@ -165,3 +165,24 @@ def test_short_kernel_names_fold_templates_and_stay_unique():
     names = pd.Series([flash, flash.replace("64, 128", "128, 64"), "triton_tem_fused_0", flash])
     assert list(style.short_names(names)) == ["flash_fwd_kernel<…>", "flash_fwd_kernel<…> #2",
                                               "triton_tem_fused_0", "flash_fwd_kernel<…>"]
+
+
+def test_roofline_and_memory_charts_colour_runs_as_every_other_chart(labels):
+    from profiler.present import memory_charts
+
+    (a, la), (b, lb) = list(labels.items())[:2]
+    roof = pd.DataFrame({"run_id": [b, a], "intensity": [256.0, 10.0], "tflops": [180.0, 2.0],
+                         "bytes_per_iter": [1e6, 1e8], "flops_per_iter": [2.56e8, 1e9], "engine": ["tensor core"] * 2,
+                         "dtype": ["bf16"] * 2, "roof_tflops": [989.4] * 2, "pct_of_roof": [18.2, 0.2],
+                         "bound": ["compute", "memory"]})
+    lines = pd.DataFrame({"gpu_name": ["H200"] * 2, "ceiling": ["bf16 tensor core"] * 2,
+                          "intensity": [0.01, 10000.0], "tflops": [0.05, 989.4]})
+    timeline = pd.DataFrame({"run_id": [b, a], "t_us": [0.0, 1.0], "iteration": [0, 0],
+                             "total_allocated_bytes": [2**20, 2**21], "total_reserved_bytes": [2**21, 2**22]})
+    starts = pd.DataFrame({"run": [lb, la], "t_ms": [0.0, 0.0], "iteration": [0, 0]})
+    for chart in (charts.roofline_chart(roof, lines, labels),
+                  memory_charts.allocated_over_time_chart(timeline, starts, labels)):
+        spec = _spec(style.configure(chart))
+        scales = [layer["encoding"]["color"]["scale"] for layer in spec["layer"] if "color" in layer.get("encoding", {})]
+        assert scales and all(s["domain"] == list(labels.values()) and s["range"] == style.RUN_COLOURS[:len(labels)]
+                              for s in scales)

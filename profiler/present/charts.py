@@ -277,7 +277,7 @@ def roofline_chart(roof: pd.DataFrame, lines: pd.DataFrame, labels: dict[str, st
     names = lines.sort_values("intensity").groupby("ceiling", as_index=False).last()
     label = alt.Chart(names).mark_text(align="right", dy=-8, color="#555").encode(x=x, y=y, text="ceiling:N")
     runs = alt.Chart(points).mark_point(filled=True, size=110).encode(
-        x=x, y=y, color=alt.Color("run:N", scale=alt.Scale(scheme=PALETTE),
+        x=x, y=y, color=alt.Color("run:N", scale=style.run_scale(labels),
                                   legend=alt.Legend(orient="top", labelLimit=400, columns=2)),
         tooltip=_tips(points, ["run", "tflops", "intensity", "bytes_per_iter", "flops_per_iter",
                                "engine", "dtype", "roof_tflops", "pct_of_roof", "bound"]))
@@ -286,7 +286,7 @@ def roofline_chart(roof: pd.DataFrame, lines: pd.DataFrame, labels: dict[str, st
         op_points = ops[(ops["tflops"] > 0) & ops["intensity"].notna()].assign(
             run=lambda f: f["run_id"].map(labels).fillna(f["run_id"]))
         layers.append(alt.Chart(op_points).mark_point(shape="cross", size=70).encode(
-            x=x, y=y, color=alt.Color("run:N"),
+            x=x, y=y, color=alt.Color("run:N", scale=style.run_scale(labels)),
             tooltip=_tips(op_points, ["run", "op", "shape", "dtype", "engine", "tflops", "intensity", "bound"])))
     return alt.layer(*layers, title="Roofline: modelled FLOPs and bytes per iteration over their kernel time"
                      ).properties(height=360)

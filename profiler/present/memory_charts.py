@@ -5,6 +5,8 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from profiler.present import style
+
 MIB = 2**20
 
 
@@ -19,7 +21,8 @@ def allocated_over_time_chart(timeline: pd.DataFrame, iterations: pd.DataFrame,
     line = alt.Chart(data).mark_line(interpolate="step-after", point=alt.OverlayMarkDef(size=12)).encode(
         x=alt.X("t_ms:Q", title="time from the run's first iteration start (ms)"),
         y=alt.Y("allocated_mib:Q", title="allocated (MiB)"),
-        color=alt.Color("run:N", title="run", legend=alt.Legend(orient="top", labelLimit=400)),
+        color=alt.Color("run:N", title="run", scale=style.run_scale(labels),
+                        legend=alt.Legend(orient="top", labelLimit=400)),
         tooltip=[alt.Tooltip("run:N"), alt.Tooltip("t_ms:Q", format=".3f", title="ms"),
                  alt.Tooltip("iteration:Q"), alt.Tooltip("allocated_mib:Q", format=",.1f", title="allocated MiB"),
                  alt.Tooltip("reserved_mib:Q", format=",.1f", title="reserved MiB")])
