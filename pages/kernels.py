@@ -58,7 +58,7 @@ BREAKDOWN_COLUMNS = {  # the metrics layer's per-iteration figures (profiler/sto
 }
 
 ROOF_COLUMNS = {
-    "run_id": Col.TextColumn("run"),
+    "run": Col.TextColumn("run", width="medium"),
     "tflops": Col.NumberColumn("achieved TFLOP/s", format="%.2f"),
     "roof_tflops": Col.NumberColumn("roof TFLOP/s", format="%.1f"),
     "pct_of_roof": Col.NumberColumn("% of roof", format="%.1f"),
@@ -94,7 +94,8 @@ def roofline_section(store, runs, labels) -> None:
                "(from their recorded shapes), over their kernel time, under the GPU's datasheet "
                "roofs: the memory slope and one ceiling per engine. Per op: the Attention page.")
     st.altair_chart(charts.roofline_chart(roof, roofline.ceilings(roof), labels), width="stretch")
-    st.dataframe(roof, column_config=ROOF_COLUMNS, column_order=list(ROOF_COLUMNS), hide_index=True, placeholder="—")
+    st.dataframe(charts.with_runs(roof, labels), column_config=ROOF_COLUMNS, column_order=list(ROOF_COLUMNS),
+                 hide_index=True, placeholder="—")
 
 
 st.title("Kernels")

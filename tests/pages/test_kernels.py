@@ -75,6 +75,7 @@ def test_roofline_for_captured_runs_and_uploads_with_shapes(pages, page_store, r
     pages.assert_clean(at)
     (roof,) = [df.value for df in at.dataframe if "roof_tflops" in df.value.columns]
     roof = roof.set_index("run_id")
+    assert roof.loc[run_ids[FLASH], "run"].endswith(run_ids[FLASH][:6])   # the run's label, as in every table
     # causal 2×4×256×64: 4 FLOPs × 64 × (2·4·256·257/2) score elements in 150.5 µs per step
     flops = 4 * 64 * (2 * 4 * 256 * 257 // 2)
     assert roof.loc[run_ids[FLASH], "tflops"] == pytest.approx(flops / 150.5e-6 / 1e12)
