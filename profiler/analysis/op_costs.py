@@ -393,27 +393,30 @@ def _session(store):
 def _op_calls(db, run_ids: list) -> tuple[dict, list[dict]]:
     """(op_calls' columns, {} when none; the kernels charged to them, per run: run_id, op_id,
     kernel_hash, dur_ns, names); read-only."""
-    computed = _apart(db, run_ids)
+    computed = _compute_missing(db, run_ids)
     parts = [computed[r] if r in computed else _run_op_calls(db, r) for r in run_ids]
     return arrays.concat([c for c, _ in parts if arrays.rows(c)]), [k for _, k in parts]
 
 
-def _apart(db, run_ids: list) -> dict:
-    """{run_id: op costs} of the runs not kept yet, computed on up to APART_THREADS threads with a
-    session each (the model's time is mostly queries, which run outside the interpreter lock)."""
+def _compute_missing(db, run_ids: list) -> dict:
+    """{run_id: op costs} of the runs not kept yet: their launched work, shapes and devices read
+    once for all of them, then each run modelled; on up to APART_THREADS threads with a session
+    each when ``db`` knows its store (the model's time is mostly queries, which run outside the
+    interpreter lock)."""
     path = str(getattr(db, "path", ""))
     with _CACHE_LOCK:
         todo = [r for r in dict.fromkeys(run_ids) if (path, r) not in _CACHE]
-    store = getattr(db, "store", None)
-    if len(todo) < 2 or store is None:
+    if not todo:
         return {}
-
     about = _about(db, todo, work=True)
+    store = getattr(db, "store", None)
+    threads = min(APART_THREADS, len(todo)) if store is not None else 1
+    if threads == 1:
+        return {r: _run_op_calls(db, r, about) for r in todo}
 
     def compute(share: list) -> dict:
         with reads.session(store) as own:
             return {r: _run_op_calls(own, r, about) for r in share}
-    threads = min(APART_THREADS, len(todo))
     shares = [todo[i::threads] for i in range(threads)]
     with ThreadPoolExecutor(threads) as pool:
         return {r: part for found in pool.map(compute, shares) for r, part in found.items()}
