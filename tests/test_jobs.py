@@ -368,6 +368,55 @@ def test_killing_a_worker_mid_job_leaves_the_store_as_it_was(ray_cluster, job_st
     assert job_queries.job_list(job_store)["job"].tolist() == ["before"]
 
 
+
+def _pool_worker_pids() -> list[int]:
+    """This process's process-pool workers (spawned children running multiprocessing's spawn_main)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                cmd = (entry / "cmdline").read_bytes()
+            except (OSError, ValueError, IndexError):
+                continue
+            if ppid == os.getpid() and b"spawn_main" in cmd:
+                pids.append(int(entry.name))
+    return pids
+
+
+@pytest.mark.third_party
+@needs_dlrm
+def test_a_killed_pool_worker_is_named_with_its_cause_and_stores_nothing(job_store, tmp_path):
+    job_store.ingest(DLRM[2])
+    traces_before = job_store.query("SELECT * FROM traces ORDER BY run_id")
+    sys.path.insert(0, str(ROOT / "bench"))
+    from make_large_trace import make_large_trace
+
+    big = tmp_path / "rank3.trace.json"
+    make_large_trace(big, 40_000_000, SHARED_TRACES)
+    outcome: dict = {}
+
+    def run():
+        try:
+            jobs.ingest_job(job_store, [str(DLRM[0]), str(big)], "killed", engine="processes", workers=2)
+        except Exception as e:  # noqa: BLE001 - the test inspects it
+            outcome["error"] = e
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    deadline, killed = time.monotonic() + 120, False
+    while time.monotonic() < deadline and thread.is_alive() and not killed:
+        for pid in _pool_worker_pids()[:1]:
+            os.kill(pid, signal.SIGKILL)
+            killed = True
+        time.sleep(0.02)
+    thread.join(timeout=120)
+    assert killed, "no pool worker was seen running the job"
+    assert isinstance(outcome.get("error"), jobs.JobError)
+    assert "killed by signal 9: out of memory?" in str(outcome["error"])
+    assert _job_files(job_store) == []
+    assert job_store.query("SELECT * FROM traces ORDER BY run_id").equals(traces_before)
+
 # --- the job directory: anywhere, and shared --------------------------------------------------------
 
 @pytest.mark.third_party

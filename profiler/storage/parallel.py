@@ -20,6 +20,7 @@ import multiprocessing
 import os
 import resource
 import shutil
+import signal
 import tempfile
 import time
 from collections.abc import Callable
@@ -280,8 +281,19 @@ class _Processes:
         try:
             return tag, future.result()
         except BrokenProcessPool:
-            raise jobs.JobError("a worker process stopped while parsing the job's files; "
+            raise jobs.JobError(f"a worker process stopped while parsing the job's files{self._why()}; "
                                 "nothing of the job was stored") from None
+
+    def _why(self) -> str:
+        """How a dead worker ended, e.g. ' (killed by signal 9: out of memory?)'; the SIGTERM the
+        pool sends the others once one has died is not the cause."""
+        codes = sorted({p.exitcode for p in (self._pool._processes or {}).values() if p.exitcode},
+                       key=lambda c: c == -signal.SIGTERM)
+        if not codes:
+            return ""
+        if codes[0] > 0:
+            return f" (exit status {codes[0]})"
+        return f" (killed by signal {-codes[0]}{': out of memory?' * (codes[0] == -signal.SIGKILL)})"
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
@@ -304,7 +316,7 @@ def start_ray(workers: int | None = None, address: str | None = None):
                 ray.init(address=address, logging_level="ERROR", log_to_driver=False)
             else:
                 ray.init(num_cpus=workers or os.cpu_count(), include_dashboard=False, logging_level="ERROR",
-                         log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": str(_ROOT)}})
+                         log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": _worker_path()}})
             return ray
         except Exception as e:  # noqa: BLE001 - Ray reports a failed start with a bare Exception
             ray.shutdown()
@@ -313,6 +325,11 @@ def start_ray(workers: int | None = None, address: str | None = None):
                 where = f" at {address}" if address else ""
                 raise jobs.JobError(f"cannot start or reach the Ray cluster{where}: {e}") from e
     return ray
+
+
+def _worker_path() -> str:
+    """PYTHONPATH for local Ray workers: this package, then what the caller's PYTHONPATH holds."""
+    return os.pathsep.join(p for p in (str(_ROOT), os.environ.get("PYTHONPATH", "")) if p)
 
 
 class _Ray:
