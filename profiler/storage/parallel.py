@@ -287,9 +287,13 @@ class _Processes:
     def _why(self) -> str:
         """How a dead worker ended, e.g. ' (killed by signal 9: out of memory?)'; the SIGTERM the
         pool sends the others once one has died is not the cause."""
-        codes = sorted({p.exitcode for p in (self._pool._processes or {}).values() if p.exitcode},
-                       key=lambda c: c == -signal.SIGTERM)
-        if not codes:
+        processes = list((self._pool._processes or {}).values())
+        for _ in range(40):  # the pool's own thread may be reaping them right now: a moment later it has
+            codes = sorted({p.exitcode for p in processes if p.exitcode}, key=lambda c: c == -signal.SIGTERM)
+            if codes:
+                break
+            time.sleep(0.05)
+        else:
             return ""
         if codes[0] > 0:
             return f" (exit status {codes[0]})"
