@@ -18,6 +18,9 @@ class TraceError(ProfilerError):
         self.problem = problem
         super().__init__(f"{name}: {problem}")
 
+    def __reduce__(self):  # a worker process returns it to the job: it must unpickle with both fields
+        return type(self), (self.name, self.problem)
+
 
 class EmptyTraceError(TraceError):
     pass

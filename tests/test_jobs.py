@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, SHARED_TRACES, real_traces, trace_params
+from profiler import errors
 from profiler.analysis import job_queries
 from profiler.storage import jobs, parallel
 from profiler.storage.store import Store
@@ -271,18 +272,32 @@ def test_ray_in_process_and_single_upload_give_identical_tables(ray_cluster, job
 
 @pytest.mark.third_party
 @needs_dlrm
-def test_bad_file_names_itself_and_nothing_lands_unless_skip_bad(job_store, tmp_path):
+@pytest.mark.parametrize("engine", ["in-process", "processes", "ray"])
+def test_bad_file_names_itself_and_nothing_lands_unless_skip_bad(job_store, tmp_path, engine, request):
+    if engine == "ray":
+        request.getfixturevalue("ray_cluster")
     bad = tmp_path / "rank1.pt.trace.json"
     bad.write_bytes(DLRM[0].read_bytes()[:50_000])  # cut mid-way: truncated JSON
     files = [str(p) for p in DLRM[:2]] + [str(bad)]
+    # a worker returns the file's error to the job: it must arrive whole, whatever the engine
     with pytest.raises(jobs.JobError, match=r"rank1\.pt\.trace\.json: is truncated"):
-        jobs.ingest_job(job_store, files, "cut", engine="in-process")
+        jobs.ingest_job(job_store, files, "cut", engine=engine, workers=2)
     assert _job_files(job_store) == [] and job_queries.job_list(job_store).empty
-    result = jobs.ingest_job(job_store, files, "cut", engine="in-process", skip_bad=True)
+    result = jobs.ingest_job(job_store, files, "cut", engine=engine, workers=2, skip_bad=True)
     assert result.ranks_present == [0, 2] and len(result.skipped) == 1 and "rank1.pt.trace.json" in result.skipped[0]
     assert job_store.query("SELECT count(*) AS n FROM traces")["n"][0] == 2
     with pytest.raises(jobs.JobError, match="already in the store"):
-        jobs.ingest_job(job_store, files, "cut", engine="in-process", skip_bad=True)
+        jobs.ingest_job(job_store, files, "cut", engine=engine, workers=2, skip_bad=True)
+
+
+def test_every_trace_error_survives_the_trip_from_a_worker():
+    import pickle
+
+    kinds = [errors.TraceError, *errors.TraceError.__subclasses__()]
+    for kind in kinds:
+        back = pickle.loads(pickle.dumps(kind("rank7.json", "is truncated")))
+        assert (type(back), back.name, back.problem, str(back)) == (kind, "rank7.json", "is truncated",
+                                                                    "rank7.json: is truncated")
 
 
 @pytest.mark.third_party
