@@ -65,7 +65,9 @@ MIGRATIONS[5] = "SELECT 1"
 SCHEMA_SQL = Path(__file__).with_name("schema.sql")
 INGEST_SQL = Path(__file__).with_name("sql") / "ingest"
 LOCK_TIMEOUT_S = 15.0
-MEMORY_LIMIT = os.environ.get("PROFILER_DB_MEMORY", "256MB")  # DuckDB spills to disk beyond this
+# DuckDB spills to disk beyond this. It needs about 128 MB per thread (one per core): below that, a
+# large ingest on a many-core machine fails where a laptop's succeeds.
+MEMORY_LIMIT = os.environ.get("PROFILER_DB_MEMORY") or f"{max(256, 128 * (os.cpu_count() or 1))}MB"
 # data/traces.duckdb in the project folder, wherever the app or the CLI is started from
 DEFAULT_DB = Path(__file__).resolve().parents[2] / "data" / "traces.duckdb"
 
