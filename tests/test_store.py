@@ -11,6 +11,7 @@ import duckdb
 import pytest
 
 from profiler import errors
+from profiler.storage import store as store_mod
 from profiler.storage.store import SCHEMA_VERSION, Store, default_db_path
 from tests.conftest import FIXTURES
 
@@ -260,3 +261,21 @@ def test_a_version_1_store_gets_the_collective_columns(db_path):
     assert rows(store, "SELECT count(*) FROM ops WHERE collective IS NOT NULL") == [(0,)]
     store.ingest(FIXTURES / "tiny_inplace.json")  # and new rows land in the migrated table
     assert rows(store, "SELECT count(DISTINCT run_id) FROM ops") == [(2,)]
+
+
+def test_duckdb_gets_its_threads_and_128_mb_for_each(tmp_path, monkeypatch):
+    monkeypatch.delenv(store_mod.MEMORY_ENV, raising=False)
+    for threads, limit in ((1, 256), (2, 256), (3, 384), (16, 2048)):
+        with Store(tmp_path / f"t{threads}.duckdb", threads=threads).connect() as con:
+            got = con.execute("SELECT current_setting('threads'), current_setting('memory_limit')").fetchone()
+        assert got[0] == threads
+        assert _mib(got[1]) == pytest.approx(limit * 1e6 / 2**20, rel=0.03), (threads, got)
+    monkeypatch.setenv(store_mod.MEMORY_ENV, "1GB")
+    with Store(tmp_path / "env.duckdb", threads=16).connect() as con:
+        assert _mib(con.execute("SELECT current_setting('memory_limit')").fetchone()[0]) == pytest.approx(1e9 / 2**20, rel=0.03)
+
+
+def _mib(text: str) -> float:
+    """DuckDB's memory setting as it prints it ('244.1 MiB', '1.9 GiB'), in MiB."""
+    number, unit = text.split()
+    return float(number) * {"MiB": 1, "GiB": 1024, "KiB": 1 / 1024}[unit]

@@ -37,16 +37,18 @@ ENGINES = ("ray", "processes", "in-process")
 _ROOT = Path(__file__).resolve().parents[2]
 
 
-def parse_rank(file: str, base: str, key: str, keep_python: bool = False) -> jobs.RankResult | errors.TraceError:
-    """Ingest one rank trace and write its tables under the job directory `base`.
+def parse_rank(file: str, base: str, key: str, keep_python: bool = False,
+               sharing: int = 1) -> jobs.RankResult | errors.TraceError:
+    """Ingest one rank trace and write its tables under the job directory `base`; `sharing` tasks
+    run at once, so its store takes that share of the cores (see `_rank_task`).
 
     Returns the RankResult, or the TraceError of a bad file (returned, not raised, so the caller
     can name every bad file of a job at once). Files written before a failure are removed."""
-    return _rank_task(file, base, key, lambda store: store.ingest(file, keep_python=keep_python))
+    return _rank_task(file, base, key, lambda store: store.ingest(file, keep_python=keep_python), sharing)
 
 
 def assemble_rank(fp: chunks.FilePlan, parts: list[chunks.ChunkResult], base: str,
-                  key: str) -> jobs.RankResult | errors.TraceError:
+                  key: str, sharing: int = 1) -> jobs.RankResult | errors.TraceError:
     """The rank of a file parsed in chunks: their rows committed as one trace, written like
     `parse_rank`'s. The chunk files are removed either way."""
     def ingest(store):
@@ -54,7 +56,7 @@ def assemble_rank(fp: chunks.FilePlan, parts: list[chunks.ChunkResult], base: st
         return store.ingest_staged(summary, staging)
 
     try:
-        result = _rank_task(fp.file, base, key, ingest)
+        result = _rank_task(fp.file, base, key, ingest, sharing)
     finally:
         chunks.discard(fp, base, key)
     if isinstance(result, jobs.RankResult):  # the file's figures: all its tasks together
@@ -65,8 +67,12 @@ def assemble_rank(fp: chunks.FilePlan, parts: list[chunks.ChunkResult], base: st
     return result
 
 
-def _rank_task(file: str, base: str, key: str, ingest: Callable) -> jobs.RankResult | errors.TraceError:
-    """Run `ingest(scratch store)` and write the rank's tables under `base` (see parse_rank)."""
+def _rank_task(file: str, base: str, key: str, ingest: Callable,
+               sharing: int = 1) -> jobs.RankResult | errors.TraceError:
+    """Run `ingest(scratch store)` and write the rank's tables under `base` (see parse_rank).
+
+    The scratch store's DuckDB gets this machine's cores divided among the `sharing` tasks that
+    run at once: 16 tasks each starting 16 threads (and DuckDB's memory for each) only compete."""
     from profiler.storage.store import Store
 
     started = time.perf_counter()
@@ -75,7 +81,7 @@ def _rank_task(file: str, base: str, key: str, ingest: Callable) -> jobs.RankRes
     written: list[str] = []
     fs, _ = jobs.filesystem(base)
     try:
-        store = Store(Path(scratch) / "rank.duckdb")
+        store = Store(Path(scratch) / "rank.duckdb", threads=max(1, (os.cpu_count() or 1) // max(1, sharing)))
         result = ingest(store)
         with store.connect() as con:
             rank, world = con.execute("SELECT rank, world_size FROM traces").fetchall()[0]
@@ -181,6 +187,7 @@ class _Job:
     def __init__(self, files, base, key, pool, keep_python, report):
         self.files, self.base, self.key, self.pool = files, base, key, pool
         self.keep_python, self.report = keep_python, report
+        self.sharing = min(pool.workers, len(files))  # rank tasks running at once: a job of one file gets every core
         self.sizes = [max(f.stat().st_size, 1) for f in files]
         self.credited = [0.0] * len(files)  # progress counted so far per file, in bytes
         self.outcomes: list = [None] * len(files)
@@ -211,7 +218,8 @@ class _Job:
                 if len(got[i]) == plans[i].plan.chunks:
                     parts = [got[i][k] for k in range(len(got[i]))]
                     if chunks.usable(plans[i], parts):
-                        self.pool.submit(("assemble", i, None), assemble_rank, plans[i], parts, self.base, self.key)
+                        self.pool.submit(("assemble", i, None), assemble_rank, plans[i], parts, self.base, self.key,
+                                         self.sharing)
                     else:  # a chunk failed or the chunks disagree: the file, parsed whole, says what it is
                         chunks.discard(plans[i], self.base, self.key)
                         self._whole(i)
@@ -224,7 +232,8 @@ class _Job:
         return self.outcomes
 
     def _whole(self, i: int) -> None:
-        self.pool.submit(("file", i, None), parse_rank, str(self.files[i]), self.base, self.key, self.keep_python)
+        self.pool.submit(("file", i, None), parse_rank, str(self.files[i]), self.base, self.key, self.keep_python,
+                         self.sharing)
 
     def _credit(self, i: int, amount: float) -> None:
         self.credited[i] += amount

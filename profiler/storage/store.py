@@ -65,9 +65,16 @@ MIGRATIONS[5] = "SELECT 1"
 SCHEMA_SQL = Path(__file__).with_name("schema.sql")
 INGEST_SQL = Path(__file__).with_name("sql") / "ingest"
 LOCK_TIMEOUT_S = 15.0
-# DuckDB spills to disk beyond this. It needs about 128 MB per thread (one per core): below that, a
-# large ingest on a many-core machine fails where a laptop's succeeds.
-MEMORY_LIMIT = os.environ.get("PROFILER_DB_MEMORY") or f"{max(256, 128 * (os.cpu_count() or 1))}MB"
+MEMORY_ENV = "PROFILER_DB_MEMORY"
+
+
+def duckdb_config(threads: int | None = None) -> dict:
+    """DuckDB's settings for a store: `threads` (default: one per core) and a memory limit beyond
+    which it spills to disk: $PROFILER_DB_MEMORY, else 256 MB or 128 MB per thread, whichever is
+    more (DuckDB needs about that per thread; below it a large ingest on a many-core machine fails
+    where a laptop's succeeds)."""
+    threads = threads or os.cpu_count() or 1
+    return {"threads": threads, "memory_limit": os.environ.get(MEMORY_ENV) or f"{max(256, 128 * threads)}MB"}
 # data/traces.duckdb in the project folder, wherever the app or the CLI is started from
 DEFAULT_DB = Path(__file__).resolve().parents[2] / "data" / "traces.duckdb"
 
@@ -120,8 +127,9 @@ class Store:
     """
 
     def __init__(self, path: str | os.PathLike | None = None, *, lock_timeout_s: float = LOCK_TIMEOUT_S,
-                 read_only: bool = False):
+                 read_only: bool = False, threads: int | None = None):
         self.path = Path(path) if path is not None else default_db_path()
+        self.threads = threads  # DuckDB threads (default: one per core); a job's worker takes its share
         self.lock_timeout_s = lock_timeout_s
         self.read_only = read_only
         self.label = f"the store {self.path.name}"
@@ -171,7 +179,7 @@ class Store:
         while True:
             try:
                 return duckdb.connect(str(self.path), read_only=self.read_only,
-                                      config={"memory_limit": MEMORY_LIMIT})
+                                      config=duckdb_config(self.threads))
             except duckdb.IOException as e:
                 if "lock" not in str(e).lower():
                     raise errors.StoreError(f"{self.label} cannot be opened: {one_line(e)}.") from e
