@@ -6,14 +6,17 @@ from __future__ import annotations
 import gzip
 import json
 from collections import Counter
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 import pytest
 
 from profiler.analysis import memory, timings
+from profiler.parse import trace
 from profiler.capture.samples import SAMPLES_DIR
+from profiler.storage.staging import Staging
 from profiler.storage.store import Store
-from tests.conftest import SHARED_TRACES
+from tests.conftest import SAMPLES, SHARED_TRACES
 
 FIXTURE = Path(__file__).parent / "fixtures" / "memory_small.json"
 QWEN = SHARED_TRACES / "tracelens__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
@@ -165,3 +168,53 @@ def test_a_real_third_party_trace_with_memory_events(tmp_path):
     assert summary["peak_allocated_bytes"] == max(a["Total Allocated"] for a in events)
     assert summary["events"] == len(events)
     assert memory.live_at_peak(store, run, limit=10_000)["size_bytes"].tolist() == _live_at_peak_by_hand(QWEN)
+
+
+def _makers_by_hand(path: Path) -> dict[int, int | None]:
+    """event_idx -> op_id of each [memory] event's maker, from the staged rows with plain Python:
+    of the cpu_ops on the event's (pid, tid) whose [ts_ns, ts_ns + dur_ns] holds it, other than
+    those that only allocate or copy (SQL LIKE 'aten::empty%', 'aten::new_empty%': '_' is any one
+    character; resize_, clone, contiguous), the deepest; of two equally deep, the first to start."""
+    staging = Staging()
+    for batch in trace.TraceReader(path, path.name).batches():
+        staging.add(batch)
+    staging.finish()
+    ops = staging.tables["ops"].select(["op_id", "cat", "name", "pid", "tid", "ts_ns", "dur_ns", "depth"]).to_pylist()
+    events = staging.tables["memory"].select(["event_idx", "pid", "tid", "ts_ns"]).to_pylist()
+    lanes: dict[tuple, list[dict]] = {}
+    for o in sorted(ops, key=lambda o: o["ts_ns"]):
+        name = o["name"]
+        if o["cat"] == "cpu_op" and name is not None and None not in (o["pid"], o["tid"]) and not (
+                fnmatchcase(name, "aten::empty*") or fnmatchcase(name, "aten::new?empty*")
+                or name in ("aten::resize_", "aten::clone", "aten::contiguous")):
+            lanes.setdefault((o["pid"], o["tid"]), []).append(o)
+    makers: dict[int, int | None] = {e["event_idx"]: None for e in events}
+    for e in events:
+        e["lane"] = (e["pid"], e["tid"])
+    for key, lane in lanes.items():  # sweep each thread in time, holding the ops started and not yet ended
+        i, open_ops = 0, []
+        for e in sorted((e for e in events if e["lane"] == key), key=lambda e: e["ts_ns"]):
+            while i < len(lane) and lane[i]["ts_ns"] <= e["ts_ns"]:
+                open_ops.append(lane[i])
+                i += 1
+            open_ops = [o for o in open_ops if o["ts_ns"] + o["dur_ns"] >= e["ts_ns"]]
+            best = max(open_ops, key=lambda o: (o["depth"], -o["ts_ns"]), default=None)
+            makers[e["event_idx"]] = best and best["op_id"]
+    return makers
+
+
+MEMORY_TRACES = [FIXTURE, QWEN, *sorted(SAMPLES.glob("*/*.json.gz"))]
+
+
+@pytest.fixture(scope="module")
+def makers_store(tmp_path_factory):
+    return Store(tmp_path_factory.mktemp("makers") / "store.duckdb")
+
+
+@pytest.mark.parametrize("path", MEMORY_TRACES, ids=lambda p: p.name)
+def test_each_memory_event_is_credited_to_the_innermost_op_holding_it(makers_store, path):
+    run = makers_store.ingest(path).run_id
+    rows = makers_store.query("SELECT event_idx, coalesce(op_id, -1) AS op_id FROM memory_events WHERE run_id = ?",
+                              [run])
+    stored = {int(i): (None if o < 0 else int(o)) for i, o in zip(rows["event_idx"], rows["op_id"])}
+    assert stored == _makers_by_hand(path)

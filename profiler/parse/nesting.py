@@ -1,4 +1,5 @@
-"""Nesting of duration events on one lane (a CPU thread or a GPU stream): parent, depth, self time.
+"""Nesting of duration events on one lane (a CPU thread or a GPU stream): parent, depth, self time;
+and the innermost event holding an instant (a [memory] event's CPU op).
 
 Vectorised with numpy, so a trace with millions of ops nests in a fraction of a second and a few
 arrays of memory. With events sorted by (lane, start ascending, duration descending):
@@ -59,3 +60,37 @@ def _parents(depths: np.ndarray, lane_of: np.ndarray) -> np.ndarray:
         same_lane = found & (lane_of[candidate] == lane_of[children])
         parents[children[same_lane]] = candidate[same_lane]
     return parents
+
+
+def innermost(lanes: np.ndarray, starts: np.ndarray, ends: np.ndarray, depths: np.ndarray,
+              at_lanes: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """For each instant (`at_lanes`, `at`): the index of the deepest event on its lane whose span
+    [start, end] holds it, both ends included, or -1 where none does; of several at that depth
+    (an event ending at the instant and its sibling starting at it), the one that starts first.
+
+    Exact for any events, nested properly or not: for each lane, depths are tried from the deepest
+    down; on one depth, the events sorted by start, the first whose end reaches the instant (a
+    running maximum of ends, searched) holds it if it starts at or before the instant.
+    """
+    found = np.full(len(at), -1, dtype=np.int64)
+    if len(at) == 0 or len(starts) == 0:
+        return found
+    order = np.lexsort((starts, -depths.astype(np.int64), lanes))  # by lane, depth down, start
+    lanes, depths, starts, ends = lanes[order], depths[order], starts[order], ends[order]
+    groups = np.flatnonzero(np.r_[True, (lanes[1:] != lanes[:-1]) | (depths[1:] != depths[:-1]), True])
+    by_lane = np.argsort(at_lanes, kind="stable")
+    lane_bounds = np.flatnonzero(np.r_[True, at_lanes[by_lane][1:] != at_lanes[by_lane][:-1], True])
+    for lo, hi in zip(lane_bounds[:-1], lane_bounds[1:]):
+        pending = by_lane[lo:hi]
+        lane = at_lanes[pending[0]]
+        first, last = np.searchsorted(lanes[groups[:-1]], [lane, lane + 1])  # this lane's depths
+        for g in range(first, last):
+            if not len(pending):
+                break
+            a, b = groups[g], groups[g + 1]
+            times = at[pending]
+            reach = np.searchsorted(np.maximum.accumulate(ends[a:b]), times, side="left")
+            held = reach < np.searchsorted(starts[a:b], times, side="right")
+            found[pending[held]] = order[a + reach[held]]
+            pending = pending[~held]
+    return found

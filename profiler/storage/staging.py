@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from profiler.parse import trace
-from profiler.parse.nesting import nest
+from profiler.parse.nesting import innermost, nest
 
 _U64 = {"correlation", "external_id", "bytes", "addr", "in_msg_nelems", "out_msg_nelems"}
 _F64 = {"blocks_per_sm", "warps_per_sm", "est_occupancy_pct", "bandwidth_gbps"}
@@ -23,6 +23,10 @@ _STR = {"name", "kind", "api_kind", "pid", "tid", "cat", "concrete_inputs", "inp
         "collective", "msg_dtype"}
 _I32 = {"device", "device_type", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
         "registers_per_thread", "cbid", "group_size"}
+# ops that only allocate or copy for their caller: a [memory] event inside one is credited to the
+# op around it (aten::bmm, not aten::empty_strided). SQL LIKE patterns ('_' matches any character).
+NOT_MAKERS_LIKE = ("aten::empty%", "aten::new_empty%")
+NOT_MAKERS = ("aten::resize_", "aten::clone", "aten::contiguous")
 _INT_RANGE = {pa.uint64(): (0, 2**64), pa.int32(): (-(2**31), 2**31), pa.int64(): (-(2**63), 2**63)}
 
 
@@ -138,7 +142,8 @@ class Staging:
         self._batches.clear()
         self.tables["ops"] = self._nest_ops(self.tables["ops"])
         memory = self.tables["memory"]  # event_idx: the order in the file (ties in time stay ordered)
-        self.tables["memory"] = memory.append_column("event_idx", pa.array(np.arange(memory.num_rows)))
+        memory = memory.append_column("event_idx", pa.array(np.arange(memory.num_rows)))
+        self.tables["memory"] = memory.append_column("op_id", self._makers(self.tables["ops"], memory))
         names = self.tables["lane_names"]  # a later name for the same lane replaces an earlier one
         self.tables["lane_names"] = names.append_column("event_idx", pa.array(np.arange(names.num_rows)))
         return self._span()
@@ -162,6 +167,30 @@ class Staging:
             array = pa.array(column, mask=column < 0) if name == "parent_id" else pa.array(column)
             ops = ops.append_column(name, array)
         return ops
+
+    @staticmethod
+    def _makers(ops: pa.Table, memory: pa.Table) -> pa.Array:
+        """Each [memory] event's maker: the op_id of the innermost (deepest) cpu_op on the same
+        (pid, tid) whose span [ts_ns, ts_ns + dur_ns] holds the event, both ends included, leaving
+        out the ops of NOT_MAKERS_LIKE / NOT_MAKERS; of several at that depth (an op ending at the
+        event and its sibling starting at it), the one that starts first. Missing where no such op
+        holds the event, or the event or op has no pid or tid (as an SQL join on them)."""
+        def not_maker(names: pa.Array) -> pa.Array:  # as SQL: a missing name is missing here
+            like = [pc.match_like(names, p) for p in NOT_MAKERS_LIKE]
+            return pc.or_(pc.or_(*like), pc.is_in(names, pa.array(NOT_MAKERS), skip_nulls=True))
+        excluded = pa.chunked_array([not_maker(c.dictionary).take(c.indices) for c in ops["name"].chunks], pa.bool_())
+        eligible = pc.fill_null(pc.and_(pc.equal(ops["cat"], "cpu_op"), pc.invert(excluded)), False)
+        pids, tids = (_codes(pa.chunked_array(ops[c].chunks + memory[c].chunks, pa.string())) for c in ("pid", "tid"))
+        lanes = np.where((pids < 0) | (tids < 0), -1, pids * (int(tids.max(initial=0)) + 1) + tids)
+        op_lanes, event_lanes = lanes[:ops.num_rows], lanes[ops.num_rows:]
+        keep = eligible.to_numpy(zero_copy_only=False) & (op_lanes >= 0)
+        at = np.flatnonzero(event_lanes >= 0)
+        starts = _numpy(ops["ts_ns"])[keep]
+        found = innermost(op_lanes[keep], starts, starts + _numpy(ops["dur_ns"])[keep], _numpy(ops["depth"])[keep],
+                          event_lanes[at], _numpy(memory["ts_ns"])[at])
+        op_ids = np.full(memory.num_rows, -1, dtype=np.int64)
+        op_ids[at] = np.where(found < 0, -1, _numpy(ops["op_id"])[keep][np.maximum(found, 0)])
+        return pa.array(op_ids, mask=op_ids < 0)
 
     def _span(self) -> Span:
         starts, ends = [], []
