@@ -300,12 +300,12 @@ class _Processes:
         """How a dead worker ended, e.g. ' (killed by signal 9: out of memory?)'; the SIGTERM the
         pool sends the others once one has died is not the cause."""
         processes = list((self._pool._processes or {}).values())
-        for _ in range(40):  # the pool's own thread may be reaping them right now: a moment later it has
-            codes = sorted({p.exitcode for p in processes if p.exitcode}, key=lambda c: c == -signal.SIGTERM)
-            if codes:
+        for _ in range(40):  # the pool stops the others and reaps them all on its own thread: wait for that
+            if all(p.exitcode is not None for p in processes):
                 break
             time.sleep(0.05)
-        else:
+        codes = sorted({p.exitcode for p in processes if p.exitcode}, key=lambda c: c == -signal.SIGTERM)
+        if not codes:
             return ""
         if codes[0] > 0:
             return f" (exit status {codes[0]})"
