@@ -28,7 +28,7 @@ needs_dlrm = pytest.mark.third_party  # the 7 DLRM rank traces (skipped with the
 TABLE_ORDER = {
     "traces": "name", "iterations": "iteration", "kernels": "ts_ns, dur_ns, name, correlation",
     "memops": "ts_ns, dur_ns, name, correlation", "launches": "ts_ns, dur_ns, name, correlation, tid",
-    "ops": "op_id", "lane_names": "kind, pid, tid",
+    "ops": "op_id", "lane_names": "kind, pid, tid", "memory_events": "event_idx",
 }
 
 
@@ -263,7 +263,7 @@ def test_ray_in_process_and_single_upload_give_identical_tables(ray_cluster, job
     for table in jobs.TABLES:
         drop = ("added_at", "rank") if table == "traces" else ()
         want = _rows(job_store, table, single.run_id, drop)
-        assert want, table if table != "memops" else True
+        assert want or table in ("memops", "memory_events"), table  # few traces copy memory or record allocations
         assert _rows(job_store, table, on_ray.run_id, drop) == want, table
         assert _rows(job_store, table, here.run_id, drop) == want, table
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from profiler import errors
 
 JOB_ROOT_ENV = "PROFILER_JOBS"
-TABLES = ("traces", "iterations", "kernels", "memops", "launches", "ops", "lane_names")
+TABLES = ("traces", "iterations", "kernels", "memops", "launches", "ops", "lane_names", "memory_events")
 # the metrics layer's per-iteration rows of each rank (sql/metrics.sql), computed at ingest like a
 # single upload's; a rank computed under another definition is recomputed when read (job_views.py)
 METRICS_TABLE = "stored_iteration_metrics"
