@@ -191,10 +191,6 @@ def _time(us: float) -> str:
     return f"{us / 1e3:,.1f} ms" if abs(us) >= 1000 else f"{us:,.1f} µs"
 
 
-def _plain(value):
-    return None if pd.isna(value) else float(value)
-
-
 def _gpu_us(runs: _Runs, run: str) -> float:
     """GPU busy time per iteration (the metrics layer's definition)."""
     if run not in runs.metrics.index:
