@@ -143,9 +143,7 @@ with ui.guard():
             st.stop()
         if runs.empty:
             empty_store()
-        measured = timings.run_timings(store, runs["run_id"]).drop(columns=["cold"])
-        runs = runs.merge(measured, on="run_id", how="left")
-        runs["peak_allocated_mib"] = runs["peak_allocated_bytes"] / 2**20
+        runs = timings.catalog_with_timings(store, runs)
         st.caption(f"{len(runs)} runs in the store. Per-iteration numbers divide by the run's "
                    "ProfilerStep count. Select runs to compare them on the analysis pages.")
         picked = ui.pick_rows(runs, "catalog", state.runs, column_config=COLUMNS,

@@ -30,6 +30,15 @@ def run_timings(store, run_ids) -> pd.DataFrame:
     return table[COLUMNS]
 
 
+def catalog_with_timings(store, runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs page's table: the catalog rows ``runs`` (``queries.run_catalog``) with each run's
+    timings and its peak allocated memory in MiB beside them."""
+    measured = run_timings(store, runs["run_id"]).drop(columns=["cold"])
+    table = runs.merge(measured, on="run_id", how="left")
+    table["peak_allocated_mib"] = table["peak_allocated_bytes"] / 2**20
+    return table
+
+
 def _plain(value):
     """A JSON-ready value: None for NaN/NA, Python numbers otherwise."""
     if value is None or (not isinstance(value, str) and pd.isna(value)):
