@@ -332,6 +332,21 @@ def test_two_files_claiming_one_rank_are_refused(job_store, tmp_path):
     assert _job_files(job_store) == []
 
 
+def _in_thread(job) -> tuple[threading.Thread, dict]:
+    """`job()` started on a thread; the dict gets the exception it raised as "error"."""
+    outcome: dict = {}
+
+    def run():
+        try:
+            job()
+        except Exception as e:  # noqa: BLE001 - the test inspects it
+            outcome["error"] = e
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, outcome
+
+
 def _ray_task_pids(names: tuple[str, ...] = ("parse_rank", "parse_chunk", "assemble_rank")) -> list[int]:
     """Ray worker processes running one of these tasks (a large file is parsed in chunks, then
     assembled)."""
@@ -358,16 +373,7 @@ def test_killing_a_worker_mid_job_leaves_the_store_as_it_was(ray_cluster, job_st
 
     big = tmp_path / "rank3.trace.json"
     make_large_trace(big, 100_000_000, SHARED_TRACES)  # two chunks of ~3 s on 2 cores, then ~3 s to assemble
-    outcome: dict = {}
-
-    def run():
-        try:
-            jobs.ingest_job(job_store, [str(DLRM[3]), str(big)], "killed", engine="ray", workers=2)
-        except Exception as e:  # noqa: BLE001 - the test inspects it
-            outcome["error"] = e
-
-    thread = threading.Thread(target=run)
-    thread.start()
+    thread, outcome = _in_thread(lambda: jobs.ingest_job(job_store, [str(DLRM[3]), str(big)], "killed", engine="ray", workers=2))
     deadline, killed, seen = time.monotonic() + 120, False, {}
     while time.monotonic() < deadline and thread.is_alive() and not killed:
         for pid in _ray_task_pids():  # a task of the large rank: still running 1 s after it was seen
@@ -409,16 +415,7 @@ def test_a_killed_pool_worker_is_named_with_its_cause_and_stores_nothing(job_sto
 
     big = tmp_path / "rank3.trace.json"
     make_large_trace(big, 40_000_000, SHARED_TRACES)
-    outcome: dict = {}
-
-    def run():
-        try:
-            jobs.ingest_job(job_store, [str(DLRM[0]), str(big)], "killed", engine="processes", workers=2)
-        except Exception as e:  # noqa: BLE001 - the test inspects it
-            outcome["error"] = e
-
-    thread = threading.Thread(target=run)
-    thread.start()
+    thread, outcome = _in_thread(lambda: jobs.ingest_job(job_store, [str(DLRM[0]), str(big)], "killed", engine="processes", workers=2))
     deadline, killed = time.monotonic() + 120, False
     while time.monotonic() < deadline and thread.is_alive() and not killed:
         for pid in _pool_worker_pids()[:1]:
