@@ -68,8 +68,9 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     st.subheader("Where each rank's step goes", divider="gray")
     st.altair_chart(job_charts.rank_chart(per_rank))
     for s in report["slowest"]:
-        st.markdown(f"- iteration {s['iteration']}: rank **{s['slowest_rank']}** is slowest, "
-                    f"{s['behind_us']:,.1f} µs behind the median rank ({s['step_us']:,.1f} µs)")
+        st.markdown(f"- iteration {s['iteration']}: rank **{s['slowest_rank']}** is slowest at "
+                    f"{s['step_us']:,.1f} µs, {s['behind_us']:,.1f} µs behind the median rank "
+                    f"({s['median_step_us']:,.1f} µs)")
     st.dataframe(per_rank, column_config=RANK_COLUMNS, column_order=list(RANK_COLUMNS), hide_index=True)
     ui.csv_download(per_rank, f"job-{job}-ranks")
     st.subheader("Collectives across ranks", divider="gray")

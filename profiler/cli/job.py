@@ -79,8 +79,8 @@ def _job(args: argparse.Namespace) -> int:
         print(f"{row['rank']:>5d} {row['iteration']:>5d} {row['step_us']:>12,.1f} {row['gpu_busy_us']:>12,.1f} "
               f"{row['gpu_idle_us']:>12,.1f} {row['collective_us']:>14,.1f}{mark}")
     for s in report["slowest"]:
-        print(f"iteration {s['iteration']}: rank {s['slowest_rank']} is slowest, {s['behind_us']:,.1f} µs "
-              f"behind the median rank")
+        print(f"iteration {s['iteration']}: rank {s['slowest_rank']} is slowest at {s['step_us']:,.1f} µs, "
+              f"{s['behind_us']:,.1f} µs behind the median rank ({s['median_step_us']:,.1f} µs)")
     if report["collectives"]:
         worst = max(report["collectives"], key=lambda c: c["skew_us"])
         print(f"{len(report['collectives'])} collectives; largest start skew {worst['skew_us']:,.1f} µs "

@@ -1,0 +1,72 @@
+"""The job page in a real browser, on the real 7-of-8-rank DLRM job (needs the third-party traces):
+the figures it shows are the job report's (`python -m profiler job NAME --json`), and a screenshot
+goes to test-artifacts/job-dlrm.png (look at it)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from profiler.analysis import job_queries
+from profiler.present.share import ViewState, share_url
+from profiler.storage import jobs
+from profiler.storage.store import Store
+from tests.conftest import SHARED_TRACES
+from tests.test_browser import (  # noqa: F401  (browser: a shared fixture)
+    ARTIFACTS, ROOT, _assert_no_exception, _free_port, _settle, _wait_healthy, browser)
+
+pytestmark = [pytest.mark.browser, pytest.mark.third_party]
+
+DLRM = sorted(SHARED_TRACES.glob("param__dlrm_kineto__worker*.pt.trace.json")) if SHARED_TRACES.is_dir() else []
+
+
+@pytest.fixture(scope="module")
+def job_server(tmp_path_factory):
+    """A streamlit server over a store holding the DLRM ranks as the job "dlrm"."""
+    if not DLRM:
+        pytest.skip("needs the DLRM rank traces of ../shared/traces (PROFILER_TEST_TRACES)")
+    db = tmp_path_factory.mktemp("browser-job") / "store.duckdb"
+    store = Store(db)
+    jobs.ingest_job(store, [str(p) for p in DLRM], "dlrm", engine="in-process")
+    port = _free_port()
+    env = {**os.environ, "PROFILER_DB": str(db), "PROFILER_SEED": "0"}
+    env.pop(jobs.JOB_ROOT_ENV, None)
+    log = open(db.parent / "streamlit.log", "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
+         "--server.port", str(port), "--server.headless", "true", "--server.fileWatcherType", "none"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, proc)
+        yield url, store
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
+def test_the_job_page_shows_the_job_report(job_server, browser):
+    url, store = job_server
+    report = job_queries.job_report(store, "dlrm")
+    assert report["ranks_missing"] == [1] and len(report["slowest"]) >= 1
+    page = browser.new_page(viewport={"width": 1600, "height": 1000})
+    try:
+        page.goto(share_url(ViewState(page="job"), base=url), timeout=90_000)
+        page.get_by_text("Where each rank's step goes").first.wait_for(timeout=90_000)
+        _settle(page)
+        _assert_no_exception(page, "job page")
+        main = page.inner_text('[data-testid="stMain"]')
+        metrics = [" ".join(m.inner_text().split()) for m in page.locator('[data-testid="stMetric"]').all()]
+        assert metrics == [f"world size {report['world_size']}", f"ranks present {len(report['ranks_present'])}",
+                           "ranks missing 1", f"backend {report['backend']}"], metrics
+        for s in report["slowest"]:  # each iteration's slowest rank, as the report computes it
+            assert (f"iteration {s['iteration']}: rank {s['slowest_rank']} is slowest at {s['step_us']:,.1f} µs, "
+                    f"{s['behind_us']:,.1f} µs behind the median rank ({s['median_step_us']:,.1f} µs)") in main
+        assert page.locator(".vega-embed svg").count() >= 1, "no rank chart drawn"
+        assert page.locator('[data-testid="stDataFrame"]').count() >= 2, "rank and collective tables"
+        page.screenshot(path=str(ARTIFACTS / "job-dlrm.png"), full_page=True)
+    finally:
+        page.close()
