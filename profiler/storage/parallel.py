@@ -72,10 +72,7 @@ def _rank_task(file: str, base: str, key: str, ingest: Callable,
                sharing: int = 1) -> jobs.RankResult | errors.TraceError:
     """Run `ingest(scratch store)` and write the rank's tables under `base` (see parse_rank).
 
-    The scratch store's DuckDB gets this machine's cores divided among the `sharing` tasks that
-    run at once (16 tasks each starting 16 threads, and DuckDB's memory for each, only compete),
-    at most RANK_TASK_THREADS: more bought little and cost memory (a 500 MB rank alone: 18.5 s and
-    +0.7 GB with 2 threads on 2 cores; 16.5-20.8 s and +1.1 GB with 16 threads on 16 cores)."""
+    Its scratch store's DuckDB threads: `_task_threads(sharing)`."""
     from profiler.storage.store import Store
 
     started = time.perf_counter()
@@ -84,7 +81,7 @@ def _rank_task(file: str, base: str, key: str, ingest: Callable,
     written: list[str] = []
     fs, _ = jobs.filesystem(base)
     try:
-        store = Store(Path(scratch) / "rank.duckdb", threads=min(RANK_TASK_THREADS, max(1, (os.cpu_count() or 1) // max(1, sharing))))
+        store = Store(Path(scratch) / "rank.duckdb", threads=_task_threads(sharing))
         result = ingest(store)
         with store.connect() as con:
             rank, world = con.execute("SELECT rank, world_size FROM traces").fetchall()[0]
@@ -121,6 +118,14 @@ def _rank_task(file: str, base: str, key: str, ingest: Callable,
         raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _task_threads(sharing: int) -> int:
+    """DuckDB threads for a rank task when `sharing` tasks run at once: this machine's cores divided
+    among them (16 tasks each starting 16 threads, and DuckDB's memory for each, only compete), at
+    most RANK_TASK_THREADS: more bought little and cost memory (a 500 MB rank alone on 16 cores,
+    16 threads: 16.5-20.8 s and +1.1 GB; on 2 cores, 2 threads: 18.5 s and +0.7 GB)."""
+    return min(RANK_TASK_THREADS, max(1, (os.cpu_count() or 1) // max(1, sharing)))
 
 
 def _status_bytes(field: str) -> int | None:
