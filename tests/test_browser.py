@@ -7,6 +7,7 @@ test-artifacts/ (look at them). Needs a Chromium at /usr/bin/chromium (or $PROFI
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -69,28 +71,35 @@ def _wait_healthy(url: str, proc: subprocess.Popen, deadline_s: float = 90) -> N
     raise AssertionError(f"streamlit did not answer on {url} within {deadline_s} s")
 
 
+@contextlib.contextmanager
+def streamlit_app(db: Path) -> Iterator[str]:
+    """`streamlit run app.py` on a free port over the store `db` (not seeded), until the block
+    ends; yields its URL. Its output goes to streamlit.log beside the store."""
+    port = _free_port()
+    env = {**os.environ, "PROFILER_DB": str(db), "PROFILER_SEED": "0"}
+    with open(db.parent / "streamlit.log", "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
+             "--server.port", str(port), "--server.headless", "true",
+             "--server.fileWatcherType", "none"],  # watching the checkout floods inotify here
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            _wait_healthy(url, proc)
+            yield url
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """A streamlit server on a free port over a temp store seeded from the fixture traces."""
     db = tmp_path_factory.mktemp("browser") / "store.duckdb"
     store = Store(db)
     ids = [store.ingest(p).run_id for p in SEED]
-    port = _free_port()
-    env = {**os.environ, "PROFILER_DB": str(db), "PROFILER_SEED": "0"}
-    log = open(db.parent / "streamlit.log", "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
-         "--server.port", str(port), "--server.headless", "true",
-         "--server.fileWatcherType", "none"],  # watching the checkout floods inotify here
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url, proc)
+    with streamlit_app(db) as url:
         yield url, store, ids
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
 
 
 @pytest.fixture(scope="module")

@@ -10,17 +10,13 @@ hovering a launch draws its flow arrows, and a drag lists what ran in the select
 """
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 
 from profiler.present.share import ViewState, share_url
 from profiler.storage.store import Store
 from tests.conftest import HAVE_SHARED, SAMPLES, SHARED_TRACES
 from tests.test_browser import (  # noqa: F401  (browser: a shared fixture)
-    ARTIFACTS, ROOT, _assert_no_exception, _free_port, _settle, _wait_healthy, browser)
+    ARTIFACTS, _assert_no_exception, _settle, browser, streamlit_app)
 
 pytestmark = pytest.mark.browser
 
@@ -82,21 +78,8 @@ def charts_server(tmp_path_factory):
     store = Store(db)
     samples = tuple(store.ingest(p, source="captured").run_id for p in SAMPLE_RUNS)
     uploads = {p.name.split("__")[0]: store.ingest(p).run_id for p in UPLOADS}
-    port = _free_port()
-    log = open(db.parent / "streamlit.log", "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
-         "--server.port", str(port), "--server.headless", "true", "--server.fileWatcherType", "none"],
-        cwd=ROOT, env={**os.environ, "PROFILER_DB": str(db), "PROFILER_SEED": "0"},
-        stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url, proc)
+    with streamlit_app(db) as url:
         yield url, samples, uploads
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
 
 
 def _open(browser, url: str, wait_for: str = ""):

@@ -3,10 +3,6 @@ the figures it shows are the job report's (`python -m profiler job NAME --json`)
 goes to test-artifacts/job-dlrm.png (look at it)."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 
 from profiler.analysis import job_queries
@@ -15,7 +11,7 @@ from profiler.storage import jobs
 from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES
 from tests.test_browser import (  # noqa: F401  (browser: a shared fixture)
-    ARTIFACTS, ROOT, _assert_no_exception, _free_port, _settle, _wait_healthy, browser)
+    ARTIFACTS, _assert_no_exception, _settle, browser, streamlit_app)
 
 pytestmark = [pytest.mark.browser, pytest.mark.third_party]
 
@@ -30,22 +26,8 @@ def job_server(tmp_path_factory):
     db = tmp_path_factory.mktemp("browser-job") / "store.duckdb"
     store = Store(db)
     jobs.ingest_job(store, [str(p) for p in DLRM], "dlrm", engine="in-process")
-    port = _free_port()
-    env = {**os.environ, "PROFILER_DB": str(db), "PROFILER_SEED": "0"}
-    env.pop(jobs.JOB_ROOT_ENV, None)
-    log = open(db.parent / "streamlit.log", "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
-         "--server.port", str(port), "--server.headless", "true", "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url, proc)
+    with streamlit_app(db) as url:
         yield url, store
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
 
 
 def test_the_job_page_shows_the_job_report(job_server, browser):

@@ -9,9 +9,6 @@ go through the upload page at once: each gets its own outcome and nothing raises
 """
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from urllib.parse import urlsplit
 
 import pytest
@@ -23,8 +20,7 @@ from profiler.storage.store import Store
 from tests.crafted import CRAFTED, huge_name_trace, whitespace_gzip
 from tests.pages.test_security_pages import FLASH, NAIVE, odd_trace, payload, payload_trace
 from tests.test_browser import (  # noqa: F401 - `browser` is a fixture
-    ARTIFACTS, PAGE_TEXT, ROOT, WAIT_MS, _assert_no_exception, _free_port, _settle, _wait_healthy,
-    browser,
+    ARTIFACTS, PAGE_TEXT, WAIT_MS, _assert_no_exception, _settle, browser, streamlit_app,
 )
 
 pytestmark = pytest.mark.browser
@@ -39,21 +35,8 @@ def hostile_server(tmp_path_factory):
     b = store.ingest(payload_trace(FLASH, "B"), "b.json").run_id
     odd = store.ingest(odd_trace(), "odd.json").run_id
     catalog.rename_run(store, b, payload("R")[:catalog.MAX_NAME_CHARS])
-    port = _free_port()
-    env = {**os.environ, "PROFILER_DB": str(db), "PROFILER_SEED": "0"}
-    log = open(db.parent / "streamlit.log", "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
-         "--server.port", str(port), "--server.headless", "true", "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url, proc)
+    with streamlit_app(db) as url:
         yield url, store, (a, b, odd)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
 
 
 def _guarded_page(browser, url: str):
