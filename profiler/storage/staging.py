@@ -96,6 +96,11 @@ def _codes(column: pa.ChunkedArray) -> np.ndarray:
     return pc.fill_null(encoded.indices, -1).to_numpy().astype(np.int64)
 
 
+def _lanes(pids: np.ndarray, tids: np.ndarray) -> np.ndarray:
+    """One integer per (pid, tid) pair of `_codes` (a missing pid or tid, -1, is a value too)."""
+    return pids * (int(tids.max(initial=0)) + 2) + tids
+
+
 @dataclass(frozen=True)
 class Span:
     start_ns: int | None
@@ -155,7 +160,7 @@ class Staging:
             [("pid", "ascending"), ("tid", "ascending"), ("ts_ns", "ascending"),
              ("dur_ns", "descending"), ("op_id", "ascending")])
         pid, tid = (_codes(order[c]) for c in ("pid", "tid"))
-        lanes = pid * (int(tid.max(initial=0)) + 2) + tid
+        lanes = _lanes(pid, tid)
         parents, depths, selfs = nest(lanes, _numpy(order["ts_ns"]), _numpy(order["dur_ns"]))
         op_ids = _numpy(order["op_id"])
         del order, pid, tid, lanes
@@ -181,7 +186,7 @@ class Staging:
         excluded = pa.chunked_array([not_maker(c.dictionary).take(c.indices) for c in ops["name"].chunks], pa.bool_())
         eligible = pc.fill_null(pc.and_(pc.equal(ops["cat"], "cpu_op"), pc.invert(excluded)), False)
         pids, tids = (_codes(pa.chunked_array(ops[c].chunks + memory[c].chunks, pa.string())) for c in ("pid", "tid"))
-        lanes = np.where((pids < 0) | (tids < 0), -1, pids * (int(tids.max(initial=0)) + 1) + tids)
+        lanes = np.where((pids < 0) | (tids < 0), -1, _lanes(pids, tids))
         op_lanes, event_lanes = lanes[:ops.num_rows], lanes[ops.num_rows:]
         keep = eligible.to_numpy(zero_copy_only=False) & (op_lanes >= 0)
         at = np.flatnonzero(event_lanes >= 0)
