@@ -347,19 +347,25 @@ def _in_thread(job) -> tuple[threading.Thread, dict]:
     return thread, outcome
 
 
-def _ray_task_pids(names: tuple[str, ...] = ("parse_rank", "parse_chunk", "assemble_rank")) -> list[int]:
-    """Ray worker processes running one of these tasks (a large file is parsed in chunks, then
-    assembled)."""
+def _pids(wanted) -> list[int]:
+    """The processes for which `wanted(parent pid, command line bytes)` holds."""
     pids = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
                 cmd = (entry / "cmdline").read_bytes()
-            except OSError:
+            except (OSError, ValueError, IndexError):
                 continue
-            if any(cmd.startswith(f"ray::{name}".encode()) for name in names):
+            if wanted(ppid, cmd):
                 pids.append(int(entry.name))
     return pids
+
+
+def _ray_task_pids(names: tuple[str, ...] = ("parse_rank", "parse_chunk", "assemble_rank")) -> list[int]:
+    """Ray worker processes running one of these tasks (a large file is parsed in chunks, then
+    assembled)."""
+    return _pids(lambda _ppid, cmd: any(cmd.startswith(f"ray::{name}".encode()) for name in names))
 
 
 @pytest.mark.third_party
@@ -389,20 +395,9 @@ def test_killing_a_worker_mid_job_leaves_the_store_as_it_was(ray_cluster, job_st
     assert job_queries.job_list(job_store)["job"].tolist() == ["before"]
 
 
-
 def _pool_worker_pids() -> list[int]:
     """This process's process-pool workers (spawned children running multiprocessing's spawn_main)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                cmd = (entry / "cmdline").read_bytes()
-            except (OSError, ValueError, IndexError):
-                continue
-            if ppid == os.getpid() and b"spawn_main" in cmd:
-                pids.append(int(entry.name))
-    return pids
+    return _pids(lambda ppid, cmd: ppid == os.getpid() and b"spawn_main" in cmd)
 
 
 @pytest.mark.third_party
