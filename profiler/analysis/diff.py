@@ -13,6 +13,8 @@ from difflib import SequenceMatcher
 
 import pandas as pd
 
+from profiler.analysis.counters import COUNTER_COLUMNS
+
 FULL_DP_CELLS = 250_000   # above this, align only the stretches between common blocks
 GENERIC = {"Kernel", "Kernel2", "device_kernel", "elementwise_kernel", "vectorized_elementwise_kernel",
            "unrolled_elementwise_kernel", "reduce_kernel", "index_elementwise_kernel",
@@ -170,10 +172,12 @@ def kernel_comparison(kernel_delta: pd.DataFrame, details: pd.DataFrame, run_a: 
     """Per kernel (or copy) name: `queries.kernel_delta` joined with each run's
     `queries.kernel_details`: kernel, family, presence, calls_a, calls_b, us_a, us_b,
     tc_engine, tc_precision, est_occupancy_pct_a/_b (reported), theory_occupancy_pct_a/_b,
-    occupancy_limiter_a/_b (NaN/None where the run lacks the kernel or it is a copy)."""
+    occupancy_limiter_a/_b, and Nsight Compute's counters (`queries.COUNTER_COLUMNS`) _a/_b
+    (NaN/None where the run lacks the kernel, has no counters for it, or it is a copy)."""
     cols = ["kernel", "tc_engine", "tc_precision", "est_occupancy_pct", "theory_occupancy_pct",
-            "occupancy_limiter"]
+            "occupancy_limiter", *COUNTER_COLUMNS]
     out = kernel_delta.assign(family=kernel_delta["kernel"].map(kernel_family))
+    details = details.reindex(columns=["run_id", *cols])  # details of runs stored before counters existed
     for side, run in (("a", run_a), ("b", run_b)):
         mine = details.loc[details["run_id"] == run, cols].rename(
             columns={c: f"{c}_{side}" for c in cols[1:]})

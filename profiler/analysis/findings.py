@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
-from profiler.analysis import gpus, kept, occupancy, queries, roofline, tensor_cores
+from profiler.analysis import counters, gpus, kept, occupancy, queries, roofline, tensor_cores
 from profiler.analysis.diff import kernel_family
 from profiler.errors import UnknownRunError
 
@@ -37,7 +37,7 @@ class Finding:
     kind: str      # 'gpu_time' | 'kernel_delta' | 'bound' | 'kernels_per_iteration' | 'memcpy' |
                    # 'cuda_core_math' | 'zero_occupancy' | 'tiny_grid' | 'launch_api' |
                    # 'cpu_ops' | 'crossover' | 'cold_start' | 'memory' | 'no_memory' |
-                   # 'bytes_moved' | 'fp32_cuda_core_gemm' | 'kernel_arch'
+                   # 'bytes_moved' | 'fp32_cuda_core_gemm' | 'kernel_arch' | 'counters'
     text: str
     evidence: dict = field(default_factory=dict)
     impact_us: float = 0.0   # GPU or CPU µs per iteration the finding is about (ranks it)
@@ -71,7 +71,7 @@ def run_findings(store, run_id: str) -> list[Finding]:
 def _run_findings(store, run_id: str) -> list[Finding]:
     runs = _load(store, [run_id])
     return _ranked([*_bound(runs), *_kernels_per_iteration(runs), *_cuda_core_math(runs),
-                    *_zero_occupancy(runs, store)])
+                    *_zero_occupancy(runs, store), *_counters(runs)])
 
 
 def compare_findings(store, run_a: str, run_b: str, limit: int | None = MAX_FINDINGS) -> list[Finding]:
@@ -88,7 +88,8 @@ def _compare_findings(store, run_a: str, run_b: str, limit: int | None) -> list[
     return _ranked([*_cold_start(store, runs), *_gpu_time(runs), *_kernel_delta(store, runs), *_bound(runs),
                     *_kernels_per_iteration(runs), *_memcpy_only_in_one(runs),
                     *_launch_api(store, runs), *_cpu_ops_only_in_one(store, runs),
-                    *_cuda_core_math(runs), *_zero_occupancy(runs, store), *why], limit)
+                    *_cuda_core_math(runs), *_zero_occupancy(runs, store), *why,
+                    *(replace(f, impact_us=gap) for f in _counters(runs))], limit)
 
 
 def _ranked(found: list[Finding], limit: int | None = MAX_FINDINGS) -> list[Finding]:
@@ -144,6 +145,18 @@ def _gpu_time(runs: _Runs) -> list[Finding]:
                 f"{gpu[slow]:,.1f} µs for {runs.labels[slow]} ({speed}).")
     return [Finding("gpu_time", text, {"gpu_busy_us_per_iter": gpu, "ratio": round(ratio, 3)},
                     abs(gpu[a] - gpu[b]))]
+
+
+def _counters(runs: _Runs) -> list[Finding]:
+    """What Nsight Compute measured on each run's main kernel (only runs with counters attached):
+    one run's kernel alone, or two runs' side by side (ranked with the GPU-time gap they explain)."""
+    tops = {r: counters.main_kernel(runs.kernels, r) for r in runs.ids}
+    tops = {r: top for r, top in tops.items() if top is not None}
+    if len(runs.ids) == 2 and len(tops) == 2:
+        text, evidence = counters.compare_sentence(runs.labels, tops)
+        return [Finding("counters", text, evidence)]
+    return [Finding("counters", *counters.run_sentence(runs.labels[r], top),
+                    float(top["us_per_iter"])) for r, top in tops.items()]
 
 
 # what a cold call's extra CPU time is, by the op (or variant) it shows in; else the op is named alone

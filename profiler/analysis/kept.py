@@ -29,7 +29,10 @@ import pandas as pd
 MAX_ENTRIES = 1024
 MAX_ROWS = 200_000
 MAX_BYTES = 256 * 2**20
-STAMPS_SQL = "SELECT run_id, added_at, name FROM traces WHERE run_id IN (SELECT unnest($run_ids::VARCHAR[]))"
+# a run's stamp: when it was added, its name, and when hardware counters were attached to it
+STAMPS_SQL = ("SELECT t.run_id, t.added_at, t.name, c.attached_at FROM traces t "
+              "LEFT JOIN counter_reports c ON c.run_id = t.run_id "
+              "WHERE t.run_id IN (SELECT unnest($run_ids::VARCHAR[]))")
 
 _KEPT: OrderedDict[tuple, tuple[object, int]] = OrderedDict()   # key -> (result, its bytes)
 _LOCK = threading.Lock()
@@ -45,9 +48,10 @@ def clear() -> None:
 
 
 def stamps(store, run_ids) -> dict[str, tuple]:
-    """{run_id: (added_at, name)} of those of ``run_ids`` in the store."""
+    """{run_id: (added_at, name, counters' attached_at or None)} of those of ``run_ids`` in the store."""
     rows = store.query(STAMPS_SQL, {"run_ids": [str(r) for r in run_ids]})
-    return {r: (added, name) for r, added, name in zip(rows["run_id"], rows["added_at"], rows["name"])}
+    attached = [None if pd.isna(a) else a for a in rows["attached_at"]]
+    return {r: (added, name, at) for r, added, name, at in zip(rows["run_id"], rows["added_at"], rows["name"], attached)}
 
 
 def _get(key: tuple):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import pandas as pd
 
 from profiler.analysis import diff, gpus, kept, occupancy, reads, tensor_cores
+from profiler.analysis.counters import COUNTER_COLUMNS
 from profiler.analysis.reads import SQL_DIR, QueryError, Session, session, sql_text  # noqa: F401 (re-exported)
 from profiler.errors import UnknownRunError
 from profiler.storage import metrics
@@ -34,7 +35,7 @@ PER_RUN = {name: "given" for name in ("run_metrics", "iteration_metrics", "run_s
     name: "run_id" for name in ("run_iterations", "kernel_table", "kernel_configs", "memop_table",
                                 "iteration_cpu_gpu", "memory_timeline", "memory_iteration_peaks",
                                 "launch_api_table", "launch_targets_table", "launch_latency_histogram",
-                                "launch_latency_stats", "op_self_time", "cudnn_op_time")}
+                                "launch_latency_stats", "op_self_time", "cudnn_op_time", "kernel_counters")}
 # queries of one run or a pair, kept whole: the parameters that name runs
 PAIRS = {"kernel_delta": ("run_a", "run_b"), "launch_api_delta": ("run_a", "run_b"),
          "cpu_op_delta": ("run_a", "run_b"), "kernel_sequence": ("run_id",),
@@ -130,7 +131,14 @@ def kernel_table(store, run_ids) -> pd.DataFrame:
 
 
 DETAIL_COLUMNS = ["tc_engine", "tc_precision", "tc_op", "tc_rule", "theory_occupancy_pct",
-                  "occupancy_limiter", "reads_zero_but_ran", "launch_configs", "launch_config_list"]
+                  "occupancy_limiter", "reads_zero_but_ran", "launch_configs", "launch_config_list",
+                  *COUNTER_COLUMNS]
+
+
+def kernel_counters(store, run_ids) -> pd.DataFrame:
+    """Per run and kernel name, the hardware counters attached to the run (``COUNTER_COLUMNS``;
+    no rows for a run without counters)."""
+    return _run(store, "kernel_counters", run_ids=_ids(run_ids))
 
 
 def kernel_details(store, run_ids) -> pd.DataFrame:
@@ -162,7 +170,7 @@ def _kernel_details(store, run_ids) -> pd.DataFrame:
     configs["limiter"] = [t.limiter for t in theory]
     table = table.merge(_occupancy_per_name(configs), on=["run_id", "kernel"], how="left")
     table["reads_zero_but_ran"] = (table["est_occupancy_pct"] == 0) & (table["theory_occupancy_pct"] > 0)
-    return table
+    return table.merge(kernel_counters(store, run_ids), on=["run_id", "kernel"], how="left")
 
 
 def _occupancy_per_name(configs: pd.DataFrame) -> pd.DataFrame:

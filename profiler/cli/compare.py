@@ -12,7 +12,11 @@ Infinity: a missing number is null):
   and `impact_us` (µs per iteration) and the numbers and names it rests on;
 * `kernels`: per kernel name `kernel`, `family`, `presence`, `calls_a`, `calls_b`, `us_a`, `us_b`
   (per iteration), `tensor_cores` (the engine), `precision`, and per run as {"a": ..., "b": ...}
-  `occupancy_reported_pct`, `occupancy_theoretical_pct`, `occupancy_limiter`;
+  `occupancy_reported_pct`, `occupancy_theoretical_pct`, `occupancy_limiter`, and Nsight
+  Compute's counters where attached (`python -m profiler counters`; null otherwise):
+  `occupancy_achieved_pct`, `occupancy_theoretical_ncu_pct`, `sm_throughput_pct`,
+  `dram_throughput_pct`, `l2_throughput_pct`, `tensor_pipe_active_pct`, `spill_instructions`,
+  `ncu_limiter`, `ncu_limit_blocks_per_sm`, `counted_launches`;
 * `alignment`: the aligned kernel sequences, one slot each.
 """
 from __future__ import annotations
@@ -22,6 +26,11 @@ import json
 import math
 
 from profiler.errors import UnknownRunError
+
+# Nsight Compute's counters each kernel carries per run (queries.COUNTER_COLUMNS but the mean time under ncu)
+COUNTERS_SHOWN = ("occupancy_achieved_pct", "occupancy_theoretical_ncu_pct", "sm_throughput_pct",
+                  "dram_throughput_pct", "l2_throughput_pct", "tensor_pipe_active_pct", "spill_instructions",
+                  "ncu_limiter", "ncu_limit_blocks_per_sm", "counted_launches")
 from profiler.storage.store import Store, default_db_path
 
 
@@ -85,7 +94,8 @@ def compare_report(store, run_a: str, run_b: str, iteration: int = 0) -> dict:
 
 def _kernel_item(row: dict) -> dict:
     per_run = {"occupancy_reported_pct": "est_occupancy_pct", "occupancy_theoretical_pct":
-               "theory_occupancy_pct", "occupancy_limiter": "occupancy_limiter"}
+               "theory_occupancy_pct", "occupancy_limiter": "occupancy_limiter",
+               **{c: c for c in COUNTERS_SHOWN}}
     item = {k: _clean_value(row[k]) for k in ("kernel", "family", "presence", "calls_a", "calls_b",
                                                "us_a", "us_b")}
     item["tensor_cores"], item["precision"] = _clean_value(row["tc_engine"]), _clean_value(row["tc_precision"])

@@ -18,7 +18,7 @@ from profiler.errors import StoreError, UnknownRunError
 
 MAX_NAME_CHARS = 200
 # every table keyed by run_id; traces last so a run is never left half-described
-RUN_TABLES = ("kernels", "memops", "launches", "ops", "memory_events", "lane_names", "iterations", "traces")
+RUN_TABLES = ("kernel_counters", "counter_reports", "kernels", "memops", "launches", "ops", "memory_events", "lane_names", "iterations", "traces")
 
 
 class RunNameError(StoreError):

@@ -1,4 +1,4 @@
--- Store schema, version 5 (5: lane_names; 4: every table's run id column is run_id; 2: ops keep record_shapes' input dims, types and concrete values; 3: ops keep collectives' sizes). Times are integer nanoseconds (ts_ns relative to nothing: the
+-- Store schema, version 6 (6: counter_reports, kernel_counters; 5: lane_names; 4: every table's run id column is run_id; 2: ops keep record_shapes' input dims, types and concrete values; 3: ops keep collectives' sizes). Times are integer nanoseconds (ts_ns relative to nothing: the
 -- trace's own clock, exactly as written, microseconds * 1000 with no float in between).
 -- Every table is keyed by run_id; a trace and all its rows land in one transaction.
 
@@ -156,4 +156,39 @@ CREATE TABLE IF NOT EXISTS lane_names (        -- the trace's metadata ('M') eve
     pid     VARCHAR,                           -- CPU: the process id; GPU: the device index
     tid     VARCHAR,                           -- CPU: the thread id; GPU: the stream; NULL for a process
     name    VARCHAR                            -- as written, trimmed, e.g. 'thread 1262 (pt_autograd_0)', 'GPU 0'
+);
+
+-- Hardware counters from Nsight Compute, attached to a stored run (schema version 6;
+-- profiler/storage/counters.py). One row per run that has them:
+CREATE TABLE IF NOT EXISTS counter_reports (
+    run_id        VARCHAR PRIMARY KEY,
+    source        VARCHAR NOT NULL,          -- the export's file name
+    attached_at   TIMESTAMP NOT NULL,        -- UTC; part of the run's stamp (kept results are recomputed)
+    ncu_seconds   DOUBLE,                    -- wall seconds the capture spent under ncu (never in the run's timings); NULL for an import
+    report_kernels INTEGER NOT NULL,         -- kernel rows in the export
+    matched       INTEGER NOT NULL,          -- of them, matched to a launch of the run
+    unmatched     JSON NOT NULL              -- [{"id", "kernel", "grid", "block"}] of the rows that matched no launch
+);
+
+-- One row per matched launch: the launch (run_id, name, ts_ns as in kernels) and what ncu read.
+CREATE TABLE IF NOT EXISTS kernel_counters (
+    run_id                        VARCHAR NOT NULL,
+    name                          VARCHAR NOT NULL,   -- kernels.name of the matched launch
+    ts_ns                         BIGINT NOT NULL,    -- kernels.ts_ns of the matched launch
+    report_id                     INTEGER NOT NULL,   -- the row's ID in the export
+    ncu_duration_ns               DOUBLE,   -- gpu__time_duration.sum: the launch as replayed under ncu
+    occupancy_achieved_pct        DOUBLE,   -- sm__warps_active.avg.pct_of_peak_sustained_active
+    occupancy_theoretical_ncu_pct DOUBLE,   -- sm__maximum_warps_per_active_cycle_pct
+    sm_throughput_pct             DOUBLE,   -- sm__throughput.avg.pct_of_peak_sustained_elapsed
+    dram_throughput_pct           DOUBLE,   -- gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed
+    l2_throughput_pct             DOUBLE,   -- lts__throughput.avg.pct_of_peak_sustained_elapsed
+    tensor_pipe_active_pct        DOUBLE,   -- sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active
+    registers_per_thread          INTEGER,  -- launch__registers_per_thread
+    spill_instructions            DOUBLE,   -- sass__inst_executed_register_spilling (instructions)
+    limit_registers               INTEGER,  -- launch__occupancy_limit_*: blocks per SM each resource allows
+    limit_shared_mem              INTEGER,
+    limit_warps                   INTEGER,
+    limit_blocks                  INTEGER,
+    limit_barriers                INTEGER,
+    ncu_limiter                   VARCHAR   -- the resources allowing the fewest blocks, e.g. 'registers and shared memory'
 );

@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pandas loads only when a query result is read back; the par
     from profiler.parse import trace
     from profiler.storage.staging import Staging
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # schema version -> what upgrades a store from the version before it (run in order on open):
 # SQL text, or a function of the connection
 MIGRATIONS: dict[int, Any] = {
@@ -62,6 +62,8 @@ MIGRATIONS[4] = _rename_run_id_columns
 # 5: lane_names is a new table (schema.sql makes it); traces stored before have no names, and their
 # lanes are labelled by their ids as before
 MIGRATIONS[5] = "SELECT 1"
+# 6: counter_reports and kernel_counters are new tables (schema.sql makes them); no run has counters yet
+MIGRATIONS[6] = "SELECT 1"
 SCHEMA_SQL = Path(__file__).with_name("schema.sql")
 INGEST_SQL = Path(__file__).with_name("sql") / "ingest"
 LOCK_TIMEOUT_S = 15.0

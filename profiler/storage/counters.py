@@ -1,0 +1,99 @@
+"""Attach Nsight Compute counters to a stored run: match each profiled launch to one of the run's.
+
+A report's rows (profiler/parse/ncu.py) come from another process than the trace (ncu replays
+each kernel many times; the trace times it once), so a row is matched to a launch by what both
+record: the kernel's **name**, its **grid** and its **block**, then **launch order**. Names are
+compared by the kernel's own function name (`base_name`): ncu's demangler and the trace's write
+template arguments differently (`void at::<unnamed>::softmax_warp_forward<…, 10, 0, 0>(T2 *, …)`
+against `void (anonymous namespace)::softmax_warp_forward<…, 10, false, false>(c10::BFloat16*, …)`)
+but agree on the function. Within one (function, grid, block) the k-th row of the report takes the
+k-th launch of the run in time order. A row with no launch left is listed as unmatched, never
+guessed. Attaching replaces the run's earlier counters, in one transaction; a bad file raises
+before anything is written.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from collections import defaultdict, deque
+from dataclasses import dataclass
+
+from profiler.errors import StoreError, UnknownRunError
+from profiler.parse.ncu import METRICS, NcuKernel, NcuReport
+
+COLUMNS = ("run_id", "name", "ts_ns", "report_id", *METRICS, "ncu_limiter")
+_ANONYMOUS = re.compile(r"\(anonymous namespace\)|<unnamed>")
+LAUNCHES_SQL = ("SELECT name, ts_ns, grid_x, grid_y, grid_z, block_x, block_y, block_z FROM kernels "
+                "WHERE run_id = $run_id ORDER BY ts_ns, name")
+
+
+@dataclass(frozen=True)
+class Attached:
+    run_id: str
+    source: str
+    report_kernels: int
+    matched: int
+    unmatched: tuple[dict, ...]   # {"id", "kernel", "grid", "block"} per row that matched no launch
+
+
+def base_name(kernel: str) -> str:
+    """The kernel's own function name: no return type, namespaces, template arguments or
+    parameters (`void at::native::elementwise_kernel<128, 4, …>(int, …)` -> `elementwise_kernel`)."""
+    text = _ANONYMOUS.sub("anonymous", kernel.strip())
+    cut = min((i for i in (text.find("<"), text.find("(")) if i >= 0), default=len(text))
+    head = text[:cut].strip().split(" ")[-1]
+    return head.rsplit("::", 1)[-1] or kernel.strip()
+
+
+def match(rows: tuple[NcuKernel, ...], launches: list[tuple]) -> tuple[list[tuple[NcuKernel, tuple]], list[NcuKernel]]:
+    """Pair report rows with launches (name, ts_ns, gx, gy, gz, bx, by, bz; in time order):
+    (pairs, unmatched rows). See the module docstring."""
+    queues: dict[tuple, deque] = defaultdict(deque)
+    for launch in launches:
+        queues[(base_name(launch[0]), tuple(launch[2:5]), tuple(launch[5:8]))].append(launch)
+    pairs, unmatched = [], []
+    for row in sorted(rows, key=lambda r: r.report_id):
+        queue = queues.get((base_name(row.name), row.grid, row.block))
+        if queue:
+            pairs.append((row, queue.popleft()))
+        else:
+            unmatched.append(row)
+    return pairs, unmatched
+
+
+def attach(store, run_id: str, report: NcuReport, ncu_seconds: float | None = None) -> Attached:
+    """Match `report` to the run's launches and store the counters (replacing earlier ones)."""
+    with store.connect() as con:
+        if not con.execute("SELECT 1 FROM traces WHERE run_id = ?", [run_id]).fetchone():
+            raise UnknownRunError(f"run {run_id} is not in {store.label} (counters attach to runs "
+                                  "ingested into the store, not to a job's ranks)")
+        launches = con.execute(LAUNCHES_SQL, {"run_id": run_id}).fetchall()
+        pairs, unmatched = match(report.kernels, launches)
+        lost = tuple({"id": r.report_id, "kernel": r.name, "grid": list(r.grid), "block": list(r.block)}
+                     for r in unmatched)
+        rows = [_row(run_id, kernel, launch) for kernel, launch in pairs]
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute("DELETE FROM kernel_counters WHERE run_id = ?", [run_id])
+            con.execute("DELETE FROM counter_reports WHERE run_id = ?", [run_id])
+            if rows:
+                marks = ", ".join("?" for _ in COLUMNS)
+                con.executemany(f"INSERT INTO kernel_counters ({', '.join(COLUMNS)}) VALUES ({marks})", rows)
+            con.execute("INSERT INTO counter_reports VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        [run_id, report.source, dt.datetime.now(dt.UTC).replace(tzinfo=None), ncu_seconds,
+                         len(report.kernels), len(pairs), json.dumps(lost)])
+            con.execute("COMMIT")
+        except BaseException as e:
+            con.execute("ROLLBACK")
+            if isinstance(e, Exception) and not isinstance(e, StoreError):
+                raise StoreError(f"{store.label} could not keep the counters of {report.source}: "
+                                 f"{str(e).splitlines()[0][:200]}") from e
+            raise
+    return Attached(run_id, report.source, len(report.kernels), len(pairs), lost)
+
+
+def _row(run_id: str, kernel: NcuKernel, launch: tuple) -> list:
+    limiter = kernel.limiter()
+    return [run_id, launch[0], launch[1], kernel.report_id,
+            *(kernel.values.get(key) for key in METRICS), limiter[0] if limiter else None]
