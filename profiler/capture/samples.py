@@ -2,6 +2,8 @@
 
 The samples are ordinary captured traces: each carries its own "attention_run" metadata, so
 ingesting them anywhere gives the same run ids and descriptions as on the machine that made them.
+A sample with a ``<name>.ncu.csv`` beside it ships with Nsight Compute's counters of one warm call,
+attached when it is seeded (as `python -m profiler counters` would).
 data/samples/MANIFEST.md says what they are and how they were made.
 """
 from __future__ import annotations
@@ -30,6 +32,20 @@ def sample_name(path: Path) -> str:
     return path.name.removesuffix(".json.gz")
 
 
+def counters_file(path: Path) -> Path:
+    """A sample's Nsight Compute counters: ``<name>.ncu.csv`` beside ``<name>.json.gz``."""
+    return path.with_name(sample_name(path) + ".ncu.csv")
+
+
+def ingest_sample(store, path: Path):
+    """Ingest one sample (source 'captured') and attach its counters when it ships with them."""
+    result = store.ingest(path, name=sample_name(path), source="captured")
+    counted = counters_file(path)
+    if counted.is_file() and not result.duplicate:
+        store.attach_counters(result.run_id, counted)
+    return result
+
+
 def store_is_empty(store) -> bool:
     with store.connect() as con:
         return con.execute("SELECT count(*) FROM traces").fetchone()[0] == 0
@@ -46,7 +62,7 @@ def seed_if_empty(store, samples_dir: Path = SAMPLES_DIR, progress: Progress | N
     files = sample_files(samples_dir)
     added = 0
     for i, path in enumerate(files, start=1):
-        result = store.ingest(path, name=sample_name(path), source="captured")
+        result = ingest_sample(store, path)
         added += not result.duplicate
         if progress:
             progress(sample_name(path), i / len(files), f"sample {i} of {len(files)} ingested")
@@ -101,7 +117,7 @@ def seed_in_background(store, samples_dir: Path = SAMPLES_DIR) -> Seeding:
             for path in files:
                 if seeding._stop.is_set():
                     return
-                store.ingest(path, name=sample_name(path), source="captured")
+                ingest_sample(store, path)
                 seeding.done += 1
         except errors.ProfilerError as e:  # a damaged sample or store: said on the runs page
             seeding.error = str(e)

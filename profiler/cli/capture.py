@@ -57,6 +57,9 @@ def register(subparsers) -> None:
     cap.add_argument("--out-dir", type=Path, default=Path("data/traces"), help="where trace files go")
     cap.add_argument("--db", default=None, help="store file (default: $PROFILER_DB or data/traces.duckdb)")
     cap.add_argument("--no-ingest", action="store_true", help="only write trace files")
+    cap.add_argument("--counters", action="store_true",
+                     help="also count one warm call of each variant under Nsight Compute (ncu) and attach "
+                          "its hardware counters to the run (time under ncu is reported, never timed)")
     cap.set_defaults(func=run_capture)
 
 
@@ -136,10 +139,51 @@ def run_capture(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     _report(outcomes, time.perf_counter() - started)
+    counted = count_outcomes(_config(args), outcomes) if args.counters else {}
     if not args.no_ingest:
         from profiler.storage.store import Store
 
-        for result in ingest_outcomes(Store(args.db), outcomes):
+        store = Store(args.db)
+        profiled = [o for o in outcomes if o.path is not None]
+        for outcome, result in zip(profiled, ingest_outcomes(store, outcomes)):
             status = "already in store" if result.duplicate else "ingested"
             print(f"{result.run_id}  {status:16s}  {result.kernels:>6,d} kernels  {result.name}")
+            if outcome.path in counted:
+                _attach(store, result.run_id, counted[outcome.path])
     return 0 if any(o.path is not None for o in outcomes) else 1
+
+
+def count_outcomes(config, outcomes) -> dict:
+    """{trace path: Counted} for each variant's first warm run at each length, counted under ncu;
+    one line per run, or one line saying why there are no counters here."""
+    from profiler.capture import counters
+    from profiler.parse.ncu import METRICS
+
+    reason = counters.why_not(config.device)
+    if reason:
+        print(f"counters  not collected: {reason}")
+        return {}
+    found = {}
+    for o in outcomes:
+        if o.path is None or o.cold or o.repeat:
+            continue
+        request = {"variant": o.variant, "batch": config.batch, "heads": config.heads, "seq_len": o.seq_len,
+                   "head_dim": config.head_dim, "dtype": config.dtype, "causal": config.causal,
+                   "warmup_calls": config.warmup_calls, "seed": config.seed}
+        print(f"counters  {o.name}: counting one warm call under ncu ...", end="", flush=True)
+        c = counters.collect(request, counters.csv_beside(o.path), list(METRICS.values()))
+        print(f" {c.seconds:.1f} s under ncu (not in the run's timings)"
+              + (f" -> {c.csv_path}" if c.csv_path else f"; no counters: {c.reason}"))
+        if c.csv_path:
+            found[o.path] = c
+    return found
+
+
+def _attach(store, run_id: str, counted) -> None:
+    from profiler import errors
+    from profiler.cli.counters import summary_line
+
+    try:
+        print(f"{'':16s}  {summary_line(store.attach_counters(run_id, counted.csv_path, counted.seconds))}")
+    except errors.ProfilerError as e:
+        print(f"{'':16s}  counters not attached: {e}")

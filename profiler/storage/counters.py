@@ -8,7 +8,7 @@ template arguments differently (`void at::<unnamed>::softmax_warp_forward<…, 1
 against `void (anonymous namespace)::softmax_warp_forward<…, 10, false, false>(c10::BFloat16*, …)`)
 but agree on the function. Within one (function, grid, block) the k-th row of the report takes the
 k-th launch of the run in time order. A row with no launch left is listed as unmatched, never
-guessed. Attaching replaces the run's earlier counters, in one transaction; a bad file raises
+guessed, and a report that matches nothing is refused. Attaching replaces the run's earlier counters, in one transaction; a bad file raises
 before anything is written.
 """
 from __future__ import annotations
@@ -18,14 +18,19 @@ import json
 import re
 from collections import defaultdict, deque
 from dataclasses import dataclass
+from pathlib import Path
 
 from profiler.errors import StoreError, UnknownRunError
-from profiler.parse.ncu import METRICS, NcuKernel, NcuReport
+from profiler.parse.ncu import MAX_BYTES, METRICS, CountersFileError, NcuKernel, NcuReport, read_report
 
 COLUMNS = ("run_id", "name", "ts_ns", "report_id", *METRICS, "ncu_limiter")
 _ANONYMOUS = re.compile(r"\(anonymous namespace\)|<unnamed>")
 LAUNCHES_SQL = ("SELECT name, ts_ns, grid_x, grid_y, grid_z, block_x, block_y, block_z FROM kernels "
                 "WHERE run_id = $run_id ORDER BY ts_ns, name")
+
+
+class NothingMatchedError(StoreError):
+    """A report none of whose kernels is a launch of the run: it is refused, the store unchanged."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,18 @@ class Attached:
     report_kernels: int
     matched: int
     unmatched: tuple[dict, ...]   # {"id", "kernel", "grid", "block"} per row that matched no launch
+
+
+def read_file(path: Path) -> NcuReport:
+    """The parsed export at ``path`` (`CountersFileError` naming the file when it cannot be read)."""
+    try:
+        if not path.is_file():
+            raise CountersFileError(path.name, "is not a file" if path.exists() else "does not exist")
+        with path.open("rb") as f:
+            data = f.read(MAX_BYTES + 1)
+    except OSError as e:
+        raise CountersFileError(path.name, f"cannot be read ({e.strerror or e})") from None
+    return read_report(data, path.name)
 
 
 def base_name(kernel: str) -> str:
@@ -70,6 +87,11 @@ def attach(store, run_id: str, report: NcuReport, ncu_seconds: float | None = No
                                   "ingested into the store, not to a job's ranks)")
         launches = con.execute(LAUNCHES_SQL, {"run_id": run_id}).fetchall()
         pairs, unmatched = match(report.kernels, launches)
+        if not pairs:
+            raise NothingMatchedError(
+                f"none of the {len(report.kernels)} kernels in {report.source} matches a launch of run "
+                f"{run_id} (same function, grid and block): is it a profile of another program or "
+                "shape? Nothing was changed.")
         lost = tuple({"id": r.report_id, "kernel": r.name, "grid": list(r.grid), "block": list(r.block)}
                      for r in unmatched)
         rows = [_row(run_id, kernel, launch) for kernel, launch in pairs]

@@ -249,6 +249,13 @@ class Store:
         with self.connect() as con:
             return self._stored_version(con)
 
+    def attach_counters(self, run_id: str, report: str | os.PathLike, ncu_seconds: float | None = None):
+        """Attach the Nsight Compute raw CSV export at `report` to the stored run `run_id`
+        (profiler/storage/counters.py); returns what matched. Bad files raise `CountersFileError`."""
+        from profiler.storage import counters
+
+        return counters.attach(self, run_id, counters.read_file(Path(report)), ncu_seconds)
+
     # --- ingest -----------------------------------------------------------------------------
 
     def ingest(self, src: trace.Source, name: str | None = None, *, source: str = "uploaded",
