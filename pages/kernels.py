@@ -1,7 +1,7 @@
 """Kernels: what ran on the GPU in each selected run, per iteration, side by side."""
 import streamlit as st
 
-from profiler.analysis import findings, queries, roofline
+from profiler.analysis import counters, findings, queries, roofline
 from profiler.present import charts, markup, ui
 
 Col = st.column_config
@@ -23,10 +23,26 @@ COLUMNS = {  # what a kernel engineer reads first (time, math engine, occupancy)
         "theoretical occ. %", format="%.1f",
         help="CUDA occupancy calculator per launch (opt-in shared memory, capped by the grid "
              "size), time-weighted over the launches like the reported value."),
+    "occupancy_achieved_pct": Col.NumberColumn(
+        "achieved occ. % (ncu)", format="%.1f",
+        help="Warps active per cycle over the SM's maximum, measured by Nsight Compute's hardware "
+             "counters on one counted warm call (sm__warps_active): what the kernel really kept "
+             "resident, against the theoretical value. Empty without counters."),
     "reads_zero_but_ran": Col.CheckboxColumn(
         "0 % but ran", help="The trace reports 0 % occupancy, yet the kernel ran: see the "
                             "theoretical value and what limits it."),
     "occupancy_limiter": Col.TextColumn("limited by"),
+    "ncu_limiter_text": Col.TextColumn("limited by (ncu)", help="The resources Nsight Compute says "
+                                       "allow the fewest blocks per SM (launch__occupancy_limit_*)."),
+    "sm_throughput_pct": Col.NumberColumn("SM throughput % (ncu)", format="%.1f"),
+    "dram_throughput_pct": Col.NumberColumn("DRAM throughput % (ncu)", format="%.1f"),
+    "l2_throughput_pct": Col.NumberColumn("L2 throughput % (ncu)", format="%.1f"),
+    "tensor_pipe_active_pct": Col.NumberColumn("tensor pipes active % (ncu)", format="%.1f",
+                                               help="Share of active cycles the tensor pipes were busy."),
+    "local_memory_instructions": Col.NumberColumn(
+        "local-memory instr. (ncu)", format="%d",
+        help="Local-memory load and store instructions (warp level) of the counted launch: register "
+             "spills, or arrays the compiler placed in local memory. 0 means no spills."),
     "grid": Col.TextColumn("grid"),
     "block": Col.TextColumn("block"),
     "registers_per_thread": Col.NumberColumn("regs / thread"),
@@ -113,14 +129,19 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         state = ui.update_view(state, filters=state.with_filter("q", found).filters)
     breakdown_section(store, runs, labels)
     table = charts.search(queries.kernel_details(store, runs), "kernel", found)
-    table = table.assign(shared_mem_kib=table["shared_mem_bytes"] / 1024)
+    table = counters.with_limiter_text(table.assign(shared_mem_kib=table["shared_mem_bytes"] / 1024))
+    counted = counters.counted_kernels(table)
     if table.empty:
         st.info("No kernels match." if found else "The selected runs recorded no GPU kernels.")
     else:
         st.altair_chart(charts.kernel_time_chart(table, labels), width="stretch")
         rows = charts.with_runs(table, labels)
         st.caption(f"{len(rows)} kernel names over {len(runs)} run(s), heaviest first per run")
-        st.dataframe(rows, column_config=COLUMNS, column_order=list(COLUMNS), hide_index=True,
+        if counted:
+            st.caption(f"Hardware counters (Nsight Compute, one warm call counted; its time under ncu is "
+                       f"not in any timing) for {counted} of these kernels: columns marked (ncu).")
+        shown = [c for c in COLUMNS if counted or c not in counters.SHOWN_ON_KERNELS]
+        st.dataframe(rows, column_config=COLUMNS, column_order=shown, hide_index=True,
                      width="stretch", height=min(36 + 35 * len(rows), 420), placeholder="—")
         ui.csv_download(rows, "kernels")
     roofline_section(store, runs, labels)

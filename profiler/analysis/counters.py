@@ -14,7 +14,25 @@ import pandas as pd
 # per kernel name (sql/kernel_counters.sql); kernels without counters have them missing
 COUNTER_COLUMNS = ["counted_launches", "occupancy_achieved_pct", "occupancy_theoretical_ncu_pct",
                    "sm_throughput_pct", "dram_throughput_pct", "l2_throughput_pct", "tensor_pipe_active_pct",
-                   "spill_instructions", "ncu_limiter", "ncu_limit_blocks_per_sm", "ncu_mean_us"]
+                   "local_memory_instructions", "ncu_limiter", "ncu_limit_blocks_per_sm", "ncu_mean_us"]
+
+
+# the kernels page's columns that only runs with counters fill (hidden when no selected run has any)
+SHOWN_ON_KERNELS = ("occupancy_achieved_pct", "ncu_limiter_text", "sm_throughput_pct", "dram_throughput_pct",
+                    "l2_throughput_pct", "tensor_pipe_active_pct", "local_memory_instructions")
+
+
+def counted_kernels(kernels: pd.DataFrame) -> int:
+    """How many rows of a `queries.kernel_details` frame carry counters."""
+    return int(kernels["occupancy_achieved_pct"].notna().sum()) if "occupancy_achieved_pct" in kernels else 0
+
+
+def with_limiter_text(kernels: pd.DataFrame) -> pd.DataFrame:
+    """`kernels` with ncu_limiter_text: ncu's limiter in words (`limiter_text`)."""
+    if "ncu_limiter" not in kernels:
+        return kernels.assign(ncu_limiter_text=None)
+    return kernels.assign(ncu_limiter_text=[limiter_text(l, b) for l, b in
+                                            zip(kernels["ncu_limiter"], kernels["ncu_limit_blocks_per_sm"])])
 
 
 def present(value) -> bool:

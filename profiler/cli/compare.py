@@ -15,7 +15,7 @@ Infinity: a missing number is null):
   `occupancy_reported_pct`, `occupancy_theoretical_pct`, `occupancy_limiter`, and Nsight
   Compute's counters where attached (`python -m profiler counters`; null otherwise):
   `occupancy_achieved_pct`, `occupancy_theoretical_ncu_pct`, `sm_throughput_pct`,
-  `dram_throughput_pct`, `l2_throughput_pct`, `tensor_pipe_active_pct`, `spill_instructions`,
+  `dram_throughput_pct`, `l2_throughput_pct`, `tensor_pipe_active_pct`, `local_memory_instructions`,
   `ncu_limiter`, `ncu_limit_blocks_per_sm`, `counted_launches`;
 * `alignment`: the aligned kernel sequences, one slot each.
 """
@@ -29,7 +29,7 @@ from profiler.errors import UnknownRunError
 
 # Nsight Compute's counters each kernel carries per run (queries.COUNTER_COLUMNS but the mean time under ncu)
 COUNTERS_SHOWN = ("occupancy_achieved_pct", "occupancy_theoretical_ncu_pct", "sm_throughput_pct",
-                  "dram_throughput_pct", "l2_throughput_pct", "tensor_pipe_active_pct", "spill_instructions",
+                  "dram_throughput_pct", "l2_throughput_pct", "tensor_pipe_active_pct", "local_memory_instructions",
                   "ncu_limiter", "ncu_limit_blocks_per_sm", "counted_launches")
 from profiler.storage.store import Store, default_db_path
 

@@ -32,7 +32,9 @@ METRICS = {
     "tensor_pipe_active_pct": "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
     "ncu_duration_ns": "gpu__time_duration.sum",
     "registers_per_thread": "launch__registers_per_thread",
-    "spill_instructions": "sass__inst_executed_register_spilling",
+    # local-memory traffic: register spills (and arrays the compiler put in local memory)
+    "local_load_instructions": "smsp__inst_executed_op_local_ld.sum",
+    "local_store_instructions": "smsp__inst_executed_op_local_st.sum",
     "limit_registers": "launch__occupancy_limit_registers",
     "limit_shared_mem": "launch__occupancy_limit_shared_mem",
     "limit_warps": "launch__occupancy_limit_warps",

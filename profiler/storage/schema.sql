@@ -184,7 +184,8 @@ CREATE TABLE IF NOT EXISTS kernel_counters (
     l2_throughput_pct             DOUBLE,   -- lts__throughput.avg.pct_of_peak_sustained_elapsed
     tensor_pipe_active_pct        DOUBLE,   -- sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active
     registers_per_thread          INTEGER,  -- launch__registers_per_thread
-    spill_instructions            DOUBLE,   -- sass__inst_executed_register_spilling (instructions)
+    local_load_instructions       DOUBLE,   -- smsp__inst_executed_op_local_ld.sum: warp instructions (spills, local arrays)
+    local_store_instructions      DOUBLE,   -- smsp__inst_executed_op_local_st.sum
     limit_registers               INTEGER,  -- launch__occupancy_limit_*: blocks per SM each resource allows
     limit_shared_mem              INTEGER,
     limit_warps                   INTEGER,

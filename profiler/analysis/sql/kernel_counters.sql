@@ -1,6 +1,7 @@
 -- Nsight Compute's counters per kernel name of the selected runs (only runs with counters
 -- attached; profiler/storage/counters.py): how many launches were counted, the counters averaged
--- over them weighted by their time under ncu, the most spills of one launch, and ncu's occupancy
+-- over them weighted by their time under ncu, the most local-memory instructions (register
+-- spills, local arrays) of one launch, and ncu's occupancy
 -- limiter of the longest counted launch.
 -- params: $run_ids VARCHAR[]
 SELECT run_id, name AS kernel,
@@ -11,7 +12,7 @@ SELECT run_id, name AS kernel,
        sum(dram_throughput_pct * ncu_duration_ns) / nullif(sum(ncu_duration_ns), 0) AS dram_throughput_pct,
        sum(l2_throughput_pct * ncu_duration_ns) / nullif(sum(ncu_duration_ns), 0) AS l2_throughput_pct,
        sum(tensor_pipe_active_pct * ncu_duration_ns) / nullif(sum(ncu_duration_ns), 0) AS tensor_pipe_active_pct,
-       max(spill_instructions) AS spill_instructions,
+       max(local_load_instructions + local_store_instructions) AS local_memory_instructions,
        arg_max(ncu_limiter, ncu_duration_ns) AS ncu_limiter,
        arg_max(least(limit_registers, limit_shared_mem, limit_warps, limit_blocks, limit_barriers),
                ncu_duration_ns) AS ncu_limit_blocks_per_sm,
