@@ -160,7 +160,7 @@ def test_kernel_details_show_the_counters_weighted_by_time_under_ncu(counted):
         weights = [_value(r, "ncu_duration_ns") for r in mine]
         for key in ("occupancy_achieved_pct", "dram_throughput_pct", "sm_throughput_pct", "tensor_pipe_active_pct"):
             expected = sum(_value(r, key) * w for r, w in zip(mine, weights)) / sum(weights)
-            assert got[key] == pytest.approx(expected, rel=1e-9), (name, key)
+            assert got[key] == pytest.approx(expected, abs=5e-5), (name, key)
         assert got["counted_launches"] == len(mine)
 
 

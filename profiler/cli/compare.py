@@ -141,7 +141,8 @@ def format_report(report: dict) -> str:
     lines += [f"  - {text}" for text in report["findings"]]
     lines += ["", "Kernels per iteration (A vs B):",
               f"  {'presence':9s} {'calls A':>7s} {'calls B':>7s} {'µs A':>9s} {'µs B':>9s}  "
-              f"{'engine':13s} {'occ':>6s} {'theory':>6s}  kernel   (occupancy of A, else B)"]
+              f"{'engine':13s} {'occ':>6s} {'theory':>6s} {'ncu':>6s}  kernel   (occupancy of A, else B: "
+              "reported, theoretical, achieved by ncu's counters)"]
     lines += [_kernel_line(k) for k in report["kernels"]]
     lines += ["", f"Iteration {report['iteration']} aligned by kernel family:"]
     lines += [_slot_line(s) for s in report["alignment"]]
@@ -151,8 +152,10 @@ def format_report(report: dict) -> str:
 def _kernel_line(k: dict) -> str:
     side = "a" if k["calls_a"] else "b"
     occ, theory = k["occupancy_reported_pct"][side], k["occupancy_theoretical_pct"][side]
+    achieved = k["occupancy_achieved_pct"][side]
     return (f"  {k['presence']:9s} {k['calls_a']:7.1f} {k['calls_b']:7.1f} {k['us_a']:9.1f} "
-            f"{k['us_b']:9.1f}  {k['tensor_cores'] or '-':13s} {_pct(occ):>6s} {_pct(theory):>6s}  "
+            f"{k['us_b']:9.1f}  {k['tensor_cores'] or '-':13s} {_pct(occ):>6s} {_pct(theory):>6s} "
+            f"{_pct(achieved):>6s}  "
             f"{k['kernel'][:90]}")
 
 
