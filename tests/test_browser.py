@@ -293,3 +293,29 @@ def test_attention_roofline_of_the_h200_samples(server, browser):
         chart.screenshot(path=str(ARTIFACTS / "attention-roofline-per-op.png"))
     finally:
         page.close()
+
+
+def test_kernels_page_shows_counters_of_the_h200_samples(server, browser):
+    """flash and cuDNN with their Nsight Compute exports: the caption and the (ncu) columns are on
+    the page a user sees, with the achieved occupancy the export holds."""
+    url, store, _ = server
+    runs = []
+    for name in ("sdpa_flash", "sdpa_cudnn"):
+        trace = SAMPLES / "default" / f"{name}_b8_h16_s1024_d64_bf16_causal_warm.json.gz"
+        runs.append(store.ingest(trace).run_id)
+        store.attach_counters(runs[-1], trace.with_name(trace.name.replace(".json.gz", ".ncu.csv")))
+    page = _open(browser, share_url(ViewState(page="kernels", runs=tuple(runs)), base=url), expect="Hardware counters")
+    try:
+        _assert_no_exception(page, "kernels with counters")
+        body = page.inner_text('[data-testid="stMain"]')
+        assert "Hardware counters (Nsight Compute, one warm call counted" in body
+        assert page.locator('[data-testid="stDataFrame"]').count() >= 2      # breakdown, kernels
+        page.screenshot(path=str(ARTIFACTS / "kernels-counters.png"), full_page=True)
+        grid = page.locator('[data-testid="stDataFrame"]').nth(1)           # drawn on a canvas: look at it
+        grid.scroll_into_view_if_needed()
+        grid.hover()
+        page.mouse.wheel(700, 0)                                           # scroll to the occupancy columns
+        page.wait_for_timeout(500)
+        grid.screenshot(path=str(ARTIFACTS / "kernels-counters-table.png"))
+    finally:
+        page.close()
