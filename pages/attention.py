@@ -23,6 +23,8 @@ COLUMNS = {
     "bound": Col.TextColumn("bound", help="memory below the ridge point, compute above it"),
     "kernels": Col.TextColumn("kernels [library, arch, instruction, tile]"),
     "shape_source": Col.TextColumn("shapes from", help="trace: record_shapes; run shape: the captured run's description"),
+    "suspect": Col.TextColumn("share above 100 %", width="medium",
+                              help="Never shown: the model (FLOPs / bytes) or the peak (SKU) is wrong; this says which."),
 }
 
 TOTALS = {  # one iteration of each run
@@ -35,6 +37,7 @@ TOTALS = {  # one iteration of each run
     "engine": Col.TextColumn("engine (most FLOPs)"), "dtype": Col.TextColumn("dtype"),
     "roof_tflops": Col.NumberColumn("roof TFLOP/s", format="%.1f"),
     "pct_of_roof": Col.NumberColumn("% of roof", format="%.1f"), "bound": Col.TextColumn("bound"),
+    "suspect": Col.TextColumn("share above 100 %"),
 }
 
 st.title("Attention")

@@ -69,6 +69,8 @@ ROOF_COLUMNS = {
     "intensity": Col.NumberColumn("FLOP / byte", format="%.1f"),
     "engine": Col.TextColumn("engine"), "dtype": Col.TextColumn("dtype"),
     "peak_source": Col.TextColumn("peaks from"),
+    "suspect": Col.TextColumn("share above 100 %", width="medium",
+                              help="Never shown: the model (FLOPs / bytes) or the peak (SKU) is wrong; this says which."),
 }
 
 

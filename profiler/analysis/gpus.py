@@ -70,6 +70,7 @@ class Device:
     from_trace: bool = False
     sku: str | None = None            # how the datasheet entry was chosen (skus.identify)
     sku_exact: bool = False           # True: name, memory and SMs (or an unambiguous name) agree
+    sku_name: str | None = None       # the datasheet entry's name ('NVIDIA A100 40GB')
 
 
 def max_blocks_per_sm(major: int, minor: int) -> int | None:
@@ -147,7 +148,7 @@ def device_from_trace(props: dict) -> Device:
             reserved_shared_mem_per_block_bytes=0 if amd else reserved_shared_mem_bytes(major),
             max_blocks_per_sm=None if amd else max_blocks_per_sm(major, minor),
             peaks=known.peaks if known else None, from_trace=True, sku=found.evidence,
-            sku_exact=found.exact)
+            sku_exact=found.exact, sku_name=known.name if known else None)
     except KeyError as exc:
         raise ValueError(f"deviceProperties entry lacks {exc.args[0]!r}") from exc
 

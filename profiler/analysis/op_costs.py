@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from profiler.analysis import arrays, costmodel as cm, gpus, kernel_names, reads, run_shape, tensor_cores
+from profiler.analysis.rating import rate, rated  # noqa: F401  (rate: the roofline's)
 from profiler.analysis.costmodel import OpCost
 
 if TYPE_CHECKING:  # pandas loads only where a DataFrame is asked for
@@ -38,16 +39,16 @@ KERNEL_COLUMNS = ["run_id", "op_id", "kernel_hash", "dur_ns"]
 CALL_COLUMNS = ["run_id", "op_id", "op", "backend", "kind", "shape", "dtype", "flops", "bytes", "kernel_ns",
                 "kernels", "engine", "shape_source", "iteration", "ts_ns", "tflops", "tbps", "intensity",
                 "peak_tflops", "peak_tbps", "ridge", "roof_tflops", "bound", "pct_of_peak",
-                "pct_of_bandwidth", "pct_of_roof", "peak_source"]       # of an empty op_calls / ops_table
+                "pct_of_bandwidth", "pct_of_roof", "peak_source", "suspect"]       # of an empty op_calls / ops_table
 CALL_ORDER = ["op_id", "kernel_ns", "iteration", "backend_id", "main_kernel", "op", "ts_ns", "op_iteration",
               "input_dims", "input_types", "concrete_inputs", "backend_op", "run_id", "engine",
               "kernel_precision", "kind", "flops", "bytes", "dtype", "shape", "backend", "shape_source",
               "tflops", "tbps", "intensity", "peak_tflops", "peak_tbps", "ridge", "roof_tflops", "bound",
-              "pct_of_peak", "pct_of_bandwidth", "pct_of_roof", "peak_source"]  # of op_calls' rows
+              "pct_of_peak", "pct_of_bandwidth", "pct_of_roof", "peak_source", "suspect"]  # of op_calls' rows
 GROUP_KEYS = ["run_id", "op", "backend", "kind", "shape", "dtype", "engine", "shape_source"]
 TABLE_COLUMNS = [*GROUP_KEYS, "flops", "bytes", "calls", "kernel_ns", "kernel_names", "kernel_us_mean",
                  "tflops", "tbps", "intensity", "peak_tflops", "peak_tbps", "ridge", "roof_tflops", "bound",
-                 "pct_of_peak", "pct_of_bandwidth", "pct_of_roof", "peak_source", "kernels"]
+                 "pct_of_peak", "pct_of_bandwidth", "pct_of_roof", "peak_source", "suspect", "kernels"]
 FLEX_KERNEL = run_shape.FLEX_KERNEL
 # every op that can own a call or be its backend (sql/op_inputs.sql reads these)
 MODEL_NAMES = sorted({*cm.ATTENTION, *cm.GEMMS, *cm.MEMORY, *cm.DECOMPOSED})
@@ -264,9 +265,16 @@ def _time_order(iteration: np.ndarray, ts: np.ndarray) -> np.ndarray:
 
 
 @lru_cache(maxsize=4096)
-def _engine(kernel: str) -> tuple[str, str | None]:
-    found = tensor_cores.classify(kernel)
+def _engine(kernel: str, vendor: str | None) -> tuple[str, str | None]:
+    found = tensor_cores.classify(kernel, vendor)
     return found.engine, found.precision
+
+
+def run_vendor(db, run_id: str, names) -> str | None:
+    """The run's GPU vendor as the kernels page reads it: from the GPU name, else from
+    vendor-only kernel name markers (`tensor_cores.vendor_of`)."""
+    gpu_name = reads.run_devices(db, [run_id]).get(run_id, (None, None))[1]
+    return tensor_cores.vendor_of(gpu_name, names)
 
 
 @lru_cache(maxsize=65536)
@@ -282,13 +290,15 @@ def _recorded(name: str, dims: str | None, types: str | None, concrete: str | No
 def _calls(store, run_id: str, work: dict | None = None) -> tuple[dict, dict]:
     """(`charged_calls` of the run with the engine and precision of its longest kernel, the
     `charged_kernels` of the run: run_id, op_id, kernel_hash, dur_ns, and names: {hash: name})."""
-    kernels, names = charged_kernels(store, run_id, work), _kernel_names(store, run_id)
+    names = _kernel_names(store, run_id)
+    kernels = charged_kernels(store, run_id, work)
     calls = charged_calls(store, run_id, kernels, names)
     kernels = {**{k: kernels[k] for k in KERNEL_COLUMNS}, "names": names}
     if not calls:
         return calls, kernels
     main = calls["main_kernel"]
-    found = {k: _engine(k) for k in set(main.tolist())}
+    vendor = run_vendor(store, run_id, names.values())
+    found = {k: _engine(k, vendor) for k in set(main.tolist())}
     calls["engine"] = arrays.objects([found[k][0] for k in main])
     calls["kernel_precision"] = arrays.objects([found[k][1] for k in main])
     return calls, kernels
@@ -324,49 +334,20 @@ def _backend(cost: OpCost, backend_op) -> str | None:
     return inner or cost.backend or "sdpa"
 
 
+def _arch(device) -> str | None:
+    """'sm90', 'sm100', ... of an NVIDIA device (None on AMD or unknown): the architecture that
+    decides a kernel family's tensor-core instruction (`kernel_names.parse`)."""
+    if getattr(device, "vendor", None) != "nvidia":
+        return None
+    return kernel_names.device_arch(device.compute_major, device.compute_minor)
+
+
 def _device(info) -> gpus.Device | None:
     props, gpu_name = info or (None, None)
     try:
         return gpus.resolve_device(props, 0, gpu_name)
     except ValueError:
         return gpus.builtin_device(gpu_name)
-
-
-def rated(run_id, engine, dtype, flops, nbytes, seconds, device_of: dict) -> dict:
-    """Achieved TFLOP/s and TB/s over `seconds`, intensity, the engine's datasheet peak for the
-    precision, the ridge point, bound, % of peak and % of the roof, as columns (one row per
-    item of the arguments); `device_of` maps run_id to its `Device` (or None)."""
-    keys = list(zip(run_id, engine, dtype))
-    looked = {k: _peak(device_of.get(k[0]), k[1], k[2]) for k in set(keys)}   # a few distinct keys
-    peak, bandwidth, source = ([looked[k][i] for k in keys] for i in range(3))
-    flops, nbytes, seconds = np.asarray(flops), np.asarray(nbytes), np.asarray(seconds, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        tflops, tbps = flops / seconds / 1e12, nbytes / seconds / 1e12
-        intensity = flops / np.where(nbytes > 0, nbytes, np.nan)
-        peak_tflops, peak_tbps = np.array(peak, dtype=float), np.array(bandwidth, dtype=float)
-        ridge = peak_tflops / peak_tbps                                        # FLOP/byte
-        roof = np.minimum(peak_tflops, intensity * peak_tbps)
-        return {"tflops": tflops, "tbps": tbps, "intensity": intensity, "peak_tflops": peak_tflops,
-                "peak_tbps": peak_tbps, "ridge": ridge, "roof_tflops": roof,
-                "bound": np.where(np.isnan(ridge), None, np.where(intensity < ridge, "memory", "compute")),
-                "pct_of_peak": 100 * tflops / peak_tflops, "pct_of_bandwidth": 100 * tbps / peak_tbps,
-                "pct_of_roof": 100 * tflops / roof, "peak_source": arrays.objects(source)}
-
-
-def rate(frame: pd.DataFrame, seconds: pd.Series, device_of: dict) -> pd.DataFrame:
-    """`rated` on a DataFrame: `frame` needs run_id, flops, bytes, engine, dtype; its columns plus
-    tflops, tbps, intensity, peak_tflops, peak_tbps, ridge, roof_tflops, bound, pct_of_peak,
-    pct_of_bandwidth, pct_of_roof, peak_source."""
-    return frame.assign(**rated(*(frame[c].to_numpy(object) for c in ("run_id", "engine", "dtype")),
-                                frame["flops"].to_numpy(), frame["bytes"].to_numpy(), seconds.to_numpy(), device_of))
-
-
-def _peak(device, engine, dtype) -> tuple[float | None, float | None, str | None]:
-    """(peak TFLOP/s of the engine at the dtype, bandwidth TB/s, the datasheet) of a device."""
-    peaks = getattr(device, "peaks", None)
-    if peaks is None:
-        return None, None, None
-    return peaks.peak_tflops(engine, dtype if isinstance(dtype, str) else None), peaks.memory_gbps / 1e3, peaks.source
 
 
 def op_calls(store, run_ids) -> pd.DataFrame:
@@ -505,8 +486,9 @@ def _ops_table(db, run_ids: list, kind: str) -> dict:
     devices = {r: _device(i) for r, i in reads.run_devices(db, list(set(table["run_id"].tolist()))).items()}
     table.update(rated(table["run_id"], table["engine"], table["dtype"], table["flops"], table["bytes"],
                        table["kernel_us_mean"] / 1e6, devices))
-    table["kernels"] = arrays.objects([" | ".join(f"{n} [{kernel_names.parse(n).summary}]" for n in names)
-                                 for names in table["kernel_names"]])
+    archs = [_arch(devices.get(r)) for r in table["run_id"].tolist()]
+    table["kernels"] = arrays.objects([" | ".join(f"{n} [{kernel_names.parse(n, arch).summary}]" for n in names)
+                                       for names, arch in zip(table["kernel_names"], archs)])
     return arrays.take(table, arrays.descending(table["kernel_ns"]))
 
 

@@ -145,5 +145,5 @@ def identify(name: str | None, memory_bytes=None, sms=None, clock_khz=None,
     evidence = f"{found[0].device.name}, identified by {' + '.join(used)}"
     if not exact:
         evidence += f" (the name alone fits {len(names)} SKUs: {', '.join(sorted(names))})"
-    device = replace(found[0].device, sku=evidence, sku_exact=exact)
+    device = replace(found[0].device, sku=evidence, sku_exact=exact, sku_name=found[0].device.name)
     return Identified(device, evidence, exact)

@@ -244,6 +244,12 @@ def classify_frame(kernels: pd.DataFrame, name_column: str = "name",
     return out
 
 
+def engines_of(vendor: str | None) -> tuple[str, str]:
+    """(matrix engine, vector engine) as named on a vendor's GPUs: ('tensor core', 'CUDA core')
+    on NVIDIA, ('matrix core', 'vector ALU') on AMD, generic names when unknown."""
+    return _MATRIX.get(vendor, MATRIX_ANY), _VECTOR.get(vendor, VECTOR_ANY)
+
+
 def engine_phrase(engine: str) -> str:
     """'a tensor-core', 'an unknown-engine', ... for a sentence about one kernel."""
     words = {UNKNOWN: "unknown-engine"}.get(engine, engine.replace(" ", "-"))

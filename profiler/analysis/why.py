@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import kept, kernel_names, op_costs, queries, roofline
+from profiler.analysis import kept, kernel_names, op_costs, queries, rating, roofline
 from profiler.analysis.costmodel import PRECISION_BYTES
 from profiler.analysis.findings import Finding
 
@@ -104,9 +104,11 @@ def _fp32_gemms(labels: dict, calls: pd.DataFrame) -> list[Finding]:
         peak = rows["peak_tflops"].iloc[0]
         kernels = list(dict.fromkeys(rows["main_kernel"]))
         per_iter = len(_iteration(rows))
+        pct = rating.share(tflops, peak)
         text = (f"{labels[run]} runs {per_iter} GEMM{'s' if per_iter != 1 else ''} per iteration in fp32 "
                 f"on CUDA cores at {tflops:.1f} TFLOP/s against an fp32 CUDA-core peak of {peak:g} "
-                f"TFLOP/s ({100 * tflops / peak:.0f} %)" if peak == peak else "")
+                f"TFLOP/s " + (f"({pct:.0f} %)" if pct == pct else "(above the peak: the model or the peak "
+                               "is wrong, see the suspect column)") if peak == peak else "")
         if text:
             found.append(Finding("fp32_cuda_core_gemm", text + ".", {
                 "page": "attention", "run": run, "tflops": tflops, "peak_tflops": peak,

@@ -18,7 +18,7 @@ from profiler.storage.store import Store, default_db_path
 
 COLUMNS = ("op", "backend", "shape", "dtype", "calls", "flops", "bytes", "kernel_us_mean", "tflops",
            "tbps", "pct_of_peak", "intensity", "bound", "kernels")
-EXTRA = ("kind", "engine", "peak_tflops", "pct_of_bandwidth", "pct_of_roof", "shape_source")
+EXTRA = ("kind", "engine", "peak_tflops", "pct_of_bandwidth", "pct_of_roof", "shape_source", "suspect")
 
 
 def register(subparsers) -> None:
@@ -93,4 +93,6 @@ def format_table(table: list[dict]) -> str:
             f"{_num(r['kernel_us_mean'], '9.2f')} {_num(r['tflops'], '8.2f')} {_num(r['tbps'], '6.2f')} "
             f"{_num(r['pct_of_peak'], '6.1f')} {_num(r['intensity'], '8.1f')} {r['bound'] or '-':7s} "
             f"{r['kernels'][:160]}")
+        if r.get("suspect"):   # a share above 100 % is not shown: say which figure is wrong
+            lines.append(f"{'':44s} % of peak not shown: {r['suspect']}")
     return "\n".join(lines)
