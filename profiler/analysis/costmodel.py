@@ -84,8 +84,9 @@ def _size(dims, dtype) -> int:
 
 
 def _tensors(dims: list, types: list) -> list[tuple[list, str]]:
-    """(dims, type) of the inputs that are tensors (non-empty dims, a known element type)."""
-    return [(d, t) for d, t in zip(dims, types) if d and t in DTYPE_BYTES]
+    """(dims, type) of the inputs that are tensors: a known element type (a 0-dim tensor has
+    dims [] and one element; Scalars and absent tensors have no element type)."""
+    return [(d, t) for d, t in zip(dims, types) if isinstance(d, list) and t in DTYPE_BYTES]
 
 
 def _shape_text(dims: list) -> str:

@@ -51,29 +51,34 @@ def _plain(value):
     return None if value is None or value != value else value
 
 
-def _lookup(store: Store, args: argparse.Namespace) -> tuple[str, list[dict]]:
-    from profiler.analysis import reads
+def _lookup(store: Store, args: argparse.Namespace) -> tuple[str, list[dict], list[dict]]:
+    from profiler.analysis import reads, unmodelled
     from profiler.cli.compare import resolve_run
 
     with reads.session(store) as db:     # one connection for the lookup and the model
         run_id = resolve_run(db, args.run)
-        return run_id, rows(db, run_id, args.kind)
+        missing = [] if args.json else unmodelled.unmodelled(db, run_id)
+        return run_id, rows(db, run_id, args.kind), missing
 
 
 def run(args: argparse.Namespace) -> int:
+    from profiler.analysis import unmodelled
+
     path = Path(args.db or default_db_path())
     try:  # read-only skips the schema upkeep of a read-write open (~0.15 s on the bench store)
-        run_id, table = _lookup(Store(path, read_only=path.is_file()), args)
+        run_id, table, missing = _lookup(Store(path, read_only=path.is_file()), args)
     except StoreOutdatedError:  # an older store is opened read-write, as before, and migrated
-        run_id, table = _lookup(Store(path), args)
+        run_id, table, missing = _lookup(Store(path), args)
     if args.json:
         print(json.dumps(table, indent=2, ensure_ascii=False, allow_nan=False))
         return 0
     if not table:
-        print(f"run {run_id}: no modelled {'' if args.kind == 'all' else args.kind + ' '}op launched "
-              "GPU work (the model needs record_shapes' Input Dims, or a captured run's shape)")
-        return 0
-    print(format_table(table))
+        print(f"run {run_id}: no modelled {'' if args.kind == 'all' else args.kind + ' '}op launched GPU work")
+    else:
+        print(format_table(table))
+    if missing:   # the true reason for each op's GPU time without FLOPs / bytes
+        print("\nnot modelled (GPU time without FLOPs or bytes, by launching op):")
+        print("\n".join(unmodelled.lines(missing)))
     return 0
 
 
