@@ -2,7 +2,7 @@
 FLOPs, bytes and % of peak from the op-level cost model; the roofline of the selected runs."""
 import streamlit as st
 
-from profiler.analysis import op_costs, queries, roofline, why
+from profiler.analysis import op_costs, queries, roofline, unmodelled, why
 from profiler.present import charts, markup, ui
 
 Col = st.column_config
@@ -55,8 +55,8 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         for finding in why.one_run(store, run):
             st.text(finding.text)       # op and kernel names are data, not Markdown
         if rows.empty:
-            st.info("No attention op or GEMM with recorded shapes launched GPU work in this run "
-                    "(traces need record_shapes, or a captured run's shape).")
+            st.info("No attention op or GEMM of this run has FLOPs and bytes. "
+                    + markup.md(unmodelled.sentence(store, run)))     # the real reason, per op
             continue
         st.dataframe(rows, column_config=COLUMNS, column_order=list(COLUMNS), hide_index=True,
                      width="stretch", placeholder="—")

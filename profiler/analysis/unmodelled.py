@@ -112,3 +112,13 @@ def lines(rows: list[dict], limit: int = 8) -> list[str]:
     if len(rows) > limit:
         out.append(f"{'':>10s}    … and {len(rows) - limit} more ops")
     return out
+
+
+def sentence(store, run_id: str, limit: int = 3) -> str:
+    """Why a run's GPU time has no cost, in one sentence for a page (the heaviest ops first)."""
+    rows = unmodelled(store, run_id)
+    if not rows:
+        return "The run launched no GPU work."
+    parts = [f"{r['op'] or '(no op)'} ({r['kernel_ns'] / 1e3:,.1f} µs): {r['reason']}" for r in rows[:limit]]
+    more = f"; and {len(rows) - limit} more ops" if len(rows) > limit else ""
+    return "Not modelled: " + "; ".join(parts) + more + "."
