@@ -32,8 +32,6 @@ def reason(op: str | None, dims: str | None, types: str | None) -> str:
     recorded) has no cost."""
     if not isinstance(op, str):
         return NO_OP
-    if op in (op_costs.FLEX_KERNEL, op_costs.ATTENTION_KERNEL):
-        return f"{DIMS_MISSING} (a kernel with no op of its own, in a run with no captured shape)"
     if op not in cm.MODELLED:
         return OP_NOT_MODELLED
     if not isinstance(dims, str) or not isinstance(types, str):
@@ -54,7 +52,8 @@ def unmodelled(store, run_id: str) -> list[dict]:
         names = op_costs._kernel_names(db, run_id)
         charged = op_costs.charged_kernels(db, run_id, {k: v.copy() for k, v in work.items()}, names)
         priced = op_costs._op_calls(db, [run_id])[0]
-        rows = _dropped(db, run_id, charged, priced) + _unowned(db, run_id, work, charged)
+        done = set(priced["op_id"].tolist()) if priced else set()
+        rows = _dropped(db, run_id, charged, done) + _unowned(db, run_id, work, charged, done)
     merged: dict[tuple, list[int]] = {}
     for op, why, ns in rows:
         calls_ns = merged.setdefault((op, why), [0, 0])
@@ -64,43 +63,44 @@ def unmodelled(store, run_id: str) -> list[dict]:
     return sorted(out, key=lambda r: -r["kernel_ns"])
 
 
-def _dropped(db, run_id: str, charged: dict, priced: dict) -> list[tuple]:
-    """Kernels charged to a modelled op whose call the model could not price."""
+def _dropped(db, run_id: str, charged: dict, done: set) -> list[tuple]:
+    """Kernels charged to a modelled op whose call the model could not price (`done`: the
+    op_ids it priced)."""
     calls = op_costs.charged_calls(db, run_id, charged)
     if not calls:
         return []
-    done = set(priced["op_id"].tolist()) if priced else set()
     out = []
     for i in range(arrays.rows(calls)):
-        if int(calls["op_id"][i]) in done:
+        if int(calls["op_id"][i]) in done or int(calls["op_id"][i]) < 0:   # < 0: by launching op
             continue
         why = reason(calls["op"][i], calls["input_dims"][i], calls["input_types"][i])
         out.append((calls["op"][i], why, calls["kernel_ns"][i]))
     return out
 
 
-def _unowned(db, run_id: str, work: dict, charged: dict) -> list[tuple]:
-    """Kernels and copies no modelled op owns, by their launching op."""
+def _unowned(db, run_id: str, work: dict, charged: dict, done: set) -> list[tuple]:
+    """Kernels and copies no modelled op owns (flex and attention kernels priced by themselves
+    aside), by their launching op."""
     tree = op_costs._tree(db, run_id)
     need = ~op_costs.launch_in_op(tree, work) & (work["launch_ts_ns"] >= 0)
     work["before_op_id"] = op_costs.ops_before(db, run_id, work, need)
     launching = op_costs.launching_ops(tree, work)
     owner, _ = op_costs.owners(np.asarray(tree["parent_id"]), np.asarray(tree["family"]), launching)
-    rest = (owner < 0) & ~_alone(work, charged)
+    rest = (owner < 0) & ~_alone(work, charged, done)
     ids = sorted({int(i) for i in launching[rest] if i >= 0})
     got = reads.arrays(db, "SELECT op_id, name FROM ops WHERE run_id = $run_id AND op_id IN (SELECT unnest($ids))",
                        {"run_id": run_id, "ids": ids}) if ids else {"op_id": [], "name": []}
-    op_name = dict(zip(np.asarray(got["op_id"]).tolist(), reads.column(got["name"]).tolist()))
+    op_name = dict(zip(np.asarray(got["op_id"]).tolist(), np.asarray(reads.column(got["name"]), dtype=object).tolist()))
     return [(op_name.get(int(i)), reason(op_name.get(int(i)), None, None), ns)
             for i, ns in zip(launching[rest].tolist(), work["dur_ns"][rest].tolist())]
 
 
-def _alone(work: dict, charged: dict) -> np.ndarray:
-    """Rows of `work` the model prices as calls by themselves (flex and owner-less attention
+def _alone(work: dict, charged: dict, done: set) -> np.ndarray:
+    """Rows of `work` the model priced as calls by themselves (flex and owner-less attention
     kernels), matched by (kernel_hash, launch time, duration)."""
-    keys = set(zip(charged["kernel_hash"][charged["op_id"] < 0].tolist(),
-                   charged["launch_ts_ns"][charged["op_id"] < 0].tolist(),
-                   charged["dur_ns"][charged["op_id"] < 0].tolist()))
+    mine = np.array([i < 0 and i in done for i in charged["op_id"].tolist()], dtype=bool)
+    keys = set(zip(charged["kernel_hash"][mine].tolist(), charged["launch_ts_ns"][mine].tolist(),
+                   charged["dur_ns"][mine].tolist()))
     return np.array([k in keys for k in zip(work["kernel_hash"].tolist(), work["launch_ts_ns"].tolist(),
                                             work["dur_ns"].tolist())], dtype=bool)
 
