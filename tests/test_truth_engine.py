@@ -301,5 +301,7 @@ def test_bytes_of_broadcast_and_in_place_adds():
     x, bias = [4096, 1024], [1024]
     got = cm.op_cost("aten::add_", [x, bias, []], ["float", "float", "Scalar"], [])
     assert got.bytes == (2 * 4096 * 1024 + 1024) * 4           # read self and the bias, write self
-    got = cm.op_cost("aten::add", [x, [], []], ["c10::BFloat16", "c10::BFloat16", "Scalar"], [])
-    assert got.bytes == 2 * 4096 * 1024 * 2 + 2                # a 0-dim tensor is one element read
+    got = cm.op_cost("aten::mul", [x, []], ["c10::BFloat16", "double"], [])
+    assert got.bytes == 2 * 4096 * 1024 * 2                    # x * 0.125: the number is an argument
+    got = cm.op_cost("aten::copy_", [[], [], []], ["c10::Half", "c10::Half", "Scalar"], [])
+    assert got.bytes == 2 + 2                                  # a scalar copy: one element each way

@@ -83,10 +83,11 @@ def _size(dims, dtype) -> int:
     return _numel(dims) * DTYPE_BYTES.get(dtype, 0)
 
 
-def _tensors(dims: list, types: list) -> list[tuple[list, str]]:
-    """(dims, type) of the inputs that are tensors: a known element type (a 0-dim tensor has
-    dims [] and one element; Scalars and absent tensors have no element type)."""
-    return [(d, t) for d, t in zip(dims, types) if isinstance(d, list) and t in DTYPE_BYTES]
+def _tensors(dims: list, types: list, zero_dim: bool = False) -> list[tuple[list, str]]:
+    """(dims, type) of the inputs that are tensors (non-empty dims, a known element type); with
+    ``zero_dim``, the 0-dim tensors (dims [], a known type: one element) instead."""
+    return [(d, t) for d, t in zip(dims, types)
+            if t in DTYPE_BYTES and isinstance(d, list) and (d == [] if zero_dim else bool(d))]
 
 
 def _shape_text(dims: list) -> str:
@@ -147,8 +148,11 @@ def _broadcast(shapes: list[list]) -> list:
 
 
 def memory_cost(name: str, dims: list, types: list) -> OpCost | None:
-    """Bytes of an elementwise / softmax / copy op: tensor inputs read, result written."""
-    inputs = _tensors(dims, types)
+    """Bytes of an elementwise / softmax / copy op: tensor inputs read, result written. A 0-dim
+    input beside real tensors is a number the kernel takes as an argument (`x * 0.125` records
+    a 0-dim double), not a read; an op on 0-dim tensors alone (a scalar copy_) moves one
+    element each."""
+    inputs = _tensors(dims, types) or _tensors(dims, types, zero_dim=True)
     if not inputs:
         return None
     first, dtype = inputs[0]

@@ -1,5 +1,8 @@
 """`python -m profiler ops RUN [--json] [--kind attention|gemm|all]`: the op-level cost model.
 
+Under the table (kind all, or when nothing is modelled), the GPU time the model gives no FLOPs
+or bytes, per launching op, with the real reason (`profiler.analysis.unmodelled`).
+
 One row per op and shape of the run (calls aggregated): op, backend, shape, dtype, calls,
 flops and bytes per call, kernel_us_mean (kernel time per call), tflops and tbps from that mean,
 pct_of_peak (datasheet peak for the dtype on the engine the kernels ran on), intensity
@@ -57,8 +60,10 @@ def _lookup(store: Store, args: argparse.Namespace) -> tuple[str, list[dict], li
 
     with reads.session(store) as db:     # one connection for the lookup and the model
         run_id = resolve_run(db, args.run)
-        missing = [] if args.json else unmodelled.unmodelled(db, run_id)
-        return run_id, rows(db, run_id, args.kind), missing
+        table = rows(db, run_id, args.kind)
+        # the reasons cover the whole run: shown with every kind of op, or when nothing is modelled
+        wanted = not args.json and (args.kind == "all" or not table)
+        return run_id, table, unmodelled.unmodelled(db, run_id) if wanted else []
 
 
 def run(args: argparse.Namespace) -> int:
