@@ -170,7 +170,8 @@ def test_attention_kernels_without_an_op_get_a_row_and_a_point(samples, name):
     rows = [r for r in ops_cli.rows(store, ids[name], "attention")]
     assert len(rows) == 1, rows
     row = rows[0]
-    assert row["flops"] == flops and row["shape_source"] == "run shape" and row["calls"] == len(attention)
+    source = "trace" if name.startswith("flash_attn_4") else "run shape"   # FA4: FlashAttnFunc's own inputs
+    assert row["flops"] == flops and row["shape_source"] == source and row["calls"] == len(attention)
     assert row["kernel_us_mean"] * row["calls"] == pytest.approx(sum(e["dur"] for e in attention), rel=1e-9)
     assert row["pct_of_peak"] is None or row["pct_of_peak"] <= 100
     assert not (op_costs.attention_in_trace(store, [ids[name]]).query("kind == 'attention'").empty)
@@ -211,6 +212,18 @@ B200 = {"id": 0, "name": "NVIDIA B200", "totalGlobalMem": 191_503_974_400, "comp
         "sharedMemPerMultiprocessor": 233472}
 FMHA = "fmhaSm100aKernel_QkvBfloat16OBfloat16H64PagedKvCausalP32VarSeqQ128Kv128PersistentContext"
 BMM = "bmm_MxE2m1_MxE2m1_Bfloat16_t128x256x256u2_s4_et128x64_m256x256x64_c2x1x1_rM_TNT_bN_ieee"
+
+
+def test_flash_attn_func_is_priced_from_its_own_inputs():
+    from profiler.analysis import costmodel as cm
+    q = [2, 512, 16, 128]                                    # (batch, seq, heads, dim)
+    dims, types = [q, q, q, *[[]] * 20], ["c10::BFloat16"] * 3 + [""] * 20
+    concrete = [""] * 23
+    concrete[6] = "True"                                     # FA4 4.0.0b36: causal is the 7th input
+    got = cm.op_cost("FlashAttnFunc", dims, types, concrete)
+    assert got.flops == 4 * 2 * 16 * (512 * 513 // 2) * 128 and got.kind == "attention"
+    assert cm.op_cost("FlashAttnFunc", dims[:20], types[:20], concrete[:20]) is None      # unknown signature
+    assert "which one is causal" in unmodelled.reason("FlashAttnFunc", json.dumps(dims[:20]), json.dumps(types[:20]))
 
 
 def test_every_not_modelled_line_states_the_real_reason(tmp_path):

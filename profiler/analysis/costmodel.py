@@ -51,6 +51,11 @@ ATTENTION = {
     "aten::_scaled_dot_product_attention_math": ("bhsd", 5, "math"),
     "aten::_scaled_dot_product_flash_attention_for_cpu": ("bhsd", 4, "flash (CPU)"),
     "flex_attention": ("bhsd", None, "flex"),
+    # flash-attn's autograd Function (FlashAttention-2, and -4's CuTe DSL interface): which input is
+    # `causal` depends on the version, told apart by the number of inputs recorded: FA4 4.0.0b36
+    # forward(q, k, v, qv, gather_kv_indices, softmax_scale, causal, ...) has 23; FA2 2.6/2.7
+    # forward(q, k, v, dropout_p, softmax_scale, causal, ...) has 12. Another count: not modelled.
+    "FlashAttnFunc": ("bshd", {23: 6, 12: 5}, "flash_attn"),
 }
 DECOMPOSED = ("aten::_scaled_dot_product_attention_math",)   # its GEMMs and softmax are modelled
 GEMMS = ("aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::matmul", "aten::linear")
@@ -184,6 +189,10 @@ def op_cost(name: str, dims: list | None, types: list | None, concrete: list | N
     try:
         if name in ATTENTION:
             layout, causal_at, backend = ATTENTION[name]
+            if isinstance(causal_at, dict):           # by signature: the count of inputs tells
+                if len(dims) not in causal_at:
+                    return None
+                causal_at = causal_at[len(dims)]
             (q, dtype), (k, _), (v, _) = _tensors(dims, types)[:3]
             return attention_cost(q, k, v, dtype, _flag(concrete, causal_at), layout, backend)
         if name in GEMMS:

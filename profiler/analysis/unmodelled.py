@@ -41,7 +41,12 @@ def reason(op: str | None, dims: str | None, types: str | None) -> str:
     except ValueError:
         return UNREADABLE
     unknown = sorted({t for d, t in pairs if d and t and t not in cm.DTYPE_BYTES and t != "Scalar"})
-    return f"{DTYPE_UNKNOWN} ({', '.join(unknown)})" if unknown else UNREADABLE
+    if unknown:
+        return f"{DTYPE_UNKNOWN} ({', '.join(unknown)})"
+    signatures = cm.ATTENTION.get(op, (None, None))[1]
+    if isinstance(signatures, dict) and len(pairs) not in signatures:
+        return f"{UNREADABLE} (a {op} of {len(pairs)} inputs: which one is causal is not known)"
+    return UNREADABLE
 
 
 def unmodelled(store, run_id: str) -> list[dict]:
