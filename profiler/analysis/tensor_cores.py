@@ -69,7 +69,7 @@ def vendor_of(gpu_name: str | None, kernel_names=()) -> str | None:
     """'nvidia' or 'amd' from the GPU name, else from vendor-only kernel name markers; None
     when nothing tells."""
     name = (gpu_name or "").lower()
-    if re.search(r"amd|radeon|instinct|mi\d{3}", name):
+    if re.search(r"amd|radeon|instinct|mi\d{3}|gfx\d{3}", name):
         return AMD
     if re.search(r"nvidia|tesla|geforce|quadro|rtx|[abhlv]\d{2,3}\b|gb?\d{3}", name):
         return NVIDIA
