@@ -42,7 +42,7 @@ _LIBRARIES = (  # (pattern, library), first match wins
     (r"flash_attn_?cute|FlashAttention(Forward|Backward)Sm\d+", "FlashAttention-4 (CuTe DSL)"),
     (r"pytorch_flash::|flash_fwd|flash_bwd", "FlashAttention-2 (PyTorch)"),
     (r"flashinfer", "flashinfer"),
-    (r"fmhaSm\d+|^bmm_", "TensorRT-LLM (trtllm-gen)"),
+    (r"fmhaSm\d+|^bmm_(mx)?(e\d+m\d+|bfloat16|fp\d+)_.*_t\d+x\d+x\d+", "TensorRT-LLM (trtllm-gen)"),
     (r"fmha_cutlass|PyTorchMemEffAttention", "memory-efficient attention (PyTorch, CUTLASS)"),
     (r"^triton_|triton", "Triton"),
     (r"^nvjet_|_cublas|cublas|^(maxwell|volta|turing|ampere)_|gemmSN_|gemmk1_|gemv", "cuBLAS"),

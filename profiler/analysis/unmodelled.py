@@ -27,13 +27,20 @@ OP_NOT_MODELLED, DIMS_MISSING, DTYPE_UNKNOWN = "op not modelled", "dims missing"
 UNREADABLE, NO_OP = "inputs unreadable", "no launching op"
 
 
+# Ops not modelled because their recorded inputs cannot give the work, and why.
+WHY_NOT = {
+    "vllm::unified_attention_with_output":
+        "its Input Dims hold the new tokens' Q, K, V; the cached context each query attends to is not among them",
+}
+
+
 def reason(op: str | None, dims: str | None, types: str | None) -> str:
     """Why one call of `op` (its Input Dims and Input type as JSON text, None when not
     recorded) has no cost."""
     if not isinstance(op, str):
         return NO_OP
     if op not in cm.MODELLED:
-        return OP_NOT_MODELLED
+        return f"{OP_NOT_MODELLED} ({WHY_NOT[op]})" if op in WHY_NOT else OP_NOT_MODELLED
     if not isinstance(dims, str) or not isinstance(types, str):
         return DIMS_MISSING
     try:

@@ -92,13 +92,13 @@ def _num(value, fmt: str) -> str:
 
 
 def format_table(table: list[dict]) -> str:
-    head = (f"{'op':44s} {'backend':9s} {'shape':34s} {'dtype':5s} {'calls':>5s} {'GFLOP':>9s} "
+    head = (f"{'op':44s} {'backend':11s} {'shape':34s} {'dtype':5s} {'calls':>5s} {'GFLOP':>9s} "
             f"{'MB':>9s} {'us/call':>9s} {'TFLOP/s':>8s} {'TB/s':>6s} {'%peak':>6s} {'FLOP/B':>8s} "
             f"{'bound':7s} kernels")
     lines = [head]
     for r in table:
         lines.append(
-            f"{r['op'][:44]:44s} {r['backend'] or '-':9s} {r['shape'][:34]:34s} {r['dtype'] or '-':5s} "
+            f"{r['op'][:44]:44s} {(r['backend'] or '-')[:11]:11s} {r['shape'][:34]:34s} {r['dtype'] or '-':5s} "
             f"{r['calls']:>5d} {r['flops'] / 1e9:>9.3f} {r['bytes'] / 1e6:>9.2f} "
             f"{_num(r['kernel_us_mean'], '9.2f')} {_num(r['tflops'], '8.2f')} {_num(r['tbps'], '6.2f')} "
             f"{_num(r['pct_of_peak'], '6.1f')} {_num(r['intensity'], '8.1f')} {r['bound'] or '-':7s} "
