@@ -280,6 +280,16 @@ def test_sku_from_name_memory_and_sms(key):
     assert found.exact and "datasheet" in found.device.peaks.source
 
 
+def test_clock_decides_between_skus_the_rest_cannot_tell():
+    h200 = 150_109_880_320
+    nvl = skus.identify("NVIDIA Graphics Device", h200, 132, 1_785_000, "nvidia")
+    sxm = skus.identify("NVIDIA Graphics Device", h200, 132, 1_980_000, "nvidia")
+    assert (nvl.device.name, nvl.exact, sxm.device.name, sxm.exact) == ("NVIDIA H200 NVL", True, "NVIDIA H200", True)
+    assert nvl.device.peaks.peak_tflops("tensor core", "bf16") < sxm.device.peaks.peak_tflops("tensor core", "bf16")
+    unsure = skus.identify("NVIDIA Graphics Device", h200, 132, None, "nvidia")
+    assert not unsure.exact and "fit 2 SKUs" in unsure.evidence
+
+
 @third_party
 @pytest.mark.parametrize("path", [MI250, QWEN, V100], ids=lambda p: p.name[:30])
 def test_real_traces_rated_against_their_sku(real, path):

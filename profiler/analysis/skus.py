@@ -13,7 +13,7 @@ Graphics". `identify(name, memory_bytes, sms, clock_khz, vendor)` reads what the
 4. ties go to the entry whose boost clock is nearest the reported clock, else the first.
 
 `Identified.evidence` says which facts decided (shown with the peaks); `exact` is False when the
-name alone decided among several SKUs, so a share of peak above 100 % blames the peak first.
+facts leave several SKUs (the first is taken), so a share of peak above 100 % blames the peak.
 Figures are dense (no sparsity), per GPU (per GCD on MI250/MI250X).
 """
 from __future__ import annotations
@@ -137,13 +137,14 @@ def identify(name: str | None, memory_bytes=None, sms=None, clock_khz=None,
         used = [f for f in facts[:2] if f]
     if not found:
         return Identified(None, None, False)
-    if len(found) > 1 and mhz:
-        found = sorted(found, key=lambda s: abs(s.boost_mhz - mhz))
+    if len({s.device.name for s in found}) > 1 and mhz:
+        nearest = min(abs(s.boost_mhz - mhz) for s in found)
+        found = [s for s in found if abs(s.boost_mhz - mhz) == nearest]
         used.append(facts[2])
     names = {s.device.name for s in found}
-    exact = len(names) == 1 or (gib is not None and count is not None)
+    exact = len(names) == 1
     evidence = f"{found[0].device.name}, identified by {' + '.join(used)}"
     if not exact:
-        evidence += f" (the name alone fits {len(names)} SKUs: {', '.join(sorted(names))})"
+        evidence += f" (these facts fit {len(names)} SKUs: {', '.join(sorted(names))}; the first is used)"
     device = replace(found[0].device, sku=evidence, sku_exact=exact, sku_name=found[0].device.name)
     return Identified(device, evidence, exact)
