@@ -135,3 +135,16 @@ def test_invalid_runtime_calls_are_named_by_cbid(samples):
     assert "INVALID" not in names
     expected = {f"unnamed runtime call (cbid {c})": cbids.count(c) for c in set(cbids)}
     assert {k: v for k, v in names.items() if k.startswith("unnamed")} == expected
+
+
+@pytest.mark.parametrize("gpu,lines", [
+    ("AMD Instinct MI300X", {"bf16 matrix core", "fp32 vector ALU"}),
+    ("NVIDIA B200", {"bf16 tensor core", "fp32 CUDA core"}),
+])
+def test_roofline_ceilings_are_named_as_on_the_vendor(gpu, lines):
+    import pandas as pd
+    got = roofline.ceilings(pd.DataFrame({"gpu_name": [gpu]}))
+    assert set(got["ceiling"]) == lines
+    flat = got.groupby("ceiling")["tflops"].max()          # each ceiling's flat part: the datasheet peak
+    bf16 = next(line for line in lines if line.startswith("bf16"))
+    assert flat[bf16] == {"AMD Instinct MI300X": 1307.4, "NVIDIA B200": 2250}[gpu]          # the datasheets' dense bf16
