@@ -2,7 +2,7 @@
 FLOPs, bytes and % of peak from the op-level cost model; the roofline of the selected runs."""
 import streamlit as st
 
-from profiler.analysis import op_costs, queries, roofline, why
+from profiler.analysis import op_costs, queries, roofline, unmodelled, why
 from profiler.present import charts, markup, ui
 
 Col = st.column_config
@@ -23,6 +23,8 @@ COLUMNS = {
     "bound": Col.TextColumn("bound", help="memory below the ridge point, compute above it"),
     "kernels": Col.TextColumn("kernels [library, arch, instruction, tile]"),
     "shape_source": Col.TextColumn("shapes from", help="trace: record_shapes; run shape: the captured run's description"),
+    "suspect": Col.TextColumn("share above 100 %", width="medium",
+                              help="Never shown: the model (FLOPs / bytes) or the peak (SKU) is wrong; this says which."),
 }
 
 TOTALS = {  # one iteration of each run
@@ -35,6 +37,7 @@ TOTALS = {  # one iteration of each run
     "engine": Col.TextColumn("engine (most FLOPs)"), "dtype": Col.TextColumn("dtype"),
     "roof_tflops": Col.NumberColumn("roof TFLOP/s", format="%.1f"),
     "pct_of_roof": Col.NumberColumn("% of roof", format="%.1f"), "bound": Col.TextColumn("bound"),
+    "suspect": Col.TextColumn("share above 100 %"),
 }
 
 st.title("Attention")
@@ -52,8 +55,8 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         for finding in why.one_run(store, run):
             st.text(finding.text)       # op and kernel names are data, not Markdown
         if rows.empty:
-            st.info("No attention op or GEMM with recorded shapes launched GPU work in this run "
-                    "(traces need record_shapes, or a captured run's shape).")
+            st.info("No attention op or GEMM of this run has FLOPs and bytes. "
+                    + markup.md(unmodelled.sentence(store, run)))     # the real reason, per op
             continue
         st.dataframe(rows, column_config=COLUMNS, column_order=list(COLUMNS), hide_index=True,
                      width="stretch", placeholder="—")

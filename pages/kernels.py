@@ -1,7 +1,7 @@
 """Kernels: what ran on the GPU in each selected run, per iteration, side by side."""
 import streamlit as st
 
-from profiler.analysis import counters, findings, queries, roofline
+from profiler.analysis import counters, findings, queries, roofline, unmodelled
 from profiler.present import charts, markup, ui
 
 Col = st.column_config
@@ -85,6 +85,8 @@ ROOF_COLUMNS = {
     "intensity": Col.NumberColumn("FLOP / byte", format="%.1f"),
     "engine": Col.TextColumn("engine"), "dtype": Col.TextColumn("dtype"),
     "peak_source": Col.TextColumn("peaks from"),
+    "suspect": Col.TextColumn("share above 100 %", width="medium",
+                              help="Never shown: the model (FLOPs / bytes) or the peak (SKU) is wrong; this says which."),
 }
 
 
@@ -103,8 +105,8 @@ def roofline_section(store, runs, labels) -> None:
     st.subheader("Roofline", divider="gray")
     roof = charts.roofline_usable(roofline.roofline_table(store, runs))
     if roof.empty:
-        st.info("No roofline: no modelled op of the selected runs launched GPU work (the model "
-                "reads record_shapes' input dims, or a captured run's shape).")
+        st.info("No roofline: no modelled op of the selected runs launched GPU work. "
+                + markup.md(" ".join(f"{labels.get(r, r)}: {unmodelled.sentence(store, r)}" for r in runs)))
         return
     st.caption("FLOPs and bytes moved per iteration by the attention, GEMM and memory-bound ops "
                "(from their recorded shapes), over their kernel time, under the GPU's datasheet "

@@ -51,6 +51,11 @@ ATTENTION = {
     "aten::_scaled_dot_product_attention_math": ("bhsd", 5, "math"),
     "aten::_scaled_dot_product_flash_attention_for_cpu": ("bhsd", 4, "flash (CPU)"),
     "flex_attention": ("bhsd", None, "flex"),
+    # flash-attn's autograd Function (FlashAttention-2, and -4's CuTe DSL interface): which input is
+    # `causal` depends on the version, told apart by the number of inputs recorded: FA4 4.0.0b36
+    # forward(q, k, v, qv, gather_kv_indices, softmax_scale, causal, ...) has 23; FA2 2.6/2.7
+    # forward(q, k, v, dropout_p, softmax_scale, causal, ...) has 12. Another count: not modelled.
+    "FlashAttnFunc": ("bshd", {23: 6, 12: 5}, "flash_attn"),
 }
 DECOMPOSED = ("aten::_scaled_dot_product_attention_math",)   # its GEMMs and softmax are modelled
 GEMMS = ("aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::matmul", "aten::linear")
@@ -83,9 +88,11 @@ def _size(dims, dtype) -> int:
     return _numel(dims) * DTYPE_BYTES.get(dtype, 0)
 
 
-def _tensors(dims: list, types: list) -> list[tuple[list, str]]:
-    """(dims, type) of the inputs that are tensors (non-empty dims, a known element type)."""
-    return [(d, t) for d, t in zip(dims, types) if d and t in DTYPE_BYTES]
+def _tensors(dims: list, types: list, zero_dim: bool = False) -> list[tuple[list, str]]:
+    """(dims, type) of the inputs that are tensors (non-empty dims, a known element type); with
+    ``zero_dim``, the 0-dim tensors (dims [], a known type: one element) instead."""
+    return [(d, t) for d, t in zip(dims, types)
+            if t in DTYPE_BYTES and isinstance(d, list) and (d == [] if zero_dim else bool(d))]
 
 
 def _shape_text(dims: list) -> str:
@@ -146,8 +153,11 @@ def _broadcast(shapes: list[list]) -> list:
 
 
 def memory_cost(name: str, dims: list, types: list) -> OpCost | None:
-    """Bytes of an elementwise / softmax / copy op: tensor inputs read, result written."""
-    inputs = _tensors(dims, types)
+    """Bytes of an elementwise / softmax / copy op: tensor inputs read, result written. A 0-dim
+    input beside real tensors is a number the kernel takes as an argument (`x * 0.125` records
+    a 0-dim double), not a read; an op on 0-dim tensors alone (a scalar copy_) moves one
+    element each."""
+    inputs = _tensors(dims, types) or _tensors(dims, types, zero_dim=True)
     if not inputs:
         return None
     first, dtype = inputs[0]
@@ -179,6 +189,10 @@ def op_cost(name: str, dims: list | None, types: list | None, concrete: list | N
     try:
         if name in ATTENTION:
             layout, causal_at, backend = ATTENTION[name]
+            if isinstance(causal_at, dict):           # by signature: the count of inputs tells
+                if len(dims) not in causal_at:
+                    return None
+                causal_at = causal_at[len(dims)]
             (q, dtype), (k, _), (v, _) = _tensors(dims, types)[:3]
             return attention_cost(q, k, v, dtype, _flag(concrete, causal_at), layout, backend)
         if name in GEMMS:

@@ -6,8 +6,9 @@ Two sources, one shape (`Device`):
   wrote from `cudaGetDeviceProperties`), filling the fields the trace does not carry
   (`reservedSharedMemPerBlock`, max blocks per SM) from the compute capability, as the CUDA
   occupancy calculator (`cuda_occupancy.h`) does.
-* `builtin_device(name)` looks a device name up in a built-in table of common GPUs (A100, H100,
-  H200, B200, V100, L4, MI250, MI250X, MI300X) for traces that lack `deviceProperties`.
+* `builtin_device(name)` looks a device name up in the built-in table of SKUs
+  (`profiler.analysis.skus`) for traces that lack `deviceProperties`; with them, the SKU is
+  identified from name, memory size, SM count and clock (`skus.identify`).
 
 Peak figures (`Peaks`) are **datasheet figures** (dense, no sparsity) from the vendors' product
 pages, not measurements; `Peaks.source` says so wherever they are shown.
@@ -32,15 +33,17 @@ class Peaks:
     vector_tflops: dict[str, float] = field(default_factory=dict)  # CUDA cores / vector units
 
     def peak_tflops(self, engine: str, precision: str | None) -> float | None:
-        """The datasheet peak of one engine ('tensor core' or 'CUDA core', as
-        `profiler.analysis.tensor_cores` names them) at one precision; None where the sheet has none.
-        An 'unknown' engine gets the higher of the two (the roof it cannot pass either way)."""
+        """The datasheet peak of one engine (a matrix unit: tensor / matrix core; a vector unit:
+        CUDA core / vector ALU, as `profiler.analysis.tensor_cores` names them) at one precision;
+        None where the sheet has none. An 'unknown' engine gets the higher of the two (the roof
+        it cannot pass either way)."""
+        from profiler.analysis.tensor_cores import MATRIX_ENGINES, VECTOR_ENGINES
         if precision == "fp16/bf16":
             precision = "bf16"
-        if engine not in ("tensor core", "CUDA core"):
+        if engine not in (*MATRIX_ENGINES, *VECTOR_ENGINES):
             found = [t[precision] for t in (self.tflops, self.vector_tflops) if precision in t]
             return max(found, default=None)
-        table = self.tflops if engine == "tensor core" else self.vector_tflops
+        table = self.tflops if engine in MATRIX_ENGINES else self.vector_tflops
         return table.get(precision) if precision else None
 
 
@@ -65,6 +68,9 @@ class Device:
     max_blocks_per_sm: int | None
     peaks: Peaks | None = None
     from_trace: bool = False
+    sku: str | None = None            # how the datasheet entry was chosen (skus.identify)
+    sku_exact: bool = False           # True: name, memory and SMs (or an unambiguous name) agree
+    sku_name: str | None = None       # the datasheet entry's name ('NVIDIA A100 40GB')
 
 
 def max_blocks_per_sm(major: int, minor: int) -> int | None:
@@ -108,66 +114,11 @@ def _amd(name, cus, peaks):
         max_blocks_per_sm=None, peaks=peaks)
 
 
-# Datasheets (dense figures; "sparse" doubles are not used):
-H100_SHEET = "NVIDIA H100 datasheet + H100 whitepaper table 3, nvidia.com/en-us/data-center/h100"
-H200_SHEET = "NVIDIA H200 datasheet (H200 SXM), nvidia.com/en-us/data-center/h200"
-B200_SHEET = "NVIDIA HGX B200 datasheet, per GPU, nvidia.com/en-us/data-center/hgx"
-A100_SHEET = "NVIDIA A100 datasheet + A100 whitepaper table 1, nvidia.com/en-us/data-center/a100"
-V100_SHEET = "NVIDIA V100 datasheet (SXM2), nvidia.com/en-us/data-center/v100"
-L4_SHEET = "NVIDIA L4 datasheet, nvidia.com/en-us/data-center/l4"
-MI300X_SHEET = "AMD Instinct MI300X data sheet, amd.com/en/products/accelerators/instinct/mi300/mi300x.html"
-MI250X_SHEET = "AMD Instinct MI250X data sheet, amd.com/en/products/accelerators/instinct/mi200/mi250x.html"
-MI250_SHEET = "AMD Instinct MI250 data sheet, amd.com/en/products/accelerators/instinct/mi200/mi250.html"
-
-# Hopper SXM (H100 SXM5 and H200 share the compute figures; H200 has more, faster HBM)
-_HOPPER_SXM_MATRIX = {"tf32": 494.7, "bf16": 989.4, "fp16": 989.4, "fp8": 1978.9, "fp64": 66.9}
-_HOPPER_SXM_VECTOR = {"fp32": 66.9, "bf16": 133.8, "fp16": 133.8, "fp64": 33.5}
-
-# (pattern on the lower-cased device name, device). Order matters: most specific first.
-BUILTIN: tuple[tuple[str, Device], ...] = (
-    (r"h200", _nv("NVIDIA H200", (9, 0), 132, 2048, 228, 227,
-                  _peaks(_HOPPER_SXM_MATRIX, _HOPPER_SXM_VECTOR, 4800, H200_SHEET))),
-    (r"h100.*pcie", _nv("NVIDIA H100 PCIe", (9, 0), 114, 2048, 228, 227,
-                        _peaks({"tf32": 378, "bf16": 756, "fp16": 756, "fp8": 1513, "fp64": 51},
-                               {"fp32": 51, "bf16": 102.4, "fp16": 102.4, "fp64": 25.6}, 2000, H100_SHEET))),
-    (r"h100", _nv("NVIDIA H100 SXM", (9, 0), 132, 2048, 228, 227,
-                  _peaks(_HOPPER_SXM_MATRIX, _HOPPER_SXM_VECTOR, 3350, H100_SHEET))),
-    (r"b200", _nv("NVIDIA B200", (10, 0), 148, 2048, 228, 227,
-                  _peaks({"tf32": 1100, "bf16": 2250, "fp16": 2250, "fp8": 4500, "fp64": 37},
-                         {"fp32": 75, "fp64": 37}, 8000, B200_SHEET))),
-    (r"a100.*40gb", _nv("NVIDIA A100 40GB", (8, 0), 108, 2048, 164, 163,
-                        _peaks({"tf32": 156, "bf16": 312, "fp16": 312, "fp64": 19.5},
-                               {"fp32": 19.5, "bf16": 39, "fp16": 78, "fp64": 9.7}, 1555, A100_SHEET))),
-    (r"a100", _nv("NVIDIA A100 80GB", (8, 0), 108, 2048, 164, 163,
-                  _peaks({"tf32": 156, "bf16": 312, "fp16": 312, "fp64": 19.5},
-                         {"fp32": 19.5, "bf16": 39, "fp16": 78, "fp64": 9.7}, 2039, A100_SHEET))),
-    (r"v100", _nv("NVIDIA V100", (7, 0), 80, 2048, 96, 96,
-                  _peaks({"fp16": 125}, {"fp32": 15.7, "fp16": 31.4, "fp64": 7.8}, 900, V100_SHEET))),
-    (r"\bl4\b", _nv("NVIDIA L4", (8, 9), 58, 1536, 100, 99,
-                    _peaks({"tf32": 60, "bf16": 121, "fp16": 121, "fp8": 242.5}, {"fp32": 30.3},
-                           300, L4_SHEET))),
-    (r"mi300x", _amd("AMD Instinct MI300X", 304,
-                     _peaks({"fp32": 163.4, "tf32": 653.7, "bf16": 1307.4, "fp16": 1307.4,
-                             "fp8": 2614.9, "fp64": 163.4},
-                            {"fp32": 163.4, "fp64": 81.7}, 5300, MI300X_SHEET))),
-    (r"mi250x", _amd("AMD Instinct MI250X (one GCD)", 110,
-                     _peaks({"fp32": 95.7, "bf16": 383, "fp16": 383, "fp64": 95.7},
-                            {"fp32": 47.9, "fp64": 47.9}, 3276.8, MI250X_SHEET, per_package=2))),
-    (r"mi250", _amd("AMD Instinct MI250 (one GCD)", 104,
-                    _peaks({"fp32": 90.5, "bf16": 362.1, "fp16": 362.1, "fp64": 90.5},
-                           {"fp32": 45.3, "fp64": 45.3}, 3276.8, MI250_SHEET, per_package=2))),
-)
-
-
 def builtin_device(name: str | None) -> Device | None:
-    """The built-in entry whose pattern matches `name` (case-insensitive), else None."""
-    if not name:
-        return None
-    lowered = name.lower()
-    for pattern, device in BUILTIN:
-        if re.search(pattern, lowered):
-            return device
-    return None
+    """The built-in entry whose name pattern matches `name` first (`skus.SKUS`), else None; a
+    name alone cannot tell an A100 40 GB from an 80 GB part: `skus.identify` reads the rest."""
+    from profiler.analysis import skus
+    return skus.identify(name).device
 
 
 def device_from_trace(props: dict) -> Device:
@@ -180,7 +131,10 @@ def device_from_trace(props: dict) -> Device:
         amd = "maxSharedMemoryPerMultiProcessor" in props or int(props["warpSize"]) == 64
         smem_sm = props.get("sharedMemPerMultiprocessor", props.get("maxSharedMemoryPerMultiProcessor"))
         smem_block = int(props["sharedMemPerBlock"])
-        known = builtin_device(props.get("name"))
+        from profiler.analysis import skus
+        found = skus.identify(props.get("name"), props.get("totalGlobalMem"), props.get("numSms"),
+                              props.get("clockRate"), "amd" if amd else "nvidia")
+        known = found.device
         return Device(
             name=str(props.get("name", "unknown GPU")), vendor="amd" if amd else "nvidia",
             compute_major=major, compute_minor=minor, num_sms=int(props["numSms"]),
@@ -193,7 +147,8 @@ def device_from_trace(props: dict) -> Device:
             shared_mem_per_block_optin_bytes=int(props.get("sharedMemPerBlockOptin", smem_block)),
             reserved_shared_mem_per_block_bytes=0 if amd else reserved_shared_mem_bytes(major),
             max_blocks_per_sm=None if amd else max_blocks_per_sm(major, minor),
-            peaks=known.peaks if known else None, from_trace=True)
+            peaks=known.peaks if known else None, from_trace=True, sku=found.evidence,
+            sku_exact=found.exact, sku_name=known.name if known else None)
     except KeyError as exc:
         raise ValueError(f"deviceProperties entry lacks {exc.args[0]!r}") from exc
 

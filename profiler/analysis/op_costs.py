@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from profiler.analysis import arrays, costmodel as cm, gpus, kernel_names, reads, run_shape, tensor_cores
+from profiler.analysis.rating import rate, rated  # noqa: F401  (rate: the roofline's)
 from profiler.analysis.costmodel import OpCost
 
 if TYPE_CHECKING:  # pandas loads only where a DataFrame is asked for
@@ -38,17 +39,17 @@ KERNEL_COLUMNS = ["run_id", "op_id", "kernel_hash", "dur_ns"]
 CALL_COLUMNS = ["run_id", "op_id", "op", "backend", "kind", "shape", "dtype", "flops", "bytes", "kernel_ns",
                 "kernels", "engine", "shape_source", "iteration", "ts_ns", "tflops", "tbps", "intensity",
                 "peak_tflops", "peak_tbps", "ridge", "roof_tflops", "bound", "pct_of_peak",
-                "pct_of_bandwidth", "pct_of_roof", "peak_source"]       # of an empty op_calls / ops_table
+                "pct_of_bandwidth", "pct_of_roof", "peak_source", "suspect"]       # of an empty op_calls / ops_table
 CALL_ORDER = ["op_id", "kernel_ns", "iteration", "backend_id", "main_kernel", "op", "ts_ns", "op_iteration",
               "input_dims", "input_types", "concrete_inputs", "backend_op", "run_id", "engine",
               "kernel_precision", "kind", "flops", "bytes", "dtype", "shape", "backend", "shape_source",
               "tflops", "tbps", "intensity", "peak_tflops", "peak_tbps", "ridge", "roof_tflops", "bound",
-              "pct_of_peak", "pct_of_bandwidth", "pct_of_roof", "peak_source"]  # of op_calls' rows
+              "pct_of_peak", "pct_of_bandwidth", "pct_of_roof", "peak_source", "suspect"]  # of op_calls' rows
 GROUP_KEYS = ["run_id", "op", "backend", "kind", "shape", "dtype", "engine", "shape_source"]
 TABLE_COLUMNS = [*GROUP_KEYS, "flops", "bytes", "calls", "kernel_ns", "kernel_names", "kernel_us_mean",
                  "tflops", "tbps", "intensity", "peak_tflops", "peak_tbps", "ridge", "roof_tflops", "bound",
-                 "pct_of_peak", "pct_of_bandwidth", "pct_of_roof", "peak_source", "kernels"]
-FLEX_KERNEL = run_shape.FLEX_KERNEL
+                 "pct_of_peak", "pct_of_bandwidth", "pct_of_roof", "peak_source", "suspect", "kernels"]
+FLEX_KERNEL, ATTENTION_KERNEL = run_shape.FLEX_KERNEL, run_shape.ATTENTION_KERNEL
 # every op that can own a call or be its backend (sql/op_inputs.sql reads these)
 MODEL_NAMES = sorted({*cm.ATTENTION, *cm.GEMMS, *cm.MEMORY, *cm.DECOMPOSED})
 Call = namedtuple("Call", "op iteration kernel_precision")     # what run_shape.inferred_costs reads
@@ -165,19 +166,29 @@ def ops_before(store, run_id: str, work: dict, need: np.ndarray) -> np.ndarray:
     return before
 
 
-def charged_kernels(store, run_id: str, work: dict | None = None) -> dict:
+def charged_kernels(store, run_id: str, work: dict | None = None, names: dict | None = None) -> dict:
     """`launched_work` of one run with op_id, the op the model charges each kernel to (-1 - n for
-    the n-th flex kernel, a call by itself), and backend_id (the attention backend op or -1);
-    kernels no modelled op owns are left out. ``work``: the run's `launched_work`, when read already."""
+    the n-th kernel that is a call by itself: a flex kernel, or an attention kernel (by the
+    engine classifier) no modelled op owns, e.g. flashinfer's or FlashAttention-4's), and
+    backend_id (the attention backend op or -1); kernels no modelled op owns are left out.
+    ``work``: the run's `launched_work`, when read already; ``names``: {kernel_hash: name}."""
     work = launched_work(store, [run_id]) if work is None else work
+    names = _kernel_names(store, run_id) if names is None else names
     tree = _tree(store, run_id)
     need = ~launch_in_op(tree, work) & (work["launch_ts_ns"] >= 0)
     work["before_op_id"] = ops_before(store, run_id, work, need)
     parent, family = np.asarray(tree["parent_id"]), np.asarray(tree["family"])
     owner, backend = owners(parent, family, launching_ops(tree, work))
-    flex = work["flex"]
-    owner = np.where(flex, -1 - np.arange(len(flex)), owner)
-    return arrays.take({**work, "op_id": owner, "backend_id": backend}, (owner >= 0) | flex)
+    attention = np.array([_kernel_op(names.get(h)) == "attention" for h in work["kernel_hash"].tolist()], dtype=bool)
+    alone = work["flex"] | ((owner < 0) & attention)
+    owner = np.where(alone, -1 - np.arange(len(alone)), owner)
+    return arrays.take({**work, "op_id": owner, "backend_id": backend}, (owner >= 0) | alone)
+
+
+@lru_cache(maxsize=4096)
+def _kernel_op(name: str | None) -> str | None:
+    """The classifier's op of a kernel ('attention', 'gemm', ...; vendor does not change it)."""
+    return tensor_cores.classify(name).op if isinstance(name, str) else None
 
 
 def _kernel_names(store, run_id: str) -> dict:
@@ -243,7 +254,9 @@ def _with_inputs(store, run_id: str, calls: dict) -> dict:
     ops["ts_ns"], ops["op_iteration"] = reads.column(got["ts_ns"], -1), reads.column(got["op_iteration"], np.nan)
     at, b_at = (_rows_of(np.asarray(got["op_id"]), ids) for ids in (op_id, backend_id))
     found, safe = at >= 0, np.maximum(at, 0)
-    out = {**calls, "op": np.where(op_id >= 0, _joined(ops["op"], safe, found), FLEX_KERNEL).astype(object)}
+    alone = np.array([FLEX_KERNEL if "flex_attention" in str(k) else ATTENTION_KERNEL for k in calls["main_kernel"]],
+                     dtype=object)
+    out = {**calls, "op": np.where(op_id >= 0, _joined(ops["op"], safe, found), alone).astype(object)}
     for c in ("ts_ns", "op_iteration", "input_dims", "input_types", "concrete_inputs"):
         out[c] = _joined(ops[c], safe, found)
     out["backend_op"] = _joined(ops["op"].astype(object), np.maximum(b_at, 0), b_at >= 0)
@@ -264,9 +277,16 @@ def _time_order(iteration: np.ndarray, ts: np.ndarray) -> np.ndarray:
 
 
 @lru_cache(maxsize=4096)
-def _engine(kernel: str) -> tuple[str, str | None]:
-    found = tensor_cores.classify(kernel)
+def _engine(kernel: str, vendor: str | None) -> tuple[str, str | None]:
+    found = tensor_cores.classify(kernel, vendor)
     return found.engine, found.precision
+
+
+def run_vendor(db, run_id: str, names) -> str | None:
+    """The run's GPU vendor as the kernels page reads it: from the GPU name, else from
+    vendor-only kernel name markers (`tensor_cores.vendor_of`)."""
+    gpu_name = reads.run_devices(db, [run_id]).get(run_id, (None, None))[1]
+    return tensor_cores.vendor_of(gpu_name, names)
 
 
 @lru_cache(maxsize=65536)
@@ -282,13 +302,15 @@ def _recorded(name: str, dims: str | None, types: str | None, concrete: str | No
 def _calls(store, run_id: str, work: dict | None = None) -> tuple[dict, dict]:
     """(`charged_calls` of the run with the engine and precision of its longest kernel, the
     `charged_kernels` of the run: run_id, op_id, kernel_hash, dur_ns, and names: {hash: name})."""
-    kernels, names = charged_kernels(store, run_id, work), _kernel_names(store, run_id)
+    names = _kernel_names(store, run_id)
+    kernels = charged_kernels(store, run_id, work, names)
     calls = charged_calls(store, run_id, kernels, names)
     kernels = {**{k: kernels[k] for k in KERNEL_COLUMNS}, "names": names}
     if not calls:
         return calls, kernels
     main = calls["main_kernel"]
-    found = {k: _engine(k) for k in set(main.tolist())}
+    vendor = run_vendor(store, run_id, names.values())
+    found = {k: _engine(k, vendor) for k in set(main.tolist())}
     calls["engine"] = arrays.objects([found[k][0] for k in main])
     calls["kernel_precision"] = arrays.objects([found[k][1] for k in main])
     return calls, kernels
@@ -303,25 +325,41 @@ def _priced(calls: dict, shape: dict | None) -> dict:
     for i in np.flatnonzero(np.array([d is not None for d in dims], dtype=bool)).tolist():
         costs[i] = _recorded(calls["op"][i], dims[i], calls["input_types"][i], calls["concrete_inputs"][i])
     source = ["trace" if c else None for c in costs]
-    if shape is not None and shape.get("seq_len") is not None and all(d is None for d in dims):
+    if shape is not None and shape.get("seq_len") is not None and any(d is None for d in dims):
         rows = [Call(*r) for r in zip(calls["op"].tolist(), calls["iteration"].tolist(), calls["kernel_precision"].tolist())]
         for i, cost in enumerate(run_shape.inferred_costs(rows, shape)):
-            if cost is not None and costs[i] is None:
+            if cost is not None and costs[i] is None and dims[i] is None:   # recorded inputs win
                 costs[i], source[i] = cost, "run shape"
     keep = np.array([c is not None for c in costs], dtype=bool)
     calls, costs = arrays.take(calls, keep), [c for c in costs if c]
     return {**calls, "kind": arrays.objects([c.kind for c in costs]), "flops": np.array([c.flops for c in costs]),
             "bytes": np.array([c.bytes for c in costs]), "dtype": arrays.objects([c.dtype for c in costs]),
             "shape": arrays.objects([c.shape for c in costs]),
-            "backend": arrays.objects([_backend(c, b) for c, b in zip(costs, calls["backend_op"])]),
+            "backend": arrays.objects([_backend(c, b, o, k) for c, b, o, k in
+                                       zip(costs, calls["backend_op"], calls["op"], calls["main_kernel"])]),
             "shape_source": arrays.objects([s for s, k in zip(source, keep) if k])}
 
 
-def _backend(cost: OpCost, backend_op) -> str | None:
+def _backend(cost: OpCost, backend_op, op=None, kernel=None) -> str | None:
     if cost.kind != "attention":
         return None
+    if op == ATTENTION_KERNEL:   # no op of its own: the kernel's library is the backend
+        return kernel_names.parse(str(kernel)).library
     inner = cm.ATTENTION.get(backend_op, (None, None, None))[2] if isinstance(backend_op, str) else None
     return inner or cost.backend or "sdpa"
+
+
+def _arch(device) -> str | None:
+    """'sm90', 'sm100', ... of an NVIDIA device (None on AMD or unknown): the architecture that
+    decides a kernel family's tensor-core instruction (`kernel_names.parse`)."""
+    if getattr(device, "vendor", None) != "nvidia":
+        return None
+    return kernel_names.device_arch(device.compute_major, device.compute_minor)
+
+
+def run_arch(store, run_id: str) -> str | None:
+    """`_arch` of the device a run ran on."""
+    return _arch(_device(reads.run_devices(store, [run_id]).get(run_id)))
 
 
 def _device(info) -> gpus.Device | None:
@@ -330,43 +368,6 @@ def _device(info) -> gpus.Device | None:
         return gpus.resolve_device(props, 0, gpu_name)
     except ValueError:
         return gpus.builtin_device(gpu_name)
-
-
-def rated(run_id, engine, dtype, flops, nbytes, seconds, device_of: dict) -> dict:
-    """Achieved TFLOP/s and TB/s over `seconds`, intensity, the engine's datasheet peak for the
-    precision, the ridge point, bound, % of peak and % of the roof, as columns (one row per
-    item of the arguments); `device_of` maps run_id to its `Device` (or None)."""
-    keys = list(zip(run_id, engine, dtype))
-    looked = {k: _peak(device_of.get(k[0]), k[1], k[2]) for k in set(keys)}   # a few distinct keys
-    peak, bandwidth, source = ([looked[k][i] for k in keys] for i in range(3))
-    flops, nbytes, seconds = np.asarray(flops), np.asarray(nbytes), np.asarray(seconds, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        tflops, tbps = flops / seconds / 1e12, nbytes / seconds / 1e12
-        intensity = flops / np.where(nbytes > 0, nbytes, np.nan)
-        peak_tflops, peak_tbps = np.array(peak, dtype=float), np.array(bandwidth, dtype=float)
-        ridge = peak_tflops / peak_tbps                                        # FLOP/byte
-        roof = np.minimum(peak_tflops, intensity * peak_tbps)
-        return {"tflops": tflops, "tbps": tbps, "intensity": intensity, "peak_tflops": peak_tflops,
-                "peak_tbps": peak_tbps, "ridge": ridge, "roof_tflops": roof,
-                "bound": np.where(np.isnan(ridge), None, np.where(intensity < ridge, "memory", "compute")),
-                "pct_of_peak": 100 * tflops / peak_tflops, "pct_of_bandwidth": 100 * tbps / peak_tbps,
-                "pct_of_roof": 100 * tflops / roof, "peak_source": arrays.objects(source)}
-
-
-def rate(frame: pd.DataFrame, seconds: pd.Series, device_of: dict) -> pd.DataFrame:
-    """`rated` on a DataFrame: `frame` needs run_id, flops, bytes, engine, dtype; its columns plus
-    tflops, tbps, intensity, peak_tflops, peak_tbps, ridge, roof_tflops, bound, pct_of_peak,
-    pct_of_bandwidth, pct_of_roof, peak_source."""
-    return frame.assign(**rated(*(frame[c].to_numpy(object) for c in ("run_id", "engine", "dtype")),
-                                frame["flops"].to_numpy(), frame["bytes"].to_numpy(), seconds.to_numpy(), device_of))
-
-
-def _peak(device, engine, dtype) -> tuple[float | None, float | None, str | None]:
-    """(peak TFLOP/s of the engine at the dtype, bandwidth TB/s, the datasheet) of a device."""
-    peaks = getattr(device, "peaks", None)
-    if peaks is None:
-        return None, None, None
-    return peaks.peak_tflops(engine, dtype if isinstance(dtype, str) else None), peaks.memory_gbps / 1e3, peaks.source
 
 
 def op_calls(store, run_ids) -> pd.DataFrame:
@@ -505,8 +506,9 @@ def _ops_table(db, run_ids: list, kind: str) -> dict:
     devices = {r: _device(i) for r, i in reads.run_devices(db, list(set(table["run_id"].tolist()))).items()}
     table.update(rated(table["run_id"], table["engine"], table["dtype"], table["flops"], table["bytes"],
                        table["kernel_us_mean"] / 1e6, devices))
-    table["kernels"] = arrays.objects([" | ".join(f"{n} [{kernel_names.parse(n).summary}]" for n in names)
-                                 for names in table["kernel_names"]])
+    archs = [_arch(devices.get(r)) for r in table["run_id"].tolist()]
+    table["kernels"] = arrays.objects([" | ".join(f"{n} [{kernel_names.parse(n, arch).summary}]" for n in names)
+                                       for names, arch in zip(table["kernel_names"], archs)])
     return arrays.take(table, arrays.descending(table["kernel_ns"]))
 
 

@@ -6,16 +6,18 @@ that writes and re-reads a score matrix moves far more bytes than one that reads
 writes O once), over the kernel time of those calls. Its point sits at that arithmetic
 intensity, under the roof of the engine doing most of its FLOPs: min(engine's datasheet peak
 for the precision, intensity x memory bandwidth). `ceilings(...)` gives the lines to draw: the
-memory slope and one flat ceiling per engine (bf16 tensor core, fp32 CUDA core).
+memory slope and one flat ceiling per engine, named as on the GPU's vendor (bf16 tensor core and
+fp32 CUDA core on NVIDIA, bf16 matrix core and fp32 vector ALU on AMD), of the SKU the trace ran
+on (`profiler.analysis.skus`).
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from profiler.analysis import kept, op_costs, queries
+from profiler.analysis import kept, op_costs, queries, tensor_cores
 
-CEILINGS = (("tensor core", "bf16"), ("CUDA core", "fp32"))   # one line each on the chart
+CEILINGS = (("matrix", "bf16"), ("vector", "fp32"))   # one line each on the chart, per vendor's names
 
 
 def run_totals(calls: pd.DataFrame, iterations: pd.DataFrame) -> pd.DataFrame:
@@ -51,14 +53,20 @@ def _roofline_table(store, run_ids) -> pd.DataFrame:
     frame = totals.rename(columns={"flops_per_iter": "flops", "bytes_per_iter": "bytes"})
     devices = {r: op_costs._device(i) for r, i in queries.run_devices(store, run_ids).items()}
     rated = op_costs.rate(frame, frame["kernel_us_per_iter"] / 1e6, devices)
-    rated["gpu_name"] = [getattr(devices.get(r), "name", None) for r in rated["run_id"]]
+    rated["gpu_name"] = [_sku_name(devices.get(r)) for r in rated["run_id"]]
     return rated.rename(columns={"flops": "flops_per_iter", "bytes": "bytes_per_iter"})
+
+
+def _sku_name(device) -> str | None:
+    """The datasheet entry a device was identified as, else its own name."""
+    return getattr(device, "sku_name", None) or getattr(device, "name", None)
 
 
 def ceilings(roof: pd.DataFrame, lo: float = 0.01, hi: float = 10_000.0) -> pd.DataFrame:
     """The roof lines of each GPU in `roof` (a `roofline_table`): gpu_name, ceiling ('bf16 tensor
-    core', 'fp32 CUDA core'), intensity, tflops = min(peak, intensity x bandwidth), sampled on a
-    log grid from `lo` to `hi` FLOP/byte with the ridge point itself included."""
+    core', 'fp32 CUDA core'; on AMD 'bf16 matrix core', 'fp32 vector ALU'), intensity, tflops =
+    min(peak, intensity x bandwidth), sampled on a log grid from `lo` to `hi` FLOP/byte with the
+    ridge point itself included."""
     from profiler.analysis import gpus
     rows = []
     for name in roof["gpu_name"].dropna().unique():
@@ -66,7 +74,9 @@ def ceilings(roof: pd.DataFrame, lo: float = 0.01, hi: float = 10_000.0) -> pd.D
         if device is None or device.peaks is None:
             continue
         tbps = device.peaks.memory_gbps / 1e3
-        for engine, precision in CEILINGS:
+        matrix, vector = tensor_cores.engines_of(device.vendor)
+        for unit, precision in CEILINGS:
+            engine = matrix if unit == "matrix" else vector
             peak = device.peaks.peak_tflops(engine, precision)
             if peak is None:
                 continue

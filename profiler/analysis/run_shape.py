@@ -12,6 +12,7 @@ from profiler.analysis import costmodel as cm
 from profiler.analysis.costmodel import OpCost
 
 FLEX_KERNEL = "flex_attention"     # a compiled flex attention kernel has no op of its own (sql)
+ATTENTION_KERNEL = "attention kernel"   # an attention kernel no modelled op owns (flashinfer, FA4)
 
 
 def inferred_costs(calls: Sequence, shape: dict) -> list[OpCost | None]:
@@ -33,8 +34,8 @@ def inferred_costs(calls: Sequence, shape: dict) -> list[OpCost | None]:
         if call.iteration != iteration:
             gemms, score_type, masked, iteration = 0, None, False, call.iteration
         name = call.op
-        if name in cm.ATTENTION or name == FLEX_KERNEL:
-            backend = cm.ATTENTION.get(name, (None, None, "flex"))[2]
+        if name in cm.ATTENTION or name in (FLEX_KERNEL, ATTENTION_KERNEL):
+            backend = cm.ATTENTION.get(name, (None, None, "flex" if name == FLEX_KERNEL else None))[2]
             out.append(cm.attention_cost([b, h, n, d], [b, h, n, d], [b, h, n, d], dtype, causal, backend=backend))
         elif name in cm.GEMMS:
             t = "float" if call.kernel_precision == "fp32" else dtype

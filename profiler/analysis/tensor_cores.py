@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
+from profiler.analysis import kernel_names
+
 if TYPE_CHECKING:  # pandas loads only where a frame is classified
     import pandas as pd
 
@@ -67,7 +69,7 @@ def vendor_of(gpu_name: str | None, kernel_names=()) -> str | None:
     """'nvidia' or 'amd' from the GPU name, else from vendor-only kernel name markers; None
     when nothing tells."""
     name = (gpu_name or "").lower()
-    if re.search(r"amd|radeon|instinct|mi\d{3}", name):
+    if re.search(r"amd|radeon|instinct|mi\d{3}|gfx\d{3}", name):
         return AMD
     if re.search(r"nvidia|tesla|geforce|quadro|rtx|[abhlv]\d{2,3}\b|gb?\d{3}", name):
         return NVIDIA
@@ -194,11 +196,11 @@ RULES: tuple[tuple[str, Rule], ...] = (
      r"|winograd|wgrad_alg\d_engine|dgrad_engine|im2col", _simt),
     (r"[hsi](884|1688|16816|8816|16832|1684)|tensorop|wgmma|gmma|hmma|imma|tcgen05|utcmma|_xdl|"
      r"mfma|wmma", _mma),
-    (r"cutlass|tf32|tfloat32", _fixed_tokens(TENSOR, "CUTLASS (not SIMT) or TF32: tensor cores")),
+    (r"cutlass.*(gemm|conv|tensorop|fprop|dgrad|wgrad)|tf32|tfloat32", _CUTLASS := _fixed_tokens(TENSOR, "CUTLASS (not SIMT) or TF32: tensor cores")),
     (r"elementwise|reduce|softmax|norm|bn_(fw|bw)|copy|fill|index|scatter|gather|sort|scan|"
      r"cub::|pool|embedding|arange|triu|tril|cat_?array|where|compare|multi_tensor_apply|"
      r"scalepackedtensor|upsample|dropout|adam|cumsum|topk|masked|offsets|nchwtonhwc|nhwctonchw|"
-     r"permute|bounds_check|transpose|cunn_|at::native::",
+     r"permute|bounds_check|transpose|cunn_|at::native::|finalize",
      _vector("elementwise/reduction/indexing code (no matrix unit)")),
 )
 _COMPILED = tuple((re.compile(p, re.I), f) for p, f in RULES)
@@ -208,10 +210,17 @@ NO_EVIDENCE = "no evidence in the name"
 @functools.lru_cache(maxsize=1 << 16)
 def classify(name: str, vendor: str | None = NVIDIA) -> MathClass:
     """Classify one kernel by name on a GPU of ``vendor`` ('nvidia', 'amd' or None = unknown);
-    a name no rule recognises is 'unknown'."""
-    for pattern, decide in _COMPILED:
-        if pattern.search(name):
-            return decide(name, vendor)
+    a name no rule recognises is 'unknown'. The rules are tried on the kernel's own name (with
+    its namespaces, a launch wrapper unwrapped: `kernel_names.demangled`), then on the whole name
+    with its template arguments. The CUTLASS rule reads the own name alone and needs a GEMM or
+    convolution in it (`cutlass_80_tensorop_…`, `cutlass::gemm::kernel::GemmUniversal`):
+    `cutlass` in template arguments (`finalizeKernelVecLoad<…cutlass::bfloat16_t…>`) or on a
+    reduction (`cutlass_cudnn_train::…::ReduceSplitK`) is no evidence of a tensor core."""
+    parts = kernel_names.demangled(name)
+    for text in (parts.qualified, name):
+        for pattern, decide in _COMPILED:
+            if pattern.search(parts.qualified if decide is _CUTLASS else text):
+                return decide(name, vendor)
     return MathClass(UNKNOWN, None, "other", NO_EVIDENCE)
 
 
@@ -233,6 +242,12 @@ def classify_frame(kernels: pd.DataFrame, name_column: str = "name",
     out = kernels.copy()
     out[columns] = pd.DataFrame(rows, index=kernels.index, columns=columns)
     return out
+
+
+def engines_of(vendor: str | None) -> tuple[str, str]:
+    """(matrix engine, vector engine) as named on a vendor's GPUs: ('tensor core', 'CUDA core')
+    on NVIDIA, ('matrix core', 'vector ALU') on AMD, generic names when unknown."""
+    return _MATRIX.get(vendor, MATRIX_ANY), _VECTOR.get(vendor, VECTOR_ANY)
 
 
 def engine_phrase(engine: str) -> str:

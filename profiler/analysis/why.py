@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import kept, kernel_names, op_costs, queries, roofline
+from profiler.analysis import kept, kernel_names, op_costs, queries, rating, roofline
 from profiler.analysis.costmodel import PRECISION_BYTES
 from profiler.analysis.findings import Finding
 
@@ -96,7 +96,7 @@ def _fp32_cuda_core(calls: pd.DataFrame) -> pd.DataFrame:
     return calls[(calls["kind"] == "gemm") & (calls["engine"] == "CUDA core") & (calls["dtype"] == "fp32")]
 
 
-def _fp32_gemms(labels: dict, calls: pd.DataFrame) -> list[Finding]:
+def _fp32_gemms(labels: dict, calls: pd.DataFrame, archs: dict) -> list[Finding]:
     found = []
     slow = _fp32_cuda_core(calls)
     for run, rows in slow.groupby("run_id", sort=False):
@@ -104,14 +104,16 @@ def _fp32_gemms(labels: dict, calls: pd.DataFrame) -> list[Finding]:
         peak = rows["peak_tflops"].iloc[0]
         kernels = list(dict.fromkeys(rows["main_kernel"]))
         per_iter = len(_iteration(rows))
+        pct = rating.share(tflops, peak)
         text = (f"{labels[run]} runs {per_iter} GEMM{'s' if per_iter != 1 else ''} per iteration in fp32 "
                 f"on CUDA cores at {tflops:.1f} TFLOP/s against an fp32 CUDA-core peak of {peak:g} "
-                f"TFLOP/s ({100 * tflops / peak:.0f} %)" if peak == peak else "")
+                f"TFLOP/s " + (f"({pct:.0f} %)" if pct == pct else "(above the peak: the model or the peak "
+                               "is wrong, see the suspect column)") if peak == peak else "")
         if text:
             found.append(Finding("fp32_cuda_core_gemm", text + ".", {
                 "page": "attention", "run": run, "tflops": tflops, "peak_tflops": peak,
                 "ops": sorted(set(rows["op"])), "kernels": kernels,
-                "kernel_facts": [kernel_names.parse(k).summary for k in kernels]}))
+                "kernel_facts": [kernel_names.parse(k, archs.get(run)).summary for k in kernels]}))
     return found
 
 
@@ -122,11 +124,11 @@ def _main_kernel(calls: pd.DataFrame, run: str) -> str | None:
     return rows.loc[rows["kernel_ns"].idxmax(), "main_kernel"]
 
 
-def _arch_finding(labels: dict, calls: pd.DataFrame, a: str, b: str) -> list[Finding]:
+def _arch_finding(labels: dict, calls: pd.DataFrame, a: str, b: str, archs: dict) -> list[Finding]:
     ka, kb = _main_kernel(calls, a), _main_kernel(calls, b)
     if not ka or not kb:
         return []
-    pa, pb = kernel_names.parse(ka), kernel_names.parse(kb)
+    pa, pb = kernel_names.parse(ka, archs.get(a)), kernel_names.parse(kb, archs.get(b))
     if (pa.arch, pa.instruction) == (pb.arch, pb.instruction) or not (pa.arch or pb.arch):
         return []
     text = (f"{labels[a]} runs a {pa.summary} kernel where {labels[b]} runs a {pb.summary} kernel")
@@ -141,8 +143,9 @@ def compare(store, run_a: str, run_b: str) -> list[Finding]:
         return []
     labels = dict(queries.run_labels(store, [run_a, run_b])[["run_id", "label"]].values)
     totals = roofline.run_totals(calls, queries.run_iterations(store, [run_a, run_b]))
-    return [*_bytes_finding(labels, totals, calls, run_a, run_b), *_fp32_gemms(labels, calls),
-            *_arch_finding(labels, calls, run_a, run_b)]
+    archs = {r: op_costs.run_arch(store, r) for r in (run_a, run_b)}
+    return [*_bytes_finding(labels, totals, calls, run_a, run_b), *_fp32_gemms(labels, calls, archs),
+            *_arch_finding(labels, calls, run_a, run_b, archs)]
 
 
 def one_run(store, run_id: str) -> list[Finding]:
@@ -155,4 +158,4 @@ def _one_run(store, run_id: str) -> list[Finding]:
     if calls.empty or _fp32_cuda_core(calls).empty:
         return []
     labels = dict(queries.run_labels(store, [run_id])[["run_id", "label"]].values)
-    return _fp32_gemms(labels, calls)
+    return _fp32_gemms(labels, calls, {run_id: op_costs.run_arch(store, run_id)})

@@ -1,5 +1,8 @@
 """`python -m profiler ops RUN [--json] [--kind attention|gemm|all]`: the op-level cost model.
 
+Under the table (kind all, or when nothing is modelled), the GPU time the model gives no FLOPs
+or bytes, per launching op, with the real reason (`profiler.analysis.unmodelled`).
+
 One row per op and shape of the run (calls aggregated): op, backend, shape, dtype, calls,
 flops and bytes per call, kernel_us_mean (kernel time per call), tflops and tbps from that mean,
 pct_of_peak (datasheet peak for the dtype on the engine the kernels ran on), intensity
@@ -18,7 +21,7 @@ from profiler.storage.store import Store, default_db_path
 
 COLUMNS = ("op", "backend", "shape", "dtype", "calls", "flops", "bytes", "kernel_us_mean", "tflops",
            "tbps", "pct_of_peak", "intensity", "bound", "kernels")
-EXTRA = ("kind", "engine", "peak_tflops", "pct_of_bandwidth", "pct_of_roof", "shape_source")
+EXTRA = ("kind", "engine", "peak_tflops", "pct_of_bandwidth", "pct_of_roof", "shape_source", "suspect")
 
 
 def register(subparsers) -> None:
@@ -51,29 +54,36 @@ def _plain(value):
     return None if value is None or value != value else value
 
 
-def _lookup(store: Store, args: argparse.Namespace) -> tuple[str, list[dict]]:
-    from profiler.analysis import reads
+def _lookup(store: Store, args: argparse.Namespace) -> tuple[str, list[dict], list[dict]]:
+    from profiler.analysis import reads, unmodelled
     from profiler.cli.compare import resolve_run
 
     with reads.session(store) as db:     # one connection for the lookup and the model
         run_id = resolve_run(db, args.run)
-        return run_id, rows(db, run_id, args.kind)
+        table = rows(db, run_id, args.kind)
+        # the reasons cover the whole run: shown with every kind of op, or when nothing is modelled
+        wanted = not args.json and (args.kind == "all" or not table)
+        return run_id, table, unmodelled.unmodelled(db, run_id) if wanted else []
 
 
 def run(args: argparse.Namespace) -> int:
+    from profiler.analysis import unmodelled
+
     path = Path(args.db or default_db_path())
     try:  # read-only skips the schema upkeep of a read-write open (~0.15 s on the bench store)
-        run_id, table = _lookup(Store(path, read_only=path.is_file()), args)
+        run_id, table, missing = _lookup(Store(path, read_only=path.is_file()), args)
     except StoreOutdatedError:  # an older store is opened read-write, as before, and migrated
-        run_id, table = _lookup(Store(path), args)
+        run_id, table, missing = _lookup(Store(path), args)
     if args.json:
         print(json.dumps(table, indent=2, ensure_ascii=False, allow_nan=False))
         return 0
     if not table:
-        print(f"run {run_id}: no modelled {'' if args.kind == 'all' else args.kind + ' '}op launched "
-              "GPU work (the model needs record_shapes' Input Dims, or a captured run's shape)")
-        return 0
-    print(format_table(table))
+        print(f"run {run_id}: no modelled {'' if args.kind == 'all' else args.kind + ' '}op launched GPU work")
+    else:
+        print(format_table(table))
+    if missing:   # the true reason for each op's GPU time without FLOPs / bytes
+        print("\nnot modelled (GPU time without FLOPs or bytes, by launching op):")
+        print("\n".join(unmodelled.lines(missing)))
     return 0
 
 
@@ -82,15 +92,17 @@ def _num(value, fmt: str) -> str:
 
 
 def format_table(table: list[dict]) -> str:
-    head = (f"{'op':44s} {'backend':9s} {'shape':34s} {'dtype':5s} {'calls':>5s} {'GFLOP':>9s} "
+    head = (f"{'op':44s} {'backend':11s} {'shape':34s} {'dtype':5s} {'calls':>5s} {'GFLOP':>9s} "
             f"{'MB':>9s} {'us/call':>9s} {'TFLOP/s':>8s} {'TB/s':>6s} {'%peak':>6s} {'FLOP/B':>8s} "
             f"{'bound':7s} kernels")
     lines = [head]
     for r in table:
         lines.append(
-            f"{r['op'][:44]:44s} {r['backend'] or '-':9s} {r['shape'][:34]:34s} {r['dtype'] or '-':5s} "
+            f"{r['op'][:44]:44s} {(r['backend'] or '-')[:11]:11s} {r['shape'][:34]:34s} {r['dtype'] or '-':5s} "
             f"{r['calls']:>5d} {r['flops'] / 1e9:>9.3f} {r['bytes'] / 1e6:>9.2f} "
             f"{_num(r['kernel_us_mean'], '9.2f')} {_num(r['tflops'], '8.2f')} {_num(r['tbps'], '6.2f')} "
             f"{_num(r['pct_of_peak'], '6.1f')} {_num(r['intensity'], '8.1f')} {r['bound'] or '-':7s} "
             f"{r['kernels'][:160]}")
+        if r.get("suspect"):   # a share above 100 % is not shown: say which figure is wrong
+            lines.append(f"{'':44s} % of peak not shown: {r['suspect']}")
     return "\n".join(lines)

@@ -265,10 +265,17 @@ def roofline_usable(roof: pd.DataFrame) -> pd.DataFrame:
     return roof[(roof["tflops"] > 0) & roof["intensity"].notna()]
 
 
+def _under_roof(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame[frame["suspect"].isna()] if "suspect" in frame else frame
+
+
 def roofline_chart(roof: pd.DataFrame, lines: pd.DataFrame, labels: dict[str, str],
                    ops: pd.DataFrame | None = None) -> alt.LayerChart:
     """Log-log roofline: the memory slope and one ceiling per engine (``roofline.ceilings``), a
-    point per run (``roofline.roofline_table``) and, when given, a cross per op (``ops_table``)."""
+    point per run (``roofline.roofline_table``) and, when given, a cross per op (``ops_table``).
+    A point above its roof is a share above 100 % (`rating.suspect`): not drawn; the tables
+    beside the chart say which figure is wrong."""
+    roof, ops = _under_roof(roof), None if ops is None else _under_roof(ops)
     points = roof.assign(run=roof["run_id"].map(labels).fillna(roof["run_id"]), what="run")
     x = alt.X("intensity:Q", scale=alt.Scale(type="log"), title="arithmetic intensity (FLOP / byte moved)")
     y = alt.Y("tflops:Q", scale=alt.Scale(type="log"), title="TFLOP/s")
