@@ -10,7 +10,9 @@ COLUMNS = {  # what a kernel engineer reads first (time, math engine, occupancy)
     "name": Col.TextColumn("kernel", width="medium", help="Short name; the full one is the last column."),
     "calls_per_iter": Col.NumberColumn("calls / iter", format="%.1f"),
     "us_per_iter": Col.NumberColumn("µs / iter", format="%.1f"),
-    "gpu_time_share_pct": Col.NumberColumn("share of the run's GPU time", format="%.1f %%"),
+    "gpu_time_share_pct": Col.NumberColumn("% of summed kernel time", format="%.1f %%",
+                                           help="This kernel's time over the run's summed kernel time "
+                                                "(the Attention page's denominator)."),
     "tc_engine": Col.TextColumn("engine", help="Tensor / matrix cores, CUDA cores / vector ALUs, "
                                 "communication or unknown, read from the name (never guessed)."),
     "tc_precision": Col.TextColumn("precision"),

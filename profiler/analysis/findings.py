@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
-from profiler.analysis import gpus, kept, occupancy, queries, roofline, tensor_cores
+from profiler.analysis import demangled, gpus, kept, occupancy, queries, roofline, tensor_cores
 from profiler.analysis.diff import kernel_family
 from profiler.analysis.verdict import BOUND_EVIDENCE, BOUND_WORDS, bound_sentence  # noqa: F401 (re-exported)
 from profiler.errors import UnknownRunError
@@ -419,8 +419,8 @@ def _num(value: float) -> str:
 
 
 def _short(kernel: str, limit: int = 70) -> str:
-    name = kernel.removeprefix("void ").split("(")[0]
-    return name if len(name) <= limit else name[:limit - 1] + "…"
+    """A kernel's name in a sentence: parsed (function and template arguments, no namespaces)."""
+    return demangled.short(kernel, limit)
 
 
 def _bytes(n: float) -> str:
