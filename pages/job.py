@@ -27,6 +27,7 @@ WAIT_COLUMNS = {
     "collectives": Col.NumberColumn("collectives"),
     "arrived_last": Col.NumberColumn("arrived last", help="Collectives this rank started last."),
     "wait_us": Col.NumberColumn("waited µs", format="%.1f", help="Time it waited for the last rank, summed."),
+    "late_us": Col.NumberColumn("late µs", format="%.1f", help="How long after the first rank it arrived, summed."),
     "caused_wait_us": Col.NumberColumn("others waited µs", format="%.1f",
                                        help="Time the other ranks waited for it, at the collectives it started last."),
 }

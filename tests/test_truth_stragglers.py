@@ -36,8 +36,8 @@ def _hta_stragglers(folder, k: int) -> list[int]:
 
 
 def raw_waits(paths) -> dict[int, dict]:
-    """{rank: {wait, caused, last}} in µs from the plain JSON: per collective (n-th comm kernel of
-    a name inside the rank's ProfilerStep), every rank waits for the latest start."""
+    """{rank: {wait, late, caused, last}} in µs from the plain JSON: per collective (n-th comm
+    kernel of a name inside the rank's ProfilerStep), every rank waits for the latest start."""
     starts: dict[tuple, dict[int, Decimal]] = defaultdict(dict)
     for path in paths:
         data = json.loads(path.read_bytes(), parse_float=Decimal)
@@ -52,14 +52,16 @@ def raw_waits(paths) -> dict[int, dict]:
             if lo <= launches.get(e["args"]["correlation"], e["ts"]) < hi:  # its iteration: the launch's
                 seen[e["name"]] += 1
                 starts[(e["name"], seen[e["name"]])][rank] = e["ts"]
-    out = {r: {"wait": Decimal(0), "caused": Decimal(0), "last": 0}
+    out = {r: {"wait": Decimal(0), "late": Decimal(0), "caused": Decimal(0), "last": 0}
            for r in {r for s in starts.values() for r in s}}
     for by_rank in starts.values():
         if len(by_rank) < 2:
             continue
         last = max(by_rank, key=lambda r: (by_rank[r], r))
+        first = min(by_rank.values())
         for r, ts in by_rank.items():
             out[r]["wait"] += by_rank[last] - ts
+            out[r]["late"] += ts - first
             out[last]["caused"] += by_rank[last] - ts
         out[last]["last"] += 1
     return out
@@ -76,17 +78,21 @@ def test_dlrm_straggler_by_arrival_matches_the_raw_json_and_hta(job_store, tmp_p
     for rank, w in want.items():
         assert got[rank]["wait_us"] == pytest.approx(float(w["wait"]), abs=1e-3), rank
         assert got[rank]["caused_wait_us"] == pytest.approx(float(w["caused"]), abs=1e-3), rank
+        assert got[rank]["late_us"] == pytest.approx(float(w["late"]), abs=1e-3), rank
         assert got[rank]["arrived_last"] == w["last"], rank
-    expected_order = sorted((r for r in want if want[r]["caused"] > 0),
-                            key=lambda r: (-want[r]["caused"], -want[r]["last"], r))
+    expected_order = sorted((r for r in want if want[r]["late"] > 0),
+                            key=lambda r: (-want[r]["late"], -want[r]["caused"], r))
     assert report["straggler_ranking"] == expected_order
     (straggler,) = report["stragglers"]
-    # HTA names the same rank first (its metric: the start of the last long collective kernel)
+    assert straggler["straggler_rank"] == max(want, key=lambda r: (want[r]["caused"], want[r]["last"], -r))
+    assert report["straggler_ranking"][0] == straggler["straggler_rank"]
+    # HTA's candidates (its metric: the start of the last long collective kernel) are our first k
     folder = tmp_path / "dlrm"
     folder.mkdir()
     for p in DLRM:
         (folder / p.name).symlink_to(p)
-    assert _hta_stragglers(folder, 1) == [straggler["straggler_rank"]]
+    for k in (1, 2, 3):
+        assert _hta_stragglers(folder, k) == sorted(report["straggler_ranking"][:k]), k
     # "longest step" is a figure of its own, and here it is not the straggler
     (longest,) = report["longest_step"]
     assert longest["longest_step_rank"] != straggler["straggler_rank"]

@@ -56,7 +56,8 @@ def longest_steps(per_rank: pd.DataFrame) -> pd.DataFrame:
 
 def rank_waits(store, job: str) -> pd.DataFrame:
     """Per rank and iteration: collectives, arrived_last, wait_us (time it waited for the others),
-    caused_wait_us (time the others waited for it); definitions in sql/job_rank_waits.sql."""
+    late_us (how long after the first rank it arrived), caused_wait_us (time the others waited
+    for it); definitions in sql/job_rank_waits.sql."""
     return store.query(sql_text("job_rank_waits"), {"job": job})
 
 
@@ -77,10 +78,12 @@ def stragglers(waits: pd.DataFrame) -> pd.DataFrame:
 
 
 def straggler_ranking(waits: pd.DataFrame) -> list[int]:
-    """Ranks that made others wait, most waited-for first (summed caused_wait_us over iterations)."""
-    total = waits.groupby("rank").agg(caused=("caused_wait_us", "sum"), last=("arrived_last", "sum"))
-    total = total[total["caused"] > 0].reset_index()
-    total = total.sort_values(["caused", "last", "rank"], ascending=[False, False, True])
+    """Ranks by how late they arrive at the collectives (summed late_us over iterations, latest
+    first; ties: more waiting caused, then the lower rank); ranks never late are left out. The
+    straggler of an iteration normally leads it; the next ones are the candidates behind it."""
+    total = waits.groupby("rank").agg(late=("late_us", "sum"), caused=("caused_wait_us", "sum"))
+    total = total[total["late"] > 0].reset_index()
+    total = total.sort_values(["late", "caused", "rank"], ascending=[False, False, True])
     return [int(r) for r in total["rank"]]
 
 
@@ -164,6 +167,9 @@ def straggler_sentences(report: dict) -> list[str]:
                      f"last at {s['arrived_last']} of its {s['collectives']} collectives and the other ranks "
                      f"waited {s['caused_wait_us']:,.1f} µs for it in all (it waited "
                      f"{float(mine['wait_us'].iloc[0]):,.1f} µs for others)")
+    if len(report["straggler_ranking"]) > 1:
+        lines.append("ranks by how late they reach the collectives, latest first: "
+                     + ", ".join(map(str, report["straggler_ranking"])))
     for it, s in longest.items():
         lines.append(f"iteration {it}: rank {s['longest_step_rank']} has the longest step, "
                      f"{s['step_us']:,.1f} µs, {s['behind_us']:,.1f} µs above the median rank "

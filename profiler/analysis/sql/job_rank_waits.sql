@@ -10,6 +10,8 @@
 --                    then the higher rank)
 --   wait_us          summed over its collectives: last arrival - its own arrival, the time it
 --                    waited for the others (0 where it was last)
+--   late_us          summed over its collectives: its own arrival - the first arrival, how late
+--                    it came (wait_us + late_us = the summed skew of its collectives)
 --   caused_wait_us   summed over the collectives it arrived last at: every other rank's wait, the
 --                    time the others waited for it
 -- A rank's wait runs inside its collective kernels, so its step (wall time) grows with it: the
@@ -26,10 +28,12 @@ WITH ranks AS (
     FROM kernels k JOIN ranks r ON r.run_id = k.run_id
     WHERE k.iteration IS NOT NULL AND is_communication(k.name)
 ), one AS (
-    SELECT iteration, name, seq, max(ts_ns) AS last_ns, arg_max(rank, (ts_ns, rank)) AS last_rank
+    SELECT iteration, name, seq, max(ts_ns) AS last_ns, min(ts_ns) AS first_ns,
+           arg_max(rank, (ts_ns, rank)) AS last_rank
     FROM c GROUP BY iteration, name, seq HAVING count(*) >= 2
 ), per AS (
     SELECT c.rank, c.iteration, one.last_rank = c.rank AS last, one.last_ns - c.ts_ns AS wait_ns,
+           c.ts_ns - one.first_ns AS late_ns,
            sum(one.last_ns - c.ts_ns) OVER (PARTITION BY c.iteration, c.name, c.seq) AS all_wait_ns
     FROM c JOIN one USING (iteration, name, seq)
 )
@@ -37,6 +41,7 @@ SELECT r.rank, it.iteration,
        coalesce(count(per.rank), 0) AS collectives,
        coalesce(count(*) FILTER (WHERE per.last), 0) AS arrived_last,
        coalesce(sum(per.wait_ns), 0) / 1e3 AS wait_us,
+       coalesce(sum(per.late_ns), 0) / 1e3 AS late_us,
        coalesce(sum(per.all_wait_ns) FILTER (WHERE per.last), 0) / 1e3 AS caused_wait_us
 FROM ranks r
 JOIN (SELECT DISTINCT iteration FROM c) it ON true
