@@ -33,6 +33,9 @@ def test_job_page_shows_ranks_missing_rank_and_collectives(pages, job_store):
     assert sorted(ranks["rank"]) == [0, 2, 3, 4, 5, 6, 7]
     longest = int(ranks.loc[ranks["step_us"].idxmax(), "rank"])
     assert f"rank {longest} has the longest step" in pages.texts(at)
+    (straggler,) = job_queries.job_report(job_store, "dlrm")["stragglers"]
+    assert f"rank {straggler['straggler_rank']} is the straggler" in pages.texts(at)
+    assert straggler["straggler_rank"] != longest  # the rank others wait for is not the one that waited
     assert len(at.get("arrow_vega_lite_chart")) + len(at.get("vega_lite_chart")) == 1
     collectives = at.dataframe[1].value
     assert len(collectives) and set(collectives["ranks"]) == {7}
