@@ -9,6 +9,10 @@ from profiler.present.ui import PAGE_FILES, PAGE_ICONS, entered_through_app, pre
 
 st.set_page_config(page_title="Attention trace dashboard", page_icon="⏱️",  # an emoji: nothing fetched
                    layout="wide")
+# long names without spaces (kernels, ops) wrap by CSS, never by invisible characters in the text,
+# which a reader would copy along with it
+st.html("<style>[data-testid='stMarkdownContainer'], [data-testid='stText'], "
+        "[data-testid='stCaptionContainer'] {overflow-wrap: anywhere;}</style>")
 
 
 def page(url_path: str, title: str, default: bool = False) -> st.Page:

@@ -10,8 +10,9 @@ COLUMNS = {
     "kind": Col.TextColumn("kind"), "op": Col.TextColumn("op"), "backend": Col.TextColumn("backend"),
     "shape": Col.TextColumn("shape", help="Q (batch x heads x seq x head dim) for attention; A @ B for GEMMs"),
     "dtype": Col.TextColumn("dtype"), "calls": Col.NumberColumn("calls"),
-    "share_of_gpu_pct": Col.NumberColumn("% of GPU time", format="%.1f",
-                                         help="Kernel time per iteration over the run's GPU time per iteration."),
+    "share_of_gpu_pct": Col.NumberColumn("% of summed kernel time", format="%.1f",
+                                         help="The op's kernel time per iteration over the run's summed kernel "
+                                              "time per iteration (the Kernels page's denominator)."),
     "kernel_us_mean": Col.NumberColumn("µs / call", format="%.1f"),
     "flops": Col.NumberColumn("FLOPs / call", format="%.3e"),
     "bytes": Col.NumberColumn("bytes / call", format="%.3e", help="Read + written, from the tensor sizes."),

@@ -26,9 +26,11 @@ DELTA_COLUMNS = {
 }
 METRIC_COLUMNS = {  # the metrics layer's per-iteration figures, as on the runs and kernels pages
     "side": Col.TextColumn("run", width="medium"),
-    "gpu_busy_us_per_iter": Col.NumberColumn("GPU busy µs / iter", format="%.1f"),
-    "gpu_busy_pct": Col.NumberColumn("busy %", format="%.1f"),
-    "gpu_idle_pct": Col.NumberColumn("idle %", format="%.1f"),
+    "gpu_busy_us_per_iter": Col.NumberColumn("GPU own busy µs / iter", format="%.1f"),
+    "gpu_busy_pct": Col.NumberColumn("own busy % of iteration", format="%.1f"),
+    "carried_pct": Col.NumberColumn("carried % of iteration", format="%.1f",
+                                    help="GPU work launched before the iteration began (earlier, or before profiling)."),
+    "gpu_idle_pct": Col.NumberColumn("idle % of iteration", format="%.1f"),
     "kernel_us_per_iter": Col.NumberColumn("kernels µs / iter", format="%.1f"),
     "cpu_busy_us_per_iter": Col.NumberColumn("CPU µs / iter", format="%.1f"),
     "sync_us_per_iter": Col.NumberColumn("sync µs / iter", format="%.1f"),

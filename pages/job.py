@@ -1,5 +1,6 @@
-"""Job: the ranks of one distributed run side by side: where each rank's step goes, the slowest
-rank per iteration, how long collectives wait for the last rank; and two jobs compared."""
+"""Job: the ranks of one distributed run side by side: where each rank's step goes, the straggler
+(the rank the others wait for) and the longest step per iteration, how long collectives wait for
+the last rank; and two jobs compared."""
 import streamlit as st
 
 from profiler.analysis import job_queries, queries
@@ -10,15 +11,25 @@ RANK_COLUMNS = {
     "rank": Col.NumberColumn("rank"), "iteration": Col.NumberColumn("iteration"),
     "iteration_name": Col.TextColumn("window"),
     "step_us": Col.NumberColumn("step µs", format="%.1f"),
-    "gpu_busy_us": Col.NumberColumn("GPU busy µs", format="%.1f",
+    "gpu_busy_us": Col.NumberColumn("GPU own busy µs", format="%.1f",
                                     help="Union of the kernels and copies the iteration launched, within its window."),
     "carried_us": Col.NumberColumn("carried-in µs", format="%.1f",
-                                   help="Time only GPU work launched before the window ran."),
+                                   help="Time only GPU work launched before the window (or before profiling) ran."),
     "gpu_idle_us": Col.NumberColumn("GPU idle µs", format="%.1f",
                                     help="No GPU work at all: step minus busy minus carried-in time."),
     "collective_us": Col.NumberColumn("collective µs", format="%.1f",
                                       help="Union of the communication kernels (NCCL/RCCL, multimem)."),
-    "slowest_rank": Col.NumberColumn("slowest rank"),
+    "longest_step_rank": Col.NumberColumn("longest step", help="The rank whose step lasted longest (often one "
+                                          "that waited for the straggler, not the straggler)."),
+}
+WAIT_COLUMNS = {
+    "rank": Col.NumberColumn("rank"), "iteration": Col.NumberColumn("iteration"),
+    "collectives": Col.NumberColumn("collectives"),
+    "arrived_last": Col.NumberColumn("arrived last", help="Collectives this rank started last."),
+    "wait_us": Col.NumberColumn("waited µs", format="%.1f", help="Time it waited for the last rank, summed."),
+    "late_us": Col.NumberColumn("late µs", format="%.1f", help="How long after the first rank it arrived, summed."),
+    "caused_wait_us": Col.NumberColumn("others waited µs", format="%.1f",
+                                       help="Time the other ranks waited for it, at the collectives it started last."),
 }
 COLLECTIVE_COLUMNS = {
     "iteration": Col.NumberColumn("iteration"),
@@ -67,16 +78,17 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         st.stop()
     st.subheader("Where each rank's step goes", divider="gray")
     st.altair_chart(job_charts.rank_chart(per_rank))
-    for s in report["slowest"]:
-        st.markdown(f"- iteration {s['iteration']}: rank **{s['slowest_rank']}** is slowest at "
-                    f"{s['step_us']:,.1f} µs, {s['behind_us']:,.1f} µs behind the median rank "
-                    f"({s['median_step_us']:,.1f} µs)")
+    for line in job_queries.straggler_sentences(report):
+        st.markdown(f"- {line}")
     st.dataframe(per_rank, column_config=RANK_COLUMNS, column_order=list(RANK_COLUMNS), hide_index=True)
     ui.csv_download(per_rank, f"job-{job}-ranks")
     st.subheader("Collectives across ranks", divider="gray")
     collectives = job_queries.collectives(store, job)
     st.dataframe(collectives, column_config=COLLECTIVE_COLUMNS, column_order=list(COLLECTIVE_COLUMNS),
                  hide_index=True)
+    st.subheader("Who waits for whom", divider="gray")
+    st.dataframe(job_queries.rank_waits(store, job), column_config=WAIT_COLUMNS,
+                 column_order=list(WAIT_COLUMNS), hide_index=True)
     st.subheader("Compare with another job", divider="gray")
     others = [n for n in names if n != job]
     other = st.selectbox("Other job", others, index=None, placeholder="pick a job") if others else None

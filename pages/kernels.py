@@ -10,7 +10,9 @@ COLUMNS = {  # what a kernel engineer reads first (time, math engine, occupancy)
     "name": Col.TextColumn("kernel", width="medium", help="Short name; the full one is the last column."),
     "calls_per_iter": Col.NumberColumn("calls / iter", format="%.1f"),
     "us_per_iter": Col.NumberColumn("µs / iter", format="%.1f"),
-    "gpu_time_share_pct": Col.NumberColumn("share of the run's GPU time", format="%.1f %%"),
+    "gpu_time_share_pct": Col.NumberColumn("% of summed kernel time", format="%.1f %%",
+                                           help="This kernel's time over the run's summed kernel time "
+                                                "(the Attention page's denominator)."),
     "tc_engine": Col.TextColumn("engine", help="Tensor / matrix cores, CUDA cores / vector ALUs, "
                                 "communication or unknown, read from the name (never guessed)."),
     "tc_precision": Col.TextColumn("precision"),
@@ -59,13 +61,17 @@ COLUMNS = {  # what a kernel engineer reads first (time, math engine, occupancy)
 BREAKDOWN_COLUMNS = {  # the metrics layer's per-iteration figures (profiler/storage/sql/metrics.sql)
     "label": Col.TextColumn("run", width="medium"),
     "wall_us_per_iter": Col.NumberColumn("iteration µs", format="%.1f"),
-    "gpu_busy_us_per_iter": Col.NumberColumn("GPU busy µs / iter", format="%.1f",
-                                             help="Kernels, copies and sets of the iteration, "
+    "gpu_busy_us_per_iter": Col.NumberColumn("GPU own busy µs / iter", format="%.1f",
+                                             help="Kernels, copies and sets launched in the iteration, "
                                                   "overlapping streams counted once."),
-    "gpu_busy_pct": Col.NumberColumn("busy %", format="%.1f"),
-    "gpu_idle_pct": Col.NumberColumn("idle %", format="%.1f", help="No GPU work at all."),
-    "carried_pct": Col.NumberColumn("earlier work %", format="%.1f",
-                                    help="The GPU ran only work launched in an earlier iteration."),
+    "gpu_busy_pct": Col.NumberColumn("own busy % of iteration", format="%.1f"),
+    "gpu_idle_pct": Col.NumberColumn("idle % of iteration", format="%.1f", help="No GPU work at all."),
+    "carried_pct": Col.NumberColumn("carried % of iteration", format="%.1f",
+                                    help="The GPU ran only work launched before the iteration began "
+                                         "(in an earlier one, or before profiling started)."),
+    "span_busy_pct": Col.NumberColumn("busy % first to last GPU event", format="%.1f",
+                                      help="TraceLens's busy share: all GPU work (own or carried) over "
+                                           "the time from the first GPU event to the last."),
     "kernel_us_per_iter": Col.NumberColumn("kernels µs / iter", format="%.1f"),
     "comm_us_per_iter": Col.NumberColumn("communication µs / iter", format="%.1f"),
     "exposed_copy_us_per_iter": Col.NumberColumn("copies alone µs / iter", format="%.1f",

@@ -15,16 +15,17 @@ COLUMNS = {  # in display order: what tells runs apart first, the numbers next, 
     "dtype": Col.TextColumn("dtype"),
     "kernels_per_iter": Col.NumberColumn("kernels / iter", format="%.1f"),
     "gpu_busy_us_per_iter": Col.NumberColumn(
-        "GPU busy µs / iter", format="%.1f",
-        help="Time the GPU ran the iteration's kernels, copies or sets (overlapping streams "
-             "count once; work launched in an earlier iteration is left out)."),
-    "gpu_busy_pct": Col.NumberColumn("GPU busy %", format="%.1f",
-                                     help="GPU busy time as a share of the iteration."),
+        "GPU own busy µs / iter", format="%.1f",
+        help="Time the GPU ran the iteration's own kernels, copies or sets (overlapping streams "
+             "count once; work launched before the iteration began is carried, left out)."),
+    "gpu_busy_pct": Col.NumberColumn("GPU own busy % of iteration", format="%.1f",
+                                     help="GPU own busy time as a share of the iteration's wall time."),
     "cpu_busy_us_per_iter": Col.NumberColumn(
         "CPU µs / iter", format="%.1f",
-        help="Wall time the launching thread spent in recorded CPU ops and API calls."),
-    "bound": Col.TextColumn("bound", help="gpu: the GPU idles under 10 % of the iteration; cpu / "
-                            "sync: what the launching thread did while the GPU was idle."),
+        help="Wall time the launching thread spent in recorded CPU ops and runtime / driver calls "
+             "(user annotations are labels, not counted)."),
+    "bound": Col.TextColumn("bound", help="gpu: the GPU runs work (own or carried) at least 85 % of "
+                            "the iteration; cpu / sync: what the launching thread did while it was idle."),
     "wall_us_per_call": Col.NumberColumn("wall µs / call", format="%.1f",
                                          help="CUDA events around N back-to-back calls outside the profiler, "
                                               "divided by N (wall calls). A cold run: its one first call."),

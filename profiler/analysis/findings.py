@@ -16,8 +16,9 @@ from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
-from profiler.analysis import counters, gpus, kept, occupancy, queries, roofline, tensor_cores
+from profiler.analysis import counters, demangled, gpus, kept, occupancy, queries, roofline, tensor_cores
 from profiler.analysis.diff import kernel_family
+from profiler.analysis.verdict import BOUND_EVIDENCE, BOUND_WORDS, bound_sentence  # noqa: F401 (re-exported)
 from profiler.errors import UnknownRunError
 
 MATH_OPS = ("gemm", "conv", "attention")
@@ -28,8 +29,6 @@ ALWAYS = ("cold_start", "gpu_time", "kernel_delta")  # kept whatever their impac
 # GPU-time gap: they rank with the gap's size
 WHY = ("bytes_moved", "fp32_cuda_core_gemm", "kernel_arch")
 SAME_TIME_RATIO = 1.05  # GPU times closer than this read as "about the same"
-BOUND_WORDS = {"gpu": "GPU-bound", "cpu": "CPU-bound", "sync": "sync-bound",
-               "mixed": "partly CPU-, partly sync-bound", "none": "without GPU work"}
 
 
 @dataclass(frozen=True)
@@ -315,44 +314,6 @@ def _bound(runs: _Runs) -> list[Finding]:
     return [Finding("bound", text, evidence, max(float(row["gpu_idle_us_per_iter"]) for _, row in rows))]
 
 
-BOUND_EVIDENCE = ("bound", "wall_us_per_iter", "gpu_busy_pct", "gpu_idle_pct", "carried_pct",
-                  "gpu_busy_us_per_iter", "gpu_idle_us_per_iter", "idle_sync_us_per_iter",
-                  "cpu_busy_us_per_iter", "launch_api_us_per_iter", "sync_us_per_iter",
-                  "cpu_events_per_iter", "profiler_overhead_likely")
-
-
-def bound_sentence(row, label: str) -> str:
-    """The verdict of one run (a ``queries.run_metrics`` row) in words, with its numbers."""
-    bound, wall = row["bound"], float(row["wall_us_per_iter"])
-    busy, idle, carried = float(row["gpu_busy_pct"]), float(row["gpu_idle_pct"]), float(row["carried_pct"])
-    if bound == "none":
-        return f"{label} ran no GPU work."
-    head = (f"{label} is {BOUND_WORDS[bound]}: in its {wall:,.1f} µs iteration the GPU is busy "
-            f"{busy:.1f}% and idle {idle:.1f}%")
-    if carried >= 0.05:
-        head += f" (and {carried:.1f}% it runs work launched in an earlier iteration)"
-    idle_us, sync_idle = float(row["gpu_idle_us_per_iter"]), float(row["idle_sync_us_per_iter"])
-    if bound == "gpu":
-        text = head + "."
-    elif bound == "cpu":
-        text = (head + f"; during the {idle_us:,.1f} µs of idle time the launching thread was not "
-                f"waiting for the GPU but working: {float(row['cpu_busy_us_per_iter']):,.1f} µs of "
-                f"recorded CPU time per iteration, {float(row['launch_api_us_per_iter']):,.1f} µs "
-                "of it in launch calls.")
-    else:
-        text = (head + f"; {100 * sync_idle / idle_us:.1f}% of the {idle_us:,.1f} µs of idle time "
-                "began while the launching thread waited in a synchronize call "
-                f"({float(row['sync_us_per_iter']):,.1f} µs per iteration in such calls), so it "
-                "could not queue work ahead.")
-    if bool(row["profiler_overhead_likely"]):
-        per_event = idle_us / max(float(row["cpu_events_per_iter"]), 1)
-        text += (f" The profiler's own overhead is the likely cause: the idle time is "
-                 f"{per_event:.1f} µs per recorded CPU event ({float(row['cpu_events_per_iter']):.0f} "
-                 "per iteration), the order of what recording an event costs; time it without "
-                 "the profiler before optimising.")
-    return text
-
-
 def _cuda_core_math(runs: _Runs) -> list[Finding]:
     parts, evidence, impact = [], {}, 0.0
     math = runs.kernels[runs.kernels["tc_op"].isin(MATH_OPS)
@@ -471,8 +432,8 @@ def _num(value: float) -> str:
 
 
 def _short(kernel: str, limit: int = 70) -> str:
-    name = kernel.removeprefix("void ").split("(")[0]
-    return name if len(name) <= limit else name[:limit - 1] + "…"
+    """A kernel's name in a sentence: parsed (function and template arguments, no namespaces)."""
+    return demangled.short(kernel, limit)
 
 
 def _bytes(n: float) -> str:

@@ -1,4 +1,6 @@
-"""What a job's ranks say together: per rank and iteration, the slowest rank, collective skew.
+"""What a job's ranks say together: per rank and iteration, who waits for whom (the straggler: the
+rank the others wait for at collectives), the rank with the longest step (a figure of its own),
+collective skew.
 
 Reads the views `profiler/storage/jobs.py` attaches (`job_ranks` and the rank rows beside the store's
 tables) with the SQL of `sql/job_*.sql`. Every number here has its definition in those files.
@@ -31,23 +33,58 @@ def manifest(store, job: str) -> dict:
 def rank_iterations(store, job: str) -> pd.DataFrame:
     """rank, iteration, iteration_name, run_id, step_us, gpu_busy_us, carried_us, gpu_idle_us,
     collective_us (the metrics layer's wall, GPU busy, carried, idle and communication time),
-    slowest_rank (of that iteration)."""
+    longest_step_rank (of that iteration: the rank whose step lasted longest, often one that
+    waited, not the straggler)."""
     df = store.query(sql_text("job_rank_iterations"), {"job": job})
     if df.empty:
-        return df.assign(slowest_rank=pd.Series(dtype="Int64"))
-    slowest = df.loc[df.groupby("iteration")["step_us"].idxmax(), ["iteration", "rank"]]
-    return df.merge(slowest.rename(columns={"rank": "slowest_rank"}), on="iteration")
+        return df.assign(longest_step_rank=pd.Series(dtype="Int64"))
+    longest = df.loc[df.groupby("iteration")["step_us"].idxmax(), ["iteration", "rank"]]
+    return df.merge(longest.rename(columns={"rank": "longest_step_rank"}), on="iteration")
 
 
-def slowest_ranks(per_rank: pd.DataFrame) -> pd.DataFrame:
-    """Per iteration: the slowest rank, its step time, the median rank's, and how far behind it is."""
+def longest_steps(per_rank: pd.DataFrame) -> pd.DataFrame:
+    """Per iteration: the rank with the longest step, its step time, the median rank's, and how far
+    behind it is. Not the straggler (`stragglers`): a rank that waits at a collective has a long step."""
     if per_rank.empty:
-        return pd.DataFrame(columns=["iteration", "slowest_rank", "step_us", "median_step_us", "behind_us"])
+        return pd.DataFrame(columns=["iteration", "longest_step_rank", "step_us", "median_step_us", "behind_us"])
     g = per_rank.groupby("iteration")["step_us"]
-    out = per_rank.loc[g.idxmax(), ["iteration", "rank", "step_us"]].rename(columns={"rank": "slowest_rank"})
+    out = per_rank.loc[g.idxmax(), ["iteration", "rank", "step_us"]].rename(columns={"rank": "longest_step_rank"})
     out["median_step_us"] = out["iteration"].map(g.median())
     out["behind_us"] = out["step_us"] - out["median_step_us"]
     return out.reset_index(drop=True)
+
+
+def rank_waits(store, job: str) -> pd.DataFrame:
+    """Per rank and iteration: collectives, arrived_last, wait_us (time it waited for the others),
+    late_us (how long after the first rank it arrived), caused_wait_us (time the others waited
+    for it); definitions in sql/job_rank_waits.sql."""
+    return store.query(sql_text("job_rank_waits"), {"job": job})
+
+
+def stragglers(waits: pd.DataFrame) -> pd.DataFrame:
+    """Per iteration: the straggler, the rank the others waited for longest (caused_wait_us; ties:
+    more last arrivals, then the lower rank), with its last arrivals and the others' total wait.
+    None when no rank made another wait (no collective ran on two ranks)."""
+    cols = ["iteration", "straggler_rank", "caused_wait_us", "arrived_last", "collectives", "others_wait_us"]
+    rows = []
+    for iteration, g in waits.groupby("iteration", sort=True):
+        g = g.sort_values(["caused_wait_us", "arrived_last", "rank"], ascending=[False, False, True])
+        top = g.iloc[0]
+        if top["caused_wait_us"] <= 0:
+            continue
+        rows.append([iteration, int(top["rank"]), float(top["caused_wait_us"]), int(top["arrived_last"]),
+                     int(top["collectives"]), float(g["wait_us"].sum() - top["wait_us"])])
+    return pd.DataFrame(rows, columns=cols)
+
+
+def straggler_ranking(waits: pd.DataFrame) -> list[int]:
+    """Ranks by how late they arrive at the collectives (summed late_us over iterations, latest
+    first; ties: more waiting caused, then the lower rank); ranks never late are left out. The
+    straggler of an iteration normally leads it; the next ones are the candidates behind it."""
+    total = waits.groupby("rank").agg(late=("late_us", "sum"), caused=("caused_wait_us", "sum"))
+    total = total[total["late"] > 0].reset_index()
+    total = total.sort_values(["late", "caused", "rank"], ascending=[False, False, True])
+    return [int(r) for r in total["rank"]]
 
 
 def collectives(store, job: str) -> pd.DataFrame:
@@ -63,14 +100,18 @@ def job_report(store, job: str) -> dict:
     m = manifest(store, job)
     per_rank = rank_iterations(store, job)
     coll = collectives(store, job)
+    waits = rank_waits(store, job)
     return {
         "job": job, "world_size": m["world_size"], "backend": m["backend"],
         "ranks_present": m["ranks_present"], "ranks_missing": m["ranks_missing"],
         "iterations": [{k: _plain(v) for k, v in row.items()} for row in per_rank[
             ["rank", "iteration", "step_us", "gpu_busy_us", "carried_us", "gpu_idle_us", "collective_us",
-             "slowest_rank"]
+             "longest_step_rank"]
         ].to_dict("records")],
-        "slowest": [{k: _plain(v) for k, v in row.items()} for row in slowest_ranks(per_rank).to_dict("records")],
+        "longest_step": [{k: _plain(v) for k, v in row.items()} for row in longest_steps(per_rank).to_dict("records")],
+        "waits": [{k: _plain(v) for k, v in row.items()} for row in waits.to_dict("records")],
+        "stragglers": [{k: _plain(v) for k, v in row.items()} for row in stragglers(waits).to_dict("records")],
+        "straggler_ranking": straggler_ranking(waits),
         "collectives": [{k: _plain(v) for k, v in row.items()} for row in coll.to_dict("records")],
     }
 
@@ -79,13 +120,15 @@ def summary(report: dict) -> dict:
     """One job's means over its rank-iterations, for comparing jobs."""
     rows = pd.DataFrame(report["iterations"])
     coll = pd.DataFrame(report["collectives"])
-    slow = pd.DataFrame(report["slowest"])
+    slow = pd.DataFrame(report["longest_step"])
+    stragglers_ = pd.DataFrame(report["stragglers"])
     mean = (lambda col: float(rows[col].mean())) if not rows.empty else (lambda col: None)
     return {
         "job": report["job"], "ranks": len(report["ranks_present"]), "world_size": report["world_size"],
         "iterations": int(rows["iteration"].nunique()) if not rows.empty else 0,
         "step_us": mean("step_us"), "gpu_busy_us": mean("gpu_busy_us"), "collective_us": mean("collective_us"),
-        "slowest_behind_us": float(slow["behind_us"].mean()) if not slow.empty else None,
+        "longest_step_behind_us": float(slow["behind_us"].mean()) if not slow.empty else None,
+        "straggler_caused_wait_us": float(stragglers_["caused_wait_us"].mean()) if not stragglers_.empty else None,
         "collective_skew_us": float(coll["skew_us"].mean()) if not coll.empty else None,
     }
 
@@ -95,7 +138,7 @@ def compare(store, job_a: str, job_b: str) -> pd.DataFrame:
     a, b = summary(job_report(store, job_a)), summary(job_report(store, job_b))
     rows = []
     for key in ("ranks", "world_size", "iterations", "step_us", "gpu_busy_us", "collective_us",
-                "slowest_behind_us", "collective_skew_us"):
+                "longest_step_behind_us", "straggler_caused_wait_us", "collective_skew_us"):
         ratio = b[key] / a[key] if a[key] and b[key] is not None else None
         rows.append({"measure": key, job_a: a[key], job_b: b[key], "b_over_a": ratio})
     return pd.DataFrame(rows)
@@ -110,3 +153,25 @@ def _plain(value):
     if isinstance(value, float) and value != value:
         return None
     return value
+
+
+def straggler_sentences(report: dict) -> list[str]:
+    """Per iteration: who the others waited for (the straggler) and, apart, whose step was longest.
+    The CLI and the job page print these same sentences."""
+    lines = []
+    longest = {s["iteration"]: s for s in report["longest_step"]}
+    waits = pd.DataFrame(report["waits"])
+    for s in report["stragglers"]:
+        mine = waits[(waits["iteration"] == s["iteration"]) & (waits["rank"] == s["straggler_rank"])]
+        lines.append(f"iteration {s['iteration']}: rank {s['straggler_rank']} is the straggler: it arrived "
+                     f"last at {s['arrived_last']} of its {s['collectives']} collectives and the other ranks "
+                     f"waited {s['caused_wait_us']:,.1f} µs for it in all (it waited "
+                     f"{float(mine['wait_us'].iloc[0]):,.1f} µs for others)")
+    if len(report["straggler_ranking"]) > 1:
+        lines.append("ranks by how late they reach the collectives, latest first: "
+                     + ", ".join(map(str, report["straggler_ranking"])))
+    for it, s in longest.items():
+        lines.append(f"iteration {it}: rank {s['longest_step_rank']} has the longest step, "
+                     f"{s['step_us']:,.1f} µs, {s['behind_us']:,.1f} µs above the median rank "
+                     f"({s['median_step_us']:,.1f} µs)")
+    return lines

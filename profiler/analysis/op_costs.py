@@ -542,8 +542,10 @@ def _kernel_lists(kernels: list[dict], calls: dict, group: np.ndarray, n: int) -
 
 def attention_in_trace(store, run_ids, top_gemms: int = 5) -> pd.DataFrame:
     """Every attention op of each run and its top GEMMs (by kernel time): `ops_table` rows plus
-    share_of_gpu_pct, the op's kernel time per iteration over the run's GPU time per iteration
-    (kernels + copies). Kept per selection (profiler/analysis/kept.py)."""
+    share_of_gpu_pct, the op's kernel time per iteration over the run's summed kernel time per
+    iteration (the metrics layer's kernel_sum_us_per_iter: the same denominator as the Kernels
+    page's gpu_time_share_pct, so one kernel has one share everywhere). Kept per selection
+    (profiler/analysis/kept.py)."""
     from profiler.analysis import kept
 
     run_ids = list(run_ids)
@@ -560,8 +562,7 @@ def _attention_in_trace(store, run_ids: list, top_gemms: int) -> pd.DataFrame:
     table = ops_table(store, run_ids)
     if table.empty:
         return table.assign(share_of_gpu_pct=pd.Series(dtype=float))
-    per_iter = queries.iteration_cpu_gpu(store, run_ids)
-    gpu_us = (per_iter["gpu_kernel_us"] + per_iter["gpu_memop_us"]).groupby(per_iter["run_id"]).mean()
+    gpu_us = queries.run_metrics(store, run_ids).set_index("run_id")["kernel_sum_us_per_iter"]
     iterations = queries.run_iterations(store, run_ids).groupby("run_id")["iteration"].nunique()
     us_per_iter = table["kernel_ns"] / 1e3 / table["run_id"].map(iterations).fillna(1)
     table["share_of_gpu_pct"] = 100 * us_per_iter / table["run_id"].map(gpu_us)

@@ -453,8 +453,8 @@ def trace_summary(store) -> list[dict]:
     name, source, variant, gpu, events, kernels, iterations, the metrics layer's per-iteration
     figures (kernels_per_iter, wall_us_per_iter, gpu_busy_us_per_iter, kernel_us_per_iter,
     copy_us_per_iter, comm_us_per_iter, carried_us_per_iter, gpu_busy_pct, gpu_idle_pct,
-    carried_pct, cpu_busy_us_per_iter, launch_api_us_per_iter, sync_us_per_iter, bound,
-    profiler_overhead_likely), launch_apis {launch API name: calls per iteration}, added_at."""
+    carried_pct, span_busy_pct (TraceLens's first-to-last busy share), cpu_busy_us_per_iter,
+    launch_api_us_per_iter, sync_us_per_iter, bound, profiler_overhead_likely), launch_apis {launch API name: calls per iteration}, added_at."""
     ids = list(store.query("SELECT run_id FROM traces")["run_id"])
     rows = _run(store, "trace_summary", run_ids=ids).to_dict("records")
     for row in rows:

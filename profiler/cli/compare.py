@@ -133,9 +133,9 @@ def format_report(report: dict) -> str:
     lines = [f"A = {report['run_a']}    B = {report['run_b']}", ""]
     for side, m in report["metrics"].items():
         if m:
-            lines.append(f"{side.upper()}: GPU busy {m['gpu_busy_us_per_iter']:,.1f} µs per iteration "
-                         f"({m['gpu_busy_pct']:.1f}% of {m['wall_us_per_iter']:,.1f} µs), idle "
-                         f"{m['gpu_idle_pct']:.1f}%, kernels {m['kernel_us_per_iter']:,.1f} µs; "
+            lines.append(f"{side.upper()}: GPU own busy {m['gpu_busy_us_per_iter']:,.1f} µs per iteration "
+                         f"({m['gpu_busy_pct']:.1f}% of {m['wall_us_per_iter']:,.1f} µs), carried "
+                         f"{m['carried_pct']:.1f}%, idle {m['gpu_idle_pct']:.1f}%, kernels {m['kernel_us_per_iter']:,.1f} µs; "
                          f"bound: {m['bound']}")
     lines += ["", "Findings:"]
     lines += [f"  - {text}" for text in report["findings"]]

@@ -72,15 +72,19 @@ def _job(args: argparse.Namespace) -> int:
     missing = ", ".join(map(str, report["ranks_missing"])) or "none"
     print(f"job {report['job']}: world size {report['world_size']}, backend {report['backend'] or '-'}, "
           f"{len(report['ranks_present'])} ranks present, missing: {missing}")
-    print(f"{'rank':>5s} {'iter':>5s} {'step µs':>12s} {'GPU busy µs':>12s} {'GPU idle µs':>12s} "
-          f"{'collective µs':>14s}")
+    waits = {(w["rank"], w["iteration"]): w for w in report["waits"]}
+    stragglers = {s["iteration"]: s["straggler_rank"] for s in report["stragglers"]}
+    print(f"{'rank':>5s} {'iter':>5s} {'step µs':>12s} {'GPU own µs':>12s} {'GPU idle µs':>12s} "
+          f"{'collective µs':>14s} {'waited µs':>12s} {'late µs':>12s} {'waited for µs':>14s}")
     for row in report["iterations"]:
-        mark = "  <- slowest" if row["rank"] == row["slowest_rank"] else ""
+        w = waits.get((row["rank"], row["iteration"]), {"wait_us": 0.0, "late_us": 0.0, "caused_wait_us": 0.0})
+        mark = "  <- straggler" if stragglers.get(row["iteration"]) == row["rank"] else ""
+        mark += "  <- longest step" if row["rank"] == row["longest_step_rank"] else ""
         print(f"{row['rank']:>5d} {row['iteration']:>5d} {row['step_us']:>12,.1f} {row['gpu_busy_us']:>12,.1f} "
-              f"{row['gpu_idle_us']:>12,.1f} {row['collective_us']:>14,.1f}{mark}")
-    for s in report["slowest"]:
-        print(f"iteration {s['iteration']}: rank {s['slowest_rank']} is slowest at {s['step_us']:,.1f} µs, "
-              f"{s['behind_us']:,.1f} µs behind the median rank ({s['median_step_us']:,.1f} µs)")
+              f"{row['gpu_idle_us']:>12,.1f} {row['collective_us']:>14,.1f} {w['wait_us']:>12,.1f} {w['late_us']:>12,.1f} "
+              f"{w['caused_wait_us']:>14,.1f}{mark}")
+    for line in job_queries.straggler_sentences(report):
+        print(line)
     if report["collectives"]:
         worst = max(report["collectives"], key=lambda c: c["skew_us"])
         print(f"{len(report['collectives'])} collectives; largest start skew {worst['skew_us']:,.1f} µs "
@@ -96,7 +100,7 @@ def _job(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    job = sub.add_parser("job", help="a job's ranks: step, GPU busy and collective time, slowest rank, skew")
+    job = sub.add_parser("job", help="a job's ranks: step, GPU busy and collective time, the straggler, skew")
     job.add_argument("name", metavar="NAME")
     job.add_argument("--db", default=None, help="store file (default: $PROFILER_DB or data/traces.duckdb)")
     job.add_argument("--json", action="store_true", help="print JSON instead of a table")

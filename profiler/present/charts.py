@@ -42,7 +42,7 @@ def search(df: pd.DataFrame, column: str, text: str | None) -> pd.DataFrame:
 
 TIP_TITLES = {  # tooltip rows in words, not column names
     "kernel": "kernel (full name)", "us_per_iter": "µs per iteration",
-    "gpu_time_share_pct": "share of the run's GPU time (%)", "calls_per_iter": "calls per iteration",
+    "gpu_time_share_pct": "% of the run's summed kernel time", "calls_per_iter": "calls per iteration",
     "mean_us": "mean µs per call", "est_occupancy_pct": "reported occupancy (%)",
     "api_kind": "kind", "api_us_per_iter": "µs in the call per iteration",
     "kernels_launched_per_iter": "kernels launched per iteration",

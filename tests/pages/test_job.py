@@ -31,8 +31,11 @@ def test_job_page_shows_ranks_missing_rank_and_collectives(pages, job_store):
     assert metrics["world size"] == "8" and metrics["ranks present"] == "7" and metrics["ranks missing"] == "1"
     ranks = at.dataframe[0].value
     assert sorted(ranks["rank"]) == [0, 2, 3, 4, 5, 6, 7]
-    slowest = int(ranks.loc[ranks["step_us"].idxmax(), "rank"])
-    assert f"rank **{slowest}** is slowest" in pages.texts(at)
+    longest = int(ranks.loc[ranks["step_us"].idxmax(), "rank"])
+    assert f"rank {longest} has the longest step" in pages.texts(at)
+    (straggler,) = job_queries.job_report(job_store, "dlrm")["stragglers"]
+    assert f"rank {straggler['straggler_rank']} is the straggler" in pages.texts(at)
+    assert straggler["straggler_rank"] != longest  # the rank others wait for is not the one that waited
     assert len(at.get("arrow_vega_lite_chart")) + len(at.get("vega_lite_chart")) == 1
     collectives = at.dataframe[1].value
     assert len(collectives) and set(collectives["ranks"]) == {7}
@@ -41,7 +44,7 @@ def test_job_page_shows_ranks_missing_rank_and_collectives(pages, job_store):
     assert set(shown["collective_x"]) == {"all_reduce", "all_to_all"} and (shown["bytes_x"] > 0).all()
     at.selectbox[1].select("dlrm first three").run()
     pages.assert_clean(at)
-    compared = at.dataframe[2].value.set_index("measure")
+    compared = at.dataframe[-1].value.set_index("measure")  # the last table: after "who waits for whom"
     assert compared.loc["ranks", "dlrm"] == 7 and compared.loc["ranks", "dlrm first three"] == 3
 
 

@@ -1,7 +1,7 @@
 -- CPU vs GPU time per iteration of each selected run: the metrics layer's numbers (metrics.sql)
 -- plus the self time of CPU ops on every thread.
 --   wall_us          iteration length
---   cpu_busy_us      CPU wall time of the launching thread (its recorded ops and API calls)
+--   cpu_busy_us      CPU wall time of the launching thread (its CPU ops and runtime / driver calls)
 --   cpu_op_self_us   self time of CPU ops and annotations (ProfilerStep#N excluded), all threads
 --   launch_api_us    time inside launch calls; sync_us: inside synchronize calls
 --   gpu_busy_us      union of the iteration's kernels, copies and sets; gpu_idle_us: no GPU work

@@ -6,19 +6,30 @@
 -- whole trace as iteration 0, chosen at ingest).
 --
 -- GPU work of an iteration = kernels, copies and sets whose interval overlaps the window, clipped
--- to it. Work launched before the window opened (its launch call starts earlier, or, when the
--- trace holds no launch for it, it starts earlier) is "carried in": counted apart, never in busy.
+-- to it. Own or carried (the one rule, `carried` in iteration_metrics):
+--   * its launch call is in the trace: carried when that call started before the window opened
+--     (launched in an earlier iteration, or before the first one);
+--   * no launch call in the trace for it, in a run that records launch calls: carried (it was
+--     launched before profiling began: the profiler records every launch it sees);
+--   * a run that records no launch calls at all: carried when the work itself starts earlier.
+-- Carried work is counted apart, never in busy.
 --   wall_ns        window length
---   gpu_active_ns  union of all GPU intervals over every device and stream (carried in or not)
---   gpu_busy_ns    union of the iteration's own GPU work (kernels + copies + sets)
+--   gpu_active_ns  union of all GPU intervals over every device and stream (own or carried)
+--   gpu_busy_ns    "own busy": union of the iteration's own GPU work (kernels + copies + sets)
 --   carried_ns     gpu_active_ns - gpu_busy_ns: time only carried-in work ran
+--   gpu_span_ns    from the first GPU interval's start to the last one's end in the window
+--                  (clipped): the denominator of TraceLens's busy share, span_busy_pct =
+--                  gpu_active_ns / gpu_span_ns, a figure of its own (not the step's own busy share)
 --   gpu_idle_ns    wall_ns - gpu_active_ns: no GPU work at all
+--   idle_gaps      how many stretches of the window had no GPU work; max_gap_ns the longest
 --   kernel_ns      union of the iteration's own kernels; copy_ns: of its copies and sets;
 --   comm_ns        of its communication kernels (is_communication)
 --   kernel_sum_ns  summed durations of the kernels launched in the iteration (per-name tables add
 --                  up to this; streams may overlap, so it can exceed kernel_ns)
 -- The launching thread (pid, tid) is the thread that made most launch calls in the run.
---   cpu_busy_ns    union of its recorded CPU ops and API calls in the window (ProfilerStep#N left out)
+--   cpu_busy_ns    "recorded CPU time": union of its CPU ops (cat cpu_op) and runtime / driver
+--                  calls in the window. User annotations (record_function ranges, ProfilerStep#N)
+--                  are labels around work, not work: one spanning the trace would count it all
 --   launch_api_ns  time in launch calls (api_category 'launch'), all threads, calls starting in the window
 --   sync_ns        time in synchronize calls (api_category 'sync'), all threads
 --   idle_sync_ns   GPU idle time in gaps that opened while the launching thread was in a
@@ -75,17 +86,25 @@ WITH w AS (
     UNION ALL
     SELECT run_id, 'copy', false, ts_ns, ts_ns + dur_ns, correlation
     FROM memops WHERE run_id IN (SELECT unnest(ids))
-), gw AS (          -- GPU intervals clipped to the windows they overlap
+), records AS (     -- runs whose trace records launch calls (with a correlation id)
+    SELECT DISTINCT run_id FROM launch_at
+), gw AS (          -- GPU intervals clipped to the windows they overlap; own or carried (above)
     SELECT w.run_id, w.iteration, greatest(g.ts_ns, w.start_ns) AS s, least(g.end_ns, w.end_ns) AS e,
-           g.kind, g.comm, coalesce(la.launch_ns, g.ts_ns) < w.start_ns AS carried
+           g.kind, g.comm,
+           CASE WHEN la.launch_ns IS NOT NULL THEN la.launch_ns < w.start_ns
+                WHEN rec.run_id IS NOT NULL THEN true
+                ELSE g.ts_ns < w.start_ns END AS carried
     FROM g JOIN w ON g.run_id = w.run_id AND g.ts_ns < w.end_ns AND g.end_ns > w.start_ns
     LEFT JOIN launch_at la ON la.run_id = g.run_id AND la.correlation = g.correlation
+    LEFT JOIN records rec ON rec.run_id = g.run_id
+), span AS (        -- first to last GPU interval of each window (TraceLens's total time)
+    SELECT run_id, iteration, max(e) - min(s) AS gpu_span_ns FROM gw GROUP BY run_id, iteration
 ), cpu AS (         -- the launching thread's recorded activity, clipped
     SELECT w.run_id, w.iteration, greatest(x.ts_ns, w.start_ns) AS s,
            least(x.ts_ns + x.dur_ns, w.end_ns) AS e
     FROM (SELECT o.run_id, o.pid, o.tid, o.ts_ns, o.dur_ns FROM ops o
-          WHERE o.run_id IN (SELECT unnest(ids)) AND o.cat IN ('cpu_op', 'user_annotation')
-            AND o.name NOT LIKE 'ProfilerStep#%'
+          WHERE o.run_id IN (SELECT unnest(ids)) AND o.cat = 'cpu_op'
+            AND o.name NOT LIKE 'ProfilerStep#%'   -- 2020-era traces record the step as an op
           UNION ALL
           SELECT l.run_id, l.pid, l.tid, l.ts_ns, l.dur_ns FROM launches l
           WHERE l.run_id IN (SELECT unnest(ids))) x
@@ -125,7 +144,8 @@ WITH w AS (
     WHERE l.run_id IN (SELECT unnest(ids)) AND api_category(l.name) = 'sync'
 ), gap_cause AS (
     SELECT gaps.run_id, gaps.iteration,
-           sum(gap_ns) FILTER (WHERE syncs.end_ns >= gaps.gap_start) AS idle_sync_ns
+           sum(gap_ns) FILTER (WHERE syncs.end_ns >= gaps.gap_start) AS idle_sync_ns,
+           count(*) AS idle_gaps, max(gap_ns) AS max_gap_ns
     FROM gaps ASOF LEFT JOIN syncs ON syncs.run_id = gaps.run_id AND syncs.ts_ns <= gaps.gap_start
     GROUP BY gaps.run_id, gaps.iteration
 ), whole AS (      -- runs without stored iterations: all their events are iteration 0
@@ -164,13 +184,17 @@ SELECT w.run_id, w.iteration, w.name, w.start_ns, w.end_ns,
        coalesce(ev.cpu_events, 0) AS cpu_events,
        coalesce(api.launch_api_ns, 0) AS launch_api_ns,
        coalesce(api.launch_calls, 0) AS launch_calls,
-       coalesce(api.sync_ns, 0) AS sync_ns
+       coalesce(api.sync_ns, 0) AS sync_ns,
+       coalesce(span.gpu_span_ns, 0) AS gpu_span_ns,
+       coalesce(gc.idle_gaps, 0) AS idle_gaps,
+       coalesce(gc.max_gap_ns, 0) AS max_gap_ns
 FROM w
 LEFT JOIN unions u USING (run_id, iteration)
 LEFT JOIN gap_cause gc USING (run_id, iteration)
 LEFT JOIN api USING (run_id, iteration)
 LEFT JOIN kn USING (run_id, iteration)
-LEFT JOIN ev USING (run_id, iteration);
+LEFT JOIN ev USING (run_id, iteration)
+LEFT JOIN span USING (run_id, iteration);
 
 -- iteration_metrics of every run, kept: computed once per run at ingest (profiler/storage/metrics.py
 -- fills in runs that lack it and recomputes all when this file changes).
@@ -178,7 +202,8 @@ CREATE TABLE IF NOT EXISTS stored_iteration_metrics AS
 SELECT * FROM iteration_metrics([]::VARCHAR[]) LIMIT 0;
 
 -- Per run: the means per iteration (µs), the shares of the iteration (%), and the verdict.
---   bound  'gpu'   the GPU is idle less than 10 % of the iteration
+--   bound  'gpu'   the GPU ran work (own or carried) at least 85 % of the iteration: it sets the
+--                  pace; feeding it faster could save at most the idle 15 %
 --          'sync'  else, if at least 60 % of the idle time opened during a synchronize call
 --          'cpu'   else, if at most 40 % did (the launching thread was busy elsewhere)
 --          'mixed' otherwise; 'none' when the run has no GPU work at all
@@ -193,12 +218,13 @@ WITH m AS (SELECT * FROM stored_iteration_metrics WHERE run_id IN (SELECT unnest
            sum(kernel_ns) AS kernel_ns, sum(copy_ns) AS copy_ns, sum(comm_ns) AS comm_ns,
            sum(kernel_sum_ns) AS kernel_sum_ns, sum(kernels) AS kernels,
            sum(cpu_busy_ns) AS cpu_busy_ns, sum(cpu_events) AS cpu_events,
-           sum(launch_api_ns) AS launch_api_ns, sum(launch_calls) AS launch_calls, sum(sync_ns) AS sync_ns
+           sum(launch_api_ns) AS launch_api_ns, sum(launch_calls) AS launch_calls, sum(sync_ns) AS sync_ns,
+           sum(gpu_span_ns) AS gpu_span_ns, sum(idle_gaps) AS idle_gaps, max(max_gap_ns) AS max_gap_ns
     FROM m GROUP BY run_id
 ), v AS (
     SELECT *,
            CASE WHEN gpu_active_ns = 0 THEN 'none'
-                WHEN gpu_idle_ns < 0.10 * wall_ns THEN 'gpu'
+                WHEN gpu_active_ns >= 0.85 * wall_ns THEN 'gpu'
                 WHEN idle_sync_ns >= 0.6 * gpu_idle_ns THEN 'sync'
                 WHEN idle_sync_ns <= 0.4 * gpu_idle_ns THEN 'cpu'
                 ELSE 'mixed' END AS bound
@@ -209,6 +235,10 @@ SELECT run_id, iterations,
        gpu_busy_ns / 1e3 / iterations AS gpu_busy_us_per_iter,
        gpu_idle_ns / 1e3 / iterations AS gpu_idle_us_per_iter,
        carried_ns / 1e3 / iterations AS carried_us_per_iter,
+       gpu_active_ns / 1e3 / iterations AS gpu_active_us_per_iter,
+       gpu_span_ns / 1e3 / iterations AS gpu_span_us_per_iter,
+       idle_gaps / iterations AS idle_gaps_per_iter,
+       max_gap_ns / 1e3 AS max_gap_us,
        kernel_ns / 1e3 / iterations AS kernel_us_per_iter,
        copy_ns / 1e3 / iterations AS copy_us_per_iter,
        (gpu_busy_ns - kernel_ns) / 1e3 / iterations AS exposed_copy_us_per_iter,
@@ -225,6 +255,8 @@ SELECT run_id, iterations,
        100.0 * gpu_busy_ns / wall_ns AS gpu_busy_pct,
        100.0 * gpu_idle_ns / wall_ns AS gpu_idle_pct,
        100.0 * carried_ns / wall_ns AS carried_pct,
+       100.0 * gpu_active_ns / wall_ns AS gpu_active_pct,
+       100.0 * gpu_active_ns / nullif(gpu_span_ns, 0) AS span_busy_pct,
        100.0 * kernel_ns / wall_ns AS kernel_pct,
        100.0 * comm_ns / wall_ns AS comm_pct,
        100.0 * (gpu_busy_ns - kernel_ns) / wall_ns AS exposed_copy_pct,
