@@ -14,7 +14,8 @@ import json
 
 import pytest
 
-from profiler.analysis import demangled, findings, op_costs, queries
+from profiler.analysis import findings, op_costs, queries
+from profiler.parse import demangled
 from profiler.present import markup
 from profiler.storage.store import Store
 from tests.conftest import SAMPLES, SHARED_TRACES, real_traces

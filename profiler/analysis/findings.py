@@ -16,10 +16,11 @@ from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
-from profiler.analysis import counters, demangled, gpus, kept, occupancy, queries, roofline, tensor_cores
+from profiler.analysis import counters, gpus, kept, occupancy, queries, roofline, tensor_cores
 from profiler.analysis.diff import kernel_family
 from profiler.analysis.verdict import BOUND_EVIDENCE, BOUND_WORDS, bound_sentence  # noqa: F401 (re-exported)
 from profiler.errors import UnknownRunError
+from profiler.parse import demangled
 
 MATH_OPS = ("gemm", "conv", "attention")
 MAX_NAMES = 5

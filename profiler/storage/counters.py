@@ -15,16 +15,15 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import re
 from collections import defaultdict, deque
 from dataclasses import dataclass
 from pathlib import Path
 
 from profiler.errors import StoreError, UnknownRunError
+from profiler.parse import demangled
 from profiler.parse.ncu import MAX_BYTES, METRICS, CountersFileError, NcuKernel, NcuReport, read_report
 
 COLUMNS = ("run_id", "name", "ts_ns", "report_id", *METRICS, "ncu_limiter")
-_ANONYMOUS = re.compile(r"\(anonymous namespace\)|<unnamed>")
 LAUNCHES_SQL = ("SELECT name, ts_ns, grid_x, grid_y, grid_z, block_x, block_y, block_z FROM kernels "
                 "WHERE run_id = $run_id ORDER BY ts_ns, name")
 
@@ -55,12 +54,9 @@ def read_file(path: Path) -> NcuReport:
 
 
 def base_name(kernel: str) -> str:
-    """The kernel's own function name: no return type, namespaces, template arguments or
-    parameters (`void at::native::elementwise_kernel<128, 4, …>(int, …)` -> `elementwise_kernel`)."""
-    text = _ANONYMOUS.sub("anonymous", kernel.strip())
-    cut = min((i for i in (text.find("<"), text.find("(")) if i >= 0), default=len(text))
-    head = text[:cut].strip().split(" ")[-1]
-    return head.rsplit("::", 1)[-1] or kernel.strip()
+    """The kernel's own function name, the same from either demangler (`parse.demangled`):
+    `void at::native::elementwise_kernel<128, 4, …>(int, …)` -> `elementwise_kernel`."""
+    return demangled.parse(kernel).function or kernel.strip()
 
 
 def match(rows: tuple[NcuKernel, ...], launches: list[tuple]) -> tuple[list[tuple[NcuKernel, tuple]], list[NcuKernel]]:
