@@ -1,4 +1,4 @@
-"""Command line: `python -m profiler {ingest,summary,variants,capture,compare,ops,job,counters}`.
+"""Command line: `python -m profiler {ingest,summary,variants,capture,compare,ops,job,counters,rank,check}`.
 
 Errors of this project are printed as one plain line (the file and the problem) and turn into a
 non-zero exit status; no traceback reaches the user.
@@ -112,9 +112,10 @@ def _parser() -> argparse.ArgumentParser:
 def _extensions() -> list:
     """Subcommands that live beside their layer: capture (imports torch lazily), compare, ops, job."""
     from profiler.cli import (capture as cli_capture, compare as cli_compare, counters as cli_counters,
-                              job as cli_job, ops as cli_ops)
+                              job as cli_job, ops as cli_ops, rank as cli_rank)
 
-    return [cli_capture.register, cli_compare.register, cli_ops.register, cli_job.register, cli_counters.register]
+    return [cli_capture.register, cli_compare.register, cli_ops.register, cli_job.register, cli_counters.register,
+            cli_rank.register]
 
 
 def main(argv: list[str] | None = None) -> int:
