@@ -45,6 +45,8 @@ def ingest_job(args: argparse.Namespace) -> int:
     for r in result.ranks:
         print(f"rank {r.rank:>4d}  {r.run_id}  {r.events:>10,d} events  {r.kernels:>8,d} kernels  "
               f"{r.seconds:6.2f} s  {r.file.rsplit('/', 1)[-1]}" + ("  (rank from file name)" * (r.rank_from == "file name")))
+        for note in r.notes:
+            print(f"{'':10s}note: {note}")
     for line in result.skipped:
         print(f"SKIPPED {line}")
     missing = jobs.ranges_text(result.ranks_missing)

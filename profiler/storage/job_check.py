@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
 
 from profiler.storage import jobs
@@ -55,9 +54,24 @@ class JobsRead:
     layouts: dict[str, str] = field(default_factory=dict)  # rank file (under the root) -> 'current' | 'old'
 
 
-@cache
-def table_schemas() -> dict:
-    """{table: pyarrow schema} of the rank files' tables, as this program's store defines them."""
+_SCHEMAS: dict = {}
+
+
+def table_schemas(con=None) -> dict:
+    """{table: pyarrow schema} of the rank files' tables, as this program's store defines them: read
+    from `con` (a store's cursor), else from a store made in memory; the same for every store of
+    this version, so found once per process."""
+    if not _SCHEMAS:
+        _SCHEMAS.update(_read_schemas(con) if con is not None else _memory_schemas())
+    return _SCHEMAS
+
+
+def _read_schemas(con) -> dict:
+    db = con.execute("SELECT current_database()").fetchall()[0][0]
+    return {t: con.sql(f'SELECT * FROM "{db}".main.{t} LIMIT 0').to_arrow_table().schema for t in jobs.WRITTEN}
+
+
+def _memory_schemas() -> dict:
     import duckdb
 
     from profiler.storage import metrics
@@ -67,18 +81,18 @@ def table_schemas() -> dict:
     try:
         con.execute(SCHEMA_SQL.read_text())
         metrics.install(con)
-        return {t: con.sql(f"SELECT * FROM {t} LIMIT 0").to_arrow_table().schema for t in jobs.WRITTEN}
+        return _read_schemas(con)
     finally:
         con.close()
 
 
-def read_jobs(root: str, files: bool = True) -> JobsRead:
+def read_jobs(root: str, files: bool = True, con=None) -> JobsRead:
     """Every job under `root`: those that read whole, and the damaged ones with their reasons.
-    `files`: check the rank files too (else only the manifests)."""
+    `files`: check the rank files too (else only the manifests), against the tables of `con`."""
     import pyarrow as pa
     import pyarrow.fs as pafs
 
-    schemas = table_schemas() if files else None
+    schemas = table_schemas(con) if files else None
     out = JobsRead()
     try:
         fs, base = jobs.filesystem(root)

@@ -139,11 +139,17 @@ def write_manifest(root: str, key: str, doc: dict) -> None:
 
 def delete(root: str, name: str) -> None:
     """Remove the job called exactly `name`, found by its manifest's own name (whole or damaged)."""
+    import pyarrow.fs as pafs
+
     fs, base = jobs.filesystem(root)
     read = job_check.read_jobs(root, files=False)
     keys = [m["key"] for m in read.ok if m["job"] == name] + [d.key for d in read.damaged if d.job == name and d.key]
     if not keys:
         raise jobs.JobError(f"job {name!r} is not in the store")
     for key in keys:
-        fs.delete_file(jobs.manifest_path(base, key))
+        manifest = jobs.manifest_path(base, key)
+        if fs.get_file_info(manifest).type == pafs.FileType.Directory:
+            fs.delete_dir(manifest)  # a damaged job's "manifest" can be a folder
+        else:
+            fs.delete_file(manifest)
         jobs.remove_job_files(root, key)

@@ -15,19 +15,15 @@ from profiler.storage import job_check, jobs, metrics
 if TYPE_CHECKING:  # pyarrow loads only when the store has jobs
     import pyarrow as pa
 
-_SCHEMAS: dict[str, pa.Schema] = {}
-
 
 def _schema(con: duckdb.DuckDBPyConnection, db: str, table: str) -> pa.Schema:
-    if table not in _SCHEMAS:
-        _SCHEMAS[table] = con.sql(f'SELECT * FROM "{db}".main.{table} LIMIT 0').to_arrow_table().schema
-    return _SCHEMAS[table]
+    return job_check.table_schemas(con)[table]
 
 
 def attach_views(con: duckdb.DuckDBPyConnection, store) -> None:
     """On this cursor, make `traces`, `kernels`, ... (and `launch_targets`) read the store's rows
     plus the Parquet rows of every committed job that reads whole, and add `job_ranks` (one row per
-    rank of such a job). Damaged jobs are left out (`damaged_jobs` says which and why). Nothing is
+    rank of such a job). Damaged jobs are left out (`job_check.read_jobs` says which and why). Nothing is
     done when there is no job, so a store without jobs is read exactly as before."""
     root = jobs.job_root(store)
     if not jobs.has_manifests(root):
@@ -35,7 +31,7 @@ def attach_views(con: duckdb.DuckDBPyConnection, store) -> None:
     import pyarrow as pa
 
     try:
-        _attach(con, root, job_check.read_jobs(root))
+        _attach(con, root, job_check.read_jobs(root, con=con))
     except (OSError, ValueError, KeyError, pa.ArrowException) as e:
         raise jobs.JobError(f"the job directory cannot be read: {job_check._why(e)}") from e
 
@@ -76,12 +72,12 @@ def _dataset(con, name: str, files: list[str], schema: pa.Schema, fs, layout: st
     import pyarrow.dataset as pads
 
     if layout == "old":
-        schema = pa_schema_renamed(schema, "run_id", jobs.OLD_RUN_ID)
+        schema = _renamed(schema, "run_id", jobs.OLD_RUN_ID)
     con.register(name, pads.dataset(files, schema=schema, format="parquet", filesystem=fs))
     return f"SELECT * FROM {name}"  # UNION ALL matches columns by position: same order in both layouts
 
 
-def pa_schema_renamed(schema: pa.Schema, old: str, new: str) -> pa.Schema:
+def _renamed(schema: pa.Schema, old: str, new: str) -> pa.Schema:
     return schema.set(schema.get_field_index(old), schema.field(old).with_name(new))
 
 

@@ -102,7 +102,7 @@ def rank_from_name(name: str) -> int | None:
     found = _RANK_IN_NAME.findall(Path(name).name)
     if not found:
         return None
-    return int(found[-1]) if len(found[-1]) <= 9 else MAX_RANKS  # more digits: beyond any job
+    return int(found[-1]) if len(found[-1]) <= 18 else 10**18  # more digits: as absurd, without a huge int
 
 
 def missing_ranges(present: Iterable[int], world: int) -> list[list[int]]:
@@ -228,6 +228,7 @@ class RankResult:
     start_rss: int = 0        # the worker process's RSS when it took this file, bytes
     metrics_digest: str = ""  # metrics.definition_digest() of the worker that computed its metrics
     chunks: int = 1           # how many pieces the file was parsed in (profiler/storage/chunks.py)
+    notes: tuple = ()         # events skipped, values stored as missing (IngestResult.notes)
 
 
 @dataclass

@@ -111,7 +111,8 @@ def _rank_task(file: str, base: str, key: str, ingest: Callable,
             backend=jobs.backend(file),
             run_id=rid, trace_id=result.run_id, size_bytes=_size(file), events=result.events,
             kernels=result.kernels, files=files, seconds=time.perf_counter() - started,
-            peak_rss=peak_rss(), start_rss=start_rss, metrics_digest=metrics.definition_digest())
+            peak_rss=peak_rss(), start_rss=start_rss, metrics_digest=metrics.definition_digest(),
+            notes=tuple(result.notes))
     except errors.TraceError as e:
         _remove(fs, written)
         return e
