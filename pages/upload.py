@@ -35,6 +35,9 @@ if submitted and files and job.strip():
                    f"missing ranks: {missing}.")
         for line in stored.skipped:
             st.warning(f"Left out: {plain_md(line)}")
+        for rank in stored.ranks:  # events skipped, values stored as missing: said, as for single uploads
+            for note in rank.notes:
+                st.caption(f"rank {rank.rank}: {plain_md(note)}")
         ui.link_to("job", state.with_(page="job", filters=(("job", stored.job),)), label="Open the job")
 elif submitted and any(f.name.endswith(".zip") for f in files or []):
     st.warning("A zip is read as the ranks of one job: give the job a name.")

@@ -4,7 +4,8 @@ An ingest writes its rank files into a staging folder beside the job directory, 
 (`.<dir name>.staging-<host>-<pid>-<random>/`); only when every rank is whole are its table folders
 renamed into the job directory and the manifest written (atomically: written aside, renamed). An
 ingest that fails, or is killed, leaves the job directory exactly as it was; a killed one's staging
-folder is removed by the next ingest on the same host. A job directory given as a URI (`s3://`,
+folder is removed by the next ingest on the same host. (Where the folder above the job directory
+cannot be written, the staging folder is made inside it; readers never list it.) A job directory given as a URI (`s3://`,
 `file://`) has no rename: files are written in place, where an object appears whole and readers
 see nothing of a job until its manifest exists; leftovers are removed by the next ingest of that
 name.
@@ -51,8 +52,12 @@ def staged(root: str, key: str) -> Iterator[str]:
             raise
         return
     _clear_stale(root)
-    folder = tempfile.mkdtemp(prefix=_prefix(root) + f"{socket.gethostname()}-{os.getpid()}-",
-                              dir=os.path.dirname(os.path.abspath(root)))
+    prefix = _prefix(root) + f"{socket.gethostname()}-{os.getpid()}-"
+    try:
+        folder = tempfile.mkdtemp(prefix=prefix, dir=os.path.dirname(os.path.abspath(root)))
+    except OSError:  # the folder above the job directory is not ours to write: stage inside it
+        os.makedirs(root, exist_ok=True)
+        folder = tempfile.mkdtemp(prefix=prefix, dir=root)
     try:
         yield folder
     finally:
@@ -67,10 +72,11 @@ def _clear_stale(root: str) -> None:
     """Remove the staging folders of ingests on this host whose process is gone (killed)."""
     parent = Path(os.path.abspath(root)).parent
     host = socket.gethostname()
-    if not parent.is_dir():
+    try:
         parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
         return
-    for folder in parent.glob(_prefix(root) + "*"):
+    for folder in [*parent.glob(_prefix(root) + "*"), *Path(root).glob(_prefix(root) + "*")]:
         parts = folder.name[len(_prefix(root)):].rsplit("-", 2)
         if len(parts) == 3 and parts[0] == host and parts[1].isdigit() and not _alive(int(parts[1])):
             shutil.rmtree(folder, ignore_errors=True)

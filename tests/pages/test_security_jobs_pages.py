@@ -5,13 +5,14 @@ tests/crafted_jobs.py."""
 from __future__ import annotations
 
 import shutil
+import time
 
 import pytest
 
 from profiler.storage import jobs
 from profiler.storage.store import Store
-from tests.crafted_jobs import MANIFEST_DAMAGE, RANK_FILE_DAMAGE, rank_trace, write_ranks
-from tests.pages.conftest import NAIVE
+from tests.crafted_jobs import ABSURD_TIMESTAMPS, MANIFEST_DAMAGE, RANK_FILE_DAMAGE, rank_trace, write_ranks
+from tests.pages.conftest import NAIVE, shown
 
 DAMAGE = {**{f"manifest-{k}": v for k, v in MANIFEST_DAMAGE.items()},
           **{f"file-{k}": v for k, v in RANK_FILE_DAMAGE.items()}}
@@ -76,3 +77,23 @@ def test_a_vast_world_shows_its_missing_ranks_as_ranges(pages, empty_store, tmp_
     pages.assert_clean(at)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["world size"] == "1000000" and metrics["ranks missing"] == "1-8, 10-999999"
+
+
+def test_absurd_timestamps_in_an_uploaded_job_are_skipped_and_said(pages, empty_store, monkeypatch):
+    """A timestamp that overflowed Decimal was a traceback on the upload page (and took 27 s with a
+    million-digit exponent): now each such event is skipped, and the job stored."""
+    monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+    files = [("rank0.json", rank_trace(0, 4), "application/json")]
+    files += [(name, data, "application/json") for name, (data, _) in ABSURD_TIMESTAMPS.items()]
+    at = pages.open("upload")
+    at.file_uploader[0].set_value(files)
+    at.text_input[0].input("times")
+    next(b for b in at.button if b.label == "Add to the store").click()
+    started = time.perf_counter()
+    at = at.run()
+    pages.assert_clean(at)
+    assert [s.value for s in at.success][0].startswith("Job times: 4 of 4 ranks stored")
+    notes = [shown(c.value) for c in at.caption if c.value.startswith("rank ")]
+    assert sorted(n.split(":")[0] for n in notes) == ["rank 1", "rank 2", "rank 3"]
+    assert all("1 event skipped: start time missing or out of range" in n for n in notes), notes
+    assert time.perf_counter() - started < 5
