@@ -329,3 +329,13 @@ def test_kill_9_mid_job_ingest_leaves_store_and_job_folder_as_they_were(stored, 
     assert done.returncode == 0 and "4 of 4 ranks stored" in done.stdout, done.stderr
     assert not any(p.exists() for p in leftovers), "a killed ingest's staging folder is removed by the next"
     assert not list(db.parent.glob(".s-jobs.staging-*"))
+
+
+@pytest.mark.parametrize("case", ["manifest-deep_nesting", "file-wrong_table"])
+def test_a_damaged_job_costs_a_summary_little_time_and_memory(stored, tmp_path, case):
+    db, root, _ = stored
+    DAMAGE[case][0](root, "bad")
+    done, seconds, peak_mb = _probe("summary", "--db", str(db))
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "good0.json" in done.stdout and "bad0.json" not in done.stdout
+    assert seconds < 5 and peak_mb < 1024, (seconds, peak_mb)
