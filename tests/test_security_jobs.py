@@ -315,17 +315,34 @@ def test_kill_9_mid_job_ingest_leaves_store_and_job_folder_as_they_were(stored, 
     full = time.monotonic() - started
     assert timing.returncode == 0, timing.stderr
     before = snapshot(root, db)
-    for when in (0.3, 0.5, 0.7, 0.9):
+    staged = lambda: list(db.parent.glob(".s-jobs.staging-*/*/job=big/rank=*/*.parquet"))  # noqa: E731
+    triggers = {  # kill when the staging folder appears, when its first and its third rank's files do
+        "staging": lambda: list(db.parent.glob(".s-jobs.staging-*")),
+        "first rank written": lambda: staged(),
+        "third rank written": lambda: len({p.parent.name for p in staged()}) >= 3,
+        0.9: None,
+    }
+    landed = 0
+    for when, ready in triggers.items():
         child = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(when * full)
+        deadline = time.monotonic() + 120
+        if ready is None:
+            time.sleep(when * full)
+        else:
+            while not ready() and child.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.002)
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
         if snapshot(root, db) != before:  # it committed just before the kill: the job is whole
-            assert job_queries.job_report(Store(db, read_only=True), "big")["ranks_present"] == [0, 1, 2, 3], when
+            assert when == 0.9 and job_queries.job_report(Store(db, read_only=True), "big")["ranks_present"] == [
+                0, 1, 2, 3]
             assert cli("job", "big", "--delete", "--db", str(db))[0] == 0
+        else:
+            landed += child.returncode == -signal.SIGKILL
         assert snapshot(root, db) == before, f"kill at {when}"
+    assert landed >= 3, "the kills did not land mid-ingest"
     leftovers = list(db.parent.glob(".s-jobs.staging-*"))
-    assert leftovers, "no kill landed while the ranks were being written"
+    assert leftovers, "a killed ingest leaves its staging folder (beside the job directory)"
     done = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "4 of 4 ranks stored" in done.stdout, done.stderr
     assert not any(p.exists() for p in leftovers), "a killed ingest's staging folder is removed by the next"
