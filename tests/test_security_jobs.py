@@ -137,6 +137,12 @@ def test_a_manifests_path_that_is_a_file_leaves_the_runs_readable(stored, tmp_pa
     assert code == 2 and "manifests: cannot be listed" in line, line
     assert job_queries.job_list(Store(db))["damaged"].str.startswith("manifests: cannot be listed").all()
     assert seconds < 5
+    files = write_ranks(tmp_path / "in", {"rank0.json": rank_trace(0, 1)})
+    before = snapshot(tmp_path)
+    code, out, err, _ = cli("ingest", *map(str, files), "--job", "new", "--in-process", "--db", str(db))
+    line = _one_line(err, tmp_path)
+    assert code == 1 and "cannot be stored: the job directory's manifests: cannot be listed" in line, line
+    assert snapshot(tmp_path) == before
 
 
 # --- class 5: silent loss ---------------------------------------------------------------------------

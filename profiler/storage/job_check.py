@@ -98,7 +98,7 @@ def read_jobs(root: str, files: bool = True, con=None) -> JobsRead:
         fs, base = jobs.filesystem(root)
         entries = fs.get_file_info(pafs.FileSelector(f"{base}/manifests", allow_not_found=True))
     except (OSError, ValueError, pa.ArrowException) as e:
-        out.damaged.append(Damaged("(every job)", "manifests", f"cannot be listed ({_why(e)})"))
+        out.damaged.append(Damaged("(every job)", "manifests", f"cannot be listed ({plain_reason(e)})"))
         return out
     seen_names: set[str] = set()
     for entry in sorted(entries, key=lambda i: i.path):
@@ -122,7 +122,8 @@ def read_jobs(root: str, files: bool = True, con=None) -> JobsRead:
     return out
 
 
-def _why(e: BaseException) -> str:
+def plain_reason(e: BaseException) -> str:
+    """The first line of an error, server paths replaced by '(path)'."""
     text = str(e).splitlines()[0] if str(e).strip() else type(e).__name__
     return re.sub(r"(?:/[^\s/'\"]+){2,}/?", "(path)", text)[:200]
 
@@ -132,7 +133,7 @@ def _load(fs, path: str, rel: str) -> Any:
         with fs.open_input_stream(path) as f:
             data = f.read(MAX_MANIFEST_BYTES + 1)
     except OSError as e:
-        raise Damage(rel, f"cannot be read ({_why(e)})") from None
+        raise Damage(rel, f"cannot be read ({plain_reason(e)})") from None
     if len(data) > MAX_MANIFEST_BYTES:
         raise Damage(rel, f"is larger than {MAX_MANIFEST_BYTES >> 20} MiB")
     try:

@@ -32,6 +32,9 @@ def refuse_taken(root: str, job: str, key: str) -> None:
     import pyarrow.fs as pafs
 
     read = job_check.read_jobs(root, files=False)
+    for d in read.damaged:
+        if not d.key:  # the job directory itself cannot be listed
+            raise jobs.JobError(f"job {job!r} cannot be stored: the job directory's {d.file}: {d.reason}")
     if any(m["job"] == job for m in read.ok) or any(d.job == job for d in read.damaged):
         raise jobs.JobError(f"job {job!r} is already in the store (delete it first, or choose another name)")
     fs, base = jobs.filesystem(root)
@@ -94,6 +97,18 @@ def _alive(pid: int) -> bool:
 
 def commit(root: str, under: str, result: jobs.JobResult) -> None:
     """Move the job's table folders from `under` into the job directory, then write its manifest."""
+    moved: list[str] = []
+    try:
+        _move_in(root, under, result, moved)
+    except OSError as e:  # a full disk, a folder in the way: one line; what was moved in goes again
+        fs = jobs.filesystem(root)[0]
+        for path in moved:
+            with contextlib.suppress(OSError):
+                fs.delete_dir(path)
+        raise jobs.JobError(f"job {result.job!r} could not be stored: {job_check.plain_reason(e)}") from None
+
+
+def _move_in(root: str, under: str, result: jobs.JobResult, moved: list[str]) -> None:
     import pyarrow.fs as pafs
 
     fs, base = jobs.filesystem(root)
@@ -107,6 +122,7 @@ def commit(root: str, under: str, result: jobs.JobResult) -> None:
                 fs.delete_dir(dst)  # files of an ingest killed inside its commit (no manifest: unread)
             fs.create_dir(f"{base}/{table}", recursive=True)
             fs.move(src, dst)
+            moved.append(dst)
     write_manifest(root, result.key, doc)
 
 

@@ -33,7 +33,7 @@ def attach_views(con: duckdb.DuckDBPyConnection, store) -> None:
     try:
         _attach(con, root, job_check.read_jobs(root, con=con))
     except (OSError, ValueError, KeyError, pa.ArrowException) as e:
-        raise jobs.JobError(f"the job directory cannot be read: {job_check._why(e)}") from e
+        raise jobs.JobError(f"the job directory cannot be read: {job_check.plain_reason(e)}") from e
 
 
 def _attach(con: duckdb.DuckDBPyConnection, root: str, found: job_check.JobsRead) -> None:

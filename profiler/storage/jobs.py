@@ -17,9 +17,7 @@ several dashboard instances can read one shared job directory (docs/store.md).
 """
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
-import json
 import os
 import re
 import tempfile
@@ -262,15 +260,7 @@ def has_manifests(root: str) -> bool:
     except (FileNotFoundError, NotADirectoryError):
         return False
     except OSError:
-        return True  # read_manifests says what is wrong
-
-
-def read_manifests(root: str) -> list[dict]:
-    """Every committed job's manifest that reads whole (checked: profiler/storage/job_check.py;
-    damaged jobs are left out here, and listed by `job_check.read_jobs`)."""
-    from profiler.storage import job_check
-
-    return job_check.read_jobs(root, files=False).ok
+        return True  # job_check.read_jobs says what is wrong
 
 
 def remove_job_files(root: str, key: str) -> None:
