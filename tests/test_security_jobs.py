@@ -363,3 +363,25 @@ def test_a_damaged_job_costs_a_summary_little_time_and_memory(stored, tmp_path, 
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert "good0.json" in done.stdout and "bad0.json" not in done.stdout
     assert seconds < 5 and peak_mb < 1024, (seconds, peak_mb)
+
+
+def test_on_a_remote_filesystem_a_jobs_file_checks_are_kept_a_while(stored, monkeypatch):
+    """One request per rank file on every read would be slow on object storage: there a job's
+    checks are kept REMOTE_RECHECK_S seconds (here an fsspec in-memory filesystem through pyarrow)."""
+    from profiler.storage import job_check
+
+    _, root, _ = stored
+    uri = f"fsspec+memory:///{root.parent.name}-jobs"
+    fs, base = jobs.filesystem(uri)
+    for path in root.rglob("*"):
+        if path.is_file():
+            fs.create_dir(f"{base}/{path.parent.relative_to(root)}", recursive=True)
+            with fs.open_output_stream(f"{base}/{path.relative_to(root)}") as out:
+                out.write(path.read_bytes())
+    assert [m["job"] for m in job_check.read_jobs(uri).ok] == ["bad", "good"]
+    fs.delete_file(f"{base}/{json.loads((root / 'manifests' / 'bad.json').read_text())['ranks'][1]['files']['kernels']}")
+    assert len(job_check.read_jobs(uri).ok) == 2, "kept: the file is not asked for again at once"
+    monkeypatch.setattr(job_check, "REMOTE_RECHECK_S", 0.0)
+    found = job_check.read_jobs(uri)
+    assert [m["job"] for m in found.ok] == ["good"] and "is missing (rank 1's kernels)" in found.damaged[0].reason
+    fs.delete_dir(base)

@@ -10,12 +10,14 @@ A manifest must be an object with the fields `_manifest` checks; its file paths 
 where `jobs.rank_file` puts them (so nothing outside the job directory is read). A rank file must
 exist, be Parquet, have its table's columns and types (Parquet of schema version 3 and before,
 whose run id column was called `trace_id`, reads as `old`), hold only its own run's rows, and its
-kernels file as many rows as the manifest says. File checks are cached per path, size and mtime.
+kernels file as many rows as the manifest says. File checks are cached per path, size and mtime;
+on a remote filesystem a job's checks are kept a minute (one request per file otherwise, per read).
 """
 from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +27,9 @@ MAX_MANIFEST_BYTES = 64 << 20
 # tables every manifest has (those of the first jobs); later tables may be missing from older jobs
 REQUIRED = ("traces", "iterations", "kernels", "memops", "launches", "ops")
 _RUN_ID = re.compile(r"[0-9a-f]{16}")
-_CACHE: dict[tuple, str] = {}
+_CACHE: dict[tuple, str] = {}  # (file, size, mtime, run id, rows) -> layout
+REMOTE_RECHECK_S = 60.0
+_REMOTE: dict[tuple, tuple] = {}  # (manifest, mtime, size) -> (when, layouts, Damage or None)
 
 
 class Damage(Exception):
@@ -113,7 +117,7 @@ def read_jobs(root: str, files: bool = True, con=None) -> JobsRead:
             if m["job"] in seen_names:
                 raise Damage(rel, "names a job that another manifest names too")
             if schemas is not None:
-                out.layouts.update(_rank_files(fs, base, m, schemas))
+                out.layouts.update(_checked_files(fs, base, m, schemas, (entry.path, entry.mtime_ns, entry.size)))
         except Damage as e:
             out.damaged.append(Damaged(_job_of(fs, entry, name), e.file, e.reason, name[: -len(".json")]))
             continue
@@ -236,6 +240,24 @@ def _rank(r: Any, key: str, world: int, rel: str) -> dict:
 
 
 # --- the rank files -----------------------------------------------------------------------------------
+
+def _checked_files(fs, base: str, m: dict, schemas: dict, manifest: tuple) -> dict[str, str]:
+    """`_rank_files`; on a remote filesystem (one request per file) its answer for this manifest
+    is kept REMOTE_RECHECK_S seconds (a file removed meanwhile fails a query in one line)."""
+    import pyarrow.fs as pafs
+
+    if isinstance(fs, pafs.LocalFileSystem):  # a stat per file: cheap enough for every read
+        return _rank_files(fs, base, m, schemas)
+    kept = _REMOTE.get(manifest)
+    if kept is None or time.monotonic() - kept[0] > REMOTE_RECHECK_S:
+        try:
+            kept = _REMOTE[manifest] = (time.monotonic(), _rank_files(fs, base, m, schemas), None)
+        except Damage as e:
+            kept = _REMOTE[manifest] = (time.monotonic(), {}, e)
+    if kept[2] is not None:
+        raise kept[2]
+    return kept[1]
+
 
 def _rank_files(fs, base: str, m: dict, schemas: dict) -> dict[str, str]:
     """{file: layout} of job `m`'s rank files; raises Damage naming the first bad one."""
