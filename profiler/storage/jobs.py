@@ -7,10 +7,12 @@ directory (`job_root()`), partitioned by job and rank:
     <root>/<table>/job=<key>/rank=<rank>/<run id>.parquet     table: traces, iterations, kernels, ...
     <root>/manifests/<key>.json                                the job: ranks, files, missing ranks
 
-The manifest is written last and is the job's commit: files without one are invisible and are
-removed by the next ingest of that job name, so a job lands whole or not at all. Readers
-(`profiler/storage/job_views.py`) put the Parquet rows of every committed job beside the store's own tables, through
-temporary views of the same names, so every query and page reads a rank like any other run.
+The rank files are written aside and moved in whole, and the manifest is written last: the job's
+commit (`profiler/storage/job_files.py`), so a job lands whole or not at all and a failed or killed
+ingest leaves the job directory as it was. Readers check manifests and rank files against a schema
+(`profiler/storage/job_check.py`) and put the Parquet rows of every job that reads whole beside the
+store's own tables (`profiler/storage/job_views.py`), through temporary views of the same names, so
+every query and page reads a rank like any other run; a damaged job is left out and listed.
 
 The root can be any path pyarrow opens (a local directory, a network mount, `s3://...`), so
 several dashboard instances can read one shared job directory (docs/store.md).
