@@ -4,7 +4,7 @@ the last rank; and two jobs compared."""
 import streamlit as st
 
 from profiler.analysis import job_queries, queries
-from profiler.present import job_charts, ui
+from profiler.present import job_charts, markup, ui
 
 Col = st.column_config
 RANK_COLUMNS = {
@@ -55,6 +55,9 @@ state = ui.view_state("job")
 # page); the report and the tables below read the same rows, answered once per script run
 with ui.guard(), queries.session(ui.get_store()) as store:
     listed = job_queries.job_list(store)
+    for row in listed[listed["damaged"] != ""].itertuples():
+        st.warning(f"Job {markup.md(row.job)} cannot be read and is left out: {markup.md(row.damaged)}")
+    listed = listed[listed["damaged"] == ""]
     if listed.empty:
         st.info("No job in the store yet. A job is the rank traces of one distributed run: upload "
                 "them together (several files or one zip) on the upload page, or run "
@@ -70,7 +73,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     with st.container(horizontal=True):
         st.metric("world size", report["world_size"])
         st.metric("ranks present", len(report["ranks_present"]))
-        st.metric("ranks missing", ", ".join(map(str, report["ranks_missing"])) or "none")
+        st.metric("ranks missing", job_queries.missing_text(report["ranks_missing"]))
         st.metric("backend", report["backend"] or "not given")
     per_rank = job_queries.rank_iterations(store, job)
     if per_rank.empty:

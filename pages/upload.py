@@ -1,6 +1,7 @@
 """Upload: add PyTorch profiler (Kineto) Chrome traces to the store; each file becomes a run."""
 import streamlit as st
 
+from profiler.analysis import job_queries
 from profiler.present import ui
 from profiler.present.job_charts import plain_md
 
@@ -29,11 +30,14 @@ if submitted and not files:
 if submitted and files and job.strip():
     stored = ui.ingest_job_upload(files, job.strip(), skip_bad)
     if stored:
-        missing = ", ".join(map(str, stored.ranks_missing)) or "none"
+        missing = job_queries.missing_text(stored.ranks_missing)
         st.success(f"Job {plain_md(stored.job)}: {len(stored.ranks)} of {stored.world_size} ranks stored; "
                    f"missing ranks: {missing}.")
         for line in stored.skipped:
             st.warning(f"Left out: {plain_md(line)}")
+        for rank in stored.ranks:  # events skipped, values stored as missing: said, as for single uploads
+            for note in rank.notes:
+                st.caption(f"rank {rank.rank}: {plain_md(note)}")
         ui.link_to("job", state.with_(page="job", filters=(("job", stored.job),)), label="Open the job")
 elif submitted and any(f.name.endswith(".zip") for f in files or []):
     st.warning("A zip is read as the ranks of one job: give the job a name.")

@@ -10,24 +10,41 @@ from __future__ import annotations
 import pandas as pd
 
 from profiler.analysis.queries import sql_text
-from profiler.storage import jobs
+from profiler.storage import job_check, jobs
+
+
+LIST_COLUMNS = ["job", "world_size", "backend", "ranks_present", "ranks_missing", "added_at", "damaged"]
 
 
 def job_list(store) -> pd.DataFrame:
-    """One row per stored job: job, world_size, backend, ranks_present, ranks_missing."""
+    """One row per stored job: job, world_size, backend, ranks_present, ranks_missing (as ranges,
+    '3-7'), added_at, damaged (why the job cannot be read, naming its file; empty when it reads)."""
     store.query("SELECT 1")  # jobs are read beside the store: a store that cannot be opened says why
+    found = job_check.read_jobs(jobs.job_root(store))
     rows = [{"job": m["job"], "world_size": m["world_size"], "backend": m["backend"],
-             "ranks_present": len(m["ranks_present"]), "ranks_missing": ", ".join(map(str, m["ranks_missing"])),
-             "added_at": m["added_at"]} for m in jobs.read_manifests(jobs.job_root(store))]
-    return pd.DataFrame(rows, columns=["job", "world_size", "backend", "ranks_present", "ranks_missing", "added_at"])
+             "ranks_present": len(m["ranks_present"]), "ranks_missing": jobs.ranges_text(m["ranks_missing"]),
+             "added_at": m["added_at"], "damaged": ""} for m in found.ok]
+    rows += [{"job": d.job, "damaged": f"{d.file}: {d.reason}"} for d in found.damaged]
+    return pd.DataFrame(rows, columns=LIST_COLUMNS)
+
+
+def missing_text(ranges) -> str:
+    """Missing ranks as ranges: [[1, 1], [3, 7]] -> '1, 3-7' ('none' when none is missing)."""
+    return jobs.ranges_text(ranges)
 
 
 def manifest(store, job: str) -> dict:
-    for m in jobs.read_manifests(jobs.job_root(store)):
+    """Job `job`'s manifest (checked); a `JobError` when it is not stored or cannot be read."""
+    found = job_check.read_jobs(jobs.job_root(store))
+    for m in found.ok:
         if m["job"] == job:
             return m
-    known = ", ".join(repr(m["job"]) for m in jobs.read_manifests(jobs.job_root(store))) or "none"
-    raise jobs.JobError(f"job {job!r} is not in the store (stored jobs: {known})")
+    for d in found.damaged:
+        if d.job == job:
+            raise jobs.JobError(f"{d} (the job cannot be read; `job NAME --delete` removes it)")
+    known = ", ".join(repr(m["job"]) for m in found.ok) or "none"
+    broken = "".join(f"; damaged: {d}" for d in found.damaged[:5])
+    raise jobs.JobError(f"job {job!r} is not in the store (stored jobs: {known}{broken})")
 
 
 def rank_iterations(store, job: str) -> pd.DataFrame:

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+
+from profiler import errors
 
 from profiler.present.progress import ProgressBar
 
@@ -33,14 +36,20 @@ def ingest_job(args: argparse.Namespace) -> int:
                                  engine="in-process" if args.in_process else "ray",
                                  ray_address=args.ray_address, keep_python=args.python_functions,
                                  progress=bar.update)
+    except (jobs.JobError, errors.TraceError) as e:  # the job was not stored: exit 1, as any failed ingest
+        bar.close()
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     finally:
         bar.close()
     for r in result.ranks:
         print(f"rank {r.rank:>4d}  {r.run_id}  {r.events:>10,d} events  {r.kernels:>8,d} kernels  "
               f"{r.seconds:6.2f} s  {r.file.rsplit('/', 1)[-1]}" + ("  (rank from file name)" * (r.rank_from == "file name")))
+        for note in r.notes:
+            print(f"{'':10s}note: {note}")
     for line in result.skipped:
         print(f"SKIPPED {line}")
-    missing = ", ".join(map(str, result.ranks_missing)) or "none"
+    missing = jobs.ranges_text(result.ranks_missing)
     print(f"job {result.job}: {len(result.ranks)} of {result.world_size} ranks stored "
           f"({result.backend or 'backend not given'}); missing: {missing}; "
           f"{result.seconds:.2f} s with {result.workers} {result.engine} worker(s)")
@@ -69,7 +78,7 @@ def _job(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    missing = ", ".join(map(str, report["ranks_missing"])) or "none"
+    missing = job_queries.missing_text(report["ranks_missing"])
     print(f"job {report['job']}: world size {report['world_size']}, backend {report['backend'] or '-'}, "
           f"{len(report['ranks_present'])} ranks present, missing: {missing}")
     waits = {(w["rank"], w["iteration"]): w for w in report["waits"]}

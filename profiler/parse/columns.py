@@ -30,6 +30,10 @@ def _event_struct(name: str, ts_type: Any) -> type:
 Event = _event_struct("Event", int | float | None)
 ExactEvent = _event_struct("ExactEvent", msgspec.Raw)
 
+# a timestamp's text longer than this is not a number any trace writes; one whose exponent puts it
+# past 10^MAX_US_DIGITS microseconds is out of range: both are missing, without converting them
+MAX_NUMBER_CHARS = 64
+MAX_US_DIGITS = 30
 # a float timestamp at or above this many microseconds cannot be trusted to the nanosecond
 EXACT_FLOAT_US = 2.0**53 / 1000 / 4
 
@@ -65,10 +69,15 @@ def to_ns(raw: Any) -> int | None:
             return int(text.replace(b".", b"", 1))
         except ValueError:
             pass
+    if len(text) > MAX_NUMBER_CHARS:
+        return None
     try:
-        return int((Decimal(text.decode()) * 1000).to_integral_value())
+        value = Decimal(text.decode())
     except (InvalidOperation, UnicodeDecodeError, ValueError):
         return None
+    if not value.is_finite() or value.adjusted() > MAX_US_DIGITS:  # '1e999999': never converted
+        return None
+    return int((value * 1000).to_integral_value())
 
 
 MEMORY_EVENT = "[memory]"  # the instant ('i') event profile_memory writes for each allocation and free

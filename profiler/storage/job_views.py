@@ -10,66 +10,79 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from profiler.storage import jobs, metrics
+from profiler.storage import job_check, jobs, metrics
 
 if TYPE_CHECKING:  # pyarrow loads only when the store has jobs
     import pyarrow as pa
 
-_SCHEMAS: dict[str, pa.Schema] = {}
-
 
 def _schema(con: duckdb.DuckDBPyConnection, db: str, table: str) -> pa.Schema:
-    if table not in _SCHEMAS:
-        _SCHEMAS[table] = con.sql(f'SELECT * FROM "{db}".main.{table} LIMIT 0').to_arrow_table().schema
-    return _SCHEMAS[table]
+    return job_check.table_schemas(con)[table]
 
 
 def attach_views(con: duckdb.DuckDBPyConnection, store) -> None:
     """On this cursor, make `traces`, `kernels`, ... (and `launch_targets`) read the store's rows
-    plus the Parquet rows of every committed job, and add `job_ranks` (one row per rank of a job).
-    Nothing is done when there is no job, so a store without jobs is read exactly as before."""
+    plus the Parquet rows of every committed job that reads whole, and add `job_ranks` (one row per
+    rank of such a job). Damaged jobs are left out (`job_check.read_jobs` says which and why). Nothing is
+    done when there is no job, so a store without jobs is read exactly as before."""
     root = jobs.job_root(store)
     if not jobs.has_manifests(root):
         return
     import pyarrow as pa
 
     try:
-        _attach(con, root)
+        _attach(con, root, job_check.read_jobs(root, con=con))
     except (OSError, ValueError, KeyError, pa.ArrowException) as e:
-        raise jobs.JobError(f"the job directory {root} cannot be read: {e}") from e
+        raise jobs.JobError(f"the job directory cannot be read: {job_check.plain_reason(e)}") from e
 
 
-def _attach(con: duckdb.DuckDBPyConnection, root: str) -> None:
+def _attach(con: duckdb.DuckDBPyConnection, root: str, found: job_check.JobsRead) -> None:
     import pyarrow as pa
-    import pyarrow.dataset as pads
 
-    manifests = jobs.read_manifests(root)
+    manifests = found.ok
     if not manifests:
         return
     fs, base = jobs.filesystem(root)
     db = con.execute("SELECT current_database()").fetchall()[0][0]
     for table in jobs.TABLES:
         # a table added after a job was ingested (lane_names) has no file for that job's ranks
-        files = [f"{base}/{rank['files'][table]}" for m in manifests for rank in m["ranks"]
-                 if table in rank["files"]]
-        if not files:
-            continue
-        con.register(f"job_parquet_{table}", pads.dataset(files, schema=_schema(con, db, table),
-                                                          format="parquet", filesystem=fs))
-        con.execute(f'CREATE OR REPLACE TEMP VIEW {table} AS SELECT * FROM "{db}".main.{table} '
-                    f"UNION ALL SELECT * FROM job_parquet_{table}")
+        parts = [f'SELECT * FROM "{db}".main.{table}']
+        for layout in ("current", "old"):
+            files = [f"{base}/{path}" for m in manifests for rank in m["ranks"]
+                     if (path := rank["files"].get(table)) and found.layouts.get(path) == layout]
+            if files:
+                parts.append(_dataset(con, f"job_parquet_{table}_{layout}", files, _schema(con, db, table),
+                                      fs, layout))
+        if len(parts) > 1:
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS " + " UNION ALL ".join(parts))
     view_sql = con.execute("SELECT sql FROM duckdb_views() WHERE view_name = 'launch_targets' "
                            "AND NOT temporary").fetchall()
     if view_sql:
         con.execute(view_sql[0][0].replace("CREATE VIEW", "CREATE OR REPLACE TEMP VIEW", 1))
-    _attach_metrics(con, db, manifests, fs, base)
+    _attach_metrics(con, db, manifests, fs, base, found.layouts)
     rows = [{"job": m["job"], "world_size": m["world_size"], "backend": m["backend"], "rank": r["rank"],
              "run_id": r["run_id"], "file": r["file"], "size_bytes": r["size_bytes"]}
             for m in manifests for r in m["ranks"]]
     con.register("job_ranks", pa.Table.from_pylist(rows))
 
 
-def _attach_metrics(con: duckdb.DuckDBPyConnection, db: str, manifests: list[dict], fs, base: str) -> None:
+def _dataset(con, name: str, files: list[str], schema: pa.Schema, fs, layout: str) -> str:
+    """Register the files as `name`; the SELECT that reads them with the table's column names
+    (rank files of schema version 3 and before call the run id column trace_id)."""
+    import pyarrow.dataset as pads
+
+    if layout == "old":
+        schema = _renamed(schema, "run_id", jobs.OLD_RUN_ID)
+    con.register(name, pads.dataset(files, schema=schema, format="parquet", filesystem=fs))
+    return f"SELECT * FROM {name}"  # UNION ALL matches columns by position: same order in both layouts
+
+
+def _renamed(schema: pa.Schema, old: str, new: str) -> pa.Schema:
+    return schema.set(schema.get_field_index(old), schema.field(old).with_name(new))
+
+
+def _attach_metrics(con: duckdb.DuckDBPyConnection, db: str, manifests: list[dict], fs, base: str,
+                    layouts: dict[str, str]) -> None:
     """`stored_iteration_metrics`: the store's rows, the rows each rank's worker computed at ingest,
     and, for ranks computed under another definition of metrics.sql (or before ranks kept them),
     the same macro's rows computed now from the rank's tables (the views above)."""
@@ -78,9 +91,10 @@ def _attach_metrics(con: duckdb.DuckDBPyConnection, db: str, manifests: list[dic
     table = jobs.METRICS_TABLE
     current = metrics.definition_digest()
     ranks = [r for m in manifests for r in m["ranks"]]
-    kept = [f"{base}/{r['files'][table]}" for r in ranks
-            if r.get("metrics_digest") == current and table in r["files"]]
-    stale = [r["run_id"] for r in ranks if r.get("metrics_digest") != current or table not in r["files"]]
+    fresh = [r for r in ranks if r.get("metrics_digest") == current and layouts.get(r["files"].get(table)) == "current"]
+    kept = [f"{base}/{r['files'][table]}" for r in fresh]
+    fresh_ids = {r["run_id"] for r in fresh}
+    stale = [r["run_id"] for r in ranks if r["run_id"] not in fresh_ids]
     parts = [f'SELECT * FROM "{db}".main.{table}']
     if kept:
         con.register("job_parquet_metrics", pads.dataset(kept, schema=_schema(con, db, table),

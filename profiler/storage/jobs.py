@@ -7,19 +7,19 @@ directory (`job_root()`), partitioned by job and rank:
     <root>/<table>/job=<key>/rank=<rank>/<run id>.parquet     table: traces, iterations, kernels, ...
     <root>/manifests/<key>.json                                the job: ranks, files, missing ranks
 
-The manifest is written last and is the job's commit: files without one are invisible and are
-removed by the next ingest of that job name, so a job lands whole or not at all. Readers
-(`profiler/storage/job_views.py`) put the Parquet rows of every committed job beside the store's own tables, through
-temporary views of the same names, so every query and page reads a rank like any other run.
+The rank files are written aside and moved in whole, and the manifest is written last: the job's
+commit (`profiler/storage/job_files.py`), so a job lands whole or not at all and a failed or killed
+ingest leaves the job directory as it was. Readers check manifests and rank files against a schema
+(`profiler/storage/job_check.py`) and put the Parquet rows of every job that reads whole beside the
+store's own tables (`profiler/storage/job_views.py`), through temporary views of the same names, so
+every query and page reads a rank like any other run; a damaged job is left out and listed.
 
 The root can be any path pyarrow opens (a local directory, a network mount, `s3://...`), so
 several dashboard instances can read one shared job directory (docs/store.md).
 """
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
-import json
 import os
 import re
 import tempfile
@@ -39,6 +39,11 @@ METRICS_TABLE = "stored_iteration_metrics"
 WRITTEN = TABLES + (METRICS_TABLE,)
 TRACE_SUFFIXES = (".json", ".json.gz")
 _RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,119}")
+_HASHED_KEY = re.compile(r".*--[0-9a-f]{16}")
+MAX_NAME_CHARS = 200
+MAX_RANKS = 1 << 20  # a rank or world size at or beyond this is not believed (a file saying so is refused)
+OLD_RUN_ID = "trace_id"  # the run id column's name in rank files written before schema version 4
 _BACKEND = re.compile(rb'"distributedInfo"\s*:\s*\{[^{}]*?"backend"\s*:\s*"([^"\\]{1,40})"')
 
 
@@ -67,11 +72,17 @@ def filesystem(root: str) -> tuple[pafs.FileSystem, str]:
 
 
 def job_key(name: str) -> str:
-    """A job name as a directory name: letters, digits, '.', '_' and '-' (others become '_')."""
-    cleaned = " ".join(str(name).split())
-    if not cleaned:
+    """A job name as a directory name, a different one for every name: a name of letters, digits,
+    '.', '_' and '-' (at most 120, not starting with '.') is its own key; any other name is those
+    characters of it, then '--' and 16 hex digits of its SHA-256 (a plain name never ends so)."""
+    if not isinstance(name, str) or not name.strip():
         raise JobError("A job name cannot be empty.")
-    return re.sub(r"[^A-Za-z0-9._-]", "_", cleaned)[:120]
+    if len(name) > MAX_NAME_CHARS:
+        raise JobError(f"A job name has at most {MAX_NAME_CHARS} characters.")
+    if _PLAIN_KEY.fullmatch(name) and not _HASHED_KEY.fullmatch(name):
+        return name
+    slug = re.sub(r"[^A-Za-z0-9._-]", "_", name)[:80].lstrip(".")
+    return f"{slug}--{hashlib.sha256(name.encode()).hexdigest()[:16]}"
 
 
 def run_id(key: str, trace_id: str) -> str:
@@ -89,7 +100,37 @@ def rank_file(root: str, table: str, key: str, rank: int, rid: str) -> str:
 def rank_from_name(name: str) -> int | None:
     """The rank a file name gives ('rank-3', 'worker3', 'rank_03'), or None."""
     found = _RANK_IN_NAME.findall(Path(name).name)
-    return int(found[-1]) if found else None
+    if not found:
+        return None
+    return int(found[-1]) if len(found[-1]) <= 18 else 10**18  # more digits: as absurd, without a huge int
+
+
+def missing_ranges(present: Iterable[int], world: int) -> list[list[int]]:
+    """The ranks below `world` not in `present`, as [first, last] ranges (never one entry per rank)."""
+    out, expected = [], 0
+    for rank in sorted(set(present)):
+        if rank > expected:
+            out.append([expected, rank - 1])
+        expected = rank + 1
+    if expected < world:
+        out.append([expected, world - 1])
+    return out
+
+
+def ranges_text(ranges: Iterable) -> str:
+    """[[1, 1], [3, 7]] -> '1, 3-7'; no range -> 'none'."""
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges) or "none"
+
+
+def check_rank(name: str, rank: int, world: int | None) -> errors.TraceError | None:
+    """Why a file's rank and world size cannot be believed, or None."""
+    if not 0 <= rank < MAX_RANKS:
+        return errors.TraceError(name, f"says it is rank {rank}: a job's ranks are 0 to {MAX_RANKS - 1:,}")
+    if world is not None and not 1 <= world <= MAX_RANKS:
+        return errors.TraceError(name, f"says its world size is {world}: at most {MAX_RANKS:,} ranks")
+    if world is not None and rank >= world:
+        return errors.TraceError(name, f"says it is rank {rank} of a world of {world}")
+    return None
 
 
 def backend(path: str | os.PathLike, head_bytes: int = 4 << 20) -> str | None:
@@ -187,6 +228,7 @@ class RankResult:
     start_rss: int = 0        # the worker process's RSS when it took this file, bytes
     metrics_digest: str = ""  # metrics.definition_digest() of the worker that computed its metrics
     chunks: int = 1           # how many pieces the file was parsed in (profiler/storage/chunks.py)
+    notes: tuple = ()         # events skipped, values stored as missing (IngestResult.notes)
 
 
 @dataclass
@@ -196,7 +238,7 @@ class JobResult:
     world_size: int
     backend: str | None
     ranks: list[RankResult]
-    ranks_missing: list[int]
+    ranks_missing: list[list[int]]  # [first, last] ranges
     skipped: list[str] = field(default_factory=list)   # 'file: problem' of files left out (--skip-bad)
     seconds: float = 0.0
     workers: int = 1
@@ -220,46 +262,7 @@ def has_manifests(root: str) -> bool:
     except (FileNotFoundError, NotADirectoryError):
         return False
     except OSError:
-        return True  # read_manifests says what is wrong
-
-
-def read_manifests(root: str) -> list[dict]:
-    """Every committed job's manifest (none when the directory does not exist yet)."""
-    import pyarrow.fs as pafs  # pyarrow loads only where job files are read or written
-
-    fs, base = filesystem(root)
-    info = fs.get_file_info(pafs.FileSelector(f"{base}/manifests", allow_not_found=True))
-    out = []
-    for entry in sorted(info, key=lambda i: i.path):
-        if entry.type == pafs.FileType.File and entry.path.endswith(".json"):
-            with fs.open_input_stream(entry.path) as f:
-                out.append(json.loads(f.read()))
-    return out
-
-
-def _write_manifest(root: str, result: JobResult) -> None:
-    import pyarrow.fs as pafs  # pyarrow loads only where job files are read or written
-
-    fs, base = filesystem(root)
-    doc = {
-        "job": result.job, "key": result.key, "world_size": result.world_size, "backend": result.backend,
-        "ranks_present": result.ranks_present, "ranks_missing": result.ranks_missing,
-        "skipped": result.skipped, "added_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "ranks": [{"rank": r.rank, "rank_from": r.rank_from, "run_id": r.run_id, "trace_id": r.trace_id,
-                   "file": Path(r.file).name, "size_bytes": r.size_bytes, "events": r.events,
-                   "kernels": r.kernels, "metrics_digest": r.metrics_digest, "files": {t: p[len(base) + 1:] for t, p in r.files.items()}}
-                  for r in sorted(result.ranks, key=lambda r: r.rank)],
-    }
-    fs.create_dir(f"{base}/manifests", recursive=True)
-    final = manifest_path(base, result.key)
-    if isinstance(fs, pafs.LocalFileSystem):  # atomic on one disk: write aside, then rename
-        partial = f"{final}.{os.getpid()}.part"
-        with fs.open_output_stream(partial) as f:
-            f.write(json.dumps(doc, indent=1).encode())
-        fs.move(partial, final)
-    else:  # object stores make a written object visible whole
-        with fs.open_output_stream(final) as f:
-            f.write(json.dumps(doc, indent=1).encode())
+        return True  # job_check.read_jobs says what is wrong
 
 
 def remove_job_files(root: str, key: str) -> None:
@@ -274,16 +277,11 @@ def remove_job_files(root: str, key: str) -> None:
 
 
 def delete_job(store, name: str) -> None:
-    """Remove a job: its manifest first (readers stop seeing it at once), then its files."""
-    import pyarrow.fs as pafs  # pyarrow loads only where job files are read or written
+    """Remove the job called exactly `name` (whole or damaged): its manifest first (readers stop
+    seeing it at once), then its files. No other job is touched."""
+    from profiler.storage import job_files
 
-    root = job_root(store)
-    fs, base = filesystem(root)
-    key = job_key(name)
-    if fs.get_file_info(manifest_path(base, key)).type != pafs.FileType.File:
-        raise JobError(f"job {name!r} is not in the store")
-    fs.delete_file(manifest_path(base, key))
-    remove_job_files(root, key)
+    job_files.delete(job_root(store), name)
 
 
 # --- ingest ---------------------------------------------------------------------------------------
@@ -301,30 +299,22 @@ def ingest_job(store, paths: Iterable[str | os.PathLike], job: str, *, skip_bad:
     `JobResult.skipped` says why. A large file is parsed in chunks by several workers when there
     are more workers than large files (`chunks.parts`; `chunk_bytes` forces chunks of that size).
     """
-    import pyarrow.fs as pafs  # pyarrow loads only where job files are read or written
-
-    from profiler.storage import parallel
+    from profiler.storage import job_files, parallel
 
     started = time.perf_counter()
     key = job_key(job)
     root = job_root(store)
-    fs, base = filesystem(root)
-    if fs.get_file_info(manifest_path(base, key)).type == pafs.FileType.File:
-        raise JobError(f"job {job!r} is already in the store (delete it first, or choose another name)")
+    job_files.refuse_taken(root, job, key)
     with tempfile.TemporaryDirectory(prefix="job-unzip-") as unpack:
         files = trace_files(paths, unpack)
-        remove_job_files(root, key)  # leftovers of an ingest that was killed before its commit
-        try:
-            outcomes, used = parallel.run_ranks(files, base, key, engine=engine, workers=workers,
+        with job_files.staged(root, key) as under:  # the job's files are written aside, then moved in
+            outcomes, used = parallel.run_ranks(files, under, key, engine=engine, workers=workers,
                                                 address=ray_address, keep_python=keep_python,
                                                 progress=progress, chunk_bytes=chunk_bytes, scratch=unpack)
             result = _assemble(job, key, outcomes, skip_bad)
             result.workers, result.engine = used, engine
             result.seconds = time.perf_counter() - started
-            _write_manifest(root, result)
-        except BaseException:
-            remove_job_files(root, key)
-            raise
+            job_files.commit(root, under, result)
     return result
 
 
@@ -347,7 +337,7 @@ def _assemble(job: str, key: str, outcomes: list, skip_bad: bool) -> JobResult:
     if not ranks:
         raise JobError(f"job {job!r}: no file could be ingested")
     sizes = {r.world_size for r in ranks if r.world_size}
-    world = max(sizes | {max(by_rank) + 1})
+    world = max(sizes | {max(by_rank) + 1})  # each at most MAX_RANKS (check_rank)
     backends = {r.backend for r in ranks if r.backend}
     return JobResult(job, key, world, min(backends) if backends else None, sorted(ranks, key=lambda r: r.rank),
-                     sorted(set(range(world)) - set(by_rank)), [str(e) for e in bad])
+                     missing_ranges(by_rank, world), [str(e) for e in bad])

@@ -73,7 +73,7 @@ def _rank_task(file: str, base: str, key: str, ingest: Callable,
     """Run `ingest(scratch store)` and write the rank's tables under `base` (see parse_rank).
 
     Its scratch store's DuckDB threads: `_task_threads(sharing)`."""
-    from profiler.storage.store import Store
+    from profiler.storage.store import Store, one_line
 
     started = time.perf_counter()
     start_rss = reset_peak_rss()
@@ -91,6 +91,8 @@ def _rank_task(file: str, base: str, key: str, ingest: Callable,
             if rank is None:
                 return errors.TraceError(Path(file).name, "does not say its rank (no distributedInfo, "
                                                           "and no 'rank<N>' or 'worker<N>' in its name)")
+            if (absurd := jobs.check_rank(Path(file).name, rank, world)) is not None:
+                return absurd
             rid = jobs.run_id(key, result.run_id)
             files = {}
             for table in jobs.WRITTEN:
@@ -109,10 +111,17 @@ def _rank_task(file: str, base: str, key: str, ingest: Callable,
             backend=jobs.backend(file),
             run_id=rid, trace_id=result.run_id, size_bytes=_size(file), events=result.events,
             kernels=result.kernels, files=files, seconds=time.perf_counter() - started,
-            peak_rss=peak_rss(), start_rss=start_rss, metrics_digest=metrics.definition_digest())
+            peak_rss=peak_rss(), start_rss=start_rss, metrics_digest=metrics.definition_digest(),
+            notes=tuple(result.notes))
     except errors.TraceError as e:
         _remove(fs, written)
         return e
+    except (errors.StoreError, KeyboardInterrupt, SystemExit):
+        _remove(fs, written)
+        raise
+    except Exception as e:  # noqa: BLE001 - a file this program did not foresee: its own one line
+        _remove(fs, written)
+        return errors.TraceError(Path(file).name, f"could not be ingested ({type(e).__name__}: {one_line(e)[:200]})")
     except BaseException:
         _remove(fs, written)
         raise

@@ -39,7 +39,7 @@ def _upload(pages, files, job="", skip_bad=False):
 def test_files_with_a_job_name_become_one_job(pages, empty_store, ranks):
     at = _upload(pages, ranks, job="dlrm_*part*")
     pages.assert_clean(at)
-    assert "Job dlrm\\_\\*part\\*: 3 of 8 ranks stored; missing ranks: 1, 4, 5, 6, 7." in [s.value for s in at.success]
+    assert "Job dlrm\\_\\*part\\*: 3 of 8 ranks stored; missing ranks: 1, 4-7." in [s.value for s in at.success]
     bars = [b.proto.text for b in at.get("progress")]
     assert len(bars) == 1 and bars[0].startswith("job dlrm_*part*: 3 of 8 ranks in ")
     assert job_queries.job_list(empty_store)["job"].tolist() == ["dlrm_*part*"]
