@@ -1,0 +1,48 @@
+"""Inputs that are valid but slow or large to handle (issue 22, class 7), generated on demand.
+
+Each is written quickly as text (gzip where the issue's case was small on disk): ops all at one
+timestamp or nested one inside the other, launches and kernels that all share one correlation id,
+a gzip of more tiny events than a trace may hold, a zip whose member inflates far beyond its size,
+a thread name of many megabytes.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import zipfile
+from pathlib import Path
+
+HEAD = b'{"traceEvents": ['
+TAIL = b"]}"
+
+
+def _gzip(path: Path, parts, level: int = 6) -> Path:
+    with gzip.open(path, "wb", compresslevel=level) as out:
+        out.write(HEAD)
+        for k, part in enumerate(parts):
+            out.write(b"," * (k > 0) + part)
+        out.write(TAIL)
+    return path
+
+
+def _op(ts: int, dur: int, name: str = "aten::op", tid: int = 1) -> bytes:
+    return b'{"ph":"X","cat":"cpu_op","name":"%s","pid":1,"tid":%d,"ts":%d,"dur":%d}' % (
+        name.encode(), tid, ts, dur)
+
+
+def ops_at_one_time(path: Path, n: int) -> Path:
+    """`n` ops of one thread, all starting at the same microsecond with the same duration: each
+    holds all those after it, so they nest `n` deep."""
+    one = _op(10, 5)
+    return _gzip(path, (b",".join([one] * min(10_000, n - k)) for k in range(0, n, 10_000)))
+
+
+def ops_nested(path: Path, n: int) -> Path:
+    """`n` ops of one thread, each starting a microsecond after the one before and ending a
+    microsecond before it: nested `n` deep, with a [memory] event at the innermost."""
+    def parts():
+        for lo in range(0, n, 10_000):
+            yield b",".join(_op(i, 2 * (n - i)) for i in range(lo, min(n, lo + 10_000)))
+        yield (b'{"ph":"i","cat":"cpu_instant_event","name":"[memory]","pid":1,"tid":1,"ts":%d,'
+               b'"args":{"Device Type":0,"Device Id":-1,"Addr":1,"Bytes":64}}' % n)
+    return _gzip(path, parts())
