@@ -46,3 +46,15 @@ def ops_nested(path: Path, n: int) -> Path:
         yield (b'{"ph":"i","cat":"cpu_instant_event","name":"[memory]","pid":1,"tid":1,"ts":%d,'
                b'"args":{"Device Type":0,"Device Id":-1,"Addr":1,"Bytes":64}}' % n)
     return _gzip(path, parts())
+
+
+def shared_correlation(path: Path, n: int) -> Path:
+    """`n` launch calls and `n` kernels that all carry correlation id 1 (the issue's 3,000 × 3,000:
+    9 M rows in every join on it), then one launch and kernel of their own id."""
+    launch = b'{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":%d,"dur":1,' \
+             b'"args":{"correlation":%d}}'
+    kernel = b'{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":%d,"dur":1,' \
+             b'"args":{"device":0,"stream":7,"correlation":%d}}'
+    return _gzip(path, [b",".join(launch % (10 + i, 1) for i in range(n)),
+                        b",".join(kernel % (20 + n + i, 1) for i in range(n)),
+                        launch % (5 * n, 2), kernel % (6 * n, 2)])
