@@ -58,3 +58,10 @@ def shared_correlation(path: Path, n: int) -> Path:
     return _gzip(path, [b",".join(launch % (10 + i, 1) for i in range(n)),
                         b",".join(kernel % (20 + n + i, 1) for i in range(n)),
                         launch % (5 * n, 2), kernel % (6 * n, 2)])
+
+
+def tiny_events(path: Path, n: int, event: bytes = b'{"ph":"X","cat":"kernel","ts":1}') -> Path:
+    """A gzip of `n` copies of one tiny event: small on disk, more events than a trace may hold
+    when `n` > trace.MAX_EVENTS."""
+    block = b",".join([event] * 100_000)
+    return _gzip(path, (block if n - k >= 100_000 else b",".join([event] * (n - k)) for k in range(0, n, 100_000)))

@@ -31,7 +31,20 @@ class Chunks:
         self.name, self.max_bytes, self.progress = name, max_bytes, progress
         self.sha = hashlib.sha256()
         self.size = 0
+        self.src = src
+        self.position = 0  # bytes of the source (compressed, if gzip) read up to the last chunk yielded
+        self.consumed = 0  # decompressed bytes yielded
         self._raw, self._total, self._owned = open_raw(src, name)
+
+    @property
+    def total(self) -> int:
+        """The source's size in bytes (compressed, if gzip), or 0 when unknown."""
+        return self._total
+
+    @property
+    def reopenable(self) -> bool:
+        """Whether the source can be read again from its start (a path or bytes)."""
+        return isinstance(self.src, (str, os.PathLike, bytes, bytearray, memoryview))
 
     def __iter__(self) -> Iterator[bytes]:
         """Chunks are read, decompressed and hashed on a helper thread (zlib and hashlib release
@@ -45,6 +58,7 @@ class Chunks:
                 if isinstance(item, BaseException):
                     raise item
                 chunk, position = item
+                self.position, self.consumed = position, self.consumed + len(chunk)
                 self._report(position)
                 yield chunk
         finally:
