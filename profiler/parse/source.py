@@ -8,6 +8,7 @@ import gzip
 import hashlib
 import io
 import os
+import stat
 import threading
 import zlib
 from collections.abc import Callable, Iterator
@@ -118,15 +119,25 @@ def open_raw(src: Source, name: str) -> tuple[io.BufferedReader, int, bool]:
     if isinstance(src, (bytes, bytearray, memoryview)):
         return io.BufferedReader(io.BytesIO(bytes(src))), len(src), True
     if isinstance(src, (str, os.PathLike)):
-        try:
-            return open(src, "rb"), os.path.getsize(src), True  # noqa: SIM115 - closed by _Chunks
-        except OSError as e:
-            raise errors.TraceError(name, f"cannot be read ({e.strerror or e})") from e
+        return open_file(src, name), os.path.getsize(src), True
     if not hasattr(src, "read"):
         raise errors.TraceError(name, f"is not a path, bytes or a binary file (got {type(src).__name__})")
     total = getattr(src, "size", None)
     reader = src if hasattr(src, "peek") else io.BufferedReader(_ReadOnly(src))
     return reader, total or 0, False  # type: ignore[return-value]
+
+
+def open_file(path: str | os.PathLike, name: str) -> io.BufferedReader:
+    """A regular file opened for reading. Opened without blocking, then checked: a FIFO (which
+    would wait forever for a writer), a device or a folder is refused in one line."""
+    try:
+        f = open(path, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NONBLOCK))  # noqa: SIM115
+    except OSError as e:
+        raise errors.TraceError(name, f"cannot be read ({e.strerror or e})") from e
+    if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+        f.close()
+        raise errors.TraceError(name, "is not a regular file (a pipe, device or folder): only files are read")
+    return f
 
 
 class _ReadOnly(io.RawIOBase):
