@@ -65,3 +65,13 @@ def tiny_events(path: Path, n: int, event: bytes = b'{"ph":"X","cat":"kernel","t
     when `n` > trace.MAX_EVENTS."""
     block = b",".join([event] * 100_000)
     return _gzip(path, (block if n - k >= 100_000 else b",".join([event] * (n - k)) for k in range(0, n, 100_000)))
+
+
+def huge_lane_names(megabytes: int = 10) -> bytes:
+    """A kernel on a thread whose name, and whose pid and tid strings, are `megabytes` MB each."""
+    big = "t" * (megabytes << 20)
+    events = [{"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": big}},
+              {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "p" + big}},
+              {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": "P" + big, "tid": "T" + big, "ts": 1, "dur": 2},
+              {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 5, "dur": 2}]
+    return json.dumps({"traceEvents": events}).encode()

@@ -70,6 +70,26 @@ def _array(values: list, kind: pa.DataType) -> tuple[pa.Array, int]:
     return pa.array(coerced, type=kind), bad
 
 
+def _cut_text(array: pa.Array) -> tuple[pa.Array, int]:
+    """A text column with every value longer than trace.MAX_NAME_CHARS cut there and marked (as
+    the reader cuts event names: lane names, pid / tid strings and text args too), and how many
+    values were cut."""
+    if pa.types.is_dictionary(array.type):
+        words, cut = _cut_text(array.dictionary)
+        if not cut:
+            return array, 0
+        long = pc.greater(pc.utf8_length(array.dictionary), trace.MAX_NAME_CHARS).take(array.indices)
+        return pa.DictionaryArray.from_arrays(array.indices, words), pc.sum(long).as_py() or 0
+    if not pa.types.is_string(array.type) or not len(array):
+        return array, 0
+    lengths = pc.utf8_length(array)
+    if (pc.max(lengths).as_py() or 0) <= trace.MAX_NAME_CHARS:
+        return array, 0
+    long = pc.fill_null(pc.greater(lengths, trace.MAX_NAME_CHARS), False)
+    short = pc.binary_join_element_wise(pc.utf8_slice_codeunits(array, 0, trace.MAX_NAME_CHARS), trace.TRUNCATED, "")
+    return pc.if_else(long, short, array), pc.sum(long).as_py()
+
+
 def _coerce(value: Any, kind: pa.DataType) -> Any:
     if value is None:
         return None
@@ -113,6 +133,7 @@ class Staging:
         self._batches: dict[str, list[pa.RecordBatch]] = {table: [] for table in SCHEMAS}
         self.tables: dict[str, pa.Table] = {}
         self.missing: dict[str, int] = {}  # "table.column" -> values that became missing
+        self.cut: dict[str, int] = {}  # "table.column" -> text values cut at trace.MAX_NAME_CHARS
         self.shared_correlation = 0  # launch calls whose correlation id an earlier call had: unlinked
 
     def add(self, batch: trace.Batch) -> None:
@@ -121,9 +142,12 @@ class Staging:
             arrays = []
             for f in schema:
                 array, bad = _array(columns[f.name], f.type)
+                array, cut = _cut_text(array)
+                key = f"{table}.{f.name}"
                 if bad:
-                    key = f"{table}.{f.name}"
                     self.missing[key] = self.missing.get(key, 0) + bad
+                if cut:
+                    self.cut[key] = self.cut.get(key, 0) + cut
                 arrays.append(array)
             self._batches[table].append(pa.RecordBatch.from_arrays(arrays, schema=schema))
 
@@ -140,6 +164,8 @@ class Staging:
         kernels.grid_x out of range or not numbers: stored as missing'."""
         notes = [f"{n:,} value{'s' * (n != 1)} of {key} out of range or not numbers: stored as missing"
                  for key, n in self.missing.items()]
+        notes += [f"{n:,} value{'s' * (n != 1)} of {key} longer than {trace.MAX_NAME_CHARS >> 10} KiB cut short"
+                  for key, n in self.cut.items()]
         if n := self.shared_correlation:
             notes.append(f"{n:,} launch call{'s' * (n != 1)} repeating an earlier call's correlation id: "
                          "stored without it (one launch per id)")
