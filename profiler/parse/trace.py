@@ -104,7 +104,7 @@ def _array_start(buf: bytes, name: str, searched: int) -> tuple[bytes, int] | No
             continue
         if buf[match.end():match.end() + 1] != b"[":
             raise errors.NotATraceError(name, "has a traceEvents key that is not a list")
-        return buf[: match.end()], match.end() + 1
+        return buf[offset:match.end()], match.end() + 1  # the header without a leading BOM
     if len(buf) > HEADER_SEARCH_BYTES:
         raise errors.NotATraceError(name, "has no traceEvents list near its start")
     return None
