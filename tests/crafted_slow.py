@@ -75,3 +75,17 @@ def huge_lane_names(megabytes: int = 10) -> bytes:
               {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": "P" + big, "tid": "T" + big, "ts": 1, "dur": 2},
               {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 5, "dur": 2}]
     return json.dumps({"traceEvents": events}).encode()
+
+
+def inflating_zip(path: Path, mib: int = 256) -> Path:
+    """A job upload: a zip whose trace member holds `mib` MiB of spaces inside traceEvents, deflated
+    about 1,000 times (a bomb of the issue's kind, at a size that is quick to write)."""
+    info = zipfile.ZipInfo("rank0.json")
+    info.compress_type = zipfile.ZIP_DEFLATED
+    block = b" " * (1 << 20)
+    with zipfile.ZipFile(path, "w") as zf, zf.open(info, "w", force_zip64=True) as out:
+        out.write(HEAD)
+        for _ in range(mib):
+            out.write(block)
+        out.write(TAIL)
+    return path
