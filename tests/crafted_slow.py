@@ -37,12 +37,24 @@ def ops_at_one_time(path: Path, n: int) -> Path:
     return _gzip(path, (b",".join([one] * min(10_000, n - k)) for k in range(0, n, 10_000)))
 
 
+def ops_side_by_side(path: Path, n: int) -> Path:
+    """`n` ops of one thread one after the other: the shape nesting was always fast on."""
+    return _gzip(path, (b",".join(_op(10 * i, 5) for i in range(lo, min(n, lo + 10_000)))
+                        for lo in range(0, n, 10_000)))
+
+
 def ops_nested(path: Path, n: int) -> Path:
     """`n` ops of one thread, each starting a microsecond after the one before and ending a
-    microsecond before it: nested `n` deep, with a [memory] event at the innermost."""
+    microsecond before it: nested `n` deep, the innermost an aten::mm that launches a kernel, with
+    a [memory] event in it."""
     def parts():
         for lo in range(0, n, 10_000):
-            yield b",".join(_op(i, 2 * (n - i)) for i in range(lo, min(n, lo + 10_000)))
+            yield b",".join(_op(i, 2 * (n - i), "aten::mm" if i == n - 1 else "aten::op")
+                            for i in range(lo, min(n, lo + 10_000)))
+        yield (b'{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":%d,"dur":0,'
+               b'"args":{"correlation":1}}' % n)
+        yield (b'{"ph":"X","cat":"kernel","name":"gemm","pid":0,"tid":7,"ts":%d,"dur":1,'
+               b'"args":{"device":0,"stream":7,"correlation":1}}' % (3 * n))
         yield (b'{"ph":"i","cat":"cpu_instant_event","name":"[memory]","pid":1,"tid":1,"ts":%d,'
                b'"args":{"Device Type":0,"Device Id":-1,"Addr":1,"Bytes":64}}' % n)
     return _gzip(path, parts())

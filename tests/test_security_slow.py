@@ -10,6 +10,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from profiler.storage import jobs, unpack
@@ -59,6 +60,38 @@ def test_a_million_ops_at_one_timestamp_and_a_million_deep(tmp_path):
     assert depths.to_dict("list") == {"name": ["deep.json.gz", "same.json.gz"], "deepest": [n - 1, n - 1], "n": [n, n]}
     maker = store.query("SELECT m.op_id, o.depth FROM memory_events m JOIN ops o USING (run_id, op_id)")
     assert maker["depth"].tolist() == [n - 1], "the [memory] event's maker is the innermost op"
+    deep = store.query("SELECT run_id FROM traces WHERE name = 'deep.json.gz'")["run_id"].iloc[0]
+    done, seconds, peak_kb = probe("ops", deep, "--db", str(db))  # walks up a million parents
+    assert done.returncode == 0 and seconds < 60 and peak_kb < GIB_KB, (seconds, peak_kb)
+
+
+def _walk_owners(parent, family, starts):
+    """op_costs.owners as its doc reads, one op and one parent at a time."""
+    from profiler.analysis.op_costs import ATTENTION, DECOMPOSED, MODEL
+    charged, backends = [], []
+    for s in starts:
+        nearest = inner = outer = -1
+        while s >= 0:
+            if nearest < 0 and family[s] == MODEL:
+                nearest = s
+            if family[s] in (ATTENTION, DECOMPOSED):
+                inner, outer = s if inner < 0 else inner, s
+            s = parent[s]
+        fused = outer >= 0 and family[inner] != DECOMPOSED
+        charged.append(outer if fused else nearest)
+        backends.append(inner if fused else -1)
+    return charged, backends
+
+
+def test_op_owners_by_pointer_jumping_match_the_walk_up():
+    from profiler.analysis.op_costs import owners
+    rng = np.random.default_rng(7)
+    for _ in range(500):
+        n = int(rng.integers(1, 30))
+        parent = np.array([int(rng.integers(-1, i)) if i else -1 for i in range(n)])
+        family = rng.integers(0, 4, n)
+        starts = rng.integers(-1, n, 12)
+        assert [a.tolist() for a in owners(parent, family, starts)] == list(_walk_owners(parent, family, starts))
 
 
 def test_launches_sharing_a_correlation_id_keep_one_and_say_so(tmp_path):

@@ -79,19 +79,36 @@ def owners(parent: np.ndarray, family: np.ndarray, starts: np.ndarray) -> tuple[
     innermost attention op beneath it (its backend; -1 when not attention). Walking up the
     parents: the outermost attention op owns everything beneath it, so SDPA owns its backend op,
     unless the innermost one is a decomposed backend (math), whose GEMMs and softmax are charged
-    to themselves; otherwise the nearest modelled op owns it."""
-    cur = starts.copy() if len(family) else np.full(len(starts), -1)
-    nearest, inner, outer = (np.full(len(starts), -1) for _ in range(3))
-    if not len(family):
-        return nearest, inner
-    while (live := cur >= 0).any():
-        f = np.where(live, family[np.maximum(cur, 0)], 0)
-        nearest = np.where((nearest < 0) & (f == MODEL), cur, nearest)
-        inner = np.where((inner < 0) & (f != MODEL) & (f > 0), cur, inner)
-        outer = np.where((f == ATTENTION) | (f == DECOMPOSED), cur, outer)
-        cur = np.where(live, parent[np.maximum(cur, 0)], -1)
+    to themselves; otherwise the nearest modelled op owns it. (Found for every op at once by
+    pointer jumping, in log2(depth) passes: a chain of ops a million deep costs 20, not a million.)"""
+    none = np.full(len(starts), -1)
+    if not len(family) or not len(starts):
+        return none, none
+    nearest = _first_up(parent, family == MODEL)
+    attention = (family == ATTENTION) | (family == DECOMPOSED)
+    inner = _first_up(parent, attention)
+    above = np.where(attention & (parent >= 0), inner[np.maximum(parent, 0)], -1)  # the next one up
+    outer = _last(np.where(above >= 0, above, np.arange(len(parent))))
+    at = np.maximum(starts, 0)
+    nearest, inner = np.where(starts >= 0, nearest[at], -1), np.where(starts >= 0, inner[at], -1)
+    outer = np.where(inner >= 0, outer[np.maximum(inner, 0)], -1)
     fused = (outer >= 0) & (family[np.maximum(inner, 0)] != DECOMPOSED)
     return np.where(fused, outer, nearest), np.where(fused, inner, -1)
+
+
+def _first_up(parent: np.ndarray, marked: np.ndarray) -> np.ndarray:
+    """For each op, the nearest of itself and its ancestors that is `marked`, or -1."""
+    step = np.where(marked, np.arange(len(parent)), parent)  # a marked op, or -1, stays put
+    return _last(step)
+
+
+def _last(step: np.ndarray) -> np.ndarray:
+    """Where following `step` from each index ends (a fixed point, or -1), by repeated squaring."""
+    while True:
+        ahead = np.where(step >= 0, step[np.maximum(step, 0)], -1)
+        if np.array_equal(ahead, step):
+            return step
+        step = ahead
 
 
 def _tree(store, run_id: str) -> dict:
