@@ -211,3 +211,21 @@ def test_a_bom_before_an_object_or_an_array_is_accepted(tmp_path, top):
     event = b'{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":1}'
     result = Store(tmp_path / "s.duckdb").ingest(b"\xef\xbb\xbf" + top % event, "bom.json")
     assert result.kernels == 1
+
+
+def test_the_op_enclosing_a_launch_by_binary_lifting_matches_the_walk_up():
+    from profiler.analysis.op_costs import _enclosing
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        n = int(rng.integers(1, 40))
+        parent = np.array([int(rng.integers(-1, i)) if i else -1 for i in range(n)])
+        end = rng.integers(0, 60, n)
+        ops, at = rng.integers(0, n, 10), rng.integers(0, 70, 10)
+        walked = []
+        for op, t in zip(ops.tolist(), at.tolist()):
+            while op >= 0 and end[op] < t:
+                op = parent[op]
+            walked.append(op)
+        assert _enclosing(parent, end, ops, at).tolist() == walked
+    chain = np.arange(1_000_000) - 1  # a million deep: the walk took a million steps
+    assert _enclosing(chain, 2_000_000 - np.arange(1_000_000), np.array([999_999]), np.array([1_999_999])).tolist() == [1]

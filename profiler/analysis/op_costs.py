@@ -149,11 +149,25 @@ def launching_ops(tree, work) -> np.ndarray:
     ok = launch_in_op(tree, work)
     cur = np.where(ok, ext, np.asarray(work["before_op_id"]))
     need = ~ok & (cur >= 0) & (at >= 0)
-    while need.any():
-        need &= end[np.maximum(cur, 0)] < at
-        cur = np.where(need, parent[np.maximum(cur, 0)], cur)
-        need &= cur >= 0
+    if need.any():
+        cur[need] = _enclosing(parent, end, cur[need], at[need])
     return np.where(ok | (at >= 0), cur, -1)
+
+
+def _enclosing(parent: np.ndarray, end: np.ndarray, ops: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """For each op, the first of it and its ancestors that ends at or after `at`, or -1. By binary
+    lifting: level k holds each op's 2^k-th ancestor and the latest end among it and the 2^k - 1
+    above it, so a walk of d parents takes log2(d) steps, not d (a chain of ops a million deep)."""
+    levels = [(parent, end)]
+    while (levels[-1][0] >= 0).any() and len(levels) < 64:
+        up, reach = levels[-1]
+        above = np.maximum(up, 0)
+        levels.append((np.where(up >= 0, up[above], -1), np.where(up >= 0, np.maximum(reach, reach[above]), reach)))
+    cur = ops.copy()
+    for up, reach in reversed(levels):  # skip each block of ops that all end before the call
+        skip = (cur >= 0) & (reach[np.maximum(cur, 0)] < at)
+        cur = np.where(skip, up[np.maximum(cur, 0)], cur)
+    return cur
 
 
 def ops_before(store, run_id: str, work: dict, need: np.ndarray) -> np.ndarray:
