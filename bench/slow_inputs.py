@@ -5,9 +5,10 @@ ids, a gzip of more tiny events than a trace may hold, an inflating zip member.
    one timestamp, one chain nested n deep, one lane per op; n = 100k .. 1M. Target: 1M in seconds.
    `--before COMMIT` also times that commit's nesting.py (read with git show) where it finishes.
 2. The command line on generated gzip traces (a fresh process each; seconds inside main() and the
-   process's peak memory, VmHWM): ingest of 1M ops side by side (a baseline), at one timestamp and 1M deep; 3,000 and
-   20,000 launches and kernels of one correlation id, then `ops` and `compare` on them; 21M tiny
-   events (refused); a job zip whose member inflates 1,000x (refused). Target: each < 5 s, < 1 GB.
+   process's peak memory, VmHWM): ingest of 1M ops side by side (a baseline), 1M at one timestamp
+   and 1M deep; 3,000 and 20,000 launches and kernels of one correlation id; `ops` on the deep run
+   and on the 20,000 one; `compare` 3,000 vs 20,000; 21M tiny events (refused); a job zip whose
+   member inflates 1,000x (refused). Target: each < 5 s, < 1 GB.
 
 Usage: python bench/slow_inputs.py [--before 2e5ec68] [--write-results]
 """
@@ -108,6 +109,8 @@ def command_line() -> list[tuple[str, str, dict]]:
                       ("corr20k", "ingest 20,000 launches + 20,000 kernels of one correlation id")):
         rows.append((what, size[key], probe("ingest", str(made[key]), "--db", db)))
     runs = {k: rows[i][2]["line"].split()[0] for i, k in ((3, "corr3k"), (4, "corr20k"))}
+    deep = rows[2][2]["line"].split()[0]
+    rows.append(("`ops` on the 1M-deep run (a kernel under the innermost op)", "", probe("ops", deep, "--db", db)))
     rows.append(("`ops` on the 20,000 run", "", probe("ops", runs["corr20k"], "--db", db)))
     rows.append(("`compare` 3,000 vs 20,000", "", probe("compare", runs["corr3k"], runs["corr20k"], "--db", db)))
     rows.append(("ingest 21M tiny events (refused)", size["tiny"], probe("ingest", str(made["tiny"]), "--db", db)))
@@ -156,7 +159,7 @@ def main() -> None:
 |---|---:|---:|---:|---:|---:|---|
 {cli_rows}
 
-Before (issue 22): 100k ops at one timestamp 7.7 s, 200k 17 s, 400k 92 s, 1M killed at 150 s; 3,000 × 3,000 of one id: `ops` 10 s and 2.3 GB, `compare` killed at 2.8 GB; 21M tiny events refused after 49.5 s at 2.6 GB; the 5 GiB zip member extracted before refusal.
+Before (issue 22, and this branch's own first measurements): `ops` on the 1M-deep run with its kernel 140 s wall (19 s CPU, on a loaded machine); 100k ops at one timestamp 7.7 s, 200k 17 s, 400k 92 s, 1M killed at 150 s; 3,000 × 3,000 of one id: `ops` 10 s and 2.3 GB, `compare` killed at 2.8 GB; 21M tiny events refused after 49.5 s at 2.6 GB; the 5 GiB zip member extracted before refusal.
 """
     print(text)
     if args.write_results:
