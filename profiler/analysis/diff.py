@@ -9,6 +9,7 @@ the diff shows what one run does that the other does not.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from difflib import SequenceMatcher
 
 import pandas as pd
@@ -16,6 +17,9 @@ import pandas as pd
 from profiler.analysis.counters import COUNTER_COLUMNS
 
 FULL_DP_CELLS = 250_000   # above this, align only the stretches between common blocks
+# SequenceMatcher's work grows with the pairs of equal elements (two runs of 20,000 launches of one
+# kernel: 4e8 pairs, minutes); above this many, only the common ends are matched
+MATCH_PAIRS = 5_000_000
 GENERIC = {"Kernel", "Kernel2", "device_kernel", "elementwise_kernel", "vectorized_elementwise_kernel",
            "unrolled_elementwise_kernel", "reduce_kernel", "index_elementwise_kernel",
            "elementwise_kernel_with_index", "multi_tensor_apply_kernel"}
@@ -70,10 +74,14 @@ def align(a: list[str], b: list[str]) -> list[tuple[int | None, int | None]]:
 
     Matches and substitutions pair an i with a j; an equal pair costs 0, a gap 1, a substitution
     `substitution_cost` (1 between kernels, 2 between a copy and a kernel).
-    Long sequences are first split at SequenceMatcher's common blocks (exact inside each gap).
+    Long sequences are first split at SequenceMatcher's common blocks (exact inside each gap);
+    those with more than MATCH_PAIRS pairs of equal elements at their common start and end.
     """
     if len(a) * len(b) <= FULL_DP_CELLS:
         return _levenshtein(a, b, 0, 0)
+    counts = Counter(b)
+    if sum(counts[x] * n for x, n in Counter(a).items()) > MATCH_PAIRS:
+        return _common_ends(a, b)
     pairs: list[tuple[int | None, int | None]] = []
     i = j = 0
     for block in SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks():
@@ -81,6 +89,19 @@ def align(a: list[str], b: list[str]) -> list[tuple[int | None, int | None]]:
         pairs += [(block.a + k, block.b + k) for k in range(block.size)]
         i, j = block.a + block.size, block.b + block.size
     return pairs
+
+
+def _common_ends(a: list[str], b: list[str]) -> list[tuple[int | None, int | None]]:
+    """The common start and end of two sequences matched, the rest between them as one gap."""
+    start = 0
+    while start < min(len(a), len(b)) and a[start] == b[start]:
+        start += 1
+    end = 0
+    while end < min(len(a), len(b)) - start and a[-1 - end] == b[-1 - end]:
+        end += 1
+    middle = _gap(a[start:len(a) - end], b[start:len(b) - end], start, start)
+    tail = [(len(a) - end + k, len(b) - end + k) for k in range(end)]
+    return [(k, k) for k in range(start)] + middle + tail
 
 
 def _gap(a: list[str], b: list[str], i0: int, j0: int) -> list[tuple[int | None, int | None]]:
@@ -135,16 +156,17 @@ def align_kernel_sequences(seq_a: pd.DataFrame, seq_b: pd.DataFrame) -> pd.DataF
     `queries.kernel_sequence` returns) by family. One row per slot: slot, seq_a, name_a,
     dur_us_a, seq_b, name_b, dur_us_b, family, status ('same' | 'same family' | 'replaced' |
     'only in a' | 'only in b')."""
-    a, b = seq_a.reset_index(drop=True), seq_b.reset_index(drop=True)
-    fam_a, fam_b = [kernel_family(n) for n in a["name"]], [kernel_family(n) for n in b["name"]]
+    cols = ["seq", "name", "dur_us"]
+    a, b = (list(zip(*(df[c].tolist() for c in cols))) for df in (seq_a, seq_b))  # rows as tuples: fast to index
+    fam_a, fam_b = [kernel_family(n) for n in seq_a["name"]], [kernel_family(n) for n in seq_b["name"]]
     rows = [_slot(k, a, b, fam_a, fam_b, i, j) for k, (i, j) in enumerate(align(fam_a, fam_b))]
     return pd.DataFrame(rows, columns=["slot", "seq_a", "name_a", "dur_us_a", "seq_b", "name_b",
                                        "dur_us_b", "family", "status"])
 
 
 def _slot(k, a, b, fam_a, fam_b, i, j) -> tuple:
-    left = (a.at[i, "seq"], a.at[i, "name"], a.at[i, "dur_us"]) if i is not None else (None,) * 3
-    right = (b.at[j, "seq"], b.at[j, "name"], b.at[j, "dur_us"]) if j is not None else (None,) * 3
+    left = a[i] if i is not None else (None,) * 3
+    right = b[j] if j is not None else (None,) * 3
     if i is None or j is None:
         status, family = ("only in b", fam_b[j]) if i is None else ("only in a", fam_a[i])
     elif fam_a[i] != fam_b[j]:

@@ -90,6 +90,7 @@ def _memory_findings(store, run_ids: list[str]) -> list:
     from profiler.analysis.findings import Finding  # findings calls this module; import at use
 
     summary = memory_summary(store, run_ids).set_index("run_id")
+    summary = summary[summary["peak_allocated_bytes"].notna()]  # events without totals say no peak
     labels = queries.run_labels(store, run_ids).set_index("run_id")["label"].to_dict()
     found = []
     if not summary.empty:

@@ -80,19 +80,36 @@ def owners(parent: np.ndarray, family: np.ndarray, starts: np.ndarray) -> tuple[
     innermost attention op beneath it (its backend; -1 when not attention). Walking up the
     parents: the outermost attention op owns everything beneath it, so SDPA owns its backend op,
     unless the innermost one is a decomposed backend (math), whose GEMMs and softmax are charged
-    to themselves; otherwise the nearest modelled op owns it."""
-    cur = starts.copy() if len(family) else np.full(len(starts), -1)
-    nearest, inner, outer = (np.full(len(starts), -1) for _ in range(3))
-    if not len(family):
-        return nearest, inner
-    while (live := cur >= 0).any():
-        f = np.where(live, family[np.maximum(cur, 0)], 0)
-        nearest = np.where((nearest < 0) & (f == MODEL), cur, nearest)
-        inner = np.where((inner < 0) & (f != MODEL) & (f > 0), cur, inner)
-        outer = np.where((f == ATTENTION) | (f == DECOMPOSED), cur, outer)
-        cur = np.where(live, parent[np.maximum(cur, 0)], -1)
+    to themselves; otherwise the nearest modelled op owns it. (Found for every op at once by
+    pointer jumping, in log2(depth) passes: a chain of ops a million deep costs 20, not a million.)"""
+    none = np.full(len(starts), -1)
+    if not len(family) or not len(starts):
+        return none, none
+    nearest = _first_up(parent, family == MODEL)
+    attention = (family == ATTENTION) | (family == DECOMPOSED)
+    inner = _first_up(parent, attention)
+    above = np.where(attention & (parent >= 0), inner[np.maximum(parent, 0)], -1)  # the next one up
+    outer = _last(np.where(above >= 0, above, np.arange(len(parent))))
+    at = np.maximum(starts, 0)
+    nearest, inner = np.where(starts >= 0, nearest[at], -1), np.where(starts >= 0, inner[at], -1)
+    outer = np.where(inner >= 0, outer[np.maximum(inner, 0)], -1)
     fused = (outer >= 0) & (family[np.maximum(inner, 0)] != DECOMPOSED)
     return np.where(fused, outer, nearest), np.where(fused, inner, -1)
+
+
+def _first_up(parent: np.ndarray, marked: np.ndarray) -> np.ndarray:
+    """For each op, the nearest of itself and its ancestors that is `marked`, or -1."""
+    step = np.where(marked, np.arange(len(parent)), parent)  # a marked op, or -1, stays put
+    return _last(step)
+
+
+def _last(step: np.ndarray) -> np.ndarray:
+    """Where following `step` from each index ends (a fixed point, or -1), by repeated squaring."""
+    while True:
+        ahead = np.where(step >= 0, step[np.maximum(step, 0)], -1)
+        if np.array_equal(ahead, step):
+            return step
+        step = ahead
 
 
 def _tree(store, run_id: str) -> dict:
@@ -133,11 +150,25 @@ def launching_ops(tree, work) -> np.ndarray:
     ok = launch_in_op(tree, work)
     cur = np.where(ok, ext, np.asarray(work["before_op_id"]))
     need = ~ok & (cur >= 0) & (at >= 0)
-    while need.any():
-        need &= end[np.maximum(cur, 0)] < at
-        cur = np.where(need, parent[np.maximum(cur, 0)], cur)
-        need &= cur >= 0
+    if need.any():
+        cur[need] = _enclosing(parent, end, cur[need], at[need])
     return np.where(ok | (at >= 0), cur, -1)
+
+
+def _enclosing(parent: np.ndarray, end: np.ndarray, ops: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """For each op, the first of it and its ancestors that ends at or after `at`, or -1. By binary
+    lifting: level k holds each op's 2^k-th ancestor and the latest end among it and the 2^k - 1
+    above it, so a walk of d parents takes log2(d) steps, not d (a chain of ops a million deep)."""
+    levels = [(parent, end)]
+    while (levels[-1][0] >= 0).any() and len(levels) < 64:
+        up, reach = levels[-1]
+        above = np.maximum(up, 0)
+        levels.append((np.where(up >= 0, up[above], -1), np.where(up >= 0, np.maximum(reach, reach[above]), reach)))
+    cur = ops.copy()
+    for up, reach in reversed(levels):  # skip each block of ops that all end before the call
+        skip = (cur >= 0) & (reach[np.maximum(cur, 0)] < at)
+        cur = np.where(skip, up[np.maximum(cur, 0)], cur)
+    return cur
 
 
 def ops_before(store, run_id: str, work: dict, need: np.ndarray) -> np.ndarray:

@@ -66,12 +66,21 @@ def _lookup(store: Store, args: argparse.Namespace) -> tuple[str, list[dict], li
         return run_id, table, unmodelled.unmodelled(db, run_id) if wanted else []
 
 
+def _is_file(path: Path) -> bool:
+    """Whether `path` is a file; True for a path the system refuses (a name over 255 bytes), so
+    that the read-only open names the problem."""
+    try:
+        return path.is_file()
+    except OSError:
+        return True
+
+
 def run(args: argparse.Namespace) -> int:
     from profiler.analysis import unmodelled
 
     path = Path(args.db or default_db_path())
     try:  # read-only skips the schema upkeep of a read-write open (~0.15 s on the bench store)
-        run_id, table, missing = _lookup(Store(path, read_only=path.is_file()), args)
+        run_id, table, missing = _lookup(Store(path, read_only=_is_file(path)), args)
     except StoreOutdatedError:  # an older store is opened read-write, as before, and migrated
         run_id, table, missing = _lookup(Store(path), args)
     if args.json:

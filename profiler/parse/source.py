@@ -8,6 +8,7 @@ import gzip
 import hashlib
 import io
 import os
+import stat
 import threading
 import zlib
 from collections.abc import Callable, Iterator
@@ -31,7 +32,20 @@ class Chunks:
         self.name, self.max_bytes, self.progress = name, max_bytes, progress
         self.sha = hashlib.sha256()
         self.size = 0
+        self.src = src
+        self.position = 0  # bytes of the source (compressed, if gzip) read up to the last chunk yielded
+        self.consumed = 0  # decompressed bytes yielded
         self._raw, self._total, self._owned = open_raw(src, name)
+
+    @property
+    def total(self) -> int:
+        """The source's size in bytes (compressed, if gzip), or 0 when unknown."""
+        return self._total
+
+    @property
+    def reopenable(self) -> bool:
+        """Whether the source can be read again from its start (a path or bytes)."""
+        return isinstance(self.src, (str, os.PathLike, bytes, bytearray, memoryview))
 
     def __iter__(self) -> Iterator[bytes]:
         """Chunks are read, decompressed and hashed on a helper thread (zlib and hashlib release
@@ -45,6 +59,7 @@ class Chunks:
                 if isinstance(item, BaseException):
                     raise item
                 chunk, position = item
+                self.position, self.consumed = position, self.consumed + len(chunk)
                 self._report(position)
                 yield chunk
         finally:
@@ -104,15 +119,25 @@ def open_raw(src: Source, name: str) -> tuple[io.BufferedReader, int, bool]:
     if isinstance(src, (bytes, bytearray, memoryview)):
         return io.BufferedReader(io.BytesIO(bytes(src))), len(src), True
     if isinstance(src, (str, os.PathLike)):
-        try:
-            return open(src, "rb"), os.path.getsize(src), True  # noqa: SIM115 - closed by _Chunks
-        except OSError as e:
-            raise errors.TraceError(name, f"cannot be read ({e.strerror or e})") from e
+        return open_file(src, name), os.path.getsize(src), True
     if not hasattr(src, "read"):
         raise errors.TraceError(name, f"is not a path, bytes or a binary file (got {type(src).__name__})")
     total = getattr(src, "size", None)
     reader = src if hasattr(src, "peek") else io.BufferedReader(_ReadOnly(src))
     return reader, total or 0, False  # type: ignore[return-value]
+
+
+def open_file(path: str | os.PathLike, name: str) -> io.BufferedReader:
+    """A regular file opened for reading. Opened without blocking, then checked: a FIFO (which
+    would wait forever for a writer), a device or a folder is refused in one line."""
+    try:
+        f = open(path, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NONBLOCK))  # noqa: SIM115
+    except OSError as e:
+        raise errors.TraceError(name, f"cannot be read ({e.strerror or e})") from e
+    if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+        f.close()
+        raise errors.TraceError(name, "is not a regular file (a pipe, device or folder): only files are read")
+    return f
 
 
 class _ReadOnly(io.RawIOBase):

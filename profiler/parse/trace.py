@@ -104,7 +104,7 @@ def _array_start(buf: bytes, name: str, searched: int) -> tuple[bytes, int] | No
             continue
         if buf[match.end():match.end() + 1] != b"[":
             raise errors.NotATraceError(name, "has a traceEvents key that is not a list")
-        return buf[: match.end()], match.end() + 1
+        return buf[offset:match.end()], match.end() + 1  # the header without a leading BOM
     if len(buf) > HEADER_SEARCH_BYTES:
         raise errors.NotATraceError(name, "has no traceEvents list near its start")
     return None
@@ -158,6 +158,8 @@ class TraceReader:
         self._scanner: scan.Scanner | None = None
         self._scanned = 0
         self._close = -1  # offset in the buffer of the bracket that closes the events array, once seen
+        self._counted = False  # whether the events were counted ahead (see _count_ahead)
+        self._seen = (0, 0)  # (source position, decompressed bytes) at the last cut
         self.summary: TraceSummary | None = None
         # whether the first events decoded were read with exact (text) timestamps; with `exact`
         # (at the end), what a reader of one chunk of a file reports (profiler/parse/split.py)
@@ -179,6 +181,7 @@ class TraceReader:
                         f"after event {self._events:,} (an event that large, or padding, is refused)")
                 continue
             events, end = cut
+            self._count_ahead(len(events), end + 1, len(buf))
             del buf[:end + 1]
             yield self._rows(events)
         yield self._rows(self._last(buf, prefix))
@@ -195,6 +198,25 @@ class TraceReader:
     def skip_counts(self) -> tuple[dict[str, int], int]:
         """Events skipped so far by reason, and names cut short."""
         return dict(self._reasons), self._truncated
+
+    def _count_ahead(self, events: int, nbytes: int, buffered: int) -> None:
+        """Before a piece's rows are built: when the events still to come, judged by this piece's
+        events per byte and the bytes left (by the compression ratio of the last stretch read),
+        could take the trace past MAX_EVENTS, count them all first in a pass that builds nothing,
+        and refuse the trace at once if there are too many (a 2 MB gzip of 21 M tiny events took
+        minutes and GBs to refuse once their rows were built). Never for typical traces, whose
+        events are hundreds of bytes each; once at most per trace."""
+        chunks = self._chunks
+        position, consumed = chunks.position, chunks.consumed
+        read, made = position - self._seen[0], consumed - self._seen[1]
+        self._seen = (position, consumed)
+        if self._counted or not chunks.reopenable or not chunks.total or read <= 0:
+            return
+        left = (chunks.total - position) * made / read + buffered
+        if self._events + events * (1 + left / max(nbytes, 1)) <= MAX_EVENTS:
+            return
+        self._counted = True
+        _EventCounter(chunks.src, self.name, max_bytes=chunks.max_bytes).count()
 
     def _find_events(self, chunks: Iterator[bytes]) -> tuple[bytes, bytes]:
         buf, searched = b"", 0
@@ -390,6 +412,39 @@ class TraceReader:
             self._skip(len(ts) - len(keep), "start time missing or out of range")
             evs, ts = [evs[i] for i in keep], [ts[i] for i in keep]
         return evs, ts
+
+
+class _Object(msgspec.Struct, gc=False):
+    """Any JSON object, its fields skipped."""
+
+
+_OBJECTS = msgspec.json.Decoder(list[_Object])
+
+
+class _EventCounter(TraceReader):
+    """Counts a trace's events without building rows: each piece is decoded only into raw values."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._counted = True
+
+    def count(self) -> int:
+        for _ in self.batches():
+            pass
+        return self._events
+
+    def _decode(self, body: bytes | bytearray) -> list:
+        data = b"[" + body + b"]"
+        try:
+            return _OBJECTS.decode(data)  # objects skipped field by field: twice as fast as raw values
+        except msgspec.ValidationError:
+            return _RAW_LIST.decode(data)
+
+    def _rows(self, events: list) -> Batch:
+        self._events += len(events)
+        if self._events > MAX_EVENTS:
+            raise errors.TraceTooLargeError(self.name, f"has more than {MAX_EVENTS:,} events")
+        return {}
 
 
 def skip_notes(reasons: dict[str, int], truncated: int) -> tuple[str, ...]:

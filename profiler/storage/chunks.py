@@ -65,6 +65,7 @@ class ChunkResult:
     peak_rss: int
     start_rss: int
     tables: list[str] = field(default_factory=list)
+    cut: dict[str, int] = field(default_factory=dict)  # text values cut at 64 KiB, per table.column
 
 
 def parts(size: int, total: int, workers: int, chunk_bytes: int | None = None) -> int:
@@ -185,7 +186,7 @@ def parse_chunk(fp: FilePlan, k: int, base: str, key: str, keep_python: bool = F
             k, folder, reader.summary.events, reader.summary.skipped, reasons, truncated,
             staged["ops"].num_rows, reader.exact_at_start,
             reader.exact, dict(staging.missing), reader.summary.header if last else None,
-            time.perf_counter() - started, peak_rss(), start_rss, tables)
+            time.perf_counter() - started, peak_rss(), start_rss, tables, dict(staging.cut))
     except (errors.TraceError, OSError) as e:
         return e if isinstance(e, errors.TraceError) else errors.TraceError(Path(fp.file).name, f"chunk {k}: {e}")
 
@@ -218,6 +219,8 @@ def load(fp: FilePlan, results: list[ChunkResult], base: str) -> tuple[trace.Tra
         ops_before += r.ops
         for key, n in r.missing.items():
             staging.missing[key] = staging.missing.get(key, 0) + n
+        for key, n in r.cut.items():
+            staging.cut[key] = staging.cut.get(key, 0) + n
     reasons: dict[str, int] = {}
     for r in results:
         for why, n in r.reasons.items():

@@ -159,8 +159,10 @@ def trace_files(paths: Iterable[str | os.PathLike], unpack_dir: str | None = Non
             found += sorted(p for p in item.iterdir() if p.is_file() and p.name.endswith(TRACE_SUFFIXES))
         elif item.suffix == ".zip":
             found += unzip(item, unpack_dir or tempfile.mkdtemp(prefix="job-"))
-        elif item.exists():
+        elif item.is_file():
             found.append(item)
+        elif item.exists():
+            raise JobError(f"{item.name}: not a regular file (a pipe or device): only files are read")
         else:
             raise JobError(f"{item}: no such file or directory")
     if not found:
@@ -170,10 +172,16 @@ def trace_files(paths: Iterable[str | os.PathLike], unpack_dir: str | None = Non
 
 def unzip(archive: str | os.PathLike, into: str | os.PathLike) -> list[Path]:
     """The trace members of a zip archive, extracted flat into `into` (member names are data:
-    only their base names are used, so nothing lands outside `into`)."""
+    only their base names are used, so nothing lands outside `into`). Every member's declared
+    size is checked before anything is extracted (profiler/storage/unpack.py)."""
+    from profiler.storage import unpack
+
     out: list[Path] = []
     try:
         with zipfile.ZipFile(archive) as zf:
+            for info in zf.infolist():
+                if (why := unpack.refusal(info)) is not None:
+                    raise JobError(f"{Path(archive).name}: {why}; nothing was extracted")
             for info in zf.infolist():
                 base = Path(info.filename).name
                 if info.is_dir() or not base.endswith(TRACE_SUFFIXES) or base.startswith("."):

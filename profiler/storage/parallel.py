@@ -16,14 +16,16 @@ running cluster instead, whose nodes need this package importable and the job di
 """
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import resource
 import shutil
 import signal
+import socket
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -33,6 +35,8 @@ from profiler.storage import chunks, jobs, metrics
 
 RAY_ADDRESS_ENV = "PROFILER_RAY_ADDRESS"
 START_ATTEMPTS = 3
+RAY_CONNECT_TIMEOUT_S = 5.0  # a cluster address must take a connection within this
+RAY_CONNECT_ATTEMPTS = 3
 ENGINES = ("ray", "processes", "in-process")
 RANK_TASK_THREADS = 4
 _ROOT = Path(__file__).resolve().parents[2]
@@ -332,6 +336,11 @@ class _Processes:
 def start_ray(workers: int | None = None, address: str | None = None):
     """The `ray` module, connected: to `address` / $PROFILER_RAY_ADDRESS when given, else to a
     local cluster of `workers` CPUs (default: one per core). An existing connection is reused."""
+    address = address or os.environ.get(RAY_ADDRESS_ENV)
+    if address:
+        _reachable(address)
+        # a port that answers but is no Ray cluster: Ray tries ~1 s per attempt, 20 by default
+        os.environ.setdefault("RAY_NUM_REDIS_GET_RETRIES", str(RAY_CONNECT_ATTEMPTS))
     try:
         import ray
     except ImportError as e:
@@ -339,11 +348,11 @@ def start_ray(workers: int | None = None, address: str | None = None):
                             "--in-process parses the files one after the other without it") from e
     if ray.is_initialized():
         return ray
-    address = address or os.environ.get(RAY_ADDRESS_ENV)
     for attempt in range(1, START_ATTEMPTS + 1):
         try:
             if address:
-                ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+                with _quiet_fd(2):  # Ray's C++ client logs each failed attempt straight to stderr
+                    ray.init(address=address, logging_level="ERROR", log_to_driver=False)
             else:
                 ray.init(num_cpus=workers or os.cpu_count(), include_dashboard=False, logging_level="ERROR",
                          log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": _worker_path()}})
@@ -355,6 +364,33 @@ def start_ray(workers: int | None = None, address: str | None = None):
                 where = f" at {address}" if address else ""
                 raise jobs.JobError(f"cannot start or reach the Ray cluster{where}: {e}") from e
     return ray
+
+
+def _reachable(address: str, timeout_s: float = RAY_CONNECT_TIMEOUT_S) -> None:
+    """Refuse, in one line, a cluster address whose host and port take no connection within
+    `timeout_s` (Ray itself retried 127.0.0.1:1 for over a minute). 'auto' and 'local' pass."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        return  # not host:port ('auto', 'local'): Ray reads it
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except (OSError, ValueError, OverflowError) as e:
+        reason = "timed out" if isinstance(e, TimeoutError) else (getattr(e, "strerror", None) or str(e))
+        raise jobs.JobError(f"cannot reach the Ray cluster at {address} ({reason}); "
+                            "nothing of the job was stored") from None
+
+
+@contextlib.contextmanager
+def _quiet_fd(fd: int) -> Iterator[None]:
+    """Output written to file descriptor `fd` (by this process's C++ code too) is dropped."""
+    saved = os.dup(fd)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), fd)
+        yield
+    finally:
+        os.dup2(saved, fd)
+        os.close(saved)
 
 
 def _worker_path() -> str:

@@ -70,6 +70,26 @@ def _array(values: list, kind: pa.DataType) -> tuple[pa.Array, int]:
     return pa.array(coerced, type=kind), bad
 
 
+def _cut_text(array: pa.Array) -> tuple[pa.Array, int]:
+    """A text column with every value longer than trace.MAX_NAME_CHARS cut there and marked (as
+    the reader cuts event names: lane names, pid / tid strings and text args too), and how many
+    values were cut."""
+    if pa.types.is_dictionary(array.type):
+        words, cut = _cut_text(array.dictionary)
+        if not cut:
+            return array, 0
+        long = pc.greater(pc.utf8_length(array.dictionary), trace.MAX_NAME_CHARS).take(array.indices)
+        return pa.DictionaryArray.from_arrays(array.indices, words), pc.sum(long).as_py() or 0
+    if not pa.types.is_string(array.type) or not len(array):
+        return array, 0
+    lengths = pc.utf8_length(array)
+    if (pc.max(lengths).as_py() or 0) <= trace.MAX_NAME_CHARS:
+        return array, 0
+    long = pc.fill_null(pc.greater(lengths, trace.MAX_NAME_CHARS), False)
+    short = pc.binary_join_element_wise(pc.utf8_slice_codeunits(array, 0, trace.MAX_NAME_CHARS), trace.TRUNCATED, "")
+    return pc.if_else(long, short, array), pc.sum(long).as_py()
+
+
 def _coerce(value: Any, kind: pa.DataType) -> Any:
     if value is None:
         return None
@@ -113,6 +133,8 @@ class Staging:
         self._batches: dict[str, list[pa.RecordBatch]] = {table: [] for table in SCHEMAS}
         self.tables: dict[str, pa.Table] = {}
         self.missing: dict[str, int] = {}  # "table.column" -> values that became missing
+        self.cut: dict[str, int] = {}  # "table.column" -> text values cut at trace.MAX_NAME_CHARS
+        self.shared_correlation = 0  # launch calls whose correlation id an earlier call had: unlinked
 
     def add(self, batch: trace.Batch) -> None:
         for table, columns in batch.items():
@@ -120,9 +142,12 @@ class Staging:
             arrays = []
             for f in schema:
                 array, bad = _array(columns[f.name], f.type)
+                array, cut = _cut_text(array)
+                key = f"{table}.{f.name}"
                 if bad:
-                    key = f"{table}.{f.name}"
                     self.missing[key] = self.missing.get(key, 0) + bad
+                if cut:
+                    self.cut[key] = self.cut.get(key, 0) + cut
                 arrays.append(array)
             self._batches[table].append(pa.RecordBatch.from_arrays(arrays, schema=schema))
 
@@ -137,8 +162,14 @@ class Staging:
     def notes(self) -> list[str]:
         """One line per column with values that could not be stored, e.g. '2 values of
         kernels.grid_x out of range or not numbers: stored as missing'."""
-        return [f"{n:,} value{'s' * (n != 1)} of {key} out of range or not numbers: stored as missing"
-                for key, n in self.missing.items()]
+        notes = [f"{n:,} value{'s' * (n != 1)} of {key} out of range or not numbers: stored as missing"
+                 for key, n in self.missing.items()]
+        notes += [f"{n:,} value{'s' * (n != 1)} of {key} longer than {trace.MAX_NAME_CHARS >> 10} KiB cut short"
+                  for key, n in self.cut.items()]
+        if n := self.shared_correlation:
+            notes.append(f"{n:,} launch call{'s' * (n != 1)} repeating an earlier call's correlation id: "
+                         "stored without it (one launch per id)")
+        return notes
 
     def finish(self) -> Span:
         """Assemble the tables, nest the ops, and return the trace's time span."""
@@ -146,6 +177,7 @@ class Staging:
             self.tables[table] = pa.Table.from_batches(batches, schema=SCHEMAS[table])
         self._batches.clear()
         self.tables["ops"] = self._nest_ops(self.tables["ops"])
+        self.tables["launches"] = self._one_launch_per_correlation(self.tables["launches"])
         memory = self.tables["memory"]  # event_idx: the order in the file (ties in time stay ordered)
         memory = memory.append_column("event_idx", pa.array(np.arange(memory.num_rows)))
         self.tables["memory"] = memory.append_column("op_id", self._makers(self.tables["ops"], memory))
@@ -172,6 +204,22 @@ class Staging:
             array = pa.array(column, mask=column < 0) if name == "parent_id" else pa.array(column)
             ops = ops.append_column(name, array)
         return ops
+
+    def _one_launch_per_correlation(self, launches: pa.Table) -> pa.Table:
+        """Launches with their correlation id kept on the first call (by start, then file order)
+        of each id and cleared on the others (counted): a kernel links to one launch, so that
+        joins on correlation never multiply (3,000 calls and 3,000 kernels of one id were 9 M rows)."""
+        ids = launches["correlation"].combine_chunks()
+        if ids.null_count == len(ids) or pc.count_distinct(ids).as_py() == len(ids) - ids.null_count:
+            return launches
+        codes = _codes(launches["correlation"])
+        order = np.lexsort((np.arange(len(ids)), _numpy(launches["ts_ns"]), codes))
+        codes = codes[order]
+        repeat = np.zeros(len(ids), dtype=bool)
+        repeat[order[1:]] = (codes[1:] == codes[:-1]) & (codes[1:] >= 0)
+        self.shared_correlation += int(repeat.sum())
+        index = launches.schema.get_field_index("correlation")
+        return launches.set_column(index, "correlation", pc.if_else(pa.array(repeat), pa.nulls(len(ids), pa.uint64()), ids))
 
     @staticmethod
     def _makers(ops: pa.Table, memory: pa.Table) -> pa.Array:

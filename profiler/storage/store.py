@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
 import os
 import re
 import threading
@@ -169,6 +170,12 @@ class Store:
 
     def _open(self) -> duckdb.DuckDBPyConnection:
         if self.read_only:
+            try:
+                self.path.stat()
+            except OSError as e:  # missing, or a path the system refuses (a name over 255 bytes)
+                if e.errno == errno.ENOENT:
+                    raise errors.StoreError(f"There is no store at {self.path}; ingest a trace into it first.") from e
+                raise errors.StoreError(f"{self.label} cannot be opened: {e.strerror or e}.") from e
             if not self.path.is_file():
                 raise errors.StoreError(f"There is no store at {self.path}; ingest a trace into it first.")
         else:
