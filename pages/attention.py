@@ -55,7 +55,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
             st.info("No attention op or GEMM with recorded shapes launched GPU work in this run "
                     "(traces need record_shapes, or a captured run's shape).")
             continue
-        st.dataframe(rows, column_config=COLUMNS, column_order=list(COLUMNS), hide_index=True,
+        ui.table(rows, column_config=COLUMNS, column_order=list(COLUMNS), hide_index=True,
                      width="stretch", placeholder="—")
         ui.csv_download(rows, f"attention-{run}")
     st.subheader("Roofline", divider="gray")
@@ -67,6 +67,6 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         ops = op_costs.ops_table(store, runs) if per_op else None
         st.altair_chart(charts.roofline_chart(roof, roofline.ceilings(roof), labels, ops), width="stretch")
         st.caption(f"Peaks: {'; '.join(sorted(set(roof['peak_source'].dropna())))}.")
-        st.dataframe(roof.assign(run=roof["run_id"].map(labels)), column_config=TOTALS,
+        ui.table(roof.assign(run=roof["run_id"].map(labels)), column_config=TOTALS,
                      column_order=list(TOTALS), hide_index=True)
     ui.copy_link(state)

@@ -71,16 +71,16 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         st.markdown(f"- iteration {s['iteration']}: rank **{s['slowest_rank']}** is slowest at "
                     f"{s['step_us']:,.1f} µs, {s['behind_us']:,.1f} µs behind the median rank "
                     f"({s['median_step_us']:,.1f} µs)")
-    st.dataframe(per_rank, column_config=RANK_COLUMNS, column_order=list(RANK_COLUMNS), hide_index=True)
+    ui.table(per_rank, column_config=RANK_COLUMNS, column_order=list(RANK_COLUMNS), hide_index=True)
     ui.csv_download(per_rank, f"job-{job}-ranks")
     st.subheader("Collectives across ranks", divider="gray")
     collectives = job_queries.collectives(store, job)
-    st.dataframe(collectives, column_config=COLLECTIVE_COLUMNS, column_order=list(COLLECTIVE_COLUMNS),
+    ui.table(collectives, column_config=COLLECTIVE_COLUMNS, column_order=list(COLLECTIVE_COLUMNS),
                  hide_index=True)
     st.subheader("Compare with another job", divider="gray")
     others = [n for n in names if n != job]
     other = st.selectbox("Other job", others, index=None, placeholder="pick a job") if others else None
     if other:
-        st.dataframe(job_queries.compare(store, job, other), hide_index=True)
+        ui.table(job_queries.compare(store, job, other), hide_index=True)
     elif not others:
         st.caption("Only one job in the store.")

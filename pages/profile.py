@@ -51,7 +51,7 @@ def availability_table(setting: Setting) -> list[str]:
     if skipped:
         st.markdown(f"**{len(skipped)} of {len(rows)} variants cannot run with these settings "
                     "here and will be skipped:**")
-        st.dataframe([{"variant": r.name, "why it is skipped": r.reason} for r in skipped],
+        ui.table([{"variant": r.name, "why it is skipped": r.reason} for r in skipped],
                      hide_index=True)
     return [r.name for r in rows if r.available]
 

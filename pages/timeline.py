@@ -67,7 +67,7 @@ def range_section(store, runs, labels, iteration, picked, state) -> None:
         st.rerun()
     stats = timeline_view.range_table(queries.timeline_range_stats(store, runs, iteration, picked),
                                       labels)
-    st.dataframe(stats, column_config=RANGE_COLUMNS, column_order=list(RANGE_COLUMNS),
+    ui.table(stats, column_config=RANGE_COLUMNS, column_order=list(RANGE_COLUMNS),
                  hide_index=True, width="stretch", height=320)
     ui.csv_download(stats, "timeline-range")
 

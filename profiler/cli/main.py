@@ -1,7 +1,8 @@
 """Command line: `python -m profiler {ingest,summary,variants,capture,compare,ops}`.
 
 Errors of this project are printed as one plain line (the file and the problem) and turn into a
-non-zero exit status; no traceback reaches the user.
+non-zero exit status (1 for a file given as the store that is not one); no traceback reaches the
+user. Control characters in what is printed (trace text) are shown escaped (cli/terminal.py).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import time
 from pathlib import Path
 
 from profiler import errors
+from profiler.cli import terminal
 from profiler.present.progress import ProgressBar
 from profiler.storage.store import Store, default_db_path
 
@@ -27,7 +29,7 @@ def _ingest(args: argparse.Namespace) -> int:
         bar = ProgressBar(Path(path).name, delay_s=1.0)
         try:
             result = store.ingest(path, progress=bar.update, keep_python=args.python_functions)
-        except errors.StoreLockedError:
+        except (errors.StoreLockedError, errors.NotAStoreError):
             bar.close()
             raise  # the same for every file that follows
         except errors.ProfilerError as e:
@@ -118,12 +120,17 @@ def _extensions() -> list:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    with terminal.printable_output():  # trace text never drives the terminal (cli/terminal.py)
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     try:
         return args.func(args)
     except errors.ProfilerError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return 1 if isinstance(e, errors.NotAStoreError) else 2
     except BrokenPipeError:  # output piped into `head` and the like
         return 0
     except KeyboardInterrupt:

@@ -24,7 +24,9 @@ Empty states and errors:
 Tables, files, captures:
     ``pick_rows(df, key, selected, id_col="run_id", **kw) -> tuple[str, ...]``  row-selectable
         ``st.dataframe`` pre-selected from ``selected``; the selected ids.
-    ``csv_download(df, name, label=...)``  ``name.csv`` download button.
+    ``table(df, **kw)``  ``st.dataframe`` with safe cells (no formula, no line break: its
+        toolbar downloads them); pages show every table through it.
+    ``csv_download(df, name, label=...)``  ``name.csv`` download button (cells made safe alike).
     ``ingest_files(files) -> list[IngestResult]``  one progress bar per upload, errors per file.
     ``upload_limit_mb() -> int``  the server's per-file upload limit.
     ``trace_download(run_id)``  download the run's original ``.json.gz`` (for Perfetto).
@@ -228,9 +230,17 @@ def csv_download(df: pd.DataFrame, name: str, label: str = "Download CSV") -> No
     """A button that downloads ``df`` as ``name.csv`` (no rerun on click; the CSV is written when
     the button is clicked, not on every script run)."""
     st.download_button(
-        label, lambda: markup.csv_cells(df).to_csv(index=False).encode(), file_name=f"{name}.csv", mime="text/csv",
+        markup.md(label), lambda: markup.to_csv(df), file_name=f"{name}.csv", mime="text/csv",
         key=f"csv-{name}", on_click="ignore", icon=":material/download:",
     )
+
+
+def table(data, **dataframe_kwargs):
+    """``st.dataframe`` of ``data`` with its text cells made safe (``markup.csv_cells``): the
+    table's own toolbar downloads the cells as they are handed over, so no cell may start a
+    formula or hold a line break. Pages show tables only through this (or ``pick_rows``)."""
+    frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
+    return st.dataframe(markup.csv_cells(frame), **dataframe_kwargs)
 
 
 def pick_rows(df: pd.DataFrame, key: str, selected: tuple[str, ...], id_col: str = "run_id",
@@ -239,7 +249,7 @@ def pick_rows(df: pd.DataFrame, key: str, selected: tuple[str, ...], id_col: str
     ids = list(df[id_col])
     default = {"selection": {"rows": [ids.index(r) for r in selected if r in ids]}}
     # the key follows the rows, so a stored selection never points at rows that moved
-    event = st.dataframe(df, key=f"{key}-{hash(tuple(ids))}", on_select="rerun",
+    event = table(df, key=f"{key}-{hash(tuple(ids))}", on_select="rerun",
                          selection_mode="multi-row", selection_default=default,
                          **dataframe_kwargs)
     picked = tuple(ids[i] for i in event.selection.rows if i < len(ids))
