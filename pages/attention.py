@@ -66,7 +66,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         per_op = st.toggle("One point per op (crosses)")
         ops = op_costs.ops_table(store, runs) if per_op else None
         st.altair_chart(charts.roofline_chart(roof, roofline.ceilings(roof), labels, ops), width="stretch")
-        st.caption(f"Peaks: {'; '.join(sorted(set(roof['peak_source'].dropna())))}.")
+        st.caption(markup.fmt("Peaks: {}.", "; ".join(sorted(set(roof["peak_source"].dropna())))))
         ui.table(roof.assign(run=roof["run_id"].map(labels)), column_config=TOTALS,
                      column_order=list(TOTALS), hide_index=True)
     ui.copy_link(state)

@@ -3,7 +3,7 @@ rank per iteration, how long collectives wait for the last rank; and two jobs co
 import streamlit as st
 
 from profiler.analysis import job_queries, queries
-from profiler.present import job_charts, ui
+from profiler.present import job_charts, markup, ui
 
 Col = st.column_config
 RANK_COLUMNS = {
@@ -57,10 +57,10 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         state = ui.update_view(state, filters=state.with_filter("job", job).filters)
     report = job_queries.job_report(store, job)
     with st.container(horizontal=True):
-        st.metric("world size", report["world_size"])
+        st.metric("world size", markup.md(report["world_size"]))
         st.metric("ranks present", len(report["ranks_present"]))
-        st.metric("ranks missing", ", ".join(map(str, report["ranks_missing"])) or "none")
-        st.metric("backend", report["backend"] or "not given")
+        st.metric("ranks missing", markup.md(", ".join(map(str, report["ranks_missing"])) or "none"))
+        st.metric("backend", markup.md(report["backend"] or "not given"))
     per_rank = job_queries.rank_iterations(store, job)
     if per_rank.empty:
         st.warning("These traces have no iteration windows to compare.")
@@ -68,9 +68,9 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     st.subheader("Where each rank's step goes", divider="gray")
     st.altair_chart(job_charts.rank_chart(per_rank))
     for s in report["slowest"]:
-        st.markdown(f"- iteration {s['iteration']}: rank **{s['slowest_rank']}** is slowest at "
-                    f"{s['step_us']:,.1f} µs, {s['behind_us']:,.1f} µs behind the median rank "
-                    f"({s['median_step_us']:,.1f} µs)")
+        st.markdown(markup.fmt("- iteration {}: rank **{}** is slowest at {:,.1f} µs, {:,.1f} µs behind "
+                               "the median rank ({:,.1f} µs)", s["iteration"], s["slowest_rank"],
+                               s["step_us"], s["behind_us"], s["median_step_us"]))
     ui.table(per_rank, column_config=RANK_COLUMNS, column_order=list(RANK_COLUMNS), hide_index=True)
     ui.csv_download(per_rank, f"job-{job}-ranks")
     st.subheader("Collectives across ranks", divider="gray")

@@ -76,8 +76,8 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     st.subheader("Largest blocks live at the peak", divider="gray")
     for run in summary["run_id"]:
         live = memory.live_at_peak(store, run)
-        with st.expander(f"{labels.get(run, run)}: {len(live)} block(s) allocated during the recording "
-                         f"and live at the peak", expanded=len(summary) <= 2):
+        with st.expander(markup.fmt("{}: {:,} block(s) allocated during the recording and live at the peak",
+                                    labels.get(run, run), len(live)), expanded=len(summary) <= 2):
             live = live.assign(size_mib=live["size_bytes"] / MIB)
             ui.table(live, column_config=LIVE_COLUMNS, column_order=list(LIVE_COLUMNS), hide_index=True)
             ui.csv_download(live, f"memory-live-{run}")

@@ -51,17 +51,17 @@ def window_buttons(window, extent):
              "Later ▶": lambda w: timeline_view.pan_window(w, extent, 0.5),
              "Whole iteration": lambda w: (0, extent)}
     for col, (label, move) in zip(cols, moves.items()):
-        if col.button(label, width="stretch"):
+        if col.button(markup.md(label), width="stretch"):
             window = move(window)
-    cols[-1].caption(f"Window {style.duration(window[0] / 1e3)} – {style.duration(window[1] / 1e3)}"
-                     f" of {style.duration(extent / 1e3)}")
+    cols[-1].caption(markup.fmt("Window {} – {} of {}", style.duration(window[0] / 1e3),
+                                style.duration(window[1] / 1e3), style.duration(extent / 1e3)))
     return window
 
 
 def range_section(store, runs, labels, iteration, picked, state) -> None:
     """Perfetto's area selection: what ran inside the dragged range, per run and name."""
-    st.subheader(f"Selected range {style.duration(picked[0] / 1e3)} – "
-                 f"{style.duration(picked[1] / 1e3)}", divider="gray")
+    st.subheader(markup.fmt("Selected range {} – {}", style.duration(picked[0] / 1e3),
+                            style.duration(picked[1] / 1e3)), divider="gray")
     if st.button("Zoom to the selected range"):
         ui.set_view(state.with_(window_ns=picked))
         st.rerun()

@@ -1,8 +1,7 @@
 """Upload: add PyTorch profiler (Kineto) Chrome traces to the store; each file becomes a run."""
 import streamlit as st
 
-from profiler.present import ui
-from profiler.present.job_charts import plain_md
+from profiler.present import markup, ui
 
 st.title("Upload traces")
 state = ui.view_state("upload")
@@ -30,10 +29,10 @@ if submitted and files and job.strip():
     stored = ui.ingest_job_upload(files, job.strip(), skip_bad)
     if stored:
         missing = ", ".join(map(str, stored.ranks_missing)) or "none"
-        st.success(f"Job {plain_md(stored.job)}: {len(stored.ranks)} of {stored.world_size} ranks stored; "
-                   f"missing ranks: {missing}.")
+        st.success(markup.fmt("Job {}: {} of {} ranks stored; missing ranks: {}.", stored.job,
+                              len(stored.ranks), stored.world_size, missing))
         for line in stored.skipped:
-            st.warning(f"Left out: {plain_md(line)}")
+            st.warning(markup.fmt("Left out: {}", line))
         ui.link_to("job", state.with_(page="job", filters=(("job", stored.job),)), label="Open the job")
 elif submitted and any(f.name.endswith(".zip") for f in files or []):
     st.warning("A zip is read as the ranks of one job: give the job a name.")

@@ -79,24 +79,24 @@ def csv_cell(value: object) -> object:
     return "'" + value if value.startswith(FORMULA_STARTS) else value
 
 
-def _text_columns(df: pd.DataFrame) -> list:
-    return [c for c in df.columns if df[c].dtype == object or pd.api.types.is_string_dtype(df[c])
-            or isinstance(df[c].dtype, pd.CategoricalDtype)]
+def _is_text(values) -> bool:
+    return (values.dtype == object or pd.api.types.is_string_dtype(values.dtype)
+            or isinstance(values.dtype, pd.CategoricalDtype))
 
 
 def csv_cells(df: pd.DataFrame) -> pd.DataFrame:
     """`df` with every text cell, column name and index label passed through `csv_cell` (numbers
     are left as they are): what a page's table shows and what every CSV download holds."""
-    text = _text_columns(df)
+    text = [c for c in df.columns if _is_text(df[c])]
     names = [csv_cell(c) for c in df.columns]
-    if not text and names == list(df.columns) and df.index.dtype != object:
+    if not text and names == list(df.columns) and not _is_text(df.index):
         return df
     out = df.copy()
     for column in text:
         out[column] = out[column].astype(object).map(csv_cell)
     out.columns = names
-    if out.index.dtype == object:
-        out.index = out.index.map(csv_cell)
+    if _is_text(out.index):
+        out.index = out.index.astype(object).map(csv_cell)
     return out
 
 

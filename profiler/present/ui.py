@@ -189,8 +189,8 @@ def require_runs(state: ViewState, minimum: int = 1, purpose: str = "this page")
     if len(runs) >= minimum:
         return runs
     if runs:
-        st.info(f"{purpose[0].upper() + purpose[1:]} needs {minimum} runs; {len(runs)} selected. "
-                "Pick more on the runs page.")
+        st.info(markup.fmt("{} needs {} runs; {} selected. Pick more on the runs page.",
+                           purpose[0].upper() + purpose[1:], minimum, len(runs)))
     else:
         st.info("No runs selected: pick runs on the runs page.")
     st.page_link(PAGE_FILES["runs"], label="Go to the runs page", icon=PAGE_ICONS["runs"])
@@ -199,7 +199,7 @@ def require_runs(state: ViewState, minimum: int = 1, purpose: str = "this page")
 
 def link_to(page: str, state: ViewState, label: str | None = None, icon: str | None = None) -> None:
     """A link to another page that keeps the runs, iteration, window and filters of ``state``."""
-    st.page_link(PAGE_FILES[page], label=label, icon=icon or PAGE_ICONS[page],
+    st.page_link(PAGE_FILES[page], label=None if label is None else markup.md(label), icon=icon or PAGE_ICONS[page],
                  query_params=encode(state))
 
 
@@ -269,10 +269,9 @@ def ingest_files(files, source: str = "uploaded") -> list:
 
     results, failed = [], 0
     for f in files:
-        name = markup.md(f.name)
-        bar = st.progress(0.0, text=f"{name}: reading…")
-        def report(done: float, bar=bar, name=name) -> None:
-            bar.progress(min(max(done, 0.0), 1.0), text=f"{name}: {done:.0%}")
+        bar = st.progress(0.0, text=markup.fmt("{}: reading…", f.name))
+        def report(done: float, bar=bar, file=f.name) -> None:
+            bar.progress(min(max(done, 0.0), 1.0), text=markup.fmt("{}: {:.0%}", file, done))
         try:
             result = isolated.ingest_upload(f, db_path(), source=source, progress=report)
         except PROJECT_ERRORS as err:
@@ -280,14 +279,14 @@ def ingest_files(files, source: str = "uploaded") -> list:
             show_error(err if isinstance(err, TraceError) else StoreError(f"{f.name}: {err}"))
             failed += 1
             continue
-        bar.progress(1.0, text=f"{name}: {result.events:,} events, {result.kernels:,} kernels "
-                     f"in {result.seconds:.1f} s" + (" (already in the store)" * result.duplicate))
+        bar.progress(1.0, text=markup.fmt("{}: {:,} events, {:,} kernels in {:.1f} s", f.name, result.events,
+                                          result.kernels, result.seconds) + " (already in the store)" * result.duplicate)
         for note in result.notes:
-            st.caption(f"{name}: {markup.md(note)}")
+            st.caption(markup.fmt("{}: {}", f.name, note))
         catalog.keep_trace(f, traces_dir(), result.run_id)
         results.append(result)
     if failed:
-        st.warning(f"{len(files) - failed} of {len(files)} files added; {failed} failed (see above).")
+        st.warning(f"{len(files) - failed:,} of {len(files):,} files added; {failed:,} failed (see above).")
     return results
 
 
@@ -296,19 +295,19 @@ def ingest_job_upload(files, job: str, skip_bad: bool = False):
     bar; parsed in this process. Returns the JobResult, or None after showing the error."""
     from profiler.storage import jobs
 
-    bar = st.progress(0.0, text=f"job {job}: reading {len(files)} file(s)…")
+    bar = st.progress(0.0, text=markup.fmt("job {}: reading {} file(s)…", job, len(files)))
     with tempfile.TemporaryDirectory(prefix="job-upload-") as folder:
         try:
             paths = jobs.save_uploads(files, folder)
             result = jobs.ingest_job(get_store(), paths, job, skip_bad=skip_bad, engine="in-process",
                                      progress=lambda done: bar.progress(min(max(done, 0.0), 1.0),
-                                                                        text=f"job {job}: {done:.0%}"))
+                                                                        text=markup.fmt("job {}: {:.0%}", job, done)))
         except PROJECT_ERRORS as err:
             bar.empty()
             show_error(err)
             return None
-    bar.progress(1.0, text=f"job {job}: {len(result.ranks)} of {result.world_size} ranks in "
-                           f"{result.seconds:.1f} s")
+    bar.progress(1.0, text=markup.fmt("job {}: {} of {} ranks in {:.1f} s", job, len(result.ranks),
+                                      result.world_size, result.seconds))
     return result
 
 
@@ -331,7 +330,7 @@ class _VariantBars:
     """One progress bar per variant, fed by ``capture``'s (variant, fraction, message) reports."""
 
     def __init__(self, names: Iterable[str], runs_each: int):
-        self.bars = {n: st.progress(0.0, text=f"{n}: waiting") for n in names}
+        self.bars = {n: st.progress(0.0, text=markup.fmt("{}: waiting", n)) for n in names}
         self.done = dict.fromkeys(self.bars, 0)
         self.runs_each, self.seen = runs_each, 0
 
@@ -340,7 +339,7 @@ class _VariantBars:
         if variant in self.bars:  # runs finished since the last report are this variant's
             self.done[variant] += max(0, finished - self.seen)
             share = min(1.0, self.done[variant] / self.runs_each)
-            self.bars[variant].progress(share, text=f"{variant}: {message}")
+            self.bars[variant].progress(share, text=markup.fmt("{}: {}", variant, message))
         self.seen = max(self.seen, finished)
 
 

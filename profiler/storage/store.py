@@ -91,7 +91,7 @@ def not_a_store(path: Path) -> str | None:
     """Why the existing `path` is not a DuckDB store (None when it is one), read from its first
     bytes before DuckDB sees it: DuckDB tries to load a reader extension for a SQLite file."""
     if not path.is_file():
-        return "is not a regular file"
+        return f"is not a DuckDB store (it is {'a folder' if path.is_dir() else 'not a regular file'})"
     with open(path, "rb") as f:
         head = f.read(16)
     if head[8:12] == DUCKDB_MAGIC or len(head) < 12:  # a shorter one may be a store being created
