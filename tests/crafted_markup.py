@@ -5,7 +5,7 @@ terminal control characters at once. `hostile_trace(tag)` is a small trace with 
 event the store keeps (metadata lane names, steps, CPU ops with input shapes, runtime and driver
 calls, kernels, copies and sets, GPU annotations, a collective, `[memory]` allocations and frees)
 and the payload in every text a trace can set: event names, lane names, shapes, the collective's
-name and dtype, the run's variant, dtype and GPU name, the distributed backend. `hostile_ranks`
+name and dtype, the run's variant, dtype and GPU name, the distributed backend (a short one). `hostile_ranks`
 is a job of such traces. `formula_cells()` generates cells that a spreadsheet would run.
 """
 from __future__ import annotations
@@ -84,7 +84,9 @@ def hostile_trace(tag: str, rank: int | None = None, world: int = 2) -> bytes:
                              "dtype": f"bf16 {p}", "causal": True, "cold": False},
            "traceEvents": meta + _step(1, tag, 1000) + _step(2, tag, 1500)}
     if rank is not None:
-        doc["distributedInfo"] = {"backend": f"nccl {p}", "rank": rank, "world_size": world}
+        # the backend is read from the top of the file, up to 40 characters without escapes
+        doc["distributedInfo"] = {"backend": f"![b](http://{HOST}/{tag}.png):red[b]"[:40], "rank": rank,
+                                  "world_size": world}
     return json.dumps(doc).encode()
 
 
