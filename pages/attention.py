@@ -50,7 +50,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     for run, rows in charts.per_run(table, runs):
         st.subheader(markup.md(labels.get(run, run)), divider="gray")
         for finding in why.one_run(store, run):
-            st.text(finding.text)       # op and kernel names are data, not Markdown
+            st.text(markup.printable(finding.text))  # op and kernel names are data, not Markdown
         if rows.empty:
             st.info("No attention op or GEMM with recorded shapes launched GPU work in this run "
                     "(traces need record_shapes, or a captured run's shape).")

@@ -101,7 +101,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     ui.csv_download(api_delta, f"api-delta-{a}-{b}")
     st.subheader("Memory", divider="gray")
     for finding in memory.memory_findings(store, [a, b]):
-        st.text(finding.text)
+        st.text(markup.printable(finding.text))
     timeline = memory.memory_timeline(store, [a, b])
     if not timeline.empty:
         starts = memory_charts.iteration_starts(queries.run_iterations(store, [a, b]), timeline, labels)

@@ -80,7 +80,7 @@ def breakdown_section(store, runs, labels) -> None:
     ui.table(metrics, column_config=BREAKDOWN_COLUMNS, column_order=list(BREAKDOWN_COLUMNS),
                  hide_index=True, placeholder="—")
     for row in metrics.itertuples():
-        st.text(findings.bound_sentence(row._asdict(), row.label))
+        st.text(markup.printable(findings.bound_sentence(row._asdict(), row.label)))
 
 
 def roofline_section(store, runs, labels) -> None:

@@ -58,7 +58,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         st.stop()
     st.subheader("What stands out", divider="gray")
     for finding in memory.memory_findings(store, [r for r in runs if r not in missing]):
-        st.text(finding.text)
+        st.text(markup.printable(finding.text))
     st.subheader("Allocated over time", divider="gray")
     timeline = memory.memory_timeline(store, summary["run_id"])
     starts = memory_charts.iteration_starts(queries.run_iterations(store, summary["run_id"]), timeline, labels)

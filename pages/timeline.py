@@ -91,7 +91,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     drawn = [p for p in panels if not p[3].empty]
     for run, step, _, marks in panels:
         if marks.empty:
-            st.text(f"{labels.get(run, run)}: {step} has no events in this window.")
+            st.text(markup.printable(f"{labels.get(run, run)}: {step} has no events in this window."))
     if drawn:
         spec = timeline_view.timeline_spec(
             drawn, [labels.get(p[0], p[0]) for p in drawn],

@@ -8,7 +8,8 @@ with a numeric format spec (`{n:,}`, `{x:.1f}`; a string would raise), `len(...)
 `markup.md`, `markup.code` or `markup.fmt` with a literal template, the Markdown builders of
 `profiler.present.narrative` (which escape their own fields; the hostile pages check them), and
 names every binding of which in the module is such text. `unsafe_calls()` lists the others.
-Tables must go through `ui.table`/`ui.pick_rows` (`raw_tables()`).
+Tables must go through `ui.table`/`ui.pick_rows` (`raw_tables()`), and preformatted text
+(`st.text`) through `markup.printable` (`raw_texts()`).
 """
 from __future__ import annotations
 
@@ -170,6 +171,20 @@ def unsafe_calls(paths: list[Path] | None = None) -> list[str]:
             if name in SINKS or name.endswith("Column"):
                 found += [f"{_where(path)}:{call.lineno}: {ast.unparse(arg)[:100]}"
                           for arg in _markdown_args(call, name) if not checker.safe(arg)]
+    return found
+
+
+def raw_texts(paths: list[Path] | None = None) -> list[str]:
+    """`st.text` calls (preformatted, not Markdown) given text other than `markup.printable(...)`
+    or a literal: a control character from a trace (a bidi override) would reach the page."""
+    found = []
+    for path in paths or streamlit_modules():
+        for call, name in _calls(ast.parse(path.read_text(), str(path))):
+            arg = call.args[0] if call.args else None
+            printable = (isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute)
+                         and arg.func.attr == "printable" and getattr(arg.func.value, "id", "") == "markup")
+            if name == "text" and not (printable or isinstance(arg, ast.Constant)):
+                found.append(f"{_where(path)}:{call.lineno}: {ast.unparse(call)[:100]}")
     return found
 
 

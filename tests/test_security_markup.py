@@ -27,7 +27,7 @@ from profiler.storage import catalog, jobs
 from profiler.storage.store import Store
 from tests.crafted import kineto_trace
 from tests.crafted_markup import CONTROLS, formula_cells, hostile_ranks, hostile_trace, payload
-from tests.markup_scan import SINKS, Checker, _markdown_args, raw_tables, unsafe_calls
+from tests.markup_scan import SINKS, Checker, _markdown_args, raw_tables, raw_texts, unsafe_calls
 
 ROOT = Path(__file__).resolve().parent.parent
 RAW_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # all but "\n"
@@ -41,8 +41,15 @@ def test_every_markdown_sink_in_the_app_gets_escaped_text():
     assert unsafe_calls() == []
 
 
-def test_every_table_goes_through_ui_table():
+def test_every_table_goes_through_ui_table_and_every_plain_text_through_printable():
     assert raw_tables() == []
+    assert raw_texts() == []
+
+
+def test_raw_texts_are_found(tmp_path):
+    page = tmp_path / "page.py"
+    page.write_text("st.text(finding.text)\nst.text('literal')\nst.text(markup.printable(x))\n")
+    assert len(raw_texts([page])) == 1 and "finding.text" in raw_texts([page])[0]
 
 
 ISSUE_PATHS = '''
@@ -103,6 +110,7 @@ def test_fmt_escapes_every_field_and_keeps_the_template(tag):
     assert text.startswith("Job **") and "**: 12,345 ranks, \\-2.5 µs" in text
     field = text[len("Job **"):text.index("**: 12,345")]
     assert field == markup.md(payload(tag))
+    assert not re.search("[\x00-\x1f\x7f-\x9f\u202a-\u202e]", field), "control characters shown escaped"
     assert not UNESCAPED.search(field), f"the field keeps markup: {field!r}"
 
 

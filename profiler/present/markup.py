@@ -10,14 +10,17 @@ call in pages/ and the app glue). Tables (`st.dataframe`, whose toolbar also dow
 CSV downloads go through `csv_cells()`, so that a spreadsheet does not run a cell as a formula
 and no cell breaks a row; terminals get `printable()` text, so that ESC or BEL stay inert.
 
-Imports only the standard library and pandas (no streamlit: the functions are pure).
+Imports only the standard library, and pandas when a table is made safe (no streamlit: the
+functions are pure).
 """
 from __future__ import annotations
 
 import re
 import string
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas loads only where a table is made safe (the CLI's ops stays light)
+    import pandas as pd
 
 # the characters that Markdown, GitHub-flavoured Markdown (autolinks: http://, x@y), Streamlit's
 # directives (:red[..], :material/..:) or KaTeX ($..$) read anywhere in a line; CommonMark lets
@@ -35,15 +38,18 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 def md(text: object) -> str:
     """`text` as literal Markdown: special characters escaped, patterns that Streamlit reads
-    after escaping broken by an invisible word joiner, line breaks as spaces."""
-    text = _BREAK.sub(lambda m: (m.group(1) or "") + WORD_JOINER, _LINE_BREAKS.sub(" ", str(text)))
+    after escaping broken by an invisible word joiner, line breaks as spaces, other control
+    characters (a bidi override would turn the rest of the line around) as escapes."""
+    text = printable(_LINE_BREAKS.sub(" ", str(text)))
+    text = _BREAK.sub(lambda m: (m.group(1) or "") + WORD_JOINER, text)
     text = _MD_SPECIAL.sub(r"\\\1", text)
     return _LINE_START.sub(r"\1\\\2", text, count=1)
 
 
 def code(text: object) -> str:
-    """`text` for the inside of a Markdown code span (`…`): no backticks or line breaks."""
-    return _LINE_BREAKS.sub(" ", str(text)).replace("`", "'")
+    """`text` for the inside of a Markdown code span (`…`): no backticks, line breaks or control
+    characters."""
+    return printable(_LINE_BREAKS.sub(" ", str(text))).replace("`", "'")
 
 
 class _Escaping(string.Formatter):
@@ -80,6 +86,8 @@ def csv_cell(value: object) -> object:
 
 
 def _is_text(values) -> bool:
+    import pandas as pd
+
     return (values.dtype == object or pd.api.types.is_string_dtype(values.dtype)
             or isinstance(values.dtype, pd.CategoricalDtype))
 

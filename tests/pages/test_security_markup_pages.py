@@ -24,6 +24,7 @@ CODE_SPAN = re.compile(r"(?<!\\)`[^`]*`")
 UNESCAPED = re.compile(r"(?<!\\)[\[\]$<>@]|(?<!\\)://|(?<!\\)www\.|:[a-z]+\[")
 LIVE_FORMULA = re.compile(r"^[=+\-@\t\r\n]")
 RAW_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+SHOWN_RAW = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # in a text on the page
 MARKDOWN_FIELDS = {"body", "label", "text", "help", "delta", "placeholder_text"}
 PLAIN = {"Text", "Json"}  # shown literally (st.text, st.json)
 
@@ -60,6 +61,8 @@ def markdown_texts(at) -> list[str]:
 def assert_inert(at, where: str) -> int:
     """No Markdown text with a payload keeps live markup near it; returns how many held one."""
     held = 0
+    for text in [e.value for e in at.text] + markdown_texts(at):  # st.text is plain, but shows controls
+        assert not SHOWN_RAW.search(text), f"{where}: a control character reaches the page: {text[:200]!r}"
     for text in markdown_texts(at):
         plain = CODE_SPAN.sub("`…`", text)  # code spans are literal (profiler.present.markup.code)
         near = [m.start() for m in re.finditer("evil", plain)]
