@@ -14,8 +14,9 @@ import itertools
 import json
 
 HOST = "evil.invalid"
-# ESC CSI (colour, cursor up, clear screen), an OSC title, BEL, CR, TAB, DEL, C1 CSI, a bidi override
-CONTROLS = "\x1b[31m\x1b[1A\x1b[2J\x1b]0;owned\x07\x07\r\t\x7f\x9b31m\u202e"
+# ESC CSI (colour, cursor up, clear screen), an OSC title, BEL, CR, TAB, DEL, C1 CSI, a bidi
+# override, and a line break that starts a line of its own
+CONTROLS = "\x1b[31m\x1b[1A\x1b[2J\x1b]0;owned\x07\x07\r\t\x7f\x9b31m\u202e\nSPOOFED line "
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", "\r\n", "\t=", "\r=", "\n=", " =")
 
 

@@ -155,7 +155,7 @@ def test_the_terminal_filter_escapes_trace_text_but_not_the_programs_own_redraws
     stream = terminal.Printable(out)
     print(f"name {CONTROLS}", file=stream)
     terminal.control(stream, "\r")
-    assert out.getvalue() == "name " + markup.printable(CONTROLS) + "\n\r"
+    assert out.getvalue() == "name " + markup.printable(CONTROLS, keep="\n") + "\n\r"  # the filter keeps line breaks
 
 
 @pytest.fixture(scope="module")
@@ -199,10 +199,12 @@ def test_no_command_prints_a_control_character_from_a_trace(hostile_store, tmp_p
         assert done.returncode == 0 and done.stdout, (args, done.stdout[-500:], done.stderr[-500:])
         raw = RAW_CONTROL.findall(done.stdout + done.stderr)
         assert raw == [], f"{args[0]} printed {sorted(set(raw))!r}"
+        spoofed = [line for line in (done.stdout + done.stderr).splitlines() if line.startswith("SPOOFED")]
+        assert spoofed == [], f"{args[0]}: a line break in trace text started a line: {spoofed[:2]}"
     summary = cli("summary", "--db", db, "--json")
     assert {r["name"] for r in json.loads(summary.stdout)} >= {f"a {CONTROLS}.json"}, "JSON keeps the text"
     table = cli("summary", "--db", db).stdout
-    assert "\\u001b[31m" in table and "\\u0007" in table, "shown escaped, not dropped"
+    assert "\\u001b[31m" in table and "\\u0007" in table and "\\nSPOOFED" in table, "shown escaped, not dropped"
 
 
 # ── class 2: a file that is not a store; nothing leaves the machine ─────────────────────────────

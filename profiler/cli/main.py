@@ -34,20 +34,20 @@ def _ingest(args: argparse.Namespace) -> int:
             raise  # the same for every file that follows
         except errors.ProfilerError as e:
             bar.close()
-            print(f"FAILED  {path}: {e.problem if isinstance(e, errors.TraceError) else e}")
+            print(terminal.inert(f"FAILED  {path}: {e.problem if isinstance(e, errors.TraceError) else e}"))
             failed += 1
             continue
         except (Exception, MemoryError) as e:  # noqa: BLE001 - one line per file, never a traceback
             bar.close()
-            print(f"FAILED  {path}: could not be ingested ({type(e).__name__}: {str(e)[:200]})")
+            print(terminal.inert(f"FAILED  {path}: could not be ingested ({type(e).__name__}: {str(e)[:200]})"))
             failed += 1
             continue
         bar.close()
         status = "already in store" if result.duplicate else "ingested"
         print(f"{result.run_id}  {status:16s}  {result.events:>10,d} events  "
-              f"{result.kernels:>8,d} kernels  {result.seconds:6.2f} s  {result.name}")
+              f"{result.kernels:>8,d} kernels  {result.seconds:6.2f} s  {terminal.inert(result.name)}")
         for note in result.notes:
-            print(f"{'':16s}  note: {note}")
+            print(f"{'':16s}  note: {terminal.inert(note)}")
     if len(args.files) > 1:
         print(f"{len(args.files) - failed} of {len(args.files)} files ingested or already in the store"
               + (f"; {failed} failed" if failed else ""))
@@ -70,6 +70,7 @@ def _summary(args: argparse.Namespace) -> int:
     if not rows:
         print(f"no traces in {store.path}")
         return 0
+    rows = terminal.inert(rows)  # one line per run, whatever its names hold
     print(f"{'run id':16s}  {'source':8s}  {'variant':15s}  {'events':>9s}  {'kernels':>8s}  "
           f"{'iters':>5s}  {'GPU busy µs/iter':>16s}  {'busy %':>6s}  {'bound':5s}  "
           f"{'kernel µs/call':>14s}  {'peak MiB':>9s}  name")

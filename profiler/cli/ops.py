@@ -13,6 +13,7 @@ import json
 import math
 from pathlib import Path
 
+from profiler.cli import terminal
 from profiler.errors import StoreOutdatedError
 from profiler.storage.store import Store, default_db_path
 
@@ -73,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"run {run_id}: no modelled {'' if args.kind == 'all' else args.kind + ' '}op launched "
               "GPU work (the model needs record_shapes' Input Dims, or a captured run's shape)")
         return 0
-    print(format_table(table))
+    print(format_table(terminal.inert(table)))
     return 0
 
 

@@ -5,7 +5,9 @@ one would drive the user's terminal (colours, cursor moves, a rewritten title, a
 a BEL ring it. While a command runs, `printable_output()` puts a filter in front of stdout and
 stderr that writes every control character but the line break as an escape (`markup.printable`:
 `\\u001b`, `\\r`), so no command can forget it. The program's own carriage returns (progress
-lines that redraw themselves) go through `control()`.
+lines that redraw themselves) go through `control()`. A line break inside trace text would still
+start a line that looks like the program's own: text output passes the values it prints through
+`inert()` first, which escapes line breaks too.
 """
 from __future__ import annotations
 
@@ -59,3 +61,19 @@ def printable_output() -> Iterator[None]:
         sys.stdout.flush()
         sys.stderr.flush()
         sys.stdout, sys.stderr = out, err
+
+
+def inert(value):
+    """`value` with every string in it (in dicts, lists, tuples and DataFrame cells) passed through
+    `printable`, line breaks included: what a text (not JSON) output formats into its lines."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {k: inert(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(inert(v) for v in value)
+    if hasattr(value, "map") and hasattr(value, "columns"):  # a DataFrame (pandas is not imported here)
+        out = value.map(lambda v: printable(v) if isinstance(v, str) else v)
+        out.columns = [printable(c) if isinstance(c, str) else c for c in value.columns]
+        return out
+    return value
