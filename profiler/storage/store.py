@@ -68,16 +68,6 @@ LOCK_TIMEOUT_S = 15.0
 MEMORY_ENV = "PROFILER_DB_MEMORY"
 
 
-def duckdb_config(threads: int | None = None) -> dict:
-    """DuckDB's settings for a store: `threads` (default: one per core) and a memory limit beyond
-    which it spills to disk: $PROFILER_DB_MEMORY, else 256 MB or 128 MB per thread, whichever is
-    more (DuckDB needs about that per thread; below it a large ingest on a many-core machine fails
-    where a laptop's succeeds)."""
-    threads = threads or os.cpu_count() or 1
-    return {"threads": threads, "memory_limit": os.environ.get(MEMORY_ENV) or f"{max(256, 128 * threads)}MB",
-            **NO_EXTENSION_LOADING}
-
-
 # DuckDB would download and load an extension when a file or a query needs one (a SQLite file
 # given as the store fetched sqlite_scanner from extensions.duckdb.org): no request leaves the server
 NO_EXTENSION_LOADING = {"autoload_known_extensions": False, "autoinstall_known_extensions": False,
@@ -92,12 +82,27 @@ def not_a_store(path: Path) -> str | None:
     bytes before DuckDB sees it: DuckDB tries to load a reader extension for a SQLite file."""
     if not path.is_file():
         return f"is not a DuckDB store (it is {'a folder' if path.is_dir() else 'not a regular file'})"
-    with open(path, "rb") as f:
-        head = f.read(16)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(16)
+    except OSError:  # unreadable: DuckDB's own refusal says so, in one line
+        return None
     if head[8:12] == DUCKDB_MAGIC or len(head) < 12:  # a shorter one may be a store being created
         return None
     kind = next((what for magic, what in OTHER_FORMATS.items() if head.startswith(magic)), "something else")
     return f"is not a DuckDB store (the file is {kind})"
+
+
+def duckdb_config(threads: int | None = None) -> dict:
+    """DuckDB's settings for a store: `threads` (default: one per core) and a memory limit beyond
+    which it spills to disk: $PROFILER_DB_MEMORY, else 256 MB or 128 MB per thread, whichever is
+    more (DuckDB needs about that per thread; below it a large ingest on a many-core machine fails
+    where a laptop's succeeds); and never an extension loaded or installed on the fly."""
+    threads = threads or os.cpu_count() or 1
+    return {"threads": threads, "memory_limit": os.environ.get(MEMORY_ENV) or f"{max(256, 128 * threads)}MB",
+            **NO_EXTENSION_LOADING}
+
+
 # data/traces.duckdb in the project folder, wherever the app or the CLI is started from
 DEFAULT_DB = Path(__file__).resolve().parents[2] / "data" / "traces.duckdb"
 
