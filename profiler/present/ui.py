@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator
@@ -230,9 +231,15 @@ def csv_download(df: pd.DataFrame, name: str, label: str = "Download CSV") -> No
     """A button that downloads ``df`` as ``name.csv`` (no rerun on click; the CSV is written when
     the button is clicked, not on every script run)."""
     st.download_button(
-        markup.md(label), lambda: markup.to_csv(df), file_name=f"{name}.csv", mime="text/csv",
+        markup.md(label), lambda: markup.to_csv(df), file_name=_file_name(name, ".csv"), mime="text/csv",
         key=f"csv-{name}", on_click="ignore", icon=":material/download:",
     )
+
+
+def _file_name(stem: str, suffix: str) -> str:
+    """A download's file name from trace or user text (a job or file name): no control characters,
+    slashes or quotes, at most 120 characters before the suffix."""
+    return re.sub(r"[\x00-\x1f\x7f-\x9f/\\\"'<>:|?*]+", "_", str(stem))[:120] + suffix
 
 
 def table(data, **dataframe_kwargs):
@@ -321,7 +328,7 @@ def trace_download(run_id: str) -> None:
     name = queries.run_labels(get_store(), [run_id])["name"].iloc[0]
     stem = name.removesuffix(".gz").removesuffix(".json")
     st.download_button("Download the trace (.json.gz, opens in ui.perfetto.dev)",
-                       data=path.read_bytes, file_name=f"{stem}.json.gz",
+                       data=path.read_bytes, file_name=_file_name(stem, ".json.gz"),
                        mime="application/gzip", key=f"trace-{run_id}", on_click="ignore",
                        icon=":material/download:")
 
