@@ -25,7 +25,8 @@ SINKS = {name: (0,) for name in (
     "form_submit_button", "checkbox", "toggle", "radio", "selectbox", "multiselect", "text_input",
     "text_area", "number_input", "slider", "select_slider", "file_uploader", "pills",
     "segmented_control", "date_input", "time_input", "color_picker", "link_button", "chat_input")}
-SINKS.update(metric=(0, 1, 2), progress=(1,), page_link=(), write=tuple(range(8)))
+SINKS.update(metric=(0, 1, 2), progress=(1,), page_link=(), write=tuple(range(8)), html=(0,), latex=(0,))
+LITERAL_ONLY = {"html", "latex"}  # HTML and KaTeX: escaping Markdown does not make text safe there
 MARKDOWN_KEYWORDS = {"label", "body", "text", "help", "delta"}
 OPTION_SINKS = {"radio", "pills", "segmented_control"}  # their options are Markdown as well
 ESCAPERS = {"md", "code", "fmt"}
@@ -169,8 +170,10 @@ def unsafe_calls(paths: list[Path] | None = None) -> list[str]:
         checker = Checker(tree)
         for call, name in _calls(tree):
             if name in SINKS or name.endswith("Column"):
+                literal = name in LITERAL_ONLY or any(k.arg == "unsafe_allow_html" for k in call.keywords)
                 found += [f"{_where(path)}:{call.lineno}: {ast.unparse(arg)[:100]}"
-                          for arg in _markdown_args(call, name) if not checker.safe(arg)]
+                          for arg in _markdown_args(call, name)
+                          if not (isinstance(arg, ast.Constant) if literal else checker.safe(arg))]
     return found
 
 
