@@ -31,13 +31,16 @@ MARKDOWN_KEYWORDS = {"label", "body", "text", "help", "delta"}
 OPTION_SINKS = {"radio", "pills", "segmented_control"}  # their options are Markdown as well
 ESCAPERS = {"md", "code", "fmt"}
 BUILDERS = {"narrative": {"alignment_summary", "cudnn_story"}}
-NUMERIC_SPEC = re.compile(r"[,_]|[bcdeEfFgGnoxX%]$")
+NUMERIC_SPEC = re.compile(r"[,_]|[bdeEfFgGnoxX%]$")  # a str would raise
 CONSTANT = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 
 def streamlit_modules() -> list[Path]:
-    """The modules that can call streamlit: the pages, app.py and the app glue."""
-    return sorted((ROOT / "pages").glob("*.py")) + [ROOT / "app.py", ROOT / "profiler" / "present" / "ui.py"]
+    """The modules that can call streamlit: the pages, app.py and every module of the package
+    that imports it (today the app glue, profiler/present/ui.py, alone)."""
+    glue = [p for p in sorted((ROOT / "profiler").rglob("*.py")) if re.search(r"^\s*(import|from) streamlit\b",
+                                                                             p.read_text(), re.MULTILINE)]
+    return sorted((ROOT / "pages").glob("*.py")) + [ROOT / "app.py"] + glue
 
 
 class Checker:
