@@ -54,12 +54,12 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     for run, rows in charts.per_run(table, runs):
         st.subheader(markup.md(labels.get(run, run)), divider="gray")
         for finding in why.one_run(store, run):
-            st.text(finding.text)       # op and kernel names are data, not Markdown
+            st.text(markup.printable(finding.text))  # op and kernel names are data, not Markdown
         if rows.empty:
             st.info("No attention op or GEMM of this run has FLOPs and bytes. "
                     + markup.md(unmodelled.sentence(store, run)))     # the real reason, per op
             continue
-        st.dataframe(rows, column_config=COLUMNS, column_order=list(COLUMNS), hide_index=True,
+        ui.table(rows, column_config=COLUMNS, column_order=list(COLUMNS), hide_index=True,
                      width="stretch", placeholder="—")
         ui.csv_download(rows, f"attention-{run}")
     st.subheader("Roofline", divider="gray")
@@ -70,7 +70,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         per_op = st.toggle("One point per op (crosses)")
         ops = op_costs.ops_table(store, runs) if per_op else None
         st.altair_chart(charts.roofline_chart(roof, roofline.ceilings(roof), labels, ops), width="stretch")
-        st.caption(f"Peaks: {'; '.join(sorted(set(roof['peak_source'].dropna())))}.")
-        st.dataframe(roof.assign(run=roof["run_id"].map(labels)), column_config=TOTALS,
+        st.caption(markup.fmt("Peaks: {}.", "; ".join(sorted(set(roof["peak_source"].dropna())))))
+        ui.table(roof.assign(run=roof["run_id"].map(labels)), column_config=TOTALS,
                      column_order=list(TOTALS), hide_index=True)
     ui.copy_link(state)

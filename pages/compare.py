@@ -72,7 +72,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     state, a, b, iteration = pick_pair(state, runs, labels)
     label_a, label_b = f"a: {labels.get(a, a)}", f"b: {labels.get(b, b)}"
     metrics = queries.run_metrics(store, [a, b])
-    st.dataframe(metrics.assign(side=[label_a, label_b][:len(metrics)]), column_config=METRIC_COLUMNS,
+    ui.table(metrics.assign(side=[label_a, label_b][:len(metrics)]), column_config=METRIC_COLUMNS,
                  column_order=list(METRIC_COLUMNS), hide_index=True)
     st.subheader("Findings", divider="gray")
     found = findings.compare_findings(store, a, b)
@@ -86,24 +86,24 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     if not aligned.empty:
         st.altair_chart(charts.alignment_chart(aligned, label_a, label_b), width="stretch")
         with st.expander("Aligned sequence, slot by slot"):
-            st.dataframe(aligned, column_config=ALIGN_COLUMNS, column_order=list(ALIGN_COLUMNS),
+            ui.table(aligned, column_config=ALIGN_COLUMNS, column_order=list(ALIGN_COLUMNS),
                          hide_index=True, placeholder="—")
             ui.csv_download(aligned, f"aligned-{a}-{b}")
     st.subheader("Kernels per iteration, b − a", divider="gray")
     delta = queries.kernel_delta(store, a, b)
     if not delta.empty:
         st.altair_chart(charts.delta_chart(delta), width="stretch")
-    st.dataframe(delta, column_config=DELTA_COLUMNS, column_order=list(DELTA_COLUMNS),
+    ui.table(delta, column_config=DELTA_COLUMNS, column_order=list(DELTA_COLUMNS),
                  hide_index=True, placeholder="—")
     ui.csv_download(delta, f"kernel-delta-{a}-{b}")
     st.subheader("Launch APIs per iteration, b − a", divider="gray")
     api_delta = queries.launch_api_delta(store, a, b)
-    st.dataframe(api_delta, column_config=API_COLUMNS, column_order=list(API_COLUMNS),
+    ui.table(api_delta, column_config=API_COLUMNS, column_order=list(API_COLUMNS),
                  hide_index=True, placeholder="—")
     ui.csv_download(api_delta, f"api-delta-{a}-{b}")
     st.subheader("Memory", divider="gray")
     for finding in memory.memory_findings(store, [a, b]):
-        st.text(finding.text)
+        st.text(markup.printable(finding.text))
     timeline = memory.memory_timeline(store, [a, b])
     if not timeline.empty:
         starts = memory_charts.iteration_starts(queries.run_iterations(store, [a, b]), timeline, labels)

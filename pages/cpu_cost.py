@@ -58,7 +58,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     per_iter = queries.iteration_cpu_gpu(store, runs)
     summary = queries.run_cpu_summary(store, runs, per_iter)
     st.subheader("Is it CPU-bound?", divider="gray")
-    st.dataframe(summary, column_config=SUMMARY_COLUMNS, column_order=list(SUMMARY_COLUMNS),
+    ui.table(summary, column_config=SUMMARY_COLUMNS, column_order=list(SUMMARY_COLUMNS),
                  hide_index=True, placeholder="—")
     ui.csv_download(summary, "cpu-summary")
     story = narrative.cudnn_story(queries.cudnn_op_time(store, runs),
@@ -78,7 +78,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
                    "once cold, once warm); the chart above still compares first and later "
                    "iterations within each run.")
     else:
-        st.dataframe(pairs, column_config=COLD_WARM_COLUMNS, hide_index=True, placeholder="—")
+        ui.table(pairs, column_config=COLD_WARM_COLUMNS, hide_index=True, placeholder="—")
     st.subheader("Self CPU time by op", divider="gray")
     ops = queries.op_self_time(store, runs)
     if ops.empty:
@@ -87,7 +87,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         st.altair_chart(charts.op_self_time_chart(ops, labels), width="stretch")
         with st.expander("Op table"):
             rows = charts.with_runs(ops, labels)
-            st.dataframe(rows, column_config=OP_COLUMNS, column_order=list(OP_COLUMNS),
+            ui.table(rows, column_config=OP_COLUMNS, column_order=list(OP_COLUMNS),
                          hide_index=True, width="stretch", height=min(36 + 35 * len(rows), 420), placeholder="—")
             ui.csv_download(rows, "cpu-ops")
     ui.copy_link(state)

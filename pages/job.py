@@ -71,10 +71,10 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         state = ui.update_view(state, filters=state.with_filter("job", job).filters)
     report = job_queries.job_report(store, job)
     with st.container(horizontal=True):
-        st.metric("world size", report["world_size"])
+        st.metric("world size", markup.md(report["world_size"]))
         st.metric("ranks present", len(report["ranks_present"]))
-        st.metric("ranks missing", job_queries.missing_text(report["ranks_missing"]))
-        st.metric("backend", report["backend"] or "not given")
+        st.metric("ranks missing", markup.md(job_queries.missing_text(report["ranks_missing"])))
+        st.metric("backend", markup.md(report["backend"] or "not given"))
     per_rank = job_queries.rank_iterations(store, job)
     if per_rank.empty:
         st.warning("These traces have no iteration windows to compare.")
@@ -82,12 +82,12 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     st.subheader("Where each rank's step goes", divider="gray")
     st.altair_chart(job_charts.rank_chart(per_rank))
     for line in job_queries.straggler_sentences(report):
-        st.markdown(f"- {line}")
-    st.dataframe(per_rank, column_config=RANK_COLUMNS, column_order=list(RANK_COLUMNS), hide_index=True)
+        st.markdown(markup.fmt("- {}", line))
+    ui.table(per_rank, column_config=RANK_COLUMNS, column_order=list(RANK_COLUMNS), hide_index=True)
     ui.csv_download(per_rank, f"job-{job}-ranks")
     st.subheader("Collectives across ranks", divider="gray")
     collectives = job_queries.collectives(store, job)
-    st.dataframe(collectives, column_config=COLLECTIVE_COLUMNS, column_order=list(COLLECTIVE_COLUMNS),
+    ui.table(collectives, column_config=COLLECTIVE_COLUMNS, column_order=list(COLLECTIVE_COLUMNS),
                  hide_index=True)
     st.subheader("Who waits for whom", divider="gray")
     st.dataframe(job_queries.rank_waits(store, job), column_config=WAIT_COLUMNS,
@@ -96,6 +96,6 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     others = [n for n in names if n != job]
     other = st.selectbox("Other job", others, index=None, placeholder="pick a job") if others else None
     if other:
-        st.dataframe(job_queries.compare(store, job, other), hide_index=True)
+        ui.table(job_queries.compare(store, job, other), hide_index=True)
     elif not others:
         st.caption("Only one job in the store.")

@@ -101,10 +101,10 @@ def breakdown_section(store, runs, labels) -> None:
     st.subheader("GPU time per iteration", divider="gray")
     metrics = queries.run_metrics(store, runs)
     metrics = metrics.assign(label=metrics["run_id"].map(labels).fillna(metrics["run_id"]))
-    st.dataframe(metrics, column_config=BREAKDOWN_COLUMNS, column_order=list(BREAKDOWN_COLUMNS),
+    ui.table(metrics, column_config=BREAKDOWN_COLUMNS, column_order=list(BREAKDOWN_COLUMNS),
                  hide_index=True, placeholder="—")
     for row in metrics.itertuples():
-        st.text(findings.bound_sentence(row._asdict(), row.label))
+        st.text(markup.printable(findings.bound_sentence(row._asdict(), row.label)))
 
 
 def roofline_section(store, runs, labels) -> None:
@@ -118,7 +118,7 @@ def roofline_section(store, runs, labels) -> None:
                "(from their recorded shapes), over their kernel time, under the GPU's datasheet "
                "roofs: the memory slope and one ceiling per engine. Per op: the Attention page.")
     st.altair_chart(charts.roofline_chart(roof, roofline.ceilings(roof), labels), width="stretch")
-    st.dataframe(charts.with_runs(roof, labels), column_config=ROOF_COLUMNS, column_order=list(ROOF_COLUMNS),
+    ui.table(charts.with_runs(roof, labels), column_config=ROOF_COLUMNS, column_order=list(ROOF_COLUMNS),
                  hide_index=True, placeholder="—")
 
 
@@ -149,7 +149,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
             st.caption(f"Hardware counters (Nsight Compute, one warm call counted; its time under ncu is "
                        f"not in any timing) for {counted} of these kernels: columns marked (ncu).")
         shown = [c for c in COLUMNS if counted or c not in counters.SHOWN_ON_KERNELS]
-        st.dataframe(rows, column_config=COLUMNS, column_order=shown, hide_index=True,
+        ui.table(rows, column_config=COLUMNS, column_order=shown, hide_index=True,
                      width="stretch", height=min(36 + 35 * len(rows), 420), placeholder="—")
         ui.csv_download(rows, "kernels")
     roofline_section(store, runs, labels)

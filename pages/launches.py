@@ -38,7 +38,7 @@ LATENCY_COLUMNS = {
 
 
 def table(df, columns, name: str) -> None:
-    st.dataframe(df, column_config=columns, column_order=list(columns), hide_index=True,
+    ui.table(df, column_config=columns, column_order=list(columns), hide_index=True,
                  width="stretch", height=min(36 + 35 * len(df), 380), placeholder="—")
     ui.csv_download(df, name)
 

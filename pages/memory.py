@@ -58,27 +58,27 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         st.stop()
     st.subheader("What stands out", divider="gray")
     for finding in memory.memory_findings(store, [r for r in runs if r not in missing]):
-        st.text(finding.text)
+        st.text(markup.printable(finding.text))
     st.subheader("Allocated over time", divider="gray")
     timeline = memory.memory_timeline(store, summary["run_id"])
     starts = memory_charts.iteration_starts(queries.run_iterations(store, summary["run_id"]), timeline, labels)
     st.altair_chart(memory_charts.allocated_over_time_chart(timeline, starts, labels), width="stretch")
     table = summary_table(summary, labels)
-    st.dataframe(table, column_config=SUMMARY_COLUMNS, column_order=list(SUMMARY_COLUMNS), hide_index=True)
+    ui.table(table, column_config=SUMMARY_COLUMNS, column_order=list(SUMMARY_COLUMNS), hide_index=True)
     ui.csv_download(summary, "memory-summary")
     st.subheader("Peak per iteration", divider="gray")
     peaks = memory.iteration_peaks(store, summary["run_id"])
     peaks = peaks.assign(run=peaks["run_id"].map(lambda r: labels.get(r, r)),
                          peak_allocated_mib=peaks["peak_allocated_bytes"] / MIB,
                          peak_above_start_mib=peaks["peak_above_start_bytes"] / MIB)
-    st.dataframe(peaks, column_config=ITER_COLUMNS, column_order=list(ITER_COLUMNS), hide_index=True)
+    ui.table(peaks, column_config=ITER_COLUMNS, column_order=list(ITER_COLUMNS), hide_index=True)
     ui.csv_download(peaks, "memory-iteration-peaks")
     st.subheader("Largest blocks live at the peak", divider="gray")
     for run in summary["run_id"]:
         live = memory.live_at_peak(store, run)
-        with st.expander(f"{labels.get(run, run)}: {len(live)} block(s) allocated during the recording "
-                         f"and live at the peak", expanded=len(summary) <= 2):
+        with st.expander(markup.fmt("{}: {:,} block(s) allocated during the recording and live at the peak",
+                                    labels.get(run, run), len(live)), expanded=len(summary) <= 2):
             live = live.assign(size_mib=live["size_bytes"] / MIB)
-            st.dataframe(live, column_config=LIVE_COLUMNS, column_order=list(LIVE_COLUMNS), hide_index=True)
+            ui.table(live, column_config=LIVE_COLUMNS, column_order=list(LIVE_COLUMNS), hide_index=True)
             ui.csv_download(live, f"memory-live-{run}")
     ui.copy_link(state)

@@ -3,7 +3,7 @@ import streamlit as st
 
 from profiler.capture.recorder import CaptureConfig
 from profiler.capture.variants import DTYPES, VARIANTS, Setting, availability, default_device
-from profiler.present import ui
+from profiler.present import markup, ui
 
 SEQ_LENS = (128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 QUICK = ("naive", "naive_inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn")
@@ -51,7 +51,7 @@ def availability_table(setting: Setting) -> list[str]:
     if skipped:
         st.markdown(f"**{len(skipped)} of {len(rows)} variants cannot run with these settings "
                     "here and will be skipped:**")
-        st.dataframe([{"variant": r.name, "why it is skipped": r.reason} for r in skipped],
+        ui.table([{"variant": r.name, "why it is skipped": r.reason} for r in skipped],
                      hide_index=True)
     return [r.name for r in rows if r.available]
 
@@ -59,7 +59,7 @@ def availability_table(setting: Setting) -> list[str]:
 def show_results(state, results, skipped) -> None:
     new = tuple(dict.fromkeys(r.run_id for r in results))
     for reason in sorted({f"{o.variant} (L={o.seq_len}): {o.skipped}" for o in skipped}):
-        st.caption(f"Skipped {reason}")
+        st.caption(markup.fmt("Skipped {}", reason))
     if not new:
         st.warning("No run was profiled; see the reasons above.")
         return
@@ -80,7 +80,7 @@ schedule = schedule_inputs()
 runnable = availability_table(Setting(device=device, dtype=shape["dtype"],
                                       head_dim=shape["head_dim"], causal=shape["causal"]))
 chosen = st.multiselect("variants", runnable, default=[v for v in QUICK if v in runnable],
-                        help="; ".join(f"{n}: {VARIANTS[n].description}" for n in runnable))
+                        help=markup.md("; ".join(f"{n}: {VARIANTS[n].description}" for n in runnable)))
 ready = bool(chosen and shape["seq_lens"])
 if st.button("Run capture", type="primary", icon=":material/play_arrow:", disabled=not ready):
     config = CaptureConfig(variants=tuple(chosen), device=device, **shape, **schedule)

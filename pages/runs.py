@@ -104,7 +104,7 @@ def delete(state) -> None:
     if st.button("Delete", icon=":material/delete:", disabled=not sure):
         deleted = catalog.delete_runs(ui.get_store(), state.runs, ui.traces_dir())
         ui.select_runs(())
-        st.toast(f"Deleted {deleted} run(s).")
+        st.toast(f"Deleted {deleted:,} run(s).")
         st.rerun()
 
 
@@ -113,11 +113,11 @@ def seeding_progress() -> bool:
     page reruns every second so that the runs appear as they land. True while that lasts."""
     seeding = ui.seeding()
     if seeding.error:
-        st.warning(f"The shipped samples could not all be loaded: {seeding.error}")
+        st.warning(markup.fmt("The shipped samples could not all be loaded: {}", seeding.error))
     if not seeding.running:
         return False
     st.progress(seeding.done / max(seeding.total, 1),
-                text=f"Loading the shipped H200 sample runs: {seeding.done} of {seeding.total} in "
+                text=f"Loading the shipped H200 sample runs: {seeding.done:,} of {seeding.total:,} in "
                      "the store. The table fills in as they land.")
     return True
 

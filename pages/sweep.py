@@ -51,7 +51,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         st.markdown(f"- {markup.md(finding.text)}")
     if not crossings:
         st.markdown("No two variants swap places in GPU time over these lengths.")
-    st.dataframe(series, column_config=COLUMNS, column_order=list(COLUMNS), hide_index=True, placeholder="—")
+    ui.table(series, column_config=COLUMNS, column_order=list(COLUMNS), hide_index=True, placeholder="—")
     ui.csv_download(series, "sweep")
     st.subheader("Peak memory against sequence length", divider="gray")
     shapes = queries.run_shapes(store, runs)

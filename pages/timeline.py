@@ -51,23 +51,23 @@ def window_buttons(window, extent):
              "Later ▶": lambda w: timeline_view.pan_window(w, extent, 0.5),
              "Whole iteration": lambda w: (0, extent)}
     for col, (label, move) in zip(cols, moves.items()):
-        if col.button(label, width="stretch"):
+        if col.button(markup.md(label), width="stretch"):
             window = move(window)
-    cols[-1].caption(f"Window {style.duration(window[0] / 1e3)} – {style.duration(window[1] / 1e3)}"
-                     f" of {style.duration(extent / 1e3)}")
+    cols[-1].caption(markup.fmt("Window {} – {} of {}", style.duration(window[0] / 1e3),
+                                style.duration(window[1] / 1e3), style.duration(extent / 1e3)))
     return window
 
 
 def range_section(store, runs, labels, iteration, picked, state) -> None:
     """Perfetto's area selection: what ran inside the dragged range, per run and name."""
-    st.subheader(f"Selected range {style.duration(picked[0] / 1e3)} – "
-                 f"{style.duration(picked[1] / 1e3)}", divider="gray")
+    st.subheader(markup.fmt("Selected range {} – {}", style.duration(picked[0] / 1e3),
+                            style.duration(picked[1] / 1e3)), divider="gray")
     if st.button("Zoom to the selected range"):
         ui.set_view(state.with_(window_ns=picked))
         st.rerun()
     stats = timeline_view.range_table(queries.timeline_range_stats(store, runs, iteration, picked),
                                       labels)
-    st.dataframe(stats, column_config=RANGE_COLUMNS, column_order=list(RANGE_COLUMNS),
+    ui.table(stats, column_config=RANGE_COLUMNS, column_order=list(RANGE_COLUMNS),
                  hide_index=True, width="stretch", height=320)
     ui.csv_download(stats, "timeline-range")
 
@@ -91,7 +91,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     drawn = [p for p in panels if not p[3].empty]
     for run, step, _, marks in panels:
         if marks.empty:
-            st.text(f"{labels.get(run, run)}: {step} has no events in this window.")
+            st.text(markup.printable(f"{labels.get(run, run)}: {step} has no events in this window."))
     if drawn:
         spec = timeline_view.timeline_spec(
             drawn, [labels.get(p[0], p[0]) for p in drawn],

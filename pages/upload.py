@@ -2,8 +2,7 @@
 import streamlit as st
 
 from profiler.analysis import job_queries
-from profiler.present import ui
-from profiler.present.job_charts import plain_md
+from profiler.present import markup, ui
 
 st.title("Upload traces")
 state = ui.view_state("upload")
@@ -31,13 +30,13 @@ if submitted and files and job.strip():
     stored = ui.ingest_job_upload(files, job.strip(), skip_bad)
     if stored:
         missing = job_queries.missing_text(stored.ranks_missing)
-        st.success(f"Job {plain_md(stored.job)}: {len(stored.ranks)} of {stored.world_size} ranks stored; "
-                   f"missing ranks: {missing}.")
+        st.success(markup.fmt("Job {}: {} of {} ranks stored; missing ranks: {}.", stored.job,
+                              len(stored.ranks), stored.world_size, missing))
         for line in stored.skipped:
-            st.warning(f"Left out: {plain_md(line)}")
+            st.warning(markup.fmt("Left out: {}", line))
         for rank in stored.ranks:  # events skipped, values stored as missing: said, as for single uploads
             for note in rank.notes:
-                st.caption(f"rank {rank.rank}: {plain_md(note)}")
+                st.caption(markup.fmt("rank {}: {}", rank.rank, note))
         ui.link_to("job", state.with_(page="job", filters=(("job", stored.job),)), label="Open the job")
 elif submitted and any(f.name.endswith(".zip") for f in files or []):
     st.warning("A zip is read as the ranks of one job: give the job a name.")

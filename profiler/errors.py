@@ -54,6 +54,10 @@ class StoreLockedError(StoreError):
     """Another process kept the store file locked longer than we were willing to wait."""
 
 
+class NotAStoreError(StoreError):
+    """The file given as the store is something else (a SQLite database, text, a folder)."""
+
+
 class StoreOutdatedError(StoreError):
     """A store opened read-only has an older schema (a read-write open would migrate it)."""
 

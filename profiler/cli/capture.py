@@ -10,6 +10,9 @@ import sys
 import time
 from pathlib import Path
 
+from profiler.cli import terminal
+from profiler.present.markup import printable
+
 DTYPES = ("bf16", "fp16", "fp32")
 
 
@@ -86,7 +89,7 @@ class _Bar:
     def __call__(self, variant: str, fraction: float, message: str) -> None:
         filled = int(self.width * fraction)
         line = f"[{'#' * filled}{'-' * (self.width - filled)}] {fraction * 100:5.1f}% {variant} {message}"
-        sys.stderr.write("\r" + line[:110].ljust(110))
+        terminal.control(sys.stderr, "\r" + printable(line)[:110].ljust(110))
         sys.stderr.flush()
 
     def close(self) -> None:

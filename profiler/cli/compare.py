@@ -25,6 +25,7 @@ import argparse
 import json
 import math
 
+from profiler.cli import terminal
 from profiler.errors import UnknownRunError
 
 # Nsight Compute's counters each kernel carries per run (queries.COUNTER_COLUMNS but the mean time under ncu)
@@ -53,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     run_a, run_b = resolve_run(store, args.run_a), resolve_run(store, args.run_b)
     report = compare_report(store, run_a, run_b, args.iteration)
     text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False, default=_json_default)
-    print(text if args.json else format_report(report))
+    print(text if args.json else format_report(terminal.inert(report)))
     return 0
 
 

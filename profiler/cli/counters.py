@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from profiler import errors
+from profiler.cli.terminal import printable
 from profiler.storage.store import Store, default_db_path
 
 
@@ -46,16 +47,11 @@ def run(args: argparse.Namespace) -> int:
     print(summary_line(attached))
     for row in attached.unmatched:
         print(f"  unmatched  #{row['id']}  grid {tuple(row['grid'])}  block {tuple(row['block'])}  "
-              f"{_printable(row['kernel'])[:120]}")
+              f"{printable(row['kernel'])[:120]}")
     return 0
 
 
 def summary_line(attached) -> str:
     return (f"{attached.run_id}  counters of {attached.matched} of {attached.report_kernels} kernels in "
-            f"{_printable(attached.source)} attached"
+            f"{printable(attached.source)} attached"
             + (f"; {len(attached.unmatched)} matched no launch of the run" if attached.unmatched else ""))
-
-
-def _printable(text: str) -> str:
-    """Trace and file text for a terminal: control characters shown escaped."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))

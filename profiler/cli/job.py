@@ -7,6 +7,7 @@ import sys
 
 from profiler import errors
 
+from profiler.cli import terminal
 from profiler.present.progress import ProgressBar
 
 
@@ -44,14 +45,14 @@ def ingest_job(args: argparse.Namespace) -> int:
         bar.close()
     for r in result.ranks:
         print(f"rank {r.rank:>4d}  {r.run_id}  {r.events:>10,d} events  {r.kernels:>8,d} kernels  "
-              f"{r.seconds:6.2f} s  {r.file.rsplit('/', 1)[-1]}" + ("  (rank from file name)" * (r.rank_from == "file name")))
+              f"{r.seconds:6.2f} s  {terminal.inert(r.file.rsplit('/', 1)[-1])}" + ("  (rank from file name)" * (r.rank_from == "file name")))
         for note in r.notes:
-            print(f"{'':10s}note: {note}")
+            print(f"{'':10s}note: {terminal.inert(note)}")
     for line in result.skipped:
-        print(f"SKIPPED {line}")
+        print(f"SKIPPED {terminal.inert(line)}")
     missing = jobs.ranges_text(result.ranks_missing)
-    print(f"job {result.job}: {len(result.ranks)} of {result.world_size} ranks stored "
-          f"({result.backend or 'backend not given'}); missing: {missing}; "
+    print(f"job {terminal.inert(result.job)}: {len(result.ranks)} of {result.world_size} ranks stored "
+          f"({terminal.inert(result.backend or 'backend not given')}); missing: {missing}; "
           f"{result.seconds:.2f} s with {result.workers} {result.engine} worker(s)")
     return 0
 
@@ -65,19 +66,20 @@ def _job(args: argparse.Namespace) -> int:
         from profiler.storage import jobs
 
         jobs.delete_job(store, args.name)
-        print(f"job {args.name} deleted")
+        print(f"job {terminal.inert(args.name)} deleted")
         return 0
     if args.compare:
         table = job_queries.compare(store, args.name, args.compare)
         if args.json:
             print(json.dumps(table.to_dict("records"), indent=2, default=job_queries._plain))
         else:
-            print(table.to_string(index=False, float_format=lambda v: f"{v:,.1f}"))
+            print(terminal.inert(table).to_string(index=False, float_format=lambda v: f"{v:,.1f}"))
         return 0
     report = job_queries.job_report(store, args.name)
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
+    report = terminal.inert(report)
     missing = job_queries.missing_text(report["ranks_missing"])
     print(f"job {report['job']}: world size {report['world_size']}, backend {report['backend'] or '-'}, "
           f"{len(report['ranks_present'])} ranks present, missing: {missing}")

@@ -1,7 +1,8 @@
 """Command line: `python -m profiler {ingest,summary,variants,capture,compare,ops,job,counters,rank,check}`.
 
 Errors of this project are printed as one plain line (the file and the problem) and turn into a
-non-zero exit status; no traceback reaches the user.
+non-zero exit status (1 for a file given as the store that is not one); no traceback reaches the
+user. Control characters in what is printed (trace text) are shown escaped (cli/terminal.py).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import time
 from pathlib import Path
 
 from profiler import errors
+from profiler.cli import terminal
 from profiler.present.progress import ProgressBar
 from profiler.storage.store import Store, default_db_path
 
@@ -27,25 +29,25 @@ def _ingest(args: argparse.Namespace) -> int:
         bar = ProgressBar(Path(path).name, delay_s=1.0)
         try:
             result = store.ingest(path, progress=bar.update, keep_python=args.python_functions)
-        except errors.StoreLockedError:
+        except (errors.StoreLockedError, errors.NotAStoreError):
             bar.close()
             raise  # the same for every file that follows
         except errors.ProfilerError as e:
             bar.close()
-            print(f"FAILED  {path}: {e.problem if isinstance(e, errors.TraceError) else e}")
+            print(terminal.inert(f"FAILED  {path}: {e.problem if isinstance(e, errors.TraceError) else e}"))
             failed += 1
             continue
         except (Exception, MemoryError) as e:  # noqa: BLE001 - one line per file, never a traceback
             bar.close()
-            print(f"FAILED  {path}: could not be ingested ({type(e).__name__}: {str(e)[:200]})")
+            print(terminal.inert(f"FAILED  {path}: could not be ingested ({type(e).__name__}: {str(e)[:200]})"))
             failed += 1
             continue
         bar.close()
         status = "already in store" if result.duplicate else "ingested"
         print(f"{result.run_id}  {status:16s}  {result.events:>10,d} events  "
-              f"{result.kernels:>8,d} kernels  {result.seconds:6.2f} s  {result.name}")
+              f"{result.kernels:>8,d} kernels  {result.seconds:6.2f} s  {terminal.inert(result.name)}")
         for note in result.notes:
-            print(f"{'':16s}  note: {note}")
+            print(f"{'':16s}  note: {terminal.inert(note)}")
     if len(args.files) > 1:
         print(f"{len(args.files) - failed} of {len(args.files)} files ingested or already in the store"
               + (f"; {failed} failed" if failed else ""))
@@ -68,6 +70,7 @@ def _summary(args: argparse.Namespace) -> int:
     if not rows:
         print(f"no traces in {store.path}")
         return 0
+    rows = terminal.inert(rows)  # one line per run, whatever its names hold
     print(f"{'run id':16s}  {'source':8s}  {'variant':15s}  {'events':>9s}  {'kernels':>8s}  "
           f"{'iters':>5s}  {'GPU busy µs/iter':>16s}  {'busy %':>6s}  {'bound':5s}  "
           f"{'kernel µs/call':>14s}  {'peak MiB':>9s}  name")
@@ -120,12 +123,17 @@ def _extensions() -> list:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    with terminal.printable_output():  # trace text never drives the terminal (cli/terminal.py)
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     try:
         return args.func(args)
     except errors.ProfilerError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return 1 if isinstance(e, errors.NotAStoreError) else 2
     except BrokenPipeError:  # output piped into `head` and the like
         return 0
     except KeyboardInterrupt:

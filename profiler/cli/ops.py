@@ -16,6 +16,7 @@ import json
 import math
 from pathlib import Path
 
+from profiler.cli import terminal
 from profiler.errors import StoreOutdatedError
 from profiler.storage.store import Store, default_db_path
 
@@ -89,10 +90,10 @@ def run(args: argparse.Namespace) -> int:
     if not table:
         print(f"run {run_id}: no modelled {'' if args.kind == 'all' else args.kind + ' '}op launched GPU work")
     else:
-        print(format_table(table))
+        print(format_table(terminal.inert(table)))
     if missing:   # the true reason for each op's GPU time without FLOPs / bytes
         print("\nnot modelled (GPU time without FLOPs or bytes, by launching op):")
-        print("\n".join(unmodelled.lines(missing)))
+        print("\n".join(terminal.inert(unmodelled.lines(missing))))
     return 0
 
 

@@ -15,7 +15,7 @@ import json
 import sys
 
 from profiler import errors
-from profiler.cli.counters import _printable
+from profiler.cli.terminal import printable
 from profiler.storage.store import Store, default_db_path
 
 
@@ -59,7 +59,7 @@ def run_rank(args: argparse.Namespace) -> int:
         print(json.dumps({"runs": runs, "sentence": sentence, "evidence": _clean_value(evidence)},
                          indent=2, ensure_ascii=False, allow_nan=False))
         return 0
-    print(_printable(sentence))
+    print(printable(sentence))
     print()
     print(f"{'#':>2s}  {'µs/call':>9s}  {'× best':>6s}  {'TFLOP/s':>8s}  {'TB/s':>6s}  {'% roof':>6s}  "
           f"{'bound by':8s}  {'peak MiB':>9s}  {'cold µs':>10s}  run")
@@ -67,7 +67,7 @@ def run_rank(args: argparse.Namespace) -> int:
         print(f"{r['rank']:>2d}  {_n(r['kernel_us_per_call'], '9,.1f')}  {_n(r['times_fastest'], '6.2f')}  "
               f"{_n(r['tflops'], '8.1f')}  {_n(r['tbps'], '6.2f')}  {_n(r['pct_of_roof'], '6.1f')}  "
               f"{_text(r['roof_bound']):8s}  {_n(_mib(r['peak_allocated_bytes']), '9,.1f')}  "
-              f"{_n(r['cold_us'], '10,.0f')}  {r['run_id']}  {_printable(r['label'])}")
+              f"{_n(r['cold_us'], '10,.0f')}  {r['run_id']}  {printable(r['label'])}")
     return 0
 
 
@@ -96,7 +96,7 @@ def run_check(args: argparse.Namespace) -> int:
     if result.failed:
         for k in result.grew:
             print(f"  grew: {k['us_per_iter_baseline']:9,.1f} -> {k['us_per_iter_candidate']:9,.1f} µs per "
-                  f"iteration  {_printable(k['kernel'])[:160]}")
+                  f"iteration  {printable(k['kernel'])[:160]}")
     return 1 if result.failed else 0
 
 

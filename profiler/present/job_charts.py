@@ -1,8 +1,6 @@
 """A job's ranks as a chart: where each rank's step time goes (DataFrame ▶ Altair)."""
 from __future__ import annotations
 
-import re
-
 import altair as alt
 import pandas as pd
 
@@ -37,9 +35,3 @@ def rank_chart(per_rank: pd.DataFrame) -> alt.Chart:
         order=alt.Order("stack:Q"),
         tooltip=["rank:N", "part:N", alt.Tooltip("us:Q", format=",.1f"), alt.Tooltip("step_us:Q", format=",.1f")],
     ).properties(height=alt.Step(20))
-
-
-def plain_md(text: str) -> str:
-    """User or trace text (a job or file name) for a Markdown line: every Markdown character
-    backslash-escaped, so it shows as written."""
-    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$:])", r"\\\1", str(text))

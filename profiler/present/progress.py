@@ -5,6 +5,8 @@ import sys
 import time
 from typing import TextIO
 
+from profiler.present.markup import printable
+
 
 class ProgressBar:
     def __init__(self, label: str, *, delay_s: float = 1.0, width: int = 30, stream: TextIO | None = None):
@@ -18,11 +20,15 @@ class ProgressBar:
             return
         filled = int(self.width * max(0.0, min(1.0, fraction)))
         bar = "#" * filled + "-" * (self.width - filled)
-        self.stream.write(f"\r{self.label[:40]:40s} [{bar}] {fraction * 100:5.1f}%")
+        self._control(f"\r{printable(self.label)[:40]:40s} [{bar}] {fraction * 100:5.1f}%")
         self.stream.flush()
         self._shown = True
 
+    def _control(self, text: str) -> None:
+        """Its own carriage returns pass a filter of control characters (cli/terminal.py)."""
+        getattr(self.stream, "control", self.stream.write)(text)
+
     def close(self) -> None:
         if self._shown:
-            self.stream.write("\r" + " " * (self.width + 52) + "\r")
+            self._control("\r" + " " * (self.width + 52) + "\r")
             self.stream.flush()

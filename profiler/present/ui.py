@@ -24,7 +24,9 @@ Empty states and errors:
 Tables, files, captures:
     ``pick_rows(df, key, selected, id_col="run_id", **kw) -> tuple[str, ...]``  row-selectable
         ``st.dataframe`` pre-selected from ``selected``; the selected ids.
-    ``csv_download(df, name, label=...)``  ``name.csv`` download button.
+    ``table(df, **kw)``  ``st.dataframe`` with safe cells (no formula, no line break: its
+        toolbar downloads them); pages show every table through it.
+    ``csv_download(df, name, label=...)``  ``name.csv`` download button (cells made safe alike).
     ``ingest_files(files) -> list[IngestResult]``  one progress bar per upload, errors per file.
     ``upload_limit_mb() -> int``  the server's per-file upload limit.
     ``trace_download(run_id)``  download the run's original ``.json.gz`` (for Perfetto).
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator
@@ -187,8 +190,8 @@ def require_runs(state: ViewState, minimum: int = 1, purpose: str = "this page")
     if len(runs) >= minimum:
         return runs
     if runs:
-        st.info(f"{purpose[0].upper() + purpose[1:]} needs {minimum} runs; {len(runs)} selected. "
-                "Pick more on the runs page.")
+        st.info(markup.fmt("{} needs {} runs; {} selected. Pick more on the runs page.",
+                           purpose[0].upper() + purpose[1:], minimum, len(runs)))
     else:
         st.info("No runs selected: pick runs on the runs page.")
     st.page_link(PAGE_FILES["runs"], label="Go to the runs page", icon=PAGE_ICONS["runs"])
@@ -197,7 +200,7 @@ def require_runs(state: ViewState, minimum: int = 1, purpose: str = "this page")
 
 def link_to(page: str, state: ViewState, label: str | None = None, icon: str | None = None) -> None:
     """A link to another page that keeps the runs, iteration, window and filters of ``state``."""
-    st.page_link(PAGE_FILES[page], label=label, icon=icon or PAGE_ICONS[page],
+    st.page_link(PAGE_FILES[page], label=None if label is None else markup.md(label), icon=icon or PAGE_ICONS[page],
                  query_params=encode(state))
 
 
@@ -228,9 +231,23 @@ def csv_download(df: pd.DataFrame, name: str, label: str = "Download CSV") -> No
     """A button that downloads ``df`` as ``name.csv`` (no rerun on click; the CSV is written when
     the button is clicked, not on every script run)."""
     st.download_button(
-        label, lambda: markup.csv_cells(df).to_csv(index=False).encode(), file_name=f"{name}.csv", mime="text/csv",
+        markup.md(label), lambda: markup.to_csv(df), file_name=_file_name(name, ".csv"), mime="text/csv",
         key=f"csv-{name}", on_click="ignore", icon=":material/download:",
     )
+
+
+def _file_name(stem: str, suffix: str) -> str:
+    """A download's file name from trace or user text (a job or file name): no control characters,
+    slashes or quotes, at most 120 characters before the suffix."""
+    return re.sub(r"[\x00-\x1f\x7f-\x9f/\\\"'<>:|?*]+", "_", str(stem))[:120] + suffix
+
+
+def table(data, **dataframe_kwargs):
+    """``st.dataframe`` of ``data`` with its text cells made safe (``markup.csv_cells``): the
+    table's own toolbar downloads the cells as they are handed over, so no cell may start a
+    formula or hold a line break. Pages show tables only through this (or ``pick_rows``)."""
+    frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
+    return st.dataframe(markup.csv_cells(frame), **dataframe_kwargs)
 
 
 def pick_rows(df: pd.DataFrame, key: str, selected: tuple[str, ...], id_col: str = "run_id",
@@ -239,7 +256,7 @@ def pick_rows(df: pd.DataFrame, key: str, selected: tuple[str, ...], id_col: str
     ids = list(df[id_col])
     default = {"selection": {"rows": [ids.index(r) for r in selected if r in ids]}}
     # the key follows the rows, so a stored selection never points at rows that moved
-    event = st.dataframe(df, key=f"{key}-{hash(tuple(ids))}", on_select="rerun",
+    event = table(df, key=f"{key}-{hash(tuple(ids))}", on_select="rerun",
                          selection_mode="multi-row", selection_default=default,
                          **dataframe_kwargs)
     picked = tuple(ids[i] for i in event.selection.rows if i < len(ids))
@@ -259,10 +276,9 @@ def ingest_files(files, source: str = "uploaded") -> list:
 
     results, failed = [], 0
     for f in files:
-        name = markup.md(f.name)
-        bar = st.progress(0.0, text=f"{name}: reading…")
-        def report(done: float, bar=bar, name=name) -> None:
-            bar.progress(min(max(done, 0.0), 1.0), text=f"{name}: {done:.0%}")
+        bar = st.progress(0.0, text=markup.fmt("{}: reading…", f.name))
+        def report(done: float, bar=bar, file=f.name) -> None:
+            bar.progress(min(max(done, 0.0), 1.0), text=markup.fmt("{}: {:.0%}", file, done))
         try:
             result = isolated.ingest_upload(f, db_path(), source=source, progress=report)
         except PROJECT_ERRORS as err:
@@ -270,14 +286,14 @@ def ingest_files(files, source: str = "uploaded") -> list:
             show_error(err if isinstance(err, TraceError) else StoreError(f"{f.name}: {err}"))
             failed += 1
             continue
-        bar.progress(1.0, text=f"{name}: {result.events:,} events, {result.kernels:,} kernels "
-                     f"in {result.seconds:.1f} s" + (" (already in the store)" * result.duplicate))
+        bar.progress(1.0, text=markup.fmt("{}: {:,} events, {:,} kernels in {:.1f} s", f.name, result.events,
+                                          result.kernels, result.seconds) + " (already in the store)" * result.duplicate)
         for note in result.notes:
-            st.caption(f"{name}: {markup.md(note)}")
+            st.caption(markup.fmt("{}: {}", f.name, note))
         catalog.keep_trace(f, traces_dir(), result.run_id)
         results.append(result)
     if failed:
-        st.warning(f"{len(files) - failed} of {len(files)} files added; {failed} failed (see above).")
+        st.warning(f"{len(files) - failed:,} of {len(files):,} files added; {failed:,} failed (see above).")
     return results
 
 
@@ -286,19 +302,19 @@ def ingest_job_upload(files, job: str, skip_bad: bool = False):
     bar; parsed in this process. Returns the JobResult, or None after showing the error."""
     from profiler.storage import jobs
 
-    bar = st.progress(0.0, text=f"job {job}: reading {len(files)} file(s)…")
+    bar = st.progress(0.0, text=markup.fmt("job {}: reading {} file(s)…", job, len(files)))
     with tempfile.TemporaryDirectory(prefix="job-upload-") as folder:
         try:
             paths = jobs.save_uploads(files, folder)
             result = jobs.ingest_job(get_store(), paths, job, skip_bad=skip_bad, engine="in-process",
                                      progress=lambda done: bar.progress(min(max(done, 0.0), 1.0),
-                                                                        text=f"job {job}: {done:.0%}"))
+                                                                        text=markup.fmt("job {}: {:.0%}", job, done)))
         except PROJECT_ERRORS as err:
             bar.empty()
             show_error(err)
             return None
-    bar.progress(1.0, text=f"job {job}: {len(result.ranks)} of {result.world_size} ranks in "
-                           f"{result.seconds:.1f} s")
+    bar.progress(1.0, text=markup.fmt("job {}: {} of {} ranks in {:.1f} s", job, len(result.ranks),
+                                      result.world_size, result.seconds))
     return result
 
 
@@ -312,7 +328,7 @@ def trace_download(run_id: str) -> None:
     name = queries.run_labels(get_store(), [run_id])["name"].iloc[0]
     stem = name.removesuffix(".gz").removesuffix(".json")
     st.download_button("Download the trace (.json.gz, opens in ui.perfetto.dev)",
-                       data=path.read_bytes, file_name=f"{stem}.json.gz",
+                       data=path.read_bytes, file_name=_file_name(stem, ".json.gz"),
                        mime="application/gzip", key=f"trace-{run_id}", on_click="ignore",
                        icon=":material/download:")
 
@@ -321,7 +337,7 @@ class _VariantBars:
     """One progress bar per variant, fed by ``capture``'s (variant, fraction, message) reports."""
 
     def __init__(self, names: Iterable[str], runs_each: int):
-        self.bars = {n: st.progress(0.0, text=f"{n}: waiting") for n in names}
+        self.bars = {n: st.progress(0.0, text=markup.fmt("{}: waiting", n)) for n in names}
         self.done = dict.fromkeys(self.bars, 0)
         self.runs_each, self.seen = runs_each, 0
 
@@ -330,7 +346,7 @@ class _VariantBars:
         if variant in self.bars:  # runs finished since the last report are this variant's
             self.done[variant] += max(0, finished - self.seen)
             share = min(1.0, self.done[variant] / self.runs_each)
-            self.bars[variant].progress(share, text=f"{variant}: {message}")
+            self.bars[variant].progress(share, text=markup.fmt("{}: {}", variant, message))
         self.seen = max(self.seen, finished)
 
 

@@ -71,13 +71,41 @@ LOCK_TIMEOUT_S = 15.0
 MEMORY_ENV = "PROFILER_DB_MEMORY"
 
 
+# DuckDB would download and load an extension when a file or a query needs one (a SQLite file
+# given as the store fetched sqlite_scanner from extensions.duckdb.org): no request leaves the server
+NO_EXTENSION_LOADING = {"autoload_known_extensions": False, "autoinstall_known_extensions": False,
+                        "allow_community_extensions": False}
+DUCKDB_MAGIC = b"DUCK"  # bytes 8..12 of every DuckDB database file
+OTHER_FORMATS = {b"SQLite format 3\0": "a SQLite database", b"PAR1": "a Parquet file",
+                 b"\x1f\x8b": "a gzip file", b"PK\x03\x04": "a zip file"}
+
+
+def not_a_store(path: Path) -> str | None:
+    """Why the existing `path` is not a DuckDB store (None when it is one), read from its first
+    bytes before DuckDB sees it: DuckDB tries to load a reader extension for a SQLite file."""
+    if not path.is_file():
+        return f"is not a DuckDB store (it is {'a folder' if path.is_dir() else 'not a regular file'})"
+    try:
+        with open(path, "rb") as f:
+            head = f.read(16)
+    except OSError:  # unreadable: DuckDB's own refusal says so, in one line
+        return None
+    if head[8:12] == DUCKDB_MAGIC or len(head) < 12:  # a shorter one may be a store being created
+        return None
+    kind = next((what for magic, what in OTHER_FORMATS.items() if head.startswith(magic)), "something else")
+    return f"is not a DuckDB store (the file is {kind})"
+
+
 def duckdb_config(threads: int | None = None) -> dict:
     """DuckDB's settings for a store: `threads` (default: one per core) and a memory limit beyond
     which it spills to disk: $PROFILER_DB_MEMORY, else 256 MB or 128 MB per thread, whichever is
     more (DuckDB needs about that per thread; below it a large ingest on a many-core machine fails
-    where a laptop's succeeds)."""
+    where a laptop's succeeds); and never an extension loaded or installed on the fly."""
     threads = threads or os.cpu_count() or 1
-    return {"threads": threads, "memory_limit": os.environ.get(MEMORY_ENV) or f"{max(256, 128 * threads)}MB"}
+    return {"threads": threads, "memory_limit": os.environ.get(MEMORY_ENV) or f"{max(256, 128 * threads)}MB",
+            **NO_EXTENSION_LOADING}
+
+
 # data/traces.duckdb in the project folder, wherever the app or the CLI is started from
 DEFAULT_DB = Path(__file__).resolve().parents[2] / "data" / "traces.duckdb"
 
@@ -183,6 +211,10 @@ class Store:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as e:
                 raise errors.StoreError(f"{self.label} cannot be created: {e.strerror or e}.") from e
+        problem = not_a_store(self.path) if self.path.exists() else None
+        if problem:
+            raise errors.NotAStoreError(f"{self.label} {problem}; give the path of a store file "
+                                        "(or a new one).")
         deadline = time.monotonic() + self.lock_timeout_s
         delay = 0.02
         while True:

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from profiler.analysis import queries
 from profiler.capture.variants import Setting, availability, default_device
+from tests.pages.conftest import shown
 
 DEVICE = default_device()
 NOTE = {"cpu": "No CUDA GPU on this machine", "cuda": "Capturing on this machine's CUDA GPU."}
@@ -44,7 +45,7 @@ def test_capture_adds_selected_runs_with_a_live_bar_per_variant(pages, page_stor
                          n for n in at.number_input if n.label == "head dim").value))
     assert set(new["shape"]) == {shape}  # the page's defaults for this device, and the chosen length
     assert set(at.query_params["runs"].split(",")) == set(new["run_id"])
-    bars = {b.proto.text.split(":")[0]: b.proto.value for b in at.get("progress")}
+    bars = {shown(b.proto.text).split(":")[0]: b.proto.value for b in at.get("progress")}  # text is Markdown
     assert bars == {"sdpa_math": 100, "naive": 100}
     assert "4 new run(s) in the store and selected" in pages.texts(at)
     traces = sorted(p.name for p in (Path(page_store.path).parent / "traces").iterdir())

@@ -150,7 +150,7 @@ def test_csv_cells_that_start_a_formula_are_neutralised():
 
     df = pd.DataFrame({"name": ["=1+1", "+cmd", "-2", "@SUM(A1)", "\tx", "\rx", "ok"], "n": [-1, 2, 3, 4, 5, 6, 7]})
     out = markup.csv_cells(df)
-    assert out["name"].tolist() == ["'=1+1", "'+cmd", "'-2", "'@SUM(A1)", "'\tx", "'\rx", "ok"]
+    assert out["name"].tolist() == ["'=1+1", "'+cmd", "'-2", "'@SUM(A1)", "\\tx", "\\rx", "ok"]
     assert out["n"].tolist() == [-1, 2, 3, 4, 5, 6, 7], "numbers stay numbers"
 
 
