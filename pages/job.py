@@ -90,8 +90,8 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     ui.table(collectives, column_config=COLLECTIVE_COLUMNS, column_order=list(COLLECTIVE_COLUMNS),
                  hide_index=True)
     st.subheader("Who waits for whom", divider="gray")
-    st.dataframe(job_queries.rank_waits(store, job), column_config=WAIT_COLUMNS,
-                 column_order=list(WAIT_COLUMNS), hide_index=True)
+    ui.table(job_queries.rank_waits(store, job), column_config=WAIT_COLUMNS,
+             column_order=list(WAIT_COLUMNS), hide_index=True)
     st.subheader("Compare with another job", divider="gray")
     others = [n for n in names if n != job]
     other = st.selectbox("Other job", others, index=None, placeholder="pick a job") if others else None

@@ -146,8 +146,9 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         rows = charts.with_runs(table, labels)
         st.caption(f"{len(rows)} kernel names over {len(runs)} run(s), heaviest first per run")
         if counted:
-            st.caption(f"Hardware counters (Nsight Compute, one warm call counted; its time under ncu is "
-                       f"not in any timing) for {counted} of these kernels: columns marked (ncu).")
+            st.caption(markup.fmt("Hardware counters (Nsight Compute, one warm call counted; its time under "
+                                  "ncu is not in any timing) for {} of these kernels: columns marked (ncu).",
+                                  counted))
         shown = [c for c in COLUMNS if counted or c not in counters.SHOWN_ON_KERNELS]
         ui.table(rows, column_config=COLUMNS, column_order=shown, hide_index=True,
                      width="stretch", height=min(36 + 35 * len(rows), 420), placeholder="—")
