@@ -1,4 +1,5 @@
-"""The project's own error types. Pages and the CLI catch only these and show their message.
+"""The project's own error types, all of them, each deriving from `ProfilerError`. Pages and the
+CLI catch only these and show their message.
 
 Every message is a full sentence that names the file (or store) and the problem, so it can be shown
 to a user as is, without a traceback.
@@ -68,3 +69,51 @@ class UnknownRunError(StoreError):
 
 class NestingTooDeepError(TraceError):
     pass
+
+
+class QueryError(StoreError):
+    """A query asked for something the store cannot answer; the message says what and why."""
+
+
+class RunNameError(StoreError):
+    """A new run name that cannot be used; the message says why."""
+
+
+class NothingMatchedError(StoreError):
+    """A counters report none of whose kernels is a launch of the run: it is refused, the store
+    unchanged."""
+
+
+class JobError(ProfilerError):
+    """A job cannot be ingested or read; the message says which job (and file) and why."""
+
+
+class Damage(ProfilerError):
+    """Why a job cannot be read: the file at fault (inside the job directory) and the reason."""
+
+    def __init__(self, file: str, reason: str):
+        super().__init__(f"{file} {reason}")
+        self.file, self.reason = file, reason
+
+    def __reduce__(self):
+        return type(self), (self.file, self.reason)
+
+
+class CaptureError(ProfilerError):
+    """The capture was asked for something it cannot do; the message says what."""
+
+
+class VariantError(ProfilerError):
+    """A variant could not be prepared or run here; the message says why, in one sentence."""
+
+
+class CountersFileError(TraceError):
+    """An Nsight Compute export that cannot be read; the message names the file and the problem."""
+
+
+class ShareError(ProfilerError, ValueError):
+    """A URL or view state that cannot describe a view; the message says which part and why."""
+
+
+class TooDeepError(ProfilerError, ValueError):
+    """Brackets nest deeper than the JSON scanner's limit (the trace reader names the file)."""

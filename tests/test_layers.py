@@ -158,3 +158,52 @@ def test_the_check_sees_lazy_and_relative_imports(tmp_path, monkeypatch):
         "torch (only ['capture'] may)"]
     assert layer_violations(fake / "parse" / "trace.py", "profiler.parse.trace") == [
         "profiler.parse.trace:1 imports profiler.capture.variants: parse never imports capture"]
+
+
+def circles(found: list[tuple[Path, str]]) -> list[list[str]]:
+    """The import circles among ``found`` modules (strongly connected groups of two or more, or
+    a module importing itself), each sorted; every import counts, lazy ones too."""
+    names = {module for _, module in found}
+    graph = {module: {t for t, _ in imports(path, module) if t in names} for path, module in found}
+    order, low, stack, on_stack, groups = {}, {}, [], set(), []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        order[v] = low[v] = len(order)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in order:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], order[w])
+        if low[v] == order[v]:
+            group = []
+            while not group or group[-1] != v:
+                group.append(stack.pop())
+                on_stack.discard(group[-1])
+            if len(group) > 1 or v in graph[v]:
+                groups.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in order:
+            visit(v)
+    return sorted(groups)
+
+
+def test_no_import_circle_anywhere_in_the_package():
+    """Value types live in leaf modules and orchestration above what it orchestrates, so no
+    module reaches itself through imports, within a layer or across one."""
+    assert circles(modules()) == []
+
+
+def test_the_circle_check_sees_a_circle_inside_one_layer(tmp_path, monkeypatch):
+    fake = tmp_path / "profiler" / "analysis"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "findings.py").write_text("from profiler.analysis import why\n")
+    (fake / "why.py").write_text("def f():\n    from profiler.analysis.findings import Finding\n")
+    (fake / "leaf.py").write_text("from profiler.analysis import why\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    found = [(fake / f"{m}.py", f"profiler.analysis.{m}") for m in ("findings", "why", "leaf")]
+    assert circles(found) == [["profiler.analysis.findings", "profiler.analysis.why"]]

@@ -12,12 +12,13 @@ The rules behind each kind are in `docs/analysis.md`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
-from profiler.analysis import counters, gpus, kept, occupancy, queries, roofline, tensor_cores
+from profiler.analysis import counters, gpus, kept, occupancy, queries, roofline, tensor_cores, timings, why
 from profiler.analysis.diff import kernel_family
+from profiler.analysis.finding import Finding
 from profiler.analysis.verdict import BOUND_EVIDENCE, BOUND_WORDS, bound_sentence  # noqa: F401 (re-exported)
 from profiler.errors import UnknownRunError
 from profiler.parse import demangled
@@ -30,17 +31,6 @@ ALWAYS = ("cold_start", "gpu_time", "kernel_delta")  # kept whatever their impac
 # GPU-time gap: they rank with the gap's size
 WHY = ("bytes_moved", "fp32_cuda_core_gemm", "kernel_arch")
 SAME_TIME_RATIO = 1.05  # GPU times closer than this read as "about the same"
-
-
-@dataclass(frozen=True)
-class Finding:
-    kind: str      # 'gpu_time' | 'kernel_delta' | 'bound' | 'kernels_per_iteration' | 'memcpy' |
-                   # 'cuda_core_math' | 'zero_occupancy' | 'tiny_grid' | 'launch_api' |
-                   # 'cpu_ops' | 'crossover' | 'cold_start' | 'memory' | 'no_memory' |
-                   # 'bytes_moved' | 'fp32_cuda_core_gemm' | 'kernel_arch' | 'counters'
-    text: str
-    evidence: dict = field(default_factory=dict)
-    impact_us: float = 0.0   # GPU or CPU µs per iteration the finding is about (ranks it)
 
 
 @dataclass(frozen=True)
@@ -100,7 +90,6 @@ def _ranked(found: list[Finding], limit: int | None = MAX_FINDINGS) -> list[Find
 
 
 def _why(store, run_a: str, run_b: str) -> list[Finding]:
-    from profiler.analysis import why  # the op-level cost model: bytes moved, fp32 GEMMs, kernel arch
     return why.compare(store, run_a, run_b)
 
 
@@ -177,8 +166,6 @@ def _cold_start(store, runs: _Runs) -> list[Finding]:
         return []
     cold = shapes.index[shapes["cold"].astype(bool)][0]
     warm = shapes.index[~shapes["cold"].astype(bool)][0]
-    from profiler.analysis import timings  # timings reads memory, which reads findings' Finding
-
     timed = timings.run_timings(store, [cold, warm]).set_index("run_id")
     extra = queries._run(store, "cold_extra_cpu", cold=cold, warm=warm)
     if extra.empty:

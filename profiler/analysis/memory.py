@@ -15,6 +15,7 @@ from __future__ import annotations
 import pandas as pd
 
 from profiler.analysis import kept, queries
+from profiler.analysis.finding import Finding
 
 MIB = 2**20
 SCORE_ITEM_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
@@ -87,7 +88,6 @@ def memory_findings(store, run_ids) -> list:
 
 
 def _memory_findings(store, run_ids: list[str]) -> list:
-    from profiler.analysis.findings import Finding  # findings calls this module; import at use
 
     summary = memory_summary(store, run_ids).set_index("run_id")
     summary = summary[summary["peak_allocated_bytes"].notna()]  # events without totals say no peak

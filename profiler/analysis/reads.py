@@ -10,13 +10,9 @@ from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
-from profiler.errors import StoreError
+from profiler.errors import QueryError
 
 SQL_DIR = Path(__file__).resolve().parent / "sql"
-
-
-class QueryError(StoreError):
-    """A query asked for something the store cannot answer; the message says what and why."""
 
 
 @cache

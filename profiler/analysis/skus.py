@@ -19,10 +19,10 @@ Figures are dense (no sparsity), per GPU (per GCD on MI250/MI250X).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from profiler.analysis.gpus import Device, _amd, _nv, _peaks, replace
+from profiler.analysis.device import Device, _amd, _nv, _peaks
 
 NV = "nvidia.com/en-us/data-center"
 H100_SHEET = f"NVIDIA H100 datasheet + H100 whitepaper table 3, {NV}/h100"

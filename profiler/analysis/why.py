@@ -7,7 +7,7 @@
 * `kernel_arch`: the main attention / GEMM kernel of two runs built for different architectures
   or matrix instructions (`profiler.analysis.kernel_names`).
 
-Each is a `findings.Finding` whose evidence names the ops and kernels it rests on and the page
+Each is a `finding.Finding` whose evidence names the ops and kernels it rests on and the page
 that shows them (`attention`). `compare` joins `findings.compare_findings` (the compare page, the
 `compare` command); `one_run` is shown on the Attention page.
 """
@@ -17,7 +17,7 @@ import pandas as pd
 
 from profiler.analysis import kept, kernel_names, op_costs, queries, rating, roofline
 from profiler.analysis.costmodel import PRECISION_BYTES
-from profiler.analysis.findings import Finding
+from profiler.analysis.finding import Finding
 
 GIB, MIB = 2**30, 2**20
 SAME_BYTES_RATIO = 1.5   # closer than this, bytes moved do not explain a difference

@@ -6,7 +6,7 @@ function ``fn(q, k, v) -> out`` over tensors shaped (batch, heads, seq_len, head
 ``build`` runs once per shape, outside every timing and profile, so one-time setup (a block mask,
 a compiled wrapper, a kernel download) never lands inside a measured call.
 
-This module and ``profiler/capture/recorder.py`` are the only ones that import torch.
+Only the capture layer (this module, the recorder and its parts) imports torch.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from profiler.errors import ProfilerError
+from profiler.errors import VariantError
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 HUB_FLASH_REPO = "kernels-community/flash-attn2"  # exposes the flash-attn 2 API (flash_attn_func)
@@ -27,10 +27,6 @@ FLASHINFER_WORKSPACE_BYTES = 128 << 20  # flashinfer's recommended split-k works
 KERNELS_EXTRA = "requirements-kernels.txt"  # the optional kernel packages, pinned
 
 AttentionFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
-
-
-class VariantError(ProfilerError):
-    """A variant could not be prepared or run here; the message says why, in one sentence."""
 
 
 @dataclass(frozen=True)

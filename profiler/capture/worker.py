@@ -26,8 +26,11 @@ import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from profiler.capture import recorder as cap
+import torch
+
+from profiler.capture import config as cap
 from profiler.capture import variants
+from profiler.capture.inprocess import _Capture
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HEARTBEAT_S = 2.0
@@ -125,7 +128,7 @@ class _Worker:
         env = {**os.environ, **env, "PYTHONPATH": os.pathsep.join(
             [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
         self.stderr = open(private / "stderr.txt", "w+b")
-        variant = cap.get_variant(job.variants[0])
+        variant = variants.get_variant(job.variants[0])
         preload = ",".join(dict.fromkeys(variants.COMPILER_MODULES + variant.preload))
         self.proc = subprocess.Popen([sys.executable, "-m", "profiler.capture.worker", preload], env=env,
                                      cwd=os.getcwd(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -206,7 +209,7 @@ def capture_isolated(config: cap.CaptureConfig, progress: cap.Progress | None) -
     """Every job in its own worker, one after the other (so no two measure on the GPU at once);
     the next worker starts, and imports, while the one before it measures."""
     relay = _Relay(progress, len(config.variants) * cap.runs_per_variant(config))
-    jobs = [(job, cap.get_variant(job.variants[0]).why_not(job.setting())) for job in _jobs(config)]
+    jobs = [(job, variants.get_variant(job.variants[0]).why_not(job.setting())) for job in _jobs(config)]
     runnable = [job for job, reason in jobs if reason is None]
     started: dict[int, _Worker] = {}
     outcomes = []
@@ -258,8 +261,8 @@ def main() -> int:
     # cuda_initialized_before_turn: whether an import touched the GPU before this worker's turn
     process = {"pid": os.getpid(), "fresh": True, "caches": request["caches"], "preloaded": preloaded,
                "preload_s": round(imported_s, 2), "waited_s": round(time.monotonic() - started - imported_s, 2),
-               "cuda_initialized_before_turn": cap.torch.cuda.is_initialized()}
-    outcomes = cap._Capture(config, progress, (), process=process).run()
+               "cuda_initialized_before_turn": torch.cuda.is_initialized()}
+    outcomes = _Capture(config, progress, (), process=process).run()
     print(json.dumps({"outcomes": [_outcome_json(o) for o in outcomes]}), flush=True)
     # every trace is written and closed: skip the interpreter's teardown (compiler worker pools
     # take seconds to shut down)

@@ -16,7 +16,7 @@ import io
 import re
 from dataclasses import dataclass
 
-from profiler.errors import TraceError
+from profiler.errors import CountersFileError
 
 MAX_BYTES = 64 * 2**20      # a raw export of thousands of kernels with every section is a few MB
 MAX_KERNELS = 100_000
@@ -48,10 +48,6 @@ LIMIT_WORDS = {"limit_registers": "registers", "limit_shared_mem": "shared memor
 MISSING = {"", "n/a", "no data", "N/A"}
 _DIMS = re.compile(r"^\(\s*(\d{1,10})\s*,\s*(\d{1,10})\s*,\s*(\d{1,10})\s*\)$")
 _NUMBER = re.compile(r"^[+-]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?([eE][+-]?\d{1,3})?$")
-
-
-class CountersFileError(TraceError):
-    """An Nsight Compute export that cannot be read; the message names the file and the problem."""
 
 
 @dataclass(frozen=True)

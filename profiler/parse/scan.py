@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from profiler.errors import TooDeepError
+
 SLICE_BYTES = 1 << 20
 _QUOTE, _OPEN, _CLOSE, _COMMA, _BACKSLASH = 1, 2, 3, 4, 5
 _CLASS = np.zeros(256, np.int8)
@@ -23,10 +25,6 @@ _CLASS[[ord("{"), ord("[")]] = _OPEN
 _CLASS[[ord("}"), ord("]")]] = _CLOSE
 _CLASS[ord(",")] = _COMMA
 _CLASS[ord("\\")] = _BACKSLASH
-
-
-class TooDeepError(ValueError):
-    """Brackets nest deeper than the scanner's limit."""
 
 
 @dataclass

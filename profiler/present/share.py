@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+from profiler.errors import ShareError
+
 PAGES = ("runs", "profile", "upload", "timeline", "kernels", "launches", "cpu-cost", "compare",
          "sweep", "attention", "memory", "job")
 DEFAULT_PAGE = "runs"
@@ -32,10 +34,6 @@ MAX_ITERATION = 1_000_000
 MAX_TIME_NS = 2**53 - 1
 MAX_RUNS = 500
 MAX_FILTER_CHARS = 500
-
-
-class ShareError(ValueError):
-    """A URL or view state that cannot describe a view; the message says which part and why."""
 
 
 @dataclass(frozen=True)

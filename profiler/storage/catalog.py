@@ -14,15 +14,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
 
-from profiler.errors import StoreError, UnknownRunError
+from profiler.errors import RunNameError, UnknownRunError
 
 MAX_NAME_CHARS = 200
 # every table keyed by run_id; traces last so a run is never left half-described
 RUN_TABLES = ("kernel_counters", "counter_reports", "kernels", "memops", "launches", "ops", "memory_events", "lane_names", "iterations", "traces")
-
-
-class RunNameError(StoreError):
-    """A new run name that cannot be used; the message says why."""
 
 
 def clean_name(name: str) -> str:

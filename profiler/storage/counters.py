@@ -19,17 +19,13 @@ from collections import defaultdict, deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from profiler.errors import StoreError, UnknownRunError
+from profiler.errors import NothingMatchedError, StoreError, UnknownRunError
 from profiler.parse import demangled
 from profiler.parse.ncu import MAX_BYTES, METRICS, CountersFileError, NcuKernel, NcuReport, read_report
 
 COLUMNS = ("run_id", "name", "ts_ns", "report_id", *METRICS, "ncu_limiter")
 LAUNCHES_SQL = ("SELECT name, ts_ns, grid_x, grid_y, grid_z, block_x, block_y, block_z FROM kernels "
                 "WHERE run_id = $run_id ORDER BY ts_ns, name")
-
-
-class NothingMatchedError(StoreError):
-    """A report none of whose kernels is a launch of the run: it is refused, the store unchanged."""
 
 
 @dataclass(frozen=True)

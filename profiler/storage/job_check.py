@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from profiler.errors import Damage
 from profiler.storage import jobs
 
 MAX_MANIFEST_BYTES = 64 << 20
@@ -30,14 +31,6 @@ _RUN_ID = re.compile(r"[0-9a-f]{16}")
 _CACHE: dict[tuple, str] = {}  # (file, size, mtime, run id, rows) -> layout
 REMOTE_RECHECK_S = 60.0
 _REMOTE: dict[tuple, tuple] = {}  # (manifest, mtime, size) -> (when, layouts, Damage or None)
-
-
-class Damage(Exception):
-    """Why a job cannot be read: the file at fault (inside the job directory) and the reason."""
-
-    def __init__(self, file: str, reason: str):
-        super().__init__(f"{file} {reason}")
-        self.file, self.reason = file, reason
 
 
 @dataclass(frozen=True)

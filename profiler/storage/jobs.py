@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from profiler import errors
+from profiler.errors import JobError
 
 JOB_ROOT_ENV = "PROFILER_JOBS"
 TABLES = ("traces", "iterations", "kernels", "memops", "launches", "ops", "lane_names", "memory_events")
@@ -45,10 +46,6 @@ MAX_NAME_CHARS = 200
 MAX_RANKS = 1 << 20  # a rank or world size at or beyond this is not believed (a file saying so is refused)
 OLD_RUN_ID = "trace_id"  # the run id column's name in rank files written before schema version 4
 _BACKEND = re.compile(rb'"distributedInfo"\s*:\s*\{[^{}]*?"backend"\s*:\s*"([^"\\]{1,40})"')
-
-
-class JobError(errors.ProfilerError):
-    """A job cannot be ingested or read; the message says which job (and file) and why."""
 
 
 # --- where jobs live -----------------------------------------------------------------------------

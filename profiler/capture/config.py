@@ -1,0 +1,123 @@
+"""What a capture is asked for (`CaptureConfig`), what each run came to (`RunOutcome`), and the
+checks a config passes before anything runs (`validate`). Value types and their rules: the
+in-process recorder (`inprocess.py`), the worker processes (`worker.py`) and the entry point
+(`recorder.capture`) all read them.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from profiler.errors import CaptureError
+from profiler.capture.variants import DTYPES, VARIANTS, Setting, default_device
+
+Progress = Callable[[str, float, str], None]
+METADATA_KEY = "attention_run"
+TOLERANCE = {"bf16": 2e-2, "fp16": 5e-3, "fp32": 1e-3}  # relative error against the fp32 reference
+SWEEP_REPEATS = 3  # warm runs per point of a sweep, unless asked otherwise
+
+
+@dataclass(frozen=True)
+class CaptureConfig:
+    variants: tuple[str, ...] = tuple(VARIANTS)
+    batch: int = 8
+    heads: int = 16
+    seq_lens: tuple[int, ...] = (1024,)
+    head_dim: int = 64
+    dtype: str = "bf16"
+    causal: bool = True
+    device: str = field(default_factory=default_device)
+    cold: bool = True
+    warmup_calls: int = 3  # outside the profiler, before a warm run
+    wait: int = 1
+    warmup: int = 1
+    active: int = 3
+    timing_calls: int = 20  # back-to-back calls (and graph replays) timed outside the profiler
+    repeats: int | None = None  # warm runs per point; None: 3 in a sweep, else 1
+    isolate: bool = True  # each variant (and each cold shape) in a fresh process with fresh caches
+    compile_cache: Path | None = None  # keep compile caches here (warm after the first capture)
+    out_dir: Path = Path("data/traces")
+    sweep: str | bool = False  # an id shared by the runs of a sweep, or False
+    seed: int = 0
+
+    def setting(self) -> Setting:
+        return Setting(device=self.device, dtype=self.dtype, head_dim=self.head_dim, causal=self.causal)
+
+
+@dataclass
+class RunOutcome:
+    variant: str
+    seq_len: int
+    cold: bool
+    name: str
+    path: Path | None = None  # the trace file, when the run was profiled
+    meta: dict | None = None  # the "attention_run" object written into the trace
+    skipped: str | None = None  # why the run did not happen
+    repeat: int = 0  # which warm run of its point (0 for a cold run)
+
+
+def runs_per_variant(config: CaptureConfig) -> int:
+    """How many runs (traces) each variant makes: a cold one per length, and the warm repeats."""
+    return len(config.seq_lens) * (int(config.cold) + (config.repeats or _default_repeats(config)))
+
+
+def _default_repeats(config: CaptureConfig) -> int:
+    return SWEEP_REPEATS if len(config.seq_lens) > 1 else 1
+
+
+def validate(config: CaptureConfig) -> CaptureConfig:
+    """Raise CaptureError naming the first bad field; return the config with a sweep id and
+    repeats set."""
+    for name in config.variants:
+        if name not in VARIANTS:
+            raise CaptureError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
+    if not config.variants:
+        raise CaptureError("no variants were asked for")
+    if config.dtype not in DTYPES:
+        raise CaptureError(f"dtype must be one of {', '.join(DTYPES)}, not {config.dtype!r}")
+    if config.device not in ("cuda", "cpu"):
+        raise CaptureError(f"device must be 'cuda' or 'cpu', not {config.device!r}")
+    if config.device == "cuda" and not torch.cuda.is_available():
+        raise CaptureError("device 'cuda' was asked for but torch sees no CUDA GPU; use --device cpu")
+    sizes = dict(batch=config.batch, heads=config.heads, head_dim=config.head_dim, active=config.active,
+                 timing_calls=config.timing_calls,
+                 repeats=1 if config.repeats is None else config.repeats)
+    sizes.update({f"seq_len {s}": s for s in config.seq_lens} or {"seq_lens": 0})
+    for what, value in sizes.items():
+        if value < 1:
+            raise CaptureError(f"{what} must be at least 1, not {value}")
+    if min(config.wait, config.warmup, config.warmup_calls) < 0:
+        raise CaptureError("wait, warmup and warmup_calls must not be negative")
+    _check_memory(config)
+    if config.sweep is False and len(config.seq_lens) > 1:
+        config = replace(config, sweep=time.strftime("sweep-%Y%m%dT%H%M%SZ", time.gmtime()))
+    if config.repeats is None:
+        config = replace(config, repeats=_default_repeats(config))
+    return config
+
+
+def _free_bytes(device: str) -> int:
+    if device == "cuda":
+        return torch.cuda.mem_get_info()[0]
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def _check_memory(config: CaptureConfig) -> None:
+    """The fp32 reference holds about three batch×heads×seq² score matrices at once."""
+    seq = max(config.seq_lens)
+    need, free = 3 * 4 * config.batch * config.heads * seq * seq, _free_bytes(config.device)
+    if need > free:
+        raise CaptureError(f"seq_len {seq} is too long here: the fp32 reference needs about "
+                           f"{need / 2**30:.1f} GiB, the {config.device} has {free / 2**30:.1f} GiB free")
+
+
+def run_name(config: CaptureConfig, variant: str, seq_len: int, cold: bool, repeat: int = 0) -> str:
+    mask = "causal" if config.causal else "full"
+    again = f"_r{repeat + 1}" if not cold and (config.repeats or 1) > 1 else ""
+    return (f"{variant}_b{config.batch}_h{config.heads}_s{seq_len}_d{config.head_dim}_{config.dtype}"
+            f"_{mask}_{'cold' if cold else 'warm'}{again}")
