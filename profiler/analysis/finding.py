@@ -1,11 +1,14 @@
 """A finding: one sentence about a run or a pair of runs, its evidence, and how much it is about.
 
 A value type on its own, so that every module that finds something (`findings`, `why`, `memory`,
-`counters`) can make one without importing the module that ranks them all.
+`counters`, `finding_kinds`) can make one without importing the module that ranks them all;
+`_Runs` is the runs' tables the kinds read.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -17,3 +20,12 @@ class Finding:
     text: str
     evidence: dict = field(default_factory=dict)
     impact_us: float = 0.0   # GPU or CPU µs per iteration the finding is about (ranks it)
+
+
+@dataclass(frozen=True)
+class _Runs:
+    ids: list[str]
+    labels: dict[str, str]
+    kernels: pd.DataFrame        # queries.kernel_details
+    memops: pd.DataFrame         # queries.memop_table
+    metrics: pd.DataFrame        # queries.run_metrics, indexed by run_id
