@@ -2,7 +2,7 @@
 import streamlit as st
 
 from profiler.analysis import counters, findings, queries, roofline, unmodelled
-from profiler.present import charts, markup, ui
+from profiler.present import charts, curve_charts, markup, ui
 
 Col = st.column_config
 COLUMNS = {  # what a kernel engineer reads first (time, math engine, occupancy), launch shape after
@@ -109,7 +109,7 @@ def breakdown_section(store, runs, labels) -> None:
 
 def roofline_section(store, runs, labels) -> None:
     st.subheader("Roofline", divider="gray")
-    roof = charts.roofline_usable(roofline.roofline_table(store, runs))
+    roof = curve_charts.roofline_usable(roofline.roofline_table(store, runs))
     if roof.empty:
         st.info("No roofline: no modelled op of the selected runs launched GPU work. "
                 + markup.md(" ".join(f"{labels.get(r, r)}: {unmodelled.sentence(store, r)}" for r in runs)))
@@ -117,7 +117,7 @@ def roofline_section(store, runs, labels) -> None:
     st.caption("FLOPs and bytes moved per iteration by the attention, GEMM and memory-bound ops "
                "(from their recorded shapes), over their kernel time, under the GPU's datasheet "
                "roofs: the memory slope and one ceiling per engine. Per op: the Attention page.")
-    st.altair_chart(charts.roofline_chart(roof, roofline.ceilings(roof), labels), width="stretch")
+    st.altair_chart(curve_charts.roofline_chart(roof, roofline.ceilings(roof), labels), width="stretch")
     ui.table(charts.with_runs(roof, labels), column_config=ROOF_COLUMNS, column_order=list(ROOF_COLUMNS),
                  hide_index=True, placeholder="—")
 

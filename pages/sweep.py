@@ -2,7 +2,7 @@
 import streamlit as st
 
 from profiler.analysis import findings, memory, queries, roofline
-from profiler.present import charts, markup, memory_charts, ui
+from profiler.present import curve_charts, markup, memory_charts, ui
 
 Col = st.column_config
 COLUMNS = {
@@ -33,7 +33,7 @@ st.title("Sweep")
 state = ui.view_state("sweep")
 with ui.guard(), queries.session(ui.get_store()) as store:
     runs = list(state.runs) or list(queries.run_catalog(store)["run_id"])
-    series = charts.sweep_series(roofline.sweep_table(store, runs))
+    series = curve_charts.sweep_series(roofline.sweep_table(store, runs))
     if series.empty:
         no_sweep()
     source = f"the {len(state.runs)} selected runs" if state.runs else "every captured run in the store"
@@ -43,8 +43,8 @@ with ui.guard(), queries.session(ui.get_store()) as store:
                "(a tick at the median). Where two GPU lines cross, the faster variant changes "
                "(dotted rules). What bounds each run (GPU, CPU or synchronisation) is on the runs page.")
     crossings = findings.sweep_findings(store, runs)
-    spread = charts.sweep_spread(roofline.sweep_iterations(store, runs))
-    st.altair_chart(charts.sweep_chart(series, spread, [f.evidence for f in crossings]),
+    spread = curve_charts.sweep_spread(roofline.sweep_iterations(store, runs))
+    st.altair_chart(curve_charts.sweep_chart(series, spread, [f.evidence for f in crossings]),
                     width="stretch")
     st.subheader("Crossovers", divider="gray")
     for finding in crossings:

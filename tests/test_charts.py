@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from profiler.analysis import queries as q
-from profiler.present import charts, style
+from profiler.present import charts, curve_charts, style
 from tests.tiny_store import RUNS
 
 
@@ -100,7 +100,7 @@ def test_per_run_and_search(tiny):
 def test_sweep_series_keeps_variants_with_two_lengths_and_names_shapes_when_several():
     import pandas as pd
 
-    from profiler.present.charts import sweep_chart, sweep_series
+    from profiler.present.curve_charts import sweep_chart, sweep_series
 
     base = {"batch": 8, "heads": 16, "head_dim": 64, "dtype": "bf16", "causal": True, "runs": 1,
             "gpu_busy_us_per_iter": 1.0, "cpu_busy_us_per_iter": 2.0}
@@ -111,7 +111,7 @@ def test_sweep_series_keeps_variants_with_two_lengths_and_names_shapes_when_seve
     rows += [dict(base, variant="flex", seq_len=s, dtype="fp16") for s in (512, 1024)]
     two_shapes = sweep_series(pd.DataFrame(rows))
     assert sorted(set(two_shapes["series"])) == ["flex · 8 16 64 bf16 True", "flex · 8 16 64 fp16 True"]
-    spec = sweep_chart(two_shapes, charts.sweep_spread(two_shapes.assign(run_id="r")), [
+    spec = sweep_chart(two_shapes, curve_charts.sweep_spread(two_shapes.assign(run_id="r")), [
         {"seq_len_lo": 512, "seq_len_hi": 2048, "faster_below": "a", "faster_above": "b"}]).to_dict()
     lines = spec["layer"][2]
     assert lines["encoding"]["x"]["scale"]["type"] == "log"
@@ -125,8 +125,8 @@ def test_sweep_spread_is_min_median_max_over_iterations_of_all_captures():
             "causal": True, "cpu_busy_us_per_iter": 1.0}
     gpu = {("r1", 512): [10.0, 12.0], ("r2", 512): [30.0], ("r3", 1024): [40.0, 41.0, 45.0]}
     rows = [dict(base, run_id=r, seq_len=L, gpu_busy_us_per_iter=v) for (r, L), vs in gpu.items() for v in vs]
-    spread = charts.sweep_spread(pd.DataFrame(rows))
-    got = spread[spread["metric"] == charts.SWEEP_METRICS["gpu_busy_us_per_iter"]]
+    spread = curve_charts.sweep_spread(pd.DataFrame(rows))
+    got = spread[spread["metric"] == curve_charts.SWEEP_METRICS["gpu_busy_us_per_iter"]]
     assert [tuple(r) for r in got[["seq_len", "min_us", "median_us", "max_us", "captures",
                                    "iterations"]].itertuples(index=False)] == [
         (512, 10.0, 12.0, 30.0, 2, 3), (1024, 40.0, 41.0, 45.0, 1, 3)]
@@ -180,7 +180,7 @@ def test_roofline_and_memory_charts_colour_runs_as_every_other_chart(labels):
     timeline = pd.DataFrame({"run_id": [b, a], "t_us": [0.0, 1.0], "iteration": [0, 0],
                              "total_allocated_bytes": [2**20, 2**21], "total_reserved_bytes": [2**21, 2**22]})
     starts = pd.DataFrame({"run": [lb, la], "t_ms": [0.0, 0.0], "iteration": [0, 0]})
-    for chart in (charts.roofline_chart(roof, lines, labels),
+    for chart in (curve_charts.roofline_chart(roof, lines, labels),
                   memory_charts.allocated_over_time_chart(timeline, starts, labels)):
         spec = _spec(style.configure(chart))
         scales = [layer["encoding"]["color"]["scale"] for layer in spec["layer"] if "color" in layer.get("encoding", {})]

@@ -178,10 +178,10 @@ def test_bytes_of_broadcast_and_in_place_adds():
 
 def test_a_point_above_its_roof_is_not_drawn():
     import pandas as pd
-    from profiler.present import charts
+    from profiler.present import curve_charts
     roof = pd.DataFrame({"run_id": ["under", "over"], "tflops": [10.0, 900.0], "intensity": [5.0, 5.0],
                          "suspect": [None, "model: TB/s above 100 % of the identified SKU's peak"]})
     lines = pd.DataFrame({"gpu_name": ["g"] * 2, "ceiling": ["bf16 tensor core"] * 2, "intensity": [1.0, 100.0],
                           "tflops": [1.0, 100.0]})
-    spec = json.dumps(charts.roofline_chart(roof, lines, {"under": "UNDER-RUN", "over": "OVER-RUN"}, roof).to_dict())
+    spec = json.dumps(curve_charts.roofline_chart(roof, lines, {"under": "UNDER-RUN", "over": "OVER-RUN"}, roof).to_dict())
     assert '"run": "UNDER-RUN"' in spec and '"run": "OVER-RUN"' not in spec   # the data rows drawn

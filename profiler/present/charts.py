@@ -14,6 +14,7 @@ import altair as alt
 import pandas as pd
 
 from profiler.present import style
+from profiler.present.tooltips import tips
 
 PALETTE = "tableau10"
 FACET_WIDTH_PX = 900   # faceted charts cannot stretch to the container
@@ -38,31 +39,6 @@ def search(df: pd.DataFrame, column: str, text: str | None) -> pd.DataFrame:
     if not text:
         return df
     return df[df[column].astype(str).str.contains(text, case=False, regex=False)]
-
-
-TIP_TITLES = {  # tooltip rows in words, not column names
-    "kernel": "kernel (full name)", "us_per_iter": "µs per iteration",
-    "gpu_time_share_pct": "% of the run's summed kernel time", "calls_per_iter": "calls per iteration",
-    "mean_us": "mean µs per call", "est_occupancy_pct": "reported occupancy (%)",
-    "api_kind": "kind", "api_us_per_iter": "µs in the call per iteration",
-    "kernels_launched_per_iter": "kernels launched per iteration",
-    "memops_launched_per_iter": "copies / sets launched per iteration",
-    "bin_start_us": "from µs", "bin_end_us": "to µs", "self_us_per_iter": "self µs per iteration",
-    "total_us_per_iter": "µs per iteration incl. children", "self_share_pct": "share of CPU self time (%)",
-    "us": "µs", "wall_us": "iteration wall time (µs)", "label": "run", "dur_us": "µs",
-    "us_delta": "µs per iteration, b − a", "us_a": "µs per iteration, a", "us_b": "µs per iteration, b",
-    "seq_len": "sequence length", "min_us": "fastest iteration (µs)", "median_us": "median (µs)",
-    "max_us": "slowest iteration (µs)", "runs": "captures",
-}
-
-
-def _tips(df: pd.DataFrame, columns: list[str]) -> list[alt.Tooltip]:
-    """Typed tooltip channels with readable titles (typed: strings make Altair rebuild its
-    schema index, ~10 ms each)."""
-    kind = {c: "Q" if pd.api.types.is_numeric_dtype(df[c]) else "N" for c in columns if c in df}
-    return [alt.Tooltip(f"{c}:{kind[c]}", title=TIP_TITLES.get(c, c.replace("_", " ")),
-                        format=",.4~r" if kind[c] == "Q" else alt.Undefined)
-            for c in columns if c in kind]
 
 
 def with_runs(df: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
@@ -113,7 +89,7 @@ def grouped_bars(data: pd.DataFrame, name: str, series: str, value: str, colour:
             labelExpr=f"indexof(datum.value, '{GAP}') >= 0 ? '' : datum.value")),
         color=alt.Color(f"{series}:N", scale=colour, title=None,
                         legend=alt.Legend(orient="top", columns=2)),
-        tooltip=_tips(data, tooltip),
+        tooltip=tips(data, tooltip),
     ).properties(height=alt.Step(ROW_PX))
 
 
@@ -161,7 +137,7 @@ def latency_histogram_chart(hist: pd.DataFrame, labels: dict[str, str]) -> alt.C
         color=alt.Color("api:N", scale=alt.Scale(domain=apis, scheme="set2"),
                         legend=alt.Legend(orient="top")),
         row=_run_rows(),
-        tooltip=_tips(data, ["run", "api", "bin_start_us", "bin_end_us", "launches"]),
+        tooltip=tips(data, ["run", "api", "bin_start_us", "bin_end_us", "launches"]),
     ).properties(height=120, width=FACET_WIDTH_PX).resolve_scale(y="independent"))
 
 
@@ -186,7 +162,7 @@ def cpu_gpu_chart(per_iter: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
         color=alt.Color("metric:N", sort=metrics, scale=style.category_scale(metrics),
                         legend=alt.Legend(orient="top", title=None)),
         row=_run_rows(),
-        tooltip=_tips(data, ["run", "iteration", "metric", "us", "wall_us"]),
+        tooltip=tips(data, ["run", "iteration", "metric", "us", "wall_us"]),
     ).properties(height=110, width=FACET_WIDTH_PX).resolve_scale(y="independent"))
 
 
@@ -235,7 +211,7 @@ def alignment_chart(aligned: pd.DataFrame, label_a: str, label_b: str) -> alt.Ch
         y=alt.Y("run:N", sort=[label_a, label_b], title=None, axis=alt.Axis(labelLimit=320)),
         color=alt.Color("status:N", scale=alt.Scale(domain=ALIGN_STATUSES, scheme=PALETTE),
                         legend=alt.Legend(orient="top", title=None)),
-        tooltip=_tips(data, ["run", "slot", "name", "dur_us", "status", "family"]),
+        tooltip=tips(data, ["run", "slot", "name", "dur_us", "status", "family"]),
     ).properties(height=alt.Step(34)))  # a fixed row height: the legend above cannot squash the strips
 
 
@@ -251,129 +227,6 @@ def delta_chart(delta: pd.DataFrame, top_n: int = TOP_N) -> alt.Chart:
         color=alt.Color("presence:N", scale=alt.Scale(domain=presence, range=[
             style.CATEGORY_COLOURS["op"], style.CATEGORY_COLOURS["runtime"],
             style.CATEGORY_COLOURS["kernel"]]), legend=alt.Legend(orient="top", title=None)),
-        tooltip=_tips(data, ["kernel", "calls_a", "calls_b", "us_a", "us_b", "us_delta",
+        tooltip=tips(data, ["kernel", "calls_a", "calls_b", "us_a", "us_b", "us_delta",
                              "presence"]),
     ).properties(height=alt.Step(ROW_PX + 4)))
-
-
-# ── roofline ─────────────────────────────────────────────────────────────────────────────────
-
-def roofline_usable(roof: pd.DataFrame) -> pd.DataFrame:
-    """Rows of ``roofline.roofline_table`` that have a point to draw (FLOPs, bytes and time)."""
-    if roof.empty or "tflops" not in roof:
-        return roof.iloc[0:0]
-    return roof[(roof["tflops"] > 0) & roof["intensity"].notna()]
-
-
-def _under_roof(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame[frame["suspect"].isna()] if "suspect" in frame else frame
-
-
-def roofline_chart(roof: pd.DataFrame, lines: pd.DataFrame, labels: dict[str, str],
-                   ops: pd.DataFrame | None = None) -> alt.LayerChart:
-    """Log-log roofline: the memory slope and one ceiling per engine (``roofline.ceilings``), a
-    point per run (``roofline.roofline_table``) and, when given, a cross per op (``ops_table``).
-    A point above its roof is a share above 100 % (`rating.suspect`): not drawn; the tables
-    beside the chart say which figure is wrong."""
-    roof, ops = _under_roof(roof), None if ops is None else _under_roof(ops)
-    points = roof.assign(run=roof["run_id"].map(labels).fillna(roof["run_id"]), what="run")
-    x = alt.X("intensity:Q", scale=alt.Scale(type="log"), title="arithmetic intensity (FLOP / byte moved)")
-    y = alt.Y("tflops:Q", scale=alt.Scale(type="log"), title="TFLOP/s")
-    roof_lines = alt.Chart(lines).mark_line(strokeDash=[6, 3], color="#555").encode(
-        x=x, y=y, detail="ceiling:N", tooltip=_tips(lines, ["gpu_name", "ceiling", "intensity", "tflops"]))
-    names = lines.sort_values("intensity").groupby("ceiling", as_index=False).last()
-    label = alt.Chart(names).mark_text(align="right", dy=-8, color="#555").encode(x=x, y=y, text="ceiling:N")
-    runs = alt.Chart(points).mark_point(filled=True, size=110).encode(
-        x=x, y=y, color=alt.Color("run:N", scale=style.run_scale(labels),
-                                  legend=alt.Legend(orient="top", labelLimit=400, columns=2)),
-        tooltip=_tips(points, ["run", "tflops", "intensity", "bytes_per_iter", "flops_per_iter",
-                               "engine", "dtype", "roof_tflops", "pct_of_roof", "bound"]))
-    layers = [roof_lines, label, runs]
-    if ops is not None and not ops.empty:
-        op_points = ops[(ops["tflops"] > 0) & ops["intensity"].notna()].assign(
-            run=lambda f: f["run_id"].map(labels).fillna(f["run_id"]))
-        layers.append(alt.Chart(op_points).mark_point(shape="cross", size=70).encode(
-            x=x, y=y, color=alt.Color("run:N", scale=style.run_scale(labels)),
-            tooltip=_tips(op_points, ["run", "op", "shape", "dtype", "engine", "tflops", "intensity", "bound"])))
-    return alt.layer(*layers, title="Roofline: modelled FLOPs and bytes per iteration over their kernel time"
-                     ).properties(height=360)
-
-
-# ── sweep ────────────────────────────────────────────────────────────────────────────────────
-
-SWEEP_METRICS = {"gpu_busy_us_per_iter": "GPU busy time per iteration",
-                 "cpu_busy_us_per_iter": "CPU time (launching thread) per iteration"}
-SWEEP_SHAPE = ["batch", "heads", "head_dim", "dtype", "causal"]
-
-
-def sweep_series(sweep: pd.DataFrame) -> pd.DataFrame:
-    """``roofline.sweep_table`` rows of the (variant, shape) series measured at two or more
-    sequence lengths, with a ``series`` label (the variant, plus the shape when several)."""
-    keys = ["variant", *SWEEP_SHAPE]
-    lengths = sweep.groupby(keys, dropna=False)["seq_len"].transform("nunique")
-    out = sweep[lengths >= 2].copy()
-    if out.empty:
-        return out.assign(series=pd.Series(dtype=str))
-    shapes = out[SWEEP_SHAPE].astype(str).agg(" ".join, axis=1)
-    out["series"] = out["variant"] if shapes.nunique() <= 1 else out["variant"] + " · " + shapes
-    return out.reset_index(drop=True)
-
-
-def sweep_spread(iterations: pd.DataFrame) -> pd.DataFrame:
-    """``roofline.sweep_iterations`` ▶ per series, sequence length and metric: the min, median
-    and max over every iteration of every capture, and how many captures and iterations."""
-    rows = sweep_series(iterations)
-    if rows.empty:
-        return pd.DataFrame(columns=["series", "seq_len", "metric", "min_us", "median_us",
-                                     "max_us", "captures", "iterations"])
-    long = rows.melt(id_vars=["series", "seq_len", "run_id"], value_vars=list(SWEEP_METRICS),
-                     var_name="metric", value_name="us")
-    long["metric"] = long["metric"].map(SWEEP_METRICS)
-    return long.groupby(["series", "seq_len", "metric"], as_index=False).agg(
-        min_us=("us", "min"), median_us=("us", "median"), max_us=("us", "max"),
-        captures=("run_id", "nunique"), iterations=("us", "count"))
-
-
-def sweep_chart(series: pd.DataFrame, spread: pd.DataFrame, crossings: list[dict]) -> alt.Chart:
-    """GPU (solid) and CPU (dashed) time per iteration vs sequence length on one log-log scale,
-    a colour per variant: the lines join the means, the bars span min–max over the iterations
-    of every capture (a tick at the median), and dotted rules mark where two variants cross."""
-    data = series.melt(id_vars=["series", "seq_len", "runs"], value_vars=list(SWEEP_METRICS),
-                       var_name="metric", value_name="us_per_iter")
-    data["metric"] = data["metric"].map(SWEEP_METRICS)
-    names = sorted(series["series"].unique())
-    colour = alt.Scale(domain=names, range=[style.RUN_COLOURS[i % len(style.RUN_COLOURS)]
-                                            for i in range(len(names))])
-    lengths = sorted(series["seq_len"].unique().tolist())
-    x = alt.X("seq_len:Q", title="sequence length", scale=alt.Scale(type="log", base=2),
-              axis=alt.Axis(values=lengths))
-    y_scale = alt.Scale(type="log")
-    metric_dash = alt.StrokeDash("metric:N", sort=list(SWEEP_METRICS.values()), title=None,
-                                 scale=alt.Scale(domain=list(SWEEP_METRICS.values()),
-                                                 range=[[1, 0], [6, 4]]),
-                                 legend=None)  # said in the y title: dash symbols read poorly
-    lines = alt.Chart(data).mark_line(point=True).encode(
-        x=x, y=alt.Y("us_per_iter:Q", scale=y_scale,
-                     title="µs per iteration (log) · solid: GPU · dashed: CPU"),
-        color=alt.Color("series:N", title="variant", scale=colour, legend=alt.Legend(orient="top")),
-        strokeDash=metric_dash,
-        tooltip=_tips(data, ["series", "metric", "seq_len", "us_per_iter", "runs"]))
-    bars = alt.Chart(spread).mark_rule(strokeWidth=2, opacity=0.6).encode(
-        x=x, y=alt.Y("min_us:Q", scale=y_scale), y2="max_us", color=alt.Color("series:N", scale=colour),
-        tooltip=_tips(spread, ["series", "metric", "seq_len", "min_us", "median_us", "max_us",
-                               "captures", "iterations"]))
-    ticks = alt.Chart(spread).mark_tick(thickness=2, size=12, orient="horizontal").encode(
-        x=x, y=alt.Y("median_us:Q", scale=y_scale), color=alt.Color("series:N", scale=colour))
-    layers = [bars, ticks, lines]
-    if crossings:
-        cross = pd.DataFrame([{"seq_len": (c["seq_len_lo"] * c["seq_len_hi"]) ** 0.5,
-                               "text": f"{c['faster_below']} ⇄ {c['faster_above']}"}
-                              for c in crossings])
-        rule = alt.Chart(cross).mark_rule(strokeDash=[2, 3], color="gray").encode(
-            x=x, tooltip=[alt.Tooltip("text:N", title="crossover")])
-        label = alt.Chart(cross).mark_text(align="left", dx=4, dy=-4, baseline="top",
-                                           fontSize=style.FONT_PX, color="gray").encode(
-            x=x, y=alt.value(4), text="text:N")
-        layers += [rule, label]
-    return style.configure(alt.layer(*layers).properties(
-        width="container", height=380, padding={"left": 5, "top": 5, "right": 24, "bottom": 5}))
