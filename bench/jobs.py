@@ -31,7 +31,7 @@ from ingest import code_version, machine, uptime  # noqa: E402
 from make_large_trace import SOURCES_DIR, make_large_trace  # noqa: E402
 from results import write_section  # noqa: E402
 
-from profiler.storage import jobs, parallel  # noqa: E402
+from profiler.storage import job_ingest, jobs, parallel  # noqa: E402
 from profiler.storage.store import Store  # noqa: E402
 
 _RANK = re.compile(rb'("distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*)\d+')
@@ -78,7 +78,7 @@ def run(files: list[Path], workers: int, engine: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-job-") as tmp:
         store = Store(Path(tmp) / "bench.duckdb")
         t0 = time.perf_counter()
-        result = jobs.ingest_job(store, files, f"bench-{workers}", engine=engine, workers=workers)
+        result = job_ingest.ingest_job(store, files, f"bench-{workers}", engine=engine, workers=workers)
         seconds = time.perf_counter() - t0
         t1 = time.perf_counter()
         rows = store.query("SELECT count(*) AS n FROM kernels")["n"][0]

@@ -34,7 +34,7 @@ from profiler.analysis import job_queries, kept, queries  # noqa: E402
 from profiler.capture.samples import seed_if_empty  # noqa: E402
 from profiler.present.share import PAGES as ALL_PAGES  # noqa: E402
 from profiler.present.ui import preload_capture  # noqa: E402
-from profiler.storage import jobs  # noqa: E402
+from profiler.storage import job_ingest, jobs  # noqa: E402
 from profiler.storage.store import Store  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
@@ -62,7 +62,7 @@ def build_store(path: Path, mb: float) -> tuple[Store, list[str], str]:
     print(f"large run {result.run_id}: {result.events:,} events, {result.kernels:,} kernels"
           f"{' (already stored)' if result.duplicate else f', ingested in {result.seconds:.1f} s'}")
     if JOB not in set(job_queries.job_list(store)["job"]):
-        jobs.ingest_job(store, DLRM, JOB, engine="in-process")
+        job_ingest.ingest_job(store, DLRM, JOB, engine="in-process")
     return store, ids, result.run_id
 
 

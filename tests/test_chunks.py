@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import real_traces, trace_params
 from profiler import errors
 from profiler.parse import split
-from profiler.storage import catalog, chunks, jobs
+from profiler.storage import catalog, chunks, job_ingest, jobs
 from profiler.storage.store import Store
 
 KEEP_ALL = ("stored_iteration_metrics",)  # beside catalog.RUN_TABLES: the metrics kept per run
@@ -62,7 +62,7 @@ def test_a_job_of_one_file_split_across_worker_processes(tmp_path, monkeypatch, 
     src = tmp_path / f"rank0.{Path(path).name}"
     src.write_bytes(Path(path).read_bytes())
     single = store.ingest(src)
-    result = jobs.ingest_job(store, [src], "split", engine="processes", workers=2,
+    result = job_ingest.ingest_job(store, [src], "split", engine="processes", workers=2,
                              chunk_bytes=chunks.estimated_size(src) // 3)
     rank = result.ranks[0]
     assert rank.chunks >= 3 and rank.trace_id == single.run_id
@@ -111,7 +111,7 @@ def test_a_cut_inside_an_event_fails_to_parse_and_the_file_is_parsed_whole(tmp_p
     store = Store(tmp_path / "store.duckdb")
     single = store.ingest(path)
     # cut every ~200 bytes: some targets find the nested `},` first; the job still gets the whole file's rows
-    result = jobs.ingest_job(store, [path], "hand", engine="in-process", chunk_bytes=200)
+    result = job_ingest.ingest_job(store, [path], "hand", engine="in-process", chunk_bytes=200)
     assert result.ranks[0].trace_id == single.run_id
     for table in ("ops", "traces"):
         with store.connect(jobs=True) as con:
@@ -161,7 +161,7 @@ def test_a_bad_file_split_in_chunks_names_itself_as_when_parsed_whole(tmp_path, 
     with pytest.raises(errors.TraceError) as whole:
         store.ingest(path)
     with pytest.raises(jobs.JobError) as job:
-        jobs.ingest_job(store, [path], "bad", engine="in-process", chunk_bytes=500)
+        job_ingest.ingest_job(store, [path], "bad", engine="in-process", chunk_bytes=500)
     assert str(whole.value) in str(job.value)
     root = Path(jobs.job_root(store))
     assert not root.exists() or [p for p in root.rglob("*") if p.is_file()] == []

@@ -20,7 +20,7 @@ import pytest
 from tests.conftest import ROOT, SHARED_TRACES, real_traces, trace_params
 from profiler import errors
 from profiler.analysis import job_queries
-from profiler.storage import jobs, parallel
+from profiler.storage import job_ingest, jobs, parallel
 from profiler.storage.store import Store
 
 DLRM = sorted(SHARED_TRACES.glob("param__dlrm_kineto__worker*.pt.trace.json")) if SHARED_TRACES.is_dir() else []
@@ -63,7 +63,7 @@ def _job_files(store: Store) -> list[str]:
 @pytest.mark.third_party
 @needs_dlrm
 def test_dlrm_job_on_ray_reports_the_missing_rank(ray_cluster, job_store):
-    result = jobs.ingest_job(job_store, [str(p) for p in DLRM], "dlrm", engine="ray", workers=2)
+    result = job_ingest.ingest_job(job_store, [str(p) for p in DLRM], "dlrm", engine="ray", workers=2)
     assert (result.world_size, result.backend) == (8, "nccl")
     assert result.ranks_present == [0, 2, 3, 4, 5, 6, 7] and result.ranks_missing == [[1, 1]]
     assert all(r.rank_from == "distributedInfo" for r in result.ranks)
@@ -115,7 +115,7 @@ def _union(intervals: list[tuple[int, int]]) -> int:
 @pytest.mark.third_party
 @needs_dlrm
 def test_dlrm_per_rank_figures_match_plain_json(job_store):
-    jobs.ingest_job(job_store, [str(p) for p in DLRM], "dlrm", engine="in-process")
+    job_ingest.ingest_job(job_store, [str(p) for p in DLRM], "dlrm", engine="in-process")
     report = job_queries.job_report(job_store, "dlrm")
     by_rank = {row["rank"]: row for row in report["iterations"]}
     expected = {json.loads(p.read_bytes())["distributedInfo"]["rank"]: _independent_rank_figures(p) for p in DLRM}
@@ -159,7 +159,7 @@ def test_job_figures_are_the_metrics_layers_even_when_computed_under_another_def
     single = job_store.ingest(NS_RESOLUTION)
     want = queries.iteration_metrics(job_store, [single.run_id]).drop(columns="run_id")
     assert (want["carried_ns"] > 0).any() and len(want) > 1
-    jobs.ingest_job(job_store, [NS_RESOLUTION], "ns", engine="in-process")
+    job_ingest.ingest_job(job_store, [NS_RESOLUTION], "ns", engine="in-process")
 
     def check():
         got = job_queries.rank_iterations(job_store, "ns")
@@ -221,7 +221,7 @@ def _independent_collective_sizes(paths: list[Path]) -> dict[tuple[str, int], di
 @pytest.mark.third_party
 @needs_dlrm
 def test_dlrm_collective_bandwidth_matches_plain_json(job_store):
-    jobs.ingest_job(job_store, [str(p) for p in DLRM], "dlrm", engine="in-process")
+    job_ingest.ingest_job(job_store, [str(p) for p in DLRM], "dlrm", engine="in-process")
     report = job_queries.job_report(job_store, "dlrm")
     want = _independent_collective_sizes(DLRM)
     got = {(c["name"], c["seq"]): c for c in report["collectives"]}
@@ -258,8 +258,8 @@ def _rank_named(src: Path, tmp: Path) -> Path:
 def test_ray_in_process_and_single_upload_give_identical_tables(ray_cluster, job_store, tmp_path, path):
     src = _rank_named(Path(path), tmp_path)
     single = job_store.ingest(src)
-    on_ray = jobs.ingest_job(job_store, [src], "on-ray", engine="ray", workers=2).ranks[0]
-    here = jobs.ingest_job(job_store, [src], "here", engine="in-process").ranks[0]
+    on_ray = job_ingest.ingest_job(job_store, [src], "on-ray", engine="ray", workers=2).ranks[0]
+    here = job_ingest.ingest_job(job_store, [src], "here", engine="in-process").ranks[0]
     assert on_ray.trace_id == here.trace_id == single.run_id
     for table in jobs.TABLES:
         drop = ("added_at", "rank") if table == "traces" else ()
@@ -282,13 +282,13 @@ def test_bad_file_names_itself_and_nothing_lands_unless_skip_bad(job_store, tmp_
     files = [str(p) for p in DLRM[:2]] + [str(bad)]
     # a worker returns the file's error to the job: it must arrive whole, whatever the engine
     with pytest.raises(jobs.JobError, match=r"rank1\.pt\.trace\.json: is truncated"):
-        jobs.ingest_job(job_store, files, "cut", engine=engine, workers=2)
+        job_ingest.ingest_job(job_store, files, "cut", engine=engine, workers=2)
     assert _job_files(job_store) == [] and job_queries.job_list(job_store).empty
-    result = jobs.ingest_job(job_store, files, "cut", engine=engine, workers=2, skip_bad=True)
+    result = job_ingest.ingest_job(job_store, files, "cut", engine=engine, workers=2, skip_bad=True)
     assert result.ranks_present == [0, 2] and len(result.skipped) == 1 and "rank1.pt.trace.json" in result.skipped[0]
     assert job_store.query("SELECT count(*) AS n FROM traces")["n"][0] == 2
     with pytest.raises(jobs.JobError, match="already in the store"):
-        jobs.ingest_job(job_store, files, "cut", engine=engine, workers=2, skip_bad=True)
+        job_ingest.ingest_job(job_store, files, "cut", engine=engine, workers=2, skip_bad=True)
 
 
 def test_every_trace_error_survives_the_trip_from_a_worker():
@@ -304,8 +304,8 @@ def test_every_trace_error_survives_the_trip_from_a_worker():
 @pytest.mark.third_party
 @needs_dlrm
 def test_process_pool_engine_gives_the_same_tables(job_store):
-    pooled = jobs.ingest_job(job_store, [str(p) for p in DLRM[:2]], "pool", engine="processes", workers=2)
-    here = jobs.ingest_job(job_store, [str(p) for p in DLRM[:2]], "here", engine="in-process")
+    pooled = job_ingest.ingest_job(job_store, [str(p) for p in DLRM[:2]], "pool", engine="processes", workers=2)
+    here = job_ingest.ingest_job(job_store, [str(p) for p in DLRM[:2]], "here", engine="in-process")
     assert pooled.ranks_present == here.ranks_present == [0, 2] and pooled.workers == 2
     for a, b in zip(pooled.ranks, here.ranks):
         for table in jobs.TABLES:
@@ -316,7 +316,7 @@ def test_process_pool_engine_gives_the_same_tables(job_store):
 @pytest.mark.third_party
 @needs_dlrm
 def test_a_broken_manifest_leaves_its_job_out(job_store):
-    jobs.ingest_job(job_store, [str(DLRM[0])], "gone", engine="in-process")
+    job_ingest.ingest_job(job_store, [str(DLRM[0])], "gone", engine="in-process")
     manifest = Path(jobs.job_root(job_store)) / "manifests" / "gone.json"
     manifest.write_text("{not json")
     assert job_store.query("SELECT count(*) AS n FROM kernels")["n"][0] == 0  # the damaged job is left out
@@ -330,7 +330,7 @@ def test_two_files_claiming_one_rank_are_refused(job_store, tmp_path):
     twin = tmp_path / "copy_of_rank0.json"
     twin.write_bytes(DLRM[0].read_bytes().replace(b'"world_size": 8', b'"world_size": 8 '))
     with pytest.raises(jobs.JobError, match="both say they are rank 0"):
-        jobs.ingest_job(job_store, [str(DLRM[0]), str(twin)], "twins", engine="in-process")
+        job_ingest.ingest_job(job_store, [str(DLRM[0]), str(twin)], "twins", engine="in-process")
     assert _job_files(job_store) == []
 
 
@@ -373,7 +373,7 @@ def _ray_task_pids(names: tuple[str, ...] = ("parse_rank", "parse_chunk", "assem
 @pytest.mark.third_party
 @needs_dlrm
 def test_killing_a_worker_mid_job_leaves_the_store_as_it_was(ray_cluster, job_store, tmp_path):
-    jobs.ingest_job(job_store, [str(p) for p in DLRM[:2]], "before", engine="in-process")
+    job_ingest.ingest_job(job_store, [str(p) for p in DLRM[:2]], "before", engine="in-process")
     job_store.ingest(DLRM[2])
     files_before, traces_before = _job_files(job_store), job_store.query("SELECT * FROM traces ORDER BY run_id")
     sys.path.insert(0, str(ROOT / "bench"))
@@ -381,7 +381,7 @@ def test_killing_a_worker_mid_job_leaves_the_store_as_it_was(ray_cluster, job_st
 
     big = tmp_path / "rank3.trace.json"
     make_large_trace(big, 100_000_000, SHARED_TRACES)  # two chunks of ~3 s on 2 cores, then ~3 s to assemble
-    thread, outcome = _in_thread(lambda: jobs.ingest_job(job_store, [str(DLRM[3]), str(big)], "killed", engine="ray", workers=2))
+    thread, outcome = _in_thread(lambda: job_ingest.ingest_job(job_store, [str(DLRM[3]), str(big)], "killed", engine="ray", workers=2))
     deadline, killed, seen = time.monotonic() + 120, False, {}
     while time.monotonic() < deadline and thread.is_alive() and not killed:
         for pid in _ray_task_pids():  # a task of the large rank: still running 1 s after it was seen
@@ -412,7 +412,7 @@ def test_a_killed_pool_worker_is_named_with_its_cause_and_stores_nothing(job_sto
 
     big = tmp_path / "rank3.trace.json"
     make_large_trace(big, 40_000_000, SHARED_TRACES)
-    thread, outcome = _in_thread(lambda: jobs.ingest_job(job_store, [str(DLRM[0]), str(big)], "killed", engine="processes", workers=2))
+    thread, outcome = _in_thread(lambda: job_ingest.ingest_job(job_store, [str(DLRM[0]), str(big)], "killed", engine="processes", workers=2))
     deadline, killed = time.monotonic() + 120, False
     while time.monotonic() < deadline and thread.is_alive() and not killed:
         for pid in _pool_worker_pids()[:1]:
@@ -435,14 +435,14 @@ def test_two_stores_share_one_job_directory(tmp_path, monkeypatch):
     monkeypatch.setenv(jobs.JOB_ROOT_ENV, str(shared))
     first, second = Store(tmp_path / "a" / "store.duckdb"), Store(tmp_path / "b" / "store.duckdb")
     second.ingest(DLRM[0])  # a run of its own, beside the shared job
-    jobs.ingest_job(first, [str(p) for p in DLRM[:3]], "shared", engine="in-process")
+    job_ingest.ingest_job(first, [str(p) for p in DLRM[:3]], "shared", engine="in-process")
     assert job_queries.job_list(second)["job"].tolist() == ["shared"]
     n = second.query("SELECT count(*) AS n FROM kernels k JOIN job_ranks r ON r.run_id = k.run_id")["n"][0]
     assert n == sum(json.loads(p.read_bytes())["traceEvents"].__len__() and
                     sum(1 for e in json.loads(p.read_bytes())["traceEvents"] if e.get("cat") == "kernel")
                     for p in DLRM[:3])
     assert second.query("SELECT count(*) AS n FROM traces")["n"][0] == 4  # 3 ranks + its own run
-    jobs.delete_job(second, "shared")
+    job_ingest.delete_job(second, "shared")
     assert job_queries.job_list(first).empty and not any(shared.rglob("*.parquet"))
 
 
@@ -451,7 +451,7 @@ def test_two_stores_share_one_job_directory(tmp_path, monkeypatch):
 def test_job_directory_as_a_filesystem_uri(tmp_path, monkeypatch):
     monkeypatch.setenv(jobs.JOB_ROOT_ENV, (tmp_path / "by-uri").as_uri())  # file:///..., read through pyarrow
     store = Store(tmp_path / "store.duckdb")
-    jobs.ingest_job(store, [str(p) for p in DLRM[:2]], "uri", engine="in-process")
+    job_ingest.ingest_job(store, [str(p) for p in DLRM[:2]], "uri", engine="in-process")
     assert sorted(p.name for p in (tmp_path / "by-uri" / "kernels" / "job=uri").iterdir()) == ["rank=0", "rank=2"]
     assert job_queries.job_report(store, "uri")["ranks_present"] == [0, 2]
 
@@ -466,12 +466,12 @@ def test_zip_and_directory_inputs(job_store, tmp_path):
         for p in DLRM[:2]:
             zf.write(p, f"nested/dir/{p.name}")
         zf.writestr("README.txt", "not a trace")
-    assert jobs.ingest_job(job_store, [archive], "zipped", engine="in-process").ranks_present == [0, 2]
+    assert job_ingest.ingest_job(job_store, [archive], "zipped", engine="in-process").ranks_present == [0, 2]
     folder = tmp_path / "ranks"
     folder.mkdir()
     for p in DLRM[2:4]:
         shutil.copyfile(p, folder / p.name)
-    assert jobs.ingest_job(job_store, [folder], "folder", engine="in-process").ranks_present == [3, 4]
+    assert job_ingest.ingest_job(job_store, [folder], "folder", engine="in-process").ranks_present == [3, 4]
 
 
 def test_rank_from_file_names():

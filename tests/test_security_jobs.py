@@ -25,7 +25,7 @@ import pytest
 
 from profiler.analysis import job_queries
 from profiler.cli.main import main
-from profiler.storage import jobs
+from profiler.storage import job_ingest, jobs
 from profiler.storage.store import Store
 from tests.crafted import kineto_trace
 from tests.crafted_jobs import (ABSURD_RANKS, ABSURD_TIMESTAMPS, COLLIDING_NAMES, MANIFEST_DAMAGE,
@@ -82,7 +82,7 @@ def template(tmp_path_factory) -> tuple[Path, dict]:
            "plain2": store.ingest(kineto_trace(60), "plain2.json").run_id}
     for job, world in (("good", 2), ("bad", 4)):
         files = write_ranks(folder / job, {f"{job}{r}.json": rank_trace(r, world, 30 + 3 * r) for r in range(2)})
-        jobs.ingest_job(store, files, job, engine="in-process")
+        job_ingest.ingest_job(store, files, job, engine="in-process")
     return folder, ids
 
 
@@ -176,7 +176,7 @@ def test_a_job_stored_under_an_old_key_is_neither_shadowed_nor_deleted_by_anothe
     db = tmp_path / "s.duckdb"
     files = write_ranks(tmp_path / "in", {"rank0.json": rank_trace(0, 1)})
     monkeypatch.setattr(jobs, "job_key", _old_job_key)
-    jobs.ingest_job(Store(db), files, "team/a", engine="in-process")  # as the program before stored it
+    job_ingest.ingest_job(Store(db), files, "team/a", engine="in-process")  # as the program before stored it
     monkeypatch.undo()
     monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
     assert (tmp_path / "s-jobs" / "manifests" / "team_a.json").is_file()
@@ -222,7 +222,7 @@ def test_an_old_store_holding_a_job_summarises_after_the_upgrade(tmp_path, monke
     new = Store(tmp_path / "new.duckdb")
     new.ingest(kineto_trace(30), "plain.json")
     files = write_ranks(tmp_path / "in", {f"rank{r}.json": rank_trace(r, 2, 30 + r) for r in range(2)})
-    jobs.ingest_job(new, files, "old job", engine="in-process")
+    job_ingest.ingest_job(new, files, "old job", engine="in-process")
     old = tmp_path / "old.duckdb"
     _old_store(old, new.path, OLD_SCHEMAS[0])
     shutil.move(tmp_path / "new-jobs", tmp_path / "old-jobs")

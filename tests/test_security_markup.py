@@ -22,7 +22,7 @@ import pytest
 
 from profiler.cli import terminal
 from profiler.present import markup
-from profiler.storage import catalog, jobs
+from profiler.storage import catalog, job_ingest, jobs
 from profiler.storage.store import Store
 from tests.crafted import kineto_trace
 from tests.crafted_markup import CONTROLS, formula_cells, hostile_ranks, hostile_trace, payload
@@ -174,7 +174,7 @@ def _hostile_store(folder: Path):
     for name, data in hostile_ranks("J"):
         (folder / name).write_bytes(data)
         paths.append(folder / name)
-    job = jobs.ingest_job(store, paths, f"job {CONTROLS}", engine="in-process").job
+    job = job_ingest.ingest_job(store, paths, f"job {CONTROLS}", engine="in-process").job
     return store, a, b, job, paths
 
 

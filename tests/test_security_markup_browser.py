@@ -13,7 +13,7 @@ import re
 import pytest
 
 from profiler.present.share import ViewState, share_url
-from profiler.storage import catalog, jobs
+from profiler.storage import catalog, job_ingest, jobs
 from profiler.storage.store import Store
 from tests.crafted_markup import hostile_ranks, hostile_trace, payload
 from tests.test_browser import (  # noqa: F401 - `browser` is a fixture
@@ -40,7 +40,7 @@ def hostile_server(tmp_path_factory):
         for name, data in hostile_ranks("J"):
             (folder / name).write_bytes(data)
             paths.append(folder / name)
-        job = jobs.ingest_job(store, paths, f"team {payload('N')}"[:100], engine="in-process").job
+        job = job_ingest.ingest_job(store, paths, f"team {payload('N')}"[:100], engine="in-process").job
         with streamlit_app(folder / "store.duckdb") as url:
             yield url, (a, b), job, folder
 

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from profiler.present.share import ViewState, share_url
-from profiler.storage import jobs
+from profiler.storage import job_ingest, jobs
 from profiler.storage.store import Store
 from tests.crafted_jobs import MANIFEST_DAMAGE, rank_trace, write_ranks
 from tests.crafted_slow import huge_lane_names, shared_correlation
@@ -34,7 +34,7 @@ def server(tmp_path_factory):
         shared = store.ingest(shared_correlation(folder / "shared.json.gz", 3000), "shared.json.gz").run_id
         for job in ("good", "bad"):
             files = write_ranks(folder / job, {f"{job}{r}.json": rank_trace(r, 2, 30) for r in range(2)})
-            jobs.ingest_job(store, files, job, engine="in-process")
+            job_ingest.ingest_job(store, files, job, engine="in-process")
         damage, reason = MANIFEST_DAMAGE["not_json"]
         damage(folder / "store-jobs", "bad")
         with streamlit_app(folder / "store.duckdb") as url:

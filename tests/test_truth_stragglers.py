@@ -15,7 +15,7 @@ from decimal import Decimal
 import pytest
 
 from profiler.analysis import job_queries
-from profiler.storage import jobs
+from profiler.storage import job_ingest, jobs
 from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES
 from tests.timelines import Timeline
@@ -70,7 +70,7 @@ def raw_waits(paths) -> dict[int, dict]:
 @pytest.mark.third_party
 @pytest.mark.skipif(len(DLRM) != 7, reason="needs the 7 shared DLRM rank traces")
 def test_dlrm_straggler_by_arrival_matches_the_raw_json_and_hta(job_store, tmp_path):
-    jobs.ingest_job(job_store, [str(p) for p in DLRM], "dlrm", engine="in-process")
+    job_ingest.ingest_job(job_store, [str(p) for p in DLRM], "dlrm", engine="in-process")
     report = job_queries.job_report(job_store, "dlrm")
     want = raw_waits(DLRM)
     got = {w["rank"]: w for w in report["waits"]}
@@ -132,7 +132,7 @@ def test_a_generated_late_rank_is_the_straggler_not_the_longest_step(job_store, 
     for rank, raw in _job(late).items():
         files.append(folder / f"rank{rank}.pt.trace.json")
         files[-1].write_bytes(raw)
-    jobs.ingest_job(job_store, [str(f) for f in files], "gen", engine="in-process")
+    job_ingest.ingest_job(job_store, [str(f) for f in files], "gen", engine="in-process")
     report = job_queries.job_report(job_store, "gen")
     assert report["straggler_ranking"][0] == late
     assert [s["straggler_rank"] for s in report["stragglers"]] == [late, late]

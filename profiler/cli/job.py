@@ -27,13 +27,13 @@ def add_ingest_options(ingest: argparse.ArgumentParser) -> None:
 
 
 def ingest_job(args: argparse.Namespace) -> int:
-    from profiler.storage import jobs
+    from profiler.storage import job_ingest, jobs
     from profiler.storage.store import Store
 
     store = Store(args.db)
     bar = ProgressBar(f"job {args.job}", delay_s=1.0)
     try:
-        result = jobs.ingest_job(store, args.files, args.job, skip_bad=args.skip_bad, workers=args.workers,
+        result = job_ingest.ingest_job(store, args.files, args.job, skip_bad=args.skip_bad, workers=args.workers,
                                  engine="in-process" if args.in_process else "ray",
                                  ray_address=args.ray_address, keep_python=args.python_functions,
                                  progress=bar.update)
@@ -63,9 +63,9 @@ def _job(args: argparse.Namespace) -> int:
 
     store = Store(args.db)
     if args.delete:
-        from profiler.storage import jobs
+        from profiler.storage import job_ingest, jobs
 
-        jobs.delete_job(store, args.name)
+        job_ingest.delete_job(store, args.name)
         print(f"job {terminal.inert(args.name)} deleted")
         return 0
     if args.compare:

@@ -300,13 +300,13 @@ def ingest_files(files, source: str = "uploaded") -> list:
 def ingest_job_upload(files, job: str, skip_bad: bool = False):
     """Store uploaded rank traces (several files, or zips of them) as one job, with one progress
     bar; parsed in this process. Returns the JobResult, or None after showing the error."""
-    from profiler.storage import jobs
+    from profiler.storage import job_ingest, jobs
 
     bar = st.progress(0.0, text=markup.fmt("job {}: reading {} file(s)…", job, len(files)))
     with tempfile.TemporaryDirectory(prefix="job-upload-") as folder:
         try:
             paths = jobs.save_uploads(files, folder)
-            result = jobs.ingest_job(get_store(), paths, job, skip_bad=skip_bad, engine="in-process",
+            result = job_ingest.ingest_job(get_store(), paths, job, skip_bad=skip_bad, engine="in-process",
                                      progress=lambda done: bar.progress(min(max(done, 0.0), 1.0),
                                                                         text=markup.fmt("job {}: {:.0%}", job, done)))
         except PROJECT_ERRORS as err:

@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 from profiler import errors
 from profiler.parse import split, trace
 from profiler.storage import jobs
+from profiler.storage.rss import peak_rss, reset_peak_rss
 from profiler.storage.staging import Staging
 
 MIN_SPLIT_BYTES = 64 << 20   # smaller files are never split on their own
@@ -160,7 +161,6 @@ def chunk_folder(base: str, key: str, run_id: str) -> str:
 def parse_chunk(fp: FilePlan, k: int, base: str, key: str, keep_python: bool = False) -> ChunkResult | errors.TraceError:
     """Worker: parse chunk `k` of a planned file and write its staged tables as Arrow files.
     A problem is returned, not raised (the caller then parses the file whole)."""
-    from profiler.storage.parallel import peak_rss, reset_peak_rss
 
     started, start_rss = time.perf_counter(), reset_peak_rss()
     folder = f"{chunk_folder(base, key, fp.run_id)}/{k}"

@@ -72,7 +72,7 @@ def _memory_schemas() -> dict:
     import duckdb
 
     from profiler.storage import metrics
-    from profiler.storage.store import SCHEMA_SQL
+    from profiler.storage.schema import SCHEMA_SQL
 
     con = duckdb.connect(":memory:")
     try:

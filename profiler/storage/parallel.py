@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
-import resource
 import shutil
 import signal
 import socket
@@ -32,6 +31,7 @@ import pyarrow.parquet as pq
 
 from profiler import errors
 from profiler.storage import chunks, jobs, metrics
+from profiler.storage.rss import peak_rss, reset_peak_rss
 
 RAY_ADDRESS_ENV = "PROFILER_RAY_ADDRESS"
 START_ATTEMPTS = 3
@@ -139,33 +139,6 @@ def _task_threads(sharing: int) -> int:
     most RANK_TASK_THREADS: more bought little and cost memory (a 500 MB rank alone on 16 cores,
     16 threads: 16.5-20.8 s and +1.1 GB; on 2 cores, 2 threads: 18.5 s and +0.7 GB)."""
     return min(RANK_TASK_THREADS, max(1, (os.cpu_count() or 1) // max(1, sharing)))
-
-
-def _status_bytes(field: str) -> int | None:
-    """A memory figure of this process from /proc/self/status (Linux), in bytes."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
-def reset_peak_rss() -> int:
-    """This process's RSS now; and, where Linux allows it, its peak RSS reset to that, so that the
-    peak read after a task is the task's own (a worker process runs many tasks)."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-    except OSError:
-        pass
-    return _status_bytes("VmRSS") or 0
-
-
-def peak_rss() -> int:
-    return _status_bytes("VmHWM") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def _size(file: str) -> int:

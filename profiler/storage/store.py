@@ -23,6 +23,7 @@ import duckdb
 
 from profiler import errors
 from profiler.storage import metrics
+from profiler.storage.schema import SCHEMA_SQL
 
 if TYPE_CHECKING:  # pandas loads only when a query result is read back; the parser (numpy, msgspec) and
     import pandas as pd  # the staging (pyarrow) only when a trace is ingested
@@ -65,7 +66,6 @@ MIGRATIONS[4] = _rename_run_id_columns
 MIGRATIONS[5] = "SELECT 1"
 # 6: counter_reports and kernel_counters are new tables (schema.sql makes them); no run has counters yet
 MIGRATIONS[6] = "SELECT 1"
-SCHEMA_SQL = Path(__file__).with_name("schema.sql")
 INGEST_SQL = Path(__file__).with_name("sql") / "ingest"
 LOCK_TIMEOUT_S = 15.0
 MEMORY_ENV = "PROFILER_DB_MEMORY"

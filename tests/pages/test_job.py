@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from profiler.analysis import job_queries
-from profiler.storage import jobs
+from profiler.storage import job_ingest, jobs
 from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES
 
@@ -17,8 +17,8 @@ def job_store(tmp_path, monkeypatch):
     monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
     monkeypatch.setenv("PROFILER_SEED", "0")
     store = Store(tmp_path / "jobs.duckdb")
-    jobs.ingest_job(store, DLRM, "dlrm", engine="in-process")
-    jobs.ingest_job(store, DLRM[:3], "dlrm first three", engine="in-process")
+    job_ingest.ingest_job(store, DLRM, "dlrm", engine="in-process")
+    job_ingest.ingest_job(store, DLRM[:3], "dlrm first three", engine="in-process")
     monkeypatch.setenv("PROFILER_DB", str(store.path))
     return store
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from profiler.storage import jobs
+from profiler.storage import job_ingest, jobs
 from profiler.storage.store import Store
 from tests.crafted_jobs import ABSURD_TIMESTAMPS, MANIFEST_DAMAGE, RANK_FILE_DAMAGE, rank_trace, write_ranks
 from tests.pages.conftest import NAIVE, shown
@@ -27,7 +27,7 @@ def with_jobs(page_store_template, tmp_path_factory):
     store = Store(folder / "store.duckdb")
     for job, world in (("good", 2), ("bad", 4)):
         files = write_ranks(folder / job, {f"{job}{r}.json": rank_trace(r, world, 30 + 3 * r) for r in range(2)})
-        jobs.ingest_job(store, files, job, engine="in-process")
+        job_ingest.ingest_job(store, files, job, engine="in-process")
     return folder
 
 
@@ -72,7 +72,7 @@ def test_pages_of_unrelated_runs_work_beside_a_damaged_job(pages, damaged, run_i
 def test_a_vast_world_shows_its_missing_ranks_as_ranges(pages, empty_store, tmp_path, monkeypatch):
     monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
     files = write_ranks(tmp_path / "in", {"rank0.json": rank_trace(0, 1_000_000), "rank9.json": rank_trace(9, 1_000_000)})
-    jobs.ingest_job(empty_store, files, "vast", engine="in-process")
+    job_ingest.ingest_job(empty_store, files, "vast", engine="in-process")
     at = pages.open("job", job="vast")
     pages.assert_clean(at)
     metrics = {m.label: m.value for m in at.metric}

@@ -16,7 +16,7 @@ import sqlite3
 import pytest
 
 from profiler.present.share import PAGES
-from profiler.storage import catalog, jobs
+from profiler.storage import catalog, job_ingest, jobs
 from profiler.storage.store import Store
 from tests.crafted_markup import CONTROLS, HOST, hostile_ranks, hostile_trace, payload
 
@@ -100,7 +100,7 @@ def hostile_template(tmp_path_factory):
         for name, data in hostile_ranks("J"):
             (folder / name).write_bytes(data)
             paths.append(folder / name)
-        job = jobs.ingest_job(store, paths, f"team {payload('N')}"[:100], engine="in-process").job
+        job = job_ingest.ingest_job(store, paths, f"team {payload('N')}"[:100], engine="in-process").job
         yield folder, (a, b), job
 
 
