@@ -336,7 +336,7 @@ def test_kill_9_mid_job_ingest_leaves_store_and_job_folder_as_they_were(stored, 
         "third rank written": lambda: len({p.parent.name for p in staged()}) >= 3,
         0.9: None,
     }
-    landed = 0
+    landed, leftovers = 0, []
     for when, ready in triggers.items():
         child = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 120
@@ -353,10 +353,13 @@ def test_kill_9_mid_job_ingest_leaves_store_and_job_folder_as_they_were(stored, 
             assert cli("job", "big", "--delete", "--db", str(db))[0] == 0
         else:
             landed += child.returncode == -signal.SIGKILL
+            if ready is not None:  # killed once its staging folder was there: the folder is left behind
+                left = _glob(db.parent, ".s-jobs.staging-*")
+                assert left, f"kill at {when}: a killed ingest leaves its staging folder (beside the job directory)"
+                leftovers += left
         assert snapshot(root, db) == before, f"kill at {when}"
     assert landed >= 3, "the kills did not land mid-ingest"
-    leftovers = list(db.parent.glob(".s-jobs.staging-*"))
-    assert leftovers, "a killed ingest leaves its staging folder (beside the job directory)"
+    assert leftovers
     done = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "4 of 4 ranks stored" in done.stdout, done.stderr
     assert not any(p.exists() for p in leftovers), "a killed ingest's staging folder is removed by the next"
