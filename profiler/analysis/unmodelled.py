@@ -6,7 +6,8 @@ one reason (`reason`), so no output claims a cause that is not the real one:
 
 * **op not modelled**: the op is none of `costmodel.MODELLED` (e.g. vLLM's
   `vllm::unified_attention_with_output`, whose Input Dims hold the new tokens' Q, K, V but not
-  the cached context each query attends to);
+  the cached context each query attends to, or `vllm::moe_forward`, whose block-scaled `bmm_Mx…`
+  GEMMs multiply by expert weights its inputs do not hold);
 * **dims missing**: a modelled op whose call recorded no Input Dims (traces without
   `record_shapes`) and no captured run shape to infer them from;
 * **dtype unknown**: the dims are there but an input tensor's element type is none the model
@@ -31,6 +32,9 @@ UNREADABLE, NO_OP = "inputs unreadable", "no launching op"
 WHY_NOT = {
     "vllm::unified_attention_with_output":
         "its Input Dims hold the new tokens' Q, K, V; the cached context each query attends to is not among them",
+    "vllm::moe_forward":
+        "its Input Dims hold the tokens and the router's logits; the experts' weights each GEMM multiplies "
+        "by, and how many tokens each expert got, are not among them",
 }
 
 
