@@ -55,11 +55,11 @@ def _run(store, name: str, **params) -> pd.DataFrame:
 
 
 def _read(store, name: str, **params) -> pd.DataFrame:
-    result = store.query(sql_text(name), params)
+    result = reads.query(store, sql_text(name), params)
     with_metrics = result if "bound" not in result else result[result["bound"].notna()]
     if name in METRIC_QUERIES and not set(params["run_ids"]) <= set(with_metrics["run_id"]):
         if metrics.fill_missing(store, params["run_ids"]):  # rows written other than by ingest
-            result = store.query(sql_text(name), params)
+            result = reads.query(store, sql_text(name), params)
     return result
 
 

@@ -1,5 +1,5 @@
-"""Reads that need no pandas: the query files, one connection for several queries, and results as
-numpy columns (the `ops` command imports this, not `profiler.analysis.queries`, so it starts
+"""Reads that need no pandas: the query files (with the SQL modules they include: sql_library.py),
+one connection for several queries, and results as numpy columns (the `ops` command imports this, not `profiler.analysis.queries`, so it starts
 without loading pandas). `queries` re-exports everything here.
 """
 from __future__ import annotations
@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
+from profiler.analysis import sql_library
 from profiler.errors import QueryError
 
 SQL_DIR = Path(__file__).resolve().parent / "sql"
@@ -17,7 +18,8 @@ SQL_DIR = Path(__file__).resolve().parent / "sql"
 
 @cache
 def sql_text(name: str) -> str:
-    """The text of ``sql/<name>.sql``."""
+    """The text of ``sql/<name>.sql``; run it through a `Session` (or `query` / `arrays` here), which
+    installs the modules its header includes."""
     path = SQL_DIR / f"{name}.sql"
     if not path.is_file():
         raise QueryError(f"no query file {path.name} in {SQL_DIR}")
@@ -33,10 +35,12 @@ class Session:
         self.path = path              # the store file, for messages
         self.store = store            # what opened it: another thread opens its own session there
         self._read: dict = {}         # (sql, params) -> rows: a page asks some things twice
+        self._installed: set = set()  # the SQL modules installed on this connection
 
     def query(self, sql: str, params=None):
         """The rows as a pandas DataFrame; a read asked again in this session is answered from
         the first time (a copy), and any write forgets what was read."""
+        sql_library.install(self._con, sql, self._installed)
         if sql.lstrip().upper().startswith(READS):
             key = (sql, _frozen(params))
             if key not in self._read:
@@ -47,6 +51,7 @@ class Session:
 
     def arrays(self, sql: str, params=None) -> dict:
         """The rows as {column: numpy array} (NULLs: see `column`); no pandas."""
+        sql_library.install(self._con, sql, self._installed)
         return self._con.execute(sql, params).fetchnumpy()
 
 
@@ -69,9 +74,21 @@ def session(store) -> Iterator[Session]:
         yield Session(con, store.path, store)
 
 
+def query(db, sql: str, params=None):
+    """The rows as a DataFrame from a `Session` or a `Store` (a store: on a session of its own, so
+    that the modules `sql` includes are installed on the connection that runs it)."""
+    if isinstance(db, Session):
+        return db.query(sql, params)
+    with session(db) as s:
+        return s.query(sql, params)
+
+
 def arrays(db, sql: str, params=None) -> dict:
     """{column: numpy array} from a `Session` or a `Store` (NULLs masked: see `column`)."""
-    return db.arrays(sql, params)
+    if isinstance(db, Session):
+        return db.arrays(sql, params)
+    with session(db) as s:
+        return s.arrays(sql, params)
 
 
 def column(values, fill=None):
