@@ -31,12 +31,17 @@ FIELD = re.compile(r"--\s*(includes|params|outputs|args):\s*(.*)")
 @lru_cache(maxsize=256)
 def header(text: str) -> dict[str, str]:
     """The fields of a SQL text's header (its leading comment lines): {"includes": ..., ...}."""
-    fields = {}
+    fields, last = {}, None
     for line in text.lstrip().splitlines():
         if not line.startswith("--"):
             break
         if m := FIELD.match(line):
-            fields.setdefault(m[1], m[2].strip())
+            last = m[1]
+            fields.setdefault(last, m[2].strip())
+        elif last and line.startswith("--   "):   # an indented line continues the field above
+            fields[last] += " " + line[2:].strip()
+        else:
+            last = None
     return fields
 
 

@@ -3,22 +3,17 @@
 -- any op), self time per iteration in the cold run $cold and the warm run $warm, and the extra.
 -- ProfilerStep windows and a correctness check ('check_output', in captures before the check
 -- moved out of the profiled cycle) are not the variant's work and are left out.
--- params: $cold, $warm
-WITH n AS (
-    SELECT t.run_id, greatest(count(i.iteration), 1) AS n_iter, count(i.iteration) = 0 AS whole
-    FROM traces t LEFT JOIN iterations i ON i.run_id = t.run_id
-    WHERE t.run_id IN ($cold, $warm)
-    GROUP BY t.run_id
-), check_spans AS (
+-- includes: iteration_rows, cpu_work
+-- params: $cold VARCHAR, $warm VARCHAR
+WITH check_spans AS (
     SELECT run_id, tid, ts_ns, ts_ns + dur_ns AS end_ns FROM ops
     WHERE run_id = $cold AND name = 'check_output'
 ), per AS (
     SELECT o.name,
-           sum(CASE WHEN o.run_id = $cold THEN o.self_ns / 1e3 / n.n_iter ELSE 0 END) AS cold_self_us,
-           sum(CASE WHEN o.run_id = $warm THEN o.self_ns / 1e3 / n.n_iter ELSE 0 END) AS warm_self_us
-    FROM ops o JOIN n ON n.run_id = o.run_id
-    WHERE o.cat IN ('cpu_op', 'user_annotation') AND o.name NOT LIKE 'ProfilerStep#%'
-      AND (n.whole OR o.iteration IS NOT NULL)
+           sum(CASE WHEN o.run_id = $cold THEN o.self_ns / 1e3 / o.n_iter ELSE 0 END) AS cold_self_us,
+           sum(CASE WHEN o.run_id = $warm THEN o.self_ns / 1e3 / o.n_iter ELSE 0 END) AS warm_self_us
+    FROM iteration_rows('ops', [$cold, $warm]::VARCHAR[]) o
+    WHERE is_cpu_work(o.cat, o.name)
       AND NOT EXISTS (SELECT 1 FROM check_spans c WHERE c.run_id = o.run_id AND c.tid = o.tid
                       AND o.ts_ns >= c.ts_ns AND o.ts_ns < c.end_ns)
     GROUP BY o.name

@@ -1,20 +1,18 @@
 -- CPU ops (cat cpu_op) per iteration of run $run_a vs run $run_b, by name: calls and self time in
 -- each and the change from a to b; presence says whether an op runs in one run only.
--- params: $run_a, $run_b
-WITH n AS (
-    SELECT run_id, n_iter, whole FROM run_iteration_counts([$run_a, $run_b]::VARCHAR[])
-), per AS (
-    SELECT o.name,
-           sum(CASE WHEN o.run_id = $run_a THEN 1.0 / n.n_iter ELSE 0 END) AS calls_a,
-           sum(CASE WHEN o.run_id = $run_b THEN 1.0 / n.n_iter ELSE 0 END) AS calls_b,
-           sum(CASE WHEN o.run_id = $run_a THEN o.self_ns / 1e3 / n.n_iter ELSE 0 END) AS self_us_a,
-           sum(CASE WHEN o.run_id = $run_b THEN o.self_ns / 1e3 / n.n_iter ELSE 0 END) AS self_us_b
-    FROM ops o JOIN n ON n.run_id = o.run_id
-    WHERE o.cat = 'cpu_op' AND (n.whole OR o.iteration IS NOT NULL)
-    GROUP BY o.name
+-- includes: iteration_rows, run_pair
+-- params: $run_a VARCHAR, $run_b VARCHAR
+WITH per AS (
+    SELECT name,
+           per_iter_of(run_id, $run_a, 1.0, n_iter) AS calls_a,
+           per_iter_of(run_id, $run_b, 1.0, n_iter) AS calls_b,
+           per_iter_of(run_id, $run_a, self_ns / 1e3, n_iter) AS self_us_a,
+           per_iter_of(run_id, $run_b, self_ns / 1e3, n_iter) AS self_us_b
+    FROM iteration_rows('ops', [$run_a, $run_b]::VARCHAR[])
+    WHERE cat = 'cpu_op'
+    GROUP BY name
 )
 SELECT name AS op, calls_a, calls_b, calls_b - calls_a AS calls_delta, self_us_a, self_us_b,
-       self_us_b - self_us_a AS self_us_delta,
-       CASE WHEN calls_a = 0 THEN 'only in b' WHEN calls_b = 0 THEN 'only in a' ELSE 'both' END AS presence
+       self_us_b - self_us_a AS self_us_delta, presence(calls_a, calls_b) AS presence
 FROM per
 ORDER BY abs(self_us_b - self_us_a) DESC, op;

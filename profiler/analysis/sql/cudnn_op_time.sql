@@ -2,6 +2,7 @@
 -- op whose name mentions cudnn and attention and whose parent does not), and the GPU time of the kernels launched from
 -- inside them: launch calls on the op's thread during the op, linked to kernels by correlation
 -- (a kernel's External id often names a child op, so time and thread are the reliable link).
+-- includes: none
 -- params: $run_ids VARCHAR[]
 WITH c AS (
     SELECT o.run_id, o.op_id, o.iteration, o.tid, o.ts_ns, o.dur_ns

@@ -6,14 +6,12 @@
 --   launch_api_us    time inside launch calls; sync_us: inside synchronize calls
 --   gpu_busy_us      union of the iteration's kernels, copies and sets; gpu_idle_us: no GPU work
 --   gpu_kernel_us    union of its kernels; gpu_memop_us: of its copies and sets
+-- includes: iteration_rows, cpu_work
 -- params: $run_ids VARCHAR[]
-WITH n AS (
-    SELECT * FROM run_iteration_counts($run_ids::VARCHAR[])
-), cpu AS (
-    SELECT o.run_id, coalesce(o.iteration, 0) AS iteration, sum(o.self_ns) AS ns
-    FROM ops o JOIN n ON n.run_id = o.run_id
-    WHERE o.cat IN ('cpu_op', 'user_annotation') AND o.name NOT LIKE 'ProfilerStep#%'
-      AND (o.iteration IS NOT NULL OR n.whole)
+WITH cpu AS (
+    SELECT run_id, coalesce(iteration, 0) AS iteration, sum(self_ns) AS ns
+    FROM iteration_rows('ops', $run_ids::VARCHAR[])
+    WHERE is_cpu_work(cat, name)
     GROUP BY ALL
 )
 SELECT m.run_id, m.iteration, m.wall_ns / 1e3 AS wall_us, m.cpu_busy_ns / 1e3 AS cpu_busy_us,

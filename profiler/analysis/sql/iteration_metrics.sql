@@ -1,5 +1,6 @@
 -- The metrics layer's per-iteration rows of each selected run (metrics.sql defines them; they
 -- are kept in stored_iteration_metrics).
+-- includes: metrics
 -- params: $run_ids VARCHAR[]
 SELECT * FROM stored_iteration_metrics
 WHERE run_id IN (SELECT unnest($run_ids::VARCHAR[]))

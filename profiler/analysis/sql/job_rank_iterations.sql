@@ -5,7 +5,8 @@
 --   carried_us     time only GPU work launched before the window ran (carried_ns)
 --   gpu_idle_us    no GPU work at all (gpu_idle_ns); busy + carried + idle = step
 --   collective_us  union of its communication kernels (comm_ns: is_communication)
--- params: $job (job name)
+-- includes: metrics
+-- params: $job VARCHAR (the job's name)
 SELECT r.rank, m.iteration, m.name AS iteration_name, m.run_id,
        m.wall_ns / 1e3 AS step_us,
        m.gpu_busy_ns / 1e3 AS gpu_busy_us,

@@ -3,6 +3,7 @@
 -- over them weighted by their time under ncu (to 4 decimals: ncu writes 2, so one launch reads as written), the most local-memory instructions (register
 -- spills, local arrays) of one launch, and ncu's occupancy
 -- limiter of the longest counted launch.
+-- includes: none
 -- params: $run_ids VARCHAR[]
 SELECT run_id, name AS kernel,
        count(*) AS counted_launches,

@@ -1,6 +1,7 @@
 -- The kernels and copies of one iteration of one run in start order, with the API that launched
 -- each (by correlation). $start_ns/$end_ns bound the iteration.
--- params: $run_id, $start_ns, $end_ns
+-- includes: none
+-- params: $run_id VARCHAR, $start_ns BIGINT, $end_ns BIGINT
 WITH g AS (
     SELECT 'kernel' AS kind, name, stream, ts_ns, dur_ns, correlation FROM kernels
     WHERE run_id = $run_id AND ts_ns >= $start_ns AND ts_ns < $end_ns

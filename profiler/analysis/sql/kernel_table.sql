@@ -2,13 +2,10 @@
 -- run's summed GPU kernel time, the launch configuration most calls used (mode) and the reported
 -- occupancy, time-weighted over the launches (queries.kernel_details adds the rest).
 -- Only kernels inside an iteration count when the run has iterations.
+-- includes: iteration_rows
 -- params: $run_ids VARCHAR[]
-WITH n AS (
-    SELECT run_id, n_iter, whole FROM run_iteration_counts($run_ids::VARCHAR[])
-), k AS (
-    SELECT k.*, n.n_iter
-    FROM kernels k JOIN n ON n.run_id = k.run_id
-    WHERE n.whole OR k.iteration IS NOT NULL
+WITH k AS (
+    SELECT * FROM iteration_rows('kernels', $run_ids::VARCHAR[])
 )
 SELECT run_id, name AS kernel,
        count(*) / any_value(n_iter) AS calls_per_iter,

@@ -1,13 +1,10 @@
 -- Runtime and driver API calls of each selected run grouped by API: what kind of call it is,
 -- calls and CPU time per iteration, and how many kernels / copies it launched per iteration
 -- (by correlation).
+-- includes: iteration_rows, metrics
 -- params: $run_ids VARCHAR[]
-WITH n AS (
-    SELECT run_id, n_iter, whole FROM run_iteration_counts($run_ids::VARCHAR[])
-), l AS (
-    SELECT l.*, n.n_iter AS n_iter
-    FROM launches l JOIN n ON n.run_id = l.run_id
-    WHERE n.whole OR l.iteration IS NOT NULL
+WITH l AS (
+    SELECT * FROM iteration_rows('launches', $run_ids::VARCHAR[])
 ), targets AS (
     SELECT run_id, correlation, count(*) AS launched, any_value(target_kind) AS target_kind
     FROM launch_targets

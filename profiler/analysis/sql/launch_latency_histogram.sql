@@ -1,5 +1,6 @@
 -- Launch latency (API call start -> kernel start) per selected run and launch API, as a
 -- histogram over log-spaced bins (5 per decade); latencies below 0.1 us fall in the first bin.
+-- includes: none
 -- params: $run_ids VARCHAR[]
 WITH lat AS (
     SELECT run_id, api, greatest((target_ts_ns - api_ts_ns) / 1e3, 0.1) AS latency_us

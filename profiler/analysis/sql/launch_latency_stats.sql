@@ -1,4 +1,5 @@
 -- Launch latency (API call start -> kernel start) quantiles per selected run and launch API.
+-- includes: none
 -- params: $run_ids VARCHAR[]
 SELECT run_id, api, count(*) AS launches,
        quantile_cont((target_ts_ns - api_ts_ns) / 1e3, 0.5) AS p50_us,

@@ -1,12 +1,9 @@
 -- Copies and sets of each selected run grouped by name, per iteration: kind, calls_per_iter,
 -- bytes_per_iter, us_per_iter. Only memops inside an iteration count when the run has iterations.
+-- includes: iteration_rows
 -- params: $run_ids VARCHAR[]
-WITH n AS (
-    SELECT run_id, n_iter, whole FROM run_iteration_counts($run_ids::VARCHAR[])
-), m AS (
-    SELECT m.*, n.n_iter AS n_iter
-    FROM memops m JOIN n ON n.run_id = m.run_id
-    WHERE n.whole OR m.iteration IS NOT NULL
+WITH m AS (
+    SELECT * FROM iteration_rows('memops', $run_ids::VARCHAR[])
 )
 SELECT run_id, name AS memop, any_value(kind) AS kind,
        count(*) / any_value(n_iter) AS calls_per_iter,

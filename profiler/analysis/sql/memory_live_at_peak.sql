@@ -1,20 +1,13 @@
 -- The blocks allocated during the recording and still live at a run's peak (the first event
--- with the highest allocated bytes on its memory device), largest first, each with the CPU op
--- that made it and that op's input shapes. A block is live from its allocation until the next
--- event at the same address (its free). Blocks held from before the recording are not events:
--- memory_summary.sql's held_at_start_bytes counts them.
+-- with the highest allocated bytes on its memory device: lib/memory_device.sql), largest first,
+-- each with the CPU op that made it and that op's input shapes. A block is live from its
+-- allocation until the next event at the same address (its free). Blocks held from before the
+-- recording are not events: memory_summary.sql's held_at_start_bytes counts them.
+-- includes: memory_device
 -- params: $run_id VARCHAR, $limit INTEGER
-WITH dev AS (
-    SELECT device_type, device
-    FROM memory_events WHERE run_id = $run_id
-    GROUP BY device_type, device
-    ORDER BY device_type = 1 DESC, count(*) DESC, device
-    LIMIT 1
-), ev AS (
+WITH ev AS (
     SELECT m.*, lead(m.event_idx) OVER (PARTITION BY m.addr ORDER BY m.event_idx) AS next_idx
-    FROM memory_events m, dev d
-    WHERE m.run_id = $run_id AND m.device_type IS NOT DISTINCT FROM d.device_type
-      AND m.device IS NOT DISTINCT FROM d.device
+    FROM memory_device_events([$run_id]::VARCHAR[]) m
 ), peak AS (
     SELECT event_idx FROM ev ORDER BY total_allocated_bytes DESC, event_idx LIMIT 1
 )

@@ -2,6 +2,7 @@
 -- ops, any of which can own a call or be its backend): op_id, name, start, iteration and
 -- record_shapes' inputs as JSON text (NULL when not recorded). Selecting by name reads a few
 -- more ops than the charged ones, and is cheaper than passing every charged op id.
+-- includes: none
 -- params: $run_id VARCHAR, $names VARCHAR[]
 SELECT op_id, name AS op, ts_ns, iteration AS op_iteration, input_dims, input_types, concrete_inputs
 FROM ops

@@ -8,6 +8,7 @@
 -- External id; NULL: none), launch_ts_ns, launch_pid, launch_tid (NULL: no launch call),
 -- kernel_hash (hash of the name: sql/kernel_name_hashes.sql names them), dur_ns, iteration, flex
 -- (a compiled flex attention kernel, which has no op of its own).
+-- includes: none
 -- params: $run_ids VARCHAR[]
 WITH gpu AS (
     SELECT run_id, name, ts_ns, dur_ns, correlation, external_id, iteration FROM kernels

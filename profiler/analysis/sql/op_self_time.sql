@@ -1,13 +1,11 @@
 -- CPU ops of each selected run by self time (time not spent in child ops), per iteration;
 -- the $limit heaviest per run. ProfilerStep#N annotations are left out.
+-- includes: iteration_rows, cpu_work
 -- params: $run_ids VARCHAR[], $limit INTEGER
-WITH n AS (
-    SELECT run_id, n_iter, whole FROM run_iteration_counts($run_ids::VARCHAR[])
-), o AS (
-    SELECT o.run_id, o.name, o.self_ns, o.dur_ns, n.n_iter AS n_iter
-    FROM ops o JOIN n ON n.run_id = o.run_id
-    WHERE (n.whole OR o.iteration IS NOT NULL) AND o.cat IN ('cpu_op', 'user_annotation')
-      AND o.name NOT LIKE 'ProfilerStep#%'
+WITH o AS (
+    SELECT run_id, name, self_ns, dur_ns, n_iter
+    FROM iteration_rows('ops', $run_ids::VARCHAR[])
+    WHERE is_cpu_work(cat, name)
 ), g AS (
     SELECT run_id, name AS op,
            count(*) / any_value(n_iter) AS calls_per_iter,

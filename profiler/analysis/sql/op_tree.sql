@@ -2,7 +2,9 @@
 -- charges (profiler/analysis/op_costs.py): op_id (the row number within the trace), parent_id (-1 at the
 -- top), ts_ns, end_ns, family (3: an op the model sees through, in $decomposed_ops; 1: an attention
 -- op in $attention_ops; 2: a modelled op in $model_ops; 0: other).
--- params: $run_id VARCHAR, $attention_ops VARCHAR[], $model_ops VARCHAR[], $decomposed_ops VARCHAR[]
+-- includes: none
+-- params: $run_id VARCHAR, $attention_ops VARCHAR[], $model_ops VARCHAR[],
+--         $decomposed_ops VARCHAR[]
 SELECT op_id, coalesce(parent_id, -1) AS parent_id, ts_ns, ts_ns + dur_ns AS end_ns,
        CASE WHEN name IN (SELECT unnest($decomposed_ops)) THEN 3
             WHEN cat <> 'cpu_op' THEN 0

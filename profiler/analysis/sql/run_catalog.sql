@@ -6,6 +6,7 @@
 --   gpu_busy_pct          that as a share of the iteration
 --   cpu_busy_us_per_iter  CPU wall time of the launching thread per iteration
 --   bound                 gpu | cpu | sync | mixed | none
+-- includes: metrics
 -- params: $run_ids VARCHAR[] (every run id: the metrics layer reads only these runs)
 SELECT t.run_id, t.name, t.variant,
        CASE WHEN t.seq_len IS NOT NULL THEN concat_ws('×', coalesce(t.batch::VARCHAR, '?'),

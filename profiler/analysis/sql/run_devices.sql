@@ -1,4 +1,5 @@
 -- The GPU description of each selected run: deviceProperties as written and the GPU name.
+-- includes: none
 -- params: $run_ids VARCHAR[]
 SELECT run_id, device_properties, gpu_name
 FROM traces

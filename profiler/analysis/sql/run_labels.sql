@@ -1,4 +1,5 @@
 -- A short human label per selected run: the variant and shape for captures, the name otherwise.
+-- includes: none
 -- params: $run_ids VARCHAR[]
 SELECT run_id,
        CASE WHEN variant IS NULL THEN name

@@ -2,6 +2,7 @@
 -- wall time per call over wall_calls back-to-back calls (CUDA events; a cold run: its one call)
 -- and CUDA-graph replay time per call (NULL where the variant cannot be captured, graph_note says
 -- why). NULL for uploads and for captures made before these fields existed.
+-- includes: none
 -- params: $run_ids VARCHAR[]
 SELECT run_id, variant, cold,
        TRY_CAST(run_meta->>'wall_us_per_call' AS DOUBLE) AS wall_us_per_call,

@@ -6,7 +6,9 @@
 -- one mark that counts them; at most $max_marks marks per panel come back, the longest first.
 -- Times are microseconds relative to origin_ns (the start of the panel's chosen iteration).
 -- Lanes carry the names the trace gives its threads and streams (lane_names), else their ids.
--- params: $run_ids, $origins_ns, $t0s_ns, $t1s_ns, $buckets_ns (lists), $max_depth, $max_marks
+-- includes: none
+-- params: $run_ids VARCHAR[], $origins_ns BIGINT[], $t0s_ns BIGINT[], $t1s_ns BIGINT[],
+--         $buckets_ns BIGINT[] (parallel lists: one entry a panel), $max_depth INTEGER, $max_marks INTEGER
 WITH p AS (
     SELECT unnest($run_ids) AS run_id, unnest($origins_ns) AS origin_ns, unnest($t0s_ns) AS t0_ns,
            unnest($t1s_ns) AS t1_ns, unnest($buckets_ns) AS bucket_ns

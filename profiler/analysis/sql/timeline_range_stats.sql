@@ -3,7 +3,9 @@
 -- (total_ns: each event clipped to the range) and self time (ops: the op's self_ns scaled by the
 -- share of the op inside the range; other events have no children, so self = total).
 -- One panel per entry of the parallel lists $run_ids, $t0s_ns, $t1s_ns (absolute trace ns).
--- params: $run_ids, $t0s_ns, $t1s_ns (lists), $max_depth, $limit (rows per run)
+-- includes: none
+-- params: $run_ids VARCHAR[], $t0s_ns BIGINT[], $t1s_ns BIGINT[] (parallel lists: one entry a panel),
+--         $max_depth INTEGER, $limit INTEGER (rows per run)
 WITH p AS (
     SELECT unnest($run_ids) AS run_id, unnest($t0s_ns) AS t0_ns, unnest($t1s_ns) AS t1_ns
 ), ev AS (

@@ -1,13 +1,14 @@
 -- One row per run for `python -m profiler summary`: counts, the metrics layer's per-iteration
 -- figures (metrics.sql) and the launch APIs (api_category 'launch') with their calls per iteration.
+-- includes: metrics, iteration_rows
 -- params: $run_ids VARCHAR[] (every run id)
 WITH m AS (
     SELECT * FROM run_metrics($run_ids::VARCHAR[])
 ), api_counts AS (
-    SELECT l.run_id, l.name, count(*) / any_value(n.n_iter) AS calls_per_iter
-    FROM launches l JOIN run_iteration_counts($run_ids::VARCHAR[]) n ON n.run_id = l.run_id
-    WHERE api_category(l.name) = 'launch' AND (n.whole OR l.iteration IS NOT NULL)
-    GROUP BY l.run_id, l.name
+    SELECT run_id, name, count(*) / any_value(n_iter) AS calls_per_iter
+    FROM iteration_rows('launches', $run_ids::VARCHAR[])
+    WHERE api_category(name) = 'launch'
+    GROUP BY run_id, name
 ), apis AS (
     SELECT run_id, map(list(name ORDER BY name), list(calls_per_iter ORDER BY name)) AS launch_apis
     FROM api_counts GROUP BY run_id
