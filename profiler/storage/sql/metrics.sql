@@ -36,8 +36,14 @@
 --                  synchronize call: the GPU ran dry because the CPU waited for it, then had to
 --                  issue new work (sync-bound); the rest of the idle time is idle_cpu_ns
 --                  (the launching thread was doing something else: CPU-bound)
+-- A SQL module (profiler/analysis/sql_library.py) that the store loads when it opens
+-- (profiler/storage/metrics.py); query files that use its macros or table say `-- includes: metrics`.
+-- includes: none
+-- params: none
 
--- What an API call does, by name: 'launch' | 'sync' | 'memcpy' | 'memset' | 'other'.
+-- api_category: what an API call does, by name: 'launch' | 'sync' | 'memcpy' | 'memset' | 'other'.
+-- args: name VARCHAR
+-- outputs: VARCHAR
 CREATE OR REPLACE MACRO api_category(name) AS CASE
     WHEN name ILIKE '%launch%' THEN 'launch'
     WHEN name ILIKE '%synchronize%' THEN 'sync'
@@ -45,14 +51,20 @@ CREATE OR REPLACE MACRO api_category(name) AS CASE
     WHEN name ILIKE '%memset%' THEN 'memset'
     ELSE 'other' END;
 
--- Communication kernels (NCCL/RCCL collectives, NVLink multimem all-reduce). The same pattern is
--- tensor_cores.COMMUNICATION (a test keeps the two equal).
+-- is_communication: whether a kernel, by name, is a communication kernel (NCCL/RCCL collectives,
+-- NVLink multimem all-reduce). The same pattern is tensor_cores.COMMUNICATION (a test keeps the
+-- two equal).
+-- args: name VARCHAR
+-- outputs: BOOLEAN
 CREATE OR REPLACE MACRO is_communication(name) AS
     regexp_matches(name, '(?i)nccl|rccl|multimem|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all');
 
--- Iteration windows of the selected runs (every run has at least one, the whole trace);
--- stored is false for the whole-trace window of a run without stored iterations (its events
--- carry no iteration number: they all belong to iteration 0).
+-- run_windows: the iteration windows of the selected runs (every run has at least one, the whole
+-- trace); stored is false for the whole-trace window of a run without stored iterations (its
+-- events carry no iteration number: they all belong to iteration 0).
+-- args: ids VARCHAR[]
+-- outputs: run_id VARCHAR, iteration INTEGER, name VARCHAR, start_ns BIGINT, end_ns BIGINT,
+--          stored BOOLEAN
 CREATE OR REPLACE MACRO run_windows(ids) AS TABLE
 SELECT i.run_id, i.iteration, i.name, i.start_ns, i.end_ns, true AS stored
 FROM iterations i WHERE i.run_id IN (SELECT unnest(ids))
@@ -62,7 +74,10 @@ FROM traces t
 WHERE t.run_id IN (SELECT unnest(ids)) AND t.start_ns IS NOT NULL
   AND NOT EXISTS (SELECT 1 FROM iterations i WHERE i.run_id = t.run_id);
 
--- The thread that made most launch calls in each selected run (ties: the smallest pid, tid).
+-- launching_thread: the thread that made most launch calls in each selected run (ties: the
+-- smallest pid, tid).
+-- args: ids VARCHAR[]
+-- outputs: run_id VARCHAR, pid VARCHAR, tid VARCHAR, launches BIGINT
 CREATE OR REPLACE MACRO launching_thread(ids) AS TABLE
 SELECT run_id, pid, tid, count(*) AS launches
 FROM launches
@@ -70,6 +85,14 @@ WHERE run_id IN (SELECT unnest(ids)) AND api_category(name) = 'launch'
 GROUP BY run_id, pid, tid
 QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY count(*) DESC, pid, tid) = 1;
 
+-- iteration_metrics: one row per iteration window of the selected runs, every measure above.
+-- args: ids VARCHAR[]
+-- outputs: run_id VARCHAR, iteration INTEGER, name VARCHAR, start_ns BIGINT, end_ns BIGINT,
+--          wall_ns BIGINT, gpu_active_ns HUGEINT, gpu_busy_ns HUGEINT, carried_ns HUGEINT,
+--          gpu_idle_ns HUGEINT, idle_sync_ns HUGEINT, idle_cpu_ns HUGEINT, kernel_ns HUGEINT,
+--          copy_ns HUGEINT, comm_ns HUGEINT, kernel_sum_ns HUGEINT, kernels BIGINT,
+--          cpu_busy_ns HUGEINT, cpu_events BIGINT, launch_api_ns HUGEINT, launch_calls BIGINT,
+--          sync_ns HUGEINT, gpu_span_ns BIGINT, idle_gaps BIGINT, max_gap_ns BIGINT
 CREATE OR REPLACE MACRO iteration_metrics(ids) AS TABLE
 WITH w AS (
     SELECT * FROM run_windows(ids)
@@ -166,42 +189,31 @@ WITH w AS (
     GROUP BY ALL
 ), ev AS (          -- recorded CPU events of the launching thread (ops + API calls)
     SELECT run_id, iteration, count(*) AS cpu_events FROM cpu GROUP BY ALL
+), z AS (           -- every measure of every window: 0 where the window had none of it
+    SELECT w.run_id, w.iteration, w.name, w.start_ns, w.end_ns,
+           coalesce(COLUMNS(* EXCLUDE (run_id, iteration, name, start_ns, end_ns, stored)), 0)
+    FROM w
+    LEFT JOIN unions u USING (run_id, iteration)
+    LEFT JOIN gap_cause gc USING (run_id, iteration)
+    LEFT JOIN api USING (run_id, iteration)
+    LEFT JOIN kn USING (run_id, iteration)
+    LEFT JOIN ev USING (run_id, iteration)
+    LEFT JOIN span USING (run_id, iteration)
 )
-SELECT w.run_id, w.iteration, w.name, w.start_ns, w.end_ns,
-       w.end_ns - w.start_ns AS wall_ns,
-       coalesce(u.gpu_active_ns, 0) AS gpu_active_ns,
-       coalesce(u.gpu_busy_ns, 0) AS gpu_busy_ns,
-       coalesce(u.gpu_active_ns, 0) - coalesce(u.gpu_busy_ns, 0) AS carried_ns,
-       w.end_ns - w.start_ns - coalesce(u.gpu_active_ns, 0) AS gpu_idle_ns,
-       coalesce(gc.idle_sync_ns, 0) AS idle_sync_ns,
-       w.end_ns - w.start_ns - coalesce(u.gpu_active_ns, 0) - coalesce(gc.idle_sync_ns, 0) AS idle_cpu_ns,
-       coalesce(u.kernel_ns, 0) AS kernel_ns,
-       coalesce(u.copy_ns, 0) AS copy_ns,
-       coalesce(u.comm_ns, 0) AS comm_ns,
-       coalesce(kn.kernel_sum_ns, 0) AS kernel_sum_ns,
-       coalesce(kn.kernels, 0) AS kernels,
-       coalesce(u.cpu_busy_ns, 0) AS cpu_busy_ns,
-       coalesce(ev.cpu_events, 0) AS cpu_events,
-       coalesce(api.launch_api_ns, 0) AS launch_api_ns,
-       coalesce(api.launch_calls, 0) AS launch_calls,
-       coalesce(api.sync_ns, 0) AS sync_ns,
-       coalesce(span.gpu_span_ns, 0) AS gpu_span_ns,
-       coalesce(gc.idle_gaps, 0) AS idle_gaps,
-       coalesce(gc.max_gap_ns, 0) AS max_gap_ns
-FROM w
-LEFT JOIN unions u USING (run_id, iteration)
-LEFT JOIN gap_cause gc USING (run_id, iteration)
-LEFT JOIN api USING (run_id, iteration)
-LEFT JOIN kn USING (run_id, iteration)
-LEFT JOIN ev USING (run_id, iteration)
-LEFT JOIN span USING (run_id, iteration);
+SELECT run_id, iteration, name, start_ns, end_ns, end_ns - start_ns AS wall_ns,
+       gpu_active_ns, gpu_busy_ns, gpu_active_ns - gpu_busy_ns AS carried_ns,
+       end_ns - start_ns - gpu_active_ns AS gpu_idle_ns, idle_sync_ns,
+       end_ns - start_ns - gpu_active_ns - idle_sync_ns AS idle_cpu_ns,
+       kernel_ns, copy_ns, comm_ns, kernel_sum_ns, kernels, cpu_busy_ns, cpu_events,
+       launch_api_ns, launch_calls, sync_ns, gpu_span_ns, idle_gaps, max_gap_ns
+FROM z;
 
--- iteration_metrics of every run, kept: computed once per run at ingest (profiler/storage/metrics.py
+-- stored_iteration_metrics (a table): iteration_metrics of every run, kept: computed once per run at ingest (profiler/storage/metrics.py
 -- fills in runs that lack it and recomputes all when this file changes).
 CREATE TABLE IF NOT EXISTS stored_iteration_metrics AS
 SELECT * FROM iteration_metrics([]::VARCHAR[]) LIMIT 0;
 
--- Per run: the means per iteration (µs), the shares of the iteration (%), and the verdict.
+-- run_metrics: per selected run: the means per iteration (µs), the shares of the iteration (%), and the verdict.
 --   bound  'gpu'   the GPU ran work (own or carried) at least 85 % of the iteration: it sets the
 --                  pace; feeding it faster could save at most the idle 15 %
 --          'sync'  else, if at least 60 % of the idle time opened during a synchronize call
@@ -209,6 +221,17 @@ SELECT * FROM iteration_metrics([]::VARCHAR[]) LIMIT 0;
 --          'mixed' otherwise; 'none' when the run has no GPU work at all
 --   profiler_overhead_likely  not GPU-bound and the idle time is under 15 µs per recorded CPU
 --          event of the launching thread: gaps of the size of the profiler's own per-event cost
+-- args: ids VARCHAR[]
+-- outputs: run_id VARCHAR, iterations BIGINT, wall_us_per_iter DOUBLE, gpu_busy_us_per_iter DOUBLE,
+--          gpu_idle_us_per_iter DOUBLE, carried_us_per_iter DOUBLE, gpu_active_us_per_iter DOUBLE,
+--          gpu_span_us_per_iter DOUBLE, idle_gaps_per_iter DOUBLE, max_gap_us DOUBLE,
+--          kernel_us_per_iter DOUBLE, copy_us_per_iter DOUBLE, exposed_copy_us_per_iter DOUBLE,
+--          comm_us_per_iter DOUBLE, kernel_sum_us_per_iter DOUBLE, kernels_per_iter DOUBLE,
+--          cpu_busy_us_per_iter DOUBLE, launch_api_us_per_iter DOUBLE, launch_calls_per_iter DOUBLE,
+--          sync_us_per_iter DOUBLE, idle_sync_us_per_iter DOUBLE, idle_cpu_us_per_iter DOUBLE,
+--          cpu_events_per_iter DOUBLE, gpu_busy_pct DOUBLE, gpu_idle_pct DOUBLE, carried_pct DOUBLE,
+--          gpu_active_pct DOUBLE, span_busy_pct DOUBLE, kernel_pct DOUBLE, comm_pct DOUBLE,
+--          exposed_copy_pct DOUBLE, cpu_busy_pct DOUBLE, bound VARCHAR, profiler_overhead_likely BOOLEAN
 CREATE OR REPLACE MACRO run_metrics(ids) AS TABLE
 WITH m AS (SELECT * FROM stored_iteration_metrics WHERE run_id IN (SELECT unnest(ids))), r AS (
     SELECT run_id, count(*) AS iterations,
@@ -266,9 +289,12 @@ SELECT run_id, iterations,
            AS profiler_overhead_likely
 FROM v;
 
--- How many iterations each selected run has (at least 1) and whether it has no stored ones (the
--- whole trace is its iteration, so events outside every iteration count too). Per-iteration
--- tables divide by n_iter and keep events with an iteration, or all events when whole.
+-- run_iteration_counts: how many iterations each selected run has (at least 1) and whether it has
+-- no stored ones (the whole trace is its iteration, so events outside every iteration count too).
+-- Per-iteration tables divide by n_iter and keep events with an iteration, or all events when
+-- whole (profiler/analysis/sql/lib/iteration_rows.sql).
+-- args: ids VARCHAR[]
+-- outputs: run_id VARCHAR, n_iter BIGINT, whole BOOLEAN
 CREATE OR REPLACE MACRO run_iteration_counts(ids) AS TABLE
 SELECT run_id, count(*) AS n_iter, bool_and(NOT stored) AS whole
 FROM run_windows(ids) GROUP BY run_id;
