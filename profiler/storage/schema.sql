@@ -1,6 +1,8 @@
 -- Store schema, version 6 (6: counter_reports, kernel_counters; 5: lane_names; 4: every table's run id column is run_id; 2: ops keep record_shapes' input dims, types and concrete values; 3: ops keep collectives' sizes). Times are integer nanoseconds (ts_ns relative to nothing: the
 -- trace's own clock, exactly as written, microseconds * 1000 with no float in between).
 -- Every table is keyed by run_id; a trace and all its rows land in one transaction.
+-- includes: none
+-- params: none
 
 CREATE TABLE IF NOT EXISTS store_meta (
     key   VARCHAR PRIMARY KEY,

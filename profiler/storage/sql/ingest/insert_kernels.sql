@@ -1,5 +1,7 @@
 -- Kernels belong to the iteration of the call that launched them (same correlation id); those
 -- launched before the profiling window have no call, so they fall back to their own start time.
+-- includes: none
+-- params: $run_id VARCHAR
 INSERT INTO kernels
 SELECT $run_id, k.name, k.device, k.stream, k.ts_ns, k.dur_ns, k.grid_x, k.grid_y, k.grid_z,
        k.block_x, k.block_y, k.block_z, k.registers_per_thread, k.shared_mem_bytes,

@@ -1,6 +1,8 @@
 -- API calls, with the CPU iteration window each one starts in. CUPTI names a callback id it
 -- cannot resolve 'INVALID' (flashinfer's FA3 runs make 7-9 such calls): that is no API the code
 -- called, so it is stored as 'unnamed runtime call (cbid N)' (docs/analysis.md, "Engines").
+-- includes: none
+-- params: $run_id VARCHAR
 INSERT INTO launches
 SELECT $run_id,
        CASE WHEN l.name = 'INVALID'

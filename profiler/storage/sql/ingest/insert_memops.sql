@@ -1,5 +1,7 @@
 -- Copies and sets belong to the iteration of the call that launched them (same correlation id); those
 -- launched before the profiling window have no call, so they fall back to their own start time.
+-- includes: none
+-- params: $run_id VARCHAR
 INSERT INTO memops
 SELECT $run_id, k.kind, k.name, k.device, k.stream, k.ts_ns, k.dur_ns, k.bytes, k.bandwidth_gbps,
        k.correlation, k.external_id,

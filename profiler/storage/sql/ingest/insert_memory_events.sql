@@ -3,6 +3,8 @@
 -- caller (aten::empty*, aten::clone, ...), so a block is credited to aten::bmm, not
 -- aten::empty_strided (computed at staging: profiler/storage/staging.py, Staging._makers).
 -- Its iteration is the CPU iteration window it falls in.
+-- includes: none
+-- params: $run_id VARCHAR
 INSERT INTO memory_events
 SELECT $run_id, m.event_idx, m.ts_ns, m.device_type, m.device, m.addr, m.change_bytes,
        m.total_allocated_bytes, m.total_reserved_bytes, m.pid, m.tid, m.op_id, o.name, o.input_dims,

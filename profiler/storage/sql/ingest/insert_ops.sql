@@ -1,5 +1,7 @@
 -- Ops with their nesting, and the CPU iteration window each one starts in. Columns by name: a
 -- migrated store may hold them in another order.
+-- includes: none
+-- params: $run_id VARCHAR
 INSERT INTO ops (run_id, op_id, parent_id, depth, cat, name, pid, tid, ts_ns, dur_ns, self_ns,
                  external_id, iteration, input_dims, input_types, concrete_inputs, collective,
                  in_msg_nelems, out_msg_nelems, msg_dtype, group_size)

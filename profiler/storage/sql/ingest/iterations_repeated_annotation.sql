@@ -1,4 +1,6 @@
 -- Fallback iteration windows: the occurrences of the most repeated top-level CPU user annotation.
+-- includes: none
+-- params: none
 WITH top_level AS (
     SELECT o.name, o.ts_ns, o.dur_ns
     FROM stage_ops o

@@ -1,4 +1,6 @@
 -- Last resort: the whole trace is one iteration.
+-- includes: none
+-- params: none
 WITH spans AS (
     SELECT ts_ns, ts_ns + dur_ns AS end_ns FROM stage_ops
     UNION ALL SELECT ts_ns, ts_ns + dur_ns FROM stage_launches
