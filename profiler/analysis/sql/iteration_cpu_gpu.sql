@@ -6,7 +6,7 @@
 --   launch_api_us    time inside launch calls; sync_us: inside synchronize calls
 --   gpu_busy_us      union of the iteration's kernels, copies and sets; gpu_idle_us: no GPU work
 --   gpu_kernel_us    union of its kernels; gpu_memop_us: of its copies and sets
--- includes: iteration_rows, cpu_work
+-- includes: metrics, iteration_rows, cpu_work
 -- params: $run_ids VARCHAR[]
 WITH cpu AS (
     SELECT run_id, coalesce(iteration, 0) AS iteration, sum(self_ns) AS ns
