@@ -1,9 +1,9 @@
 """SQL ▶ DataFrame: every read the dashboard makes, one query per ``sql/<name>.sql`` file.
 
-Each function is named after its SQL file and the table it returns, takes a ``Store`` (anything
-with ``query(sql, params) -> DataFrame``) and run ids, and returns a pandas DataFrame with units in
-its column names (``*_ns``, ``*_us``, ``*_pct``, ``*_bytes``). A file's header names the SQL
-modules it includes (``sql/lib/``, sql_library.py); reads install them on the connection first. Times "per iteration" divide by the
+Each function is named after its SQL file and the table it returns, takes a ``Store`` or a
+``Session`` and run ids, and returns a pandas DataFrame with units in its column names (``*_ns``,
+``*_us``, ``*_pct``, ``*_bytes``). A file's header names the SQL modules it includes (``sql/lib/``,
+sql_library.py); a read installs them on its connection first. Times "per iteration" divide by the
 run's ProfilerStep count; a run without iterations counts as one iteration spanning the trace.
 
 Sections: runs & iterations · kernels · timeline · launches · CPU cost · compare.
