@@ -1,7 +1,10 @@
 """SQL ▶ DataFrame: every read the dashboard makes, one query per ``sql/<name>.sql`` file.
 
-Each function is named after its SQL file and the table it returns, takes a ``Store`` (anything
-with ``query(sql, params) -> DataFrame``) and run ids, and returns a pandas DataFrame with units in
+(Over 300 lines on purpose for now: one thin wrapper per query file, by section; the concurrent
+SQL-include work reshapes these wrappers, and splitting them at the same time would only collide.)
+
+Each function is named after its SQL file and the table it returns, takes a store handle (a
+``Store`` or its ``Session``: profiler/storage/session.py) and run ids, and returns a pandas DataFrame with units in
 its column names (``*_ns``, ``*_us``, ``*_pct``, ``*_bytes``). Times "per iteration" divide by the
 run's ProfilerStep count; a run without iterations counts as one iteration spanning the trace.
 
