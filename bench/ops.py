@@ -86,9 +86,9 @@ def main() -> None:
         cli.append(time.perf_counter() - started)
         cli_cpu.append(_children_cpu() - before)
         rows = len(done.stdout.splitlines()) - 1
-        op_costs.clear_cache()       # time the model, not its cache of the previous round
+        reader = Store(db, read_only=True)  # a new handle, an empty cache: time the model, not the cache
         cpu, started = time.process_time(), time.perf_counter()
-        table = op_costs.ops_columns(Store(db, read_only=True), [result.run_id])
+        table = op_costs.ops_columns(reader, [result.run_id])
         model.append(time.perf_counter() - started)
         model_cpu.append(time.process_time() - cpu)
     calls = int(table["calls"].sum())
@@ -115,8 +115,8 @@ def main() -> None:
             f"The fresh process also starts Python and imports what the command needs "
             f"(`python -c \"{IMPORT}\"`: {import_cpu:.2f} s CPU here; loads {loaded}); "
             f"the queries and the cost model are the in-process row. Where the machine is loaded, wall "
-            f"time exceeds CPU time (the CPU column counts DuckDB's threads too). The dashboard keeps the "
-            f"op costs of the last {op_costs.CACHED_RUNS} runs (a run id is a hash of its bytes), so a page "
+            f"time exceeds CPU time (the CPU column counts DuckDB's threads too). The dashboard keeps each "
+            f"run's op costs in its store's cache of per-run results (keyed by run id and stamp), so a page "
             f"opened again does not pay this.\n")
     print(text)
     if args.write_results:

@@ -11,13 +11,6 @@ from profiler.errors import UnknownRunError
 from profiler.storage import catalog
 
 
-@pytest.fixture(autouse=True)
-def fresh():
-    kept.clear()
-    yield
-    kept.clear()
-
-
 def uncached(monkeypatch, call):
     """``call()`` with nothing kept (every read goes to the store)."""
     with monkeypatch.context() as m:
@@ -89,8 +82,31 @@ def test_a_session_reads_once_and_forgets_after_a_write(fixture_store):
 def test_kept_frames_stay_under_the_byte_limit(fixture_store, monkeypatch):
     store, ids = fixture_store
     runs = list(ids.values())
-    monkeypatch.setattr(kept, "MAX_BYTES", 1)       # every new frame pushes the older ones out
+    monkeypatch.setattr(store.cache, "max_bytes", 1)   # every new frame pushes the older ones out
     first = queries.kernel_table(store, runs)
     again = queries.kernel_table(store, runs)
     pd.testing.assert_frame_equal(first, again)
-    assert len(kept._KEPT) == 1
+    assert len(store.cache) == 1
+
+
+def test_a_run_ingested_again_with_other_rows_gets_fresh_op_costs(tmp_path):
+    """Op costs are kept in the store's one per-run cache, keyed by run id and stamp: a run
+    deleted and ingested again (here with its kernels then made twice as long, as other ingest
+    options could) is modelled afresh, never served the first ingest's costs."""
+    from profiler.analysis import op_costs
+    from profiler.storage.store import Store
+    from tests.conftest import SAMPLES
+
+    trace = SAMPLES / "default" / "sdpa_flash_b8_h16_s1024_d64_bf16_causal_warm.json.gz"
+    store = Store(tmp_path / "again.duckdb")
+    run = store.ingest(trace).run_id
+    first = op_costs.ops_columns(store, [run])
+    assert op_costs.ops_columns(store, [run])["kernel_ns"].tolist() == first["kernel_ns"].tolist()  # kept
+    catalog.delete_runs(store, [run])
+    assert store.ingest(trace).run_id == run
+    with store.connect() as con:
+        con.execute("UPDATE kernels SET dur_ns = 2 * dur_ns WHERE run_id = ?", [run])
+    again = op_costs.ops_columns(store, [run])
+    assert again["kernel_ns"].tolist() == [2 * ns for ns in first["kernel_ns"].tolist()]
+    uncached = op_costs.ops_columns(Store(store.path), [run])   # a new handle keeps nothing yet
+    assert again["kernel_ns"].tolist() == uncached["kernel_ns"].tolist()

@@ -3,7 +3,7 @@ store of test_queries (a real DuckDB file); every number in them is checked by h
 from __future__ import annotations
 
 
-from profiler.analysis import kept, queries as q
+from profiler.analysis import queries as q
 from profiler.present import charts, narrative
 from tests.tiny_store import RUNS
 
@@ -23,6 +23,7 @@ def test_alignment_summary_names_kernels_in_one_run_only(tiny):
                     " kernels, skipped_events, start_ns, end_ns)"
                     " VALUES ('runc', 'c.json', 'uploaded', now(), 1, 1, 1, 0, 0, 100000)")
         con.execute("INSERT INTO kernels (run_id, name, ts_ns, dur_ns) VALUES ('runc', 'cudnn_fwd', 0, 9000)")
+    tiny.upkeep()
     aligned = q.kernel_alignment(tiny, "runa", "runc", 0)
     text = narrative.alignment_summary(aligned, "A", "B")
     assert text.startswith("Kernels in both runs (same job): 1; replaced by another kind of kernel: 0.")
@@ -50,6 +51,7 @@ def test_cudnn_story_of_warm_runs_and_a_cold_partner(tiny):
         con.execute("INSERT INTO ops (run_id, op_id, depth, cat, name, tid, ts_ns, dur_ns, self_ns)"
                     " VALUES ('runk', 1, 0, 'cpu_op', 'aten::_cudnn_attention_forward', '7', 0,"
                     " 400000, 400000)")
+    tiny.upkeep()
     labels = charts.label_map(q.run_labels(tiny, ["runa", "runk"]))
     warm, cold = _story(tiny, ["runa", "runk"], labels)
     # runa warm: 5 µs per later call, the first 10 µs, 15 µs of kernels per call
@@ -58,7 +60,7 @@ def test_cudnn_story_of_warm_runs_and_a_cold_partner(tiny):
     assert cold.endswith(f"The warm run of this shape ({labels['runa']}) needs 5 µs per call, 80× less.")
     with tiny.connect() as con:    # a slower warm call: 50 µs of CPU for 15 µs of GPU
         con.execute("UPDATE ops SET dur_ns = 50000 WHERE run_id = 'runa' AND op_id = 6")
-    kept.clear()  # a stored run's rows never change (its id hashes its trace); this test edits them
+    tiny.cache.clear()  # a stored run's rows never change (its id hashes its trace); this test edits them
     warm, _ = _story(tiny, ["runa", "runk"], labels)
     assert "the GPU waits between calls" in warm and "costs 50 µs" in warm
 

@@ -198,6 +198,7 @@ def test_cold_warm_table_pairs_runs_of_one_shape(tiny):
                     " false, 0, 1000)")
         con.execute("INSERT INTO ops (run_id, op_id, depth, cat, name, ts_ns, dur_ns, self_ns)"
                     " VALUES ('runw', 1, 0, 'cpu_op', 'aten::x', 0, 500, 400)")
+    tiny.upkeep()
     t = q.cold_warm_table(tiny, ["runa", "runb", "runw"])
     assert t[["variant", "seq_len", "cold_runs", "warm_runs"]].values.tolist() == [["cudnn", 1024, 1, 1]]
     # runa (cold): (30 + 20) / 2 µs of CPU per iteration; runw (warm): 0.4 µs
@@ -226,6 +227,7 @@ def test_kernel_alignment_marks_work_in_one_run_only(tiny):
                     " VALUES ('runc', 'c.json', 'uploaded', now(), 1, 1, 1, 0, 0, 100000)")
         con.execute("INSERT INTO kernels (run_id, name, ts_ns, dur_ns, correlation)"
                     " VALUES ('runc', 'cudnn_fwd', 5000, 9000, 1)")
+    tiny.upkeep()
     aligned = q.kernel_alignment(tiny, "runa", "runc", 1)
     assert aligned["status"].tolist() == ["same", "only in a"]
     assert aligned.loc[1, "name_a"].startswith("Memcpy") and pd.isna(aligned.loc[1, "name_b"])

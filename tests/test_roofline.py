@@ -89,17 +89,18 @@ def test_sweep_finding_sentence(sweep_store):
     json.dumps(finding.evidence, allow_nan=False)
 
 
-def test_op_costs_computed_on_threads_equal_one_after_the_other(sample_store):
-    from profiler.analysis import op_costs, reads
+def test_op_costs_computed_on_threads_equal_one_after_the_other(sample_store, monkeypatch):
+    from profiler.analysis import op_costs
 
     store, ids = sample_store
     runs = list(ids.values())
-    op_costs.clear_cache()
-    with reads.session(store) as db:  # a session that knows its store: runs computed on threads
+    store.cache.clear()
+    with store.session() as db:  # runs computed on threads, a session each
         apart = op_costs.op_calls(db, runs)
-    op_costs.clear_cache()
-    with store.connect(jobs=True) as con:  # a session without its store: one run after the other
-        serial = op_costs.op_calls(reads.Session(con, store.path), runs)
-    op_costs.clear_cache()
+    store.cache.clear()
+    monkeypatch.setattr(op_costs, "APART_THREADS", 1)  # one run after the other, on this session
+    with store.session() as db:
+        serial = op_costs.op_calls(db, runs)
+    store.cache.clear()
     assert len(runs) >= 2 and not apart.empty
     assert apart.equals(serial)

@@ -1,4 +1,4 @@
-"""The SQL library (profiler/analysis/sql_library.py, docs/architecture.md "SQL files"): every .sql
+"""The SQL library (profiler/storage/sql_library.py, docs/architecture.md "SQL files"): every .sql
 file has its header, every include names a module, every macro a file uses comes from a module it
 includes, every query runs on an empty store with only its own includes installed, and module
 outputs are the types their docs say.
@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from profiler.analysis import reads, sql_library
+from profiler.analysis import reads
+from profiler.storage import sql_library
 from profiler.errors import QueryError
 from profiler.storage.store import Store
 

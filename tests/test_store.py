@@ -211,11 +211,11 @@ def test_newer_schema_is_refused_with_a_clear_error(db_path):
 
 
 def test_an_older_store_is_migrated_in_order(db_path, monkeypatch):
-    import profiler.storage.store as store_module
+    import profiler.storage.migrations as migrations_module
 
     Store(db_path).ingest(FIXTURES / "tiny_inplace.json")
-    monkeypatch.setattr(store_module, "SCHEMA_VERSION", SCHEMA_VERSION + 2)
-    monkeypatch.setattr(store_module, "MIGRATIONS", {
+    monkeypatch.setattr(migrations_module, "SCHEMA_VERSION", SCHEMA_VERSION + 2)
+    monkeypatch.setattr(migrations_module, "MIGRATIONS", {
         SCHEMA_VERSION + 1: "ALTER TABLE traces ADD COLUMN note VARCHAR",
         SCHEMA_VERSION + 2: "UPDATE traces SET note = 'migrated'",
     })

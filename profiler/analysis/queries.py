@@ -1,9 +1,9 @@
 """SQL ▶ DataFrame: every read the dashboard makes, one query per ``sql/<name>.sql`` file.
 
-Each function is named after its SQL file and the table it returns, takes a ``Store`` or a
-``Session`` and run ids, and returns a pandas DataFrame with units in its column names (``*_ns``,
-``*_us``, ``*_pct``, ``*_bytes``). A file's header names the SQL modules it includes (``sql/lib/``,
-sql_library.py); a read installs them on its connection first. Times "per iteration" divide by the
+Each function is named after its SQL file and the table it returns, takes a store handle (a
+``Store`` or its ``Session``: profiler/storage/session.py) and run ids, and returns a pandas DataFrame with units in
+its column names (``*_ns``, ``*_us``, ``*_pct``, ``*_bytes``). A file's header names the SQL modules it
+includes (profiler/storage/sql/lib/, sql_library.py); a read installs them on its cursor first. Times "per iteration" divide by the
 run's ProfilerStep count; a run without iterations counts as one iteration spanning the trace.
 
 Sections: runs & iterations · kernels · timeline · launches · CPU cost · compare.
@@ -17,16 +17,11 @@ from profiler.analysis import diff, gpus, kept, occupancy, reads, tensor_cores
 from profiler.analysis.counters import COUNTER_COLUMNS
 from profiler.analysis.reads import SQL_DIR, QueryError, Session, session, sql_text  # noqa: F401 (re-exported)
 from profiler.errors import UnknownRunError
-from profiler.storage import metrics
 
 TIMELINE_MAX_MARKS = 3000     # marks per panel the browser draws quickly
 TIMELINE_PAGE_MARKS = 8000    # marks per timeline page: many panels share it (keeps a run < 1 s)
 TIMELINE_WIDTH_PX = 1200      # events shorter than window / width merge into one mark
 ALIGN_MAX_KERNELS = 4000      # longer iterations are cut before alignment
-
-
-# queries that read the metrics layer's kept table: runs lacking it get it computed first
-METRIC_QUERIES = {"run_metrics", "iteration_metrics", "iteration_cpu_gpu", "run_catalog", "trace_summary"}
 
 
 # queries whose rows for a run depend only on that run's stored rows: kept per run between page
@@ -56,12 +51,9 @@ def _run(store, name: str, **params) -> pd.DataFrame:
 
 
 def _read(store, name: str, **params) -> pd.DataFrame:
-    result = reads.query(store, sql_text(name), params)
-    with_metrics = result if "bound" not in result else result[result["bound"].notna()]
-    if name in METRIC_QUERIES and not set(params["run_ids"]) <= set(with_metrics["run_id"]):
-        if metrics.fill_missing(store, params["run_ids"]):  # rows written other than by ingest
-            result = reads.query(store, sql_text(name), params)
-    return result
+    """The rows of ``sql/<name>.sql``. Only reads: the metrics layer's rows were written at ingest
+    (or by a writing handle's upkeep, profiler/storage/migrations.py)."""
+    return store.query(sql_text(name), params)
 
 
 def _ids(run_ids) -> list[str]:

@@ -68,7 +68,7 @@ def rated(run_id, engine, dtype, flops, nbytes, seconds, device_of: dict) -> dic
         peak_tflops, peak_tbps = np.array(peak, dtype=float), np.array(bandwidth, dtype=float)
         ridge = peak_tflops / peak_tbps                                        # FLOP/byte
         roof = np.minimum(peak_tflops, intensity * peak_tbps)
-        pct_peak, pct_bw, pct_roof = 100 * tflops / peak_tflops, 100 * tbps / peak_tbps, 100 * tflops / roof
+        pct_peak, pct_bw = 100 * tflops / peak_tflops, 100 * tbps / peak_tbps
     over_c, over_b = pct_peak > 100, pct_bw > 100     # np.nan > 100 is False
     why = arrays.objects([suspect(c, b, e) for c, b, e in zip(over_c.tolist(), over_b.tolist(), exact)])
     return {"tflops": tflops, "tbps": tbps, "intensity": intensity, "peak_tflops": peak_tflops,

@@ -51,7 +51,7 @@ def _roofline_table(store, run_ids) -> pd.DataFrame:
     if totals.empty:
         return totals
     frame = totals.rename(columns={"flops_per_iter": "flops", "bytes_per_iter": "bytes"})
-    devices = {r: op_costs._device(i) for r, i in queries.run_devices(store, run_ids).items()}
+    devices = {r: op_costs.device_of(i) for r, i in queries.run_devices(store, run_ids).items()}
     rated = op_costs.rate(frame, frame["kernel_us_per_iter"] / 1e6, devices)
     rated["gpu_name"] = [_sku_name(devices.get(r)) for r in rated["run_id"]]
     return rated.rename(columns={"flops": "flops_per_iter", "bytes": "bytes_per_iter"})

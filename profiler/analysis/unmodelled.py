@@ -1,7 +1,7 @@
 """The GPU time the cost model gives no FLOPs or bytes, with the true reason, per op.
 
 `op_costs` prices the op calls it can; every other kernel and copy is listed here by the CPU op
-that launched it (the innermost op enclosing its launch call, `op_costs.launching_ops`), with
+that launched it (the innermost op enclosing its launch call, `op_charges.launching_ops`), with
 one reason (`reason`), so no output claims a cause that is not the real one:
 
 * **op not modelled**: the op is none of `costmodel.MODELLED` (e.g. vLLM's
@@ -22,7 +22,7 @@ import json
 
 import numpy as np
 
-from profiler.analysis import arrays, costmodel as cm, op_costs, reads
+from profiler.analysis import arrays, costmodel as cm, op_charges, op_costs, reads
 
 OP_NOT_MODELLED, DIMS_MISSING, DTYPE_UNKNOWN = "op not modelled", "dims missing", "dtype unknown"
 UNREADABLE, NO_OP = "inputs unreadable", "no launching op"
@@ -63,10 +63,10 @@ def reason(op: str | None, dims: str | None, types: str | None) -> str:
 def unmodelled(store, run_id: str) -> list[dict]:
     """One row per (op, reason) of the run's GPU work that has no cost, most GPU time first:
     op (None: no launching op), reason, calls (kernels and copies), kernel_ns."""
-    with op_costs._session(store) as db:
-        work = op_costs.launched_work(db, [run_id])
-        names = op_costs._kernel_names(db, run_id)
-        charged = op_costs.charged_kernels(db, run_id, {k: v.copy() for k, v in work.items()}, names)
+    with store.session() as db:
+        work = op_charges.launched_work(db, [run_id])
+        names = op_charges.kernel_name_map(db, run_id)
+        charged = op_charges.charged_kernels(db, run_id, {k: v.copy() for k, v in work.items()}, names)
         priced = op_costs._op_calls(db, [run_id])[0]
         done = set(priced["op_id"].tolist()) if priced else set()
         rows = _dropped(db, run_id, charged, done) + _unowned(db, run_id, work, charged, done)
@@ -82,7 +82,7 @@ def unmodelled(store, run_id: str) -> list[dict]:
 def _dropped(db, run_id: str, charged: dict, done: set) -> list[tuple]:
     """Kernels charged to a modelled op whose call the model could not price (`done`: the
     op_ids it priced)."""
-    calls = op_costs.charged_calls(db, run_id, charged)
+    calls = op_charges.charged_calls(db, run_id, charged)
     if not calls:
         return []
     out = []
@@ -97,11 +97,11 @@ def _dropped(db, run_id: str, charged: dict, done: set) -> list[tuple]:
 def _unowned(db, run_id: str, work: dict, charged: dict, done: set) -> list[tuple]:
     """Kernels and copies no modelled op owns (flex and attention kernels priced by themselves
     aside), by their launching op."""
-    tree = op_costs._tree(db, run_id)
-    need = ~op_costs.launch_in_op(tree, work) & (work["launch_ts_ns"] >= 0)
-    work["before_op_id"] = op_costs.ops_before(db, run_id, work, need)
-    launching = op_costs.launching_ops(tree, work)
-    owner, _ = op_costs.owners(np.asarray(tree["parent_id"]), np.asarray(tree["family"]), launching)
+    tree = op_charges.op_tree(db, run_id)
+    need = ~op_charges.launch_in_op(tree, work) & (work["launch_ts_ns"] >= 0)
+    work["before_op_id"] = op_charges.ops_before(db, run_id, work, need)
+    launching = op_charges.launching_ops(tree, work)
+    owner, _ = op_charges.owners(np.asarray(tree["parent_id"]), np.asarray(tree["family"]), launching)
     rest = (owner < 0) & ~_alone(work, charged, done)
     ids = sorted({int(i) for i in launching[rest] if i >= 0})
     got = reads.arrays(db, "SELECT op_id, name FROM ops WHERE run_id = $run_id AND op_id IN (SELECT unnest($ids))",

@@ -63,7 +63,7 @@ def _job(args: argparse.Namespace) -> int:
 
     store = Store(args.db)
     if args.delete:
-        from profiler.storage import job_ingest, jobs
+        from profiler.storage import job_ingest
 
         job_ingest.delete_job(store, args.name)
         print(f"job {terminal.inert(args.name)} deleted")

@@ -2,8 +2,9 @@
 busy / idle / kernel / copy / communication time, the launching thread's CPU time, launch and
 synchronisation time, the verdict); this module loads it into a store and keeps its per-iteration
 table, `stored_iteration_metrics`, filled: one row per iteration of every run, computed once when
-the run is ingested (or when the store is opened and a run lacks them), and all of them again when
-`metrics.sql` changes. Readers go through `queries.run_metrics` / `queries.iteration_metrics`.
+the run is ingested (or, for runs that lack them, when a writing handle opens the store:
+`migrations.upkeep`), and all of them again when `metrics.sql` changes. Reads never write them.
+Readers go through `queries.run_metrics` / `queries.iteration_metrics`.
 """
 from __future__ import annotations
 
@@ -37,17 +38,6 @@ def install(con) -> None:
 MISSING_SQL = ("SELECT run_id FROM traces WHERE ($ids IS NULL OR run_id IN (SELECT unnest($ids::VARCHAR[]))) "
                "AND run_id NOT IN (SELECT DISTINCT run_id FROM stored_iteration_metrics)")
 FILL_SQL = "INSERT INTO stored_iteration_metrics SELECT * FROM iteration_metrics($ids::VARCHAR[])"
-
-
-def fill_missing(store, run_ids) -> bool:
-    """Compute the metrics of those of ``run_ids`` that lack them (rows written other than by
-    ingest); ``store`` is anything with ``query(sql, params)``. True if there were any."""
-    missing = list(store.query(MISSING_SQL, {"ids": [str(r) for r in run_ids]})["run_id"])
-    if missing:  # into the store's own table (a reader's `stored_iteration_metrics` may be a view)
-        db = store.query("SELECT current_database() AS db")["db"][0]
-        store.query(FILL_SQL.replace("INTO stored_iteration_metrics", f'INTO "{db}".main.stored_iteration_metrics'),
-                    {"ids": missing})
-    return bool(missing)
 
 
 def store_runs(con, run_ids: list[str]) -> None:

@@ -6,12 +6,13 @@ Every `.sql` file starts with a header of comment lines (docs/architecture.md, "
     -- includes: metrics, memory_device      (the modules it uses; `none` when none)
     -- params: $run_ids VARCHAR[], $limit INTEGER      (`none` when none)
 
-A module is `sql/lib/<name>.sql`: TEMP macros, each documented with its `args:` and typed
+A module is `profiler/storage/sql/lib/<name>.sql` (the store's own SQL library, beside the
+metrics layer; the query files of `profiler/analysis/sql/` include them): TEMP macros, each documented with its `args:` and typed
 `outputs:`; names starting with `_` are the module's own. `metrics` is a module too, but the store
 loads it when it opens (profiler/storage/metrics.py): here it is only named, never run.
 
 Running a query first installs its includes, theirs before them, each once per connection
-(`Session` keeps the record); an include that does not exist, or a cycle, is a `QueryError`.
+(`storage.session.Session` keeps the record, so a `Store`'s reads and a session's alike install them); an include that does not exist, or a cycle, is a `QueryError`.
 """
 from __future__ import annotations
 

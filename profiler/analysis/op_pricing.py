@@ -1,0 +1,147 @@
+"""Pricing one run's op calls: the second half of the cost model (profiler/analysis/op_costs.py
+keeps the results and builds the tables).
+
+Each call found by profiler/analysis/op_charges.py is priced with `profiler.analysis.costmodel`
+from its recorded inputs (or, captured without `record_shapes`, from the run's own attention
+shape: `shape_source = 'run shape'`), given the engine and precision of its longest kernel
+(`profiler.analysis.tensor_cores`), and rated against the device's datasheet peak for that
+precision on that engine. Numpy columns, no pandas.
+"""
+from __future__ import annotations
+
+import json
+from collections import namedtuple
+from functools import lru_cache
+
+import numpy as np
+
+from profiler.analysis import arrays, costmodel as cm, gpus, kernel_names, reads, run_shape, tensor_cores
+from profiler.analysis.costmodel import OpCost
+from profiler.analysis.op_charges import (ATTENTION_KERNEL, charged_calls, charged_kernels, kernel_name_map,
+                                          launched_work)
+from profiler.analysis.rating import rated
+
+KERNEL_COLUMNS = ["run_id", "op_id", "kernel_hash", "dur_ns"]
+Call = namedtuple("Call", "op iteration kernel_precision")     # what run_shape.inferred_costs reads
+
+
+@lru_cache(maxsize=4096)
+def _engine(kernel: str, vendor: str | None) -> tuple[str, str | None]:
+    found = tensor_cores.classify(kernel, vendor)
+    return found.engine, found.precision
+
+
+def run_vendor(db, run_id: str, names) -> str | None:
+    """The run's GPU vendor as the kernels page reads it: from the GPU name, else from
+    vendor-only kernel name markers (`tensor_cores.vendor_of`)."""
+    gpu_name = reads.run_devices(db, [run_id]).get(run_id, (None, None))[1]
+    return tensor_cores.vendor_of(gpu_name, names)
+
+
+@lru_cache(maxsize=65536)
+def _recorded(name: str, dims: str | None, types: str | None, concrete: str | None) -> OpCost | None:
+    if not isinstance(dims, str) or not isinstance(types, str):
+        return None
+    try:
+        return cm.op_cost(name, json.loads(dims), json.loads(types), json.loads(concrete if isinstance(concrete, str) else "[]"))
+    except ValueError:
+        return None
+
+
+def _calls(store, run_id: str, work: dict | None = None) -> tuple[dict, dict]:
+    """(`charged_calls` of the run with the engine and precision of its longest kernel, the
+    `charged_kernels` of the run: run_id, op_id, kernel_hash, dur_ns, and names: {hash: name})."""
+    names = kernel_name_map(store, run_id)
+    kernels = charged_kernels(store, run_id, work, names)
+    calls = charged_calls(store, run_id, kernels, names)
+    kernels = {**{k: kernels[k] for k in KERNEL_COLUMNS}, "names": names}
+    if not calls:
+        return calls, kernels
+    main = calls["main_kernel"]
+    vendor = run_vendor(store, run_id, names.values())
+    found = {k: _engine(k, vendor) for k in set(main.tolist())}
+    calls["engine"] = arrays.objects([found[k][0] for k in main])
+    calls["kernel_precision"] = arrays.objects([found[k][1] for k in main])
+    return calls, kernels
+
+
+def _priced(calls: dict, shape: dict | None) -> dict:
+    """The calls the model prices (recorded inputs, else the run's shape), with kind, flops,
+    bytes, dtype, shape, backend, shape_source."""
+    n = arrays.rows(calls)
+    costs: list[OpCost | None] = [None] * n
+    dims = calls["input_dims"]
+    for i in np.flatnonzero(np.array([d is not None for d in dims], dtype=bool)).tolist():
+        costs[i] = _recorded(calls["op"][i], dims[i], calls["input_types"][i], calls["concrete_inputs"][i])
+    source = ["trace" if c else None for c in costs]
+    if shape is not None and shape.get("seq_len") is not None and any(d is None for d in dims):
+        rows = [Call(*r) for r in zip(calls["op"].tolist(), calls["iteration"].tolist(), calls["kernel_precision"].tolist())]
+        for i, cost in enumerate(run_shape.inferred_costs(rows, shape)):
+            if cost is not None and costs[i] is None and dims[i] is None:   # recorded inputs win
+                costs[i], source[i] = cost, "run shape"
+    keep = np.array([c is not None for c in costs], dtype=bool)
+    calls, costs = arrays.take(calls, keep), [c for c in costs if c]
+    return {**calls, "kind": arrays.objects([c.kind for c in costs]), "flops": np.array([c.flops for c in costs]),
+            "bytes": np.array([c.bytes for c in costs]), "dtype": arrays.objects([c.dtype for c in costs]),
+            "shape": arrays.objects([c.shape for c in costs]),
+            "backend": arrays.objects([_backend(c, b, o, k) for c, b, o, k in
+                                       zip(costs, calls["backend_op"], calls["op"], calls["main_kernel"])]),
+            "shape_source": arrays.objects([s for s, k in zip(source, keep) if k])}
+
+
+def _backend(cost: OpCost, backend_op, op=None, kernel=None) -> str | None:
+    if cost.kind != "attention":
+        return None
+    if op == ATTENTION_KERNEL:   # no op of its own: the kernel's library is the backend
+        return kernel_names.parse(str(kernel)).library
+    inner = cm.ATTENTION.get(backend_op, (None, None, None))[2] if isinstance(backend_op, str) else None
+    return inner or cost.backend or "sdpa"
+
+
+def arch_of(device) -> str | None:
+    """'sm90', 'sm100', ... of an NVIDIA device (None on AMD or unknown): the architecture that
+    decides a kernel family's tensor-core instruction (`kernel_names.parse`)."""
+    if getattr(device, "vendor", None) != "nvidia":
+        return None
+    return kernel_names.device_arch(device.compute_major, device.compute_minor)
+
+
+def run_arch(store, run_id: str) -> str | None:
+    """`arch_of` the device a run ran on."""
+    return arch_of(device_of(reads.run_devices(store, [run_id]).get(run_id)))
+
+
+def device_of(info) -> gpus.Device | None:
+    """The device of a `reads.run_devices` value (deviceProperties, GPU name): its first device,
+    else the built-in one of that name (None when unknown)."""
+    props, gpu_name = info or (None, None)
+    try:
+        return gpus.resolve_device(props, 0, gpu_name)
+    except ValueError:
+        return gpus.builtin_device(gpu_name)
+
+
+def about(db, run_ids: list, work: bool = False) -> tuple[dict, dict, dict]:
+    """({run_id: its shape record}, {run_id: its device}, {run_id: its launched_work} when
+    ``work``, else {}) of the runs, one query each."""
+    launched = {}
+    if work:
+        every = launched_work(db, run_ids)
+        launched = {r: arrays.take(every, every["run_id"] == r) for r in run_ids}
+    return (reads.run_shape_records(db, run_ids),
+            {r: device_of(i) for r, i in reads.run_devices(db, run_ids).items()}, launched)
+
+
+def run_op_calls(db, run_id: str, known: tuple[dict, dict, dict] | None = None) -> tuple[dict, dict]:
+    """(the priced and rated op calls of one run, {} when none; the kernels charged to them:
+    run_id, op_id, kernel_hash, dur_ns, names). ``known``: the runs' `about`, when read already."""
+    calls, kernels = _calls(db, run_id, known[2].get(run_id) if known else None)
+    if arrays.rows(calls):
+        shapes, devices, _ = known or about(db, [run_id])
+        calls = _priced(calls, shapes.get(run_id))
+    if arrays.rows(calls):
+        calls = {**calls, **rated(calls["run_id"], calls["engine"], calls["dtype"], calls["flops"], calls["bytes"],
+                                  calls["kernel_ns"] / 1e9, {run_id: devices.get(run_id)} if run_id in devices else {})}
+    else:
+        calls = {}
+    return calls, kernels

@@ -1,0 +1,137 @@
+"""Opening a store file: what DuckDB may do with it, the check that it is a store at all, the
+retry while another process holds its lock, and the one database per file that the calls in
+flight in this process share. `Store` (profiler/storage/store.py) is the only caller.
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+
+from profiler import errors
+
+LOCK_TIMEOUT_S = 15.0
+MEMORY_ENV = "PROFILER_DB_MEMORY"
+
+# DuckDB would download and load an extension when a file or a query needs one (a SQLite file
+# given as the store fetched sqlite_scanner from extensions.duckdb.org): no request leaves the server
+NO_EXTENSION_LOADING = {"autoload_known_extensions": False, "autoinstall_known_extensions": False,
+                        "allow_community_extensions": False}
+DUCKDB_MAGIC = b"DUCK"  # bytes 8..12 of every DuckDB database file
+OTHER_FORMATS = {b"SQLite format 3\0": "a SQLite database", b"PAR1": "a Parquet file",
+                 b"\x1f\x8b": "a gzip file", b"PK\x03\x04": "a zip file"}
+
+
+def not_a_store(path: Path) -> str | None:
+    """Why the existing `path` is not a DuckDB store (None when it is one), read from its first
+    bytes before DuckDB sees it: DuckDB tries to load a reader extension for a SQLite file."""
+    if not path.is_file():
+        return f"is not a DuckDB store (it is {'a folder' if path.is_dir() else 'not a regular file'})"
+    try:
+        with open(path, "rb") as f:
+            head = f.read(16)
+    except OSError:  # unreadable: DuckDB's own refusal says so, in one line
+        return None
+    if head[8:12] == DUCKDB_MAGIC or len(head) < 12:  # a shorter one may be a store being created
+        return None
+    kind = next((what for magic, what in OTHER_FORMATS.items() if head.startswith(magic)), "something else")
+    return f"is not a DuckDB store (the file is {kind})"
+
+
+def duckdb_config(threads: int | None = None) -> dict:
+    """DuckDB's settings for a store: `threads` (default: one per core) and a memory limit beyond
+    which it spills to disk: $PROFILER_DB_MEMORY, else 256 MB or 128 MB per thread, whichever is
+    more (DuckDB needs about that per thread; below it a large ingest on a many-core machine fails
+    where a laptop's succeeds); and never an extension loaded or installed on the fly."""
+    threads = threads or os.cpu_count() or 1
+    return {"threads": threads, "memory_limit": os.environ.get(MEMORY_ENV) or f"{max(256, 128 * threads)}MB",
+            **NO_EXTENSION_LOADING}
+
+
+def one_line(e: BaseException) -> str:
+    """The first line of a DuckDB error, without its 'Error:' prefix or any file path."""
+    text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    text = re.sub(r"^[A-Za-z ]*Error: ", "", text)
+    text = re.sub(r'"?(?:/[\w.+~-]+){2,}/?"?', "(path)", text)
+    return text.rstrip(".")
+
+
+# Per store file, one open database shared by the calls in flight in this process, closed when the
+# last one ends (so the file is free for other processes between calls). Each call works on its
+# own cursor. Closing and reopening the database while another thread still used it made DuckDB
+# 2.0 lose its Arrow scan function ("python_arrow_scan does not exist"), hence the sharing.
+_open_lock = threading.Lock()
+_open_dbs: dict[tuple, list] = {}  # (path, read_only) -> [connection, calls in flight]
+
+
+@contextlib.contextmanager
+def cursor(store) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A cursor on `store`'s file (a `Store`: path, read_only, threads, lock_timeout_s, label),
+    on the database the calls in flight share; the database is closed after the last of them."""
+    key = (store.path.resolve(), store.read_only)
+    with _open_lock:
+        entry = _open_dbs.get(key)
+        if entry is None:
+            entry = _open_dbs[key] = [open_file(store), 0]
+        entry[1] += 1
+        con = entry[0].cursor()
+    try:
+        yield con
+    finally:
+        con.close()
+        with _open_lock:
+            entry[1] -= 1
+            if entry[1] == 0:
+                entry[0].close()
+                del _open_dbs[key]
+
+
+def open_file(store) -> duckdb.DuckDBPyConnection:
+    """Open `store`'s file: a read-only one must exist, a writing one's folder is made; a file
+    that is not a DuckDB store is refused before DuckDB reads it; a lock is waited for."""
+    path, label = store.path, store.label
+    if store.read_only:
+        _must_exist(path, label)
+    else:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise errors.StoreError(f"{label} cannot be created: {e.strerror or e}.") from e
+    problem = not_a_store(path) if path.exists() else None
+    if problem:
+        raise errors.NotAStoreError(f"{label} {problem}; give the path of a store file (or a new one).")
+    deadline = time.monotonic() + store.lock_timeout_s
+    delay = 0.02
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=store.read_only, config=duckdb_config(store.threads))
+        except duckdb.IOException as e:
+            if "lock" not in str(e).lower():
+                raise errors.StoreError(f"{label} cannot be opened: {one_line(e)}.") from e
+            if time.monotonic() >= deadline:
+                raise errors.StoreLockedError(
+                    f"{label} is locked by another process (waited "
+                    f"{store.lock_timeout_s:.0f} s); try again when it has finished.") from e
+        except duckdb.Error as e:
+            raise errors.StoreError(f"{label} cannot be opened: {one_line(e)}.") from e
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
+
+
+def _must_exist(path: Path, label: str) -> None:
+    """A read-only store is never created: refuse a missing file, or a path the system refuses."""
+    try:
+        path.stat()
+    except OSError as e:  # missing, or a path the system refuses (a name over 255 bytes)
+        if e.errno == errno.ENOENT:
+            raise errors.StoreError(f"There is no store at {path}; ingest a trace into it first.") from e
+        raise errors.StoreError(f"{label} cannot be opened: {e.strerror or e}.") from e
+    if not path.is_file():
+        raise errors.StoreError(f"There is no store at {path}; ingest a trace into it first.")

@@ -1,0 +1,94 @@
+"""The store's schema over time: the version this program writes, what upgrades an older store,
+and the upkeep a writing handle does when it opens a store (`prepare`). A read-only handle only
+checks the version: it never creates, migrates or writes anything.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from profiler import errors
+from profiler.storage import metrics
+from profiler.storage.schema import SCHEMA_SQL
+
+SCHEMA_VERSION = 6
+# schema version -> what upgrades a store from the version before it (run in order on open):
+# SQL text, or a function of the connection
+MIGRATIONS: dict[int, Any] = {
+    # ops keep record_shapes' arguments (profiler/analysis/costmodel.py); traces ingested before have NULLs
+    2: "ALTER TABLE ops ADD COLUMN IF NOT EXISTS input_dims VARCHAR; "
+       "ALTER TABLE ops ADD COLUMN IF NOT EXISTS input_types VARCHAR; "
+       "ALTER TABLE ops ADD COLUMN IF NOT EXISTS concrete_inputs VARCHAR;",
+    # 3: collective sizes on ops (NULL for traces stored before: delete and ingest them again)
+    3: "ALTER TABLE ops ADD COLUMN IF NOT EXISTS collective VARCHAR; "
+       "ALTER TABLE ops ADD COLUMN IF NOT EXISTS in_msg_nelems UBIGINT; "
+       "ALTER TABLE ops ADD COLUMN IF NOT EXISTS out_msg_nelems UBIGINT; "
+       "ALTER TABLE ops ADD COLUMN IF NOT EXISTS msg_dtype VARCHAR; "
+       "ALTER TABLE ops ADD COLUMN IF NOT EXISTS group_size INTEGER;",
+}
+OLD_RUN_ID_COLUMN = "trace_id"  # the run id column's name in stores before schema version 4
+
+
+def _rename_run_id_columns(con) -> None:
+    """Schema version 4: every table's run id column is called run_id (it was trace_id)."""
+    tables = con.execute(
+        "SELECT c.table_name FROM information_schema.columns c JOIN information_schema.tables t "
+        "USING (table_catalog, table_schema, table_name) WHERE c.table_catalog = current_database() "
+        "AND c.table_schema = 'main' AND t.table_type = 'BASE TABLE' AND c.column_name = ?",
+        [OLD_RUN_ID_COLUMN]).fetchall()
+    for (table,) in tables:
+        con.execute(f'ALTER TABLE "{table}" RENAME COLUMN {OLD_RUN_ID_COLUMN} TO run_id')
+
+
+MIGRATIONS[4] = _rename_run_id_columns
+# 5: lane_names is a new table (schema.sql makes it); traces stored before have no names, and their
+# lanes are labelled by their ids as before
+MIGRATIONS[5] = "SELECT 1"
+# 6: counter_reports and kernel_counters are new tables (schema.sql makes them); no run has counters yet
+MIGRATIONS[6] = "SELECT 1"
+
+
+def prepare(con, label: str, read_only: bool) -> None:
+    """Refuse a store newer than this program; a read-only one must be current. A writing handle
+    migrates an older store, creates what is missing, and keeps the metrics layer up to date:
+    every run's metrics recomputed when metrics.sql changed, and those of runs that lack them
+    (stores written by older versions, rows written other than by ingest) computed now, so that
+    no read ever has to write them (`upkeep`)."""
+    version = stored_version(con, label)
+    if version > SCHEMA_VERSION:
+        raise errors.StoreError(
+            f"{label} has schema version {version}, newer than this program "
+            f"understands ({SCHEMA_VERSION}); upgrade the dashboard.")
+    if read_only:
+        if version < SCHEMA_VERSION:
+            raise errors.StoreOutdatedError(
+                f"{label} has schema version {version}; ingest a trace into it once to upgrade it.")
+        return
+    for target in range(version + 1, SCHEMA_VERSION + 1):
+        if callable(MIGRATIONS[target]):
+            MIGRATIONS[target](con)
+        else:
+            con.execute(MIGRATIONS[target])
+    con.execute(SCHEMA_SQL.read_text())
+    upkeep(con)
+    con.execute("INSERT OR REPLACE INTO store_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+
+
+def upkeep(con) -> None:
+    """What a writing handle keeps per run beside the rows ingest wrote: the metrics layer
+    (profiler/storage/metrics.py: macros loaded, missing or outdated per-run metrics computed)."""
+    metrics.install(con)
+
+
+def stored_version(con, label: str) -> int:
+    """The store's schema version; a new, empty file counts as the current one."""
+    found = con.execute("SELECT count(*) FROM information_schema.tables "
+                        "WHERE table_name = 'store_meta'").fetchone()[0]
+    row = con.execute("SELECT value FROM store_meta WHERE key = 'schema_version'").fetchone() if found else None
+    if not row:
+        return SCHEMA_VERSION
+    try:
+        return int(row[0])
+    except (TypeError, ValueError):
+        raise errors.StoreError(
+            f"{label} is damaged: its schema version reads {str(row[0])[:40]!r}, not a "
+            "number.") from None
