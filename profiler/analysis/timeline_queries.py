@@ -1,0 +1,90 @@
+"""The timeline's reads: marks of each panel (events merged below a pixel, capped per panel and
+per page), the extent of an iteration, and statistics of a dragged range."""
+from __future__ import annotations
+
+import pandas as pd
+
+from profiler.analysis import kept, query_files
+from profiler.analysis.run_queries import iteration_bounds
+from profiler.errors import QueryError
+
+TIMELINE_MAX_MARKS = 3000     # marks per panel the browser draws quickly
+TIMELINE_PAGE_MARKS = 8000    # marks per timeline page: many panels share it (keeps a run < 1 s)
+TIMELINE_WIDTH_PX = 1200      # events shorter than window / width merge into one mark
+
+
+# ── timeline ─────────────────────────────────────────────────────────────────────────────────
+
+def timeline_marks(store, run_id: str, origin_ns: int, window_ns: tuple[int, int],
+                   width_px: int = TIMELINE_WIDTH_PX, max_depth: int = 6,
+                   max_marks: int = TIMELINE_MAX_MARKS) -> pd.DataFrame:
+    """The marks of one timeline panel: ``window_ns`` is (start, end) relative to ``origin_ns``.
+    Sub-pixel events are merged per lane in DuckDB; at most ``max_marks`` rows come back (the
+    longest); ``marks_before_cap`` says how many there were. Times in µs from ``origin_ns``."""
+    marks = _panel_marks(store, [(run_id, origin_ns, window_ns)], width_px, max_depth, max_marks)
+    return marks.drop(columns="run_id")
+
+
+def _panel_marks(store, panels: list[tuple[str, int, tuple[int, int]]], width_px: int,
+                 max_depth: int, max_marks: int) -> pd.DataFrame:
+    """Marks of several panels (run_id, origin_ns, window_ns) in one query, with a run_id column;
+    kept per panels and limits (a timeline opened again with the same window costs no query)."""
+    for _, _, (start, end) in panels:
+        if end <= start:
+            raise QueryError(f"time window {start}..{end} ns is empty: its end must follow its start")
+    key = ("timeline_marks", tuple((str(r), int(o), (int(w[0]), int(w[1]))) for r, o, w in panels),
+           int(width_px), int(max_depth), int(max_marks))
+    return kept.value(store, key, list(dict.fromkeys(str(p[0]) for p in panels)),
+                      lambda: _read_panel_marks(store, panels, width_px, max_depth, max_marks))
+
+
+def _read_panel_marks(store, panels, width_px: int, max_depth: int, max_marks: int) -> pd.DataFrame:
+    return query_files.read(store, "timeline_marks", run_ids=[p[0] for p in panels],
+                origins_ns=[int(p[1]) for p in panels],
+                t0s_ns=[int(p[1] + p[2][0]) for p in panels],
+                t1s_ns=[int(p[1] + p[2][1]) for p in panels],
+                buckets_ns=[max(1, (p[2][1] - p[2][0]) // max(1, width_px)) for p in panels],
+                max_depth=max_depth, max_marks=max_marks)
+
+
+def timeline_extent_ns(store, run_ids, iteration: int) -> int:
+    """Length of the longest chosen iteration among the runs (the default time window)."""
+    bounds = iteration_bounds(store, run_ids, iteration)
+    return max(int((bounds["end_ns"] - bounds["start_ns"]).max()), 1) if len(bounds) else 1
+
+
+def timeline_panels(store, run_ids, iteration: int, window_ns: tuple[int, int],
+                    shared_scale: bool, max_marks_total: int = TIMELINE_PAGE_MARKS) -> list:
+    """[(run_id, step name, x domain in µs, marks)] per run, aligned at the start of its
+    ``iteration`` (its last when it has fewer), all read in one query. Each panel draws only its
+    own iteration (the window cut at the iteration's end); with ``shared_scale`` every panel's
+    x domain is the whole window, else its own part of it. Marks per panel shrink with many runs."""
+    bounds = iteration_bounds(store, run_ids, iteration)
+    if bounds.empty:
+        return []
+    start, end = window_ns
+    windows = [(start, min(end, max(r.end_ns - r.start_ns, start + 1))) for r in bounds.itertuples()]
+    per_panel = max(300, min(TIMELINE_MAX_MARKS, max_marks_total // len(bounds)))
+    marks = _panel_marks(store, [(r.run_id, int(r.start_ns), w)
+                                 for r, w in zip(bounds.itertuples(), windows)],
+                         TIMELINE_WIDTH_PX, 6, per_panel)
+    by_run = dict(tuple(marks.groupby("run_id", sort=False)))
+    empty = marks.iloc[0:0]
+    return [(r.run_id, r.name, (start / 1e3, end / 1e3) if shared_scale else (w[0] / 1e3, w[1] / 1e3),
+             by_run.get(r.run_id, empty).drop(columns="run_id").reset_index(drop=True))
+            for r, w in zip(bounds.itertuples(), windows)]
+
+
+def timeline_range_stats(store, run_ids, iteration: int, range_ns: tuple[int, int],
+                         limit: int = 40) -> pd.DataFrame:
+    """Per run, what ran inside ``range_ns`` (ns from the start of its ``iteration``, cut at the
+    iteration's end like its panel): run_id, kind, name, events, total_ns (time inside the range)
+    and self_ns, the ``limit`` longest."""
+    bounds = iteration_bounds(store, run_ids, iteration)
+    start, end = range_ns
+    if end <= start:
+        raise QueryError(f"time range {start}..{end} ns is empty: its end must follow its start")
+    return query_files.run(store, "timeline_range_stats", run_ids=list(bounds["run_id"]),
+                t0s_ns=[int(r.start_ns + start) for r in bounds.itertuples()],
+                t1s_ns=[int(r.start_ns + max(min(end, r.end_ns - r.start_ns), start + 1))
+                        for r in bounds.itertuples()], max_depth=6, limit=limit)
