@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from profiler.errors import Damage
-from profiler.storage import jobs
+from profiler.storage import jobs, tables
 
 MAX_MANIFEST_BYTES = 64 << 20
 # tables every manifest has (those of the first jobs); later tables may be missing from older jobs
-REQUIRED = ("traces", "iterations", "kernels", "memops", "launches", "ops")
+REQUIRED = tables.IN_FIRST_JOBS
 _RUN_ID = re.compile(r"[0-9a-f]{16}")
 _CACHE: dict[tuple, str] = {}  # (file, size, mtime, run id, rows) -> layout
 REMOTE_RECHECK_S = 60.0

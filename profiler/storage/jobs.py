@@ -30,12 +30,13 @@ from pathlib import Path
 
 from profiler import errors
 from profiler.errors import JobError
+from profiler.storage import tables
 
 JOB_ROOT_ENV = "PROFILER_JOBS"
-TABLES = ("traces", "iterations", "kernels", "memops", "launches", "ops", "lane_names", "memory_events")
+TABLES = tables.PARSED_TABLES  # a rank's tables from its trace (tables.py)
 # the metrics layer's per-iteration rows of each rank (sql/metrics.sql), computed at ingest like a
 # single upload's; a rank computed under another definition is recomputed when read (job_views.py)
-METRICS_TABLE = "stored_iteration_metrics"
+METRICS_TABLE = tables.METRICS_TABLE
 WRITTEN = TABLES + (METRICS_TABLE,)
 TRACE_SUFFIXES = (".json", ".json.gz")
 _RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
