@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from profiler.errors import VariantError
+from profiler.vocab.attention import SDPA_BACKENDS
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 HUB_FLASH_REPO = "kernels-community/flash-attn2"  # exposes the flash-attn 2 API (flash_attn_func)
@@ -214,7 +215,10 @@ def _build_naive_compiled(s: Setting) -> AttentionFn:
     return torch.compile(naive)
 
 
-def _build_sdpa(backend: SDPBackend | None) -> Builder:
+def _build_sdpa(name: str | None) -> Builder:
+    """SDPA forced onto one backend (a name of vocab.attention.SDPA_BACKENDS), or left to choose."""
+    backend = None if name is None else SDPBackend[SDPA_BACKENDS[name]]
+
     def build(s: Setting) -> AttentionFn:
         def attend(q, k, v):
             if backend is None:
@@ -321,16 +325,16 @@ def _registry() -> dict[str, Variant]:
         Variant("naive_compiled", "naive under torch.compile",
                 (_cuda_present, _compiler_present), _build_naive_compiled, COMPILER_MODULES),
         Variant("sdpa_math", "SDPA forced to the math backend",
-                (_cuda_present,), _build_sdpa(SDPBackend.MATH)),
+                (_cuda_present,), _build_sdpa("math")),
         Variant("sdpa_efficient", "SDPA forced to the memory-efficient (cutlass fmha) backend",
-                (_needs_cuda(eff), _cuda_present), _build_sdpa(SDPBackend.EFFICIENT_ATTENTION)),
+                (_needs_cuda(eff), _cuda_present), _build_sdpa("efficient")),
         Variant("sdpa_flash", "SDPA forced to the FlashAttention backend",
                 (_needs_half(flash, cuda_only=True), _head_dim_at_most(256, flash), _cuda_present,
                  _needs_sm80(flash)),
-                _build_sdpa(SDPBackend.FLASH_ATTENTION)),
+                _build_sdpa("flash")),
         Variant("sdpa_cudnn", "SDPA forced to the cuDNN backend",
                 (_needs_cuda(cudnn), _needs_half(cudnn), _head_dim_at_most(128, cudnn), _cuda_present,
-                 _needs_sm80(cudnn)), _build_sdpa(SDPBackend.CUDNN_ATTENTION)),
+                 _needs_sm80(cudnn)), _build_sdpa("cudnn")),
         Variant("sdpa_auto", "F.scaled_dot_product_attention, backend chosen by PyTorch",
                 (_cuda_present,), _build_sdpa(None)),
         Variant("flex", "FlexAttention (compiled) with a causal block mask",
