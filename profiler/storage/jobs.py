@@ -216,7 +216,7 @@ def save_uploads(files, folder: str | os.PathLike) -> list[Path]:
 
 @dataclass
 class RankResult:
-    """What a worker made of one file (see parallel.parse_rank)."""
+    """What a worker made of one file (see rank_task.parse_rank)."""
     file: str
     rank: int
     rank_from: str            # 'distributedInfo' or 'file name'
