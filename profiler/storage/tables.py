@@ -9,7 +9,7 @@ A per-run table holds rows of many runs, each with its `run_id`. Three kinds:
 * COUNTERS: attached later by `python -m profiler counters` (counters.py); never in a job.
 
 The readers: `catalog.RUN_TABLES` (what deleting a run deletes), `jobs.TABLES` / `jobs.WRITTEN`
-(a rank's files), `job_check.REQUIRED` (files every manifest has) and the ingest transaction
+(a rank's files), `manifest_check.REQUIRED` (files every manifest has) and the ingest transaction
 (`INSERTED`). Adding a per-run table is one line here, its `CREATE TABLE` in schema.sql and, for
 a parsed one, its `insert_<name>.sql` (docs/architecture.md, "Adding a per-run table").
 
