@@ -1,5 +1,8 @@
 """App glue: the one backend module that imports streamlit. Pages use only this API.
 
+(Over 300 lines for one reason: it is the one module allowed to import streamlit, which
+tests/test_import_hygiene.py and tests/markup_scan.py hold it to.)
+
 Store: ``get_store() -> Store`` is the store at ``PROFILER_DB`` (default ``data/traces.duckdb``),
 cached per process, seeded from ``data/samples/`` on a background thread when empty (unless
 ``PROFILER_SEED=0``; ``seeding()`` tells how far it got); safe to share, it opens a short
