@@ -31,7 +31,7 @@ from ingest import code_version, machine, uptime  # noqa: E402
 from make_large_trace import SOURCES_DIR, make_large_trace  # noqa: E402
 from results import write_section  # noqa: E402
 
-from profiler.storage import job_ingest, jobs, parallel  # noqa: E402
+from profiler.storage import engines, job_ingest, jobs  # noqa: E402
 from profiler.storage.store import Store  # noqa: E402
 
 _RANK = re.compile(rb'("distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*)\d+')
@@ -138,7 +138,7 @@ def main():
             if engine == "ray":
                 print(f"starting Ray ({uptime()}) ...", file=sys.stderr)
                 t0 = time.perf_counter()
-                parallel.start_ray(workers=max(counts))
+                engines.start_ray(workers=max(counts))
                 started += (f"Local Ray cluster of {max(counts)} CPUs started in {time.perf_counter() - t0:.1f} s "
                             "(not in the times). ")
             for label, files in jobs_made.items():

@@ -2,7 +2,7 @@
 import streamlit as st
 
 from profiler.analysis import findings, queries, timings
-from profiler.present import markup, ui
+from profiler.present import markup, sitemap, ui
 from profiler.storage import catalog
 
 Col = st.column_config
@@ -46,8 +46,7 @@ COLUMNS = {  # in display order: what tells runs apart first, the numbers next, 
     "added_at": Col.DatetimeColumn("added (UTC)", format="YYYY-MM-DD HH:mm"),
 }
 MAX_HIGHLIGHTED = 4  # runs whose findings are listed (each costs a few queries)
-ANALYSIS = {"timeline": "Timeline", "kernels": "Kernels", "launches": "Launches",
-            "cpu-cost": "CPU cost", "compare": "Compare"}
+ANALYSIS = ("timeline", "kernels", "launches", "cpu-cost", "compare")  # titles: sitemap.SITE
 
 
 def empty_store() -> None:
@@ -64,8 +63,8 @@ def open_selection(state) -> None:
     if not state.runs:
         return
     with st.container(horizontal=True, vertical_alignment="center", gap="medium"):
-        for page, title in ANALYSIS.items():
-            ui.link_to(page, state.with_(page=page), label=title)
+        for page in ANALYSIS:
+            ui.link_to(page, state.with_(page=page), label=sitemap.BY_PATH[page].title)
         ui.copy_link(state)
     if len(state.runs) == 1:
         ui.trace_download(state.runs[0])

@@ -2,7 +2,7 @@
 import streamlit as st
 
 from profiler.analysis import job_queries
-from profiler.present import markup, ui
+from profiler.present import markup, sitemap, ui
 
 st.title("Upload traces")
 state = ui.view_state("upload")
@@ -47,6 +47,6 @@ elif submitted and files:
         state = ui.update_view(state, runs=new_runs)
         st.success(f"{len(new_runs)} run(s) ready and selected. Open them in:")
         with st.container(horizontal=True, vertical_alignment="center", gap="medium"):
-            for page, title in (("runs", "Runs"), ("timeline", "Timeline"), ("kernels", "Kernels")):
-                ui.link_to(page, state.with_(page=page), label=title)
+            for page in ("runs", "timeline", "kernels"):
+                ui.link_to(page, state.with_(page=page), label=sitemap.BY_PATH[page].title)
             ui.copy_link(state.with_(page="kernels"))

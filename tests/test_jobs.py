@@ -20,7 +20,7 @@ import pytest
 from tests.conftest import ROOT, SHARED_TRACES, real_traces, trace_params
 from profiler import errors
 from profiler.analysis import job_queries
-from profiler.storage import job_ingest, jobs, parallel
+from profiler.storage import engines, job_ingest, jobs
 from profiler.storage.store import Store
 
 DLRM = sorted(SHARED_TRACES.glob("param__dlrm_kineto__worker*.pt.trace.json")) if SHARED_TRACES.is_dir() else []
@@ -35,7 +35,7 @@ TABLE_ORDER = {
 @pytest.fixture(scope="module")
 def ray_cluster():
     ray = pytest.importorskip("ray")
-    parallel.start_ray(workers=2)
+    engines.start_ray(workers=2)
     yield ray
     ray.shutdown()
 

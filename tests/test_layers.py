@@ -2,9 +2,10 @@
 
 Data flows down this list, and imports point up it:
 
-    errors < capture < parse < storage < analysis < present < cli
+    errors < vocab < capture < parse < storage < analysis < present < cli
 
-A module in profiler/<layer>/ imports modules of its own layer and of layers before it, except
+vocab holds plain data every layer reads (what an attention op or kernel is), so it imports no
+other layer but errors. A module in profiler/<layer>/ imports modules of its own layer and of layers before it, except
 that parse, storage and analysis never import capture (torch lives there; only present and cli
 reach it). profiler/errors.py imports no other profiler module. Every import counts, also one
 inside a function or under TYPE_CHECKING. Only capture imports torch; only present (ui.py) and the
@@ -26,7 +27,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "profiler"
-ORDER = ["errors", "capture", "parse", "storage", "analysis", "present", "cli"]
+ORDER = ["errors", "vocab", "capture", "parse", "storage", "analysis", "present", "cli"]
 NEVER_CAPTURE = {"parse", "storage", "analysis"}
 PAGE_LAYERS = {"present", "analysis", "errors"}
 PAGE_FORBIDDEN = {"duckdb", "pyarrow", "torch"}
@@ -117,7 +118,7 @@ def test_every_module_sits_in_a_layer():
     assert set(flat) <= {"__init__.py", "__main__.py", "errors.py"}, f"modules outside a layer: {flat}"
     folders = {p.name for p in PKG.iterdir() if p.is_dir() and p.name != "__pycache__"}
     assert folders <= set(ORDER), f"profiler/ folders that are no layer: {sorted(folders - set(ORDER))}"
-    assert {"capture", "parse", "storage", "analysis", "present", "cli"} <= folders
+    assert {"vocab", "capture", "parse", "storage", "analysis", "present", "cli"} <= folders
     for folder in folders:
         assert (PKG / folder / "__init__.py").exists(), folder
 

@@ -22,6 +22,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from profiler.vocab import attention
+
 DTYPE_BYTES = {
     "c10::BFloat16": 2, "c10::Half": 2, "float": 4, "double": 8, "c10::Float8_e4m3fn": 1,
     "c10::Float8_e5m2": 1, "c10::Float8_e4m3fnuz": 1, "c10::Float8_e5m2fnuz": 1, "bool": 1,
@@ -38,26 +40,9 @@ PRECISION_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp64": 8, "fp8": 1, "bool":
 TYPE_OF = {"bf16": "c10::BFloat16", "bfloat16": "c10::BFloat16", "fp16": "c10::Half",
            "float16": "c10::Half", "fp32": "float", "float32": "float", "bool": "bool"}
 
-# attention op -> (layout of Q/K/V dims, index of is_causal in Concrete Inputs or None, backend)
-# 'bhsd': (batch, heads, seq, dim) as SDPA takes them; 'bshd': (batch, seq, heads, dim).
-ATTENTION = {
-    "aten::scaled_dot_product_attention": ("bhsd", 5, None),
-    "aten::_scaled_dot_product_flash_attention": ("bhsd", 4, "flash"),
-    "aten::_flash_attention_forward": ("bshd", 8, "flash"),
-    "aten::_scaled_dot_product_efficient_attention": ("bhsd", 6, "efficient"),
-    "aten::_efficient_attention_forward": ("bshd", 9, "efficient"),   # custom_mask_type 1, 2: causal
-    "aten::_scaled_dot_product_cudnn_attention": ("bhsd", 6, "cudnn"),
-    "aten::_cudnn_attention_forward": ("bhsd", 10, "cudnn"),
-    "aten::_scaled_dot_product_attention_math": ("bhsd", 5, "math"),
-    "aten::_scaled_dot_product_flash_attention_for_cpu": ("bhsd", 4, "flash (CPU)"),
-    "flex_attention": ("bhsd", None, "flex"),
-    # flash-attn's autograd Function (FlashAttention-2, and -4's CuTe DSL interface): which input is
-    # `causal` depends on the version, told apart by the number of inputs recorded: FA4 4.0.0b36
-    # forward(q, k, v, qv, gather_kv_indices, softmax_scale, causal, ...) has 23; FA2 2.6/2.7
-    # forward(q, k, v, dropout_p, softmax_scale, causal, ...) has 12. Another count: not modelled.
-    "FlashAttnFunc": ("bshd", {23: 6, 12: 5}, "flash_attn"),
-}
-DECOMPOSED = ("aten::_scaled_dot_product_attention_math",)   # its GEMMs and softmax are modelled
+# what an attention op is, its layout, causal flag and backend: profiler/vocab/attention.py
+ATTENTION = attention.OPS
+DECOMPOSED = attention.DECOMPOSED   # its GEMMs and softmax are modelled
 GEMMS = ("aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::matmul", "aten::linear")
 SOFTMAX = ("aten::softmax", "aten::_softmax", "aten::_safe_softmax")
 MEMORY = (*SOFTMAX, "aten::masked_fill", "aten::masked_fill_", "aten::clone", "aten::copy_",

@@ -21,6 +21,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from profiler.vocab import attention
+
 
 @dataclass(frozen=True)
 class KernelName:
@@ -39,11 +41,8 @@ class KernelName:
 
 _LIBRARIES = (  # (pattern, library), first match wins
     (r"^cudnn|cudnn_", "cuDNN"),
-    (r"flash_attn_?cute|FlashAttention(Forward|Backward)Sm\d+", "FlashAttention-4 (CuTe DSL)"),
-    (r"pytorch_flash::|flash_fwd|flash_bwd", "FlashAttention-2 (PyTorch)"),
-    (r"flashinfer", "flashinfer"),
-    (r"fmhaSm\d+|^bmm_(mx)?(e\d+m\d+|bfloat16|fp\d+)_.*_t\d+x\d+x\d+", "TensorRT-LLM (trtllm-gen)"),
-    (r"fmha_cutlass|PyTorchMemEffAttention", "memory-efficient attention (PyTorch, CUTLASS)"),
+    *attention.LIBRARIES,  # FlashAttention-4 and -2, flashinfer, trtllm-gen fmha, memory-efficient
+    (r"^bmm_(mx)?(e\d+m\d+|bfloat16|fp\d+)_.*_t\d+x\d+x\d+", "TensorRT-LLM (trtllm-gen)"),
     (r"^triton_|triton", "Triton"),
     (r"^nvjet_|_cublas|cublas|^(maxwell|volta|turing|ampere)_|gemmSN_|gemmk1_|gemv", "cuBLAS"),
     (r"cutlass", "CUTLASS"),

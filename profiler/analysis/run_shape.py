@@ -10,9 +10,10 @@ from collections.abc import Sequence
 
 from profiler.analysis import costmodel as cm
 from profiler.analysis.costmodel import OpCost
+from profiler.vocab import attention
 
-FLEX_KERNEL = "flex_attention"     # a compiled flex attention kernel has no op of its own (sql)
-ATTENTION_KERNEL = "attention kernel"   # an attention kernel no modelled op owns (flashinfer, FA4)
+FLEX_KERNEL = attention.FLEX     # a compiled flex attention kernel has no op of its own (sql)
+ATTENTION_KERNEL = attention.UNOWNED_KERNEL   # an attention kernel no modelled op owns (flashinfer, FA4)
 
 
 def inferred_costs(calls: Sequence, shape: dict) -> list[OpCost | None]:

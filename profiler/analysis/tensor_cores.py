@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from profiler.analysis import kernel_names
+from profiler.vocab import attention
 
 if TYPE_CHECKING:  # pandas loads only where a frame is classified
     import pandas as pd
@@ -183,8 +184,7 @@ RULES: tuple[tuple[str, Rule], ...] = (
     (COMMUNICATION, _fixed(COMM, "communication", "NCCL/RCCL collective or multimem")),
     (r"^(memcpy|memset)", _fixed(COPY, "copy", "memcpy/memset")),
     (r"^triton_", _triton),
-    (r"flash_fwd|flash_bwd|flash::|flash_attn|fmha|sdpa|attentionkernel|attention_kernel|"
-     r"(?<![a-z])attn_(fwd|bwd)|flashinfer::.*(prefill|decode)", _attention),
+    (attention.KERNEL, _attention),  # what an attention kernel is: profiler/vocab/attention.py
     (r"^nvjet_", _nvjet),
     (r"^bmm_.*mx(e\d|int|f\d)|(?<![a-z])bmm_mx", _block_scaled),
     (r"xmma", _xmma),

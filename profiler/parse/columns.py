@@ -19,6 +19,32 @@ import msgspec
 from profiler.parse.args import NO_ARGS, RAW_COLUMNS, Args, arg_column, dims, raw_text
 
 
+# the tables the parser fills, and their columns in order (the store's staging reads them)
+KERNEL_COLUMNS = (
+    "name", "device", "stream", "ts_ns", "dur_ns", "grid_x", "grid_y", "grid_z",
+    "block_x", "block_y", "block_z", "registers_per_thread", "shared_mem_bytes",
+    "blocks_per_sm", "warps_per_sm", "est_occupancy_pct", "correlation", "external_id",
+)
+MEMOP_COLUMNS = (
+    "kind", "name", "device", "stream", "ts_ns", "dur_ns", "bytes", "bandwidth_gbps",
+    "correlation", "external_id",
+)
+LAUNCH_COLUMNS = (
+    "name", "api_kind", "cbid", "pid", "tid", "ts_ns", "dur_ns", "correlation", "external_id",
+)
+OP_COLUMNS = ("op_id", "cat", "name", "pid", "tid", "ts_ns", "dur_ns", "external_id",
+              "concrete_inputs", "input_dims", "input_types", "collective", "in_msg_nelems",
+              "out_msg_nelems", "msg_dtype", "group_size")
+MEMORY_COLUMNS = ("ts_ns", "device_type", "device", "addr", "change_bytes", "total_allocated_bytes",
+                  "total_reserved_bytes", "pid", "tid")
+LANE_NAME_COLUMNS = ("kind", "pid", "tid", "name")
+COLUMNS = {"kernels": KERNEL_COLUMNS, "memops": MEMOP_COLUMNS, "launches": LAUNCH_COLUMNS, "ops": OP_COLUMNS,
+           "memory": MEMORY_COLUMNS, "lane_names": LANE_NAME_COLUMNS}
+
+# one chunk's rows: table -> column -> values (columns in `COLUMNS[table]` order)
+Batch = dict[str, dict[str, list]]
+
+
 def _event_struct(name: str, ts_type: Any) -> type:
     return msgspec.defstruct(name, [
         ("ph", str, ""), ("cat", str, ""), ("name", str, ""),

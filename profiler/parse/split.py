@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 
 from profiler import errors
-from profiler.parse import trace
+from profiler.parse import cutter
 
 WINDOW_BYTES = 1 << 20  # bytes read at a target offset to look for a cut point
 SEARCH_BYTES = 16 << 20  # give up on a target after this many bytes without one
@@ -83,13 +83,13 @@ def _events_start(f, name: str) -> int | None:
     """Offset of the first byte inside the events array (as `TraceReader` finds it), or None."""
     f.seek(0)
     buf, searched = b"", 0
-    while len(buf) <= trace.HEADER_SEARCH_BYTES:
+    while len(buf) <= cutter.HEADER_SEARCH_BYTES:
         chunk = f.read(1 << 20)
         if not chunk:
             return None
         buf += chunk
         try:
-            found = trace._array_start(buf, name, searched)
+            found = cutter.array_start(buf, name, searched)
         except errors.TraceError:
             return None  # parsed whole, the file gets its own error message
         if found is not None:

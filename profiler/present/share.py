@@ -11,7 +11,8 @@ nanoseconds and free-form filters. It travels as query parameters:
 state. ``share_url`` / ``parse_url`` do the same for a whole URL. Bad parameters raise
 ``ShareError`` with a sentence naming the parameter and the problem.
 
-Imports only the standard library (presentation layer; no streamlit here).
+The pages themselves are listed in ``sitemap.py``. Imports only the standard library and that
+list (presentation layer; no streamlit here).
 """
 from __future__ import annotations
 
@@ -21,10 +22,10 @@ from dataclasses import dataclass, field, replace
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from profiler.errors import ShareError
+from profiler.present import sitemap
 
-PAGES = ("runs", "profile", "upload", "timeline", "kernels", "launches", "cpu-cost", "compare",
-         "sweep", "attention", "memory", "job")
-DEFAULT_PAGE = "runs"
+PAGES = tuple(sitemap.BY_PATH)  # the URL paths, in sidebar order
+DEFAULT_PAGE = sitemap.DEFAULT_PAGE
 RESERVED = frozenset({"runs", "iter", "window"})
 _RUN_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _FILTER_KEY = re.compile(r"^[a-z][a-z0-9_]{0,31}$")

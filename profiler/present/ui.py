@@ -1,5 +1,8 @@
 """App glue: the one backend module that imports streamlit. Pages use only this API.
 
+(Over 300 lines for one reason: it is the one module allowed to import streamlit, which
+tests/test_import_hygiene.py and tests/markup_scan.py hold it to.)
+
 Store: ``get_store() -> Store`` is the store at ``PROFILER_DB`` (default ``data/traces.duckdb``),
 cached per process, seeded from ``data/samples/`` on a background thread when empty (unless
 ``PROFILER_SEED=0``; ``seeding()`` tells how far it got); safe to share, it opens a short
@@ -53,19 +56,14 @@ from streamlit.runtime.pages_manager import PagesManager
 from profiler.analysis import queries
 from profiler.capture.samples import Seeding, seed_in_background
 from profiler.errors import ProfilerError, StoreError, TraceError
-from profiler.present import markup
-from profiler.present.share import PAGES, ShareError, ViewState, app_root, decode, encode, share_url
+from profiler.present import markup, sitemap
+from profiler.present.share import ShareError, ViewState, app_root, decode, encode, share_url
 from profiler.storage import catalog
 from profiler.storage.store import Store, default_db_path
 
 PROJECT_ERRORS = (ProfilerError, ShareError)  # TraceError, StoreError, ... all derive from it
-PAGE_FILES = {page: f"pages/{page.replace('-', '_')}.py" for page in PAGES}
-PAGE_ICONS = {"runs": ":material/list:", "profile": ":material/play_circle:",
-              "upload": ":material/upload:", "timeline": ":material/view_timeline:",
-              "kernels": ":material/memory:", "launches": ":material/rocket_launch:",
-              "cpu-cost": ":material/speed:", "compare": ":material/compare_arrows:",
-              "sweep": ":material/ssid_chart:", "attention": ":material/center_focus_strong:",
-              "memory": ":material/memory_alt:", "job": ":material/lan:"}
+PAGE_FILES = {page.url_path: page.file for page in sitemap.SITE}  # read from the one list of pages
+PAGE_ICONS = {page.url_path: page.icon for page in sitemap.SITE}
 _RUNS_KEY = "_selected_runs"
 _CAPTURE_LOCK = threading.Lock()  # torch.profiler is process-wide, and timings need the GPU alone
 

@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import BinaryIO
 
 from profiler.errors import RunNameError, UnknownRunError
+from profiler.storage import tables
 
 MAX_NAME_CHARS = 200
-# every table keyed by run_id; traces last so a run is never left half-described
-RUN_TABLES = ("kernel_counters", "counter_reports", "kernels", "memops", "launches", "ops", "memory_events", "lane_names", "iterations", "traces")
+# every table keyed by run_id (tables.py) but the metrics, deleted apart; traces last so a run is
+# never left half-described
+RUN_TABLES = tuple(t.name for t in reversed(tables.TABLES) if t.kind != tables.METRICS)
 
 
 def clean_name(name: str) -> str:
@@ -65,7 +67,7 @@ def delete_runs(store, run_ids: Iterable[str], traces_dir: Path | None = None) -
 def _delete_rows(con, ids: list[str]) -> int:
     for table in RUN_TABLES[:-1]:
         con.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT unnest($ids))", {"ids": ids})
-    con.execute("DELETE FROM stored_iteration_metrics WHERE run_id IN (SELECT unnest($ids))", {"ids": ids})
+    con.execute(f"DELETE FROM {tables.METRICS_TABLE} WHERE run_id IN (SELECT unnest($ids))", {"ids": ids})
     return len(con.execute("DELETE FROM traces WHERE run_id IN (SELECT unnest($ids)) "
                            "RETURNING run_id", {"ids": ids}).fetchall())
 

@@ -7,7 +7,7 @@ one rank, with the same rows as the file parsed whole.
     parse_chunk    worker: one chunk -> <root>/chunks/job=<key>/<run id>/<k>/<table>.arrow
     usable         driver: did every chunk parse, and read timestamps the way the whole file would?
     load           worker: the chunks' rows as one staged trace (op ids made global), for
-                   `Store.ingest_staged`; `parallel.assemble_rank` runs it and writes the rank
+                   `Store.ingest_staged`; `rank_task.assemble_rank` runs it and writes the rank
 
 What is global across a file is made so here: op ids are offset by the ops of earlier chunks, the
 row order (event_idx of memory events and lane names) is the chunks' order, counts are summed, and

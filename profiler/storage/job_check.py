@@ -6,7 +6,7 @@ whole and, apart, each damaged job with the file at fault and why; readers attac
 ones (profiler/storage/job_views.py), so one damaged job never hides the others or the store's
 own runs. Reasons name the job and a path inside the job directory, never a server path.
 
-A manifest must be an object with the fields `_manifest` checks; its file paths must be exactly
+A manifest must be an object with the fields `manifest_check.py` checks; its file paths must be exactly
 where `jobs.rank_file` puts them (so nothing outside the job directory is read). A rank file must
 exist, be Parquet, have its table's columns and types (Parquet of schema version 3 and before,
 whose run id column was called `trace_id`, reads as `old`), hold only its own run's rows, and its
@@ -22,12 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from profiler.errors import Damage
-from profiler.storage import jobs
+from profiler.storage import jobs, manifest_check
 
 MAX_MANIFEST_BYTES = 64 << 20
-# tables every manifest has (those of the first jobs); later tables may be missing from older jobs
-REQUIRED = ("traces", "iterations", "kernels", "memops", "launches", "ops")
-_RUN_ID = re.compile(r"[0-9a-f]{16}")
 _CACHE: dict[tuple, str] = {}  # (file, size, mtime, run id, rows) -> layout
 REMOTE_RECHECK_S = 60.0
 _REMOTE: dict[tuple, tuple] = {}  # (manifest, mtime, size) -> (when, layouts, Damage or None)
@@ -46,7 +43,7 @@ class Damaged:
 
 @dataclass
 class JobsRead:
-    ok: list[dict] = field(default_factory=list)        # normalised manifests (see `_manifest`)
+    ok: list[dict] = field(default_factory=list)        # normalised manifests (see `manifest_check.manifest`)
     damaged: list[Damaged] = field(default_factory=list)
     layouts: dict[str, str] = field(default_factory=dict)  # rank file (under the root) -> 'current' | 'old'
 
@@ -106,7 +103,7 @@ def read_jobs(root: str, files: bool = True, con=None) -> JobsRead:
         try:
             if entry.type != pafs.FileType.File:
                 raise Damage(rel, "is not a file")
-            m = _manifest(_load(fs, entry.path, rel), name[: -len(".json")], rel)
+            m = manifest_check.manifest(_load(fs, entry.path, rel), name[: -len(".json")], rel)
             if m["job"] in seen_names:
                 raise Damage(rel, "names a job that another manifest names too")
             if schemas is not None:
@@ -149,87 +146,6 @@ def _job_of(fs, entry, name: str) -> str:
     except Exception:  # noqa: BLE001 - any failure: the file name names it
         pass
     return name[: -len(".json")]
-
-
-# --- the manifest -------------------------------------------------------------------------------------
-
-def _kind(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "text", bool: "true/false", type(None): "null"}.get(
-        type(value), "a number")
-
-
-def _field(doc: dict, name: str, kind: type | tuple, rel: str, where: str = "") -> Any:
-    if name not in doc:
-        raise Damage(rel, f"has no {where}{name!r}")
-    value = doc[name]
-    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-        raise Damage(rel, f"{where}{name!r} is {_kind(value)}")
-    return value
-
-
-def _count(doc: dict, name: str, rel: str, where: str = "", low: int = 0, high: int = 2**62) -> int:
-    value = _field(doc, name, int, rel, where)
-    if not low <= value <= high:
-        raise Damage(rel, f"{where}{name!r} is {value}, outside {low}..{high}")
-    return value
-
-
-def _manifest(doc: Any, stem: str, rel: str) -> dict:
-    """The manifest `doc`, checked and normalised: ranks sorted, ranks_present and ranks_missing
-    (as [first, last] ranges) worked out from the ranks themselves."""
-    if not isinstance(doc, dict):
-        raise Damage(rel, f"is {_kind(doc)}, not an object")
-    job = _field(doc, "job", str, rel)
-    if not job.strip() or len(job) > jobs.MAX_NAME_CHARS:
-        raise Damage(rel, f"'job' is empty or longer than {jobs.MAX_NAME_CHARS} characters")
-    key = _field(doc, "key", str, rel)
-    if key != stem:
-        raise Damage(rel, "its key does not match its file name")
-    world = _count(doc, "world_size", rel, low=1, high=jobs.MAX_RANKS)
-    backend = doc.get("backend")
-    if backend is not None and not isinstance(backend, str):
-        raise Damage(rel, f"'backend' is {_kind(backend)}")
-    listed = _field(doc, "ranks", list, rel)
-    if not listed:
-        raise Damage(rel, "lists no ranks")
-    ranks = [_rank(r, key, world, rel) for r in listed]
-    ranks.sort(key=lambda r: r["rank"])
-    present = [r["rank"] for r in ranks]
-    if len(set(present)) != len(present):
-        raise Damage(rel, "lists a rank twice")
-    skipped = doc.get("skipped", [])
-    if not isinstance(skipped, list) or not all(isinstance(s, str) for s in skipped):
-        raise Damage(rel, "'skipped' is not a list of text")
-    added = doc.get("added_at")
-    return {"job": job, "key": key, "world_size": world, "backend": backend, "ranks": ranks,
-            "ranks_present": present, "ranks_missing": jobs.missing_ranges(present, world),
-            "skipped": skipped, "added_at": added if isinstance(added, str) else None}
-
-
-def _rank(r: Any, key: str, world: int, rel: str) -> dict:
-    if not isinstance(r, dict):
-        raise Damage(rel, f"a rank is {_kind(r)}, not an object")
-    rank = _count(r, "rank", rel, "a rank's ", high=world - 1)
-    where = f"rank {rank}'s "
-    rid = _field(r, "run_id", str, rel, where)
-    if not _RUN_ID.fullmatch(rid):
-        raise Damage(rel, f"{where}'run_id' is not 16 hex digits")
-    files = _field(r, "files", dict, rel, where)
-    for table in REQUIRED:
-        if table not in files:
-            raise Damage(rel, f"{where}files have no {table!r}")
-    for table, path in files.items():
-        if table not in jobs.WRITTEN:
-            raise Damage(rel, f"{where}files name an unknown table")
-        if path != jobs.rank_file("", table, key, rank, rid)[1:]:
-            raise Damage(rel, f"{where}{table} file is not where this job's files are")
-    digest = r.get("metrics_digest", "")
-    name = r.get("file", "")
-    return {**r, "rank": rank, "run_id": rid, "files": dict(files),
-            "file": name if isinstance(name, str) else str(name)[:200],
-            "metrics_digest": digest if isinstance(digest, str) else "",
-            "size_bytes": _count(r, "size_bytes", rel, where), "events": _count(r, "events", rel, where),
-            "kernels": _count(r, "kernels", rel, where)}
 
 
 # --- the rank files -----------------------------------------------------------------------------------

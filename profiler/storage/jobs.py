@@ -30,12 +30,13 @@ from pathlib import Path
 
 from profiler import errors
 from profiler.errors import JobError
+from profiler.storage import tables
 
 JOB_ROOT_ENV = "PROFILER_JOBS"
-TABLES = ("traces", "iterations", "kernels", "memops", "launches", "ops", "lane_names", "memory_events")
+TABLES = tables.PARSED_TABLES  # a rank's tables from its trace (tables.py)
 # the metrics layer's per-iteration rows of each rank (sql/metrics.sql), computed at ingest like a
 # single upload's; a rank computed under another definition is recomputed when read (job_views.py)
-METRICS_TABLE = "stored_iteration_metrics"
+METRICS_TABLE = tables.METRICS_TABLE
 WRITTEN = TABLES + (METRICS_TABLE,)
 TRACE_SUFFIXES = (".json", ".json.gz")
 _RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
@@ -215,7 +216,7 @@ def save_uploads(files, folder: str | os.PathLike) -> list[Path]:
 
 @dataclass
 class RankResult:
-    """What a worker made of one file (see parallel.parse_rank)."""
+    """What a worker made of one file (see rank_task.parse_rank)."""
     file: str
     rank: int
     rank_from: str            # 'distributedInfo' or 'file name'

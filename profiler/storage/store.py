@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from profiler import errors
-from profiler.storage import connection, metrics, migrations
+from profiler.storage import connection, metrics, migrations, tables
 # re-exported: callers name them from here
 from profiler.storage.connection import (LOCK_TIMEOUT_S, MEMORY_ENV, duckdb_config, not_a_store,  # noqa: F401
                                          one_line)
@@ -216,14 +216,10 @@ class Store:
                 columns = ", ".join(row)
                 marks = ", ".join("?" for _ in row)
                 con.execute(f"INSERT INTO traces ({columns}) VALUES ({marks})", list(row.values()))
-                con.execute(ingest_sql("insert_iterations"), {"run_id": row["run_id"]})
-                con.execute(ingest_sql("insert_memory_events"), {"run_id": row["run_id"]})  # reads stage_ops
-                staging.release(con, "memory")
-                con.execute(ingest_sql("insert_lane_names"), {"run_id": row["run_id"]})
-                staging.release(con, "lane_names")
-                for table in ("ops", "launches", "kernels", "memops"):
-                    con.execute(ingest_sql(f"insert_{table}"), {"run_id": row["run_id"]})
-                    staging.release(con, table)
+                for table in tables.INSERTED:  # in order (tables.py): memory_events reads stage_ops
+                    con.execute(ingest_sql(f"insert_{table.name}"), {"run_id": row["run_id"]})
+                    if table.staged:
+                        staging.release(con, table.staged)
                 metrics.store_runs(con, [row["run_id"]])
                 con.execute("COMMIT")
             except duckdb.Error as e:

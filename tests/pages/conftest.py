@@ -24,14 +24,14 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from profiler.present.share import PAGES
+from profiler.present.sitemap import SITE
 from profiler.storage.store import Store
 from tests.conftest import HAVE_SHARED, SHARED_TRACES
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE_FIXTURES = ROOT / "tests" / "fixtures" / "pages"
 ROCM_TRACE = SHARED_TRACES / "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"
-PAGE_FILE = {page: f"pages/{page.replace('-', '_')}.py" for page in PAGES}
+PAGE_FILE = {page.url_path: page.file for page in SITE}
 TIMEOUT_S = 60
 FLASH, NAIVE = "sdpa_flash_small.json", "naive_small.json"  # fixture runs in tests/fixtures/pages
 ROCM = ROCM_TRACE.name
