@@ -11,35 +11,34 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from profiler.errors import JobError
-from profiler.storage import job_files, parallel
-from profiler.storage.jobs import JobResult, RankResult, job_key, job_root, missing_ranges, trace_files
+from profiler.storage import job_files, jobs, parallel
 
 
 def delete_job(store, name: str) -> None:
     """Remove the job called exactly `name` (whole or damaged): its manifest first (readers stop
     seeing it at once), then its files. No other job is touched."""
-    job_files.delete(job_root(store), name)
+    job_files.delete(jobs.job_root(store), name)
 
 
 def ingest_job(store, paths: Iterable[str | os.PathLike], job: str, *, skip_bad: bool = False,
                workers: int | None = None, engine: str = "ray", ray_address: str | None = None,
                keep_python: bool = False, progress: Callable[[float], None] | None = None,
-               chunk_bytes: int | None = None) -> JobResult:
+               chunk_bytes: int | None = None) -> jobs.JobResult:
     """Ingest the rank traces in `paths` (files, directories, zips) as job `job`, all or nothing.
 
     engine 'ray': files are parsed by Ray tasks (a local cluster of `workers` CPUs, default one per
     core, or the cluster at `ray_address` / $PROFILER_RAY_ADDRESS); 'processes': a local pool of
     worker processes without Ray; 'in-process': one after the other here. A bad file raises
     `JobError` naming it and nothing lands, unless `skip_bad`: then the job lands without it and
-    `JobResult.skipped` says why. A large file is parsed in chunks by several workers when there
+    `jobs.JobResult.skipped` says why. A large file is parsed in chunks by several workers when there
     are more workers than large files (`chunks.parts`; `chunk_bytes` forces chunks of that size).
     """
     started = time.perf_counter()
-    key = job_key(job)
-    root = job_root(store)
+    key = jobs.job_key(job)
+    root = jobs.job_root(store)
     job_files.refuse_taken(root, job, key)
     with tempfile.TemporaryDirectory(prefix="job-unzip-") as unpack:
-        files = trace_files(paths, unpack)
+        files = jobs.trace_files(paths, unpack)
         with job_files.staged(root, key) as under:  # the job's files are written aside, then moved in
             outcomes, used = parallel.run_ranks(files, under, key, engine=engine, workers=workers,
                                                 address=ray_address, keep_python=keep_python,
@@ -51,11 +50,11 @@ def ingest_job(store, paths: Iterable[str | os.PathLike], job: str, *, skip_bad:
     return result
 
 
-def _assemble(job: str, key: str, outcomes: list, skip_bad: bool) -> JobResult:
-    """Check the workers' outcomes (RankResult or TraceError per file) and name the ranks."""
-    ranks = [o for o in outcomes if isinstance(o, RankResult)]
-    bad = [o for o in outcomes if not isinstance(o, RankResult)]
-    by_rank: dict[int, list[RankResult]] = {}
+def _assemble(job: str, key: str, outcomes: list, skip_bad: bool) -> jobs.JobResult:
+    """Check the workers' outcomes (jobs.RankResult or TraceError per file) and name the ranks."""
+    ranks = [o for o in outcomes if isinstance(o, jobs.RankResult)]
+    bad = [o for o in outcomes if not isinstance(o, jobs.RankResult)]
+    by_rank: dict[int, list[jobs.RankResult]] = {}
     for r in ranks:
         by_rank.setdefault(r.rank, []).append(r)
     clashes = {rank: rs for rank, rs in by_rank.items() if len(rs) > 1}
@@ -72,5 +71,5 @@ def _assemble(job: str, key: str, outcomes: list, skip_bad: bool) -> JobResult:
     sizes = {r.world_size for r in ranks if r.world_size}
     world = max(sizes | {max(by_rank) + 1})  # each at most MAX_RANKS (check_rank)
     backends = {r.backend for r in ranks if r.backend}
-    return JobResult(job, key, world, min(backends) if backends else None, sorted(ranks, key=lambda r: r.rank),
-                     missing_ranges(by_rank, world), [str(e) for e in bad])
+    return jobs.JobResult(job, key, world, min(backends) if backends else None, sorted(ranks, key=lambda r: r.rank),
+                     jobs.missing_ranges(by_rank, world), [str(e) for e in bad])
