@@ -214,7 +214,7 @@ def test_a_bom_before_an_object_or_an_array_is_accepted(tmp_path, top):
 
 
 def test_the_op_enclosing_a_launch_by_binary_lifting_matches_the_walk_up():
-    from profiler.analysis.op_costs import _enclosing
+    from profiler.analysis.op_charges import _enclosing
     rng = np.random.default_rng(11)
     for _ in range(300):
         n = int(rng.integers(1, 40))
