@@ -31,7 +31,7 @@ from ingest import code_version, machine, uptime  # noqa: E402
 from make_large_trace import SOURCES_DIR, make_large_trace  # noqa: E402
 from results import write_section  # noqa: E402
 
-from profiler.storage import engines, job_ingest, jobs  # noqa: E402
+from profiler.storage import engines, job_ingest  # noqa: E402
 from profiler.storage.store import Store  # noqa: E402
 
 _RANK = re.compile(rb'("distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*)\d+')
@@ -121,7 +121,7 @@ def main():
     ap.add_argument("--write-results", action="store_true")
     args = ap.parse_args()
     counts = [int(w) for w in args.workers.split(",")]
-    engines = args.engine.split(",")
+    engine_names = args.engine.split(",")
     before = machine()
     started = ""
     out = Path(tempfile.mkdtemp(prefix="bench-ranks-"))
@@ -134,7 +134,7 @@ def main():
             jobs_made[f"one file of {args.one_file_mb:.0f} MB"] = make_big_ranks(
                 out, 1, args.one_file_mb, args.sources)
         parts = []
-        for engine in engines:
+        for engine in engine_names:
             if engine == "ray":
                 print(f"starting Ray ({uptime()}) ...", file=sys.stderr)
                 t0 = time.perf_counter()

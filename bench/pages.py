@@ -34,7 +34,7 @@ from profiler.analysis import job_queries, queries  # noqa: E402
 from profiler.capture.samples import seed_if_empty  # noqa: E402
 from profiler.present.share import PAGES as ALL_PAGES  # noqa: E402
 from profiler.present.ui import preload_capture  # noqa: E402
-from profiler.storage import job_ingest, jobs  # noqa: E402
+from profiler.storage import job_ingest  # noqa: E402
 from profiler.storage.store import Store  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
