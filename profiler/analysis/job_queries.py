@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis.reads import query, sql_text
+from profiler.analysis.reads import sql_text
 from profiler.storage import job_check, jobs
 
 
@@ -52,7 +52,7 @@ def rank_iterations(store, job: str) -> pd.DataFrame:
     collective_us (the metrics layer's wall, GPU busy, carried, idle and communication time),
     longest_step_rank (of that iteration: the rank whose step lasted longest, often one that
     waited, not the straggler)."""
-    df = query(store, sql_text("job_rank_iterations"), {"job": job})
+    df = store.query(sql_text("job_rank_iterations"), {"job": job})
     if df.empty:
         return df.assign(longest_step_rank=pd.Series(dtype="Int64"))
     longest = df.loc[df.groupby("iteration")["step_us"].idxmax(), ["iteration", "rank"]]
@@ -75,7 +75,7 @@ def rank_waits(store, job: str) -> pd.DataFrame:
     """Per rank and iteration: collectives, arrived_last, wait_us (time it waited for the others),
     late_us (how long after the first rank it arrived), caused_wait_us (time the others waited
     for it); definitions in sql/job_rank_waits.sql."""
-    return query(store, sql_text("job_rank_waits"), {"job": job})
+    return store.query(sql_text("job_rank_waits"), {"job": job})
 
 
 def stragglers(waits: pd.DataFrame) -> pd.DataFrame:
@@ -108,7 +108,7 @@ def collectives(store, job: str) -> pd.DataFrame:
     """Each collective across ranks: iteration, name, seq, ranks, last_rank, skew_us, wait_us,
     mean_dur_us; and where the trace gives its size: collective, group_size, bytes, algbw_gbps,
     busbw_gbps (missing otherwise; definitions in sql/job_collectives.sql)."""
-    df = query(store, sql_text("job_collectives"), {"job": job})
+    df = store.query(sql_text("job_collectives"), {"job": job})
     return df.astype({"bytes": "Int64", "group_size": "Int64"})
 
 

@@ -50,7 +50,7 @@ def iteration_peaks(store, run_ids) -> pd.DataFrame:
 def live_at_peak(store, run_id: str, limit: int = 10) -> pd.DataFrame:
     """The largest blocks live at the run's peak: event_idx, ts_ns, iteration, size_bytes,
     op_name (None when no CPU op encloses the allocation), op_input_dims (JSON text or None)."""
-    return reads.query(store, reads.sql_text("memory_live_at_peak"), {"run_id": str(run_id), "limit": int(limit)})
+    return store.query(reads.sql_text("memory_live_at_peak"), {"run_id": str(run_id), "limit": int(limit)})
 
 
 def score_bytes(shape: dict) -> int | None:

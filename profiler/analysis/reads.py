@@ -35,11 +35,6 @@ def session(store) -> Iterator[Session]:
         yield db
 
 
-def query(db, sql: str, params=None):
-    """The rows as a DataFrame from a `Store` or a `Session`."""
-    return db.query(sql, params)
-
-
 def arrays(db, sql: str, params=None) -> dict:
     """{column: numpy array} from a store handle, a `Store` or a `Session` (NULLs masked: see `column`)."""
     return db.arrays(sql, params)
