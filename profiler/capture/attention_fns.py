@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from profiler.capture.masks import MaskSpec
 from profiler.capture.setting import DTYPES, AttentionFn, Builder, Setting
 from profiler.errors import VariantError
 from profiler.vocab.attention import SDPA_BACKENDS
@@ -27,78 +28,174 @@ def _causal_mask(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     return torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).triu(1)
 
 
-def naive_attention(q, k, v, causal: bool = True, inplace: bool = False):
+def _spread(q: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    """K or V with fewer heads than q (GQA/MQA) repeated to q's heads: each KV head serves a
+    group of heads // kv_heads consecutive query heads."""
+    if t.shape[1] == q.shape[1]:
+        return t
+    return t.repeat_interleave(q.shape[1] // t.shape[1], dim=1)
+
+
+def naive_attention(q, k, v, causal: bool = True, inplace: bool = False, spec: MaskSpec | None = None,
+                    allowed: torch.Tensor | None = None):
+    """Scores, mask, softmax, matmul. ``spec`` (masks.py) says which keys each query sees when the
+    mask is not the plain causal square; ``allowed`` is its dense mask, if already built."""
+    k, v = _spread(q, k), _spread(q, v)
+    spec = spec or MaskSpec(q.shape[-2], k.shape[-2], causal)
     scores = torch.matmul(q, k.transpose(-2, -1)) * _scale(q)
-    if causal:
+    if spec.plain_causal:
         mask = _causal_mask(q, k)
+    elif spec.everything:
+        mask = None
+    else:
+        mask = ~(allowed if allowed is not None else spec.dense(q.device))
+    if mask is not None:
         scores = scores.masked_fill_(mask, float("-inf")) if inplace else scores.masked_fill(mask, float("-inf"))
     return torch.matmul(torch.softmax(scores, dim=-1), v)
 
 
-def reference_attention(q, k, v, causal: bool = True) -> torch.Tensor:
+def reference_attention(q, k, v, causal: bool = True, spec: MaskSpec | None = None) -> torch.Tensor:
     """The fp32 reference every variant's output is checked against."""
-    return naive_attention(q.float(), k.float(), v.float(), causal=causal)
+    return naive_attention(q.float(), k.float(), v.float(), causal=causal, spec=spec)
+
+
+def reference_train(q, k, v, grad, spec: MaskSpec) -> tuple[torch.Tensor, ...]:
+    """(out, dq, dk, dv) of the fp32 reference: the output and the gradients a train step must give."""
+    leaves = [t.detach().float().requires_grad_() for t in (q, k, v)]
+    out = naive_attention(*leaves, spec=spec)
+    out.backward(grad.float())
+    return (out.detach(),) + tuple(t.grad for t in leaves)
 
 
 def make_inputs(batch: int, heads: int, seq_len: int, head_dim: int, dtype: str, device: str,
-                seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """q, k, v shaped (batch, heads, seq_len, head_dim), standard normal, reproducible."""
+                seed: int = 0, kv_heads: int | None = None, kv_len: int | None = None,
+                train: bool = False) -> tuple[torch.Tensor, ...]:
+    """q shaped (batch, heads, seq_len, head_dim), k and v (batch, kv_heads, kv_len, head_dim),
+    standard normal, reproducible; for a train step also the output's gradient (q's shape) and
+    q, k, v made leaves that want gradients."""
     gen = torch.Generator(device=device).manual_seed(seed)
-    shape = (batch, heads, seq_len, head_dim)
-    return tuple(torch.randn(shape, generator=gen, device=device, dtype=DTYPES[dtype]) for _ in range(3))
+    kv_shape = (batch, kv_heads or heads, kv_len or seq_len, head_dim)
+    shapes = [(batch, heads, seq_len, head_dim), kv_shape, kv_shape] + [(batch, heads, seq_len, head_dim)] * train
+    made = [torch.randn(shape, generator=gen, device=device, dtype=DTYPES[dtype]) for shape in shapes]
+    if train:
+        for t in made[:3]:
+            t.requires_grad_()
+    return tuple(made)
+
+
+def train_step(attend: AttentionFn) -> AttentionFn:
+    """One training step of the attention: forward, then ``out.backward(grad)``, inside the call
+    (so a profiled call holds the backward kernels). q, k, v get fresh gradients each call (no
+    accumulation); the output is returned detached."""
+    def step(q, k, v, grad):
+        q.grad = k.grad = v.grad = None
+        out = attend(q, k, v)
+        out.backward(grad)
+        return out.detach()
+    return step
 
 
 def relative_error(out: torch.Tensor, reference: torch.Tensor) -> float | None:
     """||out - ref|| / ||ref|| in fp32, on the reference's device (the capture keeps it on the CPU,
     so a check inside a profiled cycle adds one copy and no GPU kernels); None when the output is
     not finite or has the wrong shape."""
-    if out.shape != reference.shape:
+    if out is None or out.shape != reference.shape:
         return None
     diff = out.to(reference.device).float() - reference
     err = (torch.linalg.vector_norm(diff) / torch.linalg.vector_norm(reference)).item()
     return err if err == err and err != float("inf") else None
 
 
+class _Masks:
+    """Dense masks per (q_len, kv_len), built on the first (cold) call of a shape, never inside a
+    warm call."""
+
+    def __init__(self, s: Setting):
+        self.s, self.made = s, {}
+
+    def __call__(self, q, k) -> tuple[MaskSpec, torch.Tensor | None]:
+        spec = self.s.spec(q.shape[-2], k.shape[-2])
+        if spec.plain_causal or spec.everything:
+            return spec, None
+        key = (spec.q_len, spec.kv_len)
+        if key not in self.made:
+            self.made[key] = spec.dense(q.device)
+        return spec, self.made[key]
+
+
 def build_naive(inplace: bool) -> Builder:
-    return lambda s: (lambda q, k, v: naive_attention(q, k, v, causal=s.causal, inplace=inplace))
+    def build(s: Setting) -> AttentionFn:
+        masks = _Masks(s)
+
+        def attend(q, k, v):
+            spec, allowed = masks(q, k)
+            return naive_attention(q, k, v, causal=s.causal, inplace=inplace, spec=spec, allowed=allowed)
+        return attend
+    return build
 
 
 def build_naive_compiled(s: Setting) -> AttentionFn:
-    def naive(q, k, v):
-        return naive_attention(q, k, v, causal=s.causal)
-    return torch.compile(naive)
+    masks = _Masks(s)
+
+    def naive(q, k, v, allowed):
+        return naive_attention(q, k, v, causal=s.causal, spec=s.spec(q.shape[-2], k.shape[-2]), allowed=allowed)
+    compiled = torch.compile(naive)
+    return lambda q, k, v: compiled(q, k, v, masks(q, k)[1])
 
 
 def build_sdpa(name: str | None) -> Builder:
-    """SDPA forced onto one backend (a name of vocab.attention.SDPA_BACKENDS), or left to choose."""
+    """SDPA forced onto one backend (a name of vocab.attention.SDPA_BACKENDS), or left to choose.
+    GQA through ``enable_gqa``; a causal mask over a square through ``is_causal``; a causal one
+    with more keys than queries through ``causal_lower_right`` (bottom-right, masks.py), except for
+    one query (it sees every key: no mask); a window or packed lengths through an explicit mask."""
     backend = None if name is None else getattr(SDPBackend, SDPA_BACKENDS[name])
 
     def build(s: Setting) -> AttentionFn:
+        masks = _Masks(s)
+        extra = {"enable_gqa": True} if s.gqa else {}
+
+        def call(q, k, v):
+            spec, allowed = masks(q, k)
+            if spec.plain_causal or (spec.everything and not s.causal):
+                return F.scaled_dot_product_attention(q, k, v, is_causal=s.causal, **extra)
+            if spec.everything:
+                return F.scaled_dot_product_attention(q, k, v, **extra)
+            if spec.window is None and spec.varlen is None:
+                from torch.nn.attention.bias import causal_lower_right
+                mask = causal_lower_right(spec.q_len, spec.kv_len)
+                return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, **extra)
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, **extra)
+
         def attend(q, k, v):
             if backend is None:
-                return F.scaled_dot_product_attention(q, k, v, is_causal=s.causal)
+                return call(q, k, v)
             with sdpa_kernel(backend):
-                return F.scaled_dot_product_attention(q, k, v, is_causal=s.causal)
+                return call(q, k, v)
         return attend
     return build
 
 
 def build_flex(s: Setting) -> AttentionFn:
+    """Flex attention, compiled, with a block mask of the setting's mask (causal, sliding window,
+    document mask for packed lengths); GQA through ``enable_gqa``."""
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
     compiled = torch.compile(flex_attention)
     masks: dict[tuple[int, int], object] = {}
+    extra = {"enable_gqa": True} if s.gqa else {}
 
     def causal(b, h, q_idx, kv_idx):
         return q_idx >= kv_idx
 
     def attend(q, k, v):
-        if not s.causal:
-            return compiled(q, k, v)
+        spec = s.spec(q.shape[-2], k.shape[-2])
+        if spec.everything:
+            return compiled(q, k, v, **extra)
         key = (q.shape[-2], k.shape[-2])
         if key not in masks:  # built on the first (cold) call of a shape, like the compile itself
-            masks[key] = create_block_mask(causal, None, None, key[0], key[1], device=q.device.type)
-        return compiled(q, k, v, block_mask=masks[key])
+            mod = causal if spec.plain_causal else spec.mask_mod(q.device)
+            masks[key] = create_block_mask(mod, None, None, key[0], key[1], device=q.device.type)
+        return compiled(q, k, v, block_mask=masks[key], **extra)
     return attend
 
 

@@ -14,6 +14,7 @@ from typing import Callable
 import torch
 
 from profiler.errors import CaptureError
+from profiler.capture.setting import MODES
 from profiler.capture.variants import DTYPES, VARIANTS, Setting, default_device
 
 Progress = Callable[[str, float, str], None]
@@ -44,9 +45,24 @@ class CaptureConfig:
     out_dir: Path = Path("data/traces")
     sweep: str | bool = False  # an id shared by the runs of a sweep, or False
     seed: int = 0
+    mode: str = "prefill"  # a name of setting.MODES
+    kv_heads: int | None = None  # GQA/MQA: fewer K/V heads than query heads; None: as many as heads
+    kv_len: int | None = None  # keys per sequence (decode: the KV cache); None: the query length
+    window: int | None = None  # a sliding window of this many keys (masks.py); None: none
+    varlen: tuple[int, ...] | None = None  # packed sequences of these lengths (batch 1, one row)
 
     def setting(self) -> Setting:
-        return Setting(device=self.device, dtype=self.dtype, head_dim=self.head_dim, causal=self.causal)
+        return Setting(device=self.device, dtype=self.dtype, head_dim=self.head_dim, causal=self.causal,
+                       mode=self.mode, gqa=self.kv_heads not in (None, self.heads), window=self.window,
+                       varlen=self.varlen)
+
+    @property
+    def n_kv_heads(self) -> int:
+        return self.kv_heads or self.heads
+
+    def kv_len_of(self, seq_len: int) -> int:
+        """Keys per sequence at query length ``seq_len``."""
+        return self.kv_len or seq_len
 
 
 @dataclass
@@ -84,6 +100,7 @@ def validate(config: CaptureConfig) -> CaptureConfig:
         raise CaptureError(f"device must be 'cuda' or 'cpu', not {config.device!r}")
     if config.device == "cuda" and not torch.cuda.is_available():
         raise CaptureError("device 'cuda' was asked for but torch sees no CUDA GPU; use --device cpu")
+    config = _check_shape(config)
     sizes = dict(batch=config.batch, heads=config.heads, head_dim=config.head_dim, active=config.active,
                  timing_calls=config.timing_calls,
                  repeats=1 if config.repeats is None else config.repeats)
@@ -101,6 +118,47 @@ def validate(config: CaptureConfig) -> CaptureConfig:
     return config
 
 
+SWEEP_AXES = ("kv_heads", "kv_len", "window", "head_dim")  # sweeps beside seq_lens, one config per point
+
+
+def sweep_points(base: CaptureConfig, axis: str, values: tuple[int, ...]) -> list[CaptureConfig]:
+    """One config per value of ``axis`` (a name of SWEEP_AXES), sharing one sweep id, each point
+    repeated like a sweep over lengths (``SWEEP_REPEATS`` unless ``base.repeats`` says)."""
+    if axis not in SWEEP_AXES:
+        raise CaptureError(f"a sweep axis is one of seq_lens, {', '.join(SWEEP_AXES)}; not {axis!r}")
+    sweep = base.sweep or time.strftime("sweep-%Y%m%dT%H%M%SZ", time.gmtime())
+    repeats = base.repeats if base.repeats is not None else (SWEEP_REPEATS if len(values) > 1 else None)
+    return [replace(base, sweep=sweep if len(values) > 1 else base.sweep, repeats=repeats, **{axis: v})
+            for v in values]
+
+
+def _check_shape(config: CaptureConfig) -> CaptureConfig:
+    """The mode and shape fields agree; packed lengths set the one query length (their sum)."""
+    if config.mode not in MODES:
+        raise CaptureError(f"mode must be one of {', '.join(MODES)}, not {config.mode!r}")
+    for what, value in (("kv_heads", config.kv_heads), ("kv_len", config.kv_len), ("window", config.window)):
+        if value is not None and value < 1:
+            raise CaptureError(f"{what} must be at least 1, not {value}")
+    if config.heads % config.n_kv_heads:
+        raise CaptureError(f"heads ({config.heads}) must be a multiple of kv_heads ({config.n_kv_heads}): "
+                           "each KV head serves a whole group of query heads")
+    if config.mode == "decode" and config.kv_len is None:
+        raise CaptureError("decode needs the KV cache length (--kv-len), e.g. --kv-len 8192")
+    if config.kv_len is not None and config.causal and max(config.seq_lens) > config.kv_len:
+        raise CaptureError(f"a query length ({max(config.seq_lens)}) longer than the keys (kv_len "
+                           f"{config.kv_len}) has queries with no key to see under the causal mask")
+    if config.varlen is not None:
+        if not config.varlen or min(config.varlen) < 1:
+            raise CaptureError(f"varlen must be positive lengths, not {config.varlen}")
+        if config.mode == "decode" or config.kv_len is not None:
+            raise CaptureError("packed lengths (varlen) are for prefill and train: each sequence attends to itself")
+        if config.batch != 1:
+            raise CaptureError(f"packed lengths (varlen) lay the sequences end to end in one batch row: batch "
+                               f"must be 1, not {config.batch}")
+        config = replace(config, seq_lens=(sum(config.varlen),))
+    return config
+
+
 def _free_bytes(device: str) -> int:
     if device == "cuda":
         return torch.cuda.mem_get_info()[0]
@@ -108,16 +166,27 @@ def _free_bytes(device: str) -> int:
 
 
 def _check_memory(config: CaptureConfig) -> None:
-    """The fp32 reference holds about three batch×heads×seq² score matrices at once."""
+    """The fp32 reference holds about three batch×heads×q_len×kv_len score matrices at once (a
+    train step's reference keeps twice that for its backward)."""
     seq = max(config.seq_lens)
-    need, free = 3 * 4 * config.batch * config.heads * seq * seq, _free_bytes(config.device)
+    scores = config.batch * config.heads * seq * config.kv_len_of(seq)
+    need, free = (6 if config.mode == "train" else 3) * 4 * scores, _free_bytes(config.device)
     if need > free:
         raise CaptureError(f"seq_len {seq} is too long here: the fp32 reference needs about "
                            f"{need / 2**30:.1f} GiB, the {config.device} has {free / 2**30:.1f} GiB free")
 
 
 def run_name(config: CaptureConfig, variant: str, seq_len: int, cold: bool, repeat: int = 0) -> str:
+    """``<variant>[_<mode>]_b<batch>_h<heads>[_kv<kv heads>]_s<q len>[_L<kv len>][_w<window>]
+    [_v<len>x<len>...]_d<head dim>_<dtype>_<causal|full>_<cold|warm>[_r<repeat>]``: the bracketed
+    parts only where they differ from a plain prefill of multi-head attention (whose names are as
+    they always were)."""
     mask = "causal" if config.causal else "full"
     again = f"_r{repeat + 1}" if not cold and (config.repeats or 1) > 1 else ""
-    return (f"{variant}_b{config.batch}_h{config.heads}_s{seq_len}_d{config.head_dim}_{config.dtype}"
-            f"_{mask}_{'cold' if cold else 'warm'}{again}")
+    mode = "" if config.mode == "prefill" else f"_{config.mode}"
+    kv_heads = f"_kv{config.n_kv_heads}" if config.n_kv_heads != config.heads else ""
+    kv_len = f"_L{config.kv_len}" if config.kv_len not in (None, seq_len) else ""
+    window = f"_w{config.window}" if config.window is not None else ""
+    packed = f"_v{'x'.join(map(str, config.varlen))}" if config.varlen is not None else ""
+    return (f"{variant}{mode}_b{config.batch}_h{config.heads}{kv_heads}_s{seq_len}{kv_len}{window}{packed}"
+            f"_d{config.head_dim}_{config.dtype}_{mask}_{'cold' if cold else 'warm'}{again}")

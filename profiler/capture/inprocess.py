@@ -43,7 +43,8 @@ from torch.profiler import ProfilerAction, ProfilerActivity, profile, record_fun
 from profiler.capture.config import CaptureConfig, Progress, RunOutcome, run_name, runs_per_variant
 from profiler.capture.measure import (_attempt, _clear_cublas_workspaces, _sync, graph_time, label, run_meta,
                                       time_calls, write_meta)
-from profiler.capture.variants import Variant, get_variant, make_inputs, reference_attention, relative_error
+from profiler.capture.variants import (Variant, get_variant, make_inputs, reference_attention, reference_train,
+                                      relative_error, train_step)
 
 
 # ---- one profiler, many runs --------------------------------------------------------------
@@ -82,6 +83,7 @@ class _Capture:
         self.process = process or {"pid": os.getpid(), "fresh": False, "caches": {}}
         self.stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())  # keeps earlier captures' files
         self.reference = None
+        self.grad_errors: dict = {}  # a train step's relative error per gradient (check)
 
     def tell(self, variant: str, message: str) -> None:
         self.progress(variant, len(self.outcomes) / self.total, message)
@@ -103,7 +105,8 @@ class _Capture:
 
     def shape(self, prof: profile, seq_len: int) -> None:
         c = self.config
-        inputs = make_inputs(c.batch, c.heads, seq_len, c.head_dim, c.dtype, c.device, c.seed)
+        inputs = make_inputs(c.batch, c.heads, seq_len, c.head_dim, c.dtype, c.device, c.seed,
+                             kv_heads=c.n_kv_heads, kv_len=c.kv_len_of(seq_len), train=c.mode == "train")
         _sync(c.device)
         self.before, self.reference = [], None
         for variant in self.variants:
@@ -119,14 +122,25 @@ class _Capture:
 
     def check(self, out, inputs) -> float | None:
         """Relative error against the fp32 reference, computed on first need (after the first cold
-        call, so it warms nothing a cold call would pay for) and kept on the CPU."""
+        call, so it warms nothing a cold call would pay for) and kept on the CPU. A train step's
+        error is the largest of its output's and its gradients' (each kept in ``grad_errors``)."""
+        q, k = inputs[0], inputs[1]
+        spec = self.config.setting().spec(q.shape[-2], k.shape[-2])
         if self.reference is None:
-            self.reference = reference_attention(*inputs, causal=self.config.causal).cpu()
+            if self.config.mode == "train":
+                self.reference = tuple(t.cpu() for t in reference_train(*inputs, spec=spec))
+            else:
+                self.reference = (reference_attention(*inputs[:3], causal=self.config.causal, spec=spec).cpu(),)
             if self.config.device == "cuda":  # leave no reference-sized blocks or cuBLAS workspace behind
                 torch.cuda.synchronize()
                 _clear_cublas_workspaces()
                 torch.cuda.empty_cache()
-        return relative_error(out, self.reference)
+        if self.config.mode != "train":
+            return relative_error(out, self.reference[0])
+        errors = [relative_error(got, want) for got, want in zip((out,) + tuple(t.grad for t in inputs[:3]),
+                                                                 self.reference)]
+        self.grad_errors = dict(zip(("dq", "dk", "dv"), errors[1:]))
+        return None if None in errors else max(errors)
 
     def variant(self, prof: profile, variant: Variant, seq_len: int, inputs) -> str | None:
         reason = variant.why_not(self.config.setting())
@@ -134,6 +148,8 @@ class _Capture:
             return reason
         self.tell(variant.name, f"s{seq_len}: preparing")
         fn, reason = _attempt(lambda: variant.build(self.config.setting()))
+        if reason is None and self.config.mode == "train":
+            fn = train_step(fn)
         if reason is None and self.config.cold:
             reason = self.cold(prof, variant.name, fn, seq_len, inputs)
         for repeat in range(self.config.repeats or 1):
@@ -164,8 +180,9 @@ class _Capture:
         return path
 
     def record(self, variant: str, seq_len: int, cold: bool, repeat: int, path: Path, numbers: dict) -> None:
-        meta = run_meta(self.config, variant, seq_len, cold,
-                        {**numbers, "repeat": repeat, "ran_before": list(self.before), "process": self.process})
+        grads = {"grad_rel_error": dict(self.grad_errors)} if self.config.mode == "train" else {}
+        meta = run_meta(self.config, variant, seq_len, cold, {**numbers, **grads, "repeat": repeat,
+                                                              "ran_before": list(self.before), "process": self.process})
         write_meta(path, meta)
         name = run_name(self.config, variant, seq_len, cold, repeat)
         self.outcomes.append(RunOutcome(variant, seq_len, cold, name, path=path, meta=meta, repeat=repeat))

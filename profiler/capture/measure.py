@@ -96,7 +96,10 @@ def run_meta(config: CaptureConfig, variant: str, seq_len: int, cold: bool, numb
     ``wall_us_per_call`` / ``wall_calls`` / ``wall_clock``: see the module docstring (a cold run
     times its one call). ``graph_us_per_call`` / ``graph_calls`` / ``graph_note``: CUDA-graph
     replay. ``rel_error`` against the fp32 reference (checked after the profiled cycle), ``ok``
-    when within ``tolerance``. ``repeat`` of ``repeats`` for warm runs. ``process``: the process's
+    when within ``tolerance`` (a train step: the largest of the output's and the gradients' errors,
+    each gradient's in ``grad_rel_error``). ``mode`` (prefill, decode, train), ``kv_heads``,
+    ``kv_len`` (keys per sequence), ``window`` and ``varlen`` (packed lengths, or None) say the
+    shape beyond batch, heads, seq_len (the query length) and head_dim. ``repeat`` of ``repeats`` for warm runs. ``process``: the process's
     ``pid``, whether it was ``fresh`` (started for this variant), and its ``caches`` (path, and
     whether it held files at the start). ``ran_before``: variants already run at this shape in
     this process (caches they warmed).
@@ -116,6 +119,8 @@ def run_meta(config: CaptureConfig, variant: str, seq_len: int, cold: bool, numb
         "wall_clock": "cuda events" if config.device == "cuda" else "host clock",
         **numbers, "tolerance": tolerance, "ok": error is not None and error <= tolerance,
         "sweep": config.sweep, "repeats": 0 if cold else config.repeats,
+        "mode": config.mode, "kv_heads": config.n_kv_heads, "kv_len": config.kv_len_of(seq_len),
+        "window": config.window, "varlen": list(config.varlen) if config.varlen is not None else None,
     }
 
 

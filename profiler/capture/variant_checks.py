@@ -97,3 +97,34 @@ def head_dim_in(allowed: tuple[int, ...], what: str) -> Check:
             return None
         return f"{what} supports head dims {', '.join(map(str, allowed))}, not {s.head_dim}"
     return check
+
+
+# what a variant cannot do, per part of a setting: {feature: why not}; features are "train",
+# "decode", "gqa", "window" and "varlen" (see `features`)
+FEATURES = ("train", "decode", "gqa", "window", "varlen")
+
+
+def features(s: Setting) -> tuple[str, ...]:
+    """What the setting asks of a variant beyond a plain forward over a full or causal square."""
+    asked = {"train": s.mode == "train", "decode": s.mode == "decode", "gqa": s.gqa,
+             "window": s.window is not None, "varlen": s.varlen is not None}
+    return tuple(f for f in FEATURES if asked[f])
+
+
+def cannot(what: str, **why: str) -> Check:
+    """A check that names the first asked-for feature ``what`` cannot do (``why[feature]``)."""
+    unknown = set(why) - set(FEATURES)
+    assert not unknown, unknown
+
+    def check(s: Setting) -> str | None:
+        for feature in features(s):
+            if feature in why:
+                return f"{what} {why[feature]}"
+        return None
+    return check
+
+
+def backward_on_cuda_only(what: str) -> Check:
+    def check(s: Setting) -> str | None:
+        return f"{what} has no backward on the CPU (a train step needs CUDA)" if s.mode == "train" and s.device != "cuda" else None
+    return check

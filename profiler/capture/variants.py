@@ -12,18 +12,18 @@ imports torch.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
 from profiler.capture import attention_fns as fns
 from profiler.capture import variant_checks as checks
-from profiler.capture.setting import Builder, Check, Setting
+from profiler.capture.setting import MODES, Builder, Check, Setting
 from profiler.errors import VariantError
 
 # the parts, importable from here as before: inputs, the reference and the error of a run
 from profiler.capture.attention_fns import (COMPILER_MODULES, make_inputs, naive_attention,  # noqa: F401
-                                            reference_attention, relative_error)
+                                            reference_attention, reference_train, relative_error, train_step)
 from profiler.capture.setting import DTYPES  # noqa: F401
 
 
@@ -55,6 +55,18 @@ class Availability:
     reason: str  # '' when available
 
 
+# ---- what each variant cannot do, per mode and shape (checks.cannot) ----------------------
+NO_MASK = "takes no explicit mask, which a sliding window or packed lengths need here"
+NOT_WIRED_YET = "is not wired into this capture yet"
+# measured on an H200 with torch 2.11 (MANIFEST.md): what each forced SDPA backend refuses
+SDPA_EFFICIENT: dict[str, str] = {}
+SDPA_CUDNN: dict[str, str] = {}
+FLASHINFER = {"train": "has no backward (forward only: no train step)",
+              "window": f"with a sliding window {NOT_WIRED_YET}", "varlen": f"with packed lengths {NOT_WIRED_YET}"}
+NOT_WIRED = {"train": f"with a backward {NOT_WIRED_YET}", "window": f"with a sliding window {NOT_WIRED_YET}",
+             "varlen": f"with packed lengths {NOT_WIRED_YET}"}
+
+
 # ---- the registry -------------------------------------------------------------------------
 
 def _registry() -> dict[str, Variant]:
@@ -71,35 +83,42 @@ def _registry() -> dict[str, Variant]:
         Variant("sdpa_math", "SDPA forced to the math backend",
                 (checks.cuda_present,), fns.build_sdpa("math")),
         Variant("sdpa_efficient", "SDPA forced to the memory-efficient (cutlass fmha) backend",
-                (checks.needs_cuda(eff), checks.cuda_present), fns.build_sdpa("efficient")),
+                (checks.needs_cuda(eff), checks.cannot(eff, **SDPA_EFFICIENT), checks.cuda_present),
+                fns.build_sdpa("efficient")),
         Variant("sdpa_flash", "SDPA forced to the FlashAttention backend",
-                (checks.needs_half(flash, cuda_only=True), checks.head_dim_at_most(256, flash), checks.cuda_present,
+                (checks.needs_half(flash, cuda_only=True), checks.head_dim_at_most(256, flash),
+                 checks.cannot(flash, window=NO_MASK, varlen=NO_MASK), checks.cuda_present,
                  checks.needs_sm80(flash)),
                 fns.build_sdpa("flash")),
         Variant("sdpa_cudnn", "SDPA forced to the cuDNN backend",
-                (checks.needs_cuda(cudnn), checks.needs_half(cudnn), checks.head_dim_at_most(128, cudnn), checks.cuda_present,
+                (checks.needs_cuda(cudnn), checks.needs_half(cudnn), checks.head_dim_at_most(128, cudnn),
+                 checks.cannot(cudnn, **SDPA_CUDNN), checks.cuda_present,
                  checks.needs_sm80(cudnn)), fns.build_sdpa("cudnn")),
         Variant("sdpa_auto", "F.scaled_dot_product_attention, backend chosen by PyTorch",
                 (checks.cuda_present,), fns.build_sdpa(None)),
-        Variant("flex", "FlexAttention (compiled) with a causal block mask",
-                (checks.cuda_present, checks.compiler_present), fns.build_flex,
+        Variant("flex", "FlexAttention (compiled) with a block mask: causal, sliding window, documents of packed lengths",
+                (checks.cuda_present, checks.compiler_present, checks.backward_on_cuda_only("flex attention")),
+                fns.build_flex,
                 fns.COMPILER_MODULES + ("torch.nn.attention.flex_attention",)),
         Variant("flashinfer_fa2", "flashinfer batch prefill, FA2 backend (JIT-compiled on first use)",
                 (checks.needs_cuda("flashinfer"), checks.needs_half("flashinfer"), checks.head_dim_in((64, 128, 256), "flashinfer"),
-                 checks.package_installed("flashinfer", "flashinfer-python"), checks.cuda_present, checks.needs_sm80("flashinfer")),
+                 checks.cannot("flashinfer", **FLASHINFER), checks.package_installed("flashinfer", "flashinfer-python"),
+                 checks.cuda_present, checks.needs_sm80("flashinfer")),
                 fns.build_flashinfer("fa2")),
         Variant("flashinfer_fa3", "flashinfer batch prefill, FA3 backend for Hopper (JIT-compiled on first use)",
                 (checks.needs_cuda("flashinfer"), checks.needs_half("flashinfer"), checks.head_dim_in((64, 128, 256), "flashinfer"),
-                 checks.package_installed("flashinfer", "flashinfer-python"), checks.cuda_present,
-                 checks.needs_sm("flashinfer's FA3 backend", (9,))),
+                 checks.cannot("flashinfer", **FLASHINFER), checks.package_installed("flashinfer", "flashinfer-python"),
+                 checks.cuda_present, checks.needs_sm("flashinfer's FA3 backend", (9,))),
                 fns.build_flashinfer("fa3")),
         Variant("flash_attn_4", "FlashAttention 4 (CuTe DSL, the flash-attn-4 package)",
                 (checks.needs_cuda("FlashAttention 4"), checks.needs_half("FlashAttention 4"),
+                 checks.cannot("FlashAttention 4", **NOT_WIRED),
                  checks.package_installed("flash_attn.cute", "flash-attn-4", " (it also needs nvidia-cutlass-dsl)"),
                  checks.cuda_present, checks.needs_sm("FlashAttention 4", (9, 10))),
                 fns.build_flash_attn_4),
         Variant("hub_flash", f"flash-attn from the Hugging Face kernel hub ({fns.HUB_FLASH_REPO})",
-                (checks.needs_cuda("the hub flash kernel"), checks.needs_half("the hub flash kernel"), checks.kernels_installed,
+                (checks.needs_cuda("the hub flash kernel"), checks.needs_half("the hub flash kernel"),
+                 checks.cannot("the hub flash kernel", **NOT_WIRED), checks.kernels_installed,
                  checks.cuda_present), fns.build_hub_flash, ("kernels",)),
     ]
     return {v.name: v for v in items}
@@ -127,3 +146,9 @@ def availability(setting: Setting | None = None) -> list[Availability]:
         reason = variant.why_not(setting)
         rows.append(Availability(variant.name, reason is None, reason or ""))
     return rows
+
+
+def availability_by_mode(setting: Setting | None = None) -> dict[str, list[Availability]]:
+    """{mode: availability(setting in that mode)} for every mode of setting.MODES."""
+    setting = setting or Setting(device=default_device())
+    return {mode: availability(replace(setting, mode=mode)) for mode in MODES}

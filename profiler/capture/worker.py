@@ -85,6 +85,7 @@ def _from_json(text: str) -> cap.CaptureConfig:
     data = json.loads(text)
     for key in ("variants", "seq_lens"):
         data[key] = tuple(data[key])
+    data["varlen"] = tuple(data["varlen"]) if data.get("varlen") is not None else None
     data["out_dir"] = Path(data["out_dir"])
     data["compile_cache"] = Path(data["compile_cache"]) if data["compile_cache"] else None
     return cap.CaptureConfig(**data)

@@ -14,6 +14,7 @@ from profiler.cli import terminal
 from profiler.present.markup import printable
 
 DTYPES = ("bf16", "fp16", "fp32")
+MODES = ("prefill", "decode", "train")  # profiler.capture.setting.MODES (torch is imported only to capture)
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -36,14 +37,33 @@ def register(subparsers) -> None:
     variants.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda if present")
     variants.add_argument("--dtype", choices=DTYPES, default="bf16")
     variants.add_argument("--head-dim", type=int, default=64)
+    variants.add_argument("--mode", choices=MODES, default="prefill",
+                          help="the mode whose availability is listed first (--json lists every mode)")
+    variants.add_argument("--heads", type=int, default=16)
+    variants.add_argument("--kv-heads", type=int, default=None, help="K/V heads (GQA/MQA); default: --heads")
+    variants.add_argument("--window", type=int, default=None, help="a sliding window of this many keys")
+    variants.add_argument("--varlen", type=_ints, default=None, help="packed sequence lengths, e.g. 128,384")
+    variants.add_argument("--causal", action=argparse.BooleanOptionalAction, default=True)
     variants.set_defaults(func=run_variants)
 
     cap = subparsers.add_parser("capture", help="profile attention variants and ingest each run into the store")
     cap.add_argument("--variants", type=_names, default=None, help="comma-separated names (default: all)")
-    cap.add_argument("--batch", type=int, default=8)
+    cap.add_argument("--mode", choices=MODES, default="prefill",
+                     help="prefill: forward over the sequence; decode: --seq query tokens (default 1) against a "
+                          "KV cache of --kv-len keys; train: forward and backward, gradients for q, k and v")
+    cap.add_argument("--batch", type=int, default=None, help="default: 8 (1 with --varlen)")
     cap.add_argument("--heads", type=int, default=16)
-    cap.add_argument("--seq", type=_ints, default=(1024,), help="sequence length(s), e.g. 512,1024,2048")
-    cap.add_argument("--head-dim", type=int, default=64)
+    cap.add_argument("--kv-heads", type=_ints, default=None,
+                     help="K/V heads, fewer than --heads for GQA/MQA (default: --heads); several: a sweep")
+    cap.add_argument("--seq", type=_ints, default=None,
+                     help="query length(s), e.g. 512,1024,2048 (default: 1024; decode: 1)")
+    cap.add_argument("--kv-len", type=_ints, default=None,
+                     help="keys per sequence: the KV cache length in decode (needed there); several: a sweep")
+    cap.add_argument("--window", type=_ints, default=None,
+                     help="a sliding window of this many keys (naive, flex, SDPA by an explicit mask); several: a sweep")
+    cap.add_argument("--varlen", type=_ints, default=None,
+                     help="packed sequences of these lengths, laid end to end in one batch row, e.g. 128,384,512")
+    cap.add_argument("--head-dim", type=_ints, default=(64,), help="head dim(s); several: a sweep")
     cap.add_argument("--dtype", choices=DTYPES, default="bf16")
     cap.add_argument("--causal", action=argparse.BooleanOptionalAction, default=True)
     cap.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda if present")
@@ -67,16 +87,30 @@ def register(subparsers) -> None:
 
 
 def run_variants(args: argparse.Namespace) -> int:
-    from profiler.capture.variants import Setting, availability, default_device
+    from profiler.capture.variants import Setting, availability_by_mode, default_device
 
-    setting = Setting(device=args.device or default_device(), dtype=args.dtype, head_dim=args.head_dim)
-    rows = [{"name": a.name, "available": a.available, "reason": a.reason} for a in availability(setting)]
+    setting = Setting(device=args.device or default_device(), dtype=args.dtype, head_dim=args.head_dim,
+                      causal=args.causal, mode=args.mode, gqa=args.kv_heads not in (None, args.heads),
+                      window=args.window, varlen=args.varlen)
+    by_mode = availability_by_mode(setting)
+    rows = [{"name": a.name, "available": a.available, "reason": a.reason,
+             "modes": {mode: {"available": rows[i].available, "reason": rows[i].reason}
+                       for mode, rows in by_mode.items()}}
+            for i, a in enumerate(by_mode[args.mode])]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"variants on {setting.device}, {setting.dtype}, head dim {setting.head_dim}:")
+    shape = ", ".join(part for part in (
+        f"{args.kv_heads} KV heads of {args.heads}" if setting.gqa else "",
+        f"window {args.window}" if args.window else "", "packed lengths" if args.varlen else "") if part)
+    print(f"variants on {setting.device}, {setting.dtype}, head dim {setting.head_dim}{', ' + shape if shape else ''}:")
+    print(f"  {'':15s} {'  '.join(f'{m:7s}' for m in by_mode)}")
     for row in rows:
-        print(f"  {row['name']:15s} {'yes' if row['available'] else 'no ':3s}  {row['reason']}")
+        marks = "  ".join(f"{'yes' if row['modes'][m]['available'] else 'no':7s}" for m in by_mode)
+        said = {m: v["reason"] for m, v in row["modes"].items() if v["reason"]}
+        same = len(said) == len(by_mode) and len(set(said.values())) == 1
+        reasons = next(iter(said.values())) if same else "; ".join(f"{m}: {r}" for m, r in said.items())
+        print(f"  {row['name']:15s} {marks}  {printable(reasons)}")
     return 0
 
 
@@ -96,15 +130,30 @@ class _Bar:
         sys.stderr.write("\n")
 
 
-def _config(args: argparse.Namespace):
-    from profiler.capture.recorder import CaptureConfig
+SWEEP_AXES = {"kv_heads": "--kv-heads", "kv_len": "--kv-len", "window": "--window", "head_dim": "--head-dim"}
+
+
+def _configs(args: argparse.Namespace) -> list:
+    """The capture's configs: one, or one per point of a sweep over --kv-heads, --kv-len, --window
+    or --head-dim (--seq sweeps inside one config). A sweep is over one axis at a time."""
+    from profiler.capture.recorder import CaptureConfig, CaptureError, sweep_points
     from profiler.capture.variants import VARIANTS, default_device
 
-    return CaptureConfig(variants=args.variants or tuple(VARIANTS), batch=args.batch, heads=args.heads,
-                         seq_lens=args.seq, head_dim=args.head_dim, dtype=args.dtype, causal=args.causal,
-                         device=args.device or default_device(), cold=args.cold,
+    seq = args.seq or ((1,) if args.mode == "decode" else (1024,))
+    lists = {axis: getattr(args, axis) for axis in SWEEP_AXES if getattr(args, axis) is not None}
+    several = [axis for axis, values in lists.items() if len(values) > 1] + ["seq"] * (len(seq) > 1)
+    if len(several) > 1:
+        raise CaptureError("a sweep is over one axis at a time, not " + " and ".join(
+            SWEEP_AXES.get(axis, "--seq") for axis in several))
+    base = CaptureConfig(variants=args.variants or tuple(VARIANTS), batch=args.batch or (1 if args.varlen else 8),
+                         heads=args.heads, seq_lens=seq, head_dim=lists.get("head_dim", (64,))[0], dtype=args.dtype,
+                         causal=args.causal, device=args.device or default_device(), cold=args.cold,
                          timing_calls=args.timing_calls, repeats=args.repeats, isolate=args.isolate,
-                         compile_cache=args.compile_cache, out_dir=args.out_dir)
+                         compile_cache=args.compile_cache, out_dir=args.out_dir, mode=args.mode,
+                         kv_heads=lists.get("kv_heads", (None,))[0], kv_len=lists.get("kv_len", (None,))[0],
+                         window=lists.get("window", (None,))[0], varlen=args.varlen)
+    axis = next((a for a in several if a != "seq"), None)
+    return sweep_points(base, axis, lists[axis]) if axis else [base]
 
 
 def _report(outcomes, seconds: float) -> None:
@@ -134,15 +183,20 @@ def run_capture(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     bar = _Bar()
+    outcomes, counted = [], {}
     try:
-        outcomes = capture(_config(args), progress=bar)
+        configs = _configs(args)
+        for config in configs:
+            found = capture(config, progress=bar)
+            outcomes += found
+            if args.counters:
+                counted.update(count_outcomes(config, found))
     except CaptureError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     finally:
         bar.close()
     _report(outcomes, time.perf_counter() - started)
-    counted = count_outcomes(_config(args), outcomes) if args.counters else {}
     if not args.no_ingest:
         from profiler.storage.store import Store
 
@@ -163,6 +217,9 @@ def count_outcomes(config, outcomes) -> dict:
     from profiler.parse.ncu import METRICS
 
     reason = counters.why_not(config.device)
+    if not reason and (config.mode != "prefill" or config.setting().gqa or config.kv_len or config.window
+                       or config.varlen):
+        reason = "ncu counts a plain prefill of multi-head attention only (no mode, GQA, KV length, window or packing yet)"
     if reason:
         print(f"counters  not collected: {reason}")
         return {}

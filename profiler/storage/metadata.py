@@ -10,8 +10,9 @@ from typing import Any
 from profiler.parse.trace import MAX_NAME_CHARS, TRUNCATED, TraceSummary
 
 RUN_KEY = "attention_run"
-RUN_COLUMNS = ("variant", "batch", "heads", "seq_len", "head_dim", "dtype", "causal", "cold")
-_INT_RUN_COLUMNS = {"batch", "heads", "seq_len", "head_dim"}
+RUN_COLUMNS = ("variant", "batch", "heads", "seq_len", "head_dim", "dtype", "causal", "cold",
+               "mode", "kv_heads", "kv_len", "window", "varlen")
+_INT_RUN_COLUMNS = {"batch", "heads", "seq_len", "head_dim", "kv_heads", "kv_len", "window"}
 INT32 = 2**31
 # deviceProperties keys the views read as integers (gpus.device_from_trace)
 DEVICE_INTS = ("id", "computeMajor", "computeMinor", "numSms", "warpSize", "maxThreadsPerBlock",
@@ -100,17 +101,36 @@ def _first(*values: Any) -> Any:
     return next((v for v in values if v not in (None, "")), None)
 
 
+def _varlen(value: Any, checked: _Checked) -> str | None:
+    """Packed lengths as stored: '128,384,512' (from a list of whole numbers), else missing."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or not value or not all(
+            isinstance(v, int) and not isinstance(v, bool) and 0 < v < INT32 for v in value):
+        checked.drop(f"{RUN_KEY}.varlen values")
+        return None
+    return checked.text(",".join(map(str, value)), f"{RUN_KEY}.varlen values")
+
+
 def _run_values(run: dict, checked: _Checked) -> dict:
+    """The run columns; a captured run from before modes existed (it has a variant and no mode)
+    was a prefill with as many K/V heads as heads and as many keys as queries."""
     values = {}
     for column in RUN_COLUMNS:
         value = run.get(column)
-        if column in _INT_RUN_COLUMNS:
+        if column == "varlen":
+            value = _varlen(value, checked)
+        elif column in _INT_RUN_COLUMNS:
             value = checked.integer(value, f"{RUN_KEY}.{column} values")
         elif column in ("causal", "cold"):
             value = None if value is None else bool(value)
         else:
             value = checked.text(value, f"{RUN_KEY}.{column} values")
         values[column] = value
+    if values["variant"] is not None:
+        values["mode"] = values["mode"] or "prefill"
+        values["kv_heads"] = values["kv_heads"] if values["kv_heads"] is not None else values["heads"]
+        values["kv_len"] = values["kv_len"] if values["kv_len"] is not None else values["seq_len"]
     return values
 
 

@@ -10,7 +10,7 @@ from profiler import errors
 from profiler.storage import metrics
 from profiler.storage.schema import SCHEMA_SQL
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 # schema version -> what upgrades a store from the version before it (run in order on open):
 # SQL text, or a function of the connection
 MIGRATIONS: dict[int, Any] = {
@@ -45,6 +45,15 @@ MIGRATIONS[4] = _rename_run_id_columns
 MIGRATIONS[5] = "SELECT 1"
 # 6: counter_reports and kernel_counters are new tables (schema.sql makes them); no run has counters yet
 MIGRATIONS[6] = "SELECT 1"
+# 7: a captured run's mode and shape beyond batch, heads, seq_len and head_dim (issue 24); runs
+# captured before were prefills of multi-head attention over a square
+MIGRATIONS[7] = ("ALTER TABLE traces ADD COLUMN IF NOT EXISTS mode VARCHAR; "
+                 "ALTER TABLE traces ADD COLUMN IF NOT EXISTS kv_heads INTEGER; "
+                 "ALTER TABLE traces ADD COLUMN IF NOT EXISTS kv_len INTEGER; "
+                 'ALTER TABLE traces ADD COLUMN IF NOT EXISTS "window" INTEGER; '
+                 "ALTER TABLE traces ADD COLUMN IF NOT EXISTS varlen VARCHAR; "
+                 "UPDATE traces SET mode = 'prefill', kv_heads = heads, kv_len = seq_len "
+                 "WHERE variant IS NOT NULL AND mode IS NULL;")
 
 
 def prepare(con, label: str, read_only: bool) -> None:

@@ -37,6 +37,11 @@ CREATE TABLE IF NOT EXISTS traces (
     dtype             VARCHAR,
     causal            BOOLEAN,
     cold              BOOLEAN,              -- first call of a fresh shape, before any warm-up
+    mode              VARCHAR,              -- 'prefill' | 'decode' | 'train' (captured before modes: 'prefill')
+    kv_heads          INTEGER,              -- K/V heads (GQA/MQA: fewer than heads; before modes: heads)
+    kv_len            INTEGER,              -- keys per sequence (decode: the KV cache; before modes: seq_len)
+    "window"          INTEGER,              -- sliding window in keys; NULL: none
+    varlen            VARCHAR,              -- packed sequence lengths, comma-separated; NULL: not packed
     run_meta          JSON                  -- the whole "attention_run" object
 );
 

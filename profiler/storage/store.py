@@ -213,7 +213,7 @@ class Store:
             con.execute(ingest_sql("stage_launch_iteration"))
             con.execute("BEGIN TRANSACTION")
             try:
-                columns = ", ".join(row)
+                columns = ", ".join(f'"{column}"' for column in row)  # "window" is an SQL keyword
                 marks = ", ".join("?" for _ in row)
                 con.execute(f"INSERT INTO traces ({columns}) VALUES ({marks})", list(row.values()))
                 for table in tables.INSERTED:  # in order (tables.py): memory_events reads stage_ops
