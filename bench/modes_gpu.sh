@@ -1,0 +1,41 @@
+#!/bin/bash
+# The H200 samples of every mode (data/samples/modes/) and the GPU tests of the modes, in one go.
+#   bash bench/modes_gpu.sh OUT_DIR
+# Writes OUT_DIR/sdpa_support.json (which mode each forced SDPA backend accepts), OUT_DIR/modes.tar.gz
+# (the traces), OUT_DIR/modes_timings.csv (each run's timings from a store) and OUT_DIR/pytest_gpu.txt.
+set -u
+OUT=${1:?an output folder}
+PY=${PYTHON:-python3}
+CC=/tmp/modes_cc
+TR=/tmp/modes
+rm -rf "$TR"; mkdir -p "$TR" "$CC"
+V=naive,sdpa_math,sdpa_efficient,sdpa_flash,sdpa_cudnn,sdpa_auto,flex
+C="$PY -m profiler capture --no-ingest --no-cold --repeats 1 --no-isolate --compile-cache $CC --variants $V"
+timeout 60 $PY bench/sdpa_support.py --json-out "$OUT/sdpa_support.json" > /dev/null 2>&1
+{
+timeout 120 $C --out-dir $TR/prefill_gqa --batch 4 --heads 32 --kv-heads 8 --seq 2048 --head-dim 128
+timeout 120 $C --out-dir $TR/decode --mode decode --batch 8 --heads 32 --kv-heads 8 --kv-len 8192,32768 --head-dim 128
+timeout 150 $C --out-dir $TR/train --mode train --batch 8 --heads 16 --seq 1024 --head-dim 64
+timeout 120 $C --out-dir $TR/window --batch 4 --heads 16 --seq 4096 --window 1024 --head-dim 64
+timeout 120 $C --out-dir $TR/varlen --heads 16 --varlen 512,1536,1024,1024 --head-dim 64
+} > "$OUT/capture_log.txt" 2>&1
+$PY - "$TR" "$OUT/modes_timings.csv" <<'PYEOF' >> "$OUT/capture_log.txt" 2>&1
+import sys
+from pathlib import Path
+from profiler.analysis import timings
+from profiler.storage.store import Store
+folder, csv = Path(sys.argv[1]), sys.argv[2]
+store = Store("/tmp/modes_store.duckdb")
+ids = {}
+for path in sorted(folder.rglob("*.json.gz")):
+    name = path.name.split("_2026")[0]
+    ids[store.ingest(path, name=name, source="captured").run_id] = (path.parent.name, name, path.stat().st_size)
+table = timings.run_timings(store, list(ids))
+table["folder"] = [ids[r][0] for r in table["run_id"]]
+table["name"] = [ids[r][1] for r in table["run_id"]]
+table["bytes"] = [ids[r][2] for r in table["run_id"]]
+table.to_csv(csv, index=False)
+PYEOF
+tar -czf "$OUT/modes.tar.gz" -C "$TR" .
+PROFILER_TEST_COMPILE_CACHE=$CC timeout 200 $PY -m pytest -q -p no:cacheprovider tests/gpu/test_modes_gpu.py > "$OUT/pytest_gpu.txt" 2>&1
+tail -3 "$OUT/pytest_gpu.txt"
