@@ -6,11 +6,11 @@
 set -u
 OUT=${1:?an output folder}
 PY=${PYTHON:-python3}
-CC=/tmp/modes_cc
+CACHE=/tmp/modes_cc  # not CC: the image exports CC, the C compiler Triton builds with
 TR=/tmp/modes
-rm -rf "$TR"; mkdir -p "$TR" "$CC"
+rm -rf "$TR"; mkdir -p "$TR" "$CACHE"
 V=naive,sdpa_math,sdpa_efficient,sdpa_flash,sdpa_cudnn,sdpa_auto,flex
-C="$PY -m profiler capture --no-ingest --no-cold --repeats 1 --no-isolate --compile-cache $CC --variants $V"
+C="$PY -m profiler capture --no-ingest --no-cold --repeats 1 --no-isolate --compile-cache $CACHE --variants $V"
 timeout 60 $PY bench/sdpa_support.py --json-out "$OUT/sdpa_support.json" > /dev/null 2>&1
 {
 timeout 120 $C --out-dir $TR/prefill_gqa --batch 4 --heads 32 --kv-heads 8 --seq 2048 --head-dim 128
@@ -37,5 +37,5 @@ table["bytes"] = [ids[r][2] for r in table["run_id"]]
 table.to_csv(csv, index=False)
 PYEOF
 tar -czf "$OUT/modes.tar.gz" -C "$TR" .
-PROFILER_TEST_COMPILE_CACHE=$CC timeout 200 $PY -m pytest -q -p no:cacheprovider tests/gpu/test_modes_gpu.py > "$OUT/pytest_gpu.txt" 2>&1
+PROFILER_TEST_COMPILE_CACHE=$CACHE timeout 200 $PY -m pytest -q -p no:cacheprovider tests/gpu/test_modes_gpu.py > "$OUT/pytest_gpu.txt" 2>&1
 tail -3 "$OUT/pytest_gpu.txt"

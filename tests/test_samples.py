@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from profiler import errors
-from profiler.capture.samples import SAMPLES_DIR, sample_files, seed_if_empty
+from profiler.capture.samples import SAMPLES_DIR, sample_files, sample_name, seed_if_empty
 from profiler.storage.store import Store
 
 @pytest.fixture(scope="module")
@@ -23,8 +23,10 @@ def _one(store: Store, sql: str, params=None):
 
 
 def _run_view(store: Store) -> str:
+    """The samples of default/ and sweep/: plain prefills of multi-head attention (modes/ holds the rest)."""
     return ("(SELECT *, CASE WHEN run_meta->>'sweep' = 'false' THEN NULL ELSE run_meta->>'sweep' END AS sweep_id "
-            "FROM traces)")
+            "FROM traces WHERE mode = 'prefill' AND kv_heads = heads AND kv_len = seq_len AND \"window\" IS NULL "
+            "AND varlen IS NULL)")
 
 
 def _run_id(store: Store, variant: str, cold: bool = False) -> str:
@@ -150,3 +152,35 @@ def test_the_sweep_covers_four_lengths_three_times_and_naive_time_grows_with_the
 
 def test_samples_dir_is_inside_the_repository():
     assert SAMPLES_DIR == Path(__file__).resolve().parent.parent / "data" / "samples"
+
+
+MODE_SAMPLES = {  # folder of data/samples/modes -> (mode, kv_heads, kv_lens, window, varlen)
+    "prefill_gqa": ("prefill", 8, {2048}, None, None),
+    "decode": ("decode", 8, {8192, 32768}, None, None),
+    "train": ("train", 16, {1024}, None, None),
+    "window": ("prefill", 16, {4096}, 1024, None),
+    "varlen": ("prefill", 16, {4096}, None, "512,1536,1024,1024"),
+}
+
+
+def test_the_mode_samples_are_stored_with_their_mode_and_shape(seeded):
+    store = seeded[0]
+    for folder, (mode, kv_heads, kv_lens, window, varlen) in MODE_SAMPLES.items():
+        names = [sample_name(p) for p in sorted((SAMPLES_DIR / "modes" / folder).glob("*.json.gz"))]
+        assert len(names) >= 6, folder
+        rows = store.query('SELECT name, mode, kv_heads, kv_len, "window", varlen, seq_len, run_meta FROM traces '
+                           "WHERE name IN (SELECT unnest($names))", {"names": names})
+        assert len(rows) == len(names)
+        assert set(rows["mode"]) == {mode} and set(rows["kv_heads"]) == {kv_heads}, folder
+        assert set(rows["kv_len"]) == kv_lens and set(rows["window"].fillna(-1)) == {window or -1}
+        assert set(rows["varlen"].fillna("")) == {varlen or ""}
+        assert all(json.loads(m)["ok"] for m in rows["run_meta"]), folder
+
+
+def test_a_decode_sample_has_one_query_against_its_kv_cache_and_train_samples_run_a_backward(seeded):
+    store = seeded[0]
+    decode = store.query("SELECT seq_len, kv_len FROM traces WHERE mode = 'decode'")
+    assert (decode["seq_len"] == 1).all() and (decode["kv_len"] >= 8192).all()
+    backward = store.query("SELECT t.variant, count(o.name) AS n FROM traces t LEFT JOIN ops o ON o.run_id = t.run_id "
+                           "AND o.name LIKE '%Backward%' WHERE t.mode = 'train' GROUP BY t.variant")
+    assert len(backward) == 7 and (backward["n"] > 0).all(), backward

@@ -58,8 +58,9 @@ class Availability:
 # ---- what each variant cannot do, per mode and shape (checks.cannot) ----------------------
 NO_MASK = "takes no explicit mask, which a sliding window or packed lengths need here"
 NOT_WIRED_YET = "is not wired into this capture yet"
-# measured on an H200 with torch 2.11 (MANIFEST.md): what each forced SDPA backend refuses
-SDPA_EFFICIENT: dict[str, str] = {}
+# what each forced SDPA backend refuses, measured on an H200 with torch 2.11 (bench/sdpa_support.py;
+# data/samples/MANIFEST.md): efficient has no GQA, flash no explicit mask, cuDNN took every case
+SDPA_EFFICIENT = {"gqa": "has no grouped-query attention (enable_gqa): PyTorch finds no kernel for fewer K/V heads"}
 SDPA_CUDNN: dict[str, str] = {}
 FLASHINFER = {"train": "has no backward (forward only: no train step)",
               "window": f"with a sliding window {NOT_WIRED_YET}", "varlen": f"with packed lengths {NOT_WIRED_YET}"}
