@@ -34,9 +34,12 @@ def _old_store(path, new_path, schema_file) -> int:
         "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
         "AND table_name <> 'store_meta'").fetchall()]
     con.execute(f"ATTACH '{new_path}' AS new (READ_ONLY)")
-    for table in old_tables:
-        con.execute(f"INSERT INTO main.{table} BY NAME "
-                    f"SELECT * EXCLUDE (run_id), run_id AS trace_id FROM new.main.{table}")
+    for table in old_tables:  # the old table's columns only: later versions added some (traces' mode, ...)
+        columns = [r[0] for r in con.execute(
+            "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() AND table_name = ?",
+            [table]).fetchall()]
+        picked = ", ".join("run_id AS trace_id" if c == "trace_id" else f'"{c}"' for c in columns)
+        con.execute(f"INSERT INTO main.{table} BY NAME SELECT {picked} FROM new.main.{table}")
     con.execute("INSERT INTO store_meta VALUES ('schema_version', ?)", [str(version)])
     con.close()
     return version

@@ -56,7 +56,7 @@ class MaskSpec:
 
         def keep(b, h, q_idx, kv_idx):
             p = q_idx + offset
-            ok = kv_idx >= 0
+            ok = (q_idx >= 0) & (kv_idx >= 0)  # every pair, broadcast over both indices
             if causal:
                 ok = ok & (kv_idx <= p)
             if window is not None:
