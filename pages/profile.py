@@ -2,10 +2,14 @@
 import streamlit as st
 
 from profiler.capture.recorder import CaptureConfig
-from profiler.capture.variants import DTYPES, VARIANTS, Setting, availability, default_device
+from profiler.capture.setting import MODES
+from profiler.capture.variants import DTYPES, VARIANTS, Setting, availability, availability_by_mode, default_device
 from profiler.present import markup, ui
 
-SEQ_LENS = (128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+SEQ_LENS = (1, 4, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+MODE_HELP = ("prefill: a forward over the whole sequence; decode: the chosen query lengths (1 = one new token) "
+             "against a KV cache of 'KV length' keys, aligned bottom-right; train: forward and backward, "
+             "with gradients for q, k and v")
 QUICK = ("naive", "naive_inplace", "sdpa_math", "sdpa_efficient", "sdpa_flash", "sdpa_cudnn")
 # small enough that a CPU capture finishes in seconds; GPU defaults are a typical LLM layer
 DEFAULTS = {"cpu": dict(batch=1, heads=4, seq=[256], head_dim=64, dtype="fp32"),
@@ -28,9 +32,30 @@ def shape_inputs(d: dict) -> dict:
         heads=c[1].number_input("heads", 1, 256, d["heads"]),
         head_dim=c[2].number_input("head dim", 8, 512, d["head_dim"], step=8),
         dtype=c[3].selectbox("dtype", list(DTYPES), index=list(DTYPES).index(d["dtype"])),
-        seq_lens=tuple(st.multiselect("sequence lengths (several = a sweep, one run each)",
+        seq_lens=tuple(st.multiselect("sequence lengths (decode: query tokens; several = a sweep, one run each)",
                                       SEQ_LENS, default=d["seq"])),
         causal=st.toggle("causal mask", value=True))
+
+
+def mode_inputs(heads: int) -> dict:
+    """The mode and the shape beyond batch × heads × length × head dim (issue 24)."""
+    c = st.columns(4)
+    mode = c[0].selectbox("mode", MODES, help=MODE_HELP)
+    kv_heads = c[1].number_input("KV heads (fewer: GQA/MQA)", 1, 256, heads)
+    kv_len = c[2].number_input("KV length (decode)", 1, 1 << 20, 4096, disabled=mode != "decode")
+    window = c[3].number_input("sliding window (0: none)", 0, 1 << 20, 0)
+    return {"mode": mode, "kv_heads": None if kv_heads == heads else int(kv_heads),
+            "kv_len": int(kv_len) if mode == "decode" else None, "window": int(window) or None}
+
+
+def modes_table(setting: Setting) -> None:
+    """What each variant can do in every mode at this shape, with the reason where it cannot."""
+    by_mode = availability_by_mode(setting)
+    rows = [{"variant": a.name, **{mode: "yes" if rows[i].available else f"no: {rows[i].reason}"
+                                    for mode, rows in by_mode.items()}}
+            for i, a in enumerate(by_mode[MODES[0]])]
+    with st.expander("Which variant runs in which mode (at this shape, here)"):
+        ui.table(rows, hide_index=True)
 
 
 def schedule_inputs() -> dict:
@@ -76,14 +101,17 @@ state = ui.view_state("profile")
 device = default_device()
 device_note(device)
 shape = shape_inputs(DEFAULTS[device])
+modes = mode_inputs(int(shape["heads"]))
 schedule = schedule_inputs()
-runnable = availability_table(Setting(device=device, dtype=shape["dtype"],
-                                      head_dim=shape["head_dim"], causal=shape["causal"]))
+setting = Setting(device=device, dtype=shape["dtype"], head_dim=shape["head_dim"], causal=shape["causal"],
+                  mode=modes["mode"], gqa=modes["kv_heads"] is not None, window=modes["window"])
+runnable = availability_table(setting)
+modes_table(setting)
 chosen = st.multiselect("variants", runnable, default=[v for v in QUICK if v in runnable],
                         help=markup.md("; ".join(f"{n}: {VARIANTS[n].description}" for n in runnable)))
 ready = bool(chosen and shape["seq_lens"])
 if st.button("Run capture", type="primary", icon=":material/play_arrow:", disabled=not ready):
-    config = CaptureConfig(variants=tuple(chosen), device=device, **shape, **schedule)
+    config = CaptureConfig(variants=tuple(chosen), device=device, **shape, **modes, **schedule)
     with ui.guard():
         show_results(state, *ui.capture_runs(config))
 elif not ready:

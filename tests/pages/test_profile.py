@@ -57,3 +57,21 @@ def test_no_sequence_length_disables_the_button(pages, page_store):
     next(m for m in at.multiselect if m.label.startswith("sequence lengths")).set_value([]).run()
     assert next(b for b in at.button if b.label == "Run capture").disabled
     assert "Choose at least one variant and one sequence length." in pages.texts(at)
+
+
+def test_a_decode_capture_from_the_page_is_stored_with_its_mode_and_kv_cache(pages, page_store):
+    before = set(queries.run_catalog(page_store)["run_id"])
+    at = pages.open("profile")
+    next(s for s in at.selectbox if s.label == "mode").set_value("decode").run()
+    expander = [e for e in at.expander if "which mode" in e.label]
+    assert expander, "the per-mode table is offered"
+    next(n for n in at.number_input if n.label == "KV length (decode)").set_value(64)
+    next(m for m in at.multiselect if m.label == "variants").set_value(["sdpa_math"])
+    next(m for m in at.multiselect if m.label.startswith("sequence lengths")).set_value([1])
+    next(b for b in at.button if b.label == "Run capture").click()
+    at.run(timeout=300)
+    pages.assert_clean(at)
+    new = page_store.query('SELECT mode, seq_len, kv_len, cold FROM traces WHERE run_id NOT IN '
+                           '(SELECT unnest($ids))', {"ids": list(before)})
+    assert set(new["mode"]) == {"decode"} and set(new["seq_len"]) == {1} and set(new["kv_len"]) == {64}
+    assert sorted(new["cold"]) == [False, True]
