@@ -2,8 +2,8 @@
 import streamlit as st
 
 from profiler.capture.recorder import CaptureConfig
-from profiler.capture.setting import MODES
-from profiler.capture.variants import DTYPES, VARIANTS, Setting, availability, availability_by_mode, default_device
+from profiler.capture.variants import (DTYPES, MODES, VARIANTS, Setting, availability, availability_by_mode,
+                                       default_device)
 from profiler.present import markup, ui
 
 SEQ_LENS = (1, 4, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)

@@ -238,3 +238,25 @@ def test_a_store_from_before_modes_gets_the_columns_and_their_defaults(tmp_path)
     assert upgraded.schema_version() == SCHEMA_VERSION == 7
     row = _stored(upgraded, run_id)
     assert (row["mode"], row["kv_heads"], row["kv_len"], row["varlen"]) == ("prefill", 16, 1024, None)
+
+
+def test_a_sweep_over_another_axis_shares_one_id_and_repeats_each_point_three_times():
+    from profiler.capture.recorder import sweep_points
+
+    points = sweep_points(CaptureConfig(mode="decode", kv_len=1024), "kv_len", (1024, 4096, 16384))
+    assert [p.kv_len for p in points] == [1024, 4096, 16384]
+    assert len({p.sweep for p in points}) == 1 and str(points[0].sweep).startswith("sweep-")
+    assert {p.repeats for p in points} == {3}
+    with pytest.raises(CaptureError, match="sweep axis"):
+        sweep_points(CaptureConfig(), "dtype", (1, 2))
+
+
+def test_an_isolated_worker_carries_the_mode_and_packed_lengths(tmp_path):
+    config = CaptureConfig(variants=("naive",), batch=1, heads=2, head_dim=8, dtype="fp32", device="cpu",
+                           mode="train", varlen=(4, 12), window=3, cold=False, repeats=1, timing_calls=2,
+                           out_dir=tmp_path)
+    (outcome,) = capture(config)
+    assert outcome.path is not None and outcome.meta["process"]["fresh"] is True
+    meta = outcome.meta
+    assert (meta["mode"], meta["varlen"], meta["window"], meta["seq_len"], meta["kv_len"]) == ("train", [4, 12], 3, 16, 16)
+    assert meta["ok"] and set(meta["grad_rel_error"]) == {"dq", "dk", "dv"}
