@@ -9,6 +9,7 @@ import random
 from dataclasses import replace
 
 import duckdb
+import pandas as pd
 import pytest
 import torch
 
@@ -70,9 +71,9 @@ def test_every_mode_runs_its_cpu_variants_correctly_and_is_stored_with_its_shape
         assert meta["ok"], (variant, meta["rel_error"])
         assert row["mode"] == config.mode and row["heads"] == config.heads
         assert row["kv_heads"] == (config.kv_heads or config.heads)
-        assert row["seq_len"] == config.seq_lens[0] if not config.varlen else sum(config.varlen)
+        assert row["seq_len"] == (sum(config.varlen) if config.varlen else config.seq_lens[0])
         assert row["kv_len"] == (config.kv_len or row["seq_len"])
-        assert (row["window"] if row["window"] == row["window"] else None) == config.window
+        assert (None if pd.isna(row["window"]) else row["window"]) == config.window
         assert row["varlen"] == (",".join(map(str, config.varlen)) if config.varlen else None)
 
 
