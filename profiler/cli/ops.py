@@ -7,7 +7,9 @@ One row per op and shape of the run (calls aggregated): op, backend, shape, dtyp
 flops and bytes per call, kernel_us_mean (kernel time per call), tflops and tbps from that mean,
 pct_of_peak (datasheet peak for the dtype on the engine the kernels ran on), intensity
 (FLOP / byte), bound (memory or compute, from the ridge point) and kernels (name [library, arch,
-instruction, tile]). RUN is a run id or a unique prefix of one (`python -m profiler summary`).
+instruction, tile]). The JSON rows add kind, mode (prefill, decode or train:
+`profiler.analysis.modes`), flops_useful (what the mask makes useful: flops) and flops_issued
+(what the kernel's tiles compute), engine, the peaks and shape_source. RUN is a run id or a unique prefix of one (`python -m profiler summary`).
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from profiler.storage.store import Store, default_db_path
 
 COLUMNS = ("op", "backend", "shape", "dtype", "calls", "flops", "bytes", "kernel_us_mean", "tflops",
            "tbps", "pct_of_peak", "intensity", "bound", "kernels")
-EXTRA = ("kind", "engine", "peak_tflops", "pct_of_bandwidth", "pct_of_roof", "shape_source", "suspect")
+EXTRA = ("kind", "mode", "flops_useful", "flops_issued", "engine", "peak_tflops", "pct_of_bandwidth", "pct_of_roof", "shape_source", "suspect")
 
 
 def register(subparsers) -> None:
