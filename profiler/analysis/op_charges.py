@@ -167,7 +167,7 @@ def charged_kernels(store, run_id: str, work: dict | None = None, names: dict | 
     names = kernel_name_map(store, run_id) if names is None else names
     tree = op_tree(store, run_id)
     if not len(work["kernel_hash"]):
-        return cpu_work(tree, run_id)
+        return cpu_work(store, tree, run_id)
     need = ~launch_in_op(tree, work) & (work["launch_ts_ns"] >= 0)
     work["before_op_id"] = ops_before(store, run_id, work, need)
     parent, family = np.asarray(tree["parent_id"]), np.asarray(tree["family"])
@@ -178,10 +178,10 @@ def charged_kernels(store, run_id: str, work: dict | None = None, names: dict | 
     return arrays.take({**work, "op_id": owner, "backend_id": backend}, (owner >= 0) | alone)
 
 
-def cpu_work(tree: dict, run_id: str) -> dict:
+def cpu_work(store, tree: dict, run_id: str) -> dict:
     """A run without GPU work (recorded on the CPU): each op with no child stands for a kernel,
-    charged by `owners` as a kernel it launched would be; an owner with an owner for a child is
-    dropped (it would launch no kernel of its own), and each owning call is timed by its own
+    charged by `owners` as a kernel it launched would be; an owner with an owner of its kind
+    (GEMM or not) for a child is dropped (it would launch no kernel of its own), and each owning call is timed by its own
     duration (one row per call, kernel_hash 0: no kernel)."""
     parent, family = np.asarray(tree["parent_id"]), np.asarray(tree["family"])
     has_child = np.zeros(len(parent), dtype=bool)
@@ -189,10 +189,15 @@ def cpu_work(tree: dict, run_id: str) -> dict:
     owner, backend = owners(parent, family, np.flatnonzero(~has_child))
     is_owner = np.zeros(len(parent), dtype=bool)
     is_owner[owner[owner >= 0]] = True
-    # an owner whose child is one (matmul calling bmm, softmax calling _softmax) launches nothing
-    # itself on a GPU: its time is its child's, charged once
-    up = parent[np.flatnonzero(is_owner)]
-    is_owner[up[up >= 0]] = False
+    # an owner whose child is an owner of its own kind (matmul calling bmm, softmax calling
+    # _softmax, clone calling copy_) launches nothing itself on a GPU: its time is its child's,
+    # charged once; a GEMM whose CPU code clones its operands keeps its own
+    gemm = np.zeros(len(parent), dtype=bool)
+    ids = reads.arrays(store, reads.sql_text("op_inputs"), {"run_id": run_id, "names": list(cm.GEMMS)})["op_id"]
+    gemm[np.asarray(ids, dtype=np.int64)] = True
+    child = np.flatnonzero(is_owner & (parent >= 0))
+    up = parent[child]
+    is_owner[up[is_owner[up] & (gemm[up] == gemm[child])]] = False
     keep = (owner >= 0) & is_owner[np.maximum(owner, 0)]
     _, first = arrays.first_appearance(owner[keep])
     op_id, backend_id = owner[keep][first], backend[keep][first]
