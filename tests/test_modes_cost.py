@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.profiler import ProfilerActivity, profile
 
-from profiler.analysis import costmodel as cm, modes, op_costs, roofline
+from profiler.analysis import costmodel as cm, findings, modes, op_costs, roofline
 from profiler.cli.main import main
 from profiler.storage.store import Store
 from tests.truth_traces import event, write
@@ -43,6 +43,7 @@ CASES = {
     "decode_q4_causal": _sdpa(4, L, True),
     "train": _sdpa(S, S, True, backward=True),
     "train_math": _sdpa(S, S, True, backward=True, backend=SDPBackend.MATH),
+    "prefill_math": _sdpa(S, S, True, backend=SDPBackend.MATH),
 }
 
 
@@ -195,6 +196,7 @@ def crafted(tmp_path_factory):
         "efficient_backward_bottom_right": _call(20, 100, "aten::_efficient_attention_backward", eff_bwd, EFF_BWD, 40),
         "flash_forward_window": _call(30, 100, "aten::_flash_attention_forward", window, FLASH_FWD, 20),
         "decode_efficient": _call(40, 100, "aten::_scaled_dot_product_efficient_attention", decode, EFF_FWD, 30),
+        "decode_efficient_fast": _call(40, 100, "aten::_scaled_dot_product_efficient_attention", decode, EFF_FWD, 12),
         "prefill_flash": _call(50, 100, "aten::_scaled_dot_product_flash_attention", prefill, FLASH_FWD, 700),
     }
     store = Store(folder / "crafted.duckdb")
@@ -280,3 +282,62 @@ def test_op_calls_carry_the_mode_columns(recorded):
     calls = op_costs.op_calls(store, [ids["decode_q1"]])
     assert {"mode", "flops_useful", "flops_issued"} <= set(calls.columns)
     assert set(calls.loc[calls["kind"] == "attention", "mode"]) == {"decode"}
+
+
+# ── findings that explain the mode, against numbers computed here from the traces ───────────────
+
+def _kinds(found) -> dict:
+    return {f.kind: f for f in found}
+
+
+def test_decode_is_memory_bound_at_a_share_of_hbm_bandwidth(crafted):
+    store, ids = crafted
+    found = _kinds(findings.run_findings(store, ids["decode_efficient"]))["decode_bandwidth"]
+    cache_and_q_o = 2 * (2 * 8 * 8192 * 128) + 2 * (2 * 32 * 128)      # bf16 K, V of 8 heads; Q, O of 32
+    kernel_us = 30                                                        # the crafted kernel's duration
+    tbps = cache_and_q_o / (kernel_us * 1e-6) / 1e12
+    evidence = found.evidence["runs"][ids["decode_efficient"]]
+    assert evidence["tbps"] == pytest.approx(tbps)
+    assert evidence["pct_of_bandwidth"] == pytest.approx(100 * tbps / 4.8)   # H200: 4.8 TB/s
+    assert "memory-bound" in found.text and f"{100 * tbps / 4.8:.0f} %" in found.text
+
+
+def test_decode_compare_names_the_run_reading_the_cache_fastest(crafted):
+    store, ids = crafted
+    a, b = ids["decode_efficient"], ids["decode_efficient_fast"]
+    found = _kinds(findings.compare_findings(store, a, b, limit=None))["decode_bandwidth"]
+    assert found.evidence["winner"] == b                 # 12 µs against 30 µs for the same bytes
+    assert found.evidence["runs"][b]["tbps"] == pytest.approx(found.evidence["runs"][a]["tbps"] * 30 / 12)
+
+
+def test_mode_findings_fire_only_on_runs_of_their_mode(crafted, recorded):
+    store, ids = crafted
+    assert "decode_bandwidth" not in _kinds(findings.run_findings(store, ids["prefill_flash"]))
+    mixed = _kinds(findings.compare_findings(store, ids["decode_efficient"], ids["prefill_flash"], limit=None))
+    assert set(mixed["decode_bandwidth"].evidence["runs"]) == {ids["decode_efficient"]}
+    assert mixed["decode_bandwidth"].evidence["winner"] is None
+    cpu, cpu_ids = recorded
+    for name in ("prefill_math", "train", "prefill_gqa_causal", "decode_q1"):
+        assert "probability_matrix" not in _kinds(findings.run_findings(cpu, cpu_ids[name])), name
+    for name in ("prefill_math", "train_math"):
+        assert "decode_bandwidth" not in _kinds(findings.run_findings(cpu, cpu_ids[name])), name
+    # a CPU decode has no HBM peak: the rate alone, no share
+    on_cpu = _kinds(findings.run_findings(cpu, cpu_ids["decode_q1"]))["decode_bandwidth"]
+    assert on_cpu.evidence["runs"][cpu_ids["decode_q1"]]["pct_of_bandwidth"] is None
+    assert "gqa_bytes" not in _kinds(findings.run_findings(store, ids["prefill_flash"]))   # 32 / 32 heads
+
+
+def test_the_math_backward_keeps_the_probability_matrix(recorded):
+    store, ids = recorded
+    found = _kinds(findings.run_findings(store, ids["train_math"]))["probability_matrix"]
+    assert found.evidence["runs"][ids["train_math"]]["matrix_bytes"] == B * H * S * S * F32
+    assert "probability matrix" in found.text and f"{B}x{H}x{S}x{S}" in found.text
+
+
+def test_gqa_cuts_key_value_bytes_by_the_group(recorded):
+    store, ids = recorded
+    found = _kinds(findings.run_findings(store, ids["prefill_gqa_causal"]))["gqa_bytes"]
+    evidence = found.evidence["runs"][ids["prefill_gqa_causal"]]
+    assert evidence["kv_group"] == H // HKV
+    assert evidence["kv_bytes"] == 2 * B * HKV * S * D * F32
+    assert evidence["kv_bytes_without_gqa"] == 2 * B * H * S * D * F32

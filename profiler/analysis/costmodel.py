@@ -95,6 +95,8 @@ class OpCost:
     direction: str | None = None    # attention only: 'forward' | 'backward'
     mask: Mask | None = None        # attention only: the pairs one head keeps
     flops_per_pair: int = 0         # attention only: FLOPs of one kept pair in all its heads
+    kv_bytes: int = 0               # attention only: the bytes of K and V one pass reads
+    kv_group: int = 0               # attention only: query heads per key/value head (1: MHA; > 1: GQA)
 
     @property
     def flops_useful(self) -> int:
@@ -119,6 +121,11 @@ def _tensors(dims: list, types: list, zero_dim: bool = False) -> list[tuple[list
     ``zero_dim``, the 0-dim tensors (dims [], a known type: one element) instead."""
     return [(d, t) for d, t in zip(dims, types)
             if t in DTYPE_BYTES and isinstance(d, list) and (d == [] if zero_dim else bool(d))]
+
+
+def tensor_bytes(dims: list, dtype: str) -> int:
+    """The bytes of a tensor of `dims` and trace type `dtype` (0 for an unknown type)."""
+    return _size(dims, dtype)
 
 
 def _shape_text(dims: list) -> str:
@@ -158,7 +165,8 @@ def attention_cost(q: list, k: list, v: list, dtype: str, causal: bool, layout: 
     shape = (f"{_shape_text(q)}{'x' + str(seq_kv) if seq_kv != seq_q else ''}{gqa}{masked}"
              f"{' backward' if backward else ''}")
     return OpCost("attention", flops, nbytes, PRECISION.get(dtype), shape, backend,
-                  "backward" if backward else "forward", mask, per_pair)
+                  "backward" if backward else "forward", mask, per_pair, _size(k, dtype) + _size(v, dtype),
+                  heads_q // k[1] if k[1] else 0)
 
 
 def issued_flops(cost: OpCost, tile: tuple[int, int] | None) -> int:

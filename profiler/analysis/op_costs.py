@@ -38,13 +38,13 @@ if TYPE_CHECKING:  # pandas loads only where a DataFrame is asked for
 
 KINDS = ("attention", "gemm", "all")
 CALL_COLUMNS = ["run_id", "op_id", "op", "backend", "kind", "mode", "shape", "dtype", "flops", "flops_useful",
-                "flops_issued", "bytes", "kernel_ns",
+                "flops_issued", "kv_bytes", "kv_group", "bytes", "kernel_ns",
                 "kernels", "engine", "shape_source", "iteration", "ts_ns", "tflops", "tbps", "intensity",
                 "peak_tflops", "peak_tbps", "ridge", "roof_tflops", "bound", "pct_of_peak",
                 "pct_of_bandwidth", "pct_of_roof", "peak_source", "suspect"]       # of an empty op_calls / ops_table
 CALL_ORDER = ["op_id", "kernel_ns", "iteration", "backend_id", "main_kernel", "op", "ts_ns", "op_iteration",
               "input_dims", "input_types", "concrete_inputs", "backend_op", "run_id", "engine",
-              "kernel_precision", "kind", "flops", "mode", "flops_useful", "flops_issued", "bytes", "dtype", "shape",
+              "kernel_precision", "kind", "flops", "mode", "flops_useful", "flops_issued", "kv_bytes", "kv_group", "bytes", "dtype", "shape",
               "backend", "shape_source",
               "tflops", "tbps", "intensity", "peak_tflops", "peak_tbps", "ridge", "roof_tflops", "bound",
               "pct_of_peak", "pct_of_bandwidth", "pct_of_roof", "peak_source", "suspect"]  # of op_calls' rows

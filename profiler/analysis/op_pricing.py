@@ -91,6 +91,7 @@ def _priced(calls: dict, shape: dict | None, backward_ops: int = 0) -> dict:
     return {**calls, "kind": arrays.objects([c.kind for c in costs]), "flops": np.array([c.flops for c in costs]),
             "mode": arrays.objects([m or run for m in own]),
             "flops_useful": np.array([c.flops_useful for c in costs]),
+            "kv_bytes": np.array([c.kv_bytes for c in costs]), "kv_group": np.array([c.kv_group for c in costs]),
             "flops_issued": np.array([issued(c, b, k) for c, b, k in zip(costs, backends, calls["main_kernel"])]),
             "bytes": np.array([c.bytes for c in costs]), "dtype": arrays.objects([c.dtype for c in costs]),
             "shape": arrays.objects([c.shape for c in costs]),
