@@ -341,3 +341,14 @@ def test_gqa_cuts_key_value_bytes_by_the_group(recorded):
     assert evidence["kv_group"] == H // HKV
     assert evidence["kv_bytes"] == 2 * B * HKV * S * D * F32
     assert evidence["kv_bytes_without_gqa"] == 2 * B * H * S * D * F32
+
+
+def test_the_tile_comes_from_the_kernel_name_else_the_backend():
+    from profiler.analysis.op_pricing import tile
+
+    cudnn = "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0"
+    assert tile("cudnn", cudnn) == (64, 128)            # rows x keys of the name's 64x128x64
+    assert tile("efficient", EFF_FWD) == (64, 64)
+    assert tile("flash", FLASH_BWD) == (128, 128)       # no tile in the name: the backend's default
+    assert tile("flash (CPU)", None, 1024) == (256, 512) and tile("flash (CPU)", None, 100) == (32, 512)
+    assert tile("math", None) is None                   # the full square

@@ -80,8 +80,14 @@ class Mask:
         return lo, np.maximum(hi, lo)
 
     def pairs(self) -> int:
-        lo, hi = self.rows()
-        return int((hi - lo).sum())
+        return _kept_pairs(self)
+
+
+@lru_cache(maxsize=4096)
+def _kept_pairs(mask: Mask) -> int:
+    """The pairs one head keeps (a run prices the same shape call after call: counted once)."""
+    lo, hi = mask.rows()
+    return int((hi - lo).sum())
 
 
 @dataclass(frozen=True)
