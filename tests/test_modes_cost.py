@@ -275,6 +275,11 @@ def test_modes_of_calls_and_runs():
     assert modes.run_mode(["prefill"], backward_ops=3) == "train"
     assert modes.run_mode(["prefill", "decode"]) == "decode"
     assert modes.run_mode([None]) is None
+    # the naive path has no attention op: a captured run's record decides, forward-only: prefill
+    assert modes.run_mode([None], declared=modes.declared_mode({"seq_len": 1024})) == "prefill"
+    assert modes.run_mode([None], declared=modes.declared_mode({"seq_len": 1, "mode": "decode"})) == "decode"
+    assert modes.run_mode([None], backward_ops=1, declared="prefill") == "train"
+    assert modes.declared_mode({"seq_len": None}) is None
 
 
 def test_op_calls_carry_the_mode_columns(recorded):

@@ -6,7 +6,9 @@
 * A run: **train** when it has a backward attention call or autograd ran a backward pass in it
   (an `autograd::engine::evaluate_function:` op: the math backend's backward is plain GEMMs);
   else **decode** when an attention call is decode; else **prefill** when it has attention
-  calls; else None (no attention and no backward: no mode).
+  calls; else the mode the run declares (a captured run's own record: the naive path and the
+  math backend have no attention op, only GEMMs and a softmax; a run captured before modes existed
+  declares none but was a forward pass, prefill); else None (no attention, no backward, no record).
 * Any other call (a GEMM, a softmax) takes its run's mode.
 """
 from __future__ import annotations
@@ -27,11 +29,21 @@ def op_mode(cost) -> str | None:
     return "decode" if mask.seq_q < mask.seq_kv else "prefill"
 
 
-def run_mode(op_modes: Iterable[str | None], backward_ops: int = 0) -> str | None:
-    """The mode of a run from its attention calls' modes and its count of autograd backward ops."""
+def run_mode(op_modes: Iterable[str | None], backward_ops: int = 0, declared: str | None = None) -> str | None:
+    """The mode of a run from its attention calls' modes, its count of autograd backward ops and
+    the mode it declares (`declared_mode`)."""
     modes = set(op_modes)
     if "train" in modes or backward_ops > 0:
         return "train"
-    if "decode" in modes:
-        return "decode"
-    return "prefill" if "prefill" in modes else None
+    for mode in ("decode", "prefill"):
+        if mode in modes:
+            return mode
+    return declared if declared in MODES else None
+
+
+def declared_mode(shape: dict | None) -> str | None:
+    """The mode a captured run records (its shape record's `mode`); a captured attention shape
+    without one is a forward pass: prefill. None for a run that describes no shape."""
+    if not shape or shape.get("seq_len") is None:
+        return None
+    return shape.get("mode") if shape.get("mode") in MODES else "prefill"

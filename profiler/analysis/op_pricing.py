@@ -87,7 +87,7 @@ def _priced(calls: dict, shape: dict | None, backward_ops: int = 0) -> dict:
     calls, costs = arrays.take(calls, keep), [c for c in costs if c]
     backends = [_backend(c, b, o, k) for c, b, o, k in zip(costs, calls["backend_op"], calls["op"], calls["main_kernel"])]
     own = [modes.op_mode(c) for c in costs]
-    run = modes.run_mode(own, backward_ops)
+    run = modes.run_mode(own, backward_ops, modes.declared_mode(shape))
     return {**calls, "kind": arrays.objects([c.kind for c in costs]), "flops": np.array([c.flops for c in costs]),
             "mode": arrays.objects([m or run for m in own]),
             "flops_useful": np.array([c.flops_useful for c in costs]),
