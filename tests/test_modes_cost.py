@@ -357,3 +357,18 @@ def test_the_tile_comes_from_the_kernel_name_else_the_backend():
     assert tile("flash", FLASH_BWD) == (128, 128)       # no tile in the name: the backend's default
     assert tile("flash (CPU)", None, 1024) == (256, 512) and tile("flash (CPU)", None, 100) == (32, 512)
     assert tile("math", None) is None                   # the full square
+
+
+def test_a_compiled_flex_backward_kernel_is_priced_as_the_backward():
+    """flex's compiled kernels have no op: priced from the run's shape, the backward one (by its
+    name) with the backward's 10 D FLOPs per pair, the forward with 4 D."""
+    from profiler.analysis import run_shape
+    from profiler.analysis.op_pricing import Call
+
+    shape = {"batch": 2, "heads": 4, "seq_len": 64, "head_dim": 16, "dtype": "bf16", "causal": True}
+    calls = [Call(run_shape.FLEX_KERNEL, 0, "bf16", "triton_tem_fused_flex_attention_0"),
+             Call(run_shape.FLEX_KERNEL, 0, "bf16", "triton_tem_fused_flex_attention_backward_1")]
+    forward, backward = run_shape.inferred_costs(calls, shape)
+    pairs = 64 * 65 // 2
+    assert (forward.flops, backward.flops) == (4 * 2 * 4 * pairs * 16, 10 * 2 * 4 * pairs * 16)
+    assert (modes.op_mode(forward), modes.op_mode(backward)) == ("prefill", "train")

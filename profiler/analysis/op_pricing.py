@@ -24,7 +24,7 @@ from profiler.vocab import attention
 
 KERNEL_COLUMNS = ["run_id", "op_id", "kernel_hash", "dur_ns"]
 CPU = "CPU"    # the engine of a call in a run without GPU work (timed by the op itself)
-Call = namedtuple("Call", "op iteration kernel_precision")     # what run_shape.inferred_costs reads
+Call = namedtuple("Call", "op iteration kernel_precision kernel")     # what run_shape.inferred_costs reads
 
 
 @lru_cache(maxsize=4096)
@@ -79,7 +79,8 @@ def _priced(calls: dict, shape: dict | None, backward_ops: int = 0) -> dict:
         costs[i] = _recorded(calls["op"][i], dims[i], calls["input_types"][i], calls["concrete_inputs"][i])
     source = ["trace" if c else None for c in costs]
     if shape is not None and shape.get("seq_len") is not None and any(d is None for d in dims):
-        rows = [Call(*r) for r in zip(calls["op"].tolist(), calls["iteration"].tolist(), calls["kernel_precision"].tolist())]
+        rows = [Call(*r) for r in zip(calls["op"].tolist(), calls["iteration"].tolist(),
+                                      calls["kernel_precision"].tolist(), calls["main_kernel"].tolist())]
         for i, cost in enumerate(run_shape.inferred_costs(rows, shape)):
             if cost is not None and costs[i] is None and dims[i] is None:   # recorded inputs win
                 costs[i], source[i] = cost, "run shape"

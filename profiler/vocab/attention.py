@@ -86,6 +86,11 @@ FLEX = "flex_attention"
 # an attention kernel that no priced op owns (flashinfer, FlashAttention-4): priced from the run's shape
 UNOWNED_KERNEL = "attention kernel"
 
+# a fused attention kernel with no op of its own (flex's compiled backward
+# `triton_tem_fused_flex_attention_backward_0`, FlashAttention-4's `FlashAttentionBackwardSm90`) is
+# a backward pass when its name matches (case ignored)
+BACKWARD_KERNEL = r"backward|bwd"
+
 # a kernel whose (lower-cased) name matches is a fused attention kernel
 KERNEL = (r"flash_fwd|flash_bwd|flash::|flash_attn|fmha|sdpa|attentionkernel|attention_kernel|"
           r"(?<![a-z])attn_(fwd|bwd)|flashinfer::.*(prefill|decode)")
