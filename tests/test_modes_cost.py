@@ -372,3 +372,12 @@ def test_a_compiled_flex_backward_kernel_is_priced_as_the_backward():
     pairs = 64 * 65 // 2
     assert (forward.flops, backward.flops) == (4 * 2 * 4 * pairs * 16, 10 * 2 * 4 * pairs * 16)
     assert (modes.op_mode(forward), modes.op_mode(backward)) == ("prefill", "train")
+
+
+def test_the_text_table_says_the_mode_and_the_share_wasted(crafted, capsys):
+    store, ids = crafted
+    assert main(["ops", ids["sdpa_flash_backward"], "--db", str(store.path)]) == 0
+    head, row = capsys.readouterr().out.splitlines()[:2]
+    assert head.split()[:7] == ["op", "backend", "shape", "dtype", "mode", "calls", "GFLOP"] and "waste%" in head
+    useful, issued = 1024 * 1025 // 2, 36 * 128 * 128        # pairs kept; pairs in the 36 tiles touched
+    assert " train " in row and f" {100 * (issued - useful) / issued:.1f} " in row

@@ -175,6 +175,12 @@ def attention_cost(q: list, k: list, v: list, dtype: str, causal: bool, layout: 
                   heads_q // k[1] if k[1] else 0)
 
 
+def wasted_pct(useful: int | None, issued: int | None) -> float | None:
+    """The share of issued FLOPs the mask makes useless: 100 x (issued - useful) / issued (None
+    when either is unknown or nothing is issued)."""
+    return 100 * (issued - useful) / issued if issued and useful is not None else None
+
+
 def issued_flops(cost: OpCost, tile: tuple[int, int] | None) -> int:
     """The FLOPs a kernel computing `tile` (query rows, key columns) at a time issues for `cost`:
     every tile with at least one useful pair, whole (clipped to the score matrix); None as the
