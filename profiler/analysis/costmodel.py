@@ -6,10 +6,17 @@ value of scalar arguments as text: `'True'`, `'0.125'`). `op_cost(name, dims, ty
 turns one call into an `OpCost`; None for ops the model does not cover.
 
 * **Attention** (SDPA and its backend ops, flex attention): FLOPs = 2 matmuls x 2 FLOPs per
-  multiply-add x score elements x head dim, score elements = batch x query heads x (query, key)
-  pairs, only the lower triangle with its diagonal when causal (PyTorch's top-left `is_causal`);
-  softmax and scaling are left out, as FlashAttention's own benchmarks do. Bytes = Q, K, V read
-  once and O written once; K and V have their own (key/value) heads, so GQA reads fewer bytes.
+  multiply-add x score elements x head dim, score elements = batch x query heads x the (query,
+  key) pairs the mask keeps (`Mask`: causal top-left or bottom-right as the op aligns it, a
+  sliding window); softmax and scaling are left out, as FlashAttention's own benchmarks do.
+  Bytes = Q, K, V read once and O written once; K and V have their own (key/value) heads, so GQA
+  reads fewer bytes, and decode (a few queries against a long cache) reads the cache once:
+  2 x batch x kv heads x kv length x head dim x element bytes, plus Q and O.
+* **Attention backward** (`attention.BACKWARD`): the FLOPs of each product, 2 per multiply-add
+  over the kept pairs: QK^T recomputed (d), dV = P^T dO (d_v), dP = dO V^T (d_v), dQ = dS K (d),
+  dK = dS^T Q (d). Bytes = Q, K, V, O, dO and the fp32 log-sum-exp read, dQ, dK, dV written.
+* `flops` is what the mask makes useful; `issued_flops(cost, tile)` what a tiled kernel computes
+  (every tile holding a useful pair, whole), and the full square for the math backend.
 * **GEMMs** (`mm`, `bmm`, `addmm`, `baddbmm`, `matmul`, `linear`): FLOPs = 2 M N K per batch
   entry; bytes = both operands and the bias read, the result written.
 * **Memory-bound ops of the naive path** (`softmax`, `masked_fill`, `clone`/`copy_`, `div`/`mul`,
@@ -21,6 +28,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
 
 from profiler.vocab import attention
 
@@ -52,6 +62,35 @@ MODELLED = (*ATTENTION, *GEMMS, *MEMORY)
 
 
 @dataclass(frozen=True)
+class Mask:
+    """The (query, key) pairs one head keeps: row i sees keys [i + offset - window, i + offset]
+    when causal (offset 0: top-left; seq_kv - seq_q: bottom-right), all keys otherwise, and
+    never one outside [0, seq_kv)."""
+    seq_q: int
+    seq_kv: int
+    causal: bool
+    offset: int = 0
+    window: int | None = None     # keys before the diagonal a row also sees; None: no window
+
+    def rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """(first key, one past the last key) each query row sees."""
+        i = np.arange(self.seq_q, dtype=np.int64)
+        hi = np.clip(i + self.offset + 1, 0, self.seq_kv) if self.causal else np.full(self.seq_q, self.seq_kv)
+        lo = np.clip(i + self.offset - self.window, 0, self.seq_kv) if self.window is not None else np.zeros(self.seq_q, np.int64)
+        return lo, np.maximum(hi, lo)
+
+    def pairs(self) -> int:
+        return _kept_pairs(self)
+
+
+@lru_cache(maxsize=4096)
+def _kept_pairs(mask: Mask) -> int:
+    """The pairs one head keeps (a run prices the same shape call after call: counted once)."""
+    lo, hi = mask.rows()
+    return int((hi - lo).sum())
+
+
+@dataclass(frozen=True)
 class OpCost:
     kind: str             # 'attention' | 'gemm' | 'memory'
     flops: int
@@ -59,6 +98,16 @@ class OpCost:
     dtype: str | None     # precision of the math: 'bf16', 'fp16', 'fp32', ...
     shape: str            # the shapes that decided, e.g. '16x16x559x64 causal' or '8944x1024 @ 1024x1024'
     backend: str | None = None
+    direction: str | None = None    # attention only: 'forward' | 'backward'
+    mask: Mask | None = None        # attention only: the pairs one head keeps
+    flops_per_pair: int = 0         # attention only: FLOPs of one kept pair in all its heads
+    kv_bytes: int = 0               # attention only: the bytes of K and V one pass reads
+    kv_group: int = 0               # attention only: query heads per key/value head (1: MHA; > 1: GQA)
+
+    @property
+    def flops_useful(self) -> int:
+        """The FLOPs the mask makes useful: `flops` (one definition)."""
+        return self.flops
 
     @property
     def intensity(self) -> float | None:
@@ -80,6 +129,11 @@ def _tensors(dims: list, types: list, zero_dim: bool = False) -> list[tuple[list
             if t in DTYPE_BYTES and isinstance(d, list) and (d == [] if zero_dim else bool(d))]
 
 
+def tensor_bytes(dims: list, dtype: str) -> int:
+    """The bytes of a tensor of `dims` and trace type `dtype` (0 for an unknown type)."""
+    return _size(dims, dtype)
+
+
 def _shape_text(dims: list) -> str:
     return "x".join(map(str, dims))
 
@@ -93,20 +147,64 @@ def causal_pairs(seq_q: int, seq_kv: int, causal: bool) -> int:
 
 
 def attention_cost(q: list, k: list, v: list, dtype: str, causal: bool, layout: str = "bhsd",
-                   backend: str | None = None) -> OpCost:
-    """Forward attention over Q (batch, heads_q, seq_q, d), K (batch, heads_kv, seq_kv, d) and V
-    (batch, heads_kv, seq_kv, d_v) in `layout`; GQA when heads_q != heads_kv."""
+                   backend: str | None = None, bottom_right: bool = False, window: int | None = None,
+                   backward: bool = False) -> OpCost:
+    """Attention over Q (batch, heads_q, seq_q, d), K (batch, heads_kv, seq_kv, d) and V
+    (batch, heads_kv, seq_kv, d_v) in `layout`; GQA when heads_q != heads_kv. Causal is top-left
+    unless ``bottom_right``; ``window``: a sliding window's keys before the diagonal.
+    ``backward``: the backward pass (see the module's docstring)."""
     if layout == "bshd":
         q, k, v = ([d[0], d[2], d[1], d[3]] for d in (q, k, v))
     batch, heads_q, seq_q, dim = q
     seq_kv, dim_v = k[2], v[3]
-    pairs = batch * heads_q * causal_pairs(seq_q, seq_kv, causal)
-    flops = 2 * pairs * dim + 2 * pairs * dim_v
+    offset = seq_kv - seq_q if bottom_right else 0
+    mask = Mask(seq_q, seq_kv, causal, offset, window if window is not None and window >= 0 else None)
+    per_pair = batch * heads_q * (2 * (3 * dim + 2 * dim_v) if backward else 2 * dim + 2 * dim_v)
+    flops = per_pair * mask.pairs()
     out = [batch, heads_q, seq_q, dim_v]
     nbytes = sum(_size(d, dtype) for d in (q, k, v, out))
+    if backward:   # + dO and the log-sum-exp read, dQ, dK, dV written
+        nbytes += _size(out, dtype) + _numel([batch, heads_q, seq_q]) * 4 + sum(_size(d, dtype) for d in (q, k, v))
     gqa = f" gqa {heads_q}/{k[1]}" if k[1] != heads_q else ""
-    shape = f"{_shape_text(q)}{'x' + str(seq_kv) if seq_kv != seq_q else ''}{gqa}{' causal' if causal else ''}"
-    return OpCost("attention", flops, nbytes, PRECISION.get(dtype), shape, backend)
+    masked = (" causal" + (" bottom-right" if offset else "")) if causal else ""
+    masked += f" window {mask.window}" if mask.window is not None else ""
+    shape = (f"{_shape_text(q)}{'x' + str(seq_kv) if seq_kv != seq_q else ''}{gqa}{masked}"
+             f"{' backward' if backward else ''}")
+    return OpCost("attention", flops, nbytes, PRECISION.get(dtype), shape, backend,
+                  "backward" if backward else "forward", mask, per_pair, _size(k, dtype) + _size(v, dtype),
+                  heads_q // k[1] if k[1] else 0)
+
+
+def wasted_pct(useful: int | None, issued: int | None) -> float | None:
+    """The share of issued FLOPs the mask makes useless: 100 x (issued - useful) / issued (None
+    when either is unknown or nothing is issued)."""
+    return 100 * (issued - useful) / issued if issued and useful is not None else None
+
+
+def issued_flops(cost: OpCost, tile: tuple[int, int] | None) -> int:
+    """The FLOPs a kernel computing `tile` (query rows, key columns) at a time issues for `cost`:
+    every tile with at least one useful pair, whole (clipped to the score matrix); None as the
+    tile: the full square (the math backend, the naive path). Not attention: `flops`."""
+    if cost.mask is None:
+        return cost.flops
+    return cost.flops_per_pair * _issued_pairs(cost.mask, tile)
+
+
+@lru_cache(maxsize=4096)
+def _issued_pairs(mask: Mask, tile: tuple[int, int] | None) -> int:
+    if tile is None:
+        return mask.seq_q * mask.seq_kv
+    rows, cols = tile
+    lo, hi = mask.rows()
+    used = hi > lo
+    if not used.any():
+        return 0
+    starts = np.arange(0, mask.seq_q, rows)
+    first = np.minimum.reduceat(np.where(used, lo, mask.seq_kv), starts)
+    last = np.maximum.reduceat(np.where(used, hi, 0), starts)
+    height = np.minimum(starts + rows, mask.seq_q) - starts
+    width = np.minimum(-(-last // cols) * cols, mask.seq_kv) - first // cols * cols
+    return int((height * np.where(last > first, width, 0)).sum())
 
 
 def gemm_cost(name: str, dims: list, types: list) -> OpCost | None:
@@ -165,6 +263,32 @@ def _flag(concrete: list, index: int | None) -> bool:
     return value in ("True", "true", "1", "2")
 
 
+def _number(concrete: list, index: int | None) -> int | None:
+    if index is None or index >= len(concrete):
+        return None
+    try:
+        return int(str(concrete[index]).strip())
+    except ValueError:
+        return None
+
+
+def _attention(name: str, dims: list, types: list, concrete: list) -> OpCost | None:
+    layout, causal_at, backend = ATTENTION[name]
+    if isinstance(causal_at, dict):           # by signature: the count of inputs tells
+        if len(dims) not in causal_at:
+            return None
+        causal_at = causal_at[len(dims)]
+    first = attention.BACKWARD.get(name, 0)
+    (q, dtype), (k, _), (v, _) = _tensors(dims, types)[first:first + 3]
+    if name in attention.MASK_TYPE_AT:        # custom_mask_type: 0 none, 1 top-left, 2 bottom-right
+        kind = _number(concrete, attention.MASK_TYPE_AT[name])
+        causal, bottom_right = kind in (1, 2), kind == 2
+    else:
+        causal, bottom_right = _flag(concrete, causal_at), name in attention.BOTTOM_RIGHT
+    return attention_cost(q, k, v, dtype, causal, layout, backend, bottom_right,
+                          _number(concrete, attention.WINDOW_AT.get(name)), name in attention.BACKWARD)
+
+
 def op_cost(name: str, dims: list | None, types: list | None, concrete: list | None) -> OpCost | None:
     """The cost of one recorded op call, or None when the model does not cover it (or the
     inputs it needs were not recorded)."""
@@ -173,13 +297,7 @@ def op_cost(name: str, dims: list | None, types: list | None, concrete: list | N
     concrete = concrete or []
     try:
         if name in ATTENTION:
-            layout, causal_at, backend = ATTENTION[name]
-            if isinstance(causal_at, dict):           # by signature: the count of inputs tells
-                if len(dims) not in causal_at:
-                    return None
-                causal_at = causal_at[len(dims)]
-            (q, dtype), (k, _), (v, _) = _tensors(dims, types)[:3]
-            return attention_cost(q, k, v, dtype, _flag(concrete, causal_at), layout, backend)
+            return _attention(name, dims, types, concrete)
         if name in GEMMS:
             return gemm_cost(name, dims, types)
         if name in MEMORY:

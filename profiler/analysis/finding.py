@@ -16,7 +16,8 @@ class Finding:
     kind: str      # 'gpu_time' | 'kernel_delta' | 'bound' | 'kernels_per_iteration' | 'memcpy' |
                    # 'cuda_core_math' | 'zero_occupancy' | 'tiny_grid' | 'launch_api' |
                    # 'cpu_ops' | 'crossover' | 'cold_start' | 'memory' | 'no_memory' |
-                   # 'bytes_moved' | 'fp32_cuda_core_gemm' | 'kernel_arch' | 'counters'
+                   # 'bytes_moved' | 'fp32_cuda_core_gemm' | 'kernel_arch' | 'counters' |
+                   # 'decode_bandwidth' | 'probability_matrix' | 'gqa_bytes'
     text: str
     evidence: dict = field(default_factory=dict)
     impact_us: float = 0.0   # GPU or CPU µs per iteration the finding is about (ranks it)

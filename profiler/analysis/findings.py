@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import pandas as pd
 
-from profiler.analysis import counters, kept, queries, roofline, timings, why
+from profiler.analysis import counters, kept, mode_findings, queries, roofline, timings, why
 from profiler.analysis.finding import Finding, _Runs
 from profiler.analysis.finding_kinds import (_bound, _cpu_ops_only_in_one, _cuda_core_math, _kernels_per_iteration,
                                              _launch_api, _memcpy_only_in_one, _plain, _short, _zero_occupancy)
@@ -43,14 +43,14 @@ def _load(store, run_ids: list[str]) -> _Runs:
 
 def run_findings(store, run_id: str) -> list[Finding]:
     """Findings about one run: what bounds it, kernels per iteration, CUDA-core math,
-    0 %-occupancy kernels explained. Kept per run (profiler/analysis/kept.py)."""
+    0 %-occupancy kernels explained, what its mode costs (`mode_findings`). Kept per run (profiler/analysis/kept.py)."""
     return kept.value(store, ("run_findings",), [run_id], lambda: _run_findings(store, run_id))
 
 
 def _run_findings(store, run_id: str) -> list[Finding]:
     runs = _load(store, [run_id])
     return _ranked([*_bound(runs), *_kernels_per_iteration(runs), *_cuda_core_math(runs),
-                    *_zero_occupancy(runs, store), *_counters(runs)])
+                    *_zero_occupancy(runs, store), *_counters(runs), *mode_findings.mode_findings(store, runs)])
 
 
 def compare_findings(store, run_a: str, run_b: str, limit: int | None = MAX_FINDINGS) -> list[Finding]:
@@ -68,6 +68,7 @@ def _compare_findings(store, run_a: str, run_b: str, limit: int | None) -> list[
                     *_kernels_per_iteration(runs), *_memcpy_only_in_one(runs),
                     *_launch_api(store, runs), *_cpu_ops_only_in_one(store, runs),
                     *_cuda_core_math(runs), *_zero_occupancy(runs, store), *why,
+                    *mode_findings.mode_findings(store, runs),
                     *(replace(f, impact_us=gap) for f in _counters(runs))], limit)
 
 

@@ -158,7 +158,7 @@ def ops_before(store, run_id: str, work: dict, need: np.ndarray) -> np.ndarray:
 
 
 def charged_kernels(store, run_id: str, work: dict | None = None, names: dict | None = None) -> dict:
-    """`launched_work` of one run with op_id, the op the model charges each kernel to (-1 - n for
+    """`launched_work` of one run (a run with none: `cpu_work`) with op_id, the op the model charges each kernel to (-1 - n for
     the n-th kernel that is a call by itself: a flex kernel, or an attention kernel (by the
     engine classifier) no modelled op owns, e.g. flashinfer's or FlashAttention-4's), and
     backend_id (the attention backend op or -1); kernels no modelled op owns are left out.
@@ -166,6 +166,8 @@ def charged_kernels(store, run_id: str, work: dict | None = None, names: dict | 
     work = launched_work(store, [run_id]) if work is None else work
     names = kernel_name_map(store, run_id) if names is None else names
     tree = op_tree(store, run_id)
+    if not len(work["kernel_hash"]):
+        return cpu_work(store, tree, run_id)
     need = ~launch_in_op(tree, work) & (work["launch_ts_ns"] >= 0)
     work["before_op_id"] = ops_before(store, run_id, work, need)
     parent, family = np.asarray(tree["parent_id"]), np.asarray(tree["family"])
@@ -174,6 +176,39 @@ def charged_kernels(store, run_id: str, work: dict | None = None, names: dict | 
     alone = work["flex"] | ((owner < 0) & attention)
     owner = np.where(alone, -1 - np.arange(len(alone)), owner)
     return arrays.take({**work, "op_id": owner, "backend_id": backend}, (owner >= 0) | alone)
+
+
+def cpu_work(store, tree: dict, run_id: str) -> dict:
+    """A run without GPU work (recorded on the CPU): each op with no child stands for a kernel,
+    charged by `owners` as a kernel it launched would be; an owner with an owner of its kind
+    (GEMM or not) for a child is dropped (it would launch no kernel of its own), and each owning call is timed by its own
+    duration (one row per call, kernel_hash 0: no kernel)."""
+    parent, family = np.asarray(tree["parent_id"]), np.asarray(tree["family"])
+    has_child = np.zeros(len(parent), dtype=bool)
+    has_child[parent[parent >= 0]] = True
+    owner, backend = owners(parent, family, np.flatnonzero(~has_child))
+    is_owner = np.zeros(len(parent), dtype=bool)
+    is_owner[owner[owner >= 0]] = True
+    # an owner whose child is an owner of its own kind (matmul calling bmm, softmax calling
+    # _softmax, clone calling copy_) launches nothing itself on a GPU: its time is its child's,
+    # charged once; a GEMM whose CPU code clones its operands keeps its own
+    gemm = np.zeros(len(parent), dtype=bool)
+    ids = reads.arrays(store, reads.sql_text("op_inputs"), {"run_id": run_id, "names": list(cm.GEMMS)})["op_id"]
+    gemm[np.asarray(ids, dtype=np.int64)] = True
+    child = np.flatnonzero(is_owner & (parent >= 0))
+    up = parent[child]
+    is_owner[up[is_owner[up] & (gemm[up] == gemm[child])]] = False
+    keep = (owner >= 0) & is_owner[np.maximum(owner, 0)]
+    _, first = arrays.first_appearance(owner[keep])
+    op_id, backend_id = owner[keep][first], backend[keep][first]
+    n = len(op_id)
+    none = np.full(n, -1, dtype=np.int64)
+    return {"run_id": arrays.objects([run_id] * n), "launch_op_id": none, "launch_ts_ns": none,
+            "launch_pid": arrays.objects([None] * n), "launch_tid": arrays.objects([None] * n),
+            "kernel_hash": np.zeros(n, dtype=np.int64),
+            "dur_ns": (np.asarray(tree["end_ns"])[op_id] - np.asarray(tree["ts_ns"])[op_id]).astype(np.int64),
+            "iteration": np.full(n, np.nan), "flex": np.zeros(n, dtype=bool), "before_op_id": none,
+            "op_id": op_id.astype(np.int64), "backend_id": backend_id.astype(np.int64)}
 
 
 @lru_cache(maxsize=4096)

@@ -37,17 +37,19 @@ if TYPE_CHECKING:  # pandas loads only where a DataFrame is asked for
     import pandas as pd
 
 KINDS = ("attention", "gemm", "all")
-CALL_COLUMNS = ["run_id", "op_id", "op", "backend", "kind", "shape", "dtype", "flops", "bytes", "kernel_ns",
+CALL_COLUMNS = ["run_id", "op_id", "op", "backend", "kind", "mode", "shape", "dtype", "flops", "flops_useful",
+                "flops_issued", "kv_bytes", "kv_group", "bytes", "kernel_ns",
                 "kernels", "engine", "shape_source", "iteration", "ts_ns", "tflops", "tbps", "intensity",
                 "peak_tflops", "peak_tbps", "ridge", "roof_tflops", "bound", "pct_of_peak",
                 "pct_of_bandwidth", "pct_of_roof", "peak_source", "suspect"]       # of an empty op_calls / ops_table
 CALL_ORDER = ["op_id", "kernel_ns", "iteration", "backend_id", "main_kernel", "op", "ts_ns", "op_iteration",
               "input_dims", "input_types", "concrete_inputs", "backend_op", "run_id", "engine",
-              "kernel_precision", "kind", "flops", "bytes", "dtype", "shape", "backend", "shape_source",
+              "kernel_precision", "kind", "flops", "mode", "flops_useful", "flops_issued", "kv_bytes", "kv_group", "bytes", "dtype", "shape",
+              "backend", "shape_source",
               "tflops", "tbps", "intensity", "peak_tflops", "peak_tbps", "ridge", "roof_tflops", "bound",
               "pct_of_peak", "pct_of_bandwidth", "pct_of_roof", "peak_source", "suspect"]  # of op_calls' rows
-GROUP_KEYS = ["run_id", "op", "backend", "kind", "shape", "dtype", "engine", "shape_source"]
-TABLE_COLUMNS = [*GROUP_KEYS, "flops", "bytes", "calls", "kernel_ns", "kernel_names", "kernel_us_mean",
+GROUP_KEYS = ["run_id", "op", "backend", "kind", "mode", "shape", "dtype", "engine", "shape_source"]
+TABLE_COLUMNS = [*GROUP_KEYS, "flops", "flops_useful", "flops_issued", "bytes", "calls", "kernel_ns", "kernel_names", "kernel_us_mean",
                  "tflops", "tbps", "intensity", "peak_tflops", "peak_tbps", "ridge", "roof_tflops", "bound",
                  "pct_of_peak", "pct_of_bandwidth", "pct_of_roof", "peak_source", "suspect", "kernels"]
 APART_THREADS = 2  # sessions computing runs' op costs at once (each holds a connection)
@@ -124,7 +126,7 @@ def _ops_table(db, run_ids: list, kind: str) -> dict:
         return {}
     group, first = arrays.groups_of(list(zip(*(calls[k].tolist() for k in GROUP_KEYS))))
     n = len(first)
-    table = {k: calls[k][first] for k in [*GROUP_KEYS, "flops", "bytes"]}
+    table = {k: calls[k][first] for k in [*GROUP_KEYS, "flops", "flops_useful", "flops_issued", "bytes"]}
     table["calls"] = np.bincount(group, minlength=n).astype(np.int64)
     table["kernel_ns"] = arrays.sums(group, calls["kernel_ns"], n)
     table["kernel_names"] = _kernel_lists(kernels, calls, group, n)
@@ -133,7 +135,8 @@ def _ops_table(db, run_ids: list, kind: str) -> dict:
     table.update(rated(table["run_id"], table["engine"], table["dtype"], table["flops"], table["bytes"],
                        table["kernel_us_mean"] / 1e6, devices))
     archs = [op_pricing.arch_of(devices.get(r)) for r in table["run_id"].tolist()]
-    table["kernels"] = arrays.objects([" | ".join(f"{n} [{kernel_names.parse(n, arch).summary}]" for n in names)
+    table["kernels"] = arrays.objects([" | ".join(f"{n} [{kernel_names.parse(n, arch).summary}]" for n in names
+                                                  if isinstance(n, str))
                                        for names, arch in zip(table["kernel_names"], archs)])
     return arrays.take(table, arrays.descending(table["kernel_ns"]))
 

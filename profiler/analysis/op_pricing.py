@@ -15,14 +15,16 @@ from functools import lru_cache
 
 import numpy as np
 
-from profiler.analysis import arrays, costmodel as cm, gpus, kernel_names, reads, run_shape, tensor_cores
+from profiler.analysis import arrays, costmodel as cm, gpus, kernel_names, modes, reads, run_shape, tensor_cores
 from profiler.analysis.costmodel import OpCost
 from profiler.analysis.op_charges import (ATTENTION_KERNEL, charged_calls, charged_kernels, kernel_name_map,
                                           launched_work)
 from profiler.analysis.rating import rated
+from profiler.vocab import attention
 
 KERNEL_COLUMNS = ["run_id", "op_id", "kernel_hash", "dur_ns"]
-Call = namedtuple("Call", "op iteration kernel_precision")     # what run_shape.inferred_costs reads
+CPU = "CPU"    # the engine of a call in a run without GPU work (timed by the op itself)
+Call = namedtuple("Call", "op iteration kernel_precision kernel")     # what run_shape.inferred_costs reads
 
 
 @lru_cache(maxsize=4096)
@@ -59,15 +61,17 @@ def _calls(store, run_id: str, work: dict | None = None) -> tuple[dict, dict]:
         return calls, kernels
     main = calls["main_kernel"]
     vendor = run_vendor(store, run_id, names.values())
-    found = {k: _engine(k, vendor) for k in set(main.tolist())}
+    found = {k: _engine(k, vendor) if isinstance(k, str) else (CPU, None) for k in set(main.tolist())}
     calls["engine"] = arrays.objects([found[k][0] for k in main])
     calls["kernel_precision"] = arrays.objects([found[k][1] for k in main])
     return calls, kernels
 
 
-def _priced(calls: dict, shape: dict | None) -> dict:
+def _priced(calls: dict, shape: dict | None, backward_ops: int = 0) -> dict:
     """The calls the model prices (recorded inputs, else the run's shape), with kind, flops,
-    bytes, dtype, shape, backend, shape_source."""
+    bytes, dtype, shape, backend, shape_source, mode (`profiler.analysis.modes`; the run's
+    for a call that is not attention, ``backward_ops``: the run's autograd backward ops),
+    flops_useful and flops_issued (`issued`)."""
     n = arrays.rows(calls)
     costs: list[OpCost | None] = [None] * n
     dims = calls["input_dims"]
@@ -75,18 +79,47 @@ def _priced(calls: dict, shape: dict | None) -> dict:
         costs[i] = _recorded(calls["op"][i], dims[i], calls["input_types"][i], calls["concrete_inputs"][i])
     source = ["trace" if c else None for c in costs]
     if shape is not None and shape.get("seq_len") is not None and any(d is None for d in dims):
-        rows = [Call(*r) for r in zip(calls["op"].tolist(), calls["iteration"].tolist(), calls["kernel_precision"].tolist())]
+        rows = [Call(*r) for r in zip(calls["op"].tolist(), calls["iteration"].tolist(),
+                                      calls["kernel_precision"].tolist(), calls["main_kernel"].tolist())]
         for i, cost in enumerate(run_shape.inferred_costs(rows, shape)):
             if cost is not None and costs[i] is None and dims[i] is None:   # recorded inputs win
                 costs[i], source[i] = cost, "run shape"
     keep = np.array([c is not None for c in costs], dtype=bool)
     calls, costs = arrays.take(calls, keep), [c for c in costs if c]
+    backends = [_backend(c, b, o, k) for c, b, o, k in zip(costs, calls["backend_op"], calls["op"], calls["main_kernel"])]
+    own = [modes.op_mode(c) for c in costs]
+    run = modes.run_mode(own, backward_ops, modes.declared_mode(shape))
     return {**calls, "kind": arrays.objects([c.kind for c in costs]), "flops": np.array([c.flops for c in costs]),
+            "mode": arrays.objects([m or run for m in own]),
+            "flops_useful": np.array([c.flops_useful for c in costs]),
+            "kv_bytes": np.array([c.kv_bytes for c in costs]), "kv_group": np.array([c.kv_group for c in costs]),
+            "flops_issued": np.array([issued(c, b, k) for c, b, k in zip(costs, backends, calls["main_kernel"])]),
             "bytes": np.array([c.bytes for c in costs]), "dtype": arrays.objects([c.dtype for c in costs]),
             "shape": arrays.objects([c.shape for c in costs]),
-            "backend": arrays.objects([_backend(c, b, o, k) for c, b, o, k in
-                                       zip(costs, calls["backend_op"], calls["op"], calls["main_kernel"])]),
+            "backend": arrays.objects(backends),
             "shape_source": arrays.objects([s for s, k in zip(source, keep) if k])}
+
+
+def tile(backend: str | None, kernel, seq_q: int = 0) -> tuple[int, int] | None:
+    """The (query rows, key columns) tile an attention kernel computes at once: from its name
+    when the name carries one (`64x128` of a CUTLASS or cuDNN name: rows first), else the
+    backend's default (`attention.TILES`; the CPU flash kernel's by query length); None for the
+    math backend (the full square) and a backend with no known tile."""
+    named = kernel_names.parse(kernel).tile if isinstance(kernel, str) else None
+    if named:
+        rows, cols = named.split("x")[:2]
+        return int(rows), int(cols)
+    if backend == attention.CPU_FLASH:
+        rows = next(r for at_least, r in attention.CPU_FLASH_QUERIES if seq_q >= at_least)
+        return rows, attention.CPU_FLASH_KEYS
+    return attention.TILES.get(backend)
+
+
+def issued(cost: OpCost, backend: str | None, kernel) -> int:
+    """The FLOPs a call issues (`costmodel.issued_flops`) with its kernel's `tile`."""
+    if cost.mask is None:
+        return cost.flops
+    return cm.issued_flops(cost, tile(backend, kernel, cost.mask.seq_q))
 
 
 def _backend(cost: OpCost, backend_op, op=None, kernel=None) -> str | None:
@@ -96,6 +129,12 @@ def _backend(cost: OpCost, backend_op, op=None, kernel=None) -> str | None:
         return kernel_names.parse(str(kernel)).library
     inner = cm.ATTENTION.get(backend_op, (None, None, None))[2] if isinstance(backend_op, str) else None
     return inner or cost.backend or "sdpa"
+
+
+def backward_ops(db, run_id: str) -> int:
+    """The count of the run's autograd backward ops (sql/run_backward_ops.sql)."""
+    got = reads.arrays(db, reads.sql_text("run_backward_ops"), {"run_id": run_id, "prefix": modes.AUTOGRAD_PREFIX})
+    return int(got["backward_ops"][0]) if len(got["backward_ops"]) else 0
 
 
 def arch_of(device) -> str | None:
@@ -138,7 +177,7 @@ def run_op_calls(db, run_id: str, known: tuple[dict, dict, dict] | None = None) 
     calls, kernels = _calls(db, run_id, known[2].get(run_id) if known else None)
     if arrays.rows(calls):
         shapes, devices, _ = known or about(db, [run_id])
-        calls = _priced(calls, shapes.get(run_id))
+        calls = _priced(calls, shapes.get(run_id), backward_ops(db, run_id))
     if arrays.rows(calls):
         calls = {**calls, **rated(calls["run_id"], calls["engine"], calls["dtype"], calls["flops"], calls["bytes"],
                                   calls["kernel_ns"] / 1e9, {run_id: devices.get(run_id)} if run_id in devices else {})}

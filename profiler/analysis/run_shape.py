@@ -6,6 +6,7 @@ an attention variant follow from it: `inferred_costs` prices them in time order.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from profiler.analysis import costmodel as cm
@@ -18,7 +19,8 @@ ATTENTION_KERNEL = attention.UNOWNED_KERNEL   # an attention kernel no modelled 
 
 def inferred_costs(calls: Sequence, shape: dict) -> list[OpCost | None]:
     """Inputs of one run's calls (in time order) from the run's attention shape (each call has op, iteration,
-    kernel_precision attributes): attention ops
+    kernel_precision and kernel attributes): attention ops (a backward op, or a kernel alone whose name
+    says backward: `attention.BACKWARD_KERNEL`, priced as the backward pass)
     take Q, K, V; GEMMs alternate Q K^T and P V (in the dtype their kernel ran: the math backend
     upcasts to fp32); elementwise ops between the two GEMMs act on the score matrix, before the
     first on Q (masked_fill / where / add on the mask once a triu / tril built it), after the
@@ -37,7 +39,11 @@ def inferred_costs(calls: Sequence, shape: dict) -> list[OpCost | None]:
         name = call.op
         if name in cm.ATTENTION or name in (FLEX_KERNEL, ATTENTION_KERNEL):
             backend = cm.ATTENTION.get(name, (None, None, "flex" if name == FLEX_KERNEL else None))[2]
-            out.append(cm.attention_cost([b, h, n, d], [b, h, n, d], [b, h, n, d], dtype, causal, backend=backend))
+            backward = name in attention.BACKWARD or (
+                name in (FLEX_KERNEL, ATTENTION_KERNEL)
+                and re.search(attention.BACKWARD_KERNEL, str(getattr(call, "kernel", "")), re.IGNORECASE) is not None)
+            out.append(cm.attention_cost([b, h, n, d], [b, h, n, d], [b, h, n, d], dtype, causal, backend=backend,
+                                         backward=backward))
         elif name in cm.GEMMS:
             t = "float" if call.kernel_precision == "fp32" else dtype
             dims = [[b * h, n, d], [b * h, d, n]] if gemms % 2 == 0 else [[b * h, n, n], [b * h, n, d]]

@@ -7,7 +7,10 @@ One row per op and shape of the run (calls aggregated): op, backend, shape, dtyp
 flops and bytes per call, kernel_us_mean (kernel time per call), tflops and tbps from that mean,
 pct_of_peak (datasheet peak for the dtype on the engine the kernels ran on), intensity
 (FLOP / byte), bound (memory or compute, from the ridge point) and kernels (name [library, arch,
-instruction, tile]). RUN is a run id or a unique prefix of one (`python -m profiler summary`).
+instruction, tile]); the text table adds mode and waste% (the share of issued FLOPs the mask makes
+useless: `costmodel.wasted_pct`). The JSON rows add kind, mode (prefill, decode or train:
+`profiler.analysis.modes`), flops_useful (what the mask makes useful: flops) and flops_issued
+(what the kernel's tiles compute), engine, the peaks and shape_source. RUN is a run id or a unique prefix of one (`python -m profiler summary`).
 """
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ from profiler.storage.store import Store, default_db_path
 
 COLUMNS = ("op", "backend", "shape", "dtype", "calls", "flops", "bytes", "kernel_us_mean", "tflops",
            "tbps", "pct_of_peak", "intensity", "bound", "kernels")
-EXTRA = ("kind", "engine", "peak_tflops", "pct_of_bandwidth", "pct_of_roof", "shape_source", "suspect")
+EXTRA = ("kind", "mode", "flops_useful", "flops_issued", "engine", "peak_tflops", "pct_of_bandwidth", "pct_of_roof", "shape_source", "suspect")
 
 
 def register(subparsers) -> None:
@@ -102,14 +105,18 @@ def _num(value, fmt: str) -> str:
 
 
 def format_table(table: list[dict]) -> str:
-    head = (f"{'op':44s} {'backend':11s} {'shape':34s} {'dtype':5s} {'calls':>5s} {'GFLOP':>9s} "
+    from profiler.analysis.costmodel import wasted_pct
+
+    head = (f"{'op':44s} {'backend':11s} {'shape':34s} {'dtype':5s} {'mode':7s} {'calls':>5s} {'GFLOP':>9s} "
+            f"{'waste%':>6s} "
             f"{'MB':>9s} {'us/call':>9s} {'TFLOP/s':>8s} {'TB/s':>6s} {'%peak':>6s} {'FLOP/B':>8s} "
             f"{'bound':7s} kernels")
     lines = [head]
     for r in table:
         lines.append(
             f"{r['op'][:44]:44s} {(r['backend'] or '-')[:11]:11s} {r['shape'][:34]:34s} {r['dtype'] or '-':5s} "
-            f"{r['calls']:>5d} {r['flops'] / 1e9:>9.3f} {r['bytes'] / 1e6:>9.2f} "
+            f"{r.get('mode') or '-':7s} {r['calls']:>5d} {r['flops'] / 1e9:>9.3f} "
+            f"{_num(wasted_pct(r.get('flops_useful'), r.get('flops_issued')), '6.1f')} {r['bytes'] / 1e6:>9.2f} "
             f"{_num(r['kernel_us_mean'], '9.2f')} {_num(r['tflops'], '8.2f')} {_num(r['tbps'], '6.2f')} "
             f"{_num(r['pct_of_peak'], '6.1f')} {_num(r['intensity'], '8.1f')} {r['bound'] or '-':7s} "
             f"{r['kernels'][:160]}")

@@ -34,13 +34,62 @@ OPS = {
     # forward(q, k, v, dropout_p, softmax_scale, causal, ...) has 12. Another count: not modelled.
     "FlashAttnFunc": ("bshd", {23: 6, 12: 5}, "flash_attn"),
 }
+# Backward ops (torch 2.13 schemas; their Q, K, V follow grad_out, so `BACKWARD` gives Q's input
+# index): the flash, efficient and cuDNN backends of SDPA with their inner ops, the CPU flash
+# kernel, flash-attn's custom op (2.6+: `_flash_attn_backward(dout, q, k, v, out, softmax_lse, dq,
+# dk, dv, dropout_p, softmax_scale, causal, window_size_left, ...)`, layout (batch, seq, heads, dim)).
+OPS.update({
+    "aten::_scaled_dot_product_flash_attention_backward": ("bhsd", 11, "flash"),
+    "aten::_flash_attention_backward": ("bshd", 11, "flash"),
+    "aten::_scaled_dot_product_efficient_attention_backward": ("bhsd", 11, "efficient"),
+    "aten::_efficient_attention_backward": ("bshd", 14, "efficient"),   # custom_mask_type 1, 2: causal
+    "aten::_scaled_dot_product_cudnn_attention_backward": ("bhsd", 14, "cudnn"),
+    "aten::_cudnn_attention_backward": ("bhsd", 14, "cudnn"),
+    "aten::_scaled_dot_product_flash_attention_for_cpu_backward": ("bhsd", 7, "flash (CPU)"),
+    "flash_attn::_flash_attn_backward": ("bshd", 11, "flash_attn"),
+    "flash_attn::_flash_attn_forward": ("bshd", 5, "flash_attn"),
+})
+BACKWARD = {name: 1 for name in OPS if name.endswith("_backward")}   # op -> index of Q among its inputs
 DECOMPOSED = ("aten::_scaled_dot_product_attention_math",)   # its GEMMs and softmax are priced instead
+
+# Where a causal mask's diagonal sits when the query is shorter than the keys (decode, chunked
+# prefill). SDPA's `is_causal` is top-left (row i sees keys 0..i), on every backend: PyTorch
+# refuses the flash backend for a causal call with seq_q != seq_kv and asks the efficient and cuDNN
+# kernels for their top-left mask. FlashAttention's own kernels (flash-attn from 2.1, and PyTorch's
+# copy of FlashAttention-2 called directly) align the mask bottom-right: row i sees keys
+# 0..i + seq_kv - seq_q, so the last query sees the whole cache. The efficient op's
+# custom_mask_type says it: 1 top-left, 2 bottom-right. An op not named here is top-left.
+BOTTOM_RIGHT = ("aten::_flash_attention_forward", "aten::_flash_attention_backward", "FlashAttnFunc",
+                "flash_attn::_flash_attn_forward", "flash_attn::_flash_attn_backward")
+MASK_TYPE_AT = {"aten::_efficient_attention_forward": 9, "aten::_efficient_attention_backward": 14}
+# a sliding window's left size (keys before the diagonal a row sees besides its own), by input index;
+# -1 or absent: no window
+WINDOW_AT = {"aten::_flash_attention_forward": 11, "aten::_flash_attention_backward": 15,
+             "flash_attn::_flash_attn_forward": 6, "flash_attn::_flash_attn_backward": 12}
+
+# The tile (query rows x key columns) a fused kernel computes at once, when its name does not carry
+# one (`64x128` in a CUTLASS name does): a causal or windowed kernel skips only whole tiles with no
+# useful (query, key) pair, so it issues the FLOPs of every tile it touches. FlashAttention-2's and
+# flash-attn's forward for head dim <= 64 and cuDNN's and FlashAttention-4's use 128 x 128; flex's
+# block mask is 128 x 128 by default; PyTorch's memory-efficient (CUTLASS) kernel 64 x 64. The CPU
+# flash kernel splits queries by length (256 rows from 768 queries, 64 from 192, else 32) and keys
+# by 512. The math backend and the naive path compute the whole score matrix: issued = full square.
+TILES = {"flash": (128, 128), "flash_attn": (128, 128), "cudnn": (128, 128), "flex": (128, 128),
+         "efficient": (64, 64), "FlashAttention-4 (CuTe DSL)": (128, 128), "flashinfer": (128, 128)}
+CPU_FLASH = "flash (CPU)"
+CPU_FLASH_KEYS = 512
+CPU_FLASH_QUERIES = ((768, 256), (192, 64), (0, 32))   # (from this many queries, rows per tile)
 
 # flex attention: its op's name, and part of the name of every kernel torch.compile makes for it
 # (such a kernel has no op of its own in a trace)
 FLEX = "flex_attention"
 # an attention kernel that no priced op owns (flashinfer, FlashAttention-4): priced from the run's shape
 UNOWNED_KERNEL = "attention kernel"
+
+# a fused attention kernel with no op of its own (flex's compiled backward
+# `triton_tem_fused_flex_attention_backward_0`, FlashAttention-4's `FlashAttentionBackwardSm90`) is
+# a backward pass when its name matches (case ignored)
+BACKWARD_KERNEL = r"backward|bwd"
 
 # a kernel whose (lower-cased) name matches is a fused attention kernel
 KERNEL = (r"flash_fwd|flash_bwd|flash::|flash_attn|fmha|sdpa|attentionkernel|attention_kernel|"
