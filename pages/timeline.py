@@ -1,14 +1,17 @@
-"""Timeline: one panel per selected run, stacked on one time axis, aligned at the start of an
-iteration; each panel draws only its own iteration.
+"""Timeline: the selected runs on one time axis, aligned at the start of an iteration; the GPU
+lanes of all runs first, next to each other, then each run's CPU lanes. Each run draws only the
+events of the step it is captioned with.
 
-CPU rows show ops by nesting depth and the runtime/driver API calls of each thread; GPU rows show
-kernels and copies per stream. Only the chosen window is read from the store, and events shorter
-than a pixel are merged there, so traces with millions of events stay quick.
+CPU rows show ops by nesting depth (or one row per thread, on request) and the runtime/driver API
+calls of each thread; GPU rows show kernels and copies per stream. Only the chosen window is read
+from the store, and events shorter than a pixel are merged there, so traces with millions of
+events stay quick. The window (wheel zoom, pan, buttons) and the dragged range live in the URL.
 """
 import streamlit as st
 
 from profiler.analysis import queries
-from profiler.present import charts, markup, narrative, style, timeline_view, ui
+from profiler.errors import ShareError
+from profiler.present import charts, markup, narrative, share, style, timeline_view, ui
 
 SCALES = {"shared": "Shared time scale", "independent": "Each run its own scale"}
 Col = st.column_config
@@ -22,7 +25,7 @@ RANGE_COLUMNS = {
 
 def controls(store, state, runs):
     """Iteration, scale, search and window (ns from the iteration start); all kept in the URL."""
-    left, mid, right = st.columns([1, 1.4, 1.4])
+    left, mid, right, far = st.columns([1, 1.4, 1.4, 1])
     iteration = int(left.number_input("Iteration (0 = first ProfilerStep of each run)",
                                       min_value=0, value=state.iteration or 0, step=1))
     asked = state.filter("scale", "shared")
@@ -30,6 +33,8 @@ def controls(store, state, runs):
                                   default=asked if asked in SCALES else "shared", required=True)
     found = right.text_input("Find events", value=state.filter("find", ""),
                              placeholder="part of a name, e.g. flash, Memcpy, aten::mm")
+    collapse = far.toggle("CPU ops: one lane per thread", value=state.filter("cpu") == "one",
+                          help="All nesting depths of a thread's ops in one lane, inner ops on top.")
     extent = int(queries.timeline_extent_ns(store, runs, iteration))
     window = state.window_ns or (0, extent)
     window = timeline_view.zoom_window(window, extent, 1.0) if window[1] > window[0] else (0, extent)
@@ -37,9 +42,10 @@ def controls(store, state, runs):
     full = window == (0, extent)
     new = state.with_(iteration=iteration, window_ns=None if full else window)
     new = new.with_filter("scale", None if scale == "shared" else scale).with_filter("find", found)
+    new = new.with_filter("cpu", "one" if collapse else None)
     if new != state:
         ui.set_view(new)
-    return new, iteration, window, scale == "shared", found
+    return new, iteration, window, scale == "shared", found, collapse
 
 
 def window_buttons(window, extent):
@@ -56,6 +62,31 @@ def window_buttons(window, extent):
     cols[-1].caption(markup.fmt("Window {} – {} of {}", style.duration(window[0] / 1e3),
                                 style.duration(window[1] / 1e3), style.duration(extent / 1e3)))
     return window
+
+
+def url_range(state):
+    """The dragged range the URL keeps (None, with a warning, when it is not a range)."""
+    try:
+        return share.span_ns(state, "range")
+    except ShareError as err:
+        st.warning(f"The link's range is ignored: {markup.md(err)}")
+        return None
+
+
+def follow_chart(state, key: str, selection: dict, extent: int):
+    """The view after a wheel zoom, pan or drag on the chart (each taken once: Streamlit keeps
+    reporting the last one), or None when nothing new happened there."""
+    new = state
+    zoomed = timeline_view.brushed_ns(selection, "zoom")
+    if zoomed and st.session_state.get(f"{key}-zoom") != zoomed:
+        st.session_state[f"{key}-zoom"] = zoomed
+        new = new.with_(window_ns=timeline_view.zoom_window(zoomed, extent, 1.0))
+    if "brush" in selection:
+        brushed = timeline_view.brushed_ns(selection)
+        if st.session_state.get(f"{key}-brush", "unset") != brushed:
+            st.session_state[f"{key}-brush"] = brushed
+            new = share.with_span(new, "range", brushed)
+    return None if new == state else new
 
 
 def range_section(store, runs, labels, iteration, picked, state) -> None:
@@ -83,21 +114,29 @@ st.caption("Rows: CPU ops by nesting depth, runtime/driver API calls, GPU stream
 
 with ui.guard(), queries.session(ui.get_store()) as store:
     labels = charts.label_map(queries.run_labels(store, runs))
-    state, iteration, window, shared, found = controls(store, state, runs)
+    state, iteration, window, shared, found, collapse = controls(store, state, runs)
+    extent = int(queries.timeline_extent_ns(store, runs, iteration))
+    picked = url_range(state)
     panels = queries.timeline_panels(store, runs, iteration, window, shared)
     if shared and (ratio := timeline_view.scale_hint(panels)):
         st.info(f"These iterations differ {ratio:,.0f}× in length: on the shared scale the short "
                 "ones are slivers. Pick **Each run its own scale** to see each in full.")
-    drawn = [p for p in panels if not p[3].empty]
-    for run, step, _, marks in panels:
-        if marks.empty:
-            st.text(markup.printable(f"{labels.get(run, run)}: {step} has no events in this window."))
+    drawn = [p for p in panels if not p.marks.empty]
+    for p in panels:
+        if p.marks.empty:
+            st.text(markup.printable(timeline_view.empty_note(labels.get(p.run_id, p.run_id), p)))
     if drawn:
         spec = timeline_view.timeline_spec(
-            drawn, [labels.get(p[0], p[0]) for p in drawn],
-            [narrative.timeline_caption(p[3], p[1], found) for p in drawn], shared, found)
-        event = st.vega_lite_chart(spec, on_select="rerun", selection_mode=["brush"],
-                                   key=f"timeline-{len(drawn)}-{shared}")
-        if picked := timeline_view.brushed_ns(event.selection if event else None):
+            drawn, [labels.get(p.run_id, p.run_id) for p in drawn],
+            [narrative.timeline_caption(p.marks, p.step, found) for p in drawn], shared, found,
+            collapse, None if picked is None else (picked[0] / 1e3, picked[1] / 1e3))
+        key = f"timeline-{len(drawn)}-{shared}"
+        event = st.vega_lite_chart(spec, on_select="rerun", key=key,
+                                   selection_mode=["brush", "zoom"] if shared else ["brush"])
+        if (moved := follow_chart(state, key, dict(event.selection or {}) if event else {},
+                                  extent)) is not None:
+            ui.set_view(moved)
+            st.rerun()
+        if picked:
             range_section(store, runs, labels, iteration, picked, state)
     ui.copy_link(state)

@@ -80,20 +80,26 @@ def test_spec_links_zoom_on_a_shared_scale_and_not_on_independent_ones(tiny):
     spec = tv.timeline_spec(panels, ["A", "B"], ["a", "b"], True)
     json.dumps(spec)  # plain JSON, ready for st.vega_lite_chart
     params = {p["name"]: p for p in spec["params"]}
-    assert params["zoom"]["bind"] == "scales" and params["zoom"]["views"] == ["panel_0", "panel_1"]
+    # views: the GPU lanes of A and B, then the CPU lanes of A and B
+    assert [v["title"]["text"] for v in spec["vconcat"]] == ["A · GPU", "B · GPU", "A · CPU", "B · CPU"]
+    assert params["zoom"]["bind"] == "scales"
+    assert sorted(params["zoom"]["views"]) == ["panel_0", "panel_1", "panel_2", "panel_3"]
     assert params["zoom"]["select"]["zoom"].startswith("wheel!["), "plain wheel must scroll the page"
     assert spec["resolve"]["scale"]["x"] == "shared"
-    assert [v["layer"][0]["encoding"]["x"]["scale"]["domain"] for v in spec["vconcat"]] == [[0, 100]] * 2
+    assert [v["layer"][0]["encoding"]["x"]["scale"]["domain"] for v in spec["vconcat"]] == [[0, 100]] * 4
     own = tv.timeline_spec(_panels(tiny, False), ["A", "B"], ["a", "b"], False)
-    assert {p["name"] for p in own["params"]} >= {"zoom_0", "zoom_1", "brush", "pick", "hover"}
+    zooms = {p["name"]: p["views"] for p in own["params"] if p["name"].startswith("zoom")}
+    assert zooms == {"zoom_0": ["panel_0", "panel_2"], "zoom_1": ["panel_1", "panel_3"]}, \
+        "a run's GPU and CPU views zoom together, apart from the other run's"
     assert own["resolve"]["scale"]["x"] == "independent"
-    assert [v["layer"][0]["encoding"]["x"]["scale"]["domain"] for v in own["vconcat"]] == [[0, 100], [0, 50]]
+    assert [v["layer"][0]["encoding"]["x"]["scale"]["domain"] for v in own["vconcat"]] == [
+        [0, 100], [0, 50], [0, 100], [0, 50]]
     assert spec["config"]["axis"]["labelFontSize"] >= 11
 
 
 def test_each_panel_draws_only_its_own_iteration(tiny):
     # runa's iteration 0 is 100 µs; a 150 µs window must not draw iteration 1's ops
-    (_, _, domain, marks), _ = q.timeline_panels(tiny, ["runa", "runb"], 0, (0, 150_000), True)
+    (_, _, domain, marks, _), _ = q.timeline_panels(tiny, ["runa", "runb"], 0, (0, 150_000), True)
     assert domain == (0.0, 150.0) and "ProfilerStep#2" not in set(marks["name"])
     assert marks["start_us"].max() < 100
 
