@@ -74,18 +74,23 @@ def url_range(state):
 
 
 def follow_chart(state, key: str, selection: dict, extent: int):
-    """The view after a wheel zoom, pan or drag on the chart (each taken once: Streamlit keeps
-    reporting the last one), or None when nothing new happened there."""
+    """The view after a wheel zoom, pan or drag on the chart, or None when nothing new happened
+    there. Streamlit keeps reporting a chart's last selection (and an empty one at first), so
+    each is taken once: only a change from the last one seen moves the view."""
     new = state
-    zoomed = timeline_view.brushed_ns(selection, "zoom")
-    if zoomed and st.session_state.get(f"{key}-zoom") != zoomed:
-        st.session_state[f"{key}-zoom"] = zoomed
-        new = new.with_(window_ns=timeline_view.zoom_window(zoomed, extent, 1.0))
-    if "brush" in selection:
-        brushed = timeline_view.brushed_ns(selection)
-        if st.session_state.get(f"{key}-brush", "unset") != brushed:
-            st.session_state[f"{key}-brush"] = brushed
-            new = share.with_span(new, "range", brushed)
+    for name in ("zoom", "brush"):
+        if name not in selection:
+            continue
+        seen, now = f"{key}-{name}", timeline_view.brushed_ns(selection, name)
+        first = seen not in st.session_state
+        if first or st.session_state[seen] == now:
+            st.session_state[seen] = now
+            continue
+        st.session_state[seen] = now
+        if name == "zoom" and now:
+            new = new.with_(window_ns=timeline_view.zoom_window(now, extent, 1.0))
+        elif name == "brush":
+            new = share.with_span(new, "range", now)
     return None if new == state else new
 
 

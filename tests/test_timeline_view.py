@@ -81,7 +81,8 @@ def test_spec_links_zoom_on_a_shared_scale_and_not_on_independent_ones(tiny):
     json.dumps(spec)  # plain JSON, ready for st.vega_lite_chart
     params = {p["name"]: p for p in spec["params"]}
     # views: the GPU lanes of A and B, then the CPU lanes of A and B
-    assert [v["title"]["text"] for v in spec["vconcat"]] == ["A · GPU", "B · GPU", "A · CPU", "B · CPU"]
+    assert [v["title"]["text"] for v in spec["vconcat"]] == [
+        "A · ProfilerStep#1 · GPU", "B · (whole trace) · GPU", "A · CPU", "B · CPU"]
     assert params["zoom"]["bind"] == "scales"
     assert sorted(params["zoom"]["views"]) == ["panel_0", "panel_1", "panel_2", "panel_3"]
     assert params["zoom"]["select"]["zoom"].startswith("wheel!["), "plain wheel must scroll the page"

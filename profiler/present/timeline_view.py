@@ -237,7 +237,7 @@ def _panel(marks: pd.DataFrame, view: int, run: int, title: str, subtitle: str, 
     layers = [bars, names, ranged, line, head]
     if domain[0] <= step_end_us <= domain[1] or not shared:
         layers += _boundary_layers(x, step, step_end_us)
-    return {"title": {"text": title, "subtitle": subtitle, "anchor": "start"},
+    return {"title": {"text": title, "anchor": "start", **({"subtitle": subtitle} if subtitle else {})},
             "width": WIDTH_PX, "height": LANE_PX * max(len(lanes), 1), "layer": layers}
 
 
@@ -261,8 +261,10 @@ def timeline_spec(panels: list, titles: list[str], subtitles: list[str], shared:
         p = panels[i]
         where = "GPU" if gpu else "CPU"
         axis = not shared or k == 0 or (not gpu and order[k - 1][1])
-        views.append(_panel(marks.reset_index(drop=True), k, i, f"{titles[i]} · {where}",
-                            subtitles[i], p[2], search, shared, p[1], p[4], axis))
+        # GPU views: one title line (run, step), so the runs' GPU lanes sit close together
+        title = f"{titles[i]} · {p[1]} · GPU" if gpu else f"{titles[i]} · CPU"
+        views.append(_panel(marks.reset_index(drop=True), k, i, title, "" if gpu else subtitles[i],
+                            p[2], search, shared, p[1], p[4], axis))
         groups[i].append(f"panel_{k}")
     return {
         "$schema": "https://vega.github.io/schema/vega-lite/v6.json",
