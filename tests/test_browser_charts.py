@@ -65,7 +65,8 @@ X_LABELS = """(i) => Array.from(document.querySelectorAll('.vega-embed svg g.rol
   .filter(g => /^concat_\\d+_group$/.test(g.getAttribute('class').split(' ').pop()))
   .map(g => Array.from(g.querySelectorAll('g.role-axis')).filter(a =>
       (a.getAttribute('aria-label') || '').startsWith('X-axis'))
-    .map(a => Array.from(a.querySelectorAll('text')).map(t => t.textContent).join('|')).join())"""
+    .map(a => Array.from(a.querySelectorAll('text')).map(t => t.textContent).join('|')).join())
+  .filter(labels => labels)"""  # views with an x axis (on a shared scale, the timeline's first ones)
 SCROLL_TOP = "document.querySelector('[data-testid=\"stMain\"]').scrollTop"
 PAGE_HEIGHT = ("Math.max(...['stMain', 'stAppViewContainer'].map(t => (document.querySelector("
                "'[data-testid=\"' + t + '\"]') || {}).scrollHeight || 0))")

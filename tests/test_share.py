@@ -106,3 +106,18 @@ def test_app_root_strips_only_a_page_path(url, root):
     assert app_root(url) == root
     state = ViewState(page="compare", runs=("a1", "b2"))
     assert parse_url(share_url(state, base=app_root(url))) == state
+
+
+def test_the_timeline_range_travels_in_the_url_and_a_bad_one_is_a_sentence():
+    from profiler.present.share import span_ns, with_span
+    state = with_span(ViewState(page="timeline", runs=("a1",)), "range", (250_000, 300_000))
+    url = share_url(state, base="http://h")
+    assert url.endswith("range=250000%2C300000") or url.endswith("range=250000,300000")
+    assert span_ns(parse_url(url), "range") == (250_000, 300_000)
+    assert span_ns(with_span(state, "range", None), "range") is None
+    for bad, why in (("300,200", "range: start 300 ns must be before end 200 ns"),
+                     ("1,2,3", "range: '1,2,3' should be 'start_ns,end_ns'"),
+                     ("a,2", "range: 'a' is not an integer")):
+        with pytest.raises(ShareError) as err:
+            span_ns(state.with_filter("range", bad), "range")
+        assert str(err.value) == why

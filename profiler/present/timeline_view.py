@@ -8,7 +8,7 @@ and on to the kernel or copy it launched. Trace text (names) is data for Vega-Li
 """
 from __future__ import annotations
 
-import altair as alt
+import numpy as np
 import pandas as pd
 
 from profiler.present import style
@@ -81,6 +81,7 @@ def panel_data(marks: pd.DataFrame | list[dict], panel: int, search: str | None,
             "duration": style.duration(r["dur_us"]), "starts": style.duration(r["start_us"]),
             "details": _details(r), "link": f"{panel}:{ext}" if ext is not None else f"{panel}{part}:m{i}",
             "hit": not needle or (needle in name.lower() and r["kind"] != "merged"),
+            "label": name if r.get("labelled", True) and r["kind"] != "merged" else "",
         })
     return out
 
@@ -120,12 +121,21 @@ def lane_order(marks: pd.DataFrame) -> list[str]:
 
 
 def collapse_depths(marks: pd.DataFrame) -> pd.DataFrame:
-    """CPU ops of a thread in one lane (``… · ops``), the deeper drawn over the outer ones."""
+    """CPU ops of a thread in one lane (``… · ops``), the deeper drawn over the outer ones; only
+    the innermost ops (no op one level deeper starts inside them) keep their name inside the bar,
+    so names never print over each other (hover tells every name)."""
     ops = marks["lane_group"] == 0
     if not ops.any():
         return marks
     lanes = marks["lane"].where(~ops, marks["lane"].str.replace(r" · depth \d+$", " · ops", regex=True))
-    return marks.assign(lane=lanes).sort_values(["level"], kind="stable", ignore_index=True)
+    out = marks.assign(lane=lanes, labelled=~ops)
+    for lane, rows in out[ops].groupby("lane", sort=False):
+        for level, own in rows.groupby("level"):
+            inner = np.sort(rows.loc[rows["level"] == level + 1, "start_us"].to_numpy())
+            parents = (np.searchsorted(inner, own["end_us"].to_numpy(), "left")
+                       > np.searchsorted(inner, own["start_us"].to_numpy(), "left"))
+            out.loc[own.index, "labelled"] = ~parents
+    return out.sort_values(["level"], kind="stable", ignore_index=True)
 
 
 def _params(groups: list[list[str]], shared: bool, brush_us: tuple[float, float] | None) -> list[dict]:
@@ -172,13 +182,13 @@ def _names_layer(x: dict, y: dict, scale: str) -> dict:
     """Slice names inside the bars wide enough to hold them (cut to the bar's visible width)."""
     left = f"max(0, scale('{scale}', datum.start_us))"
     right = f"min(width, scale('{scale}', datum.end_us))"
-    return {"transform": [{"filter": "datum.kind != 'merged'"}],
+    return {"transform": [{"filter": "datum.label != ''"}],
             "mark": {"type": "text", "align": "left", "baseline": "middle", "clip": True,
                      "fontSize": 11, "color": "#1a1a1a",
                      "x": {"expr": f"{left} + 3"},
                      "limit": {"expr": f"max(0, {right} - {left} - 6)"},
                      "opacity": {"expr": f"{right} - {left} >= {LABEL_MIN_PX} ? 1 : 0"}},
-            "encoding": {"y": y, "text": {"field": "name", "type": "nominal"}}}
+            "encoding": {"y": y, "text": {"field": "label", "type": "nominal"}}}
 
 
 def _boundary_layers(x: dict, step: str, step_end_us: float) -> list[dict]:
