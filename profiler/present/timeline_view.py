@@ -221,7 +221,7 @@ def _panel(marks: pd.DataFrame, view: int, run: int, title: str, subtitle: str, 
          "axis": {"labelLimit": LABEL_PX - 10, "labelOverlap": False, "minExtent": LABEL_PX}}
     kinds = style.category_colours(EVENT_KINDS)
     bars = {
-        "name": f"panel_{view}", "data": {"values": data},
+        "name": f"panel_{view}",
         "mark": {"type": "bar", "clip": True},
         "encoding": {
             "x": x, "x2": {"field": "end_us"}, "y": y,
@@ -233,7 +233,7 @@ def _panel(marks: pd.DataFrame, view: int, run: int, title: str, subtitle: str, 
             "tooltip": [{"field": c, "type": "nominal", "title": t} for c, t in TOOLTIP],
         },
     }
-    names = {**_names_layer(x, y, _x_scale(view, shared)), "data": {"values": data}}
+    names = _names_layer(x, y, _x_scale(view, shared))
     flow_values = {"values": flows}
     line = {"data": flow_values, "transform": [{"filter": PICKED}],
             "mark": {"type": "line", "clip": True, "strokeWidth": 1.5, "color": style.HIGHLIGHT},
@@ -248,7 +248,8 @@ def _panel(marks: pd.DataFrame, view: int, run: int, title: str, subtitle: str, 
     if domain[0] <= step_end_us <= domain[1] or not shared:
         layers += _boundary_layers(x, step, step_end_us)
     return {"title": {"text": title, "anchor": "start", **({"subtitle": subtitle} if subtitle else {})},
-            "width": WIDTH_PX, "height": LANE_PX * max(len(lanes), 1), "layer": layers}
+            "width": WIDTH_PX, "height": LANE_PX * max(len(lanes), 1),
+            "data": {"values": data}, "layer": layers}  # bars and their names share the data
 
 
 def timeline_spec(panels: list, titles: list[str], subtitles: list[str], shared: bool,
