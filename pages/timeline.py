@@ -111,11 +111,14 @@ def range_section(store, runs, labels, iteration, picked, state) -> None:
 st.title("Timeline")
 state = ui.view_state("timeline")
 runs = ui.require_runs(state)
-st.caption("Rows: CPU ops by nesting depth, runtime/driver API calls, GPU streams. The mouse wheel "
-           "scrolls the page; **Ctrl/⌘/Shift + wheel** zooms, **Shift + drag** pans (all panels "
-           "together on a shared scale), a **drag** selects a range and lists what ran in it. "
-           "Hover or click an event for its flow: CPU op → launch → kernel. Grey bars merge events "
-           "shorter than a pixel.")
+st.caption("GPU lanes of every run first, next to each other; then each run's CPU lanes: ops by "
+           "nesting depth (or one lane per thread) and runtime/driver API calls. Each run draws "
+           "only the step in its caption; a dashed line marks where that step ends. The mouse "
+           "wheel scrolls the page; **Ctrl/⌘/Shift + wheel** zooms, **Shift + drag** pans (all "
+           "runs together on a shared scale), a **drag** selects a range, marks it in every run "
+           "and lists what ran in it; the link keeps the range and, on a shared scale, the zoom and "
+           "pan. Hover or click an event for its "
+           "flow: CPU op → launch → kernel. Grey bars merge events shorter than a pixel.")
 
 with ui.guard(), queries.session(ui.get_store()) as store:
     labels = charts.label_map(queries.run_labels(store, runs))
