@@ -24,7 +24,8 @@ RANGE_COLUMNS = {
 
 
 def controls(store, state, runs):
-    """Iteration, scale, search and window (ns from the iteration start); all kept in the URL."""
+    """Iteration, scale, search, CPU lanes and window (ns from the iteration start), all kept in
+    the URL, and the longest iteration's length (ns)."""
     left, mid, right, far = st.columns([1, 1.4, 1.4, 1])
     iteration = int(left.number_input("Iteration (0 = first ProfilerStep of each run)",
                                       min_value=0, value=state.iteration or 0, step=1))
@@ -45,7 +46,7 @@ def controls(store, state, runs):
     new = new.with_filter("cpu", "one" if collapse else None)
     if new != state:
         ui.set_view(new)
-    return new, iteration, window, scale == "shared", found, collapse
+    return new, iteration, window, scale == "shared", found, collapse, extent
 
 
 def window_buttons(window, extent):
@@ -122,8 +123,7 @@ st.caption("GPU lanes of every run first, next to each other; then each run's CP
 
 with ui.guard(), queries.session(ui.get_store()) as store:
     labels = charts.label_map(queries.run_labels(store, runs))
-    state, iteration, window, shared, found, collapse = controls(store, state, runs)
-    extent = int(queries.timeline_extent_ns(store, runs, iteration))
+    state, iteration, window, shared, found, collapse, extent = controls(store, state, runs)
     picked = url_range(state)
     panels = queries.timeline_panels(store, runs, iteration, window, shared)
     if shared and (ratio := timeline_view.scale_hint(panels)):
