@@ -245,6 +245,9 @@ def test_zoom_pan_and_range_come_back_from_the_share_url(timeline_server, browse
         _settle(page)
         inner = _window(page.url)
         assert abs(sum(inner) / 2 - centre) <= 1 and inner[1] - inner[0] < panned[1] - panned[0]
+        page.wait_for_timeout(1500)
+        assert "range=" in page.url, "zooming dropped the dragged range"
+        assert all(len(r) == 1 for r in _ranges(page)), "zooming dropped the range's highlight"
     finally:
         page.close()
     again = _open(browser, shared, 4)
