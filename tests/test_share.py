@@ -9,7 +9,7 @@ import pytest
 
 from profiler.present.share import (
     DEFAULT_PAGE, PAGES, RESERVED, ShareError, ViewState, app_root, decode, encode, parse_url,
-    share_url,
+    share_url, span_ns, with_span,
 )
 
 RUN_CHARS = string.ascii_letters + string.digits + "_-."
@@ -109,10 +109,9 @@ def test_app_root_strips_only_a_page_path(url, root):
 
 
 def test_the_timeline_range_travels_in_the_url_and_a_bad_one_is_a_sentence():
-    from profiler.present.share import span_ns, with_span
     state = with_span(ViewState(page="timeline", runs=("a1",)), "range", (250_000, 300_000))
     url = share_url(state, base="http://h")
-    assert url.endswith("range=250000%2C300000") or url.endswith("range=250000,300000")
+    assert url == "http://h/timeline?runs=a1&range=250000,300000"
     assert span_ns(parse_url(url), "range") == (250_000, 300_000)
     assert span_ns(with_span(state, "range", None), "range") is None
     for bad, why in (("300,200", "range: start 300 ns must be before end 200 ns"),
