@@ -1,14 +1,17 @@
-"""Timeline: one panel per selected run, stacked on one time axis, aligned at the start of an
-iteration; each panel draws only its own iteration.
+"""Timeline: the selected runs on one time axis, aligned at the start of an iteration; the GPU
+lanes of all runs first, next to each other, then each run's CPU lanes. Each run draws only the
+events of the step it is captioned with.
 
-CPU rows show ops by nesting depth and the runtime/driver API calls of each thread; GPU rows show
-kernels and copies per stream. Only the chosen window is read from the store, and events shorter
-than a pixel are merged there, so traces with millions of events stay quick.
+CPU rows show ops by nesting depth (or one row per thread, on request) and the runtime/driver API
+calls of each thread; GPU rows show kernels and copies per stream. Only the chosen window is read
+from the store, and events shorter than a pixel are merged there, so traces with millions of
+events stay quick. The window (wheel zoom, pan, buttons) and the dragged range live in the URL.
 """
 import streamlit as st
 
 from profiler.analysis import queries
-from profiler.present import charts, markup, narrative, style, timeline_view, ui
+from profiler.errors import ShareError
+from profiler.present import charts, markup, narrative, share, style, timeline_view, ui
 
 SCALES = {"shared": "Shared time scale", "independent": "Each run its own scale"}
 Col = st.column_config
@@ -21,8 +24,9 @@ RANGE_COLUMNS = {
 
 
 def controls(store, state, runs):
-    """Iteration, scale, search and window (ns from the iteration start); all kept in the URL."""
-    left, mid, right = st.columns([1, 1.4, 1.4])
+    """Iteration, scale, search, CPU lanes and window (ns from the iteration start), all kept in
+    the URL, and the longest iteration's length (ns)."""
+    left, mid, right, far = st.columns([1, 1.4, 1.4, 1])
     iteration = int(left.number_input("Iteration (0 = first ProfilerStep of each run)",
                                       min_value=0, value=state.iteration or 0, step=1))
     asked = state.filter("scale", "shared")
@@ -30,6 +34,8 @@ def controls(store, state, runs):
                                   default=asked if asked in SCALES else "shared", required=True)
     found = right.text_input("Find events", value=state.filter("find", ""),
                              placeholder="part of a name, e.g. flash, Memcpy, aten::mm")
+    collapse = far.toggle("CPU ops: one lane per thread", value=state.filter("cpu") == "one",
+                          help="All nesting depths of a thread's ops in one lane, inner ops on top.")
     extent = int(queries.timeline_extent_ns(store, runs, iteration))
     window = state.window_ns or (0, extent)
     window = timeline_view.zoom_window(window, extent, 1.0) if window[1] > window[0] else (0, extent)
@@ -37,9 +43,10 @@ def controls(store, state, runs):
     full = window == (0, extent)
     new = state.with_(iteration=iteration, window_ns=None if full else window)
     new = new.with_filter("scale", None if scale == "shared" else scale).with_filter("find", found)
+    new = new.with_filter("cpu", "one" if collapse else None)
     if new != state:
         ui.set_view(new)
-    return new, iteration, window, scale == "shared", found
+    return new, iteration, window, scale == "shared", found, collapse, extent
 
 
 def window_buttons(window, extent):
@@ -56,6 +63,36 @@ def window_buttons(window, extent):
     cols[-1].caption(markup.fmt("Window {} – {} of {}", style.duration(window[0] / 1e3),
                                 style.duration(window[1] / 1e3), style.duration(extent / 1e3)))
     return window
+
+
+def url_range(state):
+    """The dragged range the URL keeps (None, with a warning, when it is not a range)."""
+    try:
+        return share.span_ns(state, "range")
+    except ShareError as err:
+        st.warning(f"The link's range is ignored: {markup.md(err)}")
+        return None
+
+
+def follow_chart(state, key: str, selection: dict, extent: int):
+    """The view after a wheel zoom, pan or drag on the chart, or None when nothing new happened
+    there. Streamlit keeps reporting a chart's last selection (and an empty one at first), so
+    each is taken once: only a change from the last one seen moves the view."""
+    new = state
+    for name in ("zoom", "brush"):
+        if name not in selection:
+            continue
+        seen, now = f"{key}-{name}", timeline_view.brushed_ns(selection, name)
+        first = seen not in st.session_state
+        if first or st.session_state[seen] == now:
+            st.session_state[seen] = now
+            continue
+        st.session_state[seen] = now
+        if name == "zoom" and now:
+            new = new.with_(window_ns=timeline_view.zoom_window(now, extent, 1.0))
+        elif name == "brush":
+            new = share.with_span(new, "range", now)
+    return None if new == state else new
 
 
 def range_section(store, runs, labels, iteration, picked, state) -> None:
@@ -75,29 +112,39 @@ def range_section(store, runs, labels, iteration, picked, state) -> None:
 st.title("Timeline")
 state = ui.view_state("timeline")
 runs = ui.require_runs(state)
-st.caption("Rows: CPU ops by nesting depth, runtime/driver API calls, GPU streams. The mouse wheel "
-           "scrolls the page; **Ctrl/⌘/Shift + wheel** zooms, **Shift + drag** pans (all panels "
-           "together on a shared scale), a **drag** selects a range and lists what ran in it. "
-           "Hover or click an event for its flow: CPU op → launch → kernel. Grey bars merge events "
-           "shorter than a pixel.")
+st.caption("GPU lanes of every run first, next to each other; then each run's CPU lanes: ops by "
+           "nesting depth (or one lane per thread) and runtime/driver API calls. Each run draws "
+           "only the step in its caption; a dashed line marks where that step ends. The mouse "
+           "wheel scrolls the page; **Ctrl/⌘/Shift + wheel** zooms, **Shift + drag** pans (all "
+           "runs together on a shared scale), a **drag** selects a range, marks it in every run "
+           "and lists what ran in it; the link keeps the range and, on a shared scale, the zoom and "
+           "pan. Hover or click an event for its "
+           "flow: CPU op → launch → kernel. Grey bars merge events shorter than a pixel.")
 
 with ui.guard(), queries.session(ui.get_store()) as store:
     labels = charts.label_map(queries.run_labels(store, runs))
-    state, iteration, window, shared, found = controls(store, state, runs)
+    state, iteration, window, shared, found, collapse, extent = controls(store, state, runs)
+    picked = url_range(state)
     panels = queries.timeline_panels(store, runs, iteration, window, shared)
     if shared and (ratio := timeline_view.scale_hint(panels)):
         st.info(f"These iterations differ {ratio:,.0f}× in length: on the shared scale the short "
                 "ones are slivers. Pick **Each run its own scale** to see each in full.")
-    drawn = [p for p in panels if not p[3].empty]
-    for run, step, _, marks in panels:
-        if marks.empty:
-            st.text(markup.printable(f"{labels.get(run, run)}: {step} has no events in this window."))
+    drawn = [p for p in panels if not p.marks.empty]
+    for p in panels:
+        if p.marks.empty:
+            st.text(markup.printable(timeline_view.empty_note(labels.get(p.run_id, p.run_id), p)))
     if drawn:
         spec = timeline_view.timeline_spec(
-            drawn, [labels.get(p[0], p[0]) for p in drawn],
-            [narrative.timeline_caption(p[3], p[1], found) for p in drawn], shared, found)
-        event = st.vega_lite_chart(spec, on_select="rerun", selection_mode=["brush"],
-                                   key=f"timeline-{len(drawn)}-{shared}")
-        if picked := timeline_view.brushed_ns(event.selection if event else None):
+            drawn, [labels.get(p.run_id, p.run_id) for p in drawn],
+            [narrative.timeline_caption(p.marks, p.step, found) for p in drawn], shared, found,
+            collapse, None if picked is None else (picked[0] / 1e3, picked[1] / 1e3))
+        key = f"timeline-{len(drawn)}-{shared}"
+        event = st.vega_lite_chart(spec, on_select="rerun", key=key,
+                                   selection_mode=["brush", "zoom"] if shared else ["brush"])
+        if (moved := follow_chart(state, key, dict(event.selection or {}) if event else {},
+                                  extent)) is not None:
+            ui.set_view(moved)
+            st.rerun()
+        if picked:
             range_section(store, runs, labels, iteration, picked, state)
     ui.copy_link(state)

@@ -113,15 +113,17 @@ def test_timeline_caps_marks_longest_first(tiny):
 
 def test_timeline_panels_read_every_run_in_one_query(tiny):
     shared = q.timeline_panels(tiny, ["runb", "runa"], 0, (0, 100_000), shared_scale=True)
-    assert [(run, step, domain) for run, step, domain, _ in shared] == [
+    assert [(run, step, domain) for run, step, domain, *_ in shared] == [
         ("runb", "(whole trace)", (0.0, 100.0)), ("runa", "ProfilerStep#1", (0.0, 100.0))]
     runb_marks = shared[0][3]
     assert sorted(runb_marks["kind"]) == ["kernel", "kernel", "op", "runtime", "runtime"]
     assert "run_id" not in runb_marks.columns
     own = q.timeline_panels(tiny, ["runb", "runa"], 0, (0, 100_000), shared_scale=False)
-    assert own[0][2] == (0.0, 50.0)                 # runb's whole trace is 50 µs long
+    # each run its own scale: the window is a share of each run's own iteration (runb: 50 µs
+    # long, runa: 100 µs), so the whole window shows each run whole
+    assert own[0].domain == (0.0, 50.0) and own[1].domain == (0.0, 100.0)
     capped = q.timeline_panels(tiny, RUNS, 1, (0, 100_000), True, max_marks_total=600)
-    assert [len(m) for *_, m in capped] == [8, 5]   # 300 per panel: nothing is cut here
+    assert [len(p.marks) for p in capped] == [8, 5]   # 300 per panel: nothing is cut here
 
 
 def test_timeline_rejects_an_empty_window(tiny):

@@ -9,7 +9,7 @@ import pytest
 
 from profiler.present.share import (
     DEFAULT_PAGE, PAGES, RESERVED, ShareError, ViewState, app_root, decode, encode, parse_url,
-    share_url,
+    share_url, span_ns, with_span,
 )
 
 RUN_CHARS = string.ascii_letters + string.digits + "_-."
@@ -106,3 +106,17 @@ def test_app_root_strips_only_a_page_path(url, root):
     assert app_root(url) == root
     state = ViewState(page="compare", runs=("a1", "b2"))
     assert parse_url(share_url(state, base=app_root(url))) == state
+
+
+def test_the_timeline_range_travels_in_the_url_and_a_bad_one_is_a_sentence():
+    state = with_span(ViewState(page="timeline", runs=("a1",)), "range", (250_000, 300_000))
+    url = share_url(state, base="http://h")
+    assert url == "http://h/timeline?runs=a1&range=250000,300000"
+    assert span_ns(parse_url(url), "range") == (250_000, 300_000)
+    assert span_ns(with_span(state, "range", None), "range") is None
+    for bad, why in (("300,200", "range: start 300 ns must be before end 200 ns"),
+                     ("1,2,3", "range: '1,2,3' should be 'start_ns,end_ns'"),
+                     ("a,2", "range: 'a' is not an integer")):
+        with pytest.raises(ShareError) as err:
+            span_ns(state.with_filter("range", bad), "range")
+        assert str(err.value) == why

@@ -80,20 +80,27 @@ def test_spec_links_zoom_on_a_shared_scale_and_not_on_independent_ones(tiny):
     spec = tv.timeline_spec(panels, ["A", "B"], ["a", "b"], True)
     json.dumps(spec)  # plain JSON, ready for st.vega_lite_chart
     params = {p["name"]: p for p in spec["params"]}
-    assert params["zoom"]["bind"] == "scales" and params["zoom"]["views"] == ["panel_0", "panel_1"]
+    # views: the GPU lanes of A and B, then the CPU lanes of A and B
+    assert [v["title"]["text"] for v in spec["vconcat"]] == [
+        "A · ProfilerStep#1 · GPU", "B · (whole trace) · GPU", "A · CPU", "B · CPU"]
+    assert params["zoom"]["bind"] == "scales"
+    assert sorted(params["zoom"]["views"]) == ["panel_0", "panel_1", "panel_2", "panel_3"]
     assert params["zoom"]["select"]["zoom"].startswith("wheel!["), "plain wheel must scroll the page"
     assert spec["resolve"]["scale"]["x"] == "shared"
-    assert [v["layer"][0]["encoding"]["x"]["scale"]["domain"] for v in spec["vconcat"]] == [[0, 100]] * 2
+    assert [v["layer"][0]["encoding"]["x"]["scale"]["domain"] for v in spec["vconcat"]] == [[0, 100]] * 4
     own = tv.timeline_spec(_panels(tiny, False), ["A", "B"], ["a", "b"], False)
-    assert {p["name"] for p in own["params"]} >= {"zoom_0", "zoom_1", "brush", "pick", "hover"}
+    zooms = {p["name"]: p["views"] for p in own["params"] if p["name"].startswith("zoom")}
+    assert zooms == {"zoom_0": ["panel_0", "panel_2"], "zoom_1": ["panel_1", "panel_3"]}, \
+        "a run's GPU and CPU views zoom together, apart from the other run's"
     assert own["resolve"]["scale"]["x"] == "independent"
-    assert [v["layer"][0]["encoding"]["x"]["scale"]["domain"] for v in own["vconcat"]] == [[0, 100], [0, 50]]
+    assert [v["layer"][0]["encoding"]["x"]["scale"]["domain"] for v in own["vconcat"]] == [
+        [0, 100], [0, 50], [0, 100], [0, 50]]
     assert spec["config"]["axis"]["labelFontSize"] >= 11
 
 
 def test_each_panel_draws_only_its_own_iteration(tiny):
     # runa's iteration 0 is 100 µs; a 150 µs window must not draw iteration 1's ops
-    (_, _, domain, marks), _ = q.timeline_panels(tiny, ["runa", "runb"], 0, (0, 150_000), True)
+    (_, _, domain, marks, _), _ = q.timeline_panels(tiny, ["runa", "runb"], 0, (0, 150_000), True)
     assert domain == (0.0, 150.0) and "ProfilerStep#2" not in set(marks["name"])
     assert marks["start_us"].max() < 100
 
@@ -104,3 +111,43 @@ def test_scale_hint_only_past_a_hundredfold():
     assert tv.scale_hint([(0, 0, 0, short), (0, 0, 0, long)]) == 250
     assert tv.scale_hint([(0, 0, 0, short), (0, 0, 0, short)]) is None
     assert style.duration(1_050_000) == "1.05 s"
+
+
+def test_collapsed_cpu_lanes_name_only_the_innermost_ops(tiny):
+    marks = _panels(tiny, window=(0, 200_000))[0][3]
+    ops = marks[marks["kind"] == "op"]
+    collapsed = tv.collapse_depths(marks)
+    cpu = collapsed[collapsed["lane_group"] == 0]
+    assert set(cpu["lane"]) == {"thread 7 · ops"} and len(cpu) == len(ops)
+    assert cpu["level"].is_monotonic_increasing, "deeper ops must be drawn over the outer ones"
+    # by brute force: an op is named when no op one level deeper starts inside it
+    inner = {r.name for r in ops.itertuples()
+             if not any(o.level == r.level + 1 and r.start_us <= o.start_us < r.end_us
+                        for o in ops.itertuples())}
+    assert {"ProfilerStep#1", "aten::scaled_dot_product_attention"}.isdisjoint(inner)
+    data = tv.panel_data(collapsed, 0, None)
+    assert {r["name"] for r in data if r["kind"] == "op" and r["label"]} == inner
+    assert all(r["label"] == r["name"] for r in data if r["kind"] != "op")   # API and GPU rows
+    assert tv.collapse_depths(marks[marks["lane_group"] > 0]).equals(marks[marks["lane_group"] > 0])
+
+
+def test_a_panel_past_its_steps_end_says_so(tiny):
+    # runa's ProfilerStep#1 is 100 µs long: a window from 120 µs draws none of it (nor step 2)
+    panel = q.timeline_panels(tiny, ["runa"], 0, (120_000, 180_000), True)[0]
+    assert panel.marks.empty and panel.step_end_us == 100
+    assert tv.empty_note("A", panel) == ("A: ProfilerStep#1 ends at 100 µs, before this window "
+                                         "(120 µs – 180 µs); later steps are not drawn.")
+    spec = tv.timeline_spec(_panels(tiny), ["A", "B"], ["a", "b"], True, brush_us=(10.0, 20.0))
+    brush = next(p for p in spec["params"] if p["name"] == "brush")
+    assert brush["value"] == {"x": [10.0, 20.0]}
+    # every view draws the range and names its bars; a view whose window holds its step's end
+    # draws the end as a labelled rule
+    for view in spec["vconcat"]:
+        assert any(layer.get("transform", [{}])[0].get("calculate", "").startswith("brush")
+                   for layer in view["layer"])
+        assert any(layer["mark"]["type"] == "text" and layer["encoding"]["text"]["field"] == "label"
+                   for layer in view["layer"])
+    ends = [layer["data"]["values"][0]["text"] for view in spec["vconcat"] for layer in view["layer"]
+            if layer["mark"]["type"] == "text" and "data" in layer
+            and "text" in layer["data"]["values"][0]]
+    assert "ProfilerStep#1 ends at 100 µs · later steps not drawn" in ends

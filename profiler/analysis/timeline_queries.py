@@ -2,6 +2,8 @@
 per page), the extent of an iteration, and statistics of a dragged range."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import pandas as pd
 
 from profiler.analysis import kept, query_files
@@ -15,24 +17,38 @@ TIMELINE_WIDTH_PX = 1200      # events shorter than window / width merge into on
 
 # ── timeline ─────────────────────────────────────────────────────────────────────────────────
 
+class Panel(NamedTuple):
+    """One run's timeline panel: its step (iteration name), x domain in µs from the step's start,
+    its marks, and where the step ends (µs from its start)."""
+    run_id: str
+    step: str
+    domain: tuple[float, float]
+    marks: pd.DataFrame
+    step_end_us: float
+
+
 def timeline_marks(store, run_id: str, origin_ns: int, window_ns: tuple[int, int],
                    width_px: int = TIMELINE_WIDTH_PX, max_depth: int = 6,
-                   max_marks: int = TIMELINE_MAX_MARKS) -> pd.DataFrame:
+                   max_marks: int = TIMELINE_MAX_MARKS, step: int | None = None) -> pd.DataFrame:
     """The marks of one timeline panel: ``window_ns`` is (start, end) relative to ``origin_ns``.
     Sub-pixel events are merged per lane in DuckDB; at most ``max_marks`` rows come back (the
-    longest); ``marks_before_cap`` says how many there were. Times in µs from ``origin_ns``."""
-    marks = _panel_marks(store, [(run_id, origin_ns, window_ns)], width_px, max_depth, max_marks)
+    longest); ``marks_before_cap`` says how many there were. Times in µs from ``origin_ns``.
+    ``step``: only the events of that iteration (None: every event in the window)."""
+    marks = _panel_marks(store, [(run_id, origin_ns, window_ns, step)], width_px, max_depth,
+                         max_marks)
     return marks.drop(columns="run_id")
 
 
-def _panel_marks(store, panels: list[tuple[str, int, tuple[int, int]]], width_px: int,
+def _panel_marks(store, panels: list[tuple[str, int, tuple[int, int], int | None]], width_px: int,
                  max_depth: int, max_marks: int) -> pd.DataFrame:
-    """Marks of several panels (run_id, origin_ns, window_ns) in one query, with a run_id column;
-    kept per panels and limits (a timeline opened again with the same window costs no query)."""
-    for _, _, (start, end) in panels:
+    """Marks of several panels (run_id, origin_ns, window_ns, step) in one query, with a run_id
+    column; kept per panels and limits (a timeline opened again with the same window costs no
+    query)."""
+    for _, _, (start, end), _ in panels:
         if end <= start:
             raise QueryError(f"time window {start}..{end} ns is empty: its end must follow its start")
-    key = ("timeline_marks", tuple((str(r), int(o), (int(w[0]), int(w[1]))) for r, o, w in panels),
+    key = ("timeline_marks", tuple((str(r), int(o), (int(w[0]), int(w[1])), s)
+                                   for r, o, w, s in panels),
            int(width_px), int(max_depth), int(max_marks))
     return kept.value(store, key, list(dict.fromkeys(str(p[0]) for p in panels)),
                       lambda: _read_panel_marks(store, panels, width_px, max_depth, max_marks))
@@ -44,7 +60,7 @@ def _read_panel_marks(store, panels, width_px: int, max_depth: int, max_marks: i
                 t0s_ns=[int(p[1] + p[2][0]) for p in panels],
                 t1s_ns=[int(p[1] + p[2][1]) for p in panels],
                 buckets_ns=[max(1, (p[2][1] - p[2][0]) // max(1, width_px)) for p in panels],
-                max_depth=max_depth, max_marks=max_marks)
+                steps=[None if p[3] is None else int(p[3]) for p in panels], max_depth=max_depth, max_marks=max_marks)
 
 
 def timeline_extent_ns(store, run_ids, iteration: int) -> int:
@@ -54,37 +70,48 @@ def timeline_extent_ns(store, run_ids, iteration: int) -> int:
 
 
 def timeline_panels(store, run_ids, iteration: int, window_ns: tuple[int, int],
-                    shared_scale: bool, max_marks_total: int = TIMELINE_PAGE_MARKS) -> list:
-    """[(run_id, step name, x domain in µs, marks)] per run, aligned at the start of its
-    ``iteration`` (its last when it has fewer), all read in one query. Each panel draws only its
-    own iteration (the window cut at the iteration's end); with ``shared_scale`` every panel's
-    x domain is the whole window, else its own part of it. Marks per panel shrink with many runs."""
+                    shared_scale: bool, max_marks_total: int = TIMELINE_PAGE_MARKS) -> list[Panel]:
+    """A ``Panel`` per run, aligned at the start of its ``iteration`` (its last when it has
+    fewer), all read in one query. A panel draws only its own step's events: those of the
+    iteration it is captioned with (its GPU work past the step's end included, the next step's
+    never). ``window_ns`` is in the time of the longest chosen iteration: with ``shared_scale``
+    every panel shows it as it is; else each run the same share of its own iteration (the middle
+    half of the longest is the middle half of each). Marks per panel shrink with many runs."""
     bounds = iteration_bounds(store, run_ids, iteration)
     if bounds.empty:
         return []
-    start, end = window_ns
-    windows = [(start, min(end, max(r.end_ns - r.start_ns, start + 1))) for r in bounds.itertuples()]
+    lengths = [int(r.end_ns - r.start_ns) for r in bounds.itertuples()]
+    extent = max(max(lengths), 1)
+    windows = [window_ns if shared_scale else _share_of(window_ns, n / extent) for n in lengths]
     per_panel = max(300, min(TIMELINE_MAX_MARKS, max_marks_total // len(bounds)))
-    marks = _panel_marks(store, [(r.run_id, int(r.start_ns), w)
+    marks = _panel_marks(store, [(r.run_id, int(r.start_ns), w, int(r.iteration))
                                  for r, w in zip(bounds.itertuples(), windows)],
                          TIMELINE_WIDTH_PX, 6, per_panel)
     by_run = dict(tuple(marks.groupby("run_id", sort=False)))
-    empty = marks.iloc[0:0]
-    return [(r.run_id, r.name, (start / 1e3, end / 1e3) if shared_scale else (w[0] / 1e3, w[1] / 1e3),
-             by_run.get(r.run_id, empty).drop(columns="run_id").reset_index(drop=True))
-            for r, w in zip(bounds.itertuples(), windows)]
+    empty = marks.iloc[0:0].drop(columns="run_id")
+    panels = []
+    for r, w, n in zip(bounds.itertuples(), windows, lengths):
+        own = by_run.get(r.run_id)
+        own = empty if own is None else own.drop(columns="run_id").reset_index(drop=True)
+        panels.append(Panel(r.run_id, r.name, (w[0] / 1e3, w[1] / 1e3), own, n / 1e3))
+    return panels
+
+
+def _share_of(window_ns: tuple[int, int], share: float) -> tuple[int, int]:
+    start, end = int(window_ns[0] * share), int(window_ns[1] * share)
+    return start, max(end, start + 1)
 
 
 def timeline_range_stats(store, run_ids, iteration: int, range_ns: tuple[int, int],
                          limit: int = 40) -> pd.DataFrame:
-    """Per run, what ran inside ``range_ns`` (ns from the start of its ``iteration``, cut at the
-    iteration's end like its panel): run_id, kind, name, events, total_ns (time inside the range)
-    and self_ns, the ``limit`` longest."""
+    """Per run, what ran inside ``range_ns`` (ns from the start of its ``iteration``; like its
+    panel, only that iteration's events): run_id, kind, name, events, total_ns (time inside the
+    range) and self_ns, the ``limit`` longest."""
     bounds = iteration_bounds(store, run_ids, iteration)
     start, end = range_ns
     if end <= start:
         raise QueryError(f"time range {start}..{end} ns is empty: its end must follow its start")
     return query_files.run(store, "timeline_range_stats", run_ids=list(bounds["run_id"]),
                 t0s_ns=[int(r.start_ns + start) for r in bounds.itertuples()],
-                t1s_ns=[int(r.start_ns + max(min(end, r.end_ns - r.start_ns), start + 1))
-                        for r in bounds.itertuples()], max_depth=6, limit=limit)
+                t1s_ns=[int(r.start_ns + end) for r in bounds.itertuples()],
+                steps=[int(r.iteration) for r in bounds.itertuples()], max_depth=6, limit=limit)

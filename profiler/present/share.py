@@ -132,11 +132,30 @@ def _parse_int(name: str, text: str) -> int:
     return int(text)
 
 
-def _parse_window(text: str) -> tuple[int, int]:
+def _parse_window(text: str, name: str = "window") -> tuple[int, int]:
     parts = text.split(",")
     if len(parts) != 2:
-        raise ShareError(f"window: {text!r} should be 'start_ns,end_ns'")
-    return (_parse_int("window", parts[0]), _parse_int("window", parts[1]))
+        raise ShareError(f"{name}: {text!r} should be 'start_ns,end_ns'")
+    return (_parse_int(name, parts[0]), _parse_int(name, parts[1]))
+
+
+def span_ns(state: ViewState, key: str) -> tuple[int, int] | None:
+    """A time span kept in a filter as ``start_ns,end_ns`` (the timeline's dragged ``range``),
+    or None when the URL has none; raises ``ShareError`` on a bad one."""
+    text = state.filter(key)
+    if text is None:
+        return None
+    span = _parse_window(text, key)
+    try:
+        _check_window(span)
+    except ShareError as err:
+        raise ShareError(str(err).replace("window:", f"{key}:", 1)) from None
+    return span
+
+
+def with_span(state: ViewState, key: str, span: tuple[int, int] | None) -> ViewState:
+    """``state`` with a time span filter set (None removes it)."""
+    return state.with_filter(key, None if span is None else f"{int(span[0])},{int(span[1])}")
 
 
 def decode(params: Mapping[str, str], page: str = DEFAULT_PAGE) -> ViewState:

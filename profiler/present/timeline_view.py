@@ -8,7 +8,7 @@ and on to the kernel or copy it launched. Trace text (names) is data for Vega-Li
 """
 from __future__ import annotations
 
-import altair as alt
+import numpy as np
 import pandas as pd
 
 from profiler.present import style
@@ -29,7 +29,7 @@ GPU_KINDS = ("kernel", "memcpy", "memset")
 def scale_hint(panels: list) -> float | None:
     """How many times longer the longest panel's iteration is than the shortest (None when
     the ratio is below ``SCALE_HINT_RATIO``): a shared axis squeezes the short ones to nothing."""
-    spans = [float(m["end_us"].max()) for _, _, _, m in panels if not m.empty]
+    spans = [float(p[3]["end_us"].max()) for p in panels if not p[3].empty]
     spans = [s for s in spans if s > 0]
     if len(spans) < 2 or max(spans) / min(spans) <= SCALE_HINT_RATIO:
         return None
@@ -64,10 +64,12 @@ def _rows(marks: pd.DataFrame) -> list[dict]:
     return [dict(zip(columns, row)) for row in zip(*columns.values())]
 
 
-def panel_data(marks: pd.DataFrame | list[dict], panel: int, search: str | None) -> list[dict]:
+def panel_data(marks: pd.DataFrame | list[dict], panel: int, search: str | None,
+               part: str = "") -> list[dict]:
     """What a panel draws: lane, kind, start/end, readable tooltip text, ``hit`` (matches the
     search) and a ``link`` key that joins an op with the launches and GPU work it caused (its
-    external id, prefixed by the panel; a key of its own for marks without one)."""
+    external id, prefixed by the run's panel, so a run's CPU and GPU views join; a key of its own
+    for marks without one, ``part`` telling the views apart)."""
     needle = (search or "").lower()
     out = []
     for i, r in enumerate(_rows(marks) if isinstance(marks, pd.DataFrame) else marks):
@@ -77,8 +79,9 @@ def panel_data(marks: pd.DataFrame | list[dict], panel: int, search: str | None)
             "lane": r["lane"], "kind": r["kind"], "start_us": r["start_us"], "end_us": r["end_us"],
             "name": name, "what": f"{r['kind']} on {r['lane']}",
             "duration": style.duration(r["dur_us"]), "starts": style.duration(r["start_us"]),
-            "details": _details(r), "link": f"{panel}:{ext}" if ext is not None else f"{panel}:m{i}",
+            "details": _details(r), "link": f"{panel}:{ext}" if ext is not None else f"{panel}{part}:m{i}",
             "hit": not needle or (needle in name.lower() and r["kind"] != "merged"),
+            "label": name if r.get("labelled", True) and r["kind"] != "merged" else "",
         })
     return out
 
@@ -117,17 +120,40 @@ def lane_order(marks: pd.DataFrame) -> list[str]:
     return lanes.sort_values(["lane_group", "lane", "level"])["lane"].tolist()
 
 
-def _params(views: list[str], shared: bool) -> list[dict]:
-    """Zoom (scale-bound, one per x scale), the range brush, and pick/hover of an event."""
+def collapse_depths(marks: pd.DataFrame) -> pd.DataFrame:
+    """CPU ops of a thread in one lane (``… · ops``), the deeper drawn over the outer ones; only
+    the innermost ops (no op one level deeper starts inside them) keep their name inside the bar,
+    so names never print over each other (hover tells every name)."""
+    ops = marks["lane_group"] == 0
+    if not ops.any():
+        return marks
+    lanes = marks["lane"].where(~ops, marks["lane"].str.replace(r" · depth \d+$", " · ops", regex=True))
+    out = marks.assign(lane=lanes, labelled=~ops)
+    for lane, rows in out[ops].groupby("lane", sort=False):
+        for level, own in rows.groupby("level"):
+            inner = np.sort(rows.loc[rows["level"] == level + 1, "start_us"].to_numpy())
+            parents = (np.searchsorted(inner, own["end_us"].to_numpy(), "left")
+                       > np.searchsorted(inner, own["start_us"].to_numpy(), "left"))
+            out.loc[own.index, "labelled"] = ~parents
+    return out.sort_values(["level"], kind="stable", ignore_index=True)
+
+
+def _params(groups: list[list[str]], shared: bool, brush_us: tuple[float, float] | None) -> list[dict]:
+    """Zoom (scale-bound: one for all views on a shared scale, else one per run's views), the
+    range brush (started at ``brush_us`` when the URL has one), and pick/hover of an event."""
     def zoom(name, on):
         return {"name": name, "bind": "scales", "views": on,
                 "select": {"type": "interval", "encodings": ["x"], "zoom": ZOOM_WHEEL,
                            "translate": PAN_DRAG}}
-    zooms = [zoom("zoom", views)] if shared else [zoom(f"zoom_{i}", [v]) for i, v in enumerate(views)]
+    views = [v for g in groups for v in g]
+    zooms = [zoom("zoom", views)] if shared else [zoom(f"zoom_{i}", g) for i, g in enumerate(groups)]
+    brush = {"name": "brush", "views": views, "select": {
+        "type": "interval", "encodings": ["x"], "on": BRUSH_DRAG, "zoom": False,
+        "translate": False, "clear": "dblclick", "mark": {"fillOpacity": 0}}}
+    if brush_us:
+        brush["value"] = {"x": list(brush_us)}
     return zooms + [
-        {"name": "brush", "views": views, "select": {
-            "type": "interval", "encodings": ["x"], "on": BRUSH_DRAG, "zoom": False,
-            "translate": False, "clear": "dblclick"}},
+        brush,
         {"name": "pick", "views": views, "select": {"type": "point", "fields": ["link"], "on": "click"}},
         {"name": "hover", "views": views, "select": {"type": "point", "fields": ["link"],
                                                      "on": "mouseover", "clear": "mouseout"}},
@@ -135,23 +161,67 @@ def _params(views: list[str], shared: bool) -> list[dict]:
 
 
 PICKED = {"or": [{"param": "pick", "empty": False}, {"param": "hover", "empty": False}]}
+# the dragged range, drawn in every view (Vega-Lite draws a brush only in the view it was made in)
+RANGE_LAYER = {
+    "data": {"values": [{}]},
+    "transform": [{"calculate": "brush && brush.start_us ? brush.start_us[0] : null", "as": "r0"},
+                  {"calculate": "brush && brush.start_us ? brush.start_us[1] : null", "as": "r1"},
+                  {"filter": "datum.r0 != null"}],
+    "mark": {"type": "rect", "clip": True, "color": style.HIGHLIGHT, "opacity": 0.12,
+             "stroke": style.HIGHLIGHT, "strokeOpacity": 0.6},
+}
+LABEL_MIN_PX = 24  # narrower bars carry no name (hover still tells it)
 
 
-def _panel(marks: pd.DataFrame, panel: int, title: str, subtitle: str, domain,
-           search: str | None) -> dict:
-    """One run's panel: bars, and flow lines with arrow heads for the picked/hovered event."""
+def _x_scale(view: int, shared: bool) -> str:
+    """The Vega scale name of a view's x axis (Vega-Lite names a concat's views concat_<i>)."""
+    return "x" if shared else f"concat_{view}_x"
+
+
+def _names_layer(x: dict, y: dict, scale: str) -> dict:
+    """Slice names inside the bars wide enough to hold them (cut to the bar's visible width)."""
+    left = f"max(0, scale('{scale}', datum.start_us))"
+    right = f"min(width, scale('{scale}', datum.end_us))"
+    return {"transform": [{"filter": "datum.label != ''"}],
+            "mark": {"type": "text", "align": "left", "baseline": "middle", "clip": True,
+                     "fontSize": 11, "color": "#1a1a1a",
+                     "x": {"expr": f"{left} + 3"},
+                     "limit": {"expr": f"max(0, {right} - {left} - 6)"},
+                     "opacity": {"expr": f"{right} - {left} >= {LABEL_MIN_PX} ? 1 : 0"}},
+            "encoding": {"y": y, "text": {"field": "label", "type": "nominal"}}}
+
+
+def _boundary_layers(x: dict, step: str, step_end_us: float) -> list[dict]:
+    """Where the step ends: a dashed rule labelled with the step's name and length; what lies
+    past it is the step's own GPU work still running (the next step's events are not drawn)."""
+    text = f"{step} ends at {style.duration(step_end_us)} · later steps not drawn"
+    data = {"values": [{"start_us": step_end_us, "text": text}]}
+    enc = {"x": x}
+    return [{"data": data, "mark": {"type": "rule", "clip": True, "color": "#444",
+                                    "strokeDash": [4, 3], "strokeWidth": 1.5}, "encoding": enc},
+            {"data": data, "mark": {"type": "text", "clip": True, "align": "left", "dx": 4,
+                                    "y": 0, "baseline": "top", "fontSize": 11, "color": "#444",
+                                    "fontWeight": "bold"},
+             "encoding": {**enc, "text": {"field": "text", "type": "nominal"}}}]
+
+
+def _panel(marks: pd.DataFrame, view: int, run: int, title: str, subtitle: str, domain,
+           search: str | None, shared: bool, step: str, step_end_us: float, axis: bool) -> dict:
+    """One view of a run: bars with their names, flow lines with arrow heads for the picked or
+    hovered event, the dragged range, and the step's end when it lies in the window."""
     lanes = lane_order(marks)
     rows = _rows(marks)
-    data = panel_data(rows, panel, search)
-    flows = flow_data(rows, panel)
-    x = {"field": "start_us", "type": "quantitative", "title": "time from the start of the iteration",
+    data = panel_data(rows, run, search, part=f"v{view}")
+    flows = flow_data(rows, run)
+    x = {"field": "start_us", "type": "quantitative", "title": None,
          "scale": {"domain": list(domain), "nice": False, "zero": False},
-         "axis": {"labelExpr": style.DURATION_LABEL, "labelFlush": True}}
+         "axis": ({"labelExpr": style.DURATION_LABEL, "labelFlush": True, "orient": "top"}
+                  if axis else None)}
     y = {"field": "lane", "type": "nominal", "sort": lanes, "title": None,
          "axis": {"labelLimit": LABEL_PX - 10, "labelOverlap": False, "minExtent": LABEL_PX}}
     kinds = style.category_colours(EVENT_KINDS)
     bars = {
-        "name": f"panel_{panel}", "data": {"values": data},
+        "name": f"panel_{view}",
         "mark": {"type": "bar", "clip": True},
         "encoding": {
             "x": x, "x2": {"field": "end_us"}, "y": y,
@@ -163,6 +233,7 @@ def _panel(marks: pd.DataFrame, panel: int, title: str, subtitle: str, domain,
             "tooltip": [{"field": c, "type": "nominal", "title": t} for c, t in TOOLTIP],
         },
     }
+    names = _names_layer(x, y, _x_scale(view, shared))
     flow_values = {"values": flows}
     line = {"data": flow_values, "transform": [{"filter": PICKED}],
             "mark": {"type": "line", "clip": True, "strokeWidth": 1.5, "color": style.HIGHLIGHT},
@@ -172,22 +243,44 @@ def _panel(marks: pd.DataFrame, panel: int, title: str, subtitle: str, domain,
             "mark": {"type": "point", "shape": "triangle-down", "filled": True, "size": 70,
                      "clip": True, "color": style.HIGHLIGHT, "opacity": 1},
             "encoding": {"x": x, "y": y}}
-    return {"title": {"text": title, "subtitle": subtitle, "anchor": "start"},
+    ranged = {**RANGE_LAYER, "encoding": {"x": {**x, "field": "r0"}, "x2": {"field": "r1"}}}
+    layers = [bars, names, ranged, line, head]
+    if domain[0] <= step_end_us <= domain[1] or not shared:
+        layers += _boundary_layers(x, step, step_end_us)
+    return {"title": {"text": title, "anchor": "start", **({"subtitle": subtitle} if subtitle else {})},
             "width": WIDTH_PX, "height": LANE_PX * max(len(lanes), 1),
-            "layer": [bars, line, head]}
+            "data": {"values": data}, "layer": layers}  # bars and their names share the data
 
 
 def timeline_spec(panels: list, titles: list[str], subtitles: list[str], shared: bool,
-                  search: str | None = None) -> dict:
-    """Every run's panel in one Vega-Lite spec (a plain dict: Altair's validation of a layered
-    concat costs ~0.5 s). ``panels`` are ``queries.timeline_panels`` entries that have marks;
-    ``shared``: one x scale (linked zoom), else each panel its own."""
-    views = [_panel(marks, i, title, sub, domain, search)
-             for i, ((_, _, domain, marks), title, sub) in enumerate(zip(panels, titles, subtitles))]
+                  search: str | None = None, collapse: bool = False,
+                  brush_us: tuple[float, float] | None = None) -> dict:
+    """Every run in one Vega-Lite spec (a plain dict: Altair's validation of a layered concat
+    costs ~0.5 s). ``panels`` are ``queries.timeline_panels`` entries that have marks. The GPU
+    lanes of all runs come first, next to each other, then each run's CPU lanes (with
+    ``collapse``, one lane of ops per thread). ``shared``: one x scale (linked zoom), else each
+    run its own (its GPU and CPU views zoom together). ``brush_us``: a range to start with."""
+    parts = []  # (run index, GPU?, marks)
+    for i, p in enumerate(panels):
+        marks = collapse_depths(p[3]) if collapse else p[3]
+        gpu = marks["lane_group"] == 2
+        parts += [(i, True, marks[gpu]), (i, False, marks[~gpu])]
+    order = [pt for pt in parts if pt[1] and not pt[2].empty] + \
+            [pt for pt in parts if not pt[1] and not pt[2].empty]
+    views, groups = [], [[] for _ in panels]
+    for k, (i, gpu, marks) in enumerate(order):
+        p = panels[i]
+        where = "GPU" if gpu else "CPU"
+        axis = not shared or k == 0 or (not gpu and order[k - 1][1])
+        # GPU views: one title line (run, step), so the runs' GPU lanes sit close together
+        title = f"{titles[i]} · {p[1]} · GPU" if gpu else f"{titles[i]} · CPU"
+        views.append(_panel(marks.reset_index(drop=True), k, i, title, "" if gpu else subtitles[i],
+                            p[2], search, shared, p[1], p[4], axis))
+        groups[i].append(f"panel_{k}")
     return {
         "$schema": "https://vega.github.io/schema/vega-lite/v6.json",
-        "params": _params([f"panel_{i}" for i in range(len(views))], shared),
-        "vconcat": views, "spacing": 28, "padding": {"left": 5, "top": 5, "right": 28, "bottom": 5},
+        "params": _params([g for g in groups if g], shared, brush_us),
+        "vconcat": views, "spacing": 10, "padding": {"left": 5, "top": 5, "right": 28, "bottom": 5},
         "resolve": {"scale": {"x": "shared" if shared else "independent", "y": "independent",
                               "color": "shared"}},
         "config": style.CONFIG, "usermeta": style.EMBED,
@@ -216,15 +309,24 @@ def _clamp(start: int, end: int, extent: int) -> tuple[int, int]:
     return start, start + width
 
 
-def brushed_ns(selection) -> tuple[int, int] | None:
-    """The range dragged on the chart (Streamlit's selection state), as ns from the iteration
-    start, or None when nothing is selected."""
-    brush = (selection or {}).get("brush") or {}
+def brushed_ns(selection, name: str = "brush") -> tuple[int, int] | None:
+    """The range dragged on the chart (Streamlit's selection state; ``name="zoom"``: the range
+    the wheel zoom and pan show), as ns from the iteration start, or None when there is none."""
+    brush = (selection or {}).get(name) or {}
     values = brush.get("start_us")
     if not values or len(values) != 2:
         return None
     start, end = sorted(float(v) for v in values)
     return (int(start * 1e3), int(end * 1e3)) if end > start else None
+
+
+def empty_note(label: str, panel) -> str:
+    """Why a run's panel is empty: its step ended before the window, or nothing ran in it."""
+    lo, hi = panel.domain
+    if lo >= panel.step_end_us:
+        return (f"{label}: {panel.step} ends at {style.duration(panel.step_end_us)}, before this "
+                f"window ({style.duration(lo)} – {style.duration(hi)}); later steps are not drawn.")
+    return f"{label}: {panel.step} has no events in this window."
 
 
 def range_table(stats: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:

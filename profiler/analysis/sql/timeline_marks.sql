@@ -5,13 +5,23 @@
 -- than bucket_ns (about one pixel) are merged per row and bucket into
 -- one mark that counts them; at most $max_marks marks per panel come back, the longest first.
 -- Times are microseconds relative to origin_ns (the start of the panel's chosen iteration).
+-- A panel draws only its own step: events whose iteration is the panel's (kernels and copies
+-- belong to the step of the call that launched them, so a step's GPU tail past its end is kept
+-- and the next step's work is not); a NULL step or a run without
+-- stored iterations keeps every event.
 -- Lanes carry the names the trace gives its threads and streams (lane_names), else their ids.
 -- includes: none
 -- params: $run_ids VARCHAR[], $origins_ns BIGINT[], $t0s_ns BIGINT[], $t1s_ns BIGINT[],
---         $buckets_ns BIGINT[] (parallel lists: one entry a panel), $max_depth INTEGER, $max_marks INTEGER
-WITH p AS (
+--         $buckets_ns BIGINT[], $steps BIGINT[] (parallel lists: one entry a panel),
+--         $max_depth INTEGER, $max_marks INTEGER
+WITH p0 AS (
     SELECT unnest($run_ids) AS run_id, unnest($origins_ns) AS origin_ns, unnest($t0s_ns) AS t0_ns,
-           unnest($t1s_ns) AS t1_ns, unnest($buckets_ns) AS bucket_ns
+           unnest($t1s_ns) AS t1_ns, unnest($buckets_ns) AS bucket_ns,
+           unnest($steps) AS step
+), p AS (
+    SELECT *, step IS NOT NULL AND EXISTS (SELECT 1 FROM iterations i WHERE i.run_id = p0.run_id)
+           AS stepped
+    FROM p0
 ), names AS (
     SELECT n.run_id, n.kind, n.pid, n.tid, n.name
     FROM lane_names n JOIN p ON n.run_id = p.run_id
@@ -23,12 +33,14 @@ WITH p AS (
            NULL AS grid, NULL AS block, NULL::INTEGER AS registers_per_thread,
            NULL::BIGINT AS shared_mem_bytes, NULL::DOUBLE AS est_occupancy_pct, NULL AS launch_api
     FROM ops o JOIN p ON o.run_id = p.run_id AND o.ts_ns < p.t1_ns AND o.ts_ns + o.dur_ns > p.t0_ns
+                         AND (NOT p.stepped OR o.iteration = p.step)
     LEFT JOIN names tn ON tn.run_id = o.run_id AND tn.kind = 'thread' AND tn.pid = o.pid AND tn.tid = o.tid
     WHERE o.cat <> 'gpu_user_annotation' AND o.depth <= $max_depth
     UNION ALL
     SELECT p.*, 1, coalesce(tn.name, 'thread ' || coalesce(l.tid, '?')) || ' · API', 0, l.api_kind, l.name,
            l.ts_ns, l.dur_ns, l.correlation, l.external_id, NULL, NULL, NULL, NULL, NULL, NULL
     FROM launches l JOIN p ON l.run_id = p.run_id AND l.ts_ns < p.t1_ns AND l.ts_ns + l.dur_ns > p.t0_ns
+                         AND (NOT p.stepped OR l.iteration = p.step)
     LEFT JOIN names tn ON tn.run_id = l.run_id AND tn.kind = 'thread' AND tn.pid = l.pid AND tn.tid = l.tid
     UNION ALL
     SELECT p.*, 2, coalesce(gn.name, 'GPU ' || coalesce(k.device, 0)) || ' · '
@@ -38,6 +50,7 @@ WITH p AS (
            k.block_x || '×' || k.block_y || '×' || k.block_z,
            k.registers_per_thread, k.shared_mem_bytes, k.est_occupancy_pct, l.name
     FROM kernels k JOIN p ON k.run_id = p.run_id AND k.ts_ns < p.t1_ns AND k.ts_ns + k.dur_ns > p.t0_ns
+                         AND (NOT p.stepped OR k.iteration = p.step)
     LEFT JOIN launches l ON l.run_id = k.run_id AND l.correlation = k.correlation
     LEFT JOIN names gn ON gn.run_id = k.run_id AND gn.kind = 'process_labels' AND gn.pid = k.device::VARCHAR
     LEFT JOIN names sn ON sn.run_id = k.run_id AND sn.kind = 'thread' AND sn.pid = k.device::VARCHAR
@@ -47,6 +60,7 @@ WITH p AS (
                    || coalesce(sn.name, 'stream ' || coalesce(m.stream, 0)), 0,
            m.kind, m.name, m.ts_ns, m.dur_ns, m.correlation, m.external_id, NULL, NULL, NULL, NULL, NULL, NULL
     FROM memops m JOIN p ON m.run_id = p.run_id AND m.ts_ns < p.t1_ns AND m.ts_ns + m.dur_ns > p.t0_ns
+                         AND (NOT p.stepped OR m.iteration = p.step)
     LEFT JOIN names gn ON gn.run_id = m.run_id AND gn.kind = 'process_labels' AND gn.pid = m.device::VARCHAR
     LEFT JOIN names sn ON sn.run_id = m.run_id AND sn.kind = 'thread' AND sn.pid = m.device::VARCHAR
                        AND sn.tid = m.stream::VARCHAR
