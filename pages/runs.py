@@ -2,14 +2,16 @@
 import streamlit as st
 
 from profiler.analysis import findings, queries, timings
-from profiler.present import markup, sitemap, ui
+from profiler.present import markup, run_filters, sitemap, ui
 from profiler.storage import catalog
 
 Col = st.column_config
 COLUMNS = {  # in display order: what tells runs apart first, the numbers next, provenance last
     "run_id": Col.TextColumn("run id", help="Content hash of the trace: the same "
                              "file is the same run everywhere, so shared links name runs by it."),
-    "name": Col.TextColumn("name", width="medium"),
+    "sweep": Col.TextColumn("sweep", width="medium", help="What the sweep keeps fixed (variant, batch, "
+                            "heads, head dim, dtype, causal, warm or cold); its runs vary the length."),
+    "name": Col.TextColumn("name", width="large"),
     "variant": Col.TextColumn("variant", help="Attention implementation (captured runs)."),
     "shape": Col.TextColumn("shape B×H×L×D", help="batch × heads × sequence length × head dim"),
     "dtype": Col.TextColumn("dtype"),
@@ -70,11 +72,41 @@ def open_selection(state) -> None:
         ui.trace_download(state.runs[0])
 
 
+def filters(state, runs):
+    """The filter widgets (values from the share URL) ▶ (the state with them, the rows they keep)."""
+    now, offered = run_filters.from_params(state.filter), run_filters.choices(runs)
+    with st.container(horizontal=True, gap="small"):
+        picked = {name: tuple(st.multiselect(name, offered[name], default=[v for v in getattr(now, name)
+                                                                           if v in offered[name]],
+                                             placeholder="all", width=200))
+                  for name in run_filters.COLUMN}
+        text = st.text_input("name or id contains", value=now.text, max_chars=200, width=260)
+        sweeps = st.toggle("group sweeps", value=state.filter("sweeps") == "1")
+    chosen = run_filters.RunFilter(**picked, text=text)
+    new = state.with_filter("sweeps", "1" if sweeps else None)
+    for key, value in run_filters.to_params(chosen).items():
+        new = new.with_filter(key, value)
+    shown = run_filters.apply(runs, chosen)
+    return new, run_filters.with_sweeps(shown) if sweeps else shown
+
+
+def ranking(state, store) -> None:
+    """The selected runs ranked (one table per shape), the winner and why on top."""
+    if len(state.runs) < 2:
+        return
+    st.subheader("Which run wins, and why", divider="gray")
+    ui.ranked_runs(store, state.runs)
+
+
 def highlights(state, store) -> None:
     """What stands out in each selected run, in plain words with its numbers."""
     if not state.runs:
         return
-    st.subheader("What stands out", divider="gray")
+    with st.expander("What stands out in each selected run"):
+        findings_of(state, store)
+
+
+def findings_of(state, store) -> None:
     for run in state.runs[:MAX_HIGHLIGHTED]:
         for finding in findings.run_findings(store, run):
             st.markdown(f"- {markup.md(finding.text)}")
@@ -144,13 +176,17 @@ with ui.guard():
         if runs.empty:
             empty_store()
         runs = timings.catalog_with_timings(store, runs)
-        st.caption(f"{len(runs)} runs in the store. Per-iteration numbers divide by the run's "
-                   "ProfilerStep count. Select runs to compare them on the analysis pages.")
-        picked = ui.pick_rows(runs, "catalog", state.runs, column_config=COLUMNS,
-                              column_order=list(COLUMNS), hide_index=True, placeholder="—")
-        if picked != state.runs:
-            state = ui.update_view(state, runs=picked)
+        filtered, shown = filters(state, runs)
+        st.caption(f"{len(shown)} of {len(runs)} runs in the store shown. Per-iteration numbers divide by "
+                   "the run's ProfilerStep count. Tick runs (left column) to rank and compare them; "
+                   "filtered-out runs stay selected.")
+        picked = ui.pick_rows(shown, "catalog", state.runs, column_config=COLUMNS, row_height=56,
+                              column_order=[c for c in COLUMNS if c != "sweep" or "sweep" in shown],
+                              hide_index=True, placeholder="—")
+        if picked != state.runs or filtered != state:
+            state = ui.update_view(filtered, runs=picked)
         open_selection(state)
+        ranking(state, store)
         highlights(state, store)
     ui.csv_download(runs, "runs", label="Download the catalog as CSV")
     with st.expander("Rename or delete the selected runs", icon=":material/settings:"):

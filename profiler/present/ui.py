@@ -26,7 +26,10 @@ Empty states and errors:
 
 Tables, files, captures:
     ``pick_rows(df, key, selected, id_col="run_id", **kw) -> tuple[str, ...]``  row-selectable
-        ``st.dataframe`` pre-selected from ``selected``; the selected ids.
+        ``st.dataframe`` pre-selected from ``selected``; the selected ids (selected ids that are
+        not rows of ``df``, e.g. filtered out, stay selected).
+    ``ranked_runs(store, run_ids)``  one ranked table per shape group, its sentence on top
+        (``profiler.analysis.ranking``); the runs page and compare show the same.
     ``table(df, **kw)``  ``st.dataframe`` with safe cells (no formula, no line break: its
         toolbar downloads them); pages show every table through it.
     ``csv_download(df, name, label=...)``  ``name.csv`` download button (cells made safe alike).
@@ -258,8 +261,45 @@ def pick_rows(df: pd.DataFrame, key: str, selected: tuple[str, ...], id_col: str
                          selection_mode="multi-row", selection_default=default,
                          **dataframe_kwargs)
     picked = tuple(ids[i] for i in event.selection.rows if i < len(ids))
-    kept = tuple(r for r in selected if r in picked)
+    kept = tuple(r for r in selected if r in picked or r not in ids)
     return kept if set(kept) == set(picked) else kept + tuple(r for r in picked if r not in kept)
+
+
+_RANK_COLUMNS = {
+    "rank": st.column_config.NumberColumn("#", width="small"),
+    "label": st.column_config.TextColumn("run", width="large"),
+    "kernel_us_per_call": st.column_config.NumberColumn(
+        "µs / call", format="%.1f", help="GPU kernel time of one call (per iteration: one call each); "
+        "what the ranking sorts by."),
+    "times_fastest": st.column_config.NumberColumn("× fastest", format="%.2f"),
+    "rate": st.column_config.TextColumn("TFLOP/s or TB/s", help="TFLOP/s when the op model puts the run "
+                                        "under the compute roof, TB/s under the memory roof."),
+    "pct_of_roof": st.column_config.NumberColumn("% of roof", format="%.1f"),
+    "roof_bound": st.column_config.TextColumn("roof"),
+    "peak_allocated_mib": st.column_config.NumberColumn("peak MiB", format="%.1f"),
+    "cold_us": st.column_config.NumberColumn("cold first call µs", format="%.0f",
+                                             help="The first call of this variant and shape in its cold run."),
+    "bound": st.column_config.TextColumn("bound", help="The iterations' verdict (metrics layer)."),
+    "run_id": st.column_config.TextColumn("run id"),
+}
+
+
+def ranked_runs(store, run_ids) -> None:
+    """The selected runs ranked by time per call within each shape group: the group's shape, the
+    sentence (winner, margin, cause), the table; then the runs no other run shares a shape with."""
+    from profiler.analysis import ranking
+    from profiler.present import rank_view
+
+    groups, alone = ranking.rank_groups(store, run_ids)
+    st.caption(rank_view.SHAPE_NOTE)
+    for ranked in groups:
+        st.markdown(markup.fmt("**{}** · {} runs", ranked.group.title, len(ranked.group.run_ids)))
+        st.markdown(markup.md(ranked.sentence))
+        table(rank_view.display(ranked.table), column_config=_RANK_COLUMNS, column_order=list(_RANK_COLUMNS),
+              hide_index=True, placeholder="—", key=f"rank-{ranked.group.title}-{len(ranked.group.run_ids)}")
+    note = rank_view.alone_note([g.title if g.shape else ", ".join(g.run_ids) for g in alone])
+    if note:
+        st.caption(markup.md(note))
 
 
 def upload_limit_mb() -> int:
