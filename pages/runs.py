@@ -120,7 +120,8 @@ def rename(state) -> None:
         st.caption("Select exactly one run to rename it.")
         return
     with st.form("rename", border=False, clear_on_submit=True):
-        name = st.text_input(f"New name for run {markup.md(state.runs[0])}", max_chars=catalog.MAX_NAME_CHARS)
+        name = st.text_input(f"New name for run {markup.md(state.runs[0])}", max_chars=catalog.MAX_NAME_CHARS,
+                             key="rename_to")
         if st.form_submit_button("Rename", icon=":material/edit:"):
             with ui.guard():
                 catalog.rename_run(ui.get_store(), state.runs[0], name)

@@ -35,3 +35,18 @@ def alone_note(titles: list[str]) -> str | None:
         return None
     return (f"Not ranked, no other selected run has the same shape: {len(titles)} run(s) "
             f"({'; '.join(titles)}).")
+
+
+def against_baseline(store, run_ids, baseline: str) -> pd.DataFrame:
+    """The metrics layer's row of each run (``queries.run_metrics``) with ``times_baseline``: its
+    time per call (`timings`, what the ranking sorts by) over the baseline's, for the runs of the
+    baseline's shape only (missing for the others: they are not comparable)."""
+    from profiler.analysis import queries, ranking, timings
+
+    ids = list(dict.fromkeys(run_ids))
+    metrics = queries.run_metrics(store, ids)
+    per_call = timings.run_timings(store, ids).set_index("run_id")["kernel_us_per_call"]
+    same = next((g.run_ids for g in ranking.shape_groups(store, ids) if baseline in g.run_ids), (baseline,))
+    base = per_call.get(baseline)
+    ratio = [per_call.get(r) / base if r in same and base and pd.notna(base) else None for r in metrics["run_id"]]
+    return metrics.assign(times_baseline=pd.array(ratio, dtype="Float64"))
