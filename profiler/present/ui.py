@@ -56,7 +56,7 @@ import streamlit as st
 from streamlit import config as st_config
 from streamlit.runtime.pages_manager import PagesManager
 
-from profiler.analysis import queries
+from profiler.analysis import queries, timings
 from profiler.capture.samples import Seeding, seed_in_background
 from profiler.errors import ProfilerError, StoreError, TraceError
 from profiler.present import markup, sitemap
@@ -217,6 +217,16 @@ def guard() -> Iterator[None]:
         yield
     except PROJECT_ERRORS as err:
         show_error(err)
+
+
+@contextmanager
+def guard_quietly() -> Iterator[None]:
+    """Run a block off the page (a helper thread); the project's errors are dropped: the page that
+    needs the result computes it again and shows the error there."""
+    try:
+        yield
+    except PROJECT_ERRORS:
+        pass
 
 
 def copy_link(state: ViewState) -> str:
@@ -392,12 +402,15 @@ class _VariantBars:
 def preload_capture() -> threading.Thread:
     """Import the capture layer (torch, and the compiler probe behind the variants' availability:
     seconds) on a helper thread once per server, so the profile page's first visitor does not
-    wait for it. On a new store it starts after the samples are in, so that neither the first
+    wait for it. Before that, the runs page's figures of every run are computed once (kept per run,
+    profiler/analysis/kept.py), so that its first visit reads them. On a new store it starts after the samples are in, so that neither the first
     page nor the seeding waits for torch. Then the objects alive (the imported modules: ~0.5 M
     with torch) are frozen out of the garbage collector, whose full collections otherwise walked
     them all, pausing a page for ~0.3 s now and then (bench/RESULTS.md, "Pages")."""
     def load() -> None:
         seeding().wait()
+        with guard_quietly():  # the runs page's per-run figures, kept per run: its first visit reads them
+            timings.catalog_with_timings(get_store(), queries.run_catalog(get_store()))
         from profiler.capture import variants
 
         variants.availability(variants.Setting(device=variants.default_device()))
