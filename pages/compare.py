@@ -26,7 +26,7 @@ DELTA_COLUMNS = {
     "us_delta": Col.NumberColumn("Δ µs", format="%+.1f"),
 }
 METRIC_COLUMNS = {  # the metrics layer's per-iteration figures, as on the runs and kernels pages
-    "side": Col.TextColumn("run", width="medium"),
+    "side": Col.TextColumn("run", width="large"),
     "times_baseline": Col.NumberColumn("µs / call × baseline", format="%.2f", help="Time per call over the "
                                        "baseline's (runs of the baseline's shape only)."),
     "gpu_busy_us_per_iter": Col.NumberColumn("GPU own busy µs / iter", format="%.1f"),
@@ -82,7 +82,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     metrics = rank_view.against_baseline(store, runs, a)
     sides = {r: f"{'a' if r == a else 'b' if r == b else '·'}: {labels.get(r, r)}" for r in metrics["run_id"]}
     ui.table(metrics.assign(side=metrics["run_id"].map(sides)), column_config=METRIC_COLUMNS,
-             column_order=list(METRIC_COLUMNS), hide_index=True)
+             column_order=list(METRIC_COLUMNS), hide_index=True, placeholder="—")
     st.subheader("Findings, b against a", divider="gray")
     found = findings.compare_findings(store, a, b)
     for finding in found:

@@ -47,6 +47,7 @@ COLUMNS = {  # in display order: what tells runs apart first, the numbers next, 
     "source": Col.TextColumn("source"),
     "added_at": Col.DatetimeColumn("added (UTC)", format="YYYY-MM-DD HH:mm"),
 }
+LABELS = {"len": "sequence length", "device": "GPU"}  # filter widgets whose label is not their URL key
 MAX_HIGHLIGHTED = 4  # runs whose findings are listed (each costs a few queries)
 ANALYSIS = ("timeline", "kernels", "launches", "cpu-cost", "compare")  # titles: sitemap.SITE
 
@@ -76,7 +77,7 @@ def filters(state, runs):
     """The filter widgets (values from the share URL) ▶ (the state with them, the rows they keep)."""
     now, offered = run_filters.from_params(state.filter), run_filters.choices(runs)
     with st.container(horizontal=True, gap="small"):
-        picked = {name: tuple(st.multiselect(name, offered[name], default=[v for v in getattr(now, name)
+        picked = {name: tuple(st.multiselect(LABELS.get(name, name), offered[name], default=[v for v in getattr(now, name)
                                                                            if v in offered[name]],
                                              placeholder="all", width=200))
                   for name in run_filters.COLUMN}

@@ -277,7 +277,7 @@ def pick_rows(df: pd.DataFrame, key: str, selected: tuple[str, ...], id_col: str
 
 _RANK_COLUMNS = {
     "rank": st.column_config.NumberColumn("#", width="small"),
-    "label": st.column_config.TextColumn("run", width="large"),
+    "label": st.column_config.TextColumn("run", width="medium"),
     "kernel_us_per_call": st.column_config.NumberColumn(
         "µs / call", format="%.1f", help="GPU kernel time of one call (per iteration: one call each); "
         "what the ranking sorts by."),
