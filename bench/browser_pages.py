@@ -129,7 +129,8 @@ def tour(page, repeat: int) -> dict[str, list[float]]:
             link.click()
             took = drawn(page, title, t0)
             times[path].append(took)
-            print(f"{path:10s} {took:.2f} s  charts={page.locator('.vega-embed svg, .vega-embed canvas').count()}", flush=True)
+            charts = page.locator(".vega-embed svg, .vega-embed canvas").count()
+            print(f"{path:10s} {took:.2f} s  charts={charts}", flush=True)
     return times
 
 

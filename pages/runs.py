@@ -77,10 +77,9 @@ def filters(state, runs):
     """The filter widgets (values from the share URL) ▶ (the state with them, the rows they keep)."""
     now, offered = run_filters.from_params(state.filter), run_filters.choices(runs)
     with st.container(horizontal=True, gap="small"):
-        picked = {name: tuple(st.multiselect(LABELS.get(name, name), offered[name], default=[v for v in getattr(now, name)
-                                                                           if v in offered[name]],
-                                             placeholder="all", width=200))
-                  for name in run_filters.COLUMN}
+        picked = {name: tuple(st.multiselect(
+            markup.md(LABELS.get(name, name)), offered[name], placeholder="all", width=200,
+            default=[v for v in getattr(now, name) if v in offered[name]])) for name in run_filters.COLUMN}
         text = st.text_input("name or id contains", value=now.text, max_chars=200, width=260)
         sweeps = st.toggle("group sweeps", value=state.filter("sweeps") == "1")
     chosen = run_filters.RunFilter(**picked, text=text)

@@ -402,8 +402,9 @@ class _VariantBars:
 def preload_capture() -> threading.Thread:
     """Import the capture layer (torch, and the compiler probe behind the variants' availability:
     seconds) on a helper thread once per server, so the profile page's first visitor does not
-    wait for it. Before that, the runs page's figures of every run are computed once (kept per run,
-    profiler/analysis/kept.py), so that its first visit reads them. On a new store it starts after the samples are in, so that neither the first
+    wait for it. Before that, the runs page's figures of every run are computed once (kept per
+    run, profiler/analysis/kept.py), so that its first visit reads them. On a new store it starts
+    after the samples are in, so that neither the first
     page nor the seeding waits for torch. Then the objects alive (the imported modules: ~0.5 M
     with torch) are frozen out of the garbage collector, whose full collections otherwise walked
     them all, pausing a page for ~0.3 s now and then (bench/RESULTS.md, "Pages")."""

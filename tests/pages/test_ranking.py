@@ -128,7 +128,8 @@ def test_filters_choices_and_sweeps_on_a_hand_made_catalog():
     keep = run_filters.apply(runs, run_filters.RunFilter(len=("512",), dtype=("bf16",)))
     assert list(keep["run_id"]) == ["b"]
     assert list(run_filters.apply(runs, run_filters.RunFilter(text="upload"))["run_id"]) == ["c"]
-    assert list(run_filters.apply(runs, run_filters.RunFilter(source=("uploaded", "captured")))["run_id"]) == list("abcd")
+    both = run_filters.RunFilter(source=("uploaded", "captured"))
+    assert list(run_filters.apply(runs, both)["run_id"]) == list("abcd")
     grouped = run_filters.with_sweeps(runs)
     assert list(grouped["run_id"]) == ["c", "b", "a", "d"]   # "no shape: …" sorts first; x's sweep shortest first
     assert grouped.set_index("run_id").loc["b", "sweep"] == "x · B8 · H16 · D64 · bf16 · causal · warm"
