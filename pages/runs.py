@@ -102,8 +102,12 @@ def highlights(state, store) -> None:
     """What stands out in each selected run, in plain words with its numbers."""
     if not state.runs:
         return
-    with st.expander("What stands out in each selected run"):
+    # on request: each run's findings cost a few queries the ranking above does not need
+    if st.toggle("What stands out in each selected run", value=state.filter("findings") == "1"):
+        ui.set_view(state.with_filter("findings", "1"))
         findings_of(state, store)
+    elif state.filter("findings"):
+        ui.set_view(state.with_filter("findings", None))
 
 
 def findings_of(state, store) -> None:

@@ -142,13 +142,15 @@ def test_bad_link_parameter_is_a_warning_not_a_crash(pages, page_store):
 
 def test_selected_runs_get_plain_language_findings(pages, page_store, run_ids):
     at = pages.open("runs", runs=f"{run_ids[NAIVE]},{run_ids[FLASH]}")
+    assert "launches 1 kernel(s) per iteration" not in pages.texts(at)    # on request only
+    at.toggle[-1].set_value(True).run()
     pages.assert_clean(at)
+    assert at.query_params["findings"] == "1"
     text = pages.texts(at)
-    assert "What stands out in each selected run" in [e.label for e in at.expander]
     # each fixture run launches one kernel per ProfilerStep (hand-written fixtures)
     assert text.count("launches 1 kernel(s) per iteration") == 2
 
 
 def test_no_findings_without_a_selection(pages, page_store):
     at = pages.open("runs")
-    assert "What stands out in each selected run" not in [e.label for e in at.expander]
+    assert "What stands out in each selected run" not in [t.label for t in at.toggle]
