@@ -169,7 +169,8 @@ def pages_section(times: dict, landing: float, repeat: int, load: tuple) -> str:
              f"{load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} (shared with other engineers: not idle).", "",
              "A server over the 168 H200 samples, Chromium 1600×1000, 4 runs of one shape selected (FlashAttention 4, "
              "naive, cuDNN, flash; B=8 H=16 L=1024 D=64 bf16 causal). Each page reached by its sidebar link; "
-             "time from the click to the title shown, nothing stale, not running, every chart drawn. "
+             "time from the click until the server has said the script run finished and the page shows its title "
+             "and every chart drawn (no skeleton). "
              f"*first*: the first tour (computes what is kept per run); *later*: median of the {repeat - 1} "
              f"later tours. Target <= {LIMIT_S:g} s. The runs page opened by URL on the fresh server: "
              f"{landing:.2f} s.", "",
