@@ -1,9 +1,10 @@
-"""Compare: two runs side by side — one iteration's kernel sequences aligned, what only one of them
-launches, and how counts, GPU time and launch APIs change from run a to run b."""
+"""Compare: any number of runs ranked (within each shape), each against a chosen baseline; then the
+baseline and one other run side by side — one iteration's kernel sequences aligned, what only one
+of them launches, and how counts, GPU time and launch APIs change from run a to run b."""
 import streamlit as st
 
 from profiler.analysis import findings, memory, queries
-from profiler.present import charts, markup, memory_charts, narrative, ui
+from profiler.present import charts, markup, memory_charts, narrative, rank_view, ui
 
 Col = st.column_config
 ALIGN_COLUMNS = {
@@ -25,7 +26,9 @@ DELTA_COLUMNS = {
     "us_delta": Col.NumberColumn("Δ µs", format="%+.1f"),
 }
 METRIC_COLUMNS = {  # the metrics layer's per-iteration figures, as on the runs and kernels pages
-    "side": Col.TextColumn("run", width="medium"),
+    "side": Col.TextColumn("run", width="large"),
+    "times_baseline": Col.NumberColumn("µs / call × baseline", format="%.2f", help="Time per call over the "
+                                       "baseline's (runs of the baseline's shape only)."),
     "gpu_busy_us_per_iter": Col.NumberColumn("GPU own busy µs / iter", format="%.1f"),
     "gpu_busy_pct": Col.NumberColumn("own busy % of iteration", format="%.1f"),
     "carried_pct": Col.NumberColumn("carried % of iteration", format="%.1f",
@@ -47,14 +50,17 @@ API_COLUMNS = {
 
 
 def pick_pair(state, runs, labels):
-    """Runs a and b (URL filters ``a`` / ``b``; the first two selected runs by default)."""
+    """The baseline, run a, and the run compared with it in detail, b (URL filters ``a`` / ``b``; the
+    first two selected runs by default)."""
     left, right = st.columns(2)
     a_default = state.filter("a") if state.filter("a") in runs else runs[0]
-    b_default = state.filter("b") if state.filter("b") in runs else runs[1]
     with left:
-        a = st.selectbox("Run a", runs, index=runs.index(a_default), format_func=lambda r: labels.get(r, r))
+        a = st.selectbox("Baseline (run a)", runs, index=runs.index(a_default), format_func=lambda r: labels.get(r, r))
+    others = [r for r in runs if r != a]
+    b_default = state.filter("b") if state.filter("b") in others else others[0]
     with right:
-        b = st.selectbox("Run b", runs, index=runs.index(b_default), format_func=lambda r: labels.get(r, r))
+        b = st.selectbox("Compared in detail (run b)", others, index=others.index(b_default),
+                         format_func=lambda r: labels.get(r, r))
     iteration = st.number_input("Iteration (0 = first ProfilerStep in each run)", min_value=0,
                                 value=state.iteration or 0, step=1)
     new = state.with_filter("a", a).with_filter("b", b).with_(iteration=int(iteration))
@@ -69,12 +75,15 @@ runs = list(ui.require_runs(state, minimum=2, purpose="comparing"))
 
 with ui.guard(), queries.session(ui.get_store()) as store:
     labels = charts.label_map(queries.run_labels(store, runs))
+    st.subheader(f"{len(runs)} runs ranked", divider="gray")
+    ui.ranked_runs(store, runs)
     state, a, b, iteration = pick_pair(state, runs, labels)
     label_a, label_b = f"a: {labels.get(a, a)}", f"b: {labels.get(b, b)}"
-    metrics = queries.run_metrics(store, [a, b])
-    ui.table(metrics.assign(side=[label_a, label_b][:len(metrics)]), column_config=METRIC_COLUMNS,
-                 column_order=list(METRIC_COLUMNS), hide_index=True)
-    st.subheader("Findings", divider="gray")
+    metrics = rank_view.against_baseline(store, runs, a)
+    sides = {r: f"{'a' if r == a else 'b' if r == b else '·'}: {labels.get(r, r)}" for r in metrics["run_id"]}
+    ui.table(metrics.assign(side=metrics["run_id"].map(sides)), column_config=METRIC_COLUMNS,
+             column_order=list(METRIC_COLUMNS), hide_index=True, placeholder="—")
+    st.subheader("Findings, b against a", divider="gray")
     found = findings.compare_findings(store, a, b)
     for finding in found:
         st.markdown(f"- {markup.md(finding.text)}")

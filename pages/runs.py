@@ -2,14 +2,16 @@
 import streamlit as st
 
 from profiler.analysis import findings, queries, timings
-from profiler.present import markup, sitemap, ui
+from profiler.present import markup, run_filters, sitemap, ui
 from profiler.storage import catalog
 
 Col = st.column_config
 COLUMNS = {  # in display order: what tells runs apart first, the numbers next, provenance last
     "run_id": Col.TextColumn("run id", help="Content hash of the trace: the same "
                              "file is the same run everywhere, so shared links name runs by it."),
-    "name": Col.TextColumn("name", width="medium"),
+    "sweep": Col.TextColumn("sweep", width="medium", help="What the sweep keeps fixed (variant, batch, "
+                            "heads, head dim, dtype, causal, warm or cold); its runs vary the length."),
+    "name": Col.TextColumn("name", width="large"),
     "variant": Col.TextColumn("variant", help="Attention implementation (captured runs)."),
     "shape": Col.TextColumn("shape B×H×L×D", help="batch × heads × sequence length × head dim"),
     "dtype": Col.TextColumn("dtype"),
@@ -45,6 +47,7 @@ COLUMNS = {  # in display order: what tells runs apart first, the numbers next, 
     "source": Col.TextColumn("source"),
     "added_at": Col.DatetimeColumn("added (UTC)", format="YYYY-MM-DD HH:mm"),
 }
+LABELS = {"len": "sequence length", "device": "GPU"}  # filter widgets whose label is not their URL key
 MAX_HIGHLIGHTED = 4  # runs whose findings are listed (each costs a few queries)
 ANALYSIS = ("timeline", "kernels", "launches", "cpu-cost", "compare")  # titles: sitemap.SITE
 
@@ -70,11 +73,44 @@ def open_selection(state) -> None:
         ui.trace_download(state.runs[0])
 
 
+def filters(state, runs):
+    """The filter widgets (values from the share URL) ▶ (the state with them, the rows they keep)."""
+    now, offered = run_filters.from_params(state.filter), run_filters.choices(runs)
+    with st.container(horizontal=True, gap="small"):
+        picked = {name: tuple(st.multiselect(
+            markup.md(LABELS.get(name, name)), offered[name], placeholder="all", width=200,
+            default=[v for v in getattr(now, name) if v in offered[name]])) for name in run_filters.COLUMN}
+        text = st.text_input("name or id contains", value=now.text, max_chars=200, width=260)
+        sweeps = st.toggle("group sweeps", value=state.filter("sweeps") == "1")
+    chosen = run_filters.RunFilter(**picked, text=text)
+    new = state.with_filter("sweeps", "1" if sweeps else None)
+    for key, value in run_filters.to_params(chosen).items():
+        new = new.with_filter(key, value)
+    shown = run_filters.apply(runs, chosen)
+    return new, run_filters.with_sweeps(shown) if sweeps else shown
+
+
+def ranking(state, store) -> None:
+    """The selected runs ranked (one table per shape), the winner and why on top."""
+    if len(state.runs) < 2:
+        return
+    st.subheader("Which run wins, and why", divider="gray")
+    ui.ranked_runs(store, state.runs)
+
+
 def highlights(state, store) -> None:
     """What stands out in each selected run, in plain words with its numbers."""
     if not state.runs:
         return
-    st.subheader("What stands out", divider="gray")
+    # on request: each run's findings cost a few queries the ranking above does not need
+    if st.toggle("What stands out in each selected run", value=state.filter("findings") == "1"):
+        ui.set_view(state.with_filter("findings", "1"))
+        findings_of(state, store)
+    elif state.filter("findings"):
+        ui.set_view(state.with_filter("findings", None))
+
+
+def findings_of(state, store) -> None:
     for run in state.runs[:MAX_HIGHLIGHTED]:
         for finding in findings.run_findings(store, run):
             st.markdown(f"- {markup.md(finding.text)}")
@@ -88,7 +124,8 @@ def rename(state) -> None:
         st.caption("Select exactly one run to rename it.")
         return
     with st.form("rename", border=False, clear_on_submit=True):
-        name = st.text_input(f"New name for run {markup.md(state.runs[0])}", max_chars=catalog.MAX_NAME_CHARS)
+        name = st.text_input(f"New name for run {markup.md(state.runs[0])}", max_chars=catalog.MAX_NAME_CHARS,
+                             key="rename_to")
         if st.form_submit_button("Rename", icon=":material/edit:"):
             with ui.guard():
                 catalog.rename_run(ui.get_store(), state.runs[0], name)
@@ -144,13 +181,17 @@ with ui.guard():
         if runs.empty:
             empty_store()
         runs = timings.catalog_with_timings(store, runs)
-        st.caption(f"{len(runs)} runs in the store. Per-iteration numbers divide by the run's "
-                   "ProfilerStep count. Select runs to compare them on the analysis pages.")
-        picked = ui.pick_rows(runs, "catalog", state.runs, column_config=COLUMNS,
-                              column_order=list(COLUMNS), hide_index=True, placeholder="—")
-        if picked != state.runs:
-            state = ui.update_view(state, runs=picked)
+        filtered, shown = filters(state, runs)
+        st.caption(f"{len(shown)} of {len(runs)} runs in the store shown. Per-iteration numbers divide by "
+                   "the run's ProfilerStep count. Tick runs (left column) to rank and compare them; "
+                   "filtered-out runs stay selected.")
+        picked = ui.pick_rows(shown, "catalog", state.runs, column_config=COLUMNS, row_height=56,
+                              column_order=[c for c in COLUMNS if c != "sweep" or "sweep" in shown],
+                              hide_index=True, placeholder="—")
+        if picked != state.runs or filtered != state:
+            state = ui.update_view(filtered, runs=picked)
         open_selection(state)
+        ranking(state, store)
         highlights(state, store)
     ui.csv_download(runs, "runs", label="Download the catalog as CSV")
     with st.expander("Rename or delete the selected runs", icon=":material/settings:"):

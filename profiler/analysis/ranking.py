@@ -16,6 +16,10 @@
 first of the pair's findings that explains a GPU-time gap (kernel architecture, bytes moved, fp32
 GEMMs on CUDA cores, hardware counters), else the largest kernel change.
 
+`shape_groups(store, run_ids)` splits runs by their attention shape (`SHAPE`): runs of different
+shapes are never ranked against each other. `rank_groups(store, run_ids)` is the ranked table and
+sentence of each group of two or more runs, and the runs left alone in their shape.
+
 `check(store, baseline, candidate, max_slowdown_pct)` is the regression gate: slower than the bound
 when the candidate's time per call exceeds the baseline's by more than ``max_slowdown_pct``; it
 names the kernels that grew.
@@ -38,6 +42,7 @@ FROM traces w JOIN traces c
 WHERE w.run_id IN (SELECT unnest($run_ids::VARCHAR[]))
 QUALIFY row_number() OVER (PARTITION BY w.run_id ORDER BY c.added_at DESC, c.run_id) = 1
 """
+SHAPE = ("batch", "heads", "seq_len", "head_dim", "dtype", "causal")  # what makes runs comparable
 COLUMNS = ["rank", "run_id", "label", "kernel_us_per_call", "times_fastest", "tflops", "tbps", "pct_of_roof",
            "roof_bound", "peak_allocated_bytes", "cold_us", "wall_us_per_call", "graph_us_per_call", "bound"]
 
@@ -90,6 +95,58 @@ def _cause(store, winner: str, runner_up: str):
             if f.kind == kind:
                 return f
     return None
+
+
+@dataclass(frozen=True)
+class Group:
+    """Runs of one shape (``shape`` None: runs that record no shape, e.g. uploads)."""
+    shape: tuple | None
+    run_ids: tuple[str, ...]
+
+    @property
+    def title(self) -> str:
+        if self.shape is None:
+            return "shape not recorded"
+        batch, heads, seq_len, head_dim, dtype, causal = self.shape
+        return f"B={batch} H={heads} L={seq_len} D={head_dim} {dtype} {'causal' if causal else 'not causal'}"
+
+
+@dataclass(frozen=True)
+class Ranked:
+    group: Group
+    table: pd.DataFrame      # rank_table of the group's runs
+    sentence: str
+    evidence: dict
+
+
+def shape_groups(store, run_ids) -> list[Group]:
+    """The runs grouped by `SHAPE`, groups in the order of their first run in ``run_ids``. Runs
+    without a recorded shape (uploads) form one group apiece: nothing says they are comparable."""
+    ids = list(dict.fromkeys(run_ids))
+    shapes = queries.run_shapes(store, ids).set_index("run_id")
+    groups: dict = {}
+    for run in ids:
+        row = shapes.loc[run] if run in shapes.index else None
+        known = row is not None and all(pd.notna(row[c]) for c in SHAPE)
+        key = tuple(_plain(row[c]) for c in SHAPE) if known else ("no shape", run)
+        groups.setdefault(key, []).append(run)
+    return [Group(key if key[0] != "no shape" else None, tuple(runs)) for key, runs in groups.items()]
+
+
+def rank_groups(store, run_ids) -> tuple[list[Ranked], list[Group]]:
+    """(each shape group of two or more runs ranked, with its sentence; the groups of one run)."""
+    ranked, alone = [], []
+    for group in shape_groups(store, run_ids):
+        if len(group.run_ids) < 2:
+            alone.append(group)
+            continue
+        table = rank_table(store, group.run_ids)
+        ranked.append(Ranked(group, table, *rank_sentence(store, table)))
+    return ranked, alone
+
+
+def _plain(value):
+    return value.item() if hasattr(value, "item") else value
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,10 @@ Empty states and errors:
 
 Tables, files, captures:
     ``pick_rows(df, key, selected, id_col="run_id", **kw) -> tuple[str, ...]``  row-selectable
-        ``st.dataframe`` pre-selected from ``selected``; the selected ids.
+        ``st.dataframe`` pre-selected from ``selected``; the selected ids (selected ids that are
+        not rows of ``df``, e.g. filtered out, stay selected).
+    ``ranked_runs(store, run_ids)``  one ranked table per shape group, its sentence on top
+        (``profiler.analysis.ranking``); the runs page and compare show the same.
     ``table(df, **kw)``  ``st.dataframe`` with safe cells (no formula, no line break: its
         toolbar downloads them); pages show every table through it.
     ``csv_download(df, name, label=...)``  ``name.csv`` download button (cells made safe alike).
@@ -53,7 +56,7 @@ import streamlit as st
 from streamlit import config as st_config
 from streamlit.runtime.pages_manager import PagesManager
 
-from profiler.analysis import queries
+from profiler.analysis import queries, timings
 from profiler.capture.samples import Seeding, seed_in_background
 from profiler.errors import ProfilerError, StoreError, TraceError
 from profiler.present import markup, sitemap
@@ -216,6 +219,16 @@ def guard() -> Iterator[None]:
         show_error(err)
 
 
+@contextmanager
+def guard_quietly() -> Iterator[None]:
+    """Run a block off the page (a helper thread); the project's errors are dropped: the page that
+    needs the result computes it again and shows the error there."""
+    try:
+        yield
+    except PROJECT_ERRORS:
+        pass
+
+
 def copy_link(state: ViewState) -> str:
     """A popover with the URL of this view; returns the URL."""
     url = share_url(state, base=app_root(st.context.url or ""))
@@ -258,8 +271,45 @@ def pick_rows(df: pd.DataFrame, key: str, selected: tuple[str, ...], id_col: str
                          selection_mode="multi-row", selection_default=default,
                          **dataframe_kwargs)
     picked = tuple(ids[i] for i in event.selection.rows if i < len(ids))
-    kept = tuple(r for r in selected if r in picked)
+    kept = tuple(r for r in selected if r in picked or r not in ids)
     return kept if set(kept) == set(picked) else kept + tuple(r for r in picked if r not in kept)
+
+
+_RANK_COLUMNS = {
+    "rank": st.column_config.NumberColumn("#", width="small"),
+    "label": st.column_config.TextColumn("run", width="medium"),
+    "kernel_us_per_call": st.column_config.NumberColumn(
+        "µs / call", format="%.1f", help="GPU kernel time of one call (per iteration: one call each); "
+        "what the ranking sorts by."),
+    "times_fastest": st.column_config.NumberColumn("× fastest", format="%.2f"),
+    "rate": st.column_config.TextColumn("TFLOP/s or TB/s", help="TFLOP/s when the op model puts the run "
+                                        "under the compute roof, TB/s under the memory roof."),
+    "pct_of_roof": st.column_config.NumberColumn("% of roof", format="%.1f"),
+    "roof_bound": st.column_config.TextColumn("roof"),
+    "peak_allocated_mib": st.column_config.NumberColumn("peak MiB", format="%.1f"),
+    "cold_us": st.column_config.NumberColumn("cold first call µs", format="%.0f",
+                                             help="The first call of this variant and shape in its cold run."),
+    "bound": st.column_config.TextColumn("bound", help="The iterations' verdict (metrics layer)."),
+    "run_id": st.column_config.TextColumn("run id"),
+}
+
+
+def ranked_runs(store, run_ids) -> None:
+    """The selected runs ranked by time per call within each shape group: the group's shape, the
+    sentence (winner, margin, cause), the table; then the runs no other run shares a shape with."""
+    from profiler.analysis import ranking
+    from profiler.present import rank_view
+
+    groups, alone = ranking.rank_groups(store, run_ids)
+    st.caption(rank_view.SHAPE_NOTE)
+    for ranked in groups:
+        st.markdown(markup.fmt("**{}** · {} runs", ranked.group.title, len(ranked.group.run_ids)))
+        st.markdown(markup.md(ranked.sentence))
+        table(rank_view.display(ranked.table), column_config=_RANK_COLUMNS, column_order=list(_RANK_COLUMNS),
+              hide_index=True, placeholder="—", key=f"rank-{ranked.group.title}-{len(ranked.group.run_ids)}")
+    note = rank_view.alone_note([g.title if g.shape else ", ".join(g.run_ids) for g in alone])
+    if note:
+        st.caption(markup.md(note))
 
 
 def upload_limit_mb() -> int:
@@ -352,12 +402,16 @@ class _VariantBars:
 def preload_capture() -> threading.Thread:
     """Import the capture layer (torch, and the compiler probe behind the variants' availability:
     seconds) on a helper thread once per server, so the profile page's first visitor does not
-    wait for it. On a new store it starts after the samples are in, so that neither the first
+    wait for it. Before that, the runs page's figures of every run are computed once (kept per
+    run, profiler/analysis/kept.py), so that its first visit reads them. On a new store it starts
+    after the samples are in, so that neither the first
     page nor the seeding waits for torch. Then the objects alive (the imported modules: ~0.5 M
     with torch) are frozen out of the garbage collector, whose full collections otherwise walked
     them all, pausing a page for ~0.3 s now and then (bench/RESULTS.md, "Pages")."""
     def load() -> None:
         seeding().wait()
+        with guard_quietly():  # the runs page's per-run figures, kept per run: its first visit reads them
+            timings.catalog_with_timings(get_store(), queries.run_catalog(get_store()))
         from profiler.capture import variants
 
         variants.availability(variants.Setting(device=variants.default_device()))

@@ -56,7 +56,7 @@ def test_selecting_rows_writes_the_url(pages, page_store, run_ids):
 
 def test_rename_changes_the_name_everywhere(pages, page_store, run_ids):
     at = pages.open("runs", runs=run_ids[FLASH])
-    at.text_input[0].input("flash after the fix")
+    at.text_input(key="rename_to").input("flash after the fix")
     at.button[0].click()
     at.run()
     pages.assert_clean(at)
@@ -67,7 +67,7 @@ def test_rename_changes_the_name_everywhere(pages, page_store, run_ids):
 
 def test_rename_to_blank_is_a_plain_error(pages, page_store, run_ids):
     at = pages.open("runs", runs=run_ids[FLASH])
-    at.text_input[0].input("   ")
+    at.text_input(key="rename_to").input("   ")
     at.button[0].click()
     at.run()
     assert not at.exception
@@ -142,13 +142,15 @@ def test_bad_link_parameter_is_a_warning_not_a_crash(pages, page_store):
 
 def test_selected_runs_get_plain_language_findings(pages, page_store, run_ids):
     at = pages.open("runs", runs=f"{run_ids[NAIVE]},{run_ids[FLASH]}")
+    assert "launches 1 kernel(s) per iteration" not in pages.texts(at)    # on request only
+    at.toggle[-1].set_value(True).run()
     pages.assert_clean(at)
+    assert at.query_params["findings"] == "1"
     text = pages.texts(at)
-    assert "What stands out" in [h.value for h in at.subheader]
     # each fixture run launches one kernel per ProfilerStep (hand-written fixtures)
     assert text.count("launches 1 kernel(s) per iteration") == 2
 
 
 def test_no_findings_without_a_selection(pages, page_store):
     at = pages.open("runs")
-    assert "What stands out" not in [h.value for h in at.subheader]
+    assert "What stands out in each selected run" not in [t.label for t in at.toggle]

@@ -1,6 +1,7 @@
 -- Every run in the store, newest first: what a kernel engineer needs to pick runs to compare.
 -- The per-iteration numbers and the verdict come from the metrics layer (metrics.sql):
 --   shape                 B×H×L×D (batch × heads × seq_len × head_dim) of captured runs, else NULL
+--   batch, heads, seq_len, head_dim  the shape's parts (NULL for uploads), for filters and sweeps
 --   kernels_per_iter      kernel launches per iteration
 --   gpu_busy_us_per_iter  GPU busy time per iteration (union of kernels, copies, sets)
 --   gpu_busy_pct          that as a share of the iteration
@@ -12,6 +13,7 @@ SELECT t.run_id, t.name, t.variant,
        CASE WHEN t.seq_len IS NOT NULL THEN concat_ws('×', coalesce(t.batch::VARCHAR, '?'),
             coalesce(t.heads::VARCHAR, '?'), t.seq_len::VARCHAR, coalesce(t.head_dim::VARCHAR, '?'))
        END AS shape,
+       t.batch, t.heads, t.seq_len, t.head_dim,
        t.dtype, t.causal, t.cold, t.gpu_name,
        concat_ws(' · ', 'torch ' || t.torch_version, 'CUDA ' || t.cuda_version,
                  'cuDNN ' || t.cudnn_version) AS versions,
