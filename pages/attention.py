@@ -7,14 +7,17 @@ from profiler.present import charts, curve_charts, markup, ui
 
 Col = st.column_config
 COLUMNS = {
-    "kind": Col.TextColumn("kind"), "op": Col.TextColumn("op"), "backend": Col.TextColumn("backend"),
+    "kind": Col.TextColumn("kind"), "mode": Col.TextColumn("mode", help="prefill, decode or train (a backward op)"),
+    "op": Col.TextColumn("op"), "backend": Col.TextColumn("backend"),
     "shape": Col.TextColumn("shape", help="Q (batch x heads x seq x head dim) for attention; A @ B for GEMMs"),
     "dtype": Col.TextColumn("dtype"), "calls": Col.NumberColumn("calls"),
     "share_of_gpu_pct": Col.NumberColumn("% of summed kernel time", format="%.1f",
                                          help="The op's kernel time per iteration over the run's summed kernel "
                                               "time per iteration (the Kernels page's denominator)."),
     "kernel_us_mean": Col.NumberColumn("µs / call", format="%.1f"),
-    "flops": Col.NumberColumn("FLOPs / call", format="%.3e"),
+    "flops": Col.NumberColumn("FLOPs / call", format="%.3e", help="Useful: what the mask keeps."),
+    "flops_issued": Col.NumberColumn("issued FLOPs / call", format="%.3e",
+                                     help="What a tiled kernel computes: every tile holding a useful pair, in full."),
     "bytes": Col.NumberColumn("bytes / call", format="%.3e", help="Read + written, from the tensor sizes."),
     "tflops": Col.NumberColumn("TFLOP/s", format="%.1f"), "tbps": Col.NumberColumn("TB/s", format="%.2f"),
     "engine": Col.TextColumn("engine"),
@@ -50,6 +53,9 @@ st.caption("Attention ops and the top GEMMs of each selected run, priced from th
 
 with ui.guard(), queries.session(ui.get_store()) as store:
     labels = charts.label_map(queries.run_labels(store, runs))
+    if len(runs) > 1:
+        st.subheader("Which variant wins", divider="gray")
+        ui.ranked_runs(store, runs)   # within one mode and shape, never across
     table = op_costs.attention_in_trace(store, runs)
     for run, rows in charts.per_run(table, runs):
         st.subheader(markup.md(labels.get(run, run)), divider="gray")

@@ -95,7 +95,8 @@ def run_cpu_summary(store, run_ids, per_iter: pd.DataFrame | None = None) -> pd.
     return labels.merge(summary.join(verdict).reset_index(), on="run_id")
 
 
-SHAPE_KEYS = ["variant", "batch", "heads", "seq_len", "head_dim", "dtype", "causal"]
+SHAPE_KEYS = ["variant", "mode", "batch", "heads", "kv_heads", "seq_len", "kv_len", "head_dim", "window",
+              "varlen", "dtype", "causal"]
 
 
 def cold_warm_table(store, run_ids, per_iter: pd.DataFrame | None = None) -> pd.DataFrame:

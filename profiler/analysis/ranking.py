@@ -42,7 +42,8 @@ FROM traces w JOIN traces c
 WHERE w.run_id IN (SELECT unnest($run_ids::VARCHAR[]))
 QUALIFY row_number() OVER (PARTITION BY w.run_id ORDER BY c.added_at DESC, c.run_id) = 1
 """
-SHAPE = ("batch", "heads", "seq_len", "head_dim", "dtype", "causal")  # what makes runs comparable
+# what makes runs comparable: the mode and every size of the attention (queries.SHAPE_KEYS but the variant)
+SHAPE = ("mode", "batch", "heads", "kv_heads", "seq_len", "kv_len", "head_dim", "window", "varlen", "dtype", "causal")
 COLUMNS = ["rank", "run_id", "label", "kernel_us_per_call", "times_fastest", "tflops", "tbps", "pct_of_roof",
            "roof_bound", "peak_allocated_bytes", "cold_us", "wall_us_per_call", "graph_us_per_call", "bound"]
 
@@ -107,8 +108,12 @@ class Group:
     def title(self) -> str:
         if self.shape is None:
             return "shape not recorded"
-        batch, heads, seq_len, head_dim, dtype, causal = self.shape
-        return f"B={batch} H={heads} L={seq_len} D={head_dim} {dtype} {'causal' if causal else 'not causal'}"
+        s = dict(zip(SHAPE, self.shape))
+        heads = s["heads"] if s["kv_heads"] == s["heads"] else f"{s['heads']}/{s['kv_heads']}"
+        kv = f" KV={s['kv_len']}" if s["kv_len"] != s["seq_len"] else ""
+        extra = (f" window {s['window']}" if s["window"] else "") + (f" packed {s['varlen']}" if s["varlen"] else "")
+        return (f"{s['mode']} B={s['batch']} H={heads} L={s['seq_len']}{kv} D={s['head_dim']} {s['dtype']} "
+                f"{'causal' if s['causal'] else 'not causal'}{extra}")
 
 
 @dataclass(frozen=True)

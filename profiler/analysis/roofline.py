@@ -85,7 +85,7 @@ def ceilings(roof: pd.DataFrame, lo: float = 0.01, hi: float = 10_000.0) -> pd.D
     return pd.DataFrame(rows, columns=["gpu_name", "ceiling", "intensity", "tflops"])
 
 
-SERIES = [k for k in queries.SHAPE_KEYS if k not in ("variant", "seq_len")]  # a sweep varies seq_len
+SERIES = [k for k in queries.SHAPE_KEYS if k not in ("variant", "seq_len", "kv_len")]  # a sweep varies seq_len (and kv_len with it)
 METRIC_COLUMNS = ["gpu_busy_us_per_iter", "cpu_busy_us_per_iter"]
 
 

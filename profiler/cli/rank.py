@@ -2,7 +2,9 @@
 
 `rank` orders any number of runs by time per call and says in one sentence who wins, by how much
 and why (profiler/analysis/ranking.py). `--json`: {"runs": [...fastest first, each with `run_id`,
-`rank`, `label` and its figures...], "sentence": ..., "evidence": {...}}.
+`rank`, `label` and its figures...], "sentence": ..., "evidence": {...}}. Runs of different modes
+or shapes (`ranking.SHAPE`) are never ranked against each other: each group is ranked apart,
+`runs`/`sentence` are the first group's and `groups` lists every group with its `shape`.
 
 `check` is a regression gate for CI: exit status 1 when the candidate's time per call is slower
 than the baseline's by more than `--max-slowdown` (default 5%), naming by how much and the
@@ -52,13 +54,34 @@ def run_rank(args: argparse.Namespace) -> int:
 
     store = Store(args.db, read_only=True)
     ids = [resolve_run(store, r) for r in args.runs]
-    table = ranking.rank_table(store, ids)
-    sentence, evidence = ranking.rank_sentence(store, table)
+    groups = ranking.shape_groups(store, ids)
+    if sum(g.shape is not None for g in groups) < 2:   # one mode and shape (or uploads): one table
+        groups = [ranking.Group(None, tuple(dict.fromkeys(ids)))]
+    ranked = []
+    for group in groups:
+        table = ranking.rank_table(store, group.run_ids)
+        ranked.append((group, table, *ranking.rank_sentence(store, table)))
     if args.json:
-        runs = [{k: _clean_value(v) for k, v in row.items()} for row in table.to_dict("records")]
-        print(json.dumps({"runs": runs, "sentence": sentence, "evidence": _clean_value(evidence)},
-                         indent=2, ensure_ascii=False, allow_nan=False))
+        out = [{"shape": g.title if g.shape is not None else None,
+                "runs": [{k: _clean_value(v) for k, v in row.items()} for row in t.to_dict("records")],
+                "sentence": s, "evidence": _clean_value(e)} for g, t, s, e in ranked]
+        first = dict(out[0])
+        first.pop("shape")
+        if len(out) > 1:   # runs of several modes or shapes: each ranked apart; the first group on top
+            first["groups"] = out
+        print(json.dumps(first, indent=2, ensure_ascii=False, allow_nan=False))
         return 0
+    if len(ranked) > 1:
+        print("These runs are of different modes or shapes: each group is ranked on its own.")
+        print()
+    for group, table, sentence, _ in ranked:
+        if len(ranked) > 1:
+            print(f"== {group.title}")
+        _print_table(table, sentence)
+    return 0
+
+
+def _print_table(table, sentence: str) -> None:
     print(printable(sentence))
     print()
     print(f"{'#':>2s}  {'µs/call':>9s}  {'× best':>6s}  {'TFLOP/s':>8s}  {'TB/s':>6s}  {'% roof':>6s}  "
@@ -68,7 +91,7 @@ def run_rank(args: argparse.Namespace) -> int:
               f"{_n(r['tflops'], '8.1f')}  {_n(r['tbps'], '6.2f')}  {_n(r['pct_of_roof'], '6.1f')}  "
               f"{_text(r['roof_bound']):8s}  {_n(_mib(r['peak_allocated_bytes']), '9,.1f')}  "
               f"{_n(r['cold_us'], '10,.0f')}  {r['run_id']}  {printable(r['label'])}")
-    return 0
+    print()
 
 
 def run_check(args: argparse.Namespace) -> int:

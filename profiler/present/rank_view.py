@@ -8,8 +8,9 @@ import pandas as pd
 
 COLUMNS = ["rank", "label", "kernel_us_per_call", "times_fastest", "rate", "pct_of_roof", "roof_bound",
            "peak_allocated_mib", "cold_us", "bound", "run_id"]
-SHAPE_NOTE = ("Runs are ranked only against runs of the same shape (batch, heads, sequence length, "
-              "head dim, dtype, causal): a faster time at another shape says nothing about the variant.")
+SHAPE_NOTE = ("Runs are ranked only against runs of the same mode (prefill, decode, train) and shape "
+              "(batch, heads and K/V heads, query and K/V length, head dim, window, packed lengths, dtype, "
+              "causal): a faster time at another shape or mode says nothing about the variant.")
 
 
 def rate(row) -> str | None:

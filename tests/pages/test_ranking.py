@@ -55,8 +55,8 @@ def _check_ranked(at, pages, ids):
     assert (f"{truth[0]} bf16 L=1024 · {ids[truth[0]][:6]} is fastest at {_kernel_us_per_step(truth[0]):,.1f} µs "
             f"per call, {ratio:.2f}× faster than {truth[1]} bf16 L=1024") in text
     assert "B=8 H=16 L=1024 D=64 bf16 causal** · 4 runs" in text
-    assert "ranked only against runs of the same shape" in text
-    assert "Not ranked, no other selected run has the same shape: 1 run(s) (B=8 H=16 L=2048" in text
+    assert "ranked only against runs of the same mode" in text
+    assert "Not ranked, no other selected run has the same shape: 1 run(s) (prefill B=8 H=16 L=2048" in text
 
 
 def test_runs_page_ranks_the_selected_runs_within_their_shape(pages, samples):
