@@ -61,6 +61,35 @@ def make_ranks(out: Path, ranks: int, sources: Path) -> list[Path]:
     return paths
 
 
+_TS = re.compile(rb'("ts"\s*:\s*)(\d+)')
+
+
+def clock_offset_us(rank: int) -> int:
+    """A rank's clock offset in a generated job: -100..+99 µs, spread over the ranks."""
+    return (rank * 7919) % 200 - 100
+
+
+def make_job(out: Path, world: int, sources: Path, late_rank: int, late_us: int,
+             missing_rank: int) -> list[Path]:
+    """A job of `world` ranks from the DLRM worker traces (rank r is worker r mod 7): every rank's
+    clock shifted by `clock_offset_us`, rank `late_rank`'s by `late_us` more (it reaches every
+    collective that much later: the planted straggler), rank `missing_rank` left out."""
+    dlrm = sorted(sources.glob("param__dlrm_kineto__worker*.pt.trace.json"))
+    if not dlrm:
+        raise SystemExit(f"no DLRM worker traces in {sources}")
+    blobs = [p.read_bytes() for p in dlrm]
+    paths = []
+    for rank in range(world):
+        if rank == missing_rank:
+            continue
+        shift = clock_offset_us(rank) + (late_us if rank == late_rank else 0)
+        data = _TS.sub(lambda m: m.group(1) + b"%d" % (int(m.group(2)) + shift), blobs[rank % len(blobs)])
+        path = out / f"rank{rank}.pt.trace.json"
+        path.write_bytes(with_rank(data, rank, world))
+        paths.append(path)
+    return paths
+
+
 def make_big_ranks(out: Path, ranks: int, mb: float, sources: Path) -> list[Path]:
     template = out / "template.json"
     make_large_trace(template, int(mb * 1e6), sources)
