@@ -10,7 +10,7 @@ from profiler import errors
 from profiler.storage import metrics
 from profiler.storage.schema import SCHEMA_SQL
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 # schema version -> what upgrades a store from the version before it (run in order on open):
 # SQL text, or a function of the connection
 MIGRATIONS: dict[int, Any] = {
@@ -45,6 +45,9 @@ MIGRATIONS[4] = _rename_run_id_columns
 MIGRATIONS[5] = "SELECT 1"
 # 6: counter_reports and kernel_counters are new tables (schema.sql makes them); no run has counters yet
 MIGRATIONS[6] = "SELECT 1"
+# 7: the per-job summary tables (tables.JOB_SUMMARIES; schema.sql makes them); jobs stored before
+# have no summary and are read from their ranks' files until one is written
+MIGRATIONS[7] = "SELECT 1"
 
 
 def prepare(con, label: str, read_only: bool) -> None:
