@@ -79,7 +79,7 @@ def _unit(u: int, out: list[str], ids: list[int]) -> None:
 def make_stack_trace(path, min_bytes: int, units_per_step: int = 2_000) -> dict:
     """Write a trace of at least min_bytes to path; return its size and event count."""
     events = 0
-    ids = [0, 0]
+    ids = [0, 1_000_000]  # correlation ids of a long-running process: above int16 (HTA downcasts by range)
     with open(path, "w") as out:
         written = out.write('{"schemaVersion": 1, "deviceProperties": [], "traceEvents": [\n')
         u = 0

@@ -47,8 +47,8 @@ def _generated(folder: Path, world: int, late: int, late_us: int, missing: int) 
         if r == missing:
             continue
         shift = (r * 37) % 50 + (late_us if r == late else 0)
-        data = _TS.sub(lambda m: m.group(1) + b"%d" % (int(m.group(2)) + shift), blobs[r % 7])
-        data = _INFO.sub(lambda m: m.group(1) + b'"backend": "nccl", "rank": %d, "world_size": %d}' % (r, world), data)
+        data = _TS.sub(lambda m, shift=shift: m.group(1) + b"%d" % (int(m.group(2)) + shift), blobs[r % 7])
+        data = _INFO.sub(lambda m, r=r: m.group(1) + b'"backend": "nccl", "rank": %d, "world_size": %d}' % (r, world), data)
         out.append(folder / f"rank{r}.pt.trace.json")
         out[-1].write_bytes(data)
     return out

@@ -45,11 +45,40 @@ def parse_ranks(files: list[str], base: str, key: str, keep_python: bool = False
     scratch = tempfile.mkdtemp(prefix="ranks-")
     try:
         store = Store(Path(scratch) / "ranks.duckdb", threads=_task_threads(sharing))
-        with store.connect():  # held open: each file's calls reuse the database
-            return [_rank_task(f, base, key, lambda s, f=f: s.ingest(f, keep_python=keep_python), sharing,
-                               store=store) for f in files]
+        with store.connect() as con:  # held open: each file's calls reuse the database
+            ingested = []  # per file: (its IngestResult or the exception it raised, seconds, peak RSS)
+            for f in files:
+                started, start_rss = time.perf_counter(), reset_peak_rss()
+                try:
+                    got = store.ingest(f, keep_python=keep_python, keep_metrics=False)
+                except (errors.StoreError, KeyboardInterrupt, SystemExit):
+                    raise
+                except Exception as e:  # noqa: BLE001 - _rank_task names it, as for a single file
+                    got = e
+                ingested.append((got, time.perf_counter() - started, peak_rss() - start_rss))
+            started = time.perf_counter()
+            ok = [got.run_id for got, _, _ in ingested if not isinstance(got, Exception)]
+            con.execute("BEGIN TRANSACTION")
+            metrics.store_runs(con, ok)  # every rank's metrics in one statement
+            con.execute("COMMIT")
+            metrics_s = (time.perf_counter() - started) / max(1, len(ok))
+            out = []
+            for f, (got, seconds, grown) in zip(files, ingested):
+                r = _rank_task(f, base, key, lambda _store, got=got: _returned(got), sharing, store=store)
+                if isinstance(r, jobs.RankResult):
+                    r.seconds += seconds + metrics_s
+                    r.peak_rss = max(r.peak_rss, r.start_rss + grown)
+                out.append(r)
+            return out
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _returned(got):
+    """An ingest's outcome again: its result, or the exception it raised, raised."""
+    if isinstance(got, BaseException):
+        raise got
+    return got
 
 
 def assemble_rank(fp: chunks.FilePlan, parts: list[chunks.ChunkResult], base: str,
