@@ -51,8 +51,10 @@ def write(store, job: str, stamp_: str, frames: dict) -> None:
 
 
 def forget(store, job: str) -> None:
-    """Delete job `job`'s summary (its job is deleted)."""
+    """Delete job `job`'s summary (its job is deleted); the store is not written when it keeps none."""
     with store.connect() as con:
+        if not con.execute("SELECT count(*) FROM job_summaries WHERE job = ?", [job]).fetchone()[0]:
+            return
         con.execute("BEGIN TRANSACTION")
         _delete(con, job)
         con.execute("COMMIT")
