@@ -86,10 +86,10 @@ def make_stack_trace(path, min_bytes: int, units_per_step: int = 2_000) -> dict:
         first = True
         while written < min_bytes:
             step = u // units_per_step
-            chunk: list[str] = [
+            chunk: list[str] = [(
                 f'{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{step}", "pid": 4242, '
                 f'"tid": 4242, "ts": {T0 + 1_000 + step * units_per_step * UNIT_US - 1}.000, '
-                f'"dur": {units_per_step * UNIT_US}.000, "args": {{"External id": 0}}}}']
+                f'"dur": {units_per_step * UNIT_US}.000, "args": {{"External id": 0}}}}')]
             for _ in range(units_per_step):
                 _unit(u, chunk, ids)
                 u += 1
