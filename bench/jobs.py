@@ -61,6 +61,35 @@ def make_ranks(out: Path, ranks: int, sources: Path) -> list[Path]:
     return paths
 
 
+_TS = re.compile(rb'("ts"\s*:\s*)(\d+)')
+
+
+def clock_offset_us(rank: int) -> int:
+    """A rank's clock offset in a generated job: -100..+99 µs, spread over the ranks."""
+    return (rank * 7919) % 200 - 100
+
+
+def make_job(out: Path, world: int, sources: Path, late_rank: int, late_us: int,
+             missing_rank: int) -> list[Path]:
+    """A job of `world` ranks from the DLRM worker traces (rank r is worker r mod 7): every rank's
+    clock shifted by `clock_offset_us`, rank `late_rank`'s by `late_us` more (it reaches every
+    collective that much later: the planted straggler), rank `missing_rank` left out."""
+    dlrm = sorted(sources.glob("param__dlrm_kineto__worker*.pt.trace.json"))
+    if not dlrm:
+        raise SystemExit(f"no DLRM worker traces in {sources}")
+    blobs = [p.read_bytes() for p in dlrm]
+    paths = []
+    for rank in range(world):
+        if rank == missing_rank:
+            continue
+        shift = clock_offset_us(rank) + (late_us if rank == late_rank else 0)
+        data = _TS.sub(lambda m, shift=shift: m.group(1) + b"%d" % (int(m.group(2)) + shift), blobs[rank % len(blobs)])
+        path = out / f"rank{rank}.pt.trace.json"
+        path.write_bytes(with_rank(data, rank, world))
+        paths.append(path)
+    return paths
+
+
 def make_big_ranks(out: Path, ranks: int, mb: float, sources: Path) -> list[Path]:
     template = out / "template.json"
     make_large_trace(template, int(mb * 1e6), sources)
@@ -93,6 +122,53 @@ def run(files: list[Path], workers: int, engine: str) -> dict:
             "growth_file": growth.size_bytes, "median_growth": growths[len(growths) // 2], "task_s": sum(r.seconds for r in result.ranks)}
 
 
+def big_job(files: list[Path], workers: int, engine: str, late: int, missing: int) -> str:
+    """Ingest the generated job, keep its summary, read it back; the results as Markdown."""
+    import json
+    import subprocess
+
+    from profiler.analysis import job_queries
+
+    with tempfile.TemporaryDirectory(prefix="bench-bigjob-") as tmp:
+        db = Path(tmp) / "bench.duckdb"
+        store = Store(db)
+        t0 = time.perf_counter()
+        result = job_ingest.ingest_job(store, files, "big", engine=engine, workers=workers)
+        ingest_s = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        job_queries.keep_summary(store, "big")
+        summary_s = time.perf_counter() - t1
+        cli = []
+        for _ in range(3):  # a fresh process each time, as a user runs it
+            t = time.perf_counter()
+            out = subprocess.run([sys.executable, "-m", "profiler", "job", "big", "--json", "--db", str(db)],
+                                 capture_output=True, text=True, cwd=ROOT, check=True,
+                                 env={**os.environ, "PYTHONPATH": str(ROOT)})
+            cli.append(time.perf_counter() - t)
+            report = json.loads(out.stdout)
+        page = []
+        for _ in range(3):  # what the job page reads, in this process (imports done)
+            t = time.perf_counter()
+            with store.session() as db_:
+                job_queries.job_list(db_)
+                job_queries.job_report(db_, "big")
+                job_queries.rank_iterations(db_, "big")
+                job_queries.collectives(db_, "big")
+                job_queries.rank_waits(db_, "big")
+            page.append(time.perf_counter() - t)
+    growth = sorted(r.peak_rss - r.start_rss for r in result.ranks)
+    straggler = [s["straggler_rank"] for s in report["stragglers"]]
+    return (f"| engine | workers | ranks | MB | ingest s | summary s | `job --json` s (3 fresh processes) | "
+            f"page reads s (3) | worker peak RSS MB (max) | task growth MB (median / max) |\n"
+            f"|---|---:|---:|---:|---:|---:|---|---|---:|---:|\n"
+            f"| {engine} | {result.workers} | {len(result.ranks)} | {sum(r.size_bytes for r in result.ranks) / 1e6:.0f} | "
+            f"{ingest_s:.1f} | {summary_s:.1f} | {', '.join(f'{c:.2f}' for c in cli)} | "
+            f"{', '.join(f'{c:.2f}' for c in page)} | {max(r.peak_rss for r in result.ranks) / 1e6:.0f} | "
+            f"{growth[len(growth) // 2] / 1e6:.0f} / {growth[-1] / 1e6:.0f} |\n\n"
+            f"Read back: straggler(s) {straggler} (planted: {late}), ranks missing {report['ranks_missing']} "
+            f"(left out: {missing}), world size {report['world_size']}, {len(report['ranks_present'])} ranks present.\n")
+
+
 def table(runs: list[dict]) -> str:
     lines = ["| workers | ranks | chunks of the largest | MB | seconds | MB/s | speed-up | sum of task s | kernels read back (s) | "
              "largest file MB | worker peak RSS MB | peak / largest file | task's own growth MB | growth / its file | "
@@ -116,6 +192,10 @@ def main():
     ap.add_argument("--rank-mb", type=float, default=32)
     ap.add_argument("--one-file-mb", type=float, default=0, help="also a job of one file of this many MB")
     ap.add_argument("--sources", type=Path, default=Path(os.environ.get("PROFILER_TEST_TRACES") or SOURCES_DIR))
+    ap.add_argument("--job-of", type=int, default=0, help="also a generated job of this many ranks (make_job): "
+                    "ingest, its summary, read-back by `job --json` and the page's reads")
+    ap.add_argument("--late-rank", type=int, default=700)
+    ap.add_argument("--missing-rank", type=int, default=333)
     ap.add_argument("--repeat", type=int, default=1, help="runs per worker count; the median run is shown")
     ap.add_argument("--section", default="Jobs")
     ap.add_argument("--write-results", action="store_true")
@@ -134,6 +214,8 @@ def main():
             jobs_made[f"one file of {args.one_file_mb:.0f} MB"] = make_big_ranks(
                 out, 1, args.one_file_mb, args.sources)
         parts = []
+        generated = make_job(out, args.job_of, args.sources, args.late_rank, 20_000, args.missing_rank) \
+            if args.job_of else None
         for engine in engine_names:
             if engine == "ray":
                 print(f"starting Ray ({uptime()}) ...", file=sys.stderr)
@@ -141,6 +223,12 @@ def main():
                 engines.start_ray(workers=max(counts))
                 started += (f"Local Ray cluster of {max(counts)} CPUs started in {time.perf_counter() - t0:.1f} s "
                             "(not in the times). ")
+            if generated:
+                print(f"job of {args.job_of} ranks, {engine} ({uptime()}) ...", file=sys.stderr)
+                parts.append(f"**a job of {args.job_of} generated DLRM ranks** (rank r: worker r mod 7, its clock "
+                             f"shifted by -100..+99 µs, rank {args.late_rank} 20 ms late, rank {args.missing_rank} "
+                             f"missing), engine `{engine}`, {max(counts)} workers:\n\n"
+                             + big_job(generated, max(counts), engine, args.late_rank, args.missing_rank))
             for label, files in jobs_made.items():
                 runs = []
                 for w in counts:

@@ -26,6 +26,7 @@ def job_server(tmp_path_factory):
     db = tmp_path_factory.mktemp("browser-job") / "store.duckdb"
     store = Store(db)
     job_ingest.ingest_job(store, [str(p) for p in DLRM], "dlrm", engine="in-process")
+    job_queries.keep_summary(store, "dlrm")  # as the CLI and the upload page do: the page reads it
     with streamlit_app(db) as url:
         yield url, store
 

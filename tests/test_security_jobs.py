@@ -329,6 +329,7 @@ def test_kill_9_mid_job_ingest_leaves_store_and_job_folder_as_they_were(stored, 
     full = time.monotonic() - started
     assert timing.returncode == 0, timing.stderr
     before = snapshot(root, db)
+    n_runs = Store(db, read_only=True).query("SELECT count(*) AS n FROM traces")["n"][0]
     staged = lambda: _glob(db.parent, ".s-jobs.staging-*/*/job=big/rank=*/*.parquet")  # noqa: E731
     triggers = {  # kill when the staging folder appears, when its first and its third rank's files do
         "staging": lambda: _glob(db.parent, ".s-jobs.staging-*"),
@@ -351,6 +352,12 @@ def test_kill_9_mid_job_ingest_leaves_store_and_job_folder_as_they_were(stored, 
             assert when == 0.9 and job_queries.job_report(Store(db, read_only=True), "big")["ranks_present"] == [
                 0, 1, 2, 3]
             assert cli("job", "big", "--delete", "--db", str(db))[0] == 0
+            # the job's summary (kept in the store after the commit) went with it: the job folder is
+            # as it was byte for byte, the store holds the same rows (its file was written)
+            assert snapshot(root) == {k: v for k, v in before.items() if k != str(db)}, f"kill at {when}"
+            assert Store(db, read_only=True).query("SELECT count(*) AS n FROM job_summaries")["n"][0] == 0
+            assert Store(db, read_only=True).query("SELECT count(*) AS n FROM traces")["n"][0] == n_runs
+            before = snapshot(root, db)
         else:
             landed += child.returncode == -signal.SIGKILL
             if ready is not None:  # killed once its staging folder was there: the folder is left behind

@@ -14,7 +14,9 @@ def test_the_registry_is_every_table_with_a_run_id(tmp_path):
             "USING (table_catalog, table_schema, table_name) WHERE c.column_name = 'run_id' "
             "AND t.table_type = 'BASE TABLE' AND c.table_schema = 'main' "
             "AND c.table_catalog = current_database()").fetchall()}
-    assert found == {t.name for t in tables.TABLES}
+    # the per-run tables, and the job summary whose rows repeat a query's run_id column
+    assert found == {t.name for t in tables.TABLES} | {"job_summary_iterations"}
+    assert "job_summary_iterations" in {t.name for t in tables.JOB_SUMMARIES}
 
 
 def test_each_parsed_table_but_traces_is_inserted_once_in_order():

@@ -3,14 +3,20 @@ rank the others wait for at collectives), the rank with the longest step (a figu
 collective skew.
 
 Reads the views `profiler/storage/jobs.py` attaches (`job_ranks` and the rank rows beside the store's
-tables) with the SQL of `sql/job_*.sql`. Every number here has its definition in those files.
+tables) with the SQL of `sql/job_*.sql`. Every number here has its definition in those files. The
+rows of those queries are kept per job when it is ingested (`keep_summary`, the store's job summary:
+profiler/storage/job_summary.py) and read from there while the job and the definitions are those
+they were computed from; otherwise (a job stored before summaries, or under other definitions)
+the queries run over the ranks' files, as they did at ingest.
 """
 from __future__ import annotations
 
 import pandas as pd
 
 from profiler.analysis.reads import sql_text
-from profiler.storage import job_check, jobs
+from profiler.storage import job_check, job_summary, jobs, tables
+
+SUMMARY_QUERIES = tuple(t.query for t in tables.JOB_SUMMARIES)
 
 
 LIST_COLUMNS = ["job", "world_size", "backend", "ranks_present", "ranks_missing", "added_at", "damaged"]
@@ -47,12 +53,52 @@ def manifest(store, job: str) -> dict:
     raise jobs.JobError(f"job {job!r} is not in the store (stored jobs: {known}{broken})")
 
 
+def _summary_stamp(m: dict) -> str:
+    return job_summary.stamp(m, {q: sql_text(q) for q in SUMMARY_QUERIES})
+
+
+def _kept_manifest(store, job: str) -> dict | None:
+    """Job `job`'s manifest, read without opening its rank files (their presence is checked), or
+    None when it does not read that way (`manifest` then says why, or the job is damaged)."""
+    root = jobs.job_root(store)
+    for m in job_check.read_jobs(root, files=False).ok:
+        if m["job"] == job:
+            return m if job_check.missing_file(root, m) is None else None
+    return None
+
+
+def _kept(store, job: str) -> dict | None:
+    """The job's kept summary ({query: rows}), or None when none is kept for it as it is now."""
+    m = _kept_manifest(store, job)
+    return job_summary.read(store, job, _summary_stamp(m)) if m is not None else None
+
+
+def _rows(store, job: str, query: str) -> pd.DataFrame:
+    """The rows of sql/<query>.sql for job `job`: kept at ingest, else computed from its ranks."""
+    kept = _kept(store, job)
+    if kept is not None:
+        return kept[query]
+    return store.query(sql_text(query), {"job": job})
+
+
+def keep_summary(store, job: str) -> None:
+    """Compute job `job`'s summary with the job queries over its ranks and keep it in the store
+    (`store`: a writing `Store`). Called when a job has been ingested."""
+    m = manifest(store, job)
+    with store.session() as db:
+        frames = {q: db.query(sql_text(q), {"job": job}) for q in SUMMARY_QUERIES}
+    job_summary.write(store, job, _summary_stamp(m), frames)
+
+
 def rank_iterations(store, job: str) -> pd.DataFrame:
     """rank, iteration, iteration_name, run_id, step_us, gpu_busy_us, carried_us, gpu_idle_us,
     collective_us (the metrics layer's wall, GPU busy, carried, idle and communication time),
     longest_step_rank (of that iteration: the rank whose step lasted longest, often one that
     waited, not the straggler)."""
-    df = store.query(sql_text("job_rank_iterations"), {"job": job})
+    return _with_longest(_rows(store, job, "job_rank_iterations"))
+
+
+def _with_longest(df: pd.DataFrame) -> pd.DataFrame:
     if df.empty:
         return df.assign(longest_step_rank=pd.Series(dtype="Int64"))
     longest = df.loc[df.groupby("iteration")["step_us"].idxmax(), ["iteration", "rank"]]
@@ -75,7 +121,7 @@ def rank_waits(store, job: str) -> pd.DataFrame:
     """Per rank and iteration: collectives, arrived_last, wait_us (time it waited for the others),
     late_us (how long after the first rank it arrived), caused_wait_us (time the others waited
     for it); definitions in sql/job_rank_waits.sql."""
-    return store.query(sql_text("job_rank_waits"), {"job": job})
+    return _rows(store, job, "job_rank_waits")
 
 
 def stragglers(waits: pd.DataFrame) -> pd.DataFrame:
@@ -108,16 +154,23 @@ def collectives(store, job: str) -> pd.DataFrame:
     """Each collective across ranks: iteration, name, seq, ranks, last_rank, skew_us, wait_us,
     mean_dur_us; and where the trace gives its size: collective, group_size, bytes, algbw_gbps,
     busbw_gbps (missing otherwise; definitions in sql/job_collectives.sql)."""
-    df = store.query(sql_text("job_collectives"), {"job": job})
+    return _sized(_rows(store, job, "job_collectives"))
+
+
+def _sized(df: pd.DataFrame) -> pd.DataFrame:
     return df.astype({"bytes": "Int64", "group_size": "Int64"})
 
 
 def job_report(store, job: str) -> dict:
     """Everything `python -m profiler job NAME --json` prints."""
-    m = manifest(store, job)
-    per_rank = rank_iterations(store, job)
-    coll = collectives(store, job)
-    waits = rank_waits(store, job)
+    m = _kept_manifest(store, job)
+    kept = job_summary.read(store, job, _summary_stamp(m)) if m is not None else None
+    if kept is None:  # no summary kept for the job as it is: its ranks' files, checked
+        m = manifest(store, job)
+        kept = {q: store.query(sql_text(q), {"job": job}) for q in SUMMARY_QUERIES}
+    per_rank = _with_longest(kept["job_rank_iterations"])
+    coll = _sized(kept["job_collectives"])
+    waits = kept["job_rank_waits"]
     return {
         "job": job, "world_size": m["world_size"], "backend": m["backend"],
         "ranks_present": m["ranks_present"], "ranks_missing": m["ranks_missing"],

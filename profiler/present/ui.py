@@ -56,7 +56,7 @@ import streamlit as st
 from streamlit import config as st_config
 from streamlit.runtime.pages_manager import PagesManager
 
-from profiler.analysis import queries, timings
+from profiler.analysis import job_queries, queries, timings
 from profiler.capture.samples import Seeding, seed_in_background
 from profiler.errors import ProfilerError, StoreError, TraceError
 from profiler.present import markup, sitemap
@@ -357,6 +357,7 @@ def ingest_job_upload(files, job: str, skip_bad: bool = False):
             result = job_ingest.ingest_job(get_store(), paths, job, skip_bad=skip_bad, engine="in-process",
                                      progress=lambda done: bar.progress(min(max(done, 0.0), 1.0),
                                                                         text=markup.fmt("job {}: {:.0%}", job, done)))
+            job_queries.keep_summary(get_store(), result.job)
         except PROJECT_ERRORS as err:
             bar.empty()
             show_error(err)

@@ -116,6 +116,19 @@ def read_jobs(root: str, files: bool = True, con=None) -> JobsRead:
     return out
 
 
+def missing_file(root: str, m: dict) -> str | None:
+    """The first of job `m`'s rank files (relative to the job directory) that is not a file, or
+    None when all are there: a stat per file, the check of a read that does not open them."""
+    import pyarrow.fs as pafs
+
+    fs, base = jobs.filesystem(root)
+    paths = [path for r in m["ranks"] for path in r["files"].values()]
+    for path, info in zip(paths, fs.get_file_info([f"{base}/{p}" for p in paths])):
+        if info.type != pafs.FileType.File:
+            return path
+    return None
+
+
 def plain_reason(e: BaseException) -> str:
     """The first line of an error, server paths replaced by '(path)'."""
     text = str(e).splitlines()[0] if str(e).strip() else type(e).__name__

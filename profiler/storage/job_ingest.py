@@ -11,13 +11,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from profiler.errors import JobError
-from profiler.storage import job_files, jobs, parallel
+from profiler.storage import job_files, job_summary, jobs, parallel
 
 
 def delete_job(store, name: str) -> None:
     """Remove the job called exactly `name` (whole or damaged): its manifest first (readers stop
-    seeing it at once), then its files. No other job is touched."""
+    seeing it at once), then its files, then its summary. No other job is touched."""
     job_files.delete(jobs.job_root(store), name)
+    job_summary.forget(store, name)
 
 
 def ingest_job(store, paths: Iterable[str | os.PathLike], job: str, *, skip_bad: bool = False,

@@ -10,7 +10,7 @@ from profiler import errors
 from profiler.storage import metrics
 from profiler.storage.schema import SCHEMA_SQL
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 # schema version -> what upgrades a store from the version before it (run in order on open):
 # SQL text, or a function of the connection
 MIGRATIONS: dict[int, Any] = {
@@ -54,6 +54,9 @@ MIGRATIONS[7] = ("ALTER TABLE traces ADD COLUMN IF NOT EXISTS mode VARCHAR; "
                  "ALTER TABLE traces ADD COLUMN IF NOT EXISTS varlen VARCHAR; "
                  "UPDATE traces SET mode = 'prefill', kv_heads = heads, kv_len = seq_len "
                  "WHERE variant IS NOT NULL AND mode IS NULL;")
+# 8: the per-job summary tables (tables.JOB_SUMMARIES; schema.sql makes them); jobs stored before
+# have no summary and are read from their ranks' files until one is written
+MIGRATIONS[8] = "SELECT 1"
 
 
 def prepare(con, label: str, read_only: bool) -> None:

@@ -21,7 +21,13 @@ from pathlib import Path
 
 from profiler.storage import chunks, jobs
 from profiler.storage.engines import ENGINES
-from profiler.storage.rank_task import assemble_rank, parse_rank
+from profiler.storage.rank_task import assemble_rank, parse_rank, parse_ranks
+
+# Small files are parsed several to a task (`rank_task.parse_ranks`): a rank of ~1 MB cost ~0.4 s
+# alone, mostly its scratch store's opening, schema and metrics layer, plus the engine's dispatch.
+BATCH_MAX_BYTES = 64 << 20  # files at most this large are batched, and a batch holds at most this much
+BATCH_MAX_FILES = 64
+BATCHES_PER_WORKER = 4      # at least this many batches per worker, so that they end together
 
 # --- scheduling -----------------------------------------------------------------------------------
 
@@ -67,12 +73,20 @@ class _Job:
         for i, fp in plans.items():  # the large files first: they finish last
             for k in range(fp.plan.chunks):
                 self.pool.submit(("chunk", i, k), chunks.parse_chunk, fp, k, self.base, self.key, self.keep_python)
-        for i, f in enumerate(self.files):
-            if i not in plans:
-                self._whole(i)
+        for batch in self._batches([i for i in range(len(self.files)) if i not in plans]):
+            if len(batch) == 1:
+                self._whole(batch[0])
+            else:
+                self.pool.submit(("batch", batch[0], tuple(batch)), parse_ranks, [str(self.files[i]) for i in batch],
+                                 self.base, self.key, self.keep_python, self.sharing)
         try:
             while self.pool.busy():
                 (kind, i, k), value = self.pool.next_done(self._name)
+                if kind == "batch":
+                    for j, outcome in zip(k, value):
+                        self.outcomes[j] = outcome
+                        self._credit(j, self.sizes[j] - self.credited[j])
+                    continue
                 if kind != "chunk":
                     self.outcomes[i] = value
                     self._credit(i, self.sizes[i] - self.credited[i])
@@ -94,6 +108,21 @@ class _Job:
             if plans:
                 chunks.remove_folder(self.base, self.key)
         return self.outcomes
+
+    def _batches(self, whole: list[int]) -> list[list[int]]:
+        """The files parsed whole, in tasks: small ones (BATCH_MAX_BYTES) several to a task, in
+        file order, at most BATCH_MAX_FILES or BATCH_MAX_BYTES each and at least BATCHES_PER_WORKER
+        tasks per worker where there are files enough; a larger file alone."""
+        small = [i for i in whole if self.sizes[i] <= BATCH_MAX_BYTES]
+        per = max(1, min(BATCH_MAX_FILES, -(-len(small) // (self.pool.workers * BATCHES_PER_WORKER))))
+        out: list[list[int]] = [[i] for i in whole if self.sizes[i] > BATCH_MAX_BYTES]
+        batch: list[int] = []
+        for i in small:
+            if batch and (len(batch) == per or sum(self.sizes[j] for j in batch) + self.sizes[i] > BATCH_MAX_BYTES):
+                out.append(batch)
+                batch = []
+            batch.append(i)
+        return out + ([batch] if batch else [])
 
     def _whole(self, i: int) -> None:
         self.pool.submit(("file", i, None), parse_rank, str(self.files[i]), self.base, self.key, self.keep_python,

@@ -33,6 +33,54 @@ def parse_rank(file: str, base: str, key: str, keep_python: bool = False,
     return _rank_task(file, base, key, lambda store: store.ingest(file, keep_python=keep_python), sharing)
 
 
+def parse_ranks(files: list[str], base: str, key: str, keep_python: bool = False,
+                sharing: int = 1) -> list[jobs.RankResult | errors.TraceError]:
+    """`parse_rank` for each of several small files, in one task with one scratch store: the
+    store is opened, its schema made and the metrics layer loaded once for all of them (for a rank
+    of ~1 MB that fixed cost was most of its task), and its database stays open between them.
+    Each file's rows are written from the store by run id, as `parse_rank` writes them; the
+    outcomes are in file order, a bad file's TraceError among them."""
+    from profiler.storage.store import Store
+
+    scratch = tempfile.mkdtemp(prefix="ranks-")
+    try:
+        store = Store(Path(scratch) / "ranks.duckdb", threads=_task_threads(sharing))
+        with store.connect() as con:  # held open: each file's calls reuse the database
+            ingested = []  # per file: (its IngestResult or the exception it raised, seconds, peak RSS)
+            for f in files:
+                started, start_rss = time.perf_counter(), reset_peak_rss()
+                try:
+                    got = store.ingest(f, keep_python=keep_python, keep_metrics=False)
+                except (errors.StoreError, KeyboardInterrupt, SystemExit):
+                    raise
+                except Exception as e:  # noqa: BLE001 - _rank_task names it, as for a single file
+                    got = e
+                ingested.append((got, time.perf_counter() - started, peak_rss() - start_rss))
+            started = time.perf_counter()
+            ok = [got.run_id for got, _, _ in ingested if not isinstance(got, Exception)]
+            con.execute("BEGIN TRANSACTION")
+            metrics.store_runs(con, ok)  # every rank's metrics in one statement
+            con.execute("COMMIT")
+            metrics_s = (time.perf_counter() - started) / max(1, len(ok))
+            out = []
+            for f, (got, seconds, grown) in zip(files, ingested):
+                r = _rank_task(f, base, key, lambda _store, got=got: _returned(got), sharing, store=store)
+                if isinstance(r, jobs.RankResult):
+                    r.seconds += seconds + metrics_s
+                    r.peak_rss = max(r.peak_rss, r.start_rss + grown)
+                out.append(r)
+            return out
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _returned(got):
+    """An ingest's outcome again: its result, or the exception it raised, raised."""
+    if isinstance(got, BaseException):
+        raise got
+    return got
+
+
 def assemble_rank(fp: chunks.FilePlan, parts: list[chunks.ChunkResult], base: str,
                   key: str, sharing: int = 1) -> jobs.RankResult | errors.TraceError:
     """The rank of a file parsed in chunks: their rows committed as one trace, written like
@@ -53,23 +101,26 @@ def assemble_rank(fp: chunks.FilePlan, parts: list[chunks.ChunkResult], base: st
     return result
 
 
-def _rank_task(file: str, base: str, key: str, ingest: Callable,
-               sharing: int = 1) -> jobs.RankResult | errors.TraceError:
+def _rank_task(file: str, base: str, key: str, ingest: Callable, sharing: int = 1,
+               store=None) -> jobs.RankResult | errors.TraceError:
     """Run `ingest(scratch store)` and write the rank's tables under `base` (see parse_rank).
 
-    Its scratch store's DuckDB threads: `_task_threads(sharing)`."""
+    Its scratch store's DuckDB threads: `_task_threads(sharing)`; `store`: a scratch store of
+    several ranks (`parse_ranks`), whose rows of this rank are picked by run id."""
     from profiler.storage.store import Store, one_line
 
     started = time.perf_counter()
     start_rss = reset_peak_rss()
-    scratch = tempfile.mkdtemp(prefix="rank-")
+    scratch = tempfile.mkdtemp(prefix="rank-") if store is None else None
     written: list[str] = []
     fs, _ = jobs.filesystem(base)
     try:
-        store = Store(Path(scratch) / "rank.duckdb", threads=_task_threads(sharing))
+        if store is None:
+            store = Store(Path(scratch) / "rank.duckdb", threads=_task_threads(sharing))
         result = ingest(store)
         with store.connect() as con:
-            rank, world = con.execute("SELECT rank, world_size FROM traces").fetchall()[0]
+            rank, world = con.execute("SELECT rank, world_size FROM traces WHERE run_id = ?",
+                                      [result.run_id]).fetchall()[0]
             rank_from = "distributedInfo"
             if rank is None:
                 rank, rank_from = jobs.rank_from_name(file), "file name"
@@ -83,8 +134,9 @@ def _rank_task(file: str, base: str, key: str, ingest: Callable,
             for table in jobs.WRITTEN:
                 path = jobs.rank_file(base, table, key, rank, rid)
                 fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
-                select = f"SELECT * REPLACE ($rid AS run_id{', $rank AS rank' if table == 'traces' else ''}) FROM {table}"
-                params = {"rid": rid, **({"rank": rank} if table == "traces" else {})}
+                select = (f"SELECT * REPLACE ($rid AS run_id{', $rank AS rank' if table == 'traces' else ''}) "
+                          f"FROM {table} WHERE run_id = $own")
+                params = {"rid": rid, "own": result.run_id, **({"rank": rank} if table == "traces" else {})}
                 reader = con.sql(select, params=params).to_arrow_reader(1 << 16)
                 written.append(path)
                 with fs.open_output_stream(path) as sink, pq.ParquetWriter(sink, reader.schema) as out:
@@ -111,7 +163,8 @@ def _rank_task(file: str, base: str, key: str, ingest: Callable,
         _remove(fs, written)
         raise
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _task_threads(sharing: int) -> int:

@@ -1,4 +1,4 @@
--- Store schema, version 6 (6: counter_reports, kernel_counters; 5: lane_names; 4: every table's run id column is run_id; 2: ops keep record_shapes' input dims, types and concrete values; 3: ops keep collectives' sizes). Times are integer nanoseconds (ts_ns relative to nothing: the
+-- Store schema, version 8 (8: job summaries; 7: traces keep mode, kv_heads, kv_len, window, varlen; 6: counter_reports, kernel_counters; 5: lane_names; 4: every table's run id column is run_id; 2: ops keep record_shapes' input dims, types and concrete values; 3: ops keep collectives' sizes). Times are integer nanoseconds (ts_ns relative to nothing: the
 -- trace's own clock, exactly as written, microseconds * 1000 with no float in between).
 -- Every table is keyed by run_id; a trace and all its rows land in one transaction.
 -- includes: none
@@ -199,4 +199,33 @@ CREATE TABLE IF NOT EXISTS kernel_counters (
     limit_blocks                  INTEGER,
     limit_barriers                INTEGER,
     ncu_limiter                   VARCHAR   -- the resources allowing the fewest blocks, e.g. 'registers and shared memory'
+);
+
+-- A job's summary (schema version 8): what `python -m profiler job NAME` and the job page show,
+-- computed once when the job is ingested, by the same queries (profiler/analysis/sql/job_*.sql)
+-- over its ranks' Parquet files, so that reading a job of a thousand ranks does not scan them
+-- again (profiler/storage/job_summary.py). job_summaries: one row per job whose summary is kept,
+-- with its stamp (a digest of the manifest and of the definitions; a summary of another stamp is
+-- out of date and never read). The other tables: the job's name, pos (the row's place in the
+-- query's order), then the query's own columns.
+CREATE TABLE IF NOT EXISTS job_summaries (
+    job        VARCHAR PRIMARY KEY,
+    stamp      VARCHAR NOT NULL,
+    written_at TIMESTAMP NOT NULL   -- UTC
+);
+CREATE TABLE IF NOT EXISTS job_summary_iterations (  -- sql/job_rank_iterations.sql
+    job VARCHAR NOT NULL, pos BIGINT NOT NULL,
+    rank BIGINT, iteration INTEGER, iteration_name VARCHAR, run_id VARCHAR,
+    step_us DOUBLE, gpu_busy_us DOUBLE, carried_us DOUBLE, gpu_idle_us DOUBLE, collective_us DOUBLE
+);
+CREATE TABLE IF NOT EXISTS job_summary_waits (  -- sql/job_rank_waits.sql
+    job VARCHAR NOT NULL, pos BIGINT NOT NULL,
+    rank BIGINT, iteration INTEGER, collectives BIGINT, arrived_last BIGINT,
+    wait_us DOUBLE, late_us DOUBLE, caused_wait_us DOUBLE
+);
+CREATE TABLE IF NOT EXISTS job_summary_collectives (  -- sql/job_collectives.sql
+    job VARCHAR NOT NULL, pos BIGINT NOT NULL,
+    iteration INTEGER, name VARCHAR, seq BIGINT, ranks BIGINT, last_rank BIGINT,
+    skew_us DOUBLE, wait_us DOUBLE, mean_dur_us DOUBLE, collective VARCHAR, group_size INTEGER,
+    bytes HUGEINT, algbw_gbps DOUBLE, busbw_gbps DOUBLE
 );

@@ -162,14 +162,15 @@ class Store:
 
     def ingest(self, src: trace.Source, name: str | None = None, *, source: str = "uploaded",
                progress: trace.Progress | None = None, keep_python: bool = False,
-               max_bytes: int | None = None) -> IngestResult:
+               max_bytes: int | None = None, keep_metrics: bool = True) -> IngestResult:
         """Ingest one trace (path, bytes or binary file-like; gzip or plain JSON), of at most
         `max_bytes` once decompressed (default `trace.DEFAULT_MAX_BYTES`).
 
         Raises a `TraceError` subclass naming the file and the problem; the store is then exactly
         as before. The same bytes ingested twice give the same id, and the second time is a no-op
         (`duplicate`: only when that id really is in the store). What was skipped or stored as
-        missing is counted in `notes`.
+        missing is counted in `notes`. `keep_metrics=False` leaves the run's metrics rows to the
+        caller (`metrics.store_runs` of many runs at once: a job's batch of ranks, rank_task.py).
         """
         if self.read_only:
             raise errors.StoreError(f"{self.label} was opened read-only.")
@@ -183,10 +184,11 @@ class Store:
         for batch in reader.batches():
             staging.add(batch)
         assert reader.summary is not None
-        return self.ingest_staged(reader.summary, staging, source=source, started=started)
+        return self.ingest_staged(reader.summary, staging, source=source, started=started,
+                                  keep_metrics=keep_metrics)
 
     def ingest_staged(self, summary: trace.TraceSummary, staging: Staging, *, source: str = "uploaded",
-                      started: float | None = None) -> IngestResult:
+                      started: float | None = None, keep_metrics: bool = True) -> IngestResult:
         """The second half of `ingest`: a parsed trace's staged rows (its ops not yet nested) into
         the store. Jobs call it with the rows of a file parsed in chunks (profiler/storage/chunks.py)."""
         from profiler.storage import metadata
@@ -197,12 +199,12 @@ class Store:
             raise errors.NotATraceError(summary.name, f"has no trace events{' that can be used' * bool(why)}{why}")
         span = staging.finish()
         row, row_notes = metadata.trace_row(summary, source, span, dt.datetime.now(dt.UTC).replace(tzinfo=None))
-        duplicate = self._commit(row, staging, summary.name)
+        duplicate = self._commit(row, staging, summary.name, keep_metrics)
         return IngestResult(summary.run_id, summary.name, summary.events, span.kernels,
                             time.perf_counter() - started, duplicate,
                             summary.notes + tuple(staging.notes()) + tuple(row_notes))
 
-    def _commit(self, row: dict, staging: Staging, name: str) -> bool:
+    def _commit(self, row: dict, staging: Staging, name: str, keep_metrics: bool = True) -> bool:
         """Copy the staged trace into the store in one transaction; True if it was already there.
         A row the store refuses is a `TraceError` naming the file and the column."""
         with self.connect() as con:
@@ -220,7 +222,8 @@ class Store:
                     con.execute(ingest_sql(f"insert_{table.name}"), {"run_id": row["run_id"]})
                     if table.staged:
                         staging.release(con, table.staged)
-                metrics.store_runs(con, [row["run_id"]])
+                if keep_metrics:
+                    metrics.store_runs(con, [row["run_id"]])
                 con.execute("COMMIT")
             except duckdb.Error as e:
                 con.execute("ROLLBACK")

@@ -13,6 +13,10 @@ The readers: `catalog.RUN_TABLES` (what deleting a run deletes), `jobs.TABLES` /
 (`INSERTED`). Adding a per-run table is one line here, its `CREATE TABLE` in schema.sql and, for
 a parsed one, its `insert_<name>.sql` (docs/architecture.md, "Adding a per-run table").
 
+Per-job tables (`JOB_SUMMARIES`) hold one job's summary, written at its ingest
+(profiler/storage/job_summary.py): each is the stored answer of one query file of
+profiler/analysis/sql, keyed by job name; deleting the job deletes its rows.
+
 Imports nothing (a leaf of the storage layer).
 """
 from __future__ import annotations
@@ -52,3 +56,16 @@ METRICS_TABLE = next(t.name for t in TABLES if t.kind == METRICS)
 IN_FIRST_JOBS = tuple(t.name for t in TABLES if t.in_first_jobs)
 # the ingest transaction's copies from staging, in order (traces' row goes in before them)
 INSERTED = tuple(sorted((t for t in TABLES if t.insert_step), key=lambda t: t.insert_step))
+
+
+@dataclass(frozen=True)
+class JobTable:
+    name: str
+    query: str  # the query file (profiler/analysis/sql/<query>.sql) whose rows it keeps per job
+
+
+JOB_SUMMARIES = (
+    JobTable("job_summary_iterations", "job_rank_iterations"),
+    JobTable("job_summary_waits", "job_rank_waits"),
+    JobTable("job_summary_collectives", "job_collectives"),
+)
