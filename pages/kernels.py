@@ -142,7 +142,8 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     if table.empty:
         st.info("No kernels match." if found else "The selected runs recorded no GPU kernels.")
     else:
-        st.altair_chart(charts.kernel_time_chart(table, labels), width="stretch")
+        state, log = ui.log_axis(state)
+        st.altair_chart(charts.kernel_time_chart(table, labels, log=log), width="stretch")
         rows = charts.with_runs(table, labels)
         st.caption(f"{len(rows)} kernel names over {len(runs)} run(s), heaviest first per run")
         if counted:
