@@ -108,17 +108,18 @@ def breakdown_section(store, runs, labels) -> None:
 
 
 def roofline_section(store, runs, labels) -> None:
-    st.subheader("Roofline", divider="gray")
+    """The roofline of the Attention page (the same chart), folded: detail below the kernels."""
     roof = curve_charts.roofline_usable(roofline.roofline_table(store, runs))
     if roof.empty:
         st.info("No roofline: no modelled op of the selected runs launched GPU work. "
                 + markup.md(" ".join(f"{labels.get(r, r)}: {unmodelled.sentence(store, r)}" for r in runs)))
         return
-    st.caption("FLOPs and bytes moved per iteration by the attention, GEMM and memory-bound ops "
-               "(from their recorded shapes), over their kernel time, under the GPU's datasheet "
-               "roofs: the memory slope and one ceiling per engine. Per op: the Attention page.")
-    st.altair_chart(curve_charts.roofline_chart(roof, roofline.ceilings(roof), labels), width="stretch")
-    ui.table(charts.with_runs(roof, labels), column_config=ROOF_COLUMNS, column_order=list(ROOF_COLUMNS),
+    with st.expander("Roofline: achieved TFLOP/s under the GPU's roofs", expanded=len(runs) <= 1):
+        st.caption("FLOPs and bytes moved per iteration by the attention, GEMM and memory-bound ops "
+                   "(from their recorded shapes), over their kernel time, under the GPU's datasheet "
+                   "roofs: the memory slope and one ceiling per engine. Per op: the Attention page.")
+        st.altair_chart(curve_charts.roofline_chart(roof, roofline.ceilings(roof), labels), width="stretch")
+        ui.table(charts.with_runs(roof, labels), column_config=ROOF_COLUMNS, column_order=list(ROOF_COLUMNS),
                  hide_index=True, placeholder="—")
 
 
@@ -151,8 +152,9 @@ with ui.guard(), queries.session(ui.get_store()) as store:
                                   "ncu is not in any timing) for {} of these kernels: columns marked (ncu).",
                                   counted))
         shown = [c for c in COLUMNS if counted or c not in counters.SHOWN_ON_KERNELS]
-        ui.table(rows, column_config=COLUMNS, column_order=shown, hide_index=True,
+        with st.expander(f"Kernel table: {len(rows)} rows, occupancy and launch shapes", expanded=len(runs) <= 1):
+            ui.table(rows, column_config=COLUMNS, column_order=shown, hide_index=True,
                      width="stretch", height=min(36 + 35 * len(rows), 420), placeholder="—")
-        ui.csv_download(rows, "kernels")
+            ui.csv_download(rows, "kernels")
     roofline_section(store, runs, labels)
     ui.copy_link(state)
