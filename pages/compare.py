@@ -93,12 +93,12 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     delta = queries.kernel_delta(store, a, b)
     if not delta.empty:
         st.altair_chart(charts.delta_chart(delta), width="stretch")
-    with st.expander(f"Kernel table, b − a: {len(delta)} rows", expanded=delta.empty):
+    with st.expander(f"Kernel table, b − a (kernels: {len(delta)})", expanded=delta.empty):
         ui.table(delta, column_config=DELTA_COLUMNS, column_order=list(DELTA_COLUMNS),
                  hide_index=True, placeholder="—")
         ui.csv_download(delta, f"kernel-delta-{a}-{b}")
     api_delta = queries.launch_api_delta(store, a, b)
-    with st.expander(f"Launch APIs per iteration, b − a: {len(api_delta)} rows"):
+    with st.expander(f"Launch APIs per iteration, b − a (APIs: {len(api_delta)})"):
         ui.table(api_delta, column_config=API_COLUMNS, column_order=list(API_COLUMNS),
                  hide_index=True, placeholder="—")
         ui.csv_download(api_delta, f"api-delta-{a}-{b}")

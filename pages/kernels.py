@@ -152,7 +152,8 @@ with ui.guard(), queries.session(ui.get_store()) as store:
                                   "ncu is not in any timing) for {} of these kernels: columns marked (ncu).",
                                   counted))
         shown = [c for c in COLUMNS if counted or c not in counters.SHOWN_ON_KERNELS]
-        with st.expander(f"Kernel table: {len(rows)} rows, occupancy and launch shapes", expanded=len(runs) <= 1):
+        with st.expander(f"Kernel table (rows: {len(rows)}): occupancy, launch shapes, full names",
+                         expanded=len(runs) <= 1):
             ui.table(rows, column_config=COLUMNS, column_order=shown, hide_index=True,
                      width="stretch", height=min(36 + 35 * len(rows), 420), placeholder="—")
             ui.csv_download(rows, "kernels")

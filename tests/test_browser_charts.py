@@ -249,3 +249,52 @@ def test_hovering_a_launch_draws_its_flow_and_a_drag_lists_the_range(charts_serv
         page.screenshot(path=str(ARTIFACTS / "charts-timeline-range.png"), full_page=True)
     finally:
         page.close()
+
+
+SWEEP = SAMPLES / "sweep"
+# the legend entries and the line-end names of every drawn chart: [[legend labels], [names]]
+SWEEP_TEXTS = """() => Array.from(document.querySelectorAll('.vega-embed svg'))
+  .filter(svg => svg.getBoundingClientRect().height > 0)
+  .map(svg => [Array.from(svg.querySelectorAll('g.role-legend-label text')).map(t => t.textContent),
+               Array.from(svg.querySelectorAll('g.mark-text.role-mark text')).map(t => t.textContent)
+                 .filter(t => !t.includes('⇄'))])"""
+
+
+@pytest.fixture(scope="module")
+def sweep_server(tmp_path_factory):
+    """A streamlit server over the first capture of every variant and length of the H200 sweep."""
+    db = tmp_path_factory.mktemp("browser-sweep") / "store.duckdb"
+    store = Store(db)
+    runs = {p.name: store.ingest(p, source="captured").run_id for p in sorted(SWEEP.glob("*_r1.json.gz"))}
+    with streamlit_app(db) as url:
+        yield url, runs
+
+
+def test_the_sweep_reads_with_every_variant_and_a_selection_narrows_it(sweep_server, browser):
+    url, runs = sweep_server
+    variants = {name.split("_b8_")[0] for name in runs}
+    assert len(variants) >= 10, f"the sweep samples hold {len(variants)} variants"
+    page = _open(browser, share_url(ViewState(page="sweep"), base=url), ".vega-embed svg")
+    try:
+        _assert_no_exception(page, "sweep")
+        page.screenshot(path=str(ARTIFACTS / "charts-sweep-all.png"), full_page=True)
+        legend, names = page.evaluate(SWEEP_TEXTS)[0]  # the GPU chart (the CPU one is a tab behind)
+        assert set(legend) == variants, f"legend {legend}"               # every variant, in full
+        assert sorted(names) == sorted(variants), f"line names {names}"  # each line named once
+        assert not page.evaluate(CLIPPED_LEGENDS), "the legend runs out of its chart"
+        assert page.evaluate(PAGE_HEIGHT) <= 3.3 * SCREEN
+    finally:
+        page.close()
+    picked = (runs["flex_b8_h16_s512_d64_bf16_causal_warm_r1.json.gz"],
+              runs["sdpa_flash_b8_h16_s512_d64_bf16_causal_warm_r1.json.gz"])
+    page = _open(browser, share_url(ViewState(page="sweep", runs=picked), base=url), ".vega-embed svg")
+    try:
+        _assert_no_exception(page, "sweep of a selection")
+        legend, names = page.evaluate(SWEEP_TEXTS)[0]
+        assert sorted(legend) == ["flex", "sdpa_flash"] and sorted(names) == ["flex", "sdpa_flash"]
+        points = page.locator('.vega-embed svg path[aria-roledescription="line mark"], '
+                              '.vega-embed svg path[aria-roledescription="point"]').count()
+        assert points >= 2 * 2, "the selection emptied the sweep instead of narrowing it"
+        page.screenshot(path=str(ARTIFACTS / "charts-sweep-selected.png"), full_page=True)
+    finally:
+        page.close()

@@ -128,7 +128,7 @@ def test_sweep_series_keeps_variants_with_two_lengths_and_names_shapes_when_seve
     assert scale["range"] == [style.variant_colour("flex")] * 2
     assert lines["encoding"]["color"]["legend"]["labelLimit"] >= 400
     crossing = next(d for d in spec["datasets"].values() if d and "text" in d[0])
-    assert crossing == [{"seq_len": 1024.0, "text": "a ⇄ b"}]       # between 512 and 2048 (log)
+    assert crossing == [{"seq_len": 1024.0, "text": "a ⇄ b", "y_px": 4}]  # between 512 and 2048 (log)
     cpu = sweep_chart(two_shapes, curve_charts.sweep_spread(two_shapes.assign(run_id="r")), [],
                       "cpu_busy_us_per_iter").to_dict()
     cpu_rows = cpu["datasets"][cpu["layer"][2]["data"]["name"]]

@@ -139,7 +139,7 @@ def sweep_chart(series: pd.DataFrame, spread: pd.DataFrame, crossings: list[dict
               scale=alt.Scale(type="log", base=2, domain=[lengths[0], lengths[-1] * 2 ** 1.6], nice=False),
               axis=alt.Axis(values=lengths))
     y_scale = alt.Scale(type="log")
-    legend = alt.Legend(orient="right", title="variant", labelLimit=420, symbolLimit=0)
+    legend = style.side_legend(series["series"].nunique(), "variant")
     lines = alt.Chart(data).mark_line(point=True).encode(
         x=x, y=alt.Y("us_per_iter:Q", scale=y_scale, title="µs per iteration (log)"),
         color=alt.Color("series:N", scale=colour, legend=legend),
@@ -159,11 +159,12 @@ def sweep_chart(series: pd.DataFrame, spread: pd.DataFrame, crossings: list[dict
         cross = pd.DataFrame([{"seq_len": (c["seq_len_lo"] * c["seq_len_hi"]) ** 0.5,
                                "text": f"{c['faster_below']} ⇄ {c['faster_above']}"}
                               for c in crossings])
+        cross["y_px"] = cross.groupby("seq_len").cumcount() * (style.FONT_PX + 4) + 4  # stacked, not overprinted
         rule = alt.Chart(cross).mark_rule(strokeDash=[2, 3], color="gray").encode(
             x=x, tooltip=[alt.Tooltip("text:N", title="crossover")])
         label = alt.Chart(cross).mark_text(align="left", dx=4, dy=-4, baseline="top",
                                            fontSize=style.FONT_PX, color="gray").encode(
-            x=x, y=alt.value(4), text="text:N")
+            x=x, y=alt.Y("y_px:Q", scale=None), text="text:N")
         layers += [rule, label]
     return style.configure(alt.layer(*layers, title=title).properties(
         width="container", height=340, padding={"left": 5, "top": 5, "right": 24, "bottom": 5}))

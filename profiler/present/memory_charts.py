@@ -49,7 +49,7 @@ def peak_vs_length_chart(points: pd.DataFrame) -> alt.LayerChart:
     base = alt.Chart(data).encode(
         x=alt.X("seq_len:Q", title="sequence length L", scale=alt.Scale(type="log", base=2)),
         color=alt.Color("variant:N", scale=colour,
-                        legend=alt.Legend(orient="right", labelLimit=420, symbolLimit=0)))
+                        legend=style.side_legend(data["variant"].nunique(), "variant")))
     dots = base.mark_circle(size=40, opacity=0.6).encode(
         y=alt.Y("peak_mib:Q", title="peak allocated (MiB)", scale=alt.Scale(type="log")),
         tooltip=["variant:N", "seq_len:Q", alt.Tooltip("peak_mib:Q", format=",.1f", title="peak MiB"), "run_id:N"])

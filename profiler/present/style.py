@@ -120,6 +120,16 @@ def run_scale(labels: dict[str, str], present=None) -> alt.Scale:
     return alt.Scale(domain=names, range=[colour[n] for n in names])
 
 
+LEGEND_ROWS = 8  # entries one right-hand legend column holds beside a chart ~320 px tall
+
+
+def side_legend(entries: int, title: str | None = None) -> alt.Legend:
+    """A legend right of the chart listing every entry in full, in as many columns as it takes
+    to stay within the chart's height (a taller one is cut off by the chart's frame)."""
+    return alt.Legend(orient="right", title=title, labelLimit=420, symbolLimit=0,
+                      columns=max(1, -(-entries // LEGEND_ROWS)))
+
+
 def series_scale(series_variant: dict[str, str]) -> alt.Scale:
     """Colour scale of named series (a sweep's lines) each drawn in its variant's colour."""
     names = sorted(series_variant)
