@@ -25,7 +25,7 @@ DELTA_COLUMNS = {
     "us_delta": Col.NumberColumn("Δ µs", format="%+.1f"),
 }
 METRIC_COLUMNS = {  # the metrics layer's per-iteration figures, as on the runs and kernels pages
-    "side": Col.TextColumn("run", width="large"),
+    "side": ui.run_column(),
     "gpu_busy_us_per_iter": Col.NumberColumn("GPU own busy µs / iter", format="%.1f"),
     "gpu_busy_pct": Col.NumberColumn("own busy % of iteration", format="%.1f"),
     "carried_pct": Col.NumberColumn("carried % of iteration", format="%.1f",

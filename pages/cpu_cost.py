@@ -6,7 +6,7 @@ from profiler.present import charts, markup, narrative, ui
 
 Col = st.column_config
 SUMMARY_COLUMNS = {
-    "label": Col.TextColumn("run", width="large"),
+    "label": ui.run_column(),
     "cold": Col.CheckboxColumn("cold", help="First call of a fresh shape, before any warm-up."),
     "iterations": Col.NumberColumn("iters"),
     "cpu_busy_us": Col.NumberColumn("CPU µs / iter", format="%.1f",
@@ -29,7 +29,7 @@ SUMMARY_COLUMNS = {
                             "waiting in a synchronize call when the GPU ran dry."),
 }
 OP_COLUMNS = {
-    "run": Col.TextColumn("run", width="large"),
+    "run": ui.run_column(),
     "op": Col.TextColumn("op", width="large"),
     "calls_per_iter": Col.NumberColumn("calls / iter", format="%.1f"),
     "self_us_per_iter": Col.NumberColumn("self µs / iter", format="%.1f"),

@@ -6,7 +6,7 @@ from profiler.present import charts, curve_charts, markup, ui
 
 Col = st.column_config
 COLUMNS = {  # what a kernel engineer reads first (time, math engine, occupancy), launch shape after
-    "run": Col.TextColumn("run", width="large"),
+    "run": ui.run_column(),
     "name": Col.TextColumn("kernel", width="medium", help="Short name; the full one is the last column."),
     "calls_per_iter": Col.NumberColumn("calls / iter", format="%.1f"),
     "us_per_iter": Col.NumberColumn("µs / iter", format="%.1f"),
@@ -59,7 +59,7 @@ COLUMNS = {  # what a kernel engineer reads first (time, math engine, occupancy)
 }
 
 BREAKDOWN_COLUMNS = {  # the metrics layer's per-iteration figures (profiler/storage/sql/metrics.sql)
-    "label": Col.TextColumn("run", width="large"),
+    "label": ui.run_column(),
     "wall_us_per_iter": Col.NumberColumn("iteration µs", format="%.1f"),
     "gpu_busy_us_per_iter": Col.NumberColumn("GPU own busy µs / iter", format="%.1f",
                                              help="Kernels, copies and sets launched in the iteration, "
@@ -80,7 +80,7 @@ BREAKDOWN_COLUMNS = {  # the metrics layer's per-iteration figures (profiler/sto
 }
 
 ROOF_COLUMNS = {
-    "run": Col.TextColumn("run", width="large"),
+    "run": ui.run_column(),
     "tflops": Col.NumberColumn("achieved TFLOP/s", format="%.2f"),
     "roof_tflops": Col.NumberColumn("roof TFLOP/s", format="%.1f"),
     "pct_of_roof": Col.NumberColumn("% of roof", format="%.1f"),

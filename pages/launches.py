@@ -6,7 +6,7 @@ from profiler.analysis import queries
 from profiler.present import charts, markup, ui
 
 Col = st.column_config
-RUN = {"run": Col.TextColumn("run", width="large")}
+RUN = {"run": ui.run_column()}
 API_COLUMNS = {
     **RUN,
     "api": Col.TextColumn("API", width="medium"),

@@ -21,6 +21,7 @@ FACET_WIDTH_PX = 900   # faceted charts cannot stretch to the container
 ROW_PX = 16            # one bar of a grouped bar chart
 GAP = "\u200b"          # zero-width space: rows of a group after its first one (blank label)
 TOP_N = 15
+BAR_LABEL_PX = 330     # a bar's label past its end; longer run names end in "…"
 
 
 def label_map(labels: pd.DataFrame) -> style.RunLabels:
@@ -86,7 +87,7 @@ def grouped_bars(data: pd.DataFrame, name: str, series: str, value: str, colour:
         base = 10 ** math.floor(math.log10(data[value].min()))
         scale = alt.Scale(type="log", domainMin=base, domainMax=top * (top / base) ** 0.7)
     else:  # room right of the longest bar for its label
-        base, scale = 0, alt.Scale(zero=True, nice=False, domainMax=max(top, 0) * 1.7 or 1)
+        base, scale = 0, alt.Scale(zero=True, nice=False, domainMax=max(top, 0) * 1.8 or 1)
     x = alt.X(f"{value}:Q", title=x_title + (" (log scale)" if log else ""), scale=scale)
     y = alt.Y("row:N", sort=list(data["row"]), title=None, axis=alt.Axis(
         labelLimit=380, labelOverlap=False,  # rows are taller than the type: hide none
@@ -98,7 +99,7 @@ def grouped_bars(data: pd.DataFrame, name: str, series: str, value: str, colour:
                              legend=alt.Legend(orient="top", columns=2)),
         tooltip=tips(data, tooltip))
     text = base_chart.mark_text(align="left", baseline="middle", dx=4, fontSize=style.FONT_PX - 1,
-                                limit=460).encode(x=x, y=y, text="bar_label:N")
+                                limit=BAR_LABEL_PX).encode(x=x, y=y, text="bar_label:N")
     return alt.layer(bars, text).properties(height=alt.Step(ROW_PX))
 
 

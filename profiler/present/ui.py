@@ -196,6 +196,14 @@ def require_runs(state: ViewState, minimum: int = 1, purpose: str = "this page")
     st.stop()
 
 
+RUN_COLUMN_PX = 470  # a run label in full: 'variant dtype L=… (cold) · id', or an upload's file name
+
+
+def run_column(title: str = "run"):
+    """The column of run labels in every table, wide enough that a label is not cut at 1600 px."""
+    return st.column_config.TextColumn(title, width=RUN_COLUMN_PX)
+
+
 def log_axis(state: ViewState, key: str = "log") -> tuple[ViewState, bool]:
     """A "log axis" toggle for a page's bar charts (off by default, kept in the URL as ``key=1``):
     the view (updated when it changed) and whether to draw a log axis."""
