@@ -161,6 +161,7 @@ def test_grouped_bars_give_every_bar_its_own_row_and_its_own_label(labels):
     assert bars["encoding"]["y"]["sort"] == [r for r, _ in rows]
     # every bar, also the blank-labelled ones, carries its value and its run at its end
     assert text["mark"]["type"] == "text" and text["encoding"]["text"]["field"] == "bar_label"
+    assert text["mark"]["color"] == style.LABEL_GREY  # not Vega's black: unreadable on the dark theme
     assert [r["bar_label"] for r in _rows(spec)] == [
         f"500 µs · {runs[0]}", f"2 µs · {runs[1]}", f"30 µs · {runs[0]}", f"1 µs · {runs[1]}"]
     scale = bars["encoding"]["x"]["scale"]

@@ -99,6 +99,7 @@ def grouped_bars(data: pd.DataFrame, name: str, series: str, value: str, colour:
                              legend=alt.Legend(orient="top", columns=2)),
         tooltip=tips(data, tooltip))
     text = base_chart.mark_text(align="left", baseline="middle", dx=4, fontSize=style.FONT_PX - 1,
+                                color=style.LABEL_GREY,
                                 limit=BAR_LABEL_PX).encode(x=x, y=y, text="bar_label:N")
     return alt.layer(bars, text).properties(height=alt.Step(ROW_PX))
 

@@ -42,6 +42,7 @@ CATEGORY_COLOURS = {
     "CPU, first iteration": "#b5651d", "CPU, later (mean)": "#6b8fb5", "GPU kernels (mean)": "#3a9e5f",
     "cold": "#b5651d", "warm": "#6b8fb5",
 }
+LABEL_GREY = "#808495"  # text drawn as a mark (bar labels): readable on light and dark themes alike
 HIGHLIGHT = "#e4002b"  # the selected event, its flows and its partners
 FONT_PX = 12          # axis and legend labels (at least 11 px everywhere)
 TITLE_PX = 13
