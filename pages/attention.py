@@ -32,7 +32,7 @@ COLUMNS = {
 }
 
 TOTALS = {  # one iteration of each run
-    "run": Col.TextColumn("run"),
+    "run": ui.run_column(),
     "flops_per_iter": Col.NumberColumn("FLOPs / iter", format="%.3e"),
     "bytes_per_iter": Col.NumberColumn("bytes / iter", format="%.3e", help="Read + written by the modelled ops."),
     "intensity": Col.NumberColumn("FLOP / byte", format="%.1f"),

@@ -26,7 +26,7 @@ DELTA_COLUMNS = {
     "us_delta": Col.NumberColumn("Δ µs", format="%+.1f"),
 }
 METRIC_COLUMNS = {  # the metrics layer's per-iteration figures, as on the runs and kernels pages
-    "side": Col.TextColumn("run", width="large"),
+    "side": ui.run_column(),
     "times_baseline": Col.NumberColumn("µs / call × baseline", format="%.2f", help="Time per call over the "
                                        "baseline's (runs of the baseline's shape only)."),
     "gpu_busy_us_per_iter": Col.NumberColumn("GPU own busy µs / iter", format="%.1f"),
@@ -102,20 +102,22 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     delta = queries.kernel_delta(store, a, b)
     if not delta.empty:
         st.altair_chart(charts.delta_chart(delta), width="stretch")
-    ui.table(delta, column_config=DELTA_COLUMNS, column_order=list(DELTA_COLUMNS),
+    with st.expander(f"Kernel table, b − a (kernels: {len(delta)})", expanded=delta.empty):
+        ui.table(delta, column_config=DELTA_COLUMNS, column_order=list(DELTA_COLUMNS),
                  hide_index=True, placeholder="—")
-    ui.csv_download(delta, f"kernel-delta-{a}-{b}")
-    st.subheader("Launch APIs per iteration, b − a", divider="gray")
+        ui.csv_download(delta, f"kernel-delta-{a}-{b}")
     api_delta = queries.launch_api_delta(store, a, b)
-    ui.table(api_delta, column_config=API_COLUMNS, column_order=list(API_COLUMNS),
+    with st.expander(f"Launch APIs per iteration, b − a (APIs: {len(api_delta)})"):
+        ui.table(api_delta, column_config=API_COLUMNS, column_order=list(API_COLUMNS),
                  hide_index=True, placeholder="—")
-    ui.csv_download(api_delta, f"api-delta-{a}-{b}")
+        ui.csv_download(api_delta, f"api-delta-{a}-{b}")
     st.subheader("Memory", divider="gray")
     for finding in memory.memory_findings(store, [a, b]):
         st.text(markup.printable(finding.text))
     timeline = memory.memory_timeline(store, [a, b])
     if not timeline.empty:
         starts = memory_charts.iteration_starts(queries.run_iterations(store, [a, b]), timeline, labels)
-        st.altair_chart(memory_charts.allocated_over_time_chart(timeline, starts, labels), width="stretch")
+        with st.expander("Allocated memory over time"):
+            st.altair_chart(memory_charts.allocated_over_time_chart(timeline, starts, labels), width="stretch")
         ui.link_to("memory", state.with_(page="memory"), label="Memory page: peaks and live blocks")
     ui.copy_link(state)

@@ -6,7 +6,7 @@ from profiler.present import charts, markup, narrative, ui
 
 Col = st.column_config
 SUMMARY_COLUMNS = {
-    "label": Col.TextColumn("run", width="medium"),
+    "label": ui.run_column(),
     "cold": Col.CheckboxColumn("cold", help="First call of a fresh shape, before any warm-up."),
     "iterations": Col.NumberColumn("iters"),
     "cpu_busy_us": Col.NumberColumn("CPU µs / iter", format="%.1f",
@@ -29,7 +29,7 @@ SUMMARY_COLUMNS = {
                             "waiting in a synchronize call when the GPU ran dry."),
 }
 OP_COLUMNS = {
-    "run": Col.TextColumn("run", width="medium"),
+    "run": ui.run_column(),
     "op": Col.TextColumn("op", width="large"),
     "calls_per_iter": Col.NumberColumn("calls / iter", format="%.1f"),
     "self_us_per_iter": Col.NumberColumn("self µs / iter", format="%.1f"),
@@ -70,8 +70,9 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     with st.expander("CPU vs GPU time of every iteration", expanded=len(runs) <= 2):
         st.altair_chart(charts.cpu_gpu_chart(per_iter, labels))
     st.subheader("Cold vs warm", divider="gray")
+    state, log = ui.log_axis(state)
     if not summary.empty:
-        st.altair_chart(charts.cold_warm_chart(summary), width="stretch")
+        st.altair_chart(charts.cold_warm_chart(summary, log=log), width="stretch")
     pairs = queries.cold_warm_table(store, runs, per_iter)
     if pairs.empty:
         st.caption("No cold/warm pair among the selected runs (the same variant and shape captured "
@@ -84,7 +85,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     if ops.empty:
         st.info("The selected runs recorded no CPU ops.")
     else:
-        st.altair_chart(charts.op_self_time_chart(ops, labels), width="stretch")
+        st.altair_chart(charts.op_self_time_chart(ops, labels, log=log), width="stretch")
         with st.expander("Op table"):
             rows = charts.with_runs(ops, labels)
             ui.table(rows, column_config=OP_COLUMNS, column_order=list(OP_COLUMNS),

@@ -6,7 +6,7 @@ from profiler.present import charts, curve_charts, markup, ui
 
 Col = st.column_config
 COLUMNS = {  # what a kernel engineer reads first (time, math engine, occupancy), launch shape after
-    "run": Col.TextColumn("run", width="medium"),
+    "run": ui.run_column(),
     "name": Col.TextColumn("kernel", width="medium", help="Short name; the full one is the last column."),
     "calls_per_iter": Col.NumberColumn("calls / iter", format="%.1f"),
     "us_per_iter": Col.NumberColumn("µs / iter", format="%.1f"),
@@ -59,7 +59,7 @@ COLUMNS = {  # what a kernel engineer reads first (time, math engine, occupancy)
 }
 
 BREAKDOWN_COLUMNS = {  # the metrics layer's per-iteration figures (profiler/storage/sql/metrics.sql)
-    "label": Col.TextColumn("run", width="medium"),
+    "label": ui.run_column(),
     "wall_us_per_iter": Col.NumberColumn("iteration µs", format="%.1f"),
     "gpu_busy_us_per_iter": Col.NumberColumn("GPU own busy µs / iter", format="%.1f",
                                              help="Kernels, copies and sets launched in the iteration, "
@@ -80,7 +80,7 @@ BREAKDOWN_COLUMNS = {  # the metrics layer's per-iteration figures (profiler/sto
 }
 
 ROOF_COLUMNS = {
-    "run": Col.TextColumn("run", width="medium"),
+    "run": ui.run_column(),
     "tflops": Col.NumberColumn("achieved TFLOP/s", format="%.2f"),
     "roof_tflops": Col.NumberColumn("roof TFLOP/s", format="%.1f"),
     "pct_of_roof": Col.NumberColumn("% of roof", format="%.1f"),
@@ -108,17 +108,18 @@ def breakdown_section(store, runs, labels) -> None:
 
 
 def roofline_section(store, runs, labels) -> None:
-    st.subheader("Roofline", divider="gray")
+    """The roofline of the Attention page (the same chart), folded: detail below the kernels."""
     roof = curve_charts.roofline_usable(roofline.roofline_table(store, runs))
     if roof.empty:
         st.info("No roofline: no modelled op of the selected runs launched GPU work. "
                 + markup.md(" ".join(f"{labels.get(r, r)}: {unmodelled.sentence(store, r)}" for r in runs)))
         return
-    st.caption("FLOPs and bytes moved per iteration by the attention, GEMM and memory-bound ops "
-               "(from their recorded shapes), over their kernel time, under the GPU's datasheet "
-               "roofs: the memory slope and one ceiling per engine. Per op: the Attention page.")
-    st.altair_chart(curve_charts.roofline_chart(roof, roofline.ceilings(roof), labels), width="stretch")
-    ui.table(charts.with_runs(roof, labels), column_config=ROOF_COLUMNS, column_order=list(ROOF_COLUMNS),
+    with st.expander("Roofline: achieved TFLOP/s under the GPU's roofs", expanded=len(runs) <= 1):
+        st.caption("FLOPs and bytes moved per iteration by the attention, GEMM and memory-bound ops "
+                   "(from their recorded shapes), over their kernel time, under the GPU's datasheet "
+                   "roofs: the memory slope and one ceiling per engine. Per op: the Attention page.")
+        st.altair_chart(curve_charts.roofline_chart(roof, roofline.ceilings(roof), labels), width="stretch")
+        ui.table(charts.with_runs(roof, labels), column_config=ROOF_COLUMNS, column_order=list(ROOF_COLUMNS),
                  hide_index=True, placeholder="—")
 
 
@@ -142,7 +143,8 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     if table.empty:
         st.info("No kernels match." if found else "The selected runs recorded no GPU kernels.")
     else:
-        st.altair_chart(charts.kernel_time_chart(table, labels), width="stretch")
+        state, log = ui.log_axis(state)
+        st.altair_chart(charts.kernel_time_chart(table, labels, log=log), width="stretch")
         rows = charts.with_runs(table, labels)
         st.caption(f"{len(rows)} kernel names over {len(runs)} run(s), heaviest first per run")
         if counted:
@@ -150,8 +152,10 @@ with ui.guard(), queries.session(ui.get_store()) as store:
                                   "ncu is not in any timing) for {} of these kernels: columns marked (ncu).",
                                   counted))
         shown = [c for c in COLUMNS if counted or c not in counters.SHOWN_ON_KERNELS]
-        ui.table(rows, column_config=COLUMNS, column_order=shown, hide_index=True,
+        with st.expander(f"Kernel table (rows: {len(rows)}): occupancy, launch shapes, full names",
+                         expanded=len(runs) <= 1):
+            ui.table(rows, column_config=COLUMNS, column_order=shown, hide_index=True,
                      width="stretch", height=min(36 + 35 * len(rows), 420), placeholder="—")
-        ui.csv_download(rows, "kernels")
+            ui.csv_download(rows, "kernels")
     roofline_section(store, runs, labels)
     ui.copy_link(state)

@@ -6,7 +6,7 @@ from profiler.analysis import queries
 from profiler.present import charts, markup, ui
 
 Col = st.column_config
-RUN = {"run": Col.TextColumn("run", width="medium")}
+RUN = {"run": ui.run_column()}
 API_COLUMNS = {
     **RUN,
     "api": Col.TextColumn("API", width="medium"),
@@ -57,7 +57,8 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     if apis.empty:
         st.info("The selected runs recorded no runtime or driver API calls.")
     else:
-        st.altair_chart(charts.launch_api_chart(apis, labels), width="stretch")
+        state, log = ui.log_axis(state)
+        st.altair_chart(charts.launch_api_chart(apis, labels, log=log), width="stretch")
         hist = queries.launch_latency_histogram(store, runs)
         if not hist.empty:
             with st.expander("Launch latency distribution", expanded=len(runs) <= 2):

@@ -8,7 +8,7 @@ from profiler.present import charts, markup, memory_charts, ui
 Col = st.column_config
 MIB = memory.MIB
 SUMMARY_COLUMNS = {
-    "run": Col.TextColumn("run", width="medium"),
+    "run": ui.run_column(),
     "peak_allocated_mib": Col.NumberColumn("peak allocated MiB", format="%.1f",
                                            help="Highest 'Total Allocated' the allocator reported on "
                                                 "the run's GPU while recording (includes what was held before)."),
@@ -20,7 +20,7 @@ SUMMARY_COLUMNS = {
     "events": Col.NumberColumn("memory events"),
 }
 ITER_COLUMNS = {
-    "run": Col.TextColumn("run", width="medium"),
+    "run": ui.run_column(),
     "iteration": Col.NumberColumn("iteration"),
     "peak_allocated_mib": Col.NumberColumn("peak MiB", format="%.1f"),
     "peak_above_start_mib": Col.NumberColumn("peak above its start MiB", format="%.1f",

@@ -32,20 +32,27 @@ def no_sweep() -> None:
 st.title("Sweep")
 state = ui.view_state("sweep")
 with ui.guard(), queries.session(ui.get_store()) as store:
-    runs = list(state.runs) or list(queries.run_catalog(store)["run_id"])
+    every = list(queries.run_catalog(store)["run_id"])
+    runs = roofline.sweep_runs(store, state.runs, every) if state.runs else every
     series = curve_charts.sweep_series(roofline.sweep_table(store, runs))
     if series.empty:
         no_sweep()
-    source = f"the {len(state.runs)} selected runs" if state.runs else "every captured run in the store"
-    st.caption(f"Warm runs among {source}: GPU time (solid) and CPU time (dashed) per iteration on "
-               "one logarithmic scale, the lines through the mean of each variant and sequence "
-               "length, the bars from the fastest to the slowest iteration of all its captures "
-               "(a tick at the median). Where two GPU lines cross, the faster variant changes "
-               "(dotted rules). What bounds each run (GPU, CPU or synchronisation) is on the runs page.")
+    source = (f"the variants of the {len(state.runs)} selected runs, at every length captured"
+              if state.runs else "every captured run in the store")
+    st.caption(f"Warm runs of {source}: GPU and CPU time per iteration on logarithmic scales, "
+               "the lines through the mean of each variant and sequence length, the bars from "
+               "the fastest to the slowest iteration of all its captures (a tick at the median). "
+               "Where two GPU lines cross, the faster variant changes (dotted rules). What bounds "
+               "each run (GPU, CPU or synchronisation) is on the runs page.")
     crossings = findings.sweep_findings(store, runs)
     spread = curve_charts.sweep_spread(roofline.sweep_iterations(store, runs))
-    st.altair_chart(curve_charts.sweep_chart(series, spread, [f.evidence for f in crossings]),
-                    width="stretch")
+    gpu_tab, cpu_tab = st.tabs([curve_charts.SWEEP_METRICS[m] for m in curve_charts.SWEEP_METRICS])
+    with gpu_tab:
+        st.altair_chart(curve_charts.sweep_chart(series, spread, [f.evidence for f in crossings],
+                                                 "gpu_busy_us_per_iter"), width="stretch")
+    with cpu_tab:
+        st.altair_chart(curve_charts.sweep_chart(series, spread, [], "cpu_busy_us_per_iter"),
+                        width="stretch")
     st.subheader("Crossovers", divider="gray")
     for finding in crossings:
         st.markdown(f"- {markup.md(finding.text)}")

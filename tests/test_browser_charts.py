@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 
+from profiler.present import style
 from profiler.present.share import ViewState, share_url
 from profiler.storage.store import Store
 from tests.conftest import HAVE_SHARED, SAMPLES, SHARED_TRACES
@@ -28,7 +29,8 @@ UPLOADS = ([SHARED_TRACES / "tracelens__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.js
             SHARED_TRACES / "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz",
             SHARED_TRACES / "param__dlrm_kineto__worker0_step_12.1694128201545.pt.trace.json"]
            if HAVE_SHARED else [])
-PAGES = ["timeline", "kernels", "launches", "cpu-cost", "compare"]
+PAGES = ["timeline", "kernels", "launches", "cpu-cost", "compare", "attention", "memory", "sweep"]
+ALWAYS_DRAWN = {"timeline", "kernels", "launches", "cpu-cost"}  # the others may have nothing to draw
 
 # JavaScript run in the page: facts about the SVG charts
 AXIS_FONTS = """() => Array.from(document.querySelectorAll('.vega-embed svg g.role-axis-label text'))
@@ -67,6 +69,28 @@ X_LABELS = """(i) => Array.from(document.querySelectorAll('.vega-embed svg g.rol
       (a.getAttribute('aria-label') || '').startsWith('X-axis'))
     .map(a => Array.from(a.querySelectorAll('text')).map(t => t.textContent).join('|')).join())
   .filter(labels => labels)"""  # views with an x axis (on a shared scale, the timeline's first ones)
+# every view with bars and a discrete y axis: its bars, its non-blank y labels and its text marks
+# (the labels at the bars' ends); each bar must carry a label of either kind
+BAR_LABELS = """() => Array.from(document.querySelectorAll('.vega-embed svg g.role-axis'))
+  .filter(a => /^Y-axis.*discrete/.test(a.getAttribute('aria-label') || ''))
+  .map(a => {
+    const view = a.parentElement.closest('g.mark-group');
+    const shown = el => el.getBoundingClientRect().height > 0;
+    const bars = Array.from(view.querySelectorAll('path[aria-roledescription="bar"]')).filter(shown);
+    const labels = Array.from(a.querySelectorAll('g.role-axis-label text'))
+      .filter(t => t.textContent.trim() && shown(t));
+    const texts = Array.from(view.querySelectorAll('g.mark-text.role-mark text'))
+      .filter(t => t.textContent.trim() && shown(t));
+    return [bars.length, labels.length, texts.length, (a.closest('svg').getAttribute('aria-label') || '')];
+  }).filter(v => v[0] > 0)"""
+# the fill of every bar and point drawn for a run (its tooltip names it; not the bars coloured
+# by a metric): [run label, colour]
+RUN_FILLS = """() => Array.from(document.querySelectorAll(
+    '.vega-embed svg path[aria-roledescription="bar"], .vega-embed svg path[aria-roledescription="point"]'))
+  .map(p => [p.getAttribute('aria-label') || '', p.getAttribute('fill') || ''])
+  .filter(([l, f]) => f && f !== 'transparent' && !l.includes('metric: '))
+  .map(([l, f]) => [((l + ';').match(/(?:^|; )run: (.*?);/) || [])[1], f.toLowerCase()])
+  .filter(([r]) => r)"""
 SCROLL_TOP = "document.querySelector('[data-testid=\"stMain\"]').scrollTop"
 PAGE_HEIGHT = ("Math.max(...['stMain', 'stAppViewContainer'].map(t => (document.querySelector("
                "'[data-testid=\"' + t + '\"]') || {}).scrollHeight || 0))")
@@ -107,13 +131,13 @@ def _selections(charts_server) -> dict[str, tuple[str, ...]]:
 
 def test_every_page_reads_well_at_1600_px(charts_server, browser):
     url, _, _ = charts_server
-    problems, bars_checked = [], 0
+    problems, bars_checked, fills = [], 0, {}
     for name, runs in _selections(charts_server).items():
         for page_name in PAGES:
             if page_name == "compare" and len(runs) < 2:
                 continue
             page = _open(browser, share_url(ViewState(page=page_name, runs=runs), base=url),
-                         ".vega-embed svg" if page_name != "compare" else "")
+                         ".vega-embed svg" if page_name in ALWAYS_DRAWN else "")
             where = f"{page_name} ({name})"
             try:
                 _assert_no_exception(page, where)
@@ -132,10 +156,26 @@ def test_every_page_reads_well_at_1600_px(charts_server, browser):
                     problems.append(f"{where}: a bar sits {max(gaps):.0f} px off its label")
                 if height > 3.3 * SCREEN:
                     problems.append(f"{where}: {height} px tall, more than three screens")
+                if page_name != "timeline":
+                    for n_bars, n_labels, n_texts, chart in page.evaluate(BAR_LABELS):
+                        if n_bars not in (n_labels, n_texts):
+                            problems.append(f"{where}: {n_bars} bars, {n_labels} axis labels and "
+                                            f"{n_texts} bar labels in {chart[:60]!r}")
+                for run, fill in page.evaluate(RUN_FILLS):
+                    fills.setdefault(run, {}).setdefault(fill, []).append(where)
             finally:
                 page.close()
     assert not problems, "\n".join(problems)
     assert bars_checked > 20, "the bar charts were not found in the SVG"
+    # a run keeps one colour on every page and in every selection (2 and 4 sample runs)
+    mixed = {run: {f: sorted(set(w)) for f, w in by.items()} for run, by in fills.items() if len(by) > 1}
+    assert not mixed, f"runs drawn in several colours: {mixed}"
+    sample_fills = {run: next(iter(by)) for run, by in fills.items() if "L=1024" in run}
+    assert len(sample_fills) == 4, f"the four sample runs were not all found: {sorted(fills)}"
+    assert len(set(sample_fills.values())) == 4, f"two sample runs share a colour: {sample_fills}"
+    for run, fill in sample_fills.items():  # the colour of its variant, a tint when cold
+        variant = run.split()[0]
+        assert fill == style.variant_colour(variant, cold="(cold)" in run), (run, fill)
 
 
 def _zoom_first_panel(page) -> None:
@@ -211,5 +251,54 @@ def test_hovering_a_launch_draws_its_flow_and_a_drag_lists_the_range(charts_serv
         _assert_no_exception(page, "range selection")
         assert page.locator('[data-testid="stDataFrame"]').count() == 1, "no table of the range"
         page.screenshot(path=str(ARTIFACTS / "charts-timeline-range.png"), full_page=True)
+    finally:
+        page.close()
+
+
+SWEEP = SAMPLES / "sweep"
+# the legend entries and the line-end names of every drawn chart: [[legend labels], [names]]
+SWEEP_TEXTS = """() => Array.from(document.querySelectorAll('.vega-embed svg'))
+  .filter(svg => svg.getBoundingClientRect().height > 0)
+  .map(svg => [Array.from(svg.querySelectorAll('g.role-legend-label text')).map(t => t.textContent),
+               Array.from(svg.querySelectorAll('g.mark-text.role-mark text')).map(t => t.textContent)
+                 .filter(t => !t.includes('⇄'))])"""
+
+
+@pytest.fixture(scope="module")
+def sweep_server(tmp_path_factory):
+    """A streamlit server over the first capture of every variant and length of the H200 sweep."""
+    db = tmp_path_factory.mktemp("browser-sweep") / "store.duckdb"
+    store = Store(db)
+    runs = {p.name: store.ingest(p, source="captured").run_id for p in sorted(SWEEP.glob("*_r1.json.gz"))}
+    with streamlit_app(db) as url:
+        yield url, runs
+
+
+def test_the_sweep_reads_with_every_variant_and_a_selection_narrows_it(sweep_server, browser):
+    url, runs = sweep_server
+    variants = {name.split("_b8_")[0] for name in runs}
+    assert len(variants) >= 10, f"the sweep samples hold {len(variants)} variants"
+    page = _open(browser, share_url(ViewState(page="sweep"), base=url), ".vega-embed svg")
+    try:
+        _assert_no_exception(page, "sweep")
+        page.screenshot(path=str(ARTIFACTS / "charts-sweep-all.png"), full_page=True)
+        legend, names = page.evaluate(SWEEP_TEXTS)[0]  # the GPU chart (the CPU one is a tab behind)
+        assert set(legend) == variants, f"legend {legend}"               # every variant, in full
+        assert sorted(names) == sorted(variants), f"line names {names}"  # each line named once
+        assert not page.evaluate(CLIPPED_LEGENDS), "the legend runs out of its chart"
+        assert page.evaluate(PAGE_HEIGHT) <= 3.3 * SCREEN
+    finally:
+        page.close()
+    picked = (runs["flex_b8_h16_s512_d64_bf16_causal_warm_r1.json.gz"],
+              runs["sdpa_flash_b8_h16_s512_d64_bf16_causal_warm_r1.json.gz"])
+    page = _open(browser, share_url(ViewState(page="sweep", runs=picked), base=url), ".vega-embed svg")
+    try:
+        _assert_no_exception(page, "sweep of a selection")
+        legend, names = page.evaluate(SWEEP_TEXTS)[0]
+        assert sorted(legend) == ["flex", "sdpa_flash"] and sorted(names) == ["flex", "sdpa_flash"]
+        points = page.locator('.vega-embed svg path[aria-roledescription="line mark"], '
+                              '.vega-embed svg path[aria-roledescription="point"]').count()
+        assert points >= 2 * 2, "the selection emptied the sweep instead of narrowing it"
+        page.screenshot(path=str(ARTIFACTS / "charts-sweep-selected.png"), full_page=True)
     finally:
         page.close()

@@ -42,7 +42,10 @@ def test_kernel_time_chart_keeps_the_top_kernels_of_each_run(tiny, labels):
 def test_launch_and_latency_charts(tiny, labels):
     spec = _spec(charts.launch_api_chart(q.launch_api_table(tiny, RUNS), labels))
     assert len(_rows(spec)) == 4
-    assert spec["encoding"]["x"]["scale"] == {"zero": True}           # a narrow span: linear
+    scale = spec["layer"][0]["encoding"]["x"]["scale"]
+    assert scale["zero"] is True and "type" not in scale               # linear unless asked
+    assert len(spec["datasets"][spec["layer"][1]["data"]["name"]] if "data" in spec["layer"][1]
+               else _rows(spec)) == 4                                   # a label per bar
     spec = _spec(charts.latency_histogram_chart(q.launch_latency_histogram(tiny, RUNS), labels))
     assert sum(r["launches"] for r in _rows(spec)) == 4
     assert all(r["top"] - r["floor"] == r["launches"] for r in _rows(spec))   # bars, not dashes
@@ -114,11 +117,22 @@ def test_sweep_series_keeps_variants_with_two_lengths_and_names_shapes_when_seve
     assert sorted(set(two_shapes["series"])) == ["flex · 8 16 64 bf16 True", "flex · 8 16 64 fp16 True"]
     spec = sweep_chart(two_shapes, curve_charts.sweep_spread(two_shapes.assign(run_id="r")), [
         {"seq_len_lo": 512, "seq_len_hi": 2048, "faster_below": "a", "faster_above": "b"}]).to_dict()
-    lines = spec["layer"][2]
+    lines, names = spec["layer"][2], spec["layer"][3]
     assert lines["encoding"]["x"]["scale"]["type"] == "log"
-    assert lines["encoding"]["y"]["scale"]["type"] == "log"           # CPU and GPU on one scale
+    assert lines["encoding"]["y"]["scale"]["type"] == "log"
+    assert spec["title"] == curve_charts.SWEEP_METRICS["gpu_busy_us_per_iter"]  # one metric a chart
+    assert {r["metric"] for r in spec["datasets"][lines["data"]["name"]]} == {spec["title"]}
+    # every line named at its right end, in its variant's colour; the legend lists every series
+    assert sorted(r["series"] for r in spec["datasets"][names["data"]["name"]]) == sorted(set(two_shapes["series"]))
+    scale = lines["encoding"]["color"]["scale"]
+    assert scale["range"] == [style.variant_colour("flex")] * 2
+    assert lines["encoding"]["color"]["legend"]["labelLimit"] >= 400
     crossing = next(d for d in spec["datasets"].values() if d and "text" in d[0])
-    assert crossing == [{"seq_len": 1024.0, "text": "a ⇄ b"}]       # between 512 and 2048 (log)
+    assert crossing == [{"seq_len": 1024.0, "text": "a ⇄ b", "y_px": 4}]  # between 512 and 2048 (log)
+    cpu = sweep_chart(two_shapes, curve_charts.sweep_spread(two_shapes.assign(run_id="r")), [],
+                      "cpu_busy_us_per_iter").to_dict()
+    cpu_rows = cpu["datasets"][cpu["layer"][2]["data"]["name"]]
+    assert {r["us_per_iter"] for r in cpu_rows} == {2.0}
 
 
 def test_sweep_spread_is_min_median_max_over_iterations_of_all_captures():
@@ -133,23 +147,43 @@ def test_sweep_spread_is_min_median_max_over_iterations_of_all_captures():
         (512, 10.0, 12.0, 30.0, 2, 3), (1024, 40.0, 41.0, 45.0, 1, 3)]
 
 
-def test_grouped_bars_give_every_bar_its_own_row_under_its_label(labels):
+def test_grouped_bars_give_every_bar_its_own_row_and_its_own_label(labels):
     runs = list(labels.values())
     data = pd.DataFrame({"name": ["k1", "k1", "k2", "k3"], "run": [runs[1], runs[0], runs[1], runs[0]],
                          "us": [2.0, 500.0, 1.0, 30.0]})
-    spec = _spec(style.configure(charts.grouped_bars(data, "name", "run", "us", style.run_scale(labels), "t", "µs",
-                                     ["name", "run", "us"])))
+    chart = charts.grouped_bars(data, "name", "run", "us", style.run_scale(labels), "t", "µs",
+                                ["name", "run", "us"], fmt=style.duration)
+    spec = _spec(style.configure(chart))
     rows = [(r["row"], r["run"]) for r in _rows(spec)]
     # heaviest group first; inside it the runs in selection order; a blank-labelled second row
     assert rows == [("k1", runs[0]), ("k1" + charts.GAP, runs[1]), ("k3", runs[0]), ("k2", runs[1])]
-    assert spec["encoding"]["y"]["sort"] == [r for r, _ in rows]
-    assert spec["encoding"]["x"]["scale"]["type"] == "log"            # 1 … 500: past 100×
-    assert spec["encoding"]["color"]["scale"]["range"][:2] == style.RUN_COLOURS[:2]
+    bars, text = spec["layer"]
+    assert bars["encoding"]["y"]["sort"] == [r for r, _ in rows]
+    # every bar, also the blank-labelled ones, carries its value and its run at its end
+    assert text["mark"]["type"] == "text" and text["encoding"]["text"]["field"] == "bar_label"
+    assert text["mark"]["color"] == style.LABEL_GREY  # not Vega's black: unreadable on the dark theme
+    assert [r["bar_label"] for r in _rows(spec)] == [
+        f"500 µs · {runs[0]}", f"2 µs · {runs[1]}", f"30 µs · {runs[0]}", f"1 µs · {runs[1]}"]
+    scale = bars["encoding"]["x"]["scale"]
+    assert scale.get("type") is None and scale["zero"] is True        # linear by default, 1 … 500
+    assert scale["domainMax"] > 500                                    # room for the last label
+    assert bars["encoding"]["color"]["scale"]["range"] == [labels.colours[r] for r in labels]
+    logged = _spec(style.configure(charts.grouped_bars(data, "name", "run", "us", style.run_scale(labels),
+                                                       "t", "µs", ["name", "run", "us"], log=True)))
+    axis = logged["layer"][0]["encoding"]["x"]
+    assert axis["scale"]["type"] == "log" and axis["title"] == "µs (log scale)"   # on request, labelled
 
 
-def test_a_run_keeps_its_colour_and_categories_theirs(labels):
+def test_a_run_keeps_its_variant_colour_and_categories_theirs(labels):
     scale = style.run_scale(labels).to_dict()
-    assert scale["domain"] == list(labels.values()) and scale["range"] == style.RUN_COLOURS[:2]
+    assert scale["domain"] == list(labels.values())
+    # runa: a cold capture of a variant outside the palette; runb: an upload (by its run id)
+    assert scale["range"] == [style.variant_colour("cudnn", cold=True), style.variant_colour(None, run_id="runb")]
+    reversed_labels = style.RunLabels(dict(reversed(labels.items())), labels.colours)
+    flipped = style.run_scale(reversed_labels).to_dict()
+    assert dict(zip(flipped["domain"], flipped["range"])) == dict(zip(scale["domain"], scale["range"]))
+    only_b = style.run_scale(labels, present=[labels["runb"]]).to_dict()   # the legend lists what is drawn
+    assert only_b["domain"] == [labels["runb"]] and only_b["range"] == scale["range"][1:]
     kinds = style.category_colours(["kernel", "op"])
     assert kinds["range"] == [style.CATEGORY_COLOURS["kernel"], style.CATEGORY_COLOURS["op"]]
     assert not set(style.CATEGORY_COLOURS.values()) & set(style.RUN_COLOURS)
@@ -185,5 +219,24 @@ def test_roofline_and_memory_charts_colour_runs_as_every_other_chart(labels):
                   memory_charts.allocated_over_time_chart(timeline, starts, labels)):
         spec = _spec(style.configure(chart))
         scales = [layer["encoding"]["color"]["scale"] for layer in spec["layer"] if "color" in layer.get("encoding", {})]
-        assert scales and all(s["domain"] == list(labels.values()) and s["range"] == style.RUN_COLOURS[:len(labels)]
-                              for s in scales)
+        assert scales and all(s["domain"] == [lb, la] or s["domain"] == [la, lb] for s in scales)
+        assert all(dict(zip(s["domain"], s["range"])) == {la: labels.colours[a], lb: labels.colours[b]}
+                   for s in scales)
+
+
+def test_the_roofline_fits_its_axes_to_the_points(labels):
+    (a, _), (b, _) = list(labels.items())[:2]
+    roof = pd.DataFrame({"run_id": [a, b], "intensity": [40.0, 160.0], "tflops": [2.0, 30.0]})
+    lines = pd.DataFrame({"gpu_name": ["H200"] * 3, "ceiling": ["bf16 tensor core"] * 3,
+                          "intensity": [0.01, 206.125, 10000.0], "tflops": [0.048, 989.4, 989.4]})
+    (x_lo, x_hi), (y_lo, y_hi) = curve_charts.roofline_domain(roof.assign(run="r"), lines)
+    m = curve_charts.ROOF_MARGIN
+    assert (x_lo, x_hi) == (40.0 / m, 160.0 * m)                        # not 0.01 … 10,000
+    assert y_lo == 2.0 / m
+    assert abs(y_hi - 989.4 * 1.5) < 1e-6   # the roof over 13 … 480 FLOP/B reaches the bf16 peak
+    spec = _spec(style.configure(curve_charts.roofline_chart(roof, lines, labels)))
+    assert spec["layer"][0]["mark"]["clip"] is True                     # roofs cut at the axes
+    assert spec["layer"][2]["encoding"]["x"]["scale"]["domain"] == [x_lo, x_hi]
+    # below the ridge (206 FLOP/B) the roof is the memory slope: 4.8 TB/s × 60 FLOP/B
+    low = curve_charts._ceiling_names(lines, 60.0)["tflops"].iloc[0]
+    assert abs(low - 0.048 / 0.01 * 60.0) < 1e-6

@@ -101,6 +101,20 @@ def sweep_iterations(store, run_ids) -> pd.DataFrame:
     return shapes.merge(per_iter[["run_id", *METRIC_COLUMNS]], on="run_id")
 
 
+def sweep_runs(store, selected, every) -> list[str]:
+    """The runs of ``every`` in the sweeps the ``selected`` runs belong to: those of the same
+    variant and shape (all but seq_len) as a selected run, at any length. Selecting runs narrows
+    the sweep to their variants rather than to the few lengths selected."""
+    picked = queries.run_shapes(store, selected)
+    if picked.empty:
+        return []
+    keys = ["variant", *SERIES]
+    wanted = set(picked[keys].astype(str).itertuples(index=False, name=None))
+    pool = queries.run_shapes(store, every)
+    match = pool[keys].astype(str).apply(tuple, axis=1).isin(wanted)
+    return list(pool.loc[match, "run_id"])
+
+
 def sweep_table(store, run_ids) -> pd.DataFrame:
     """One row per (variant, shape) of the selected captured warm runs: variant, batch, heads,
     seq_len, head_dim, dtype, causal, runs, and the metrics layer's gpu_busy_us_per_iter and

@@ -21,11 +21,12 @@ FACET_WIDTH_PX = 900   # faceted charts cannot stretch to the container
 ROW_PX = 16            # one bar of a grouped bar chart
 GAP = "\u200b"          # zero-width space: rows of a group after its first one (blank label)
 TOP_N = 15
+BAR_LABEL_PX = 330     # a bar's label past its end; longer run names end in "…"
 
 
-def label_map(labels: pd.DataFrame) -> dict[str, str]:
-    """``run_labels`` DataFrame ▶ {run_id: label}."""
-    return dict(zip(labels["run_id"], labels["label"]))
+def label_map(labels: pd.DataFrame) -> style.RunLabels:
+    """``run_labels`` DataFrame ▶ {run_id: label}, with each run's colour (``style.run_labels``)."""
+    return style.run_labels(labels)
 
 
 def per_run(df: pd.DataFrame, run_ids) -> list[tuple[str, pd.DataFrame]]:
@@ -64,62 +65,77 @@ def _with_labels(df: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
 # ── grouped bars: one row per (name, run), the name on its group's first row ─────────────────
 
 def grouped_bars(data: pd.DataFrame, name: str, series: str, value: str, colour: alt.Scale,
-                 title: str, x_title: str, tooltip: list[str]) -> alt.Chart:
+                 title: str, x_title: str, tooltip: list[str], log: bool = False,
+                 fmt=None) -> alt.LayerChart:
     """Horizontal bars, a group per ``name`` (heaviest first) and a bar per ``series`` in it.
     Every bar has a row of its own, so bars cannot slide off their label (a ``yOffset`` band is
-    sized for every series, also those a name lacks); the name labels the group's first row.
-    Values spanning more than 100× get a log scale."""
+    sized for every series, also those a name lacks); the name labels the group's first row and
+    every bar carries its own label at its end: its value (``fmt``, 3 significant digits by
+    default) and its series. A linear axis from zero; ``log`` (on request) a labelled log axis."""
+    fmt = fmt or _number
     data = data.dropna(subset=[value])
-    data = data[data[value] > 0] if style.is_log(style.value_scale(data[value])) else data
+    data = data[data[value] > 0] if log else data
     order = data.groupby(name)[value].max().sort_values(ascending=False).index
     series_order = {s: i for i, s in enumerate(colour.to_dict().get("domain", []))}
     data = data.assign(_g=data[name].map({n: i for i, n in enumerate(order)}),
                        _s=data[series].map(series_order).fillna(len(series_order)))
     data = data.sort_values(["_g", "_s"]).reset_index(drop=True)
     data["row"] = data[name].astype(str) + data.groupby("_g").cumcount().map(lambda k: GAP * k)
-    scale = style.value_scale(data[value])
-    log = style.is_log(scale)
-    base = 10 ** math.floor(math.log10(data[value].min())) if log else 0
-    return alt.Chart(data.drop(columns=["_g", "_s"]), title=title).mark_bar().encode(
-        x=alt.X(f"{value}:Q", title=x_title + (" (log scale)" if log else ""),
-                scale=alt.Scale(type="log", domainMin=base) if log else scale),
-        x2=alt.X2(datum=base),  # a log scale has no zero: bars start a decade below the least
-        y=alt.Y("row:N", sort=list(data["row"]), title=None, axis=alt.Axis(
-            labelLimit=380, labelOverlap=False,  # rows are taller than the type: hide none
-            labelExpr=f"indexof(datum.value, '{GAP}') >= 0 ? '' : datum.value")),
-        color=alt.Color(f"{series}:N", scale=colour, title=None,
-                        legend=alt.Legend(orient="top", columns=2)),
-        tooltip=tips(data, tooltip),
-    ).properties(height=alt.Step(ROW_PX))
+    data["bar_label"] = data[value].map(fmt) + " · " + data[series].astype(str)
+    top = float(data[value].max()) if len(data) else 1.0
+    if log and len(data):
+        base = 10 ** math.floor(math.log10(data[value].min()))
+        scale = alt.Scale(type="log", domainMin=base, domainMax=top * (top / base) ** 0.7)
+    else:  # room right of the longest bar for its label
+        base, scale = 0, alt.Scale(zero=True, nice=False, domainMax=max(top, 0) * 1.8 or 1)
+    x = alt.X(f"{value}:Q", title=x_title + (" (log scale)" if log else ""), scale=scale)
+    y = alt.Y("row:N", sort=list(data["row"]), title=None, axis=alt.Axis(
+        labelLimit=380, labelOverlap=False,  # rows are taller than the type: hide none
+        labelExpr=f"indexof(datum.value, '{GAP}') >= 0 ? '' : datum.value"))
+    base_chart = alt.Chart(data.drop(columns=["_g", "_s"]), title=title)
+    bars = base_chart.mark_bar().encode(
+        x=x, x2=alt.X2(datum=base),  # a log scale has no zero: bars start a decade below the least
+        y=y, color=alt.Color(f"{series}:N", scale=colour, title=None,
+                             legend=alt.Legend(orient="top", columns=2)),
+        tooltip=tips(data, tooltip))
+    text = base_chart.mark_text(align="left", baseline="middle", dx=4, fontSize=style.FONT_PX - 1,
+                                color=style.LABEL_GREY,
+                                limit=BAR_LABEL_PX).encode(x=x, y=y, text="bar_label:N")
+    return alt.layer(bars, text).properties(height=alt.Step(ROW_PX))
+
+
+def _number(value: float) -> str:
+    return f"{value:,.3g}" if abs(value) < 1e5 else f"{value:,.0f}"
 
 
 # ── kernels ──────────────────────────────────────────────────────────────────────────────────
 
-def kernel_time_chart(kernels: pd.DataFrame, labels: dict[str, str], top_n: int = 8):
+def kernel_time_chart(kernels: pd.DataFrame, labels: dict[str, str], top_n: int = 8,
+                      log: bool = False):
     """GPU time per iteration of each run's ``top_n`` heaviest kernels, a bar per run; the share
     of the run's GPU time and the full name are in the tooltip."""
     top = kernels.sort_values("us_per_iter", ascending=False).groupby("run_id").head(top_n)
     data = _with_labels(kernels[kernels["kernel"].isin(top["kernel"])], labels)
     data = data.assign(name=style.short_names(data["kernel"]))
     return style.configure(grouped_bars(
-        data, "name", "run", "us_per_iter", style.run_scale(labels),
+        data, "name", "run", "us_per_iter", style.run_scale(labels, data["run"]),
         f"GPU time per iteration, top {top_n} kernels of each run", "µs per iteration",
         ["run", "kernel", "us_per_iter", "gpu_time_share_pct", "calls_per_iter", "mean_us",
-         "grid", "block", "est_occupancy_pct"]))
+         "grid", "block", "est_occupancy_pct"], log=log, fmt=style.duration))
 
 
 # ── launches ─────────────────────────────────────────────────────────────────────────────────
 
-def launch_api_chart(apis: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
-    """Calls per iteration of each runtime / driver API, a bar per run (log scale when runs differ
-    by orders of magnitude); the y label names the API and its category."""
+def launch_api_chart(apis: pd.DataFrame, labels: dict[str, str], log: bool = False) -> alt.Chart:
+    """Calls per iteration of each runtime / driver API, a bar per run (a log axis on request);
+    the y label names the API and its category."""
     data = _with_labels(apis, labels).assign(
         api_label=lambda d: d["api"] + "  (" + d["category"] + ", " + d["api_kind"] + ")")
     return style.configure(grouped_bars(
-        data, "api_label", "run", "calls_per_iter", style.run_scale(labels),
+        data, "api_label", "run", "calls_per_iter", style.run_scale(labels, data["run"]),
         "API calls per iteration", "calls per iteration",
         ["run", "api", "api_kind", "category", "calls_per_iter", "api_us_per_iter", "mean_us",
-         "kernels_launched_per_iter", "memops_launched_per_iter"]))
+         "kernels_launched_per_iter", "memops_launched_per_iter"], log=log))
 
 
 def latency_histogram_chart(hist: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
@@ -166,22 +182,23 @@ def cpu_gpu_chart(per_iter: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
     ).properties(height=110, width=FACET_WIDTH_PX).resolve_scale(y="independent"))
 
 
-def op_self_time_chart(ops: pd.DataFrame, labels: dict[str, str]) -> alt.Chart:
+def op_self_time_chart(ops: pd.DataFrame, labels: dict[str, str], log: bool = False) -> alt.Chart:
     """Self CPU time per iteration of the heaviest ops, a bar per run."""
     data = _with_labels(ops, labels)
     return style.configure(grouped_bars(
-        data, "op", "run", "self_us_per_iter", style.run_scale(labels),
+        data, "op", "run", "self_us_per_iter", style.run_scale(labels, data["run"]),
         "Self CPU time per iteration by op", "self µs per iteration",
-        ["run", "op", "calls_per_iter", "self_us_per_iter", "total_us_per_iter", "self_share_pct"]))
+        ["run", "op", "calls_per_iter", "self_us_per_iter", "total_us_per_iter", "self_share_pct"],
+        log=log, fmt=style.duration))
 
 
 COLD_WARM = {"first_iter_cpu_us": "CPU, first iteration", "later_iter_cpu_us": "CPU, later (mean)",
              "gpu_kernel_us": "GPU kernels (mean)"}
 
 
-def cold_warm_chart(summary: pd.DataFrame) -> alt.Chart:
+def cold_warm_chart(summary: pd.DataFrame, log: bool = False) -> alt.Chart:
     """Per run: CPU time of the first iteration vs the later ones, next to GPU kernel time
-    (log scale when they span more than 100×: a cold cuDNN call dwarfs warm ones)."""
+    (a log axis on request: a cold cuDNN call dwarfs warm ones)."""
     data = summary.assign(temperature=summary["cold"].map({True: "cold", False: "warm"})
                           .fillna("unknown")).melt(id_vars=["label", "temperature"],
                                                    value_vars=list(COLD_WARM), var_name="metric",
@@ -190,7 +207,7 @@ def cold_warm_chart(summary: pd.DataFrame) -> alt.Chart:
     return style.configure(grouped_bars(
         data, "label", "metric", "us", style.category_scale(list(COLD_WARM.values())),
         "Cold vs warm: time per iteration", "µs per iteration",
-        ["label", "temperature", "metric", "us"]))
+        ["label", "temperature", "metric", "us"], log=log, fmt=style.duration))
 
 
 # ── compare ──────────────────────────────────────────────────────────────────────────────────

@@ -21,7 +21,7 @@ def allocated_over_time_chart(timeline: pd.DataFrame, iterations: pd.DataFrame,
     line = alt.Chart(data).mark_line(interpolate="step-after", point=alt.OverlayMarkDef(size=12)).encode(
         x=alt.X("t_ms:Q", title="time from the run's first iteration start (ms)"),
         y=alt.Y("allocated_mib:Q", title="allocated (MiB)"),
-        color=alt.Color("run:N", title="run", scale=style.run_scale(labels),
+        color=alt.Color("run:N", title="run", scale=style.run_scale(labels, data["run"]),
                         legend=alt.Legend(orient="top", labelLimit=400)),
         tooltip=[alt.Tooltip("run:N"), alt.Tooltip("t_ms:Q", format=".3f", title="ms"),
                  alt.Tooltip("iteration:Q"), alt.Tooltip("allocated_mib:Q", format=",.1f", title="allocated MiB"),
@@ -43,11 +43,13 @@ def iteration_starts(iterations: pd.DataFrame, timeline: pd.DataFrame, labels: d
 
 def peak_vs_length_chart(points: pd.DataFrame) -> alt.LayerChart:
     """Peak allocated MiB against sequence length per variant (log-log), every run a point and
-    the median per length a line."""
+    the median per length a line, each variant in its own colour (``style.variant_colour``)."""
     data = points.assign(peak_mib=points["peak_allocated_bytes"] / MIB)
+    colour = style.series_scale({v: v for v in data["variant"].dropna().unique()})
     base = alt.Chart(data).encode(
         x=alt.X("seq_len:Q", title="sequence length L", scale=alt.Scale(type="log", base=2)),
-        color=alt.Color("variant:N", legend=alt.Legend(orient="right")))
+        color=alt.Color("variant:N", scale=colour,
+                        legend=style.side_legend(data["variant"].nunique(), "variant")))
     dots = base.mark_circle(size=40, opacity=0.6).encode(
         y=alt.Y("peak_mib:Q", title="peak allocated (MiB)", scale=alt.Scale(type="log")),
         tooltip=["variant:N", "seq_len:Q", alt.Tooltip("peak_mib:Q", format=",.1f", title="peak MiB"), "run_id:N"])

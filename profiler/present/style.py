@@ -1,7 +1,9 @@
 """One visual language for every chart: colours, units, names and type sizes (presentation layer).
 
-A run keeps one colour on every page: runs are coloured by their position in the selected runs
-(the URL's ``runs``), which every page shares. Categories (event kinds, API kinds, CPU/GPU
+A variant keeps one colour on every page and in every selection: ``variant_colour`` maps each
+variant of ``capture/variants.py`` to a fixed colour of ``VARIANT_COLOURS`` (a run of a variant
+the registry no longer lists, or an upload, gets one of ``FALLBACK_COLOURS`` by a stable hash of
+its variant or run id); a cold run of a variant is a lighter tint of its colour. Categories (event kinds, API kinds, CPU/GPU
 metrics, cold/warm) have fixed colours of their own, drawn from a different palette than runs, so a
 colour never means a run on one page and an API on the next. Durations read in the unit that fits
 (ns, µs, ms, s). C++ kernel templates get a short name for axes; the full name stays in tooltips
@@ -9,15 +11,24 @@ and tables.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 
 import altair as alt
 import pandas as pd
 
-# runs: strong, distinct hues (Okabe–Ito order, then Tableau's extras)
-RUN_COLOURS = ["#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#f0e442",
-               "#7f7f7f", "#9467bd", "#8c564b"]
+# variants: one strong hue each, every pair at least 25 CIELAB ΔE apart (tests/test_colours.py)
+VARIANT_COLOURS = {
+    "sdpa_flash": "#0072b2", "sdpa_cudnn": "#009e73", "sdpa_math": "#e69f00", "naive": "#d55e00",
+    "naive_inplace": "#8c564b", "naive_compiled": "#f781bf", "sdpa_efficient": "#56b4e9",
+    "sdpa_auto": "#17becf", "flex": "#9467bd", "flashinfer_fa2": "#bcbd22",
+    "flashinfer_fa3": "#1b3a8c", "flash_attn_4": "#c2185b", "hub_flash": "#4d4d4d",
+}
+# uploads and unknown variants: picked by a stable hash, apart from the variant colours
+FALLBACK_COLOURS = ["#7b4173", "#637939", "#ad494a", "#8c6d31", "#a55194", "#e7ba52", "#31a354"]
+RUN_COLOURS = [*VARIANT_COLOURS.values(), *FALLBACK_COLOURS]
+COLD_TINT = 0.45      # a cold run: its variant's colour mixed with this much white
 # categories: fixed per value, muted tones apart from the run colours
 CATEGORY_COLOURS = {
     # timeline event kinds
@@ -31,10 +42,10 @@ CATEGORY_COLOURS = {
     "CPU, first iteration": "#b5651d", "CPU, later (mean)": "#6b8fb5", "GPU kernels (mean)": "#3a9e5f",
     "cold": "#b5651d", "warm": "#6b8fb5",
 }
+LABEL_GREY = "#808495"  # text drawn as a mark (bar labels): readable on light and dark themes alike
 HIGHLIGHT = "#e4002b"  # the selected event, its flows and its partners
 FONT_PX = 12          # axis and legend labels (at least 11 px everywhere)
 TITLE_PX = 13
-LOG_SPAN = 100        # values spanning more than this factor get a log scale
 
 
 CONFIG = {  # the same, as a Vega-Lite config for specs written as dicts
@@ -54,10 +65,76 @@ def configure(chart):
         labelFontSize=TITLE_PX, titleFontSize=TITLE_PX).configure_title(fontSize=TITLE_PX)
 
 
-def run_scale(labels: dict[str, str]) -> alt.Scale:
-    """Colour scale of run labels: the n-th selected run has the n-th colour on every page."""
-    names = list(dict.fromkeys(labels.values()))
-    return alt.Scale(domain=names, range=[RUN_COLOURS[i % len(RUN_COLOURS)] for i in range(len(names))])
+def _stable_pick(key: str) -> str:
+    digest = hashlib.sha1(key.encode("utf-8")).digest()  # not hash(): salted per process
+    return FALLBACK_COLOURS[int.from_bytes(digest[:4], "big") % len(FALLBACK_COLOURS)]
+
+
+def _tint(colour: str, white: float) -> str:
+    rgb = [int(colour[i:i + 2], 16) for i in (1, 3, 5)]
+    return "#" + "".join(f"{round(c + (255 - c) * white):02x}" for c in rgb)
+
+
+def variant_colour(variant: str | None, cold: bool = False, run_id: str = "") -> str:
+    """The one colour of a variant on every page; a cold run's is a lighter tint of it. A variant
+    outside the palette gets a fallback colour by a stable hash of its name; a run without a
+    variant (an upload) by a stable hash of its run id."""
+    if variant and variant in VARIANT_COLOURS:
+        colour = VARIANT_COLOURS[variant]
+    else:
+        colour = _stable_pick(str(variant) if variant else str(run_id))
+    return _tint(colour, COLD_TINT) if cold else colour
+
+
+class RunLabels(dict):
+    """{run_id: label}, and each run's colour (``variant_colour``) in ``colours``."""
+
+    def __init__(self, labels: dict[str, str], colours: dict[str, str]):
+        super().__init__(labels)
+        self.colours = dict(colours)
+
+
+def run_labels(frame: pd.DataFrame) -> RunLabels:
+    """``run_labels`` DataFrame (run_id, label, variant, cold) ▶ labels with their colours."""
+    colours = {}
+    for row in frame.itertuples(index=False):
+        cold = bool(getattr(row, "cold", False)) if pd.notna(getattr(row, "cold", None)) else False
+        variant = getattr(row, "variant", None)
+        colours[row.run_id] = variant_colour(variant if isinstance(variant, str) else None, cold, row.run_id)
+    return RunLabels(dict(zip(frame["run_id"], frame["label"])), colours)
+
+
+def run_colour(labels: dict[str, str], run_id: str) -> str:
+    """The colour of a run of ``labels``: its variant's (``RunLabels``), else by its run id."""
+    colours = getattr(labels, "colours", {})
+    return colours.get(run_id) or _stable_pick(str(run_id))
+
+
+def run_scale(labels: dict[str, str], present=None) -> alt.Scale:
+    """Colour scale of run labels, each run in its variant's colour (the same on every page and
+    in every selection). ``present``: the labels (or run ids) drawn; the legend lists only those."""
+    keep = None if present is None else set(present)
+    pairs = [(label, run_colour(labels, run)) for run, label in labels.items()
+             if keep is None or label in keep or run in keep]
+    names = list(dict.fromkeys(label for label, _ in pairs))
+    colour = dict(pairs)
+    return alt.Scale(domain=names, range=[colour[n] for n in names])
+
+
+LEGEND_ROWS = 8  # entries one right-hand legend column holds beside a chart ~320 px tall
+
+
+def side_legend(entries: int, title: str | None = None) -> alt.Legend:
+    """A legend right of the chart listing every entry in full, in as many columns as it takes
+    to stay within the chart's height (a taller one is cut off by the chart's frame)."""
+    return alt.Legend(orient="right", title=title, labelLimit=420, symbolLimit=0,
+                      columns=max(1, -(-entries // LEGEND_ROWS)))
+
+
+def series_scale(series_variant: dict[str, str]) -> alt.Scale:
+    """Colour scale of named series (a sweep's lines) each drawn in its variant's colour."""
+    names = sorted(series_variant)
+    return alt.Scale(domain=names, range=[variant_colour(series_variant[n]) for n in names])
 
 
 def category_colours(values) -> dict:
@@ -69,19 +146,6 @@ def category_colours(values) -> dict:
 def category_scale(values) -> alt.Scale:
     """``category_colours`` as an Altair scale."""
     return alt.Scale(**category_colours(values))
-
-
-def value_scale(values: pd.Series) -> alt.Scale:
-    """Linear, or logarithmic when the positive values span more than ``LOG_SPAN``×."""
-    pos = pd.to_numeric(values, errors="coerce")
-    pos = pos[pos > 0]
-    if len(pos) and pos.max() / pos.min() > LOG_SPAN:
-        return alt.Scale(type="log")
-    return alt.Scale(zero=True)
-
-
-def is_log(scale: alt.Scale) -> bool:
-    return scale.to_dict().get("type") == "log"
 
 
 def duration(us: float | None) -> str:

@@ -199,6 +199,25 @@ def require_runs(state: ViewState, minimum: int = 1, purpose: str = "this page")
     st.stop()
 
 
+RUN_COLUMN_PX = 470  # a run label in full: 'variant dtype L=… (cold) · id', or an upload's file name
+
+
+def run_column(title: str = "run"):
+    """The column of run labels in every table, wide enough that a label is not cut at 1600 px."""
+    return st.column_config.TextColumn(title, width=RUN_COLUMN_PX)
+
+
+def log_axis(state: ViewState, key: str = "log") -> tuple[ViewState, bool]:
+    """A "log axis" toggle for a page's bar charts (off by default, kept in the URL as ``key=1``):
+    the view (updated when it changed) and whether to draw a log axis."""
+    on = st.toggle("Log axis", value=state.filter(key) == "1", key=f"log-axis-{key}",
+                   help="Bars on a logarithmic axis (labelled so): small values become visible, "
+                        "but lengths no longer compare. Linear by default.")
+    if on != (state.filter(key) == "1"):
+        state = update_view(state, filters=state.with_filter(key, "1" if on else None).filters)
+    return state, on
+
+
 def link_to(page: str, state: ViewState, label: str | None = None, icon: str | None = None) -> None:
     """A link to another page that keeps the runs, iteration, window and filters of ``state``."""
     st.page_link(PAGE_FILES[page], label=None if label is None else markup.md(label), icon=icon or PAGE_ICONS[page],

@@ -27,7 +27,7 @@ def test_sweep_chart_table_and_crossover_from_every_captured_run(pages, sweep_st
     table = at.dataframe[0].value
     assert sorted(zip(table["series"], table["seq_len"])) == [
         ("flex", 512), ("flex", 1024), ("sdpa_flash", 512), ("sdpa_flash", 1024)]  # naive: one length
-    assert len(at.get("vega_lite_chart")) == 2  # time against L, peak memory against L
+    assert len(at.get("vega_lite_chart")) == 3  # GPU time, CPU time (a chart each), peak memory
     text = pages.texts(at)
     assert "every captured run in the store" in text
     assert "flex is faster at L=512" in text and "sdpa_flash is faster at L=1024" in text
@@ -43,6 +43,21 @@ def test_sweep_of_the_selected_runs_only(pages, sweep_store):
     assert set(at.dataframe[0].value["series"]) == {"flex"}
     assert "the 6 selected runs" in pages.texts(at)
     assert "No two variants swap places" in pages.texts(at)
+
+
+def test_selecting_runs_at_one_length_narrows_the_sweep_to_their_variants(pages, sweep_store):
+    _, ids = sweep_store
+    picked = [ids["flex_b8_h16_s512_d64_bf16_causal_warm_r1.json.gz"],
+              ids["sdpa_flash_b8_h16_s512_d64_bf16_causal_warm_r1.json.gz"]]
+    at = pages.open("sweep", runs=",".join(picked))
+    pages.assert_clean(at)
+    table = at.dataframe[0].value
+    # both variants at both lengths, every warm capture of them (not the two picked runs only)
+    assert sorted(zip(table["series"], table["seq_len"])) == [
+        ("flex", 512), ("flex", 1024), ("sdpa_flash", 512), ("sdpa_flash", 1024)]
+    assert set(table["runs"]) == {3}
+    assert "the variants of the 2 selected runs" in pages.texts(at)
+    assert "flex is faster at L=512" in pages.texts(at)
 
 
 def test_no_sweep_says_how_to_make_one(pages, page_store):
