@@ -143,7 +143,8 @@ def big_job(files: list[Path], workers: int, engine: str, late: int, missing: in
             t = time.perf_counter()
             out = subprocess.run([sys.executable, "-m", "profiler", "job", "big", "--json", "--db", str(db)],
                                  capture_output=True, text=True, cwd=ROOT, check=True,
-                                 env={**os.environ, "PYTHONPATH": str(ROOT)})
+                                 env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                                     filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))})
             cli.append(time.perf_counter() - t)
             report = json.loads(out.stdout)
         page = []
