@@ -23,6 +23,11 @@ def _domains(at) -> list[list[float]]:
     return [p["encoding"]["x"]["scale"]["domain"] for p in _panels(at)]
 
 
+def _subtitle(spec: dict) -> str:
+    """The caption of the first view that has one (a run's CPU view: its step's marks)."""
+    return next(v["title"]["subtitle"] for v in spec["vconcat"] if "subtitle" in v["title"])
+
+
 def _button(at, label: str):
     return next(b for b in at.button if b.label == label)
 
@@ -31,16 +36,19 @@ def test_one_panel_per_run_on_one_chart(pages, page_store, run_ids):
     at = pages.open("timeline", runs=f"{run_ids[NAIVE]},{run_ids[FLASH]}")
     pages.assert_clean(at)
     panels = _panels(at)
-    assert len(panels) == 2
-    lanes = panels[0]["encoding"]["y"]["sort"]
-    assert lanes[0] == "thread 10 · depth 0" and lanes[-1] == "GPU 0 · stream 7"
-    assert "thread 10 · API" in lanes
-    titles = {t["title"] for t in panels[0]["encoding"]["tooltip"]}
-    assert {"name", "duration", "details"} <= titles
+    assert len(panels) == 4   # each run's GPU view first, next to the other's, then each run's CPU view
     (spec,) = _specs(at)
+    titles = [view["title"]["text"] for view in spec["vconcat"]]
+    assert [t.split(" · ")[0] for t in titles] == ["naive bf16 L=256", "sdpa_flash bf16 L=256"] * 2
+    assert [t.rsplit(" · ", 1)[-1] for t in titles] == ["GPU", "GPU", "CPU", "CPU"]
+    assert all(p["encoding"]["y"]["sort"] == ["GPU 0 · stream 7"] for p in panels[:2])
+    lanes = panels[2]["encoding"]["y"]["sort"]
+    assert lanes[0] == "thread 10 · depth 0" and lanes[-1] == "thread 10 · API"
+    tips = {t["title"] for t in panels[2]["encoding"]["tooltip"]}
+    assert {"name", "duration", "details"} <= tips
     assert {p["name"] for p in spec["params"]} >= {"zoom", "brush", "pick", "hover"}
     # both iterations are 400 µs long: the shared scale spans the whole ProfilerStep
-    assert _domains(at) == [[0.0, 400.0], [0.0, 400.0]]
+    assert _domains(at) == [[0.0, 400.0]] * 4
     assert "ProfilerStep#0" in json.dumps(spec)
 
 
@@ -60,7 +68,7 @@ def test_zoom_buttons_move_the_window_in_the_url(pages, page_store, run_ids):
     _button(at, "Zoom in").click().run()
     pages.assert_clean(at)
     assert _param(at, "window") == ["100000,300000"]                # the middle half of 400 µs
-    assert _domains(at) == [[100.0, 300.0]]
+    assert _domains(at) == [[100.0, 300.0]] * 2   # the run's GPU view and its CPU view
     _button(at, "Later ▶").click().run()
     assert _param(at, "window") == ["200000,400000"]
     _button(at, "Whole iteration").click().run()
@@ -72,7 +80,7 @@ def test_search_is_kept_in_the_url_and_counted(pages, page_store, run_ids):
     pages.assert_clean(at)
     assert at.text_input[0].value == "aten::"
     (spec,) = _specs(at)
-    assert "match “aten::”" in spec["vconcat"][0]["title"]["subtitle"]
+    assert "match “aten::”" in _subtitle(spec)
 
 
 def test_panel_caption_counts_the_marks(pages, page_store, run_ids):
@@ -80,7 +88,7 @@ def test_panel_caption_counts_the_marks(pages, page_store, run_ids):
     pages.assert_clean(at)
     # ProfilerStep#0 of the naive fixture: 3 CPU ops, 2 API calls, 1 kernel, 1 copy
     (spec,) = _specs(at)
-    assert spec["vconcat"][0]["title"]["subtitle"].startswith(
+    assert _subtitle(spec).startswith(
         "ProfilerStep#0: 7 marks (0 merge events shorter than a pixel)")
 
 
