@@ -46,7 +46,8 @@ with ui.guard(), queries.session(ui.get_store()) as store:
                "each run (GPU, CPU or synchronisation) is on the runs page.")
     crossings = findings.sweep_findings(store, runs)
     spread = curve_charts.sweep_spread(roofline.sweep_iterations(store, runs))
-    gpu_tab, cpu_tab = st.tabs([curve_charts.SWEEP_METRICS[m] for m in curve_charts.SWEEP_METRICS])
+    gpu_tab, cpu_tab = st.tabs([markup.md(curve_charts.SWEEP_METRICS["gpu_busy_us_per_iter"]),
+                               markup.md(curve_charts.SWEEP_METRICS["cpu_busy_us_per_iter"])])
     with gpu_tab:
         st.altair_chart(curve_charts.sweep_chart(series, spread, [f.evidence for f in crossings],
                                                  "gpu_busy_us_per_iter"), width="stretch")

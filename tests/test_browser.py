@@ -311,7 +311,9 @@ def test_kernels_page_shows_counters_of_the_h200_samples(server, browser):
         assert "Hardware counters (Nsight Compute, one warm call counted" in body
         assert page.locator('[data-testid="stDataFrame"]').count() >= 2      # breakdown, kernels
         page.screenshot(path=str(ARTIFACTS / "kernels-counters.png"), full_page=True)
+        page.get_by_text("Kernel table (rows:").first.click()              # with 2 runs it is folded
         grid = page.locator('[data-testid="stDataFrame"]').nth(1)           # drawn on a canvas: look at it
+        grid.wait_for(state="visible")
         grid.scroll_into_view_if_needed()
         grid.hover()
         page.mouse.wheel(700, 0)                                           # scroll to the occupancy columns

@@ -204,7 +204,7 @@ RUN_COLUMN_PX = 470  # a run label in full: 'variant dtype L=… (cold) · id', 
 
 def run_column(title: str = "run"):
     """The column of run labels in every table, wide enough that a label is not cut at 1600 px."""
-    return st.column_config.TextColumn(title, width=RUN_COLUMN_PX)
+    return st.column_config.TextColumn(markup.md(title), width=RUN_COLUMN_PX)
 
 
 def log_axis(state: ViewState, key: str = "log") -> tuple[ViewState, bool]:
