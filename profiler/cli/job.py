@@ -18,12 +18,15 @@ def add_ingest_options(ingest: argparse.ArgumentParser) -> None:
     ingest.add_argument("--skip-bad", action="store_true",
                         help="with --job: store the job without files that cannot be read (default: store nothing)")
     ingest.add_argument("--workers", type=int, default=None,
-                        help="with --job: parallel workers (default: one per core of the local Ray cluster)")
+                        help="parallel workers: with --job, Ray's (default: one per core of the local Ray "
+                             "cluster); for a plain-JSON file of 64 MB or more, processes that parse its "
+                             "chunks (default: one per core)")
     ingest.add_argument("--ray-address", default=None,
                         help="with --job: a running Ray cluster to use (default: $PROFILER_RAY_ADDRESS, "
                              "else a local one)")
     ingest.add_argument("--in-process", action="store_true",
-                        help="with --job: parse the files one after the other in this process (no Ray)")
+                        help="parse in this process only: with --job, the files one after the other "
+                             "(no Ray); a large file, whole")
 
 
 def ingest_job(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ from pathlib import Path
 from profiler import errors
 from profiler.cli import terminal
 from profiler.present.progress import ProgressBar
+from profiler.storage import chunked_ingest
 from profiler.storage.store import Store, default_db_path
 
 
@@ -25,10 +26,11 @@ def _ingest(args: argparse.Namespace) -> int:
         return cli_job.ingest_job(args)
     store = Store(args.db)
     failed = 0
+    workers = 1 if args.in_process else args.workers or chunked_ingest.workers_default()
     for path in args.files:
         bar = ProgressBar(Path(path).name, delay_s=1.0)
         try:
-            result = store.ingest(path, progress=bar.update, keep_python=args.python_functions)
+            result = store.ingest(path, progress=bar.update, keep_python=args.python_functions, workers=workers)
         except (errors.StoreLockedError, errors.NotAStoreError):
             bar.close()
             raise  # the same for every file that follows
@@ -45,7 +47,8 @@ def _ingest(args: argparse.Namespace) -> int:
         bar.close()
         status = "already in store" if result.duplicate else "ingested"
         print(f"{result.run_id}  {status:16s}  {result.events:>10,d} events  "
-              f"{result.kernels:>8,d} kernels  {result.seconds:6.2f} s  {terminal.inert(result.name)}")
+              f"{result.kernels:>8,d} kernels  {result.seconds:6.2f} s  {terminal.inert(result.name)}"
+              + (f"  ({result.chunks} chunks on {result.workers} processes)" if result.chunks else ""))
         for note in result.notes:
             print(f"{'':16s}  note: {terminal.inert(note)}")
     if len(args.files) > 1:

@@ -61,6 +61,8 @@ class IngestResult:
     seconds: float
     duplicate: bool  # the same bytes were already in the store: nothing was written
     notes: tuple[str, ...] = ()  # events skipped, names cut, values stored as missing (with counts)
+    chunks: int = 0  # parsed in this many chunks by worker processes (chunked_ingest.py); 0: whole
+    workers: int = 1
 
 
 class Store:
@@ -160,9 +162,13 @@ class Store:
 
     # --- ingest -----------------------------------------------------------------------------
 
+    def has_run(self, run_id: str) -> bool:
+        with self.connect() as con:
+            return con.execute("SELECT 1 FROM traces WHERE run_id = ?", [run_id]).fetchone() is not None
+
     def ingest(self, src: trace.Source, name: str | None = None, *, source: str = "uploaded",
                progress: trace.Progress | None = None, keep_python: bool = False,
-               max_bytes: int | None = None, keep_metrics: bool = True) -> IngestResult:
+               max_bytes: int | None = None, keep_metrics: bool = True, workers: int = 1) -> IngestResult:
         """Ingest one trace (path, bytes or binary file-like; gzip or plain JSON), of at most
         `max_bytes` once decompressed (default `trace.DEFAULT_MAX_BYTES`).
 
@@ -171,6 +177,8 @@ class Store:
         (`duplicate`: only when that id really is in the store). What was skipped or stored as
         missing is counted in `notes`. `keep_metrics=False` leaves the run's metrics rows to the
         caller (`metrics.store_runs` of many runs at once: a job's batch of ranks, rank_task.py).
+        With `workers` > 1, a large plain-JSON file at a path is parsed in chunks by that many
+        processes (profiler/storage/chunked_ingest.py), with the same rows.
         """
         if self.read_only:
             raise errors.StoreError(f"{self.label} was opened read-only.")
@@ -178,6 +186,13 @@ class Store:
         from profiler.storage.staging import Staging
 
         started = time.perf_counter()
+        if workers > 1 and max_bytes is None and keep_metrics and isinstance(src, (str, os.PathLike)):
+            from profiler.storage import chunked_ingest
+
+            done = chunked_ingest.ingest(self, src, workers, source=source, keep_python=keep_python,
+                                         progress=progress)
+            if done is not None:
+                return done
         max_bytes = trace.DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
         reader = trace.TraceReader(src, name, max_bytes=max_bytes, keep_python=keep_python, progress=progress)
         staging = Staging()

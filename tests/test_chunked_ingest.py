@@ -1,0 +1,84 @@
+"""A large trace ingested with several worker processes (profiler/storage/chunked_ingest.py) stores
+exactly the rows of the file ingested whole, through `Store.ingest` and the `ingest` command; a
+file that cannot be cut, a broken one, and one already stored take the whole-file path."""
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from profiler.storage import catalog, chunked_ingest
+from profiler.storage.store import Store
+from tests.test_chunks import KEEP_ALL, _table
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("make_stack_trace", ROOT / "bench" / "make_stack_trace.py")
+make_stack_trace = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(make_stack_trace)
+
+
+@pytest.fixture(scope="module")
+def stack_trace(tmp_path_factory) -> Path:
+    """A with_stack-shaped trace of ~3 MB (python functions, flows, runtime calls, ops, kernels)."""
+    path = tmp_path_factory.mktemp("stack") / "stack.json"
+    make_stack_trace.make_stack_trace(path, 3_000_000, units_per_step=50)
+    return path
+
+
+def test_a_file_parsed_by_two_processes_stores_the_rows_of_the_whole_file(tmp_path, stack_trace):
+    whole, split = Store(tmp_path / "whole.duckdb"), Store(tmp_path / "split.duckdb")
+    want = whole.ingest(stack_trace)
+    fractions: list[float] = []
+    got = chunked_ingest.ingest(split, stack_trace, 2, chunk_bytes=1 << 20, progress=fractions.append)
+    assert got is not None, "the file was parsed whole"
+    assert (got.run_id, got.events, got.kernels, got.notes, got.duplicate) == \
+        (want.run_id, want.events, want.kernels, want.notes, False)
+    assert want.chunks == 0 and got.chunks >= 3
+    for table in catalog.RUN_TABLES + KEEP_ALL:
+        assert _table(split, table, got.run_id) == _table(whole, table, want.run_id), table
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0 and len(fractions) >= 3
+
+
+def test_small_gzipped_stored_or_single_worker_files_take_the_whole_file_path(tmp_path, stack_trace):
+    store = Store(tmp_path / "s.duckdb")
+    assert chunked_ingest.ingest(store, stack_trace, 2) is None  # 3 MB: below MIN_BYTES
+    assert chunked_ingest.ingest(store, stack_trace, 1, chunk_bytes=1 << 20) is None
+    zipped = tmp_path / "stack.json.gz"
+    zipped.write_bytes(gzip.compress(stack_trace.read_bytes()))
+    assert chunked_ingest.ingest(store, zipped, 2, chunk_bytes=1 << 20) is None
+    first = store.ingest(stack_trace)
+    assert chunked_ingest.ingest(store, stack_trace, 2, chunk_bytes=1 << 20) is None  # already stored
+    again = store.ingest(stack_trace, workers=2)
+    assert again.duplicate and again.run_id == first.run_id
+
+
+def test_a_truncated_file_fails_as_a_single_upload_does_and_stores_nothing(tmp_path, stack_trace):
+    broken = tmp_path / "broken.json"
+    data = stack_trace.read_bytes()
+    broken.write_bytes(data[: len(data) * 2 // 3])
+    store = Store(tmp_path / "s.duckdb")
+    assert chunked_ingest.ingest(store, broken, 2, chunk_bytes=1 << 20) is None
+    with store.connect() as con:
+        assert con.execute("SELECT count(*) FROM traces").fetchone()[0] == 0
+
+
+def test_the_ingest_command_uses_worker_processes_for_a_large_file(tmp_path, monkeypatch, stack_trace):
+    """Through the command line, with the size threshold lowered so that 3 MB counts as large."""
+    db = tmp_path / "cli.duckdb"
+    code = ("import sys, runpy; from profiler.storage import chunked_ingest, chunks; "
+            "chunked_ingest.MIN_BYTES = chunks.MIN_SPLIT_BYTES = chunks.MIN_CHUNK_BYTES = 1 << 20; "
+            "sys.argv = ['profiler', 'ingest', sys.argv[1], '--db', sys.argv[2], '--workers', '2']; "
+            "runpy.run_module('profiler', run_name='__main__')")
+    out = subprocess.run([sys.executable, "-c", code, str(stack_trace), str(db)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    whole = Store(tmp_path / "whole.duckdb")
+    want = whole.ingest(stack_trace)
+    assert f"{want.run_id}  ingested" in out.stdout and "chunks on 2 processes" in out.stdout, out.stdout
+    stored = Store(db)
+    for table in catalog.RUN_TABLES + KEEP_ALL:
+        assert _table(stored, table, want.run_id) == _table(whole, table, want.run_id), table
