@@ -18,13 +18,16 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from profiler import errors
 from profiler.storage import chunks
 from profiler.storage.engines import Processes
 
-MIN_BYTES = chunks.MIN_SPLIT_BYTES  # smaller files are parsed whole: a worker's start costs ~0.5 s
+# smaller files are parsed whole: a worker's start (Python, the parser, Arrow, pandas) costs ~1 CPU s,
+# what two cores save on ~100 MB of parsing
+MIN_BYTES = 192 << 20
 CHUNKS_PER_WORKER = 3               # a few chunks each, so that a slow worker does not hold the end
 
 
@@ -37,7 +40,11 @@ def workers_default() -> int:
 
 
 def _warm() -> int:
-    """A worker's first task: importing this module there loads the parser before the chunks come."""
+    """A worker's first task, while the file is hashed: importing this module loads the parser, and
+    Arrow's first array from a list loads pandas (~0.5 s), before the chunks come."""
+    import pyarrow as pa
+
+    pa.array([0])
     return os.getpid()
 
 
@@ -56,34 +63,40 @@ def ingest(store, path: str | os.PathLike, workers: int, *, source: str = "uploa
         return None
     pool = Processes(min(workers, n))
     try:
-        for w in range(pool.workers):  # the workers start (and import the parser) while the file is hashed
-            pool.submit(("warm", w), _warm)
-        with tempfile.TemporaryDirectory(prefix="ingest-chunks-") as scratch:
-            fp = chunks.plan_file(path, n, scratch)
-            if fp is None:
-                return None
-            if store.has_run(fp.run_id):
-                return None  # the whole-file path says "already in store" without parsing it
-            for k in range(fp.plan.chunks):
-                pool.submit(("chunk", k), chunks.parse_chunk, fp, k, scratch, "file", keep_python)
-            results = {}
-            while pool.busy():
-                try:
-                    (kind, k), value = pool.next_done(lambda _tag: Path(path).name)
-                except errors.JobError:  # a worker died (out of memory?): parsed whole, the file says why
-                    return None
-                if kind == "chunk":
-                    results[k] = value
-                    report(0.9 * len(results) / fp.plan.chunks)
-            parts = [results[k] for k in sorted(results)]
-            if not chunks.usable(fp, parts):
-                return None
-            summary, staging = chunks.load(fp, parts, scratch)
-        result = store.ingest_staged(summary, staging, source=source, started=started)
-        report(1.0)
-        return dataclasses.replace(result, chunks=fp.plan.chunks, workers=pool.workers)
+        return _run(store, path, n, pool, source, keep_python, report, started)
+    except (errors.JobError, BrokenProcessPool):  # a worker died (out of memory?): parsed whole, the file says why
+        return None
     finally:
         pool.close()
+
+
+def _run(store, path, n: int, pool: Processes, source: str, keep_python: bool, report, started: float):
+    """Warm the workers, plan and hash the file, parse its chunks, commit their rows."""
+    for w in range(pool.workers):  # the workers start (and import the parser) while the file is hashed
+        pool.submit(("warm", w), _warm)
+    with tempfile.TemporaryDirectory(prefix="ingest-chunks-") as scratch:
+        fp = chunks.plan_file(path, n, scratch)
+        if fp is None:
+            return None
+        if store.has_run(fp.run_id):
+            return None  # the whole-file path says "already in store" without parsing it
+        for k in range(fp.plan.chunks):
+            pool.submit(("chunk", k), chunks.parse_chunk, fp, k, scratch, "file", keep_python)
+        results = {}
+        while pool.busy():
+            (kind, k), value = pool.next_done(lambda _tag: Path(path).name)
+            if kind == "chunk":
+                results[k] = value
+                report(0.9 * len(results) / fp.plan.chunks)
+        parts = [results[k] for k in sorted(results)]
+        if not chunks.usable(fp, parts):
+            return None
+        summary, staging = chunks.load(fp, parts, scratch)
+    result = store.ingest_staged(summary, staging, source=source, started=started)
+    report(1.0)
+    return dataclasses.replace(result, chunks=fp.plan.chunks, workers=pool.workers)
+
+
 
 
 def _gzipped(path: str | os.PathLike) -> bool:
