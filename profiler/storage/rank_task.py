@@ -37,14 +37,16 @@ def parse_ranks(files: list[str], base: str, key: str, keep_python: bool = False
                 sharing: int = 1) -> list[jobs.RankResult | errors.TraceError]:
     """`parse_rank` for each of several small files, in one task with one scratch store: the
     store is opened, its schema made and the metrics layer loaded once for all of them (for a rank
-    of ~1 MB that fixed cost was most of its task), and its database stays open between them.
-    Each file's rows are written from the store by run id, as `parse_rank` writes them; the
-    outcomes are in file order, a bad file's TraceError among them."""
+    of ~1 MB that fixed cost was most of its task), and it is held in memory (nothing of it is
+    kept: no commit's log to write, no file to close). The batch's metrics rows are computed in
+    one statement, and each table is read out once for the whole batch and cut into its ranks'
+    Parquet files (`_write_batch`): the files `parse_rank` writes, with the same rows and types.
+    The outcomes are in file order, a bad file's TraceError among them."""
     from profiler.storage.store import Store
 
     scratch = tempfile.mkdtemp(prefix="ranks-")
     try:
-        store = Store(Path(scratch) / "ranks.duckdb", threads=_task_threads(sharing))
+        store = Store(Path(scratch) / "ranks.duckdb", threads=_task_threads(sharing), in_memory=True)
         with store.connect() as con:  # held open: each file's calls reuse the database
             ingested = []  # per file: (its IngestResult or the exception it raised, seconds, peak RSS)
             for f in files:
@@ -53,7 +55,7 @@ def parse_ranks(files: list[str], base: str, key: str, keep_python: bool = False
                     got = store.ingest(f, keep_python=keep_python, keep_metrics=False)
                 except (errors.StoreError, KeyboardInterrupt, SystemExit):
                     raise
-                except Exception as e:  # noqa: BLE001 - _rank_task names it, as for a single file
+                except Exception as e:  # noqa: BLE001 - named below, as for a single file
                     got = e
                 ingested.append((got, time.perf_counter() - started, peak_rss() - start_rss))
             started = time.perf_counter()
@@ -61,24 +63,94 @@ def parse_ranks(files: list[str], base: str, key: str, keep_python: bool = False
             con.execute("BEGIN TRANSACTION")
             metrics.store_runs(con, ok)  # every rank's metrics in one statement
             con.execute("COMMIT")
-            metrics_s = (time.perf_counter() - started) / max(1, len(ok))
-            out = []
-            for f, (got, seconds, grown) in zip(files, ingested):
-                r = _rank_task(f, base, key, lambda _store, got=got: _returned(got), sharing, store=store)
+            out = _write_batch(con, files, [got for got, _, _ in ingested], base, key)
+            shared_s = (time.perf_counter() - started) / max(1, len(ok))
+            for r, (_, seconds, grown) in zip(out, ingested):
                 if isinstance(r, jobs.RankResult):
-                    r.seconds += seconds + metrics_s
+                    r.seconds = seconds + shared_s
                     r.peak_rss = max(r.peak_rss, r.start_rss + grown)
-                out.append(r)
             return out
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _returned(got):
-    """An ingest's outcome again: its result, or the exception it raised, raised."""
-    if isinstance(got, BaseException):
-        raise got
-    return got
+def _write_batch(con, files: list[str], ingested: list, base: str,
+                 key: str) -> list[jobs.RankResult | errors.TraceError]:
+    """Each ingested file's rank named and checked, then its tables written under `base` as
+    `_rank_task` writes them: one query per table for the whole batch (its run ids replaced by the
+    job's, the rank set on `traces`), its rows cut by rank, in the order the store holds them."""
+    import numpy as np
+    import pyarrow as pa
+
+    start_rss = reset_peak_rss()
+    fs, _ = jobs.filesystem(base)
+    outcomes: list = [None] * len(files)
+    placed = []  # (file index, trace id, job run id, rank, rank_from, world)
+    ids = [got.run_id for got in ingested if not isinstance(got, BaseException)]
+    stored = {r: (rank, world) for r, rank, world in con.execute(
+        "SELECT run_id, rank, world_size FROM traces WHERE list_contains($ids, run_id)", {"ids": ids}).fetchall()}
+    for i, (f, got) in enumerate(zip(files, ingested)):
+        if isinstance(got, BaseException):
+            outcomes[i] = _failed(f, got)
+            continue
+        rank, world = stored[got.run_id]
+        rank_from = "distributedInfo"
+        if rank is None:
+            rank, rank_from = jobs.rank_from_name(f), "file name"
+        if rank is None:
+            outcomes[i] = errors.TraceError(Path(f).name, "does not say its rank (no distributedInfo, "
+                                                          "and no 'rank<N>' or 'worker<N>' in its name)")
+        elif (absurd := jobs.check_rank(Path(f).name, rank, world)) is not None:
+            outcomes[i] = absurd
+        else:
+            placed.append((i, got.run_id, jobs.run_id(key, got.run_id), int(rank), rank_from, world))
+    if not placed:
+        return outcomes
+    con.register("batch_ranks", pa.table({
+        "own": [p[1] for p in placed], "rid": [p[2] for p in placed],
+        "rank": pa.array([p[3] for p in placed], pa.int32()), "pos": list(range(len(placed)))}))
+    written: list[str] = []
+    files_of: list[dict] = [{} for _ in placed]
+    try:
+        for table in jobs.WRITTEN:
+            rank_col = ", b.rank AS rank" if table == "traces" else ""
+            rows = con.sql(f"SELECT t.* REPLACE (b.rid AS run_id{rank_col}), b.pos AS batch_pos "
+                           f"FROM {table} t JOIN batch_ranks b ON b.own = t.run_id "
+                           "ORDER BY b.pos, t.rowid").to_arrow_table()
+            counts = np.bincount(rows["batch_pos"].to_numpy(), minlength=len(placed))
+            rows = rows.drop_columns(["batch_pos"])
+            at = 0
+            for n, (_, _, rid, rank, _, _) in enumerate(placed):
+                path = jobs.rank_file(base, table, key, rank, rid)
+                fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+                written.append(path)
+                with fs.open_output_stream(path) as sink:
+                    pq.write_table(rows.slice(at, counts[n]), sink, row_group_size=1 << 16)
+                at += counts[n]
+                files_of[n][table] = path
+    except BaseException:  # a batch lands whole or not at all, as a single rank does
+        _remove(fs, written)
+        raise
+    finally:
+        con.unregister("batch_ranks")
+    digest = metrics.definition_digest()
+    for n, (i, own, rid, rank, rank_from, world) in enumerate(placed):
+        got = ingested[i]
+        outcomes[i] = jobs.RankResult(
+            file=str(files[i]), rank=rank, rank_from=rank_from, world_size=world, backend=jobs.backend(files[i]),
+            run_id=rid, trace_id=own, size_bytes=_size(files[i]), events=got.events, kernels=got.kernels,
+            files=files_of[n], seconds=0.0, peak_rss=peak_rss(), start_rss=start_rss, metrics_digest=digest,
+            notes=tuple(got.notes))
+    return outcomes
+
+
+def _failed(file: str, e: BaseException) -> errors.TraceError:
+    """A file's ingest that raised, as its outcome (as `_rank_task` names it)."""
+    from profiler.storage.store import one_line
+
+    if isinstance(e, errors.TraceError):
+        return e
+    return errors.TraceError(Path(file).name, f"could not be ingested ({type(e).__name__}: {one_line(e)[:200]})")
 
 
 def assemble_rank(fp: chunks.FilePlan, parts: list[chunks.ChunkResult], base: str,
@@ -101,22 +173,20 @@ def assemble_rank(fp: chunks.FilePlan, parts: list[chunks.ChunkResult], base: st
     return result
 
 
-def _rank_task(file: str, base: str, key: str, ingest: Callable, sharing: int = 1,
-               store=None) -> jobs.RankResult | errors.TraceError:
+def _rank_task(file: str, base: str, key: str, ingest: Callable,
+               sharing: int = 1) -> jobs.RankResult | errors.TraceError:
     """Run `ingest(scratch store)` and write the rank's tables under `base` (see parse_rank).
 
-    Its scratch store's DuckDB threads: `_task_threads(sharing)`; `store`: a scratch store of
-    several ranks (`parse_ranks`), whose rows of this rank are picked by run id."""
+    Its scratch store's DuckDB threads: `_task_threads(sharing)`."""
     from profiler.storage.store import Store, one_line
 
     started = time.perf_counter()
     start_rss = reset_peak_rss()
-    scratch = tempfile.mkdtemp(prefix="rank-") if store is None else None
+    scratch = tempfile.mkdtemp(prefix="rank-")
     written: list[str] = []
     fs, _ = jobs.filesystem(base)
     try:
-        if store is None:
-            store = Store(Path(scratch) / "rank.duckdb", threads=_task_threads(sharing))
+        store = Store(Path(scratch) / "rank.duckdb", threads=_task_threads(sharing))
         result = ingest(store)
         with store.connect() as con:
             rank, world = con.execute("SELECT rank, world_size FROM traces WHERE run_id = ?",
@@ -163,8 +233,7 @@ def _rank_task(file: str, base: str, key: str, ingest: Callable, sharing: int = 
         _remove(fs, written)
         raise
     finally:
-        if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _task_threads(sharing: int) -> int:
