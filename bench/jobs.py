@@ -136,7 +136,7 @@ def big_job(files: list[Path], workers: int, engine: str, late: int, missing: in
         result = job_ingest.ingest_job(store, files, "big", engine=engine, workers=workers)
         ingest_s = time.perf_counter() - t0
         t1 = time.perf_counter()
-        job_queries.keep_summary(store, "big")
+        job_queries.keep_summary(store, "big", result.ranks)
         summary_s = time.perf_counter() - t1
         cli = []
         for _ in range(3):  # a fresh process each time, as a user runs it

@@ -77,11 +77,8 @@ def parse_ranks(files: list[str], base: str, key: str, keep_python: bool = False
 def _write_batch(con, files: list[str], ingested: list, base: str,
                  key: str) -> list[jobs.RankResult | errors.TraceError]:
     """Each ingested file's rank named and checked, then its tables written under `base` as
-    `_rank_task` writes them: one query per table for the whole batch (its run ids replaced by the
-    job's, the rank set on `traces`), its rows cut by rank, in the order the store holds them."""
-    import numpy as np
-    import pyarrow as pa
-
+    `_rank_task` writes them: one query per table for the whole batch (`_by_rank`). Each rank's
+    result carries its rows that the job's summary reads (`jobs.SUMMARY_INPUTS`)."""
     start_rss = reset_peak_rss()
     fs, _ = jobs.filesystem(base)
     outcomes: list = [None] * len(files)
@@ -106,28 +103,20 @@ def _write_batch(con, files: list[str], ingested: list, base: str,
             placed.append((i, got.run_id, jobs.run_id(key, got.run_id), int(rank), rank_from, world))
     if not placed:
         return outcomes
-    con.register("batch_ranks", pa.table({
-        "own": [p[1] for p in placed], "rid": [p[2] for p in placed],
-        "rank": pa.array([p[3] for p in placed], pa.int32()), "pos": list(range(len(placed)))}))
+    con.register("batch_ranks", _batch_ranks([p[1:4] for p in placed]))
     written: list[str] = []
     files_of: list[dict] = [{} for _ in placed]
     try:
         for table in jobs.WRITTEN:
-            rank_col = ", b.rank AS rank" if table == "traces" else ""
-            rows = con.sql(f"SELECT t.* REPLACE (b.rid AS run_id{rank_col}), b.pos AS batch_pos "
-                           f"FROM {table} t JOIN batch_ranks b ON b.own = t.run_id "
-                           "ORDER BY b.pos, t.rowid").to_arrow_table()
-            counts = np.bincount(rows["batch_pos"].to_numpy(), minlength=len(placed))
-            rows = rows.drop_columns(["batch_pos"])
-            at = 0
-            for n, (_, _, rid, rank, _, _) in enumerate(placed):
+            for n, rows in enumerate(_by_rank(con, table, "true", len(placed))):
+                _, _, rid, rank, _, _ = placed[n]
                 path = jobs.rank_file(base, table, key, rank, rid)
                 fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
                 written.append(path)
                 with fs.open_output_stream(path) as sink:
-                    pq.write_table(rows.slice(at, counts[n]), sink, row_group_size=1 << 16)
-                at += counts[n]
+                    pq.write_table(rows, sink, row_group_size=1 << 16)
                 files_of[n][table] = path
+        inputs = _summary_rows(con, len(placed))
     except BaseException:  # a batch lands whole or not at all, as a single rank does
         _remove(fs, written)
         raise
@@ -140,8 +129,41 @@ def _write_batch(con, files: list[str], ingested: list, base: str,
             file=str(files[i]), rank=rank, rank_from=rank_from, world_size=world, backend=jobs.backend(files[i]),
             run_id=rid, trace_id=own, size_bytes=_size(files[i]), events=got.events, kernels=got.kernels,
             files=files_of[n], seconds=0.0, peak_rss=peak_rss(), start_rss=start_rss, metrics_digest=digest,
-            notes=tuple(got.notes))
+            notes=tuple(got.notes), summary_rows={t: parts[n] for t, parts in inputs.items()})
     return outcomes
+
+
+def _summary_rows(con, ranks: int) -> dict[str, list]:
+    """{table: each rank's rows of it that the job's summary reads} (`jobs.SUMMARY_INPUTS`), for
+    the ranks of the registered `batch_ranks`; copies (`take`): a slice would carry, pickled, the
+    whole batch's buffers to the driver."""
+    return {table: [rows.take(list(range(rows.num_rows))) for rows in _by_rank(con, table, where, ranks)]
+            for table, where in jobs.SUMMARY_INPUTS.items()}
+
+
+def _batch_ranks(placed: list[tuple[str, str, int]]):
+    """The Arrow table registered as `batch_ranks`: (own run id, the job's run id, rank) per rank,
+    with its position."""
+    import pyarrow as pa
+
+    return pa.table({"own": [p[0] for p in placed], "rid": [p[1] for p in placed],
+                     "rank": pa.array([p[2] for p in placed], pa.int32()), "pos": list(range(len(placed)))})
+
+
+def _by_rank(con, table: str, where: str, ranks: int) -> list:
+    """The rows of `table` matching `where` (on its alias t) for each rank of the registered
+    `batch_ranks` (own run id, the job's run id, rank, position), in its order: each rank's rows in
+    the order the store holds them, its run id replaced by the job's and, in `traces`, its rank set."""
+    import numpy as np
+
+    rank_col = ", b.rank AS rank" if table == "traces" else ""
+    rows = con.sql(f"SELECT t.* REPLACE (b.rid AS run_id{rank_col}), b.pos AS batch_pos "
+                   f"FROM {table} t JOIN batch_ranks b ON b.own = t.run_id WHERE {where} "
+                   "ORDER BY b.pos, t.rowid").to_arrow_table()
+    counts = np.bincount(rows["batch_pos"].to_numpy(), minlength=ranks)
+    rows = rows.drop_columns(["batch_pos"])
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    return [rows.slice(starts[n], counts[n]) for n in range(ranks)]
 
 
 def _failed(file: str, e: BaseException) -> errors.TraceError:
@@ -213,13 +235,16 @@ def _rank_task(file: str, base: str, key: str, ingest: Callable,
                     for batch in reader:
                         out.write_batch(batch)
                 files[table] = path
+            con.register("batch_ranks", _batch_ranks([(result.run_id, rid, int(rank))]))
+            summary_rows = {t: parts[0] for t, parts in _summary_rows(con, 1).items()}
+            con.unregister("batch_ranks")
         return jobs.RankResult(
             file=str(file), rank=int(rank), rank_from=rank_from, world_size=world,
             backend=jobs.backend(file),
             run_id=rid, trace_id=result.run_id, size_bytes=_size(file), events=result.events,
             kernels=result.kernels, files=files, seconds=time.perf_counter() - started,
             peak_rss=peak_rss(), start_rss=start_rss, metrics_digest=metrics.definition_digest(),
-            notes=tuple(result.notes))
+            notes=tuple(result.notes), summary_rows=summary_rows)
     except errors.TraceError as e:
         _remove(fs, written)
         return e
