@@ -137,7 +137,9 @@ def _summary_rows(con, ranks: int) -> dict[str, list]:
     """{table: each rank's rows of it that the job's summary reads} (`jobs.SUMMARY_INPUTS`), for
     the ranks of the registered `batch_ranks`; copies (`take`): a slice would carry, pickled, the
     whole batch's buffers to the driver."""
-    return {table: [rows.take(list(range(rows.num_rows))) for rows in _by_rank(con, table, where, ranks)]
+    import numpy as np
+
+    return {table: [rows.take(np.arange(rows.num_rows)) for rows in _by_rank(con, table, where, ranks)]
             for table, where in jobs.SUMMARY_INPUTS.items()}
 
 
