@@ -50,7 +50,7 @@ def batch(tmp_path_factory):
 @pytest.mark.third_party
 @needs_traces
 def test_a_batch_writes_the_files_a_rank_alone_writes(batch):
-    files, batched, alone = batch
+    _, batched, alone = batch
     assert [type(o) for o in batched] == [type(o) for o in alone]
     assert isinstance(batched[2], errors.TraceError) and "rank5.pt.trace.json" in str(batched[2])
     assert str(batched[2]) == str(alone[2])
