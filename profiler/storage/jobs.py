@@ -237,6 +237,9 @@ class RankResult:
     # the rows of its tables that the job's summary reads ({table: Arrow table}, SUMMARY_INPUTS),
     # so that the summary is computed from them, not from every rank's files; None: not taken
     summary_rows: dict | None = None
+    # CPU seconds of the task's process (all its threads) spent on this file; a batch's, shared
+    # evenly among its files
+    cpu_seconds: float = 0.0
 
 
 # A rank's rows that the job queries (profiler/analysis/sql/job_*.sql) read, as filters on its

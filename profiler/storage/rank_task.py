@@ -44,6 +44,7 @@ def parse_ranks(files: list[str], base: str, key: str, keep_python: bool = False
     The outcomes are in file order, a bad file's TraceError among them."""
     from profiler.storage.store import Store
 
+    cpu_started = time.process_time()
     scratch = tempfile.mkdtemp(prefix="ranks-")
     try:
         store = Store(Path(scratch) / "ranks.duckdb", threads=_task_threads(sharing), in_memory=True)
@@ -65,9 +66,10 @@ def parse_ranks(files: list[str], base: str, key: str, keep_python: bool = False
             con.execute("COMMIT")
             out = _write_batch(con, files, [got for got, _, _ in ingested], base, key)
             shared_s = (time.perf_counter() - started) / max(1, len(ok))
+            cpu_s = (time.process_time() - cpu_started) / len(files)
             for r, (_, seconds, grown) in zip(out, ingested):
                 if isinstance(r, jobs.RankResult):
-                    r.seconds = seconds + shared_s
+                    r.seconds, r.cpu_seconds = seconds + shared_s, cpu_s
                     r.peak_rss = max(r.peak_rss, r.start_rss + grown)
             return out
     finally:
@@ -204,7 +206,7 @@ def _rank_task(file: str, base: str, key: str, ingest: Callable,
     Its scratch store's DuckDB threads: `_task_threads(sharing)`."""
     from profiler.storage.store import Store, one_line
 
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     start_rss = reset_peak_rss()
     scratch = tempfile.mkdtemp(prefix="rank-")
     written: list[str] = []
@@ -246,7 +248,7 @@ def _rank_task(file: str, base: str, key: str, ingest: Callable,
             run_id=rid, trace_id=result.run_id, size_bytes=_size(file), events=result.events,
             kernels=result.kernels, files=files, seconds=time.perf_counter() - started,
             peak_rss=peak_rss(), start_rss=start_rss, metrics_digest=metrics.definition_digest(),
-            notes=tuple(result.notes), summary_rows=summary_rows)
+            notes=tuple(result.notes), summary_rows=summary_rows, cpu_seconds=time.process_time() - cpu_started)
     except errors.TraceError as e:
         _remove(fs, written)
         return e
