@@ -75,9 +75,12 @@ def test_a_batch_writes_the_files_a_rank_alone_writes(batch):
 @needs_traces
 def test_each_rank_brings_back_the_rows_the_summary_reads(batch):
     _, batched, alone = batch
-    for r in [o for o in batched + alone if isinstance(o, jobs.RankResult)]:
-        rows = r.summary_rows
-        assert sorted(rows) == sorted(jobs.SUMMARY_INPUTS)
+    good = [o for o in batched if isinstance(o, jobs.RankResult)]
+    assert all(r.summary_rows is good[0].summary_rows for r in good)  # one dict for the batch, sent once
+    assert set(good[0].summary_rows["traces"]["run_id"].to_pylist()) == {r.run_id for r in good}
+    for r in good + [o for o in alone if isinstance(o, jobs.RankResult)]:
+        assert sorted(r.summary_rows) == sorted(jobs.SUMMARY_INPUTS)
+        rows = {t: v.filter(pc.equal(v["run_id"], r.run_id)) for t, v in r.summary_rows.items()}
         kernels = pq.read_table(r.files["kernels"])
         comm = np.array([bool(COMMUNICATION.search(n)) for n in kernels["name"].to_pylist()], dtype=bool)
         want = kernels.filter(pc.and_(pa.array(comm), pc.is_valid(kernels["iteration"])))

@@ -38,8 +38,9 @@ def stamp(manifest: dict, definitions: dict[str, str]) -> str:
 @contextlib.contextmanager
 def from_rows(manifest: dict, ranks: list) -> Iterator:
     """A read `Session` on a scratch store (in memory) that holds only the rows the job's summary
-    reads, as `ranks` (its `jobs.RankResult`s, each with `summary_rows`) brought them back, and
-    `job_ranks` of `manifest`'s job: the job queries run on it as on the ranks' files."""
+    reads, as `ranks` (its `jobs.RankResult`s, each with `summary_rows`, shared by the ranks of one
+    task) brought them back, and `job_ranks` of `manifest`'s job: the job queries run on it as on
+    the ranks' files (rows of a run not in the manifest are never joined)."""
     import pyarrow as pa
 
     from profiler.storage.job_views import job_ranks_table
@@ -50,8 +51,9 @@ def from_rows(manifest: dict, ranks: list) -> Iterator:
         store = Store(Path(scratch) / "summary.duckdb", in_memory=True)
         with store.connect() as con:
             con.execute("BEGIN TRANSACTION")
+            shared = list({id(r.summary_rows): r.summary_rows for r in ranks}.values())  # one per task
             for table in jobs.SUMMARY_INPUTS:
-                con.register("summary_input", pa.concat_tables([r.summary_rows[table] for r in ranks],
+                con.register("summary_input", pa.concat_tables([rows[table] for rows in shared],
                                                                promote_options="default"))
                 con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM summary_input")
                 con.unregister("summary_input")

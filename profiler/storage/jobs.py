@@ -235,7 +235,8 @@ class RankResult:
     chunks: int = 1           # how many pieces the file was parsed in (profiler/storage/chunks.py)
     notes: tuple = ()         # events skipped, values stored as missing (IngestResult.notes)
     # the rows of its tables that the job's summary reads ({table: Arrow table}, SUMMARY_INPUTS),
-    # so that the summary is computed from them, not from every rank's files; None: not taken
+    # so that the summary is computed from them, not from every rank's files; None: not taken. The
+    # ranks parsed in one task share one dict holding all of theirs (sent, and read, once)
     summary_rows: dict | None = None
     # CPU seconds of the task's process (all its threads) spent on this file; a batch's, shared
     # evenly among its files

@@ -79,8 +79,8 @@ def parse_ranks(files: list[str], base: str, key: str, keep_python: bool = False
 def _write_batch(con, files: list[str], ingested: list, base: str,
                  key: str) -> list[jobs.RankResult | errors.TraceError]:
     """Each ingested file's rank named and checked, then its tables written under `base` as
-    `_rank_task` writes them: one query per table for the whole batch (`_by_rank`). Each rank's
-    result carries its rows that the job's summary reads (`jobs.SUMMARY_INPUTS`)."""
+    `_rank_task` writes them: one query per table for the whole batch (`_by_rank`). The ranks'
+    results share one dict of the batch's rows that the job's summary reads (`_summary_rows`)."""
     start_rss = reset_peak_rss()
     fs, _ = jobs.filesystem(base)
     outcomes: list = [None] * len(files)
@@ -110,7 +110,7 @@ def _write_batch(con, files: list[str], ingested: list, base: str,
     files_of: list[dict] = [{} for _ in placed]
     try:
         for table in jobs.WRITTEN:
-            for n, rows in enumerate(_by_rank(con, table, "true", len(placed))):
+            for n, rows in enumerate(_by_rank(con, table, "true")):
                 _, _, rid, rank, _, _ = placed[n]
                 path = jobs.rank_file(base, table, key, rank, rid)
                 fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
@@ -118,7 +118,7 @@ def _write_batch(con, files: list[str], ingested: list, base: str,
                 with fs.open_output_stream(path) as sink:
                     pq.write_table(rows, sink, row_group_size=1 << 16)
                 files_of[n][table] = path
-        inputs = _summary_rows(con, len(placed))
+        inputs = _summary_rows(con)
     except BaseException:  # a batch lands whole or not at all, as a single rank does
         _remove(fs, written)
         raise
@@ -131,18 +131,15 @@ def _write_batch(con, files: list[str], ingested: list, base: str,
             file=str(files[i]), rank=rank, rank_from=rank_from, world_size=world, backend=jobs.backend(files[i]),
             run_id=rid, trace_id=own, size_bytes=_size(files[i]), events=got.events, kernels=got.kernels,
             files=files_of[n], seconds=0.0, peak_rss=peak_rss(), start_rss=start_rss, metrics_digest=digest,
-            notes=tuple(got.notes), summary_rows={t: parts[n] for t, parts in inputs.items()})
+            notes=tuple(got.notes), summary_rows=inputs)
     return outcomes
 
 
-def _summary_rows(con, ranks: int) -> dict[str, list]:
-    """{table: each rank's rows of it that the job's summary reads} (`jobs.SUMMARY_INPUTS`), for
-    the ranks of the registered `batch_ranks`; copies (`take`): a slice would carry, pickled, the
-    whole batch's buffers to the driver."""
-    import numpy as np
-
-    return {table: [rows.take(np.arange(rows.num_rows)) for rows in _by_rank(con, table, where, ranks)]
-            for table, where in jobs.SUMMARY_INPUTS.items()}
+def _summary_rows(con) -> dict:
+    """{table: the rows of it that the job's summary reads} (`jobs.SUMMARY_INPUTS`) of all the
+    ranks of the registered `batch_ranks`, one Arrow table each: every rank of the batch gets this
+    same dict, so a batch's results, pickled together, carry it (and each table's schema) once."""
+    return {table: _batch_rows(con, table, where)[0] for table, where in jobs.SUMMARY_INPUTS.items()}
 
 
 def _batch_ranks(placed: list[tuple[str, str, int]]):
@@ -154,20 +151,29 @@ def _batch_ranks(placed: list[tuple[str, str, int]]):
                      "rank": pa.array([p[2] for p in placed], pa.int32()), "pos": list(range(len(placed)))})
 
 
-def _by_rank(con, table: str, where: str, ranks: int) -> list:
-    """The rows of `table` matching `where` (on its alias t) for each rank of the registered
-    `batch_ranks` (own run id, the job's run id, rank, position), in its order: each rank's rows in
-    the order the store holds them, its run id replaced by the job's and, in `traces`, its rank set."""
+def _batch_rows(con, table: str, where: str) -> tuple:
+    """The rows of `table` matching `where` (on its alias t) of the ranks of the registered
+    `batch_ranks` (own run id, the job's run id, rank, position), rank after rank in its order, each
+    rank's in the order the store holds them, its run id replaced by the job's and, in `traces`, its
+    rank set; and how many rows each rank has."""
     import numpy as np
 
     rank_col = ", b.rank AS rank" if table == "traces" else ""
     rows = con.sql(f"SELECT t.* REPLACE (b.rid AS run_id{rank_col}), b.pos AS batch_pos "
                    f"FROM {table} t JOIN batch_ranks b ON b.own = t.run_id WHERE {where} "
                    "ORDER BY b.pos, t.rowid").to_arrow_table()
+    ranks = con.execute("SELECT count(*) FROM batch_ranks").fetchall()[0][0]
     counts = np.bincount(rows["batch_pos"].to_numpy(), minlength=ranks)
-    rows = rows.drop_columns(["batch_pos"])
+    return rows.drop_columns(["batch_pos"]), counts
+
+
+def _by_rank(con, table: str, where: str) -> list:
+    """`_batch_rows` cut into each rank's rows."""
+    import numpy as np
+
+    rows, counts = _batch_rows(con, table, where)
     starts = np.concatenate([[0], np.cumsum(counts)])
-    return [rows.slice(starts[n], counts[n]) for n in range(ranks)]
+    return [rows.slice(starts[n], counts[n]) for n in range(len(counts))]
 
 
 def _failed(file: str, e: BaseException) -> errors.TraceError:
@@ -240,7 +246,7 @@ def _rank_task(file: str, base: str, key: str, ingest: Callable,
                         out.write_batch(batch)
                 files[table] = path
             con.register("batch_ranks", _batch_ranks([(result.run_id, rid, int(rank))]))
-            summary_rows = {t: parts[0] for t, parts in _summary_rows(con, 1).items()}
+            summary_rows = _summary_rows(con)
             con.unregister("batch_ranks")
         return jobs.RankResult(
             file=str(file), rank=int(rank), rank_from=rank_from, world_size=world,
