@@ -25,8 +25,8 @@ def job_server(tmp_path_factory):
         pytest.skip("needs the DLRM rank traces of ../shared/traces (PROFILER_TEST_TRACES)")
     db = tmp_path_factory.mktemp("browser-job") / "store.duckdb"
     store = Store(db)
-    job_ingest.ingest_job(store, [str(p) for p in DLRM], "dlrm", engine="in-process")
-    job_queries.keep_summary(store, "dlrm")  # as the CLI and the upload page do: the page reads it
+    result = job_ingest.ingest_job(store, [str(p) for p in DLRM], "dlrm", engine="in-process")
+    job_queries.keep_summary(store, "dlrm", result.ranks)  # as the CLI and the upload page do: the page reads it
     with streamlit_app(db) as url:
         yield url, store
 

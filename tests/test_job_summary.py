@@ -38,6 +38,14 @@ def _from_files(store, job: str) -> dict:
         job_summary.read = kept
 
 
+def _counted(fn):
+    def counted(*args):
+        counted.calls += 1
+        return fn(*args)
+    counted.calls = 0
+    return counted
+
+
 def _generated(folder: Path, world: int, late: int, late_us: int, missing: int) -> list[Path]:
     """Rank r is DLRM worker r mod 7 with its clock shifted by (r * 37) mod 50 µs, rank `late`'s
     by `late_us` more; rank `missing` is left out."""
@@ -84,8 +92,15 @@ def test_summary_of_the_dlrm_ranks_is_the_queries_rows_and_the_raw_json(job_stor
 @needs_dlrm
 def test_summary_of_a_generated_job_names_the_late_rank_and_the_missing_one(job_store, tmp_path):
     paths = _generated(tmp_path, world=24, late=17, late_us=20_000, missing=5)
-    job_ingest.ingest_job(job_store, paths, "gen", engine="in-process")  # several ranks to a task
-    job_queries.keep_summary(job_store, "gen")
+    result = job_ingest.ingest_job(job_store, paths, "gen", engine="in-process")  # several ranks to a task
+    back = {run_id for r in result.ranks for run_id in r.summary_rows["kernels"]["run_id"].to_pylist()}
+    assert back == {r.run_id for r in result.ranks}  # each rank's collectives came back
+    computed, job_summary.from_rows = job_summary.from_rows, _counted(job_summary.from_rows)
+    try:  # the summary is computed from the rows the tasks brought back, not from the files
+        job_queries.keep_summary(job_store, "gen", result.ranks)
+    finally:
+        job_summary.from_rows, used = computed, job_summary.from_rows.calls
+    assert used == 1
     report = job_queries.job_report(job_store, "gen")
     assert json.dumps(report) == json.dumps(_from_files(job_store, "gen"))
     assert report["ranks_missing"] == [[5, 5]] and len(report["ranks_present"]) == 23

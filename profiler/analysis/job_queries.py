@@ -81,9 +81,18 @@ def _rows(store, job: str, query: str) -> pd.DataFrame:
     return store.query(sql_text(query), {"job": job})
 
 
-def keep_summary(store, job: str) -> None:
-    """Compute job `job`'s summary with the job queries over its ranks and keep it in the store
-    (`store`: a writing `Store`). Called when a job has been ingested."""
+def keep_summary(store, job: str, ranks: list | None = None) -> None:
+    """Compute job `job`'s summary with the job queries and keep it in the store (`store`: a
+    writing `Store`). Called when a job has been ingested: `ranks`, its ingest's results
+    (`JobResult.ranks`), when each brought back the rows the queries read (`summary_rows`), are
+    what they run on; else they run over the ranks' files."""
+    if ranks and all(r.summary_rows is not None for r in ranks):
+        m = _kept_manifest(store, job)  # just written by this ingest: its files are not opened again
+        if m is not None and sorted(r["run_id"] for r in m["ranks"]) == sorted(r.run_id for r in ranks):
+            with job_summary.from_rows(m, ranks) as db:
+                frames = {q: db.query(sql_text(q), {"job": job}) for q in SUMMARY_QUERIES}
+            job_summary.write(store, job, _summary_stamp(m), frames)
+            return
     m = manifest(store, job)
     with store.session() as db:
         frames = {q: db.query(sql_text(q), {"job": job}) for q in SUMMARY_QUERIES}

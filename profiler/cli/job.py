@@ -41,7 +41,7 @@ def ingest_job(args: argparse.Namespace) -> int:
                                  engine="in-process" if args.in_process else "ray",
                                  ray_address=args.ray_address, keep_python=args.python_functions,
                                  progress=bar.update)
-        job_queries.keep_summary(store, result.job)
+        job_queries.keep_summary(store, result.job, result.ranks)
     except (jobs.JobError, errors.TraceError) as e:  # the job was not stored: exit 1, as any failed ingest
         bar.close()
         print(f"error: {e}", file=sys.stderr)

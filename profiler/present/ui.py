@@ -376,7 +376,7 @@ def ingest_job_upload(files, job: str, skip_bad: bool = False):
             result = job_ingest.ingest_job(get_store(), paths, job, skip_bad=skip_bad, engine="in-process",
                                      progress=lambda done: bar.progress(min(max(done, 0.0), 1.0),
                                                                         text=markup.fmt("job {}: {:.0%}", job, done)))
-            job_queries.keep_summary(get_store(), result.job)
+            job_queries.keep_summary(get_store(), result.job, result.ranks)
         except PROJECT_ERRORS as err:
             bar.empty()
             show_error(err)

@@ -97,6 +97,8 @@ def open_file(store) -> duckdb.DuckDBPyConnection:
     """Open `store`'s file: a read-only one must exist, a writing one's folder is made; a file
     that is not a DuckDB store is refused before DuckDB reads it; a lock is waited for."""
     path, label = store.path, store.label
+    if getattr(store, "in_memory", False):  # a scratch store: nothing written, no commit's log to flush
+        return duckdb.connect(":memory:", config={**duckdb_config(store.threads), "temp_directory": str(path.parent)})
     if store.read_only:
         _must_exist(path, label)
     else:

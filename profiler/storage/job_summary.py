@@ -7,13 +7,20 @@ stamp (`job_summaries`): a digest of the job's manifest (name, commit time, run 
 definitions it was computed under (the query files and metrics.sql). A summary of another stamp is
 never read: a job deleted and ingested again, or a changed definition, is read from its ranks'
 files until a writing handle keeps a new summary.
+
+At ingest the rows are computed from what the rank tasks brought back (`from_rows`: each rank's
+rows that the job queries read, `jobs.SUMMARY_INPUTS`), not from the thousands of files just written.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 
-from profiler.storage import metrics, tables
+from profiler.storage import jobs, metrics, tables
 
 NAMES = {t.query: t.name for t in tables.JOB_SUMMARIES}
 
@@ -26,6 +33,33 @@ def stamp(manifest: dict, definitions: dict[str, str]) -> str:
                  *(f"{r['rank']}:{r['run_id']}" for r in manifest["ranks"])):
         h.update(str(part).encode() + b"\0")
     return h.hexdigest()[:24]
+
+
+@contextlib.contextmanager
+def from_rows(manifest: dict, ranks: list) -> Iterator:
+    """A read `Session` on a scratch store (in memory) that holds only the rows the job's summary
+    reads, as `ranks` (its `jobs.RankResult`s, each with `summary_rows`, shared by the ranks of one
+    task) brought them back, and `job_ranks` of `manifest`'s job: the job queries run on it as on
+    the ranks' files (rows of a run not in the manifest are never joined)."""
+    import pyarrow as pa
+
+    from profiler.storage.job_views import job_ranks_table
+    from profiler.storage.session import Session
+    from profiler.storage.store import Store
+
+    with tempfile.TemporaryDirectory(prefix="job-summary-") as scratch:
+        store = Store(Path(scratch) / "summary.duckdb", in_memory=True)
+        with store.connect() as con:
+            con.execute("BEGIN TRANSACTION")
+            shared = list({id(r.summary_rows): r.summary_rows for r in ranks}.values())  # one per task
+            for table in jobs.SUMMARY_INPUTS:
+                con.register("summary_input", pa.concat_tables([rows[table] for rows in shared],
+                                                               promote_options="default"))
+                con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM summary_input")
+                con.unregister("summary_input")
+            con.execute("COMMIT")
+            con.register("job_ranks", job_ranks_table([manifest]))
+            yield Session(con, store)
 
 
 def write(store, job: str, stamp_: str, frames: dict) -> None:

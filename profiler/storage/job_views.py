@@ -37,8 +37,6 @@ def attach_views(con: duckdb.DuckDBPyConnection, store) -> None:
 
 
 def _attach(con: duckdb.DuckDBPyConnection, root: str, found: job_check.JobsRead) -> None:
-    import pyarrow as pa
-
     manifests = found.ok
     if not manifests:
         return
@@ -60,10 +58,16 @@ def _attach(con: duckdb.DuckDBPyConnection, root: str, found: job_check.JobsRead
     if view_sql:
         con.execute(view_sql[0][0].replace("CREATE VIEW", "CREATE OR REPLACE TEMP VIEW", 1))
     _attach_metrics(con, db, manifests, fs, base, found.layouts)
-    rows = [{"job": m["job"], "world_size": m["world_size"], "backend": m["backend"], "rank": r["rank"],
-             "run_id": r["run_id"], "file": r["file"], "size_bytes": r["size_bytes"]}
-            for m in manifests for r in m["ranks"]]
-    con.register("job_ranks", pa.Table.from_pylist(rows))
+    con.register("job_ranks", job_ranks_table(manifests))
+
+
+def job_ranks_table(manifests: list[dict]):
+    """The rows of `job_ranks`, one per rank of each manifest's job (an Arrow table)."""
+    import pyarrow as pa
+
+    return pa.Table.from_pylist([{"job": m["job"], "world_size": m["world_size"], "backend": m["backend"],
+                                  "rank": r["rank"], "run_id": r["run_id"], "file": r["file"],
+                                  "size_bytes": r["size_bytes"]} for m in manifests for r in m["ranks"]])
 
 
 def _dataset(con, name: str, files: list[str], schema: pa.Schema, fs, layout: str) -> str:

@@ -234,6 +234,27 @@ class RankResult:
     metrics_digest: str = ""  # metrics.definition_digest() of the worker that computed its metrics
     chunks: int = 1           # how many pieces the file was parsed in (profiler/storage/chunks.py)
     notes: tuple = ()         # events skipped, values stored as missing (IngestResult.notes)
+    # the rows of its tables that the job's summary reads ({table: Arrow table}, SUMMARY_INPUTS),
+    # so that the summary is computed from them, not from every rank's files; None: not taken. The
+    # ranks parsed in one task share one dict holding all of theirs (sent, and read, once)
+    summary_rows: dict | None = None
+    # CPU seconds of the task's process (all its threads) spent on this file; a batch's, shared
+    # evenly among its files
+    cpu_seconds: float = 0.0
+
+
+# A rank's rows that the job queries (profiler/analysis/sql/job_*.sql) read, as filters on its
+# tables: its trace and metrics rows, its communication kernels of an iteration, their launch calls,
+# and the ops that carry a message size. The summary computed over only these rows equals the one
+# computed over all (tests/test_job_summary.py checks it).
+SUMMARY_INPUTS = {
+    "traces": "true",
+    METRICS_TABLE: "true",
+    "kernels": "t.iteration IS NOT NULL AND is_communication(t.name)",
+    "launches": "EXISTS (SELECT 1 FROM kernels k WHERE k.run_id = t.run_id AND k.correlation = t.correlation "
+                "AND k.iteration IS NOT NULL AND is_communication(k.name))",
+    "ops": "t.in_msg_nelems IS NOT NULL",
+}
 
 
 @dataclass

@@ -37,14 +37,17 @@ def parse_ranks(files: list[str], base: str, key: str, keep_python: bool = False
                 sharing: int = 1) -> list[jobs.RankResult | errors.TraceError]:
     """`parse_rank` for each of several small files, in one task with one scratch store: the
     store is opened, its schema made and the metrics layer loaded once for all of them (for a rank
-    of ~1 MB that fixed cost was most of its task), and its database stays open between them.
-    Each file's rows are written from the store by run id, as `parse_rank` writes them; the
-    outcomes are in file order, a bad file's TraceError among them."""
+    of ~1 MB that fixed cost was most of its task), and it is held in memory (nothing of it is
+    kept: no commit's log to write, no file to close). The batch's metrics rows are computed in
+    one statement, and each table is read out once for the whole batch and cut into its ranks'
+    Parquet files (`_write_batch`): the files `parse_rank` writes, with the same rows and types.
+    The outcomes are in file order, a bad file's TraceError among them."""
     from profiler.storage.store import Store
 
+    cpu_started = time.process_time()
     scratch = tempfile.mkdtemp(prefix="ranks-")
     try:
-        store = Store(Path(scratch) / "ranks.duckdb", threads=_task_threads(sharing))
+        store = Store(Path(scratch) / "ranks.duckdb", threads=_task_threads(sharing), in_memory=True)
         with store.connect() as con:  # held open: each file's calls reuse the database
             ingested = []  # per file: (its IngestResult or the exception it raised, seconds, peak RSS)
             for f in files:
@@ -53,7 +56,7 @@ def parse_ranks(files: list[str], base: str, key: str, keep_python: bool = False
                     got = store.ingest(f, keep_python=keep_python, keep_metrics=False)
                 except (errors.StoreError, KeyboardInterrupt, SystemExit):
                     raise
-                except Exception as e:  # noqa: BLE001 - _rank_task names it, as for a single file
+                except Exception as e:  # noqa: BLE001 - named below, as for a single file
                     got = e
                 ingested.append((got, time.perf_counter() - started, peak_rss() - start_rss))
             started = time.perf_counter()
@@ -61,24 +64,125 @@ def parse_ranks(files: list[str], base: str, key: str, keep_python: bool = False
             con.execute("BEGIN TRANSACTION")
             metrics.store_runs(con, ok)  # every rank's metrics in one statement
             con.execute("COMMIT")
-            metrics_s = (time.perf_counter() - started) / max(1, len(ok))
-            out = []
-            for f, (got, seconds, grown) in zip(files, ingested):
-                r = _rank_task(f, base, key, lambda _store, got=got: _returned(got), sharing, store=store)
+            out = _write_batch(con, files, [got for got, _, _ in ingested], base, key)
+            shared_s = (time.perf_counter() - started) / max(1, len(ok))
+            cpu_s = (time.process_time() - cpu_started) / len(files)
+            for r, (_, seconds, grown) in zip(out, ingested):
                 if isinstance(r, jobs.RankResult):
-                    r.seconds += seconds + metrics_s
+                    r.seconds, r.cpu_seconds = seconds + shared_s, cpu_s
                     r.peak_rss = max(r.peak_rss, r.start_rss + grown)
-                out.append(r)
             return out
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _returned(got):
-    """An ingest's outcome again: its result, or the exception it raised, raised."""
-    if isinstance(got, BaseException):
-        raise got
-    return got
+def _write_batch(con, files: list[str], ingested: list, base: str,
+                 key: str) -> list[jobs.RankResult | errors.TraceError]:
+    """Each ingested file's rank named and checked, then its tables written under `base` as
+    `_rank_task` writes them: one query per table for the whole batch (`_by_rank`). The ranks'
+    results share one dict of the batch's rows that the job's summary reads (`_summary_rows`)."""
+    start_rss = reset_peak_rss()
+    fs, _ = jobs.filesystem(base)
+    outcomes: list = [None] * len(files)
+    placed = []  # (file index, trace id, job run id, rank, rank_from, world)
+    ids = [got.run_id for got in ingested if not isinstance(got, BaseException)]
+    stored = {r: (rank, world) for r, rank, world in con.execute(
+        "SELECT run_id, rank, world_size FROM traces WHERE list_contains($ids, run_id)", {"ids": ids}).fetchall()}
+    for i, (f, got) in enumerate(zip(files, ingested)):
+        if isinstance(got, BaseException):
+            outcomes[i] = _failed(f, got)
+            continue
+        rank, world = stored[got.run_id]
+        rank_from = "distributedInfo"
+        if rank is None:
+            rank, rank_from = jobs.rank_from_name(f), "file name"
+        if rank is None:
+            outcomes[i] = errors.TraceError(Path(f).name, "does not say its rank (no distributedInfo, "
+                                                          "and no 'rank<N>' or 'worker<N>' in its name)")
+        elif (absurd := jobs.check_rank(Path(f).name, rank, world)) is not None:
+            outcomes[i] = absurd
+        else:
+            placed.append((i, got.run_id, jobs.run_id(key, got.run_id), int(rank), rank_from, world))
+    if not placed:
+        return outcomes
+    con.register("batch_ranks", _batch_ranks([p[1:4] for p in placed]))
+    written: list[str] = []
+    files_of: list[dict] = [{} for _ in placed]
+    try:
+        for table in jobs.WRITTEN:
+            for n, rows in enumerate(_by_rank(con, table, "true")):
+                _, _, rid, rank, _, _ = placed[n]
+                path = jobs.rank_file(base, table, key, rank, rid)
+                fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+                written.append(path)
+                with fs.open_output_stream(path) as sink:
+                    pq.write_table(rows, sink, row_group_size=1 << 16)
+                files_of[n][table] = path
+        inputs = _summary_rows(con)
+    except BaseException:  # a batch lands whole or not at all, as a single rank does
+        _remove(fs, written)
+        raise
+    finally:
+        con.unregister("batch_ranks")
+    digest = metrics.definition_digest()
+    for n, (i, own, rid, rank, rank_from, world) in enumerate(placed):
+        got = ingested[i]
+        outcomes[i] = jobs.RankResult(
+            file=str(files[i]), rank=rank, rank_from=rank_from, world_size=world, backend=jobs.backend(files[i]),
+            run_id=rid, trace_id=own, size_bytes=_size(files[i]), events=got.events, kernels=got.kernels,
+            files=files_of[n], seconds=0.0, peak_rss=peak_rss(), start_rss=start_rss, metrics_digest=digest,
+            notes=tuple(got.notes), summary_rows=inputs)
+    return outcomes
+
+
+def _summary_rows(con) -> dict:
+    """{table: the rows of it that the job's summary reads} (`jobs.SUMMARY_INPUTS`) of all the
+    ranks of the registered `batch_ranks`, one Arrow table each: every rank of the batch gets this
+    same dict, so a batch's results, pickled together, carry it (and each table's schema) once."""
+    return {table: _batch_rows(con, table, where)[0] for table, where in jobs.SUMMARY_INPUTS.items()}
+
+
+def _batch_ranks(placed: list[tuple[str, str, int]]):
+    """The Arrow table registered as `batch_ranks`: (own run id, the job's run id, rank) per rank,
+    with its position."""
+    import pyarrow as pa
+
+    return pa.table({"own": [p[0] for p in placed], "rid": [p[1] for p in placed],
+                     "rank": pa.array([p[2] for p in placed], pa.int32()), "pos": list(range(len(placed)))})
+
+
+def _batch_rows(con, table: str, where: str) -> tuple:
+    """The rows of `table` matching `where` (on its alias t) of the ranks of the registered
+    `batch_ranks` (own run id, the job's run id, rank, position), rank after rank in its order, each
+    rank's in the order the store holds them, its run id replaced by the job's and, in `traces`, its
+    rank set; and how many rows each rank has."""
+    import numpy as np
+
+    rank_col = ", b.rank AS rank" if table == "traces" else ""
+    rows = con.sql(f"SELECT t.* REPLACE (b.rid AS run_id{rank_col}), b.pos AS batch_pos "
+                   f"FROM {table} t JOIN batch_ranks b ON b.own = t.run_id WHERE {where} "
+                   "ORDER BY b.pos, t.rowid").to_arrow_table()
+    ranks = con.execute("SELECT count(*) FROM batch_ranks").fetchall()[0][0]
+    counts = np.bincount(rows["batch_pos"].to_numpy(), minlength=ranks)
+    return rows.drop_columns(["batch_pos"]), counts
+
+
+def _by_rank(con, table: str, where: str) -> list:
+    """`_batch_rows` cut into each rank's rows."""
+    import numpy as np
+
+    rows, counts = _batch_rows(con, table, where)
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    return [rows.slice(starts[n], counts[n]) for n in range(len(counts))]
+
+
+def _failed(file: str, e: BaseException) -> errors.TraceError:
+    """A file's ingest that raised, as its outcome (as `_rank_task` names it)."""
+    from profiler.storage.store import one_line
+
+    if isinstance(e, errors.TraceError):
+        return e
+    return errors.TraceError(Path(file).name, f"could not be ingested ({type(e).__name__}: {one_line(e)[:200]})")
 
 
 def assemble_rank(fp: chunks.FilePlan, parts: list[chunks.ChunkResult], base: str,
@@ -101,22 +205,20 @@ def assemble_rank(fp: chunks.FilePlan, parts: list[chunks.ChunkResult], base: st
     return result
 
 
-def _rank_task(file: str, base: str, key: str, ingest: Callable, sharing: int = 1,
-               store=None) -> jobs.RankResult | errors.TraceError:
+def _rank_task(file: str, base: str, key: str, ingest: Callable,
+               sharing: int = 1) -> jobs.RankResult | errors.TraceError:
     """Run `ingest(scratch store)` and write the rank's tables under `base` (see parse_rank).
 
-    Its scratch store's DuckDB threads: `_task_threads(sharing)`; `store`: a scratch store of
-    several ranks (`parse_ranks`), whose rows of this rank are picked by run id."""
+    Its scratch store's DuckDB threads: `_task_threads(sharing)`."""
     from profiler.storage.store import Store, one_line
 
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     start_rss = reset_peak_rss()
-    scratch = tempfile.mkdtemp(prefix="rank-") if store is None else None
+    scratch = tempfile.mkdtemp(prefix="rank-")
     written: list[str] = []
     fs, _ = jobs.filesystem(base)
     try:
-        if store is None:
-            store = Store(Path(scratch) / "rank.duckdb", threads=_task_threads(sharing))
+        store = Store(Path(scratch) / "rank.duckdb", threads=_task_threads(sharing))
         result = ingest(store)
         with store.connect() as con:
             rank, world = con.execute("SELECT rank, world_size FROM traces WHERE run_id = ?",
@@ -143,13 +245,16 @@ def _rank_task(file: str, base: str, key: str, ingest: Callable, sharing: int = 
                     for batch in reader:
                         out.write_batch(batch)
                 files[table] = path
+            con.register("batch_ranks", _batch_ranks([(result.run_id, rid, int(rank))]))
+            summary_rows = _summary_rows(con)
+            con.unregister("batch_ranks")
         return jobs.RankResult(
             file=str(file), rank=int(rank), rank_from=rank_from, world_size=world,
             backend=jobs.backend(file),
             run_id=rid, trace_id=result.run_id, size_bytes=_size(file), events=result.events,
             kernels=result.kernels, files=files, seconds=time.perf_counter() - started,
             peak_rss=peak_rss(), start_rss=start_rss, metrics_digest=metrics.definition_digest(),
-            notes=tuple(result.notes))
+            notes=tuple(result.notes), summary_rows=summary_rows, cpu_seconds=time.process_time() - cpu_started)
     except errors.TraceError as e:
         _remove(fs, written)
         return e
@@ -163,8 +268,7 @@ def _rank_task(file: str, base: str, key: str, ingest: Callable, sharing: int = 
         _remove(fs, written)
         raise
     finally:
-        if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _task_threads(sharing: int) -> int:

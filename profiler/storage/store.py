@@ -79,9 +79,12 @@ class Store:
     """
 
     def __init__(self, path: str | os.PathLike | None = None, *, lock_timeout_s: float = LOCK_TIMEOUT_S,
-                 read_only: bool = False, threads: int | None = None):
+                 read_only: bool = False, threads: int | None = None, in_memory: bool = False):
         self.path = Path(path) if path is not None else default_db_path()
         self.threads = threads  # DuckDB threads (default: one per core); a job's worker takes its share
+        # a scratch store held in memory, not in `path` (whose folder takes what DuckDB spills); it
+        # lives while a cursor on it is open: a job's batch of ranks (profiler/storage/rank_task.py)
+        self.in_memory = in_memory
         self.lock_timeout_s = lock_timeout_s
         self.read_only = read_only
         self.label = f"the store {self.path.name}"
