@@ -93,6 +93,10 @@ class Seeding:
         """The first page is on screen: start ingesting (until then the page has the CPU)."""
         self._go.set()
 
+    def wait_first_page(self, timeout: float = FIRST_PAGE_GRACE_S) -> None:
+        """Until the first page is drawn (`page_drawn`), `timeout` seconds at most."""
+        self._go.wait(timeout)
+
     @property
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
@@ -121,7 +125,7 @@ def seed_in_background(store, samples_dir: Path = SAMPLES_DIR) -> Seeding:
     seeding.total = len(files)
 
     def run() -> None:
-        seeding._go.wait(FIRST_PAGE_GRACE_S)
+        seeding.wait_first_page()
         try:
             with store.connect():  # the database stays open between batches (closing it writes a checkpoint)
                 for batch in batches(files):

@@ -46,6 +46,7 @@ import os
 import re
 import tempfile
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -69,6 +70,8 @@ PAGE_FILES = {page.url_path: page.file for page in sitemap.SITE}  # read from th
 PAGE_ICONS = {page.url_path: page.icon for page in sitemap.SITE}
 _RUNS_KEY = "_selected_runs"
 _CAPTURE_LOCK = threading.Lock()  # torch.profiler is process-wide, and timings need the GPU alone
+QUIET_S = 3.0  # the preload waits until no page has started for this long (it would slow that page)
+_LAST_PAGE = [time.monotonic()]  # when a page's script run last started (view_state), any session
 
 
 @st.cache_resource(show_spinner="Opening the trace store…")
@@ -127,6 +130,7 @@ def _leave_pages_directory_mode() -> None:
 
 def view_state(page: str) -> ViewState:
     """The view the URL describes for ``page``, falling back to the session's selected runs."""
+    _LAST_PAGE[0] = time.monotonic()
     _leave_pages_directory_mode()
     params = st.query_params.to_dict()
     try:
@@ -418,20 +422,31 @@ class _VariantBars:
         self.seen = max(self.seen, finished)
 
 
+def _wait_until_quiet() -> None:
+    """Until no page has started a script run for `QUIET_S` seconds."""
+    while (left := _LAST_PAGE[0] + QUIET_S - time.monotonic()) > 0:
+        time.sleep(left)
+
+
 @st.cache_resource
 def preload_capture() -> threading.Thread:
     """Import the capture layer (torch, and the compiler probe behind the variants' availability:
-    seconds) on a helper thread once per server, so the profile page's first visitor does not
-    wait for it. Before that, the runs page's figures of every run are computed once (kept per
-    run, profiler/analysis/kept.py), so that its first visit reads them. On a new store it starts
-    after the samples are in, so that neither the first
-    page nor the seeding waits for torch. Then the objects alive (the imported modules: ~0.5 M
-    with torch) are frozen out of the garbage collector, whose full collections otherwise walked
-    them all, pausing a page for ~0.3 s now and then (bench/RESULTS.md, "Pages")."""
+    seconds of CPU, most of it holding the interpreter's lock) on a helper thread once per server,
+    so the profile page's first visitor does not wait for it. Before that, the runs page's figures
+    of every run are computed once (kept per run, profiler/analysis/kept.py), so that its first
+    visit reads them. Each step waits for the first page to be drawn, for the samples of a new
+    store to be in, and then until no page has started for `QUIET_S` seconds: run while pages
+    were drawn, it made the first page on a full store take ~9 s and the next pages seconds each.
+    Then the objects alive (the imported modules: ~0.5 M with torch) are frozen out of the garbage
+    collector, whose full collections otherwise walked them all, pausing a page for ~0.3 s now
+    and then (bench/RESULTS.md, "Pages")."""
     def load() -> None:
+        seeding().wait_first_page()
         seeding().wait()
+        _wait_until_quiet()
         with guard_quietly():  # the runs page's per-run figures, kept per run: its first visit reads them
             timings.catalog_with_timings(get_store(), queries.run_catalog(get_store()))
+        _wait_until_quiet()
         from profiler.capture import variants
 
         variants.availability(variants.Setting(device=variants.default_device()))
