@@ -6,7 +6,7 @@ sidebar group); shared links use those paths. The first, the runs page, is the d
 import streamlit as st
 
 from profiler.present.sitemap import DEFAULT_PAGE, groups
-from profiler.present.ui import entered_through_app, preload_capture, store_held
+from profiler.present.ui import entered_through_app, page_run, preload_capture
 
 st.set_page_config(page_title="Attention trace dashboard", page_icon="⏱️",  # an emoji: nothing fetched
                    layout="wide")
@@ -22,5 +22,5 @@ page = st.navigation({
             for p in pages]
     for group, pages in groups().items()
 })
-with store_held(page.url_path):  # the page's reads share one open database
+with page_run(page.url_path):  # counted as a page being drawn; its reads share one open database
     page.run()

@@ -70,9 +70,10 @@ PAGE_FILES = {page.url_path: page.file for page in sitemap.SITE}  # read from th
 PAGE_ICONS = {page.url_path: page.icon for page in sitemap.SITE}
 _RUNS_KEY = "_selected_runs"
 _CAPTURE_LOCK = threading.Lock()  # torch.profiler is process-wide, and timings need the GPU alone
-WRITING_PAGES = ("profile", "upload")  # store_held leaves these pages' store calls their own
-QUIET_S = 3.0  # the preload waits until no page has started for this long (it would slow that page)
-_LAST_PAGE = [time.monotonic()]  # when a page's script run last started (view_state), any session
+WRITING_PAGES = ("profile", "upload")  # page_run leaves these pages' store calls their own
+QUIET_S = 3.0  # the preload waits until no page has been drawn for this long (it would slow that page)
+_PAGES = {"running": 0, "last": time.monotonic()}  # page script runs in flight (page_run), and when one last began or ended
+_PAGES_LOCK = threading.Lock()
 
 
 @st.cache_resource(show_spinner="Opening the trace store…")
@@ -94,20 +95,33 @@ def get_store() -> Store:
 
 
 @contextmanager
-def store_held(page: str) -> Iterator[None]:
-    """The store's database held open for one script run of ``page`` (a url path; app.py, around
-    the page), so that the page's reads share one open database instead of opening the file (and
-    closing it, which writes a checkpoint) for each: ~40-80 ms a page. Not for the pages that
-    capture or ingest (`WRITING_PAGES`): they run for minutes, and other processes (the command
-    line) get the file between their calls. A store that cannot be opened is left to the page,
-    whose reads say why."""
-    with ExitStack() as stack:
-        if page not in WRITING_PAGES:
-            try:
-                stack.enter_context(get_store().connect())
-            except PROJECT_ERRORS:
-                pass
-        yield
+def page_run(page: str) -> Iterator[None]:
+    """One script run of ``page`` (a url path; app.py, around the page): counted as a page being
+    drawn (the preload waits for none to be), with the store's database held open, so that the
+    page's reads share one open database instead of opening the file (and closing it, which
+    writes a checkpoint) for each: ~40-80 ms a page. Not held on the pages that capture or
+    ingest (`WRITING_PAGES`): they run for minutes, and other processes (the command line) get
+    the file between their calls. A store that cannot be opened is left to the page, whose
+    reads say why."""
+    _page_started()
+    try:
+        with ExitStack() as stack:
+            if page not in WRITING_PAGES:
+                try:
+                    stack.enter_context(get_store().connect())
+                except PROJECT_ERRORS:
+                    pass
+            yield
+    finally:
+        with _PAGES_LOCK:
+            _PAGES["running"] -= 1
+            _PAGES["last"] = time.monotonic()
+
+
+def _page_started() -> None:
+    with _PAGES_LOCK:
+        _PAGES["running"] += 1
+        _PAGES["last"] = time.monotonic()
 
 
 def seeding() -> Seeding:
@@ -148,7 +162,8 @@ def _leave_pages_directory_mode() -> None:
 
 def view_state(page: str) -> ViewState:
     """The view the URL describes for ``page``, falling back to the session's selected runs."""
-    _LAST_PAGE[0] = time.monotonic()
+    with _PAGES_LOCK:  # a page run without app.py (AppTest) counts from here
+        _PAGES["last"] = time.monotonic()
     _leave_pages_directory_mode()
     params = st.query_params.to_dict()
     try:
@@ -441,8 +456,12 @@ class _VariantBars:
 
 
 def _wait_until_quiet() -> None:
-    """Until no page has started a script run for `QUIET_S` seconds."""
-    while (left := _LAST_PAGE[0] + QUIET_S - time.monotonic()) > 0:
+    """Until no page is being drawn and none has begun or ended for `QUIET_S` seconds."""
+    while True:
+        with _PAGES_LOCK:
+            left = QUIET_S if _PAGES["running"] else _PAGES["last"] + QUIET_S - time.monotonic()
+        if left <= 0:
+            return
         time.sleep(left)
 
 
@@ -453,8 +472,8 @@ def preload_capture() -> threading.Thread:
     so the profile page's first visitor does not wait for it. Before that, the runs page's figures
     of every run are computed once (kept per run, profiler/analysis/kept.py), so that its first
     visit reads them. Each step waits for the first page to be drawn, for the samples of a new
-    store to be in, and then until no page has started for `QUIET_S` seconds: run while pages
-    were drawn, it made the first page on a full store take ~9 s and the next pages seconds each.
+    store to be in, and then until no page has been drawn for `QUIET_S` seconds: run while pages
+    were drawn, it took the cores and the interpreter's lock from them.
     Then the objects alive (the imported modules: ~0.5 M with torch) are frozen out of the garbage
     collector, whose full collections otherwise walked them all, pausing a page for ~0.3 s now
     and then (bench/RESULTS.md, "Pages")."""
