@@ -467,7 +467,8 @@ def _wait_until_quiet() -> None:
 
 @st.cache_resource
 def preload_capture() -> threading.Thread:
-    """Import the chart modules (Altair) once the first page is drawn. Then import the capture
+    """Import the chart modules (Altair) once the first page is drawn (on a new store, once the
+    samples are in). Then import the capture
     layer (torch, and the compiler probe behind the variants' availability:
     seconds of CPU, most of it holding the interpreter's lock) on a helper thread once per server,
     so the profile page's first visitor does not wait for it. Before that, the runs page's figures
@@ -480,12 +481,12 @@ def preload_capture() -> threading.Thread:
     and then (bench/RESULTS.md, "Pages")."""
     def load() -> None:
         seeding().wait_first_page()
+        seeding().wait()  # a new store: its first runs come first (no chart page has runs before)
         # the chart modules: Altair's import loads jsonschema's IRI grammar (rfc3987_syntax: ~1.5 s
         # of a loaded machine), which the first page with a chart waited for; now the runs page
         # is on screen while it loads
         from profiler.present import charts, curve_charts, memory_charts, timeline_view  # noqa: F401
 
-        seeding().wait()
         _wait_until_quiet()
         with guard_quietly():  # the runs page's per-run figures, kept per run: its first visit reads them
             timings.catalog_with_timings(get_store(), queries.run_catalog(get_store()))
