@@ -132,10 +132,10 @@ def main() -> None:
     if start >= 0:  # keep the other labels' subsections (before / after)
         end = old.find("\n## ", start + 1)
         body = old[start:end if end >= 0 else None]
-        kept = "".join("### " + part for part in body.split("\n### ")[1:]
-                       if not part.startswith(f"{label} ")).rstrip("\n")
-    intro = (f"## {section}\n\n`python bench/first_page.py --write-results` (target: first page "
-             "under 3 s on a 2-core machine). A fresh `streamlit run app.py` on an empty store, opened "
+        kept = "\n\n".join("### " + part.rstrip("\n") for part in body.split("\n### ")[1:]
+                           if not part.startswith(f"{label} "))
+    intro = (f"## {section}\n\n`python bench/first_page.py --write-results` (targets on an idle 2-core "
+             "machine: first page under 2 s, all samples under 15 s). A fresh `streamlit run app.py` on an empty store, opened "
              "in headless Chromium; times from the browser's request: *first page* = title plus a "
              "progress line or the table, *first runs* = the table shows runs, *all samples* = every "
              "shipped sample stored. Server start is apart. The machine is shared: read the load.\n")

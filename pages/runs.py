@@ -1,4 +1,6 @@
 """Runs: every captured and uploaded run in the store; pick the runs to compare, rename, delete."""
+import time
+
 import streamlit as st
 
 from profiler.analysis import findings, queries, timings
@@ -48,6 +50,7 @@ COLUMNS = {  # in display order: what tells runs apart first, the numbers next, 
     "added_at": Col.DatetimeColumn("added (UTC)", format="YYYY-MM-DD HH:mm"),
 }
 LABELS = {"len": "sequence length", "device": "GPU"}  # filter widgets whose label is not their URL key
+TABLE_EVERY_S = 5.0  # while the samples land, the table is redrawn at most this often
 MAX_HIGHLIGHTED = 4  # runs whose findings are listed (each costs a few queries)
 ANALYSIS = ("timeline", "kernels", "launches", "cpu-cost", "compare")  # titles: sitemap.SITE
 
@@ -145,34 +148,36 @@ def delete(state) -> None:
 
 
 def seeding_progress() -> bool:
-    """While the shipped samples are still being loaded into a new store: a progress line, and the
-    page reruns every second so that the runs appear as they land. True while that lasts."""
+    """While the shipped samples are still being loaded into a new store: the progress line
+    (`watch_seeding`). True while that lasts."""
     seeding = ui.seeding()
     if seeding.error:
         st.warning(markup.fmt("The shipped samples could not all be loaded: {}", seeding.error))
     if not seeding.running:
         return False
-    st.progress(seeding.done / max(seeding.total, 1),
-                text=f"Loading the shipped H200 sample runs: {seeding.done:,} of {seeding.total:,} in "
-                     "the store. The table fills in as they land.")
+    watch_seeding(seeding.done, time.monotonic())
     return True
 
 
 @st.fragment(run_every=1.0)
-def watch_seeding(seen: int) -> None:
-    """Reruns the whole page when more samples have landed than it showed (`seen`), or seeding
-    has ended; draws nothing itself."""
+def watch_seeding(shown: int, drawn_at: float) -> None:
+    """The progress line, redrawn alone every second (cheap: the seeding thread keeps the CPU).
+    The whole page reruns, to show the runs that landed since it was drawn with `shown` of them at
+    `drawn_at`, only when seeding has ended, when the first runs arrive in an empty table, or at
+    most every `TABLE_EVERY_S` seconds: a rerun every second took the CPU from the seeding."""
     seeding = ui.seeding()
-    if seeding.done != seen or not seeding.running:
+    landed = seeding.done != shown
+    if not seeding.running or (landed and (shown == 0 or time.monotonic() - drawn_at >= TABLE_EVERY_S)):
         st.rerun(scope="app")
+    st.progress(seeding.done / max(seeding.total, 1),
+                text=f"Loading the shipped H200 sample runs: {seeding.done:,} of {seeding.total:,} in "
+                     "the store. The table fills in as they land.")
 
 
 st.title("Runs")
 state = ui.view_state("runs")
 with ui.guard():
     loading = seeding_progress()
-    if loading:
-        watch_seeding(ui.seeding().done)
     with queries.session(ui.get_store()) as store:  # one connection for the page's reads
         runs = queries.run_catalog(store)
         if runs.empty and loading:

@@ -184,3 +184,54 @@ def test_a_decode_sample_has_one_query_against_its_kv_cache_and_train_samples_ru
     backward = store.query("SELECT t.variant, count(o.name) AS n FROM traces t LEFT JOIN ops o ON o.run_id = t.run_id "
                            "AND o.name LIKE '%Backward%' WHERE t.mode = 'train' GROUP BY t.variant")
     assert len(backward) == 7 and (backward["n"] > 0).all(), backward
+
+
+def _rows(store: Store, table: str, run_id: str) -> list:
+    """Every row of `table` for one run, sorted (added_at aside: a clock, not data)."""
+    cols = [c for c in store.query(f"SELECT * FROM {table} LIMIT 0").columns if c != "added_at"]
+    quoted = ", ".join(f'"{c}"' for c in cols)
+    return sorted(map(str, store.query(f"SELECT {quoted} FROM {table} WHERE run_id = ?", [run_id]).itertuples(
+        index=False)))
+
+
+def test_a_batch_stores_exactly_what_one_ingest_per_file_stores(tmp_path):
+    """Store.ingest_many (the seeding's batches) against Store.ingest per file, on real samples:
+    every stored table and the metrics layer hold the same rows for every run."""
+    files = [f for f in sample_files() if "default" in f.parts][:6]
+    one, many = Store(tmp_path / "one.duckdb"), Store(tmp_path / "many.duckdb")
+    singles = [one.ingest(f, name=sample_name(f), source="captured") for f in files]
+    batch = many.ingest_many([(f, sample_name(f)) for f in files], source="captured")
+    assert [r.run_id for r in batch] == [r.run_id for r in singles]
+    assert [(r.events, r.kernels, r.duplicate) for r in batch] == [(r.events, r.kernels, False) for r in singles]
+    tables = one.query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' "
+                       "AND table_type = 'BASE TABLE' AND table_name NOT LIKE 'store_%' "
+                       "AND table_name NOT LIKE 'counter%'")["table_name"]
+    with_rows = 0
+    for table in tables:
+        if "run_id" not in one.query(f"SELECT * FROM {table} LIMIT 0").columns:
+            continue
+        for r in singles:
+            got = _rows(many, table, r.run_id)
+            assert got == _rows(one, table, r.run_id), (table, r.name)
+            with_rows += bool(got)
+    assert with_rows >= 6 * 5  # traces, ops, kernels, launches, metrics at least, for every run
+
+
+def test_a_batch_says_which_runs_were_already_stored(tmp_path):
+    files = sample_files()[:3]
+    store = Store(tmp_path / "store.duckdb")
+    store.ingest(files[1], source="captured")
+    got = store.ingest_many([(files[0], None), (files[1], None), (files[2], None), (files[0], "again")],
+                            source="captured")
+    assert [r.duplicate for r in got] == [False, True, False, True]
+    assert _one(store, "SELECT count(*) FROM traces") == 3
+    assert _one(store, "SELECT count(DISTINCT run_id) FROM stored_iteration_metrics") == 3
+
+
+def test_a_bad_file_in_a_batch_is_named_and_nothing_of_the_batch_is_written(tmp_path):
+    bad = tmp_path / "broken.json"
+    bad.write_text('{"traceEvents": [')
+    store = Store(tmp_path / "store.duckdb")
+    with pytest.raises(errors.TraceError, match="broken.json"):
+        store.ingest_many([(sample_files()[0], None), (bad, None)], source="captured")
+    assert _one(store, "SELECT count(*) FROM traces") == 0

@@ -46,8 +46,9 @@ import os
 import re
 import tempfile
 import threading
+import time
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -69,6 +70,10 @@ PAGE_FILES = {page.url_path: page.file for page in sitemap.SITE}  # read from th
 PAGE_ICONS = {page.url_path: page.icon for page in sitemap.SITE}
 _RUNS_KEY = "_selected_runs"
 _CAPTURE_LOCK = threading.Lock()  # torch.profiler is process-wide, and timings need the GPU alone
+WRITING_PAGES = ("profile", "upload")  # page_run leaves these pages' store calls their own
+QUIET_S = 3.0  # the preload waits until no page has been drawn for this long (it would slow that page)
+_PAGES = {"running": 0, "last": time.monotonic()}  # page script runs in flight (page_run), and when one last began or ended
+_PAGES_LOCK = threading.Lock()
 
 
 @st.cache_resource(show_spinner="Opening the trace store…")
@@ -87,6 +92,36 @@ def db_path() -> str:
 def get_store() -> Store:
     """The cached store for ``db_path()``."""
     return _store_at(db_path())[0]
+
+
+@contextmanager
+def page_run(page: str) -> Iterator[None]:
+    """One script run of ``page`` (a url path; app.py, around the page): counted as a page being
+    drawn (the preload waits for none to be), with the store's database held open, so that the
+    page's reads share one open database instead of opening the file (and closing it, which
+    writes a checkpoint) for each: ~40-80 ms a page. Not held on the pages that capture or
+    ingest (`WRITING_PAGES`): they run for minutes, and other processes (the command line) get
+    the file between their calls. A store that cannot be opened is left to the page, whose
+    reads say why."""
+    _page_started()
+    try:
+        with ExitStack() as stack:
+            if page not in WRITING_PAGES:
+                try:
+                    stack.enter_context(get_store().connect())
+                except PROJECT_ERRORS:
+                    pass
+            yield
+    finally:
+        with _PAGES_LOCK:
+            _PAGES["running"] -= 1
+            _PAGES["last"] = time.monotonic()
+
+
+def _page_started() -> None:
+    with _PAGES_LOCK:
+        _PAGES["running"] += 1
+        _PAGES["last"] = time.monotonic()
 
 
 def seeding() -> Seeding:
@@ -127,6 +162,8 @@ def _leave_pages_directory_mode() -> None:
 
 def view_state(page: str) -> ViewState:
     """The view the URL describes for ``page``, falling back to the session's selected runs."""
+    with _PAGES_LOCK:  # a page run without app.py (AppTest) counts from here
+        _PAGES["last"] = time.monotonic()
     _leave_pages_directory_mode()
     params = st.query_params.to_dict()
     try:
@@ -418,20 +455,42 @@ class _VariantBars:
         self.seen = max(self.seen, finished)
 
 
+def _wait_until_quiet() -> None:
+    """Until no page is being drawn and none has begun or ended for `QUIET_S` seconds."""
+    while True:
+        with _PAGES_LOCK:
+            left = QUIET_S if _PAGES["running"] else _PAGES["last"] + QUIET_S - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(left)
+
+
 @st.cache_resource
 def preload_capture() -> threading.Thread:
-    """Import the capture layer (torch, and the compiler probe behind the variants' availability:
-    seconds) on a helper thread once per server, so the profile page's first visitor does not
-    wait for it. Before that, the runs page's figures of every run are computed once (kept per
-    run, profiler/analysis/kept.py), so that its first visit reads them. On a new store it starts
-    after the samples are in, so that neither the first
-    page nor the seeding waits for torch. Then the objects alive (the imported modules: ~0.5 M
-    with torch) are frozen out of the garbage collector, whose full collections otherwise walked
-    them all, pausing a page for ~0.3 s now and then (bench/RESULTS.md, "Pages")."""
+    """Import the chart modules (Altair) once the first page is drawn (on a new store, once the
+    samples are in). Then import the capture
+    layer (torch, and the compiler probe behind the variants' availability:
+    seconds of CPU, most of it holding the interpreter's lock) on a helper thread once per server,
+    so the profile page's first visitor does not wait for it. Before that, the runs page's figures
+    of every run are computed once (kept per run, profiler/analysis/kept.py), so that its first
+    visit reads them. Each step waits for the first page to be drawn, for the samples of a new
+    store to be in, and then until no page has been drawn for `QUIET_S` seconds: run while pages
+    were drawn, it took the cores and the interpreter's lock from them.
+    Then the objects alive (the imported modules: ~0.5 M with torch) are frozen out of the garbage
+    collector, whose full collections otherwise walked them all, pausing a page for ~0.3 s now
+    and then (bench/RESULTS.md, "Pages")."""
     def load() -> None:
-        seeding().wait()
+        seeding().wait_first_page()
+        seeding().wait()  # a new store: its first runs come first (no chart page has runs before)
+        # the chart modules: Altair's import loads jsonschema's IRI grammar (rfc3987_syntax: ~1.5 s
+        # of a loaded machine), which the first page with a chart waited for; now the runs page
+        # is on screen while it loads
+        from profiler.present import charts, curve_charts, memory_charts, timeline_view  # noqa: F401
+
+        _wait_until_quiet()
         with guard_quietly():  # the runs page's per-run figures, kept per run: its first visit reads them
             timings.catalog_with_timings(get_store(), queries.run_catalog(get_store()))
+        _wait_until_quiet()
         from profiler.capture import variants
 
         variants.availability(variants.Setting(device=variants.default_device()))

@@ -1,6 +1,7 @@
 """Runs page: catalog from a real store, selection <-> ?runs=, rename, delete, empty state."""
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -154,3 +155,20 @@ def test_selected_runs_get_plain_language_findings(pages, page_store, run_ids):
 def test_no_findings_without_a_selection(pages, page_store):
     at = pages.open("runs")
     assert "What stands out in each selected run" not in [t.label for t in at.toggle]
+
+
+def test_the_capture_preload_waits_while_a_page_is_drawn(monkeypatch):
+    """ui.preload_capture's steps wait until no page is being drawn (app.py runs each page in
+    ui.page_run) and none has begun or ended for QUIET_S: torch's import would slow that page."""
+    from profiler.present import ui
+
+    monkeypatch.setattr(ui, "QUIET_S", 0.3)
+    quiet = threading.Event()
+    waiter = threading.Thread(target=lambda: (ui._wait_until_quiet(), quiet.set()), daemon=True)
+    with ui.page_run("upload"):  # a page that does not hold the store: no store needed here
+        waiter.start()
+        time.sleep(0.8)
+        assert not quiet.is_set()  # still drawing, well past QUIET_S
+    ended = time.monotonic()
+    waiter.join(10)
+    assert quiet.is_set() and time.monotonic() - ended >= 0.25
