@@ -9,8 +9,8 @@ page holds ``last_page_len[i]`` tokens (1 to page_size).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 

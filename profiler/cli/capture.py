@@ -108,13 +108,14 @@ def run_variants(args: argparse.Namespace) -> int:
         f"{args.kv_heads} KV heads of {args.heads}" if setting.gqa else "",
         f"window {args.window}" if args.window else "", "packed lengths" if args.varlen else "") if part)
     print(f"variants on {setting.device}, {setting.dtype}, head dim {setting.head_dim}{', ' + shape if shape else ''}:")
-    print(f"  {'':15s} {'  '.join(f'{m:7s}' for m in by_mode)}")
+    width = max(15, *(len(row["name"]) for row in rows))
+    print(f"  {'':{width}s} {'  '.join(f'{m:7s}' for m in by_mode)}")
     for row in rows:
         marks = "  ".join(f"{'yes' if row['modes'][m]['available'] else 'no':7s}" for m in by_mode)
         said = {m: v["reason"] for m, v in row["modes"].items() if v["reason"]}
         same = len(said) == len(by_mode) and len(set(said.values())) == 1
         reasons = next(iter(said.values())) if same else "; ".join(f"{m}: {r}" for m, r in said.items())
-        print(f"  {row['name']:15s} {marks}  {printable(reasons)}")
+        print(f"  {row['name']:{width}s} {marks}  {printable(reasons)}")
     return 0
 
 
