@@ -73,15 +73,16 @@ NOT_WIRED = {"train": f"with a backward {NOT_WIRED_YET}", "window": f"with a sli
 
 # ---- the registry -------------------------------------------------------------------------
 
-def _flashinfer_checks(gpu: Check) -> tuple[Check, ...]:
-    return (checks.needs_cuda("flashinfer"), checks.needs_half("flashinfer"),
+def _flashinfer_checks(gpu: Check, mode: Check | None = None) -> tuple[Check, ...]:
+    """flashinfer's checks; ``mode``: a variant's own mode check, right after CUDA's."""
+    return (checks.needs_cuda("flashinfer"), *((mode,) if mode else ()), checks.needs_half("flashinfer"),
             checks.head_dim_in((64, 128, 256), "flashinfer"), checks.cannot("flashinfer", **FLASHINFER),
             checks.window_needs_causal("flashinfer"),
             checks.package_installed("flashinfer", "flashinfer-python"), checks.cuda_present, gpu)
 
 
 def _decode_checks(name: str) -> tuple[Check, ...]:
-    return (checks.only_in_mode("decode", name, FLASHINFER_DECODE),) + _flashinfer_checks(checks.needs_sm80("flashinfer"))
+    return _flashinfer_checks(checks.needs_sm80("flashinfer"), checks.only_in_mode("decode", name, FLASHINFER_DECODE))
 
 
 def _registry() -> dict[str, Variant]:
