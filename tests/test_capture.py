@@ -51,6 +51,7 @@ def captured(tmp_path_factory):
 def test_the_cpu_variants_include_the_compiled_ones():
     assert {"naive", "naive_compiled", "sdpa_math", "sdpa_flash", "flex"} <= CPU_CAPABLE
     assert GPU_ONLY == {"sdpa_efficient", "sdpa_cudnn", "hub_flash", "flashinfer_fa2", "flashinfer_fa3",
+                        "flashinfer_decode", "flashinfer_decode_tc",
                         "flash_attn_4"}
 
 

@@ -9,7 +9,8 @@ from profiler.capture.variants import (VARIANTS, Setting, VariantError, availabi
                                naive_attention, reference_attention, relative_error)
 
 PUBLIC_NAMES = {"naive", "naive_inplace", "naive_compiled", "sdpa_auto", "sdpa_math", "sdpa_efficient",
-                "sdpa_flash", "sdpa_cudnn", "flex", "hub_flash", "flashinfer_fa2", "flashinfer_fa3", "flash_attn_4"}
+                "sdpa_flash", "sdpa_cudnn", "flex", "hub_flash", "flashinfer_fa2", "flashinfer_fa3",
+                "flashinfer_decode", "flashinfer_decode_tc", "flash_attn_4"}
 CPU = Setting(device="cpu", dtype="fp32", head_dim=32)
 
 

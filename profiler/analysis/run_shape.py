@@ -19,7 +19,8 @@ ATTENTION_KERNEL = attention.UNOWNED_KERNEL   # an attention kernel no modelled 
 
 def inferred_costs(calls: Sequence, shape: dict) -> list[OpCost | None]:
     """Inputs of one run's calls (in time order) from the run's attention shape (each call has op, iteration,
-    kernel_precision and kernel attributes): attention ops (a backward op, or a kernel alone whose name
+    kernel_precision and kernel attributes): attention ops (K and V of the run's K/V heads and
+    length, causal aligned bottom-right, its sliding window) (a backward op, or a kernel alone whose name
     says backward: `attention.BACKWARD_KERNEL`, priced as the backward pass)
     take Q, K, V; GEMMs alternate Q K^T and P V (in the dtype their kernel ran: the math backend
     upcasts to fp32); elementwise ops between the two GEMMs act on the score matrix, before the
@@ -32,6 +33,8 @@ def inferred_costs(calls: Sequence, shape: dict) -> list[OpCost | None]:
     if min(b, h, n, d) <= 0:
         return [None] * len(calls)
     dtype, causal = cm.TYPE_OF.get(str(shape["dtype"]), "c10::BFloat16"), bool(shape["causal"])
+    kv = [b, _positive(shape.get("kv_heads"), h), _positive(shape.get("kv_len"), n), d]  # GQA, a KV cache
+    window = _positive(shape.get("window"), 0)  # keys a query sees, its own included (0: none)
     out, gemms, score_type, masked, iteration = [], 0, None, False, object()
     for call in calls:
         if call.iteration != iteration:
@@ -42,8 +45,8 @@ def inferred_costs(calls: Sequence, shape: dict) -> list[OpCost | None]:
             backward = name in attention.BACKWARD or (
                 name in (FLEX_KERNEL, ATTENTION_KERNEL)
                 and re.search(attention.BACKWARD_KERNEL, str(getattr(call, "kernel", "")), re.IGNORECASE) is not None)
-            out.append(cm.attention_cost([b, h, n, d], [b, h, n, d], [b, h, n, d], dtype, causal, backend=backend,
-                                         backward=backward))
+            out.append(cm.attention_cost([b, h, n, d], kv, kv, dtype, causal, backend=backend, backward=backward,
+                                         bottom_right=kv[2] != n, window=window - 1 if window else None))
         elif name in cm.GEMMS:
             t = "float" if call.kernel_precision == "fp32" else dtype
             dims = [[b * h, n, d], [b * h, d, n]] if gemms % 2 == 0 else [[b * h, n, n], [b * h, n, d]]
@@ -59,6 +62,14 @@ def inferred_costs(calls: Sequence, shape: dict) -> list[OpCost | None]:
         else:
             out.append(None)
     return out
+
+
+def _positive(value, default: int) -> int:
+    try:
+        got = int(value)
+    except (TypeError, ValueError, OverflowError):
+        return default
+    return got if got > 0 else default
 
 
 def _elementwise_input(name: str, gemms: int, dtype: str, masked: bool, shape: tuple) -> tuple[list, str]:

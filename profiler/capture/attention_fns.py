@@ -17,7 +17,6 @@ from profiler.errors import VariantError
 from profiler.vocab.attention import SDPA_BACKENDS
 
 HUB_FLASH_REPO = "kernels-community/flash-attn2"  # exposes the flash-attn 2 API (flash_attn_func)
-FLASHINFER_WORKSPACE_BYTES = 128 << 20  # flashinfer's recommended split-k workspace
 
 
 def _scale(q: torch.Tensor) -> float:
@@ -216,35 +215,6 @@ def build_hub_flash(s: Setting) -> AttentionFn:
         out = out[0] if isinstance(out, tuple) else out
         return out.transpose(1, 2)
     return attend
-
-
-def build_flashinfer(backend: str) -> Builder:
-    """flashinfer's batch prefill over ragged (tokens, heads, dim) tensors. Its plan is built on
-    the first call of a shape (the cold call pays it and, on first use, the JIT compile of the
-    kernel); every call converts (batch, heads, seq, dim) to that layout and back, so the traces
-    show three input copies next to the attention kernel."""
-    def build(s: Setting) -> AttentionFn:
-        import flashinfer
-
-        workspace = torch.empty(FLASHINFER_WORKSPACE_BYTES, dtype=torch.uint8, device="cuda")
-        wrapper = flashinfer.BatchPrefillWithRaggedKVCacheWrapper(workspace, kv_layout="NHD", backend=backend)
-        planned: list[tuple] = []
-
-        def tokens(t: torch.Tensor) -> torch.Tensor:  # (b, h, n, d) -> (b*n, h, d)
-            return t.transpose(1, 2).reshape(-1, t.shape[1], t.shape[-1])
-
-        def attend(q, k, v):
-            b, h, n, d = q.shape
-            key = (b, h, n, k.shape[-2], d, q.dtype)
-            if key not in planned:
-                qo = torch.arange(0, (b + 1) * n, n, dtype=torch.int32)
-                kv = torch.arange(0, (b + 1) * k.shape[-2], k.shape[-2], dtype=torch.int32)
-                wrapper.plan(qo, kv, h, k.shape[1], d, causal=s.causal, q_data_type=q.dtype)
-                planned[:] = [key]
-            out = wrapper.run(tokens(q), tokens(k), tokens(v))
-            return out.view(b, n, h, d).transpose(1, 2)
-        return attend
-    return build
 
 
 def build_flash_attn_4(s: Setting) -> AttentionFn:

@@ -128,3 +128,18 @@ def backward_on_cuda_only(what: str) -> Check:
     def check(s: Setting) -> str | None:
         return f"{what} has no backward on the CPU (a train step needs CUDA)" if s.mode == "train" and s.device != "cuda" else None
     return check
+
+
+def only_in_mode(mode: str, what: str, why: str) -> Check:
+    """For a variant made for one mode: ``what why`` in every other mode."""
+    return lambda s: None if s.mode == mode else f"{what} {why}"
+
+
+def window_needs_causal(what: str) -> Check:
+    """Kernels with a left window only (flashinfer's ``window_left``) cannot give the two-sided
+    window of a non-causal mask (masks.py)."""
+    def check(s: Setting) -> str | None:
+        if s.window is not None and not s.causal:
+            return f"{what} has a left window only (window_left): a sliding window needs the causal mask"
+        return None
+    return check

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from profiler.capture import attention_fns as fns
+from profiler.capture import flashinfer_fns
 from profiler.capture import variant_checks as checks
 from profiler.capture.setting import MODES, Builder, Check, Setting
 from profiler.errors import VariantError
@@ -62,13 +63,27 @@ NOT_WIRED_YET = "is not wired into this capture yet"
 # data/samples/MANIFEST.md): efficient has no GQA, flash no explicit mask, cuDNN took every case
 SDPA_EFFICIENT = {"gqa": "has no grouped-query attention (enable_gqa): PyTorch finds no kernel for fewer K/V heads"}
 SDPA_CUDNN: dict[str, str] = {}
-FLASHINFER = {"train": "has no backward (forward only: no train step)",
-              "window": f"with a sliding window {NOT_WIRED_YET}", "varlen": f"with packed lengths {NOT_WIRED_YET}"}
+# flashinfer runs GQA, decode, a (left) sliding window and packed lengths (flashinfer_fns.py);
+# it has no backward
+FLASHINFER = {"train": "has no backward (forward only: no train step)"}
+FLASHINFER_DECODE = "reads a paged KV cache: decode mode only (flashinfer_fa2 and flashinfer_fa3 run prefill)"
 NOT_WIRED = {"train": f"with a backward {NOT_WIRED_YET}", "window": f"with a sliding window {NOT_WIRED_YET}",
              "varlen": f"with packed lengths {NOT_WIRED_YET}"}
 
 
 # ---- the registry -------------------------------------------------------------------------
+
+def _flashinfer_checks(gpu: Check, mode: Check | None = None) -> tuple[Check, ...]:
+    """flashinfer's checks; ``mode``: a variant's own mode check, right after CUDA's."""
+    return (checks.needs_cuda("flashinfer"), *((mode,) if mode else ()), checks.needs_half("flashinfer"),
+            checks.head_dim_in((64, 128, 256), "flashinfer"), checks.cannot("flashinfer", **FLASHINFER),
+            checks.window_needs_causal("flashinfer"),
+            checks.package_installed("flashinfer", "flashinfer-python"), checks.cuda_present, gpu)
+
+
+def _decode_checks(name: str) -> tuple[Check, ...]:
+    return _flashinfer_checks(checks.needs_sm80("flashinfer"), checks.only_in_mode("decode", name, FLASHINFER_DECODE))
+
 
 def _registry() -> dict[str, Variant]:
     """In capture order: the forced SDPA backends run before sdpa_auto, so the cold call of
@@ -102,15 +117,16 @@ def _registry() -> dict[str, Variant]:
                 fns.build_flex,
                 fns.COMPILER_MODULES + ("torch.nn.attention.flex_attention",)),
         Variant("flashinfer_fa2", "flashinfer batch prefill, FA2 backend (JIT-compiled on first use)",
-                (checks.needs_cuda("flashinfer"), checks.needs_half("flashinfer"), checks.head_dim_in((64, 128, 256), "flashinfer"),
-                 checks.cannot("flashinfer", **FLASHINFER), checks.package_installed("flashinfer", "flashinfer-python"),
-                 checks.cuda_present, checks.needs_sm80("flashinfer")),
-                fns.build_flashinfer("fa2")),
+                _flashinfer_checks(checks.needs_sm80("flashinfer")), flashinfer_fns.build_flashinfer("fa2")),
         Variant("flashinfer_fa3", "flashinfer batch prefill, FA3 backend for Hopper (JIT-compiled on first use)",
-                (checks.needs_cuda("flashinfer"), checks.needs_half("flashinfer"), checks.head_dim_in((64, 128, 256), "flashinfer"),
-                 checks.cannot("flashinfer", **FLASHINFER), checks.package_installed("flashinfer", "flashinfer-python"),
-                 checks.cuda_present, checks.needs_sm("flashinfer's FA3 backend", (9,))),
-                fns.build_flashinfer("fa3")),
+                _flashinfer_checks(checks.needs_sm("flashinfer's FA3 backend", (9,))),
+                flashinfer_fns.build_flashinfer("fa3")),
+        Variant("flashinfer_decode", "flashinfer batch decode against a paged KV cache of 16-token pages, CUDA-core "
+                "kernel (a query of several tokens: its paged prefill over the same cache; JIT-compiled on first use)",
+                _decode_checks("flashinfer_decode"), flashinfer_fns.build_flashinfer_decode(tensor_cores=False)),
+        Variant("flashinfer_decode_tc", "flashinfer_decode with its tensor-core decode kernel (use_tensor_cores, "
+                "advised for GQA groups of 4 and more)",
+                _decode_checks("flashinfer_decode_tc"), flashinfer_fns.build_flashinfer_decode(tensor_cores=True)),
         Variant("flash_attn_4", "FlashAttention 4 (CuTe DSL, the flash-attn-4 package)",
                 (checks.needs_cuda("FlashAttention 4"), checks.needs_half("FlashAttention 4"),
                  checks.cannot("FlashAttention 4", **NOT_WIRED),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -77,6 +78,9 @@ def register(subparsers) -> None:
                      help="run each variant (and each cold length) in a fresh process with fresh caches")
     cap.add_argument("--compile-cache", type=Path, default=None,
                      help="keep compile caches (inductor, Triton, flashinfer) in this folder instead of fresh ones")
+    cap.add_argument("--sweep", default=None,
+                     help="a sweep id to put these runs in (several commands, e.g. variants over different "
+                          "lengths, in one sweep); letters, digits, '-' and '_'")
     cap.add_argument("--out-dir", type=Path, default=Path("data/traces"), help="where trace files go")
     cap.add_argument("--db", default=None, help="store file (default: $PROFILER_DB or data/traces.duckdb)")
     cap.add_argument("--no-ingest", action="store_true", help="only write trace files")
@@ -104,13 +108,14 @@ def run_variants(args: argparse.Namespace) -> int:
         f"{args.kv_heads} KV heads of {args.heads}" if setting.gqa else "",
         f"window {args.window}" if args.window else "", "packed lengths" if args.varlen else "") if part)
     print(f"variants on {setting.device}, {setting.dtype}, head dim {setting.head_dim}{', ' + shape if shape else ''}:")
-    print(f"  {'':15s} {'  '.join(f'{m:7s}' for m in by_mode)}")
+    width = max(15, *(len(row["name"]) for row in rows))
+    print(f"  {'':{width}s} {'  '.join(f'{m:7s}' for m in by_mode)}")
     for row in rows:
         marks = "  ".join(f"{'yes' if row['modes'][m]['available'] else 'no':7s}" for m in by_mode)
         said = {m: v["reason"] for m, v in row["modes"].items() if v["reason"]}
         same = len(said) == len(by_mode) and len(set(said.values())) == 1
         reasons = next(iter(said.values())) if same else "; ".join(f"{m}: {r}" for m, r in said.items())
-        print(f"  {row['name']:15s} {marks}  {printable(reasons)}")
+        print(f"  {row['name']:{width}s} {marks}  {printable(reasons)}")
     return 0
 
 
@@ -151,9 +156,20 @@ def _configs(args: argparse.Namespace) -> list:
                          timing_calls=args.timing_calls, repeats=args.repeats, isolate=args.isolate,
                          compile_cache=args.compile_cache, out_dir=args.out_dir, mode=args.mode,
                          kv_heads=lists.get("kv_heads", (None,))[0], kv_len=lists.get("kv_len", (None,))[0],
-                         window=lists.get("window", (None,))[0], varlen=args.varlen)
+                         window=lists.get("window", (None,))[0], varlen=args.varlen,
+                         sweep=_sweep_id(args.sweep))
     axis = next((a for a in several if a != "seq"), None)
     return sweep_points(base, axis, lists[axis]) if axis else [base]
+
+
+def _sweep_id(given: str | None) -> str | bool:
+    from profiler.capture.recorder import CaptureError
+
+    if given is None:
+        return False
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", given):
+        raise CaptureError(f"a sweep id is 1 to 64 letters, digits, '-' or '_', not {given[:80]!r}")
+    return given
 
 
 def _report(outcomes, seconds: float) -> None:

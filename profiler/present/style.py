@@ -23,7 +23,8 @@ VARIANT_COLOURS = {
     "sdpa_flash": "#0072b2", "sdpa_cudnn": "#009e73", "sdpa_math": "#e69f00", "naive": "#d55e00",
     "naive_inplace": "#8c564b", "naive_compiled": "#f781bf", "sdpa_efficient": "#56b4e9",
     "sdpa_auto": "#17becf", "flex": "#9467bd", "flashinfer_fa2": "#bcbd22",
-    "flashinfer_fa3": "#1b3a8c", "flash_attn_4": "#c2185b", "hub_flash": "#4d4d4d",
+    "flashinfer_fa3": "#1b3a8c", "flashinfer_decode": "#2ca02c", "flashinfer_decode_tc": "#e31a1c",
+    "flash_attn_4": "#c2185b", "hub_flash": "#4d4d4d",
 }
 # uploads and unknown variants: picked by a stable hash, apart from the variant colours
 FALLBACK_COLOURS = ["#7b4173", "#637939", "#ad494a", "#8c6d31", "#a55194", "#e7ba52", "#31a354"]
