@@ -1,7 +1,8 @@
 """Op inputs inferred from a captured run's own attention shape, for traces without record_shapes.
 
 Runs captured before captures recorded shapes (the shipped H200 samples) carry no `Input Dims`,
-but describe their attention shape (batch, heads, seq_len, head_dim, dtype, causal). The ops of
+but describe their attention shape (batch, heads, seq_len, head_dim, dtype, causal; K/V heads, KV
+length, window and mode where they have them). The ops of
 an attention variant follow from it: `inferred_costs` prices them in time order.
 """
 from __future__ import annotations
@@ -32,6 +33,7 @@ def inferred_costs(calls: Sequence, shape: dict) -> list[OpCost | None]:
     if min(b, h, n, d) <= 0:
         return [None] * len(calls)
     dtype, causal = cm.TYPE_OF.get(str(shape["dtype"]), "c10::BFloat16"), bool(shape["causal"])
+    q, kv, window, decode = _attention_inputs(shape, b, h, n, d)
     out, gemms, score_type, masked, iteration = [], 0, None, False, object()
     for call in calls:
         if call.iteration != iteration:
@@ -42,8 +44,8 @@ def inferred_costs(calls: Sequence, shape: dict) -> list[OpCost | None]:
             backward = name in attention.BACKWARD or (
                 name in (FLEX_KERNEL, ATTENTION_KERNEL)
                 and re.search(attention.BACKWARD_KERNEL, str(getattr(call, "kernel", "")), re.IGNORECASE) is not None)
-            out.append(cm.attention_cost([b, h, n, d], [b, h, n, d], [b, h, n, d], dtype, causal, backend=backend,
-                                         backward=backward))
+            out.append(cm.attention_cost(q, kv, kv, dtype, causal, backend=backend, bottom_right=decode,
+                                         window=window, backward=backward))
         elif name in cm.GEMMS:
             t = "float" if call.kernel_precision == "fp32" else dtype
             dims = [[b * h, n, d], [b * h, d, n]] if gemms % 2 == 0 else [[b * h, n, n], [b * h, n, d]]
@@ -59,6 +61,20 @@ def inferred_costs(calls: Sequence, shape: dict) -> list[OpCost | None]:
         else:
             out.append(None)
     return out
+
+
+def _attention_inputs(shape: dict, b: int, h: int, n: int, d: int) -> tuple[list, list, int | None, bool]:
+    """Q's and K's (and V's) dims, the sliding window (None without one) and whether the queries are
+    the last of the keys (decode: new tokens against a KV cache) from the run's shape: K/V heads and
+    KV length where it records them (GQA, decode), else the query heads and length."""
+    def size(key: str, default: int) -> int:
+        try:
+            value = int(shape.get(key) or 0)
+        except (TypeError, ValueError, OverflowError):
+            return default
+        return value if value > 0 else default
+    window = size("window", 0) or None
+    return [b, h, n, d], [b, size("kv_heads", h), size("kv_len", n), d], window, shape.get("mode") == "decode"
 
 
 def _elementwise_input(name: str, gemms: int, dtype: str, masked: bool, shape: tuple) -> tuple[list, str]:

@@ -132,13 +132,13 @@ def sweep_chart(curves: pd.DataFrame, points: pd.DataFrame, crossings: pd.DataFr
     legend = style.side_legend(data["variant"].nunique(), "variant")
     color = alt.Color("variant:N", scale=colour, legend=legend)
     bands = alt.Chart(data).mark_rule(strokeWidth=3, opacity=0.45).encode(
-        x=x, y=alt.Y("min:Q", scale=y_scale), y2="max", color=alt.Color("variant:N", scale=colour, legend=None),
+        x=x, y=alt.Y("min:Q", scale=y_scale), y2="max", color=alt.Color("variant:N", scale=colour),
         tooltip=tips(data, ["variant", "x", "min", "median", "max", "runs"]))
     lines = alt.Chart(data).mark_line(point=alt.OverlayMarkDef(size=70, filled=True, cursor="pointer")).encode(
         x=x, y=alt.Y("median:Q", scale=y_scale, title=y_title), color=color, href="timeline:N",
         tooltip=tips(data, ["variant", "x", "median", "min", "max", "runs", "run_id"]))
     repeats = alt.Chart(dots).mark_point(size=30, opacity=0.8, cursor="pointer").encode(
-        x=x, y=alt.Y("value:Q", scale=y_scale), color=alt.Color("variant:N", scale=colour, legend=None),
+        x=x, y=alt.Y("value:Q", scale=y_scale), color=alt.Color("variant:N", scale=colour),
         href="timeline:N", tooltip=tips(dots, ["variant", "x", "value", "run_id"]))
     ends = data.sort_values("x").groupby("variant", as_index=False).last()
     names = alt.Chart(ends).mark_text(align="left", dx=8, fontSize=style.FONT_PX - 1, limit=160).encode(
