@@ -346,20 +346,16 @@ def test_a_kv_cache_sweep_draws_each_variant_names_the_crossover_and_opens_a_poi
         points = page.evaluate(SWEEP_POINTS)
         assert len(points) >= 2 * len(decode_variants), points       # every variant at both lengths
         label, x, y = points[0]
-        with page.context.expect_page(timeout=30_000) as opened:   # a link opens in a new tab
-            page.mouse.click(x, y)
-        timeline = opened.value
+        page.mouse.click(x, y)                                    # the link opens in this tab
+        page.wait_for_url("**/timeline?runs=*", timeout=60_000)
+        _settle(page)
+        shown = page.url.split("runs=")[1].split("&")[0].split(",")
+        assert len(shown) == 1 and shown[0] in runs.values(), page.url
+        name = next(n for n, r in runs.items() if r == shown[0])
+        assert f"run id: {shown[0]}" in label and name.split("_decode_")[0] in label, (name, label)
+        page.wait_for_selector(".vega-embed svg", timeout=90_000, state="attached")
+        page.wait_for_timeout(1000)
+        _assert_no_exception(page, "the timeline a sweep point opened")
+        page.screenshot(path=str(ARTIFACTS / "charts-sweep-kv-timeline.png"), full_page=True)
     finally:
         page.close()
-    try:
-        _settle(timeline)
-        shown = ViewState(page="timeline", runs=tuple(timeline.url.split("runs=")[1].split("&")[0].split(",")))
-        assert timeline.url.startswith(url + "/timeline?runs=")
-        assert len(shown.runs) == 1 and shown.runs[0] in runs.values(), timeline.url
-        name = next(n for n, r in runs.items() if r == shown.runs[0])
-        assert "_decode_" in name and name.split("_decode_")[0] in label, (name, label)
-        timeline.wait_for_selector(".vega-embed svg", timeout=90_000, state="attached")
-        _assert_no_exception(timeline, "the timeline a sweep point opened")
-        timeline.screenshot(path=str(ARTIFACTS / "charts-sweep-kv-timeline.png"), full_page=True)
-    finally:
-        timeline.close()
