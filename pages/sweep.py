@@ -12,11 +12,11 @@ Col = st.column_config
 def columns(axis: str, unit: str) -> dict:
     return {
         "variant": Col.TextColumn("variant"),
-        "x": Col.NumberColumn(sweeps.AXIS_NAMES[axis]),
-        "median": Col.NumberColumn(f"{unit} (median)", format="%.3g",
+        "x": Col.NumberColumn(markup.md(sweeps.AXIS_NAMES[axis])),
+        "median": Col.NumberColumn(markup.md(f"{unit} (median)"), format="%.3g",
                                    help="The median over the repeats of this variant at this point."),
-        "min": Col.NumberColumn(f"{unit} min", format="%.3g"),
-        "max": Col.NumberColumn(f"{unit} max", format="%.3g"),
+        "min": Col.NumberColumn(markup.md(f"{unit} min"), format="%.3g"),
+        "max": Col.NumberColumn(markup.md(f"{unit} max"), format="%.3g"),
         "runs": Col.NumberColumn("runs", help="Warm captured runs (repeats) at this point."),
         "gpu_busy_us_per_iter": Col.NumberColumn(
             "GPU busy µs / iter", format="%.1f",
@@ -66,7 +66,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         for text in crossed["text"]:
             st.markdown(f"- {markup.md(text)}")
         if crossed.empty:
-            st.markdown(f"No two variants swap the lead in {unit} over this sweep.")
+            st.markdown(markup.md(f"No two variants swap the lead in {unit} over this sweep."))
         table = curve_charts.sweep_table(mine, base)
         ui.table(table, column_config=columns(axis, unit), column_order=list(columns(axis, unit)),
                  hide_index=True, placeholder="—")
