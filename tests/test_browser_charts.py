@@ -302,3 +302,60 @@ def test_the_sweep_reads_with_every_variant_and_a_selection_narrows_it(sweep_ser
         page.screenshot(path=str(ARTIFACTS / "charts-sweep-selected.png"), full_page=True)
     finally:
         page.close()
+
+
+DECODE = SAMPLES / "modes" / "decode"
+# the points of the first chart that open a timeline: [aria-label, centre x, centre y]
+SWEEP_POINTS = """() => { const svg = Array.from(document.querySelectorAll('.vega-embed svg'))
+    .find(s => s.getBoundingClientRect().height > 0);
+  return Array.from(svg.querySelectorAll('path[aria-roledescription="point"]'))
+    .map(p => { const r = p.getBoundingClientRect();
+                return [p.getAttribute('aria-label') || '', (r.left + r.right) / 2, (r.top + r.bottom) / 2]; })
+    .filter(p => p[1] > 0); }"""
+
+
+@pytest.fixture(scope="module")
+def kv_sweep_server(tmp_path_factory):
+    """The H200 decode samples (a KV cache of 8192 and 32768 per variant) and the length sweep of
+    flex and sdpa_flash at 512 and 1024 tokens with their 3 repeats (they swap the lead there)."""
+    db = tmp_path_factory.mktemp("browser-kv-sweep") / "store.duckdb"
+    store = Store(db)
+    files = [*sorted(DECODE.glob("*.json.gz")),
+             *(SWEEP / f"{v}_b8_h16_s{n}_d64_bf16_causal_warm_r{r}.json.gz"
+               for v in ("flex", "sdpa_flash") for n in (512, 1024) for r in (1, 2, 3))]
+    runs = {p.name: store.ingest(p, source="captured").run_id for p in files}
+    with streamlit_app(db) as url:
+        yield url, runs
+
+
+def test_a_kv_cache_sweep_draws_each_variant_names_the_crossover_and_opens_a_points_timeline(
+        kv_sweep_server, browser):
+    url, runs = kv_sweep_server
+    decode_variants = {name.split("_decode_")[0] for name in runs if "_decode_" in name}
+    page = _open(browser, share_url(ViewState(page="sweep"), base=url), ".vega-embed svg")
+    try:
+        _assert_no_exception(page, "kv sweep")
+        page.screenshot(path=str(ARTIFACTS / "charts-sweep-kv.png"), full_page=True)
+        body = page.inner_text("body")
+        assert "decode: KV cache length sweep" in body and "prefill: sequence length sweep" in body
+        legend, names = page.evaluate(SWEEP_TEXTS)[0]          # the decode sweep comes first
+        assert set(legend) == decode_variants and sorted(names) == sorted(decode_variants)
+        assert "sdpa_flash overtakes flex for prefill from 1k tokens" in body
+        assert "No two variants swap the lead in TB/s" in body
+        assert not page.evaluate(CLIPPED_LEGENDS), "the legend runs out of its chart"
+        points = page.evaluate(SWEEP_POINTS)
+        assert len(points) >= 2 * len(decode_variants), points       # every variant at both lengths
+        label, x, y = points[0]
+        page.mouse.click(x, y)                                    # the link opens in this tab
+        page.wait_for_url("**/timeline?runs=*", timeout=60_000)
+        _settle(page)
+        shown = page.url.split("runs=")[1].split("&")[0].split(",")
+        assert len(shown) == 1 and shown[0] in runs.values(), page.url
+        name = next(n for n, r in runs.items() if r == shown[0])
+        assert f"run id: {shown[0]}" in label and name.split("_decode_")[0] in label, (name, label)
+        page.wait_for_selector(".vega-embed svg", timeout=90_000, state="attached")
+        page.wait_for_timeout(1000)
+        _assert_no_exception(page, "the timeline a sweep point opened")
+        page.screenshot(path=str(ARTIFACTS / "charts-sweep-kv-timeline.png"), full_page=True)
+    finally:
+        page.close()

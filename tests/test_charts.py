@@ -101,52 +101,6 @@ def test_per_run_and_search(tiny):
     assert isinstance(charts.search(table, "kernel", None), pd.DataFrame)
 
 
-def test_sweep_series_keeps_variants_with_two_lengths_and_names_shapes_when_several():
-    import pandas as pd
-
-    from profiler.present.curve_charts import sweep_chart, sweep_series
-
-    base = {"batch": 8, "heads": 16, "head_dim": 64, "dtype": "bf16", "causal": True, "runs": 1,
-            "gpu_busy_us_per_iter": 1.0, "cpu_busy_us_per_iter": 2.0}
-    rows = [dict(base, variant="flex", seq_len=s) for s in (512, 1024)]
-    rows += [dict(base, variant="naive", seq_len=512)]
-    one_shape = sweep_series(pd.DataFrame(rows))
-    assert list(one_shape["series"]) == ["flex", "flex"]
-    rows += [dict(base, variant="flex", seq_len=s, dtype="fp16") for s in (512, 1024)]
-    two_shapes = sweep_series(pd.DataFrame(rows))
-    assert sorted(set(two_shapes["series"])) == ["flex · 8 16 64 bf16 True", "flex · 8 16 64 fp16 True"]
-    spec = sweep_chart(two_shapes, curve_charts.sweep_spread(two_shapes.assign(run_id="r")), [
-        {"seq_len_lo": 512, "seq_len_hi": 2048, "faster_below": "a", "faster_above": "b"}]).to_dict()
-    lines, names = spec["layer"][2], spec["layer"][3]
-    assert lines["encoding"]["x"]["scale"]["type"] == "log"
-    assert lines["encoding"]["y"]["scale"]["type"] == "log"
-    assert spec["title"] == curve_charts.SWEEP_METRICS["gpu_busy_us_per_iter"]  # one metric a chart
-    assert {r["metric"] for r in spec["datasets"][lines["data"]["name"]]} == {spec["title"]}
-    # every line named at its right end, in its variant's colour; the legend lists every series
-    assert sorted(r["series"] for r in spec["datasets"][names["data"]["name"]]) == sorted(set(two_shapes["series"]))
-    scale = lines["encoding"]["color"]["scale"]
-    assert scale["range"] == [style.variant_colour("flex")] * 2
-    assert lines["encoding"]["color"]["legend"]["labelLimit"] >= 400
-    crossing = next(d for d in spec["datasets"].values() if d and "text" in d[0])
-    assert crossing == [{"seq_len": 1024.0, "text": "a ⇄ b", "y_px": 4}]  # between 512 and 2048 (log)
-    cpu = sweep_chart(two_shapes, curve_charts.sweep_spread(two_shapes.assign(run_id="r")), [],
-                      "cpu_busy_us_per_iter").to_dict()
-    cpu_rows = cpu["datasets"][cpu["layer"][2]["data"]["name"]]
-    assert {r["us_per_iter"] for r in cpu_rows} == {2.0}
-
-
-def test_sweep_spread_is_min_median_max_over_iterations_of_all_captures():
-    base = {"variant": "flex", "batch": 8, "heads": 16, "head_dim": 64, "dtype": "bf16",
-            "causal": True, "cpu_busy_us_per_iter": 1.0}
-    gpu = {("r1", 512): [10.0, 12.0], ("r2", 512): [30.0], ("r3", 1024): [40.0, 41.0, 45.0]}
-    rows = [dict(base, run_id=r, seq_len=L, gpu_busy_us_per_iter=v) for (r, L), vs in gpu.items() for v in vs]
-    spread = curve_charts.sweep_spread(pd.DataFrame(rows))
-    got = spread[spread["metric"] == curve_charts.SWEEP_METRICS["gpu_busy_us_per_iter"]]
-    assert [tuple(r) for r in got[["seq_len", "min_us", "median_us", "max_us", "captures",
-                                   "iterations"]].itertuples(index=False)] == [
-        (512, 10.0, 12.0, 30.0, 2, 3), (1024, 40.0, 41.0, 45.0, 1, 3)]
-
-
 def test_grouped_bars_give_every_bar_its_own_row_and_its_own_label(labels):
     runs = list(labels.values())
     data = pd.DataFrame({"name": ["k1", "k1", "k2", "k3"], "run": [runs[1], runs[0], runs[1], runs[0]],

@@ -1,17 +1,12 @@
-"""Roofline of the H200 samples from the op-level cost model; the sequence-length sweep."""
+"""Roofline of the H200 samples from the op-level cost model (the sweeps: tests/test_sweeps.py)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
-from profiler.analysis.findings import sweep_findings
 from profiler.analysis.gpus import builtin_device
-from profiler.analysis.roofline import ceilings, crossovers, roofline_table, sweep_table
-from profiler.storage.store import Store
-from tests.conftest import SHARED_TRACES
+from profiler.analysis.roofline import ceilings, roofline_table
 
 FIXTURES = Path(__file__).parent / "fixtures" / "analysis"
 
@@ -35,58 +30,6 @@ def test_naive_sits_far_left_of_flash(sample_store):
     lines = ceilings(roof.reset_index())
     assert set(lines["ceiling"]) == {"bf16 tensor core", "fp32 CUDA core"}
     assert lines.groupby("ceiling")["tflops"].max().to_dict() == {"bf16 tensor core": 989.4, "fp32 CUDA core": 66.9}
-
-
-def _sweep_trace(variant: str, seq_len: int, kernel_us: float, cold: bool = False) -> bytes:
-    """A minimal captured trace: one iteration of 500 µs with one kernel and one 5 µs CPU op."""
-    meta = {"variant": variant, "batch": 1, "heads": 8, "seq_len": seq_len, "head_dim": 64,
-            "dtype": "bfloat16", "causal": False, "cold": cold}
-    events = [
-        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1,
-         "ts": 100, "dur": 500, "args": {"External id": 1}},
-        {"ph": "X", "cat": "cpu_op", "name": "aten::attention", "pid": 1, "tid": 1, "ts": 101,
-         "dur": 5, "args": {"External id": 2}},
-        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
-         "ts": 102, "dur": 2, "args": {"External id": 2, "correlation": 7}},
-        {"ph": "X", "cat": "kernel", "name": f"{variant}_kernel", "pid": 0, "tid": 7, "ts": 110,
-         "dur": kernel_us, "args": {"device": 0, "stream": 7, "correlation": 7, "External id": 2}},
-    ]
-    return json.dumps({"schemaVersion": 1, "attention_run": meta, "traceEvents": events}).encode()
-
-
-@pytest.fixture
-def sweep_store(db_path):
-    store = Store(db_path)
-    ids = [store.ingest(_sweep_trace(v, n, us), name=f"{v}-{n}").run_id for v, n, us in [
-        ("math", 256, 10.0), ("math", 1024, 100.0), ("math", 4096, 900.0),
-        ("flash", 256, 20.0), ("flash", 1024, 40.0), ("flash", 4096, 200.0),
-        ("flash2", 256, 20.5), ("flash2", 1024, 39.9), ("flash2", 4096, 200.0)]]  # a tie in noise
-    ids.append(store.ingest(_sweep_trace("flash", 256, 99.0, cold=True), name="cold").run_id)
-    return store, ids
-
-
-def test_sweep_table_and_crossover(sweep_store):
-    store, ids = sweep_store
-    sweep = sweep_table(store, ids)
-    assert len(sweep) == 9  # the cold run is left out
-    flash = sweep[sweep["variant"] == "flash"].set_index("seq_len")
-    assert flash.loc[256, "gpu_busy_us_per_iter"] == 20.0 and flash.loc[256, "cpu_busy_us_per_iter"] == 5.0
-    crossed = crossovers(sweep)  # math crosses flash and flash2; flash vs flash2 is within 5 %
-    assert sorted(zip(crossed["variant_a"], crossed["variant_b"])) == [("flash", "math"), ("flash2", "math")]
-    cross = crossed[crossed["variant_a"] == "flash"].iloc[0]
-    assert (cross["seq_len_lo"], cross["seq_len_hi"]) == (256, 1024)
-    assert (cross["faster_below"], cross["faster_above"]) == ("math", "flash")
-    assert len(crossovers(sweep, min_gap=0.0)) == 3
-
-
-def test_sweep_finding_sentence(sweep_store):
-    store, ids = sweep_store
-    finding = [f for f in sweep_findings(store, ids) if f.evidence["variant_a"] == "flash"][0]
-    assert finding.kind == "crossover"
-    assert finding.text == ("math is faster at L=256 (10.0 vs 20.0 µs GPU busy per iteration) but flash "
-                            "is faster at L=1024 (40.0 vs 100.0 µs): they cross over between "
-                            "these lengths.")
-    json.dumps(finding.evidence, allow_nan=False)
 
 
 def test_op_costs_computed_on_threads_equal_one_after_the_other(sample_store, monkeypatch):

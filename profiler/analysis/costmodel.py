@@ -71,12 +71,17 @@ class Mask:
     causal: bool
     offset: int = 0
     window: int | None = None     # keys before the diagonal a row also sees; None: no window
+    docs: tuple[int, ...] | None = None   # packed sequences laid end to end (varlen): a row sees its own only
 
     def rows(self) -> tuple[np.ndarray, np.ndarray]:
         """(first key, one past the last key) each query row sees."""
         i = np.arange(self.seq_q, dtype=np.int64)
         hi = np.clip(i + self.offset + 1, 0, self.seq_kv) if self.causal else np.full(self.seq_q, self.seq_kv)
         lo = np.clip(i + self.offset - self.window, 0, self.seq_kv) if self.window is not None else np.zeros(self.seq_q, np.int64)
+        if self.docs and sum(self.docs) == self.seq_kv:   # the block of its own sequence (position i + offset)
+            ends = np.cumsum(np.asarray(self.docs, dtype=np.int64))
+            own = np.searchsorted(ends, np.clip(i + self.offset, 0, self.seq_kv - 1), side="right")
+            lo, hi = np.maximum(lo, ends[own] - np.asarray(self.docs)[own]), np.minimum(hi, ends[own])
         return lo, np.maximum(hi, lo)
 
     def pairs(self) -> int:

@@ -2,7 +2,7 @@
 
 `compare_findings(store, run_a, run_b)` explains the difference between two runs;
 `run_findings(store, run_id)` summarises one run (the `runs` page); `sweep_findings(store,
-run_ids)` says where variants of a sequence-length sweep cross over. Each `Finding` carries a
+run_ids)` says where variants of a sweep (any axis, per mode) cross over. Each `Finding` carries a
 `kind`, the sentence, an `evidence` dict of the numbers and names it rests on (JSON-ready: no
 NaN), and its `impact_us`: the GPU or CPU time per iteration it is about. Findings come ranked by
 impact, at most `MAX_FINDINGS` of them, each kind once (repeated cases of a kind are listed in one
@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import pandas as pd
 
-from profiler.analysis import counters, kept, mode_findings, queries, roofline, timings, why
+from profiler.analysis import counters, kept, mode_findings, queries, sweeps, timings, why
 from profiler.analysis.finding import Finding, _Runs
 from profiler.analysis.finding_kinds import (_bound, _cpu_ops_only_in_one, _cuda_core_math, _kernels_per_iteration,
                                              _launch_api, _memcpy_only_in_one, _plain, _short, _zero_occupancy)
@@ -84,24 +84,21 @@ def _why(store, run_a: str, run_b: str) -> list[Finding]:
 
 
 def sweep_findings(store, run_ids) -> list[Finding]:
-    """Where variants of a sequence-length sweep cross over in GPU time per iteration (kept per
-    set of runs)."""
+    """Where variants of a sweep (over any axis, per mode: `sweeps`) swap the lead in throughput
+    (kept per set of runs)."""
     run_ids = queries._ids(run_ids)
     return kept.value(store, ("sweep_findings",), run_ids, lambda: _sweep_findings(store, run_ids))
 
 
 def _sweep_findings(store, run_ids) -> list[Finding]:
-    cross = roofline.crossovers(roofline.sweep_table(store, run_ids))
+    points = sweeps.sweep_points(store, run_ids)
+    curves = sweeps.sweep_curves(points)
     found = []
-    for row in cross.to_dict("records"):
-        lo_fast, lo_slow = sorted([row["gpu_busy_us_per_iter_lo_a"], row["gpu_busy_us_per_iter_lo_b"]])
-        hi_fast, hi_slow = sorted([row["gpu_busy_us_per_iter_hi_a"], row["gpu_busy_us_per_iter_hi_b"]])
-        text = (f"{row['faster_below']} is faster at L={row['seq_len_lo']} ({lo_fast:.1f} vs "
-                f"{lo_slow:.1f} µs GPU busy per iteration) but {row['faster_above']} is faster at "
-                f"L={row['seq_len_hi']} ({hi_fast:.1f} vs {hi_slow:.1f} µs): they cross over "
-                f"between these lengths.")
-        found.append(Finding("crossover", text, {k: _plain(v) for k, v in row.items()},
-                             abs(hi_slow - hi_fast)))
+    for row in sweeps.crossovers(curves).to_dict("records"):
+        gpu = curves[(curves["sweep"] == row["sweep"]) & (curves["x"] == row["x_hi"])
+                     & curves["variant"].isin([row["leader"], row["trailer"]])]["gpu_busy_us_per_iter"]
+        found.append(Finding("crossover", row.pop("text"), {k: _plain(v) for k, v in row.items()},
+                             float(gpu.max() - gpu.min()) if len(gpu) else 0.0))
     return found
 
 

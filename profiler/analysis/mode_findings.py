@@ -9,8 +9,12 @@
 * **probability_matrix** (train runs only): a softmax over a (batch, heads, queries, keys) score
   tensor means the math path (the math backend or a naive attention), which keeps the whole
   probability matrix for the backward; the finding gives its bytes per call.
-* **gqa_bytes** (runs with GQA attention): query heads / key-value heads times fewer K and V bytes
-  than with one K/V head per query head; the finding gives both and the group size.
+* **gqa_bytes** (runs with GQA): query heads / key-value heads times fewer K and V bytes than with
+  one K/V head per query head, for a run whose attention reads K and V of the K/V heads (it
+  profits: the finding gives both sizes and the group); a run that copies K and V out to every
+  query head first (`repeat_interleave`: copies of (batch, K/V heads, group, keys, dim) tensors,
+  the naive path and the math backend) reads them as without GQA: the finding names it as not
+  profiting, with the bytes those copies move per iteration.
 """
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from profiler.analysis import costmodel as cm, modes, op_costs, rating
+from profiler.analysis import costmodel as cm, modes, op_costs, rating, reads
 from profiler.analysis.finding import Finding, _Runs
 
 
@@ -30,7 +34,8 @@ def mode_findings(store, runs: _Runs) -> list[Finding]:
         return []
     mine = {r: calls[calls["run_id"] == r] for r in runs.ids}
     mode = {r: modes.run_mode(c["mode"].tolist()) for r, c in mine.items()}
-    return [*_decode_bandwidth(runs, mine, mode), *_probability_matrix(runs, mine, mode), *_gqa_bytes(runs, mine)]
+    return [*_decode_bandwidth(runs, mine, mode), *_probability_matrix(runs, mine, mode),
+            *_gqa_bytes(runs, mine, reads.run_shape_records(store, runs.ids))]
 
 
 def _per_iter_us(calls: pd.DataFrame) -> float:
@@ -95,20 +100,50 @@ def _probability_matrix(runs: _Runs, mine: dict, mode: dict) -> list[Finding]:
     return [Finding("probability_matrix", "; ".join(parts) + ".", {"runs": evidence}, impact)]
 
 
-def _gqa_bytes(runs: _Runs, mine: dict) -> list[Finding]:
-    parts, evidence, impact = [], {}, 0.0
+def _expanded_kv(calls: pd.DataFrame, shape: dict | None) -> pd.DataFrame:
+    """The copies that lay K or V out for every query head: inputs (batch, K/V heads, group, keys,
+    dim) with K/V heads x group = the run's query heads (what `repeat_interleave` writes)."""
+    if not shape or not shape.get("heads") or not shape.get("kv_heads") or shape["kv_heads"] >= shape["heads"]:
+        return calls.iloc[0:0]
+    heads, kv_heads = int(shape["heads"]), int(shape["kv_heads"])
+
+    def expands(dims) -> bool:
+        first = json.loads(dims)[0] if isinstance(dims, str) else None
+        return bool(first) and len(first) == 5 and first[1] == kv_heads and first[1] * first[2] == heads
+    copies = calls[(calls["op"] == "aten::copy_") & calls["input_dims"].notna()]
+    return copies[[expands(d) for d in copies["input_dims"]]]
+
+
+def _gqa_bytes(runs: _Runs, mine: dict, shapes: dict) -> list[Finding]:
+    parts, evidence, impact, profit, lose = [], {}, 0.0, [], []
     for run in runs.ids:
         gqa = mine[run][(mine[run]["kind"] == "attention") & (mine[run]["kv_group"] > 1)]
-        if gqa.empty:
-            continue
-        row = gqa.sort_values("kernel_ns", ascending=False).iloc[0]
-        group, kv = int(row["kv_group"]), int(row["kv_bytes"])
-        parts.append(f"{runs.labels[run]} uses GQA, {group} query heads per K/V head ({row['shape']}): "
-                     f"K and V are {kv / 2**20:,.2f} MiB per call instead of {group * kv / 2**20:,.2f} MiB "
-                     f"with a K/V head per query head, {group}x fewer K/V bytes")
-        evidence[run] = {"kv_group": group, "kv_bytes": kv, "kv_bytes_without_gqa": group * kv,
-                         "bytes": int(row["bytes"]), "shape": row["shape"]}
-        impact = max(impact, _per_iter_us(gqa))
+        copies = _expanded_kv(mine[run], shapes.get(run))
+        if not gqa.empty:
+            row = gqa.sort_values("kernel_ns", ascending=False).iloc[0]
+            group, kv = int(row["kv_group"]), int(row["kv_bytes"])
+            parts.append(f"{runs.labels[run]} uses GQA, {group} query heads per K/V head ({row['shape']}): "
+                         f"K and V are {kv / 2**20:,.2f} MiB per call instead of {group * kv / 2**20:,.2f} MiB "
+                         f"with a K/V head per query head, {group}x fewer K/V bytes")
+            evidence[run] = {"kv_group": group, "kv_bytes": kv, "kv_bytes_without_gqa": group * kv,
+                             "bytes": int(row["bytes"]), "shape": row["shape"], "profits": True}
+            impact = max(impact, _per_iter_us(gqa))
+            profit.append(runs.labels[run])
+        elif not copies.empty:
+            shape = shapes[run]
+            group = int(shape["heads"]) // int(shape["kv_heads"])
+            moved = float(copies["bytes"].sum()) / (copies["iteration"].dropna().nunique() or 1)
+            parts.append(f"{runs.labels[run]} copies K and V out to all {int(shape['heads'])} query heads before "
+                         f"its attention ({len(copies) // (copies['iteration'].dropna().nunique() or 1)} copies of "
+                         f"{copies['shape'].iloc[0].split(' , ')[0]}, {moved / 2**20:,.1f} MiB moved per iteration), "
+                         f"so it reads K and V as without GQA and does not profit from the {group} query heads per "
+                         f"K/V head")
+            evidence[run] = {"kv_group": group, "expand_bytes_per_iter": moved, "profits": False}
+            impact = max(impact, _per_iter_us(copies))
+            lose.append(runs.labels[run])
     if not parts:
         return []
-    return [Finding("gqa_bytes", "; ".join(parts) + ".", {"runs": evidence}, impact)]
+    text = "; ".join(parts) + "."
+    if profit and lose:
+        text += f" Profit from GQA: {', '.join(profit)}; not: {', '.join(lose)}."
+    return [Finding("gqa_bytes", text, {"runs": evidence}, impact)]

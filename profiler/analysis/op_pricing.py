@@ -84,6 +84,7 @@ def _priced(calls: dict, shape: dict | None, backward_ops: int = 0) -> dict:
         for i, cost in enumerate(run_shape.inferred_costs(rows, shape)):
             if cost is not None and costs[i] is None and dims[i] is None:   # recorded inputs win
                 costs[i], source[i] = cost, "run shape"
+    costs = [run_shape.with_run_mask(c, shape) for c in costs]   # a window or packed lengths: the run's own mask
     keep = np.array([c is not None for c in costs], dtype=bool)
     calls, costs = arrays.take(calls, keep), [c for c in costs if c]
     backends = [_backend(c, b, o, k) for c, b, o, k in zip(costs, calls["backend_op"], calls["op"], calls["main_kernel"])]

@@ -1,4 +1,4 @@
-"""Roofline of each run from the op-level cost model, and the sequence-length sweep.
+"""Roofline of each run from the op-level cost model (the sweeps read its throughput: `sweeps`).
 
 `roofline_table(store, run_ids)` sums one iteration of each run from `profiler.analysis.op_costs`: the FLOPs
 and the bytes every modelled op call moves (read from the trace's recorded shapes, so a variant
@@ -83,77 +83,3 @@ def ceilings(roof: pd.DataFrame, lo: float = 0.01, hi: float = 10_000.0) -> pd.D
             grid = np.unique(np.append(np.geomspace(lo, hi, 40), peak / tbps))
             rows += [(name, f"{precision} {engine}", x, min(peak, x * tbps)) for x in grid]
     return pd.DataFrame(rows, columns=["gpu_name", "ceiling", "intensity", "tflops"])
-
-
-SERIES = [k for k in queries.SHAPE_KEYS if k not in ("variant", "seq_len", "kv_len")]  # a sweep varies seq_len (and kv_len with it)
-METRIC_COLUMNS = ["gpu_busy_us_per_iter", "cpu_busy_us_per_iter"]
-
-
-def sweep_iterations(store, run_ids) -> pd.DataFrame:
-    """Every iteration of the selected captured warm runs that have a shape: run_id, variant,
-    batch, heads, seq_len, head_dim, dtype, causal, and the metrics layer's gpu_busy_us_per_iter
-    and cpu_busy_us_per_iter of that iteration (the spread behind `sweep_table`'s means)."""
-    shapes = queries.run_shapes(store, run_ids)
-    shapes = shapes[shapes["seq_len"].notna() & ~shapes["cold"].fillna(False).astype(bool)]
-    per_iter = queries.iteration_metrics(store, list(shapes["run_id"]))
-    per_iter = per_iter.assign(gpu_busy_us_per_iter=per_iter["gpu_busy_ns"] / 1e3,
-                               cpu_busy_us_per_iter=per_iter["cpu_busy_ns"] / 1e3)
-    return shapes.merge(per_iter[["run_id", *METRIC_COLUMNS]], on="run_id")
-
-
-def sweep_runs(store, selected, every) -> list[str]:
-    """The runs of ``every`` in the sweeps the ``selected`` runs belong to: those of the same
-    variant and shape (all but seq_len) as a selected run, at any length. Selecting runs narrows
-    the sweep to their variants rather than to the few lengths selected."""
-    picked = queries.run_shapes(store, selected)
-    if picked.empty:
-        return []
-    keys = ["variant", *SERIES]
-    wanted = set(picked[keys].astype(str).itertuples(index=False, name=None))
-    pool = queries.run_shapes(store, every)
-    match = pool[keys].astype(str).apply(tuple, axis=1).isin(wanted)
-    return list(pool.loc[match, "run_id"])
-
-
-def sweep_table(store, run_ids) -> pd.DataFrame:
-    """One row per (variant, shape) of the selected captured warm runs: variant, batch, heads,
-    seq_len, head_dim, dtype, causal, runs, and the metrics layer's gpu_busy_us_per_iter and
-    cpu_busy_us_per_iter (launching thread), each the mean over runs."""
-    shapes = queries.run_shapes(store, run_ids)
-    shapes = shapes[shapes["seq_len"].notna() & ~shapes["cold"].fillna(False).astype(bool)]
-    per_run = queries.run_metrics(store, list(shapes["run_id"])).set_index("run_id")[METRIC_COLUMNS]
-    rows = shapes.join(per_run, on="run_id", how="inner")
-    keys = ["variant", *SERIES, "seq_len"]
-    out = rows.groupby(keys, as_index=False, dropna=False).agg(
-        runs=("run_id", "count"), **{c: (c, "mean") for c in METRIC_COLUMNS})
-    return out.sort_values(keys, ignore_index=True)
-
-
-def crossovers(sweep: pd.DataFrame, metric: str = "gpu_busy_us_per_iter",
-               min_gap: float = 0.05) -> pd.DataFrame:
-    """Where two variants of the same series (all shape fields but seq_len equal) swap order
-    in `metric`: variant_a, variant_b, seq_len_lo, seq_len_hi (the crossing lies between),
-    faster_below, faster_above, and the metric of both at lo and hi. A swap counts only when the
-    two differ by at least `min_gap` (relative) at both lengths, so ties in noise do not cross."""
-    rows = []
-    for _, series in sweep.groupby(SERIES, dropna=False):
-        table = series.pivot_table(index="seq_len", columns="variant", values=metric)
-        names = list(table.columns)
-        for i, a in enumerate(names):
-            for b in names[i + 1:]:
-                rows += _pair_crossings(table[[a, b]].dropna(), a, b, min_gap)
-    return pd.DataFrame(rows, columns=["variant_a", "variant_b", "seq_len_lo", "seq_len_hi",
-                                       "faster_below", "faster_above", f"{metric}_lo_a",
-                                       f"{metric}_lo_b", f"{metric}_hi_a", f"{metric}_hi_b"])
-
-
-def _pair_crossings(pair: pd.DataFrame, a: str, b: str, min_gap: float) -> list[tuple]:
-    lens, va, vb = list(pair.index), list(pair[a]), list(pair[b])
-    clear = [abs(x - y) >= min_gap * min(x, y) for x, y in zip(va, vb)]
-    out = []
-    for k in range(len(lens) - 1):
-        if (va[k] - vb[k]) * (va[k + 1] - vb[k + 1]) < 0 and clear[k] and clear[k + 1]:
-            below, above = (a, b) if va[k] < vb[k] else (b, a)
-            out.append((a, b, int(lens[k]), int(lens[k + 1]), below, above,
-                        va[k], vb[k], va[k + 1], vb[k + 1]))
-    return out

@@ -1,13 +1,15 @@
 """Op inputs inferred from a captured run's own attention shape, for traces without record_shapes.
 
 Runs captured before captures recorded shapes (the shipped H200 samples) carry no `Input Dims`,
-but describe their attention shape (batch, heads, seq_len, head_dim, dtype, causal). The ops of
+but describe their attention shape (batch, heads, seq_len, head_dim, dtype, causal; K/V heads, KV
+length, window and mode where they have them). The ops of
 an attention variant follow from it: `inferred_costs` prices them in time order.
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from profiler.analysis import costmodel as cm
 from profiler.analysis.costmodel import OpCost
@@ -33,8 +35,8 @@ def inferred_costs(calls: Sequence, shape: dict) -> list[OpCost | None]:
     if min(b, h, n, d) <= 0:
         return [None] * len(calls)
     dtype, causal = cm.TYPE_OF.get(str(shape["dtype"]), "c10::BFloat16"), bool(shape["causal"])
-    kv = [b, _positive(shape.get("kv_heads"), h), _positive(shape.get("kv_len"), n), d]  # GQA, a KV cache
-    window = _positive(shape.get("window"), 0)  # keys a query sees, its own included (0: none)
+    q, kv, decode = _attention_inputs(shape, b, h, n, d)
+    window = _size(shape, "window", 0)  # keys a query sees, its own included (0: none)
     out, gemms, score_type, masked, iteration = [], 0, None, False, object()
     for call in calls:
         if call.iteration != iteration:
@@ -45,8 +47,8 @@ def inferred_costs(calls: Sequence, shape: dict) -> list[OpCost | None]:
             backward = name in attention.BACKWARD or (
                 name in (FLEX_KERNEL, ATTENTION_KERNEL)
                 and re.search(attention.BACKWARD_KERNEL, str(getattr(call, "kernel", "")), re.IGNORECASE) is not None)
-            out.append(cm.attention_cost([b, h, n, d], kv, kv, dtype, causal, backend=backend, backward=backward,
-                                         bottom_right=kv[2] != n, window=window - 1 if window else None))
+            out.append(cm.attention_cost(q, kv, kv, dtype, causal, backend=backend, backward=backward,
+                                         bottom_right=decode or kv[2] != n, window=window - 1 if window else None))
         elif name in cm.GEMMS:
             t = "float" if call.kernel_precision == "fp32" else dtype
             dims = [[b * h, n, d], [b * h, d, n]] if gemms % 2 == 0 else [[b * h, n, n], [b * h, n, d]]
@@ -64,12 +66,48 @@ def inferred_costs(calls: Sequence, shape: dict) -> list[OpCost | None]:
     return out
 
 
-def _positive(value, default: int) -> int:
+def _size(shape: dict, key: str, default: int) -> int:
     try:
-        got = int(value)
+        value = int(shape.get(key) or 0)
     except (TypeError, ValueError, OverflowError):
         return default
-    return got if got > 0 else default
+    return value if value > 0 else default
+
+
+def _attention_inputs(shape: dict, b: int, h: int, n: int, d: int) -> tuple[list, list, bool]:
+    """Q's and K's (and V's) dims and whether the queries are the last of the keys (decode: new
+    tokens against a KV cache) from the run's shape: K/V heads and KV length where it records them
+    (GQA, decode), else the query heads and length."""
+    return [b, h, n, d], [b, _size(shape, "kv_heads", h), _size(shape, "kv_len", n), d], shape.get("mode") == "decode"
+
+
+def packed_lengths(shape: dict | None) -> tuple[int, ...] | None:
+    """The packed sequences' lengths a run records (varlen '512,1536,...'), None without."""
+    text = str((shape or {}).get("varlen") or "")
+    try:
+        docs = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        return None
+    return docs if docs and min(docs) > 0 else None
+
+
+def with_run_mask(cost: OpCost | None, shape: dict | None) -> OpCost | None:
+    """An attention call over the run's whole sequence, priced with the mask the run records when it
+    has a sliding window or packed lengths: neither an explicit mask's inputs (only its dims are in
+    the trace) nor a compiled flex kernel say which pairs they keep. The capture's window W keeps
+    the W keys ending at the query (the model's window: W - 1 keys before the diagonal); packed
+    lengths keep each query's own sequence (causal within it when the run is causal)."""
+    if cost is None or cost.kind != "attention" or cost.mask is None or not shape:
+        return cost
+    docs, window = packed_lengths(shape), _size(shape, "window", 0)
+    mask = cost.mask
+    if not (docs or window) or (mask.seq_q, mask.seq_kv) != (_size(shape, "seq_len", -1), _size(shape, "kv_len", -1)):
+        return cost
+    kept = replace(mask, causal=bool(shape.get("causal")), window=window - 1 if window else None, docs=docs)
+    text = cost.shape.replace(f" window {mask.window}", "") if mask.window is not None else cost.shape
+    text += (" causal" if kept.causal and " causal" not in text else "") + (f" window {window}" if window else "")
+    text += f" packed {'+'.join(map(str, docs))}" if docs else ""
+    return replace(cost, mask=kept, flops=cost.flops_per_pair * kept.pairs(), shape=text)
 
 
 def _elementwise_input(name: str, gemms: int, dtype: str, masked: bool, shape: tuple) -> tuple[list, str]:

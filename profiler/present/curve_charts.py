@@ -1,6 +1,6 @@
 """Charts of a quantity over an axis: the roofline (TFLOP/s against FLOPs per byte, with the
-device's ceilings) and the sweep over sequence lengths (time per iteration, with its spread and
-the crossovers named). Same conventions as ``charts``: theme colours, run colours from ``style``.
+device's ceilings) and a sweep over one axis of the shape (TFLOP/s or TB/s per variant, with the
+spread of the repeats and the crossovers marked; each point links to its run's timeline). Same conventions as ``charts``: theme colours, run colours from ``style``.
 """
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from profiler.present import style
+from profiler.analysis import sweeps
+from profiler.present import share, style
 from profiler.present.tooltips import tips
 
 
@@ -91,80 +92,69 @@ def _ceiling_names(lines: pd.DataFrame, x: float) -> pd.DataFrame:
 
 # ── sweep ────────────────────────────────────────────────────────────────────────────────────
 
-SWEEP_METRICS = {"gpu_busy_us_per_iter": "GPU busy time per iteration",
-                 "cpu_busy_us_per_iter": "CPU time (launching thread) per iteration"}
-SWEEP_SHAPE = ["batch", "heads", "head_dim", "dtype", "causal"]
+SWEEP_SHAPE = sweeps.SHAPE   # the shape keys a curve holds fixed but its axis: queries.SHAPE_KEYS less the variant
 
 
-def sweep_series(sweep: pd.DataFrame) -> pd.DataFrame:
-    """``roofline.sweep_table`` rows of the (variant, shape) series measured at two or more
-    sequence lengths, with a ``series`` label (the variant, plus the shape when several)."""
-    keys = ["variant", *SWEEP_SHAPE]
-    lengths = sweep.groupby(keys, dropna=False)["seq_len"].transform("nunique")
-    out = sweep[lengths >= 2].copy()
-    if out.empty:
-        return out.assign(series=pd.Series(dtype=str))
-    shapes = out[SWEEP_SHAPE].astype(str).agg(" ".join, axis=1)
-    out["series"] = out["variant"] if shapes.nunique() <= 1 else out["variant"] + " · " + shapes
+def timeline_link(run_id: str, base: str = "") -> str:
+    """The share URL of the timeline page with this run selected (what a sweep's point opens),
+    under the app's root URL `base`."""
+    return share.share_url(share.ViewState(page="timeline", runs=(run_id,)), base=base)
+
+
+def sweep_table(curves: pd.DataFrame, base: str = "") -> pd.DataFrame:
+    """One sweep's curves as the page's table: variant, the axis value (`x`), median, min and max
+    throughput over the repeats, runs, GPU busy µs per iteration, and `timeline` (the link of the
+    run nearest the median)."""
+    out = curves[["variant", "x", "median", "min", "max", "runs", "gpu_busy_us_per_iter", "run_id"]].copy()
+    out["timeline"] = [timeline_link(r, base) for r in out["run_id"]]
     return out.reset_index(drop=True)
 
 
-def sweep_spread(iterations: pd.DataFrame) -> pd.DataFrame:
-    """``roofline.sweep_iterations`` ▶ per series, sequence length and metric: the min, median
-    and max over every iteration of every capture, and how many captures and iterations."""
-    rows = sweep_series(iterations)
-    if rows.empty:
-        return pd.DataFrame(columns=["series", "seq_len", "metric", "min_us", "median_us",
-                                     "max_us", "captures", "iterations"])
-    long = rows.melt(id_vars=["series", "seq_len", "run_id"], value_vars=list(SWEEP_METRICS),
-                     var_name="metric", value_name="us")
-    long["metric"] = long["metric"].map(SWEEP_METRICS)
-    return long.groupby(["series", "seq_len", "metric"], as_index=False).agg(
-        min_us=("us", "min"), median_us=("us", "median"), max_us=("us", "max"),
-        captures=("run_id", "nunique"), iterations=("us", "count"))
-
-
-def sweep_chart(series: pd.DataFrame, spread: pd.DataFrame, crossings: list[dict],
-                metric: str = "gpu_busy_us_per_iter") -> alt.Chart:
-    """One metric of ``SWEEP_METRICS`` per iteration vs sequence length (log-log), a line per
-    series in its variant's colour (``style.variant_colour``) named at its right end: the line
-    joins the means, the bars span min–max over the iterations of every capture (a tick at the
-    median); for GPU time, dotted rules mark where two variants cross."""
-    title = SWEEP_METRICS[metric]
-    data = series.rename(columns={metric: "us_per_iter"}).assign(metric=title)
-    spread = spread[spread["metric"] == title]
-    colour = style.series_scale(dict(zip(series["series"], series["variant"])))
-    lengths = sorted(series["seq_len"].unique().tolist())
-    x = alt.X("seq_len:Q", title="sequence length (log)",
-              scale=alt.Scale(type="log", base=2, domain=[lengths[0], lengths[-1] * 2 ** 1.6], nice=False),
-              axis=alt.Axis(values=lengths))
+def sweep_chart(curves: pd.DataFrame, points: pd.DataFrame, crossings: pd.DataFrame, base: str = "") -> alt.Chart:
+    """One sweep (`sweeps.sweep_curves` rows of one sweep, its `sweep_points` and `crossovers`):
+    TFLOP/s or TB/s against the axis, a line per variant in its colour through the medians of the
+    repeats, a rule from the least to the most of them, every repeat a dot; a click on a dot or a
+    median point opens that run's timeline (under the app's root URL `base`). Dotted rules mark
+    where two variants swap the lead."""
+    axis, metric = curves["axis"].iloc[0], curves["metric"].iloc[0]
+    unit = sweeps.METRICS[metric]
+    data = curves.assign(timeline=[timeline_link(r, base) for r in curves["run_id"]])
+    dots = points.assign(timeline=[timeline_link(r, base) for r in points["run_id"]])
+    xs = sorted(data["x"].unique().tolist())
+    log_x = xs[0] > 0
+    x_scale = (alt.Scale(type="log", base=2, domain=[xs[0], xs[-1] * 2 ** 1.2], nice=False) if log_x
+               else alt.Scale(domain=[xs[0], xs[-1] * 1.25], nice=False))
+    x = alt.X("x:Q", title=sweeps.AXIS_NAMES[axis] + (" (log)" if log_x else ""), scale=x_scale,
+              axis=alt.Axis(values=xs))
     y_scale = alt.Scale(type="log")
-    legend = style.side_legend(series["series"].nunique(), "variant")
-    lines = alt.Chart(data).mark_line(point=True).encode(
-        x=x, y=alt.Y("us_per_iter:Q", scale=y_scale, title="µs per iteration (log)"),
-        color=alt.Color("series:N", scale=colour, legend=legend),
-        tooltip=tips(data, ["series", "metric", "seq_len", "us_per_iter", "runs"]))
-    ends = data.sort_values("seq_len").groupby("series", as_index=False).last()
-    names = alt.Chart(ends).mark_text(align="left", dx=6, fontSize=style.FONT_PX - 1, limit=160).encode(
-        x=x, y=alt.Y("us_per_iter:Q", scale=y_scale), text="series:N",
-        color=alt.Color("series:N", scale=colour, legend=None))
-    bars = alt.Chart(spread).mark_rule(strokeWidth=2, opacity=0.6).encode(
-        x=x, y=alt.Y("min_us:Q", scale=y_scale), y2="max_us", color=alt.Color("series:N", scale=colour),
-        tooltip=tips(spread, ["series", "metric", "seq_len", "min_us", "median_us", "max_us",
-                               "captures", "iterations"]))
-    ticks = alt.Chart(spread).mark_tick(thickness=2, size=12, orient="horizontal").encode(
-        x=x, y=alt.Y("median_us:Q", scale=y_scale), color=alt.Color("series:N", scale=colour))
-    layers = [bars, ticks, lines, names]
-    if crossings:
-        cross = pd.DataFrame([{"seq_len": (c["seq_len_lo"] * c["seq_len_hi"]) ** 0.5,
-                               "text": f"{c['faster_below']} ⇄ {c['faster_above']}"}
-                              for c in crossings])
-        cross["y_px"] = cross.groupby("seq_len").cumcount() * (style.FONT_PX + 4) + 4  # stacked, not overprinted
+    y_title = f"{unit} (log): " + ("bytes read over kernel time" if metric == "tbps" else "FLOPs over kernel time")
+    colour = style.series_scale(dict(zip(data["variant"], data["variant"])))
+    legend = style.side_legend(data["variant"].nunique(), "variant")
+    color = alt.Color("variant:N", scale=colour, legend=legend)
+    bands = alt.Chart(data).mark_rule(strokeWidth=3, opacity=0.45).encode(
+        x=x, y=alt.Y("min:Q", scale=y_scale), y2="max", color=alt.Color("variant:N", scale=colour),
+        tooltip=tips(data, ["variant", "x", "min", "median", "max", "runs"]))
+    lines = alt.Chart(data).mark_line(point=alt.OverlayMarkDef(size=70, filled=True, cursor="pointer")).encode(
+        x=x, y=alt.Y("median:Q", scale=y_scale, title=y_title), color=color, href="timeline:N",
+        tooltip=tips(data, ["variant", "x", "median", "min", "max", "runs", "run_id"]))
+    repeats = alt.Chart(dots).mark_point(size=30, opacity=0.8, cursor="pointer").encode(
+        x=x, y=alt.Y("value:Q", scale=y_scale), color=alt.Color("variant:N", scale=colour),
+        href="timeline:N", tooltip=tips(dots, ["variant", "x", "value", "run_id"]))
+    ends = data.sort_values("x").groupby("variant", as_index=False).last()
+    names = alt.Chart(ends).mark_text(align="left", dx=8, fontSize=style.FONT_PX - 1, limit=160).encode(
+        x=x, y=alt.Y("median:Q", scale=y_scale), text="variant:N",
+        color=alt.Color("variant:N", scale=colour, legend=None))
+    layers = [bands, repeats, lines, names]
+    if not crossings.empty:
+        cross = pd.DataFrame({"x": [(lo * hi) ** 0.5 if log_x else (lo + hi) / 2
+                                    for lo, hi in zip(crossings["x_lo"], crossings["x_hi"])],
+                              "text": [f"{a} ⇄ {b}" for a, b in zip(crossings["trailer"], crossings["leader"])]})
+        cross["y_px"] = cross.groupby("x").cumcount() * (style.FONT_PX + 4) + 4   # stacked, not overprinted
         rule = alt.Chart(cross).mark_rule(strokeDash=[2, 3], color="gray").encode(
             x=x, tooltip=[alt.Tooltip("text:N", title="crossover")])
-        label = alt.Chart(cross).mark_text(align="left", dx=4, dy=-4, baseline="top",
-                                           fontSize=style.FONT_PX, color="gray").encode(
-            x=x, y=alt.Y("y_px:Q", scale=None), text="text:N")
+        label = alt.Chart(cross).mark_text(align="left", dx=4, baseline="top", fontSize=style.FONT_PX,
+                                           color="gray").encode(x=x, y=alt.Y("y_px:Q", scale=None), text="text:N")
         layers += [rule, label]
-    return style.configure(alt.layer(*layers, title=title).properties(
-        width="container", height=340, padding={"left": 5, "top": 5, "right": 24, "bottom": 5}))
+    return style.configure(alt.layer(*layers, title=f"{unit} per variant, median of the repeats (dots: each run)")
+                           .properties(width="container", height=340,
+                                       padding={"left": 5, "top": 5, "right": 24, "bottom": 5}))

@@ -285,6 +285,11 @@ def guard_quietly() -> Iterator[None]:
         pass
 
 
+def app_base() -> str:
+    """The app's root URL as the browser reached it (links between pages start from it)."""
+    return app_root(st.context.url or "")
+
+
 def copy_link(state: ViewState) -> str:
     """A popover with the URL of this view; returns the URL."""
     url = share_url(state, base=app_root(st.context.url or ""))

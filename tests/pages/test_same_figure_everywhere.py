@@ -37,8 +37,8 @@ def test_every_view_shows_the_same_gpu_busy_time(pages, sweep_store, capsys):
 
     at = pages.open("sweep", runs=",".join(ids))
     pages.assert_clean(at)
-    (series,) = tables_with(at, "series")
-    seen["sweep"] = series.set_index(["series", "seq_len"]).loc[("flex", 1024), "gpu_busy_us_per_iter"]
+    (series,) = tables_with(at, "timeline")
+    seen["sweep"] = series.set_index(["variant", "x"]).loc[("flex", 1024), "gpu_busy_us_per_iter"]
 
     at = pages.open("compare", runs=f"{flex},{flash}")
     pages.assert_clean(at)

@@ -1,38 +1,61 @@
-"""Sweep page on real H200 sweep captures shipped in data/samples/sweep."""
+"""Sweep page on real H200 captures shipped in data/samples: a length sweep (prefill, 3 repeats a
+point) and a KV cache sweep (decode)."""
 from __future__ import annotations
 
 import pytest
 
+from profiler.analysis import sweeps
 from profiler.storage.store import Store
-from tests.pages.conftest import ROOT
+from tests.pages.conftest import ROOT, tables_with
 
 SWEEP = ROOT / "data" / "samples" / "sweep"
+DECODE = ROOT / "data" / "samples" / "modes" / "decode"
 
 
 @pytest.fixture
 def sweep_store(tmp_path, monkeypatch):
-    """flex and sdpa_flash at L=512 and 1024, three runs each (they cross over there), plus one naive run."""
+    """flex and sdpa_flash at L=512 and 1024, three runs each (they cross over there), one naive
+    run, and sdpa_flash and sdpa_cudnn decoding against KV caches of 8192 and 32768."""
     store = Store(tmp_path / "sweep.duckdb")
     names = [f"{v}_b8_h16_s{s}_d64_bf16_causal_warm_r{r}.json.gz"
              for v in ("flex", "sdpa_flash") for s in (512, 1024) for r in (1, 2, 3)]
     ids = {n: store.ingest(SWEEP / n, source="captured").run_id for n in names}
     ids["naive"] = store.ingest(SWEEP / "naive_b8_h16_s512_d64_bf16_causal_warm_r1.json.gz").run_id
+    for v in ("sdpa_flash", "sdpa_cudnn"):
+        for kv in (8192, 32768):
+            name = f"{v}_decode_b8_h32_kv8_s1_L{kv}_d128_bf16_causal_warm.json.gz"
+            ids[name] = store.ingest(DECODE / name, source="captured").run_id
     monkeypatch.setenv("PROFILER_DB", str(store.path))
     return store, ids
 
 
-def test_sweep_chart_table_and_crossover_from_every_captured_run(pages, sweep_store):
+def test_a_section_per_sweep_with_its_axis_crossover_and_timeline_links(pages, sweep_store):
+    store, ids = sweep_store
     at = pages.open("sweep")
     pages.assert_clean(at)
-    table = at.dataframe[0].value
-    assert sorted(zip(table["series"], table["seq_len"])) == [
-        ("flex", 512), ("flex", 1024), ("sdpa_flash", 512), ("sdpa_flash", 1024)]  # naive: one length
-    assert len(at.get("vega_lite_chart")) == 3  # GPU time, CPU time (a chart each), peak memory
+    heads = [h.value for h in at.subheader]
+    assert heads[:2] == [
+        "decode: KV cache length sweep (batch 8, heads 32, K/V heads 8, queries 1, head dim 128, bf16, causal)",
+        "prefill: sequence length sweep (batch 8, heads 16, K/V heads 16, head dim 64, bf16, causal)"]
+    assert "Peak memory against sequence length" in heads
+    decode, prefill = tables_with(at, "timeline")
+    assert sorted(zip(decode["variant"], decode["x"])) == [
+        ("sdpa_cudnn", 8192), ("sdpa_cudnn", 32768), ("sdpa_flash", 8192), ("sdpa_flash", 32768)]
+    assert sorted(zip(prefill["variant"], prefill["x"])) == [
+        ("flex", 512), ("flex", 1024), ("sdpa_flash", 512), ("sdpa_flash", 1024)]   # naive: one length
+    assert set(prefill["runs"]) == {3} and set(decode["runs"]) == {1}
+    for table in (decode, prefill):
+        assert all(link == f"/timeline?runs={run}" for link, run in zip(table["timeline"], table["run_id"]))
+    with store.session() as db:
+        crossed = sweeps.crossovers(sweeps.sweep_curves(sweeps.sweep_points(db, list(ids.values()))))
     text = pages.texts(at)
     assert "every captured run in the store" in text
-    assert "flex is faster at L=512" in text and "sdpa_flash is faster at L=1024" in text
-    assert set(table["runs"]) == {3}  # three warm runs per point
-    assert "Peak memory against sequence length" in [h.value for h in at.subheader]
+    assert list(crossed["axis"]) == ["seq_len"]       # cuDNN leads FlashAttention at both KV lengths
+    for sentence in crossed["text"]:
+        assert sentence in text
+    assert "No two variants swap the lead in TB/s over this sweep." in text
+    assert "sdpa_flash overtakes flex for prefill from 1k tokens" in text
+    assert len(at.get("vega_lite_chart")) == 3  # a chart per sweep, peak memory
 
 
 def test_sweep_of_the_selected_runs_only(pages, sweep_store):
@@ -40,24 +63,25 @@ def test_sweep_of_the_selected_runs_only(pages, sweep_store):
     flex = [i for n, i in ids.items() if n.startswith("flex")]
     at = pages.open("sweep", runs=",".join(flex))
     pages.assert_clean(at)
-    assert set(at.dataframe[0].value["series"]) == {"flex"}
-    assert "the 6 selected runs" in pages.texts(at)
-    assert "No two variants swap places" in pages.texts(at)
+    (table,) = tables_with(at, "timeline")
+    assert set(table["variant"]) == {"flex"}
+    assert "the variants of the 6 selected runs" in pages.texts(at)
+    assert "No two variants swap the lead in TFLOP/s" in pages.texts(at)
 
 
-def test_selecting_runs_at_one_length_narrows_the_sweep_to_their_variants(pages, sweep_store):
+def test_selecting_runs_at_one_point_narrows_the_sweep_to_their_variants(pages, sweep_store):
     _, ids = sweep_store
     picked = [ids["flex_b8_h16_s512_d64_bf16_causal_warm_r1.json.gz"],
               ids["sdpa_flash_b8_h16_s512_d64_bf16_causal_warm_r1.json.gz"]]
     at = pages.open("sweep", runs=",".join(picked))
     pages.assert_clean(at)
-    table = at.dataframe[0].value
+    (table,) = tables_with(at, "timeline")
     # both variants at both lengths, every warm capture of them (not the two picked runs only)
-    assert sorted(zip(table["series"], table["seq_len"])) == [
+    assert sorted(zip(table["variant"], table["x"])) == [
         ("flex", 512), ("flex", 1024), ("sdpa_flash", 512), ("sdpa_flash", 1024)]
     assert set(table["runs"]) == {3}
     assert "the variants of the 2 selected runs" in pages.texts(at)
-    assert "flex is faster at L=512" in pages.texts(at)
+    assert "sdpa_flash overtakes flex for prefill from 1k tokens" in pages.texts(at)
 
 
 def test_no_sweep_says_how_to_make_one(pages, page_store):

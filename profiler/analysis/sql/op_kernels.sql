@@ -29,7 +29,10 @@ WITH gpu AS (
     GROUP BY run_id, external_id
 )
 SELECT k.run_id, e.op_id AS launch_op_id, k.launch_ts_ns, k.launch_pid, k.launch_tid,
-       hash(k.name) AS kernel_hash, k.dur_ns, k.iteration, k.name LIKE '%flex_attention%' AS flex
+       hash(k.name) AS kernel_hash, k.dur_ns, k.iteration,
+       -- a flex call is its Triton template kernel; pointwise and reduction kernels inductor fused
+       -- around it (their names say flex_attention too) are not calls of their own
+       k.name LIKE '%flex_attention%' AND NOT regexp_matches(k.name, '^triton_(poi|red|per)_') AS flex
 FROM launched k
 LEFT JOIN by_external e ON e.run_id = k.run_id AND e.external_id = k.ext
 ORDER BY k.run_id, k.ts_ns, k.correlation, kernel_hash, k.dur_ns;

@@ -1,0 +1,163 @@
+"""Sweeps over one axis of the attention shape, per mode, and where variants cross over.
+
+A **sweep** is a set of warm captured runs that differ in one axis of their shape (`AXES`:
+query length, KV length, window, head dim or K/V heads) and agree on every other key of
+`queries.SHAPE_KEYS` (mode included: prefill, decode and train are never mixed). A prefill run's
+KV length is its query length, so a length sweep lets `kv_len` move with `seq_len`.
+
+* `sweep_points(store, run_ids)`: one row per run and axis it is swept on, with its throughput:
+  TB/s in decode (memory-bound: the bytes it reads over their kernel time), TFLOP/s in prefill and
+  train, both the rating layer's figures of the run (`roofline.roofline_table`).
+* `sweep_curves(points)`: per sweep, variant and axis value, the median, min and max over the
+  repeats, and the run nearest the median (the one a point opens).
+* `crossovers(curves)`: where two variants of one sweep swap the lead, with the sentence a user
+  reads ("flex_decode overtakes sdpa_flash for decode from a KV cache of 8k").
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from profiler.analysis import queries, roofline
+
+AXES = ("seq_len", "kv_len", "window", "head_dim", "kv_heads")
+SHAPE = [k for k in queries.SHAPE_KEYS if k != "variant"]   # what a sweep holds fixed, but its axis
+AXIS_NAMES = {"seq_len": "sequence length", "kv_len": "KV cache length", "window": "window",
+              "head_dim": "head dim", "kv_heads": "K/V heads"}
+METRICS = {"tflops": "TFLOP/s", "tbps": "TB/s"}
+MIN_GAP = 0.05   # two medians this close (relative) do not lead each other: noise, not a crossover
+
+
+def metric_of(mode: str | None) -> str:
+    """The throughput a mode is judged by: TB/s for decode, TFLOP/s for prefill and train."""
+    return "tbps" if mode == "decode" else "tflops"
+
+
+def fixed_keys(axis: str) -> list[str]:
+    """The shape keys a sweep over `axis` holds equal (a length sweep lets the KV length follow)."""
+    moving = {axis, "kv_len"} if axis == "seq_len" else {axis}
+    return [k for k in SHAPE if k not in moving]
+
+
+def sweep_points(store, run_ids) -> pd.DataFrame:
+    """One row per warm captured run with a shape and a rated throughput, per axis it is swept on
+    (a variant with two or more values of that axis, all other shape keys equal): run_id, variant,
+    the shape keys, axis, x (its value), sweep (a key naming the sweep), metric ('tflops' or
+    'tbps'), value and gpu_busy_us_per_iter (the metrics layer's, for the table)."""
+    shapes = queries.run_shapes(store, run_ids)
+    shapes = shapes[shapes["seq_len"].notna() & ~shapes["cold"].fillna(False).astype(bool)]
+    columns = ["run_id", "variant", *SHAPE, "axis", "x", "sweep", "metric", "value", "gpu_busy_us_per_iter"]
+    if shapes.empty:
+        return pd.DataFrame(columns=columns)
+    rated = roofline.roofline_table(store, list(shapes["run_id"]))
+    if rated.empty:
+        return pd.DataFrame(columns=columns)
+    busy = queries.run_metrics(store, list(shapes["run_id"]))[["run_id", "gpu_busy_us_per_iter"]]
+    rows = shapes.merge(rated[["run_id", "tflops", "tbps"]], on="run_id").merge(busy, on="run_id")
+    rows["metric"] = rows["mode"].map(metric_of)
+    rows["value"] = [r[m] for r, m in zip(rows[["tflops", "tbps"]].to_dict("records"), rows["metric"])]
+    rows = rows[rows["value"].notna() & (rows["value"] > 0)]
+    parts = []
+    for axis in AXES:
+        keys = fixed_keys(axis)
+        sweep = rows[keys].astype(str).agg("|".join, axis=1).radd(f"{axis}|")
+        values = rows.groupby([rows["variant"], sweep])[axis].transform("nunique")
+        swept = (values >= 2).to_numpy()
+        part = rows[swept]
+        parts.append(part.assign(axis=axis, x=part[axis].to_numpy(), sweep=sweep[swept].to_numpy()))
+    out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
+    out["x"] = out["x"].astype(int) if not out.empty else out["x"]
+    return out[columns].sort_values(["sweep", "variant", "x"], ignore_index=True)
+
+
+def sweep_runs(store, selected, every) -> list[str]:
+    """The runs of ``every`` in the sweeps the ``selected`` runs can belong to: those of a selected
+    run's variant, mode, batch, heads, packed lengths, dtype and causality, at any value of the
+    axes. Selecting runs narrows the sweeps to their variants rather than to the few points picked."""
+    picked = queries.run_shapes(store, selected)
+    if picked.empty:
+        return []
+    keys = ["variant", *(k for k in SHAPE if k not in AXES)]
+    wanted = set(picked[keys].astype(str).itertuples(index=False, name=None))
+    pool = queries.run_shapes(store, every)
+    return list(pool.loc[pool[keys].astype(str).apply(tuple, axis=1).isin(wanted), "run_id"])
+
+
+def sweep_curves(points: pd.DataFrame) -> pd.DataFrame:
+    """Per sweep, variant and axis value: the median, min and max throughput over its runs (the
+    repeats), runs, the run whose value is nearest the median (`run_id`), the median GPU busy µs
+    per iteration, and the sweep's axis, mode and metric."""
+    columns = ["sweep", "axis", "mode", "metric", "variant", "x", "median", "min", "max", "runs",
+               "run_id", "gpu_busy_us_per_iter"]
+    if points.empty:
+        return pd.DataFrame(columns=columns)
+    rows = []
+    for (sweep, variant, x), group in points.groupby(["sweep", "variant", "x"], sort=True):
+        median = float(group["value"].median())
+        nearest = group.iloc[(group["value"] - median).abs().argmin()]
+        rows.append((sweep, group["axis"].iloc[0], group["mode"].iloc[0], group["metric"].iloc[0],
+                     variant, int(x), median, float(group["value"].min()), float(group["value"].max()),
+                     len(group), nearest["run_id"], float(group["gpu_busy_us_per_iter"].median())))
+    return pd.DataFrame(rows, columns=columns)
+
+
+def sweep_title(points: pd.DataFrame, sweep: str) -> str:
+    """A sweep in words: its mode, the axis and the values it holds fixed."""
+    row = points[points["sweep"] == sweep].iloc[0]
+    axis = row["axis"]
+    fixed = [f"{name} {int(row[k])}" for k, name in (("batch", "batch"), ("heads", "heads"), ("kv_heads", "K/V heads"),
+                                                ("seq_len", "queries"), ("kv_len", "KV length"),
+                                                ("head_dim", "head dim"), ("window", "window"))
+             if k in fixed_keys(axis) and pd.notna(row[k]) and not (k == "window" and row[k] == 0)
+             and not (k == "kv_len" and row["mode"] != "decode")]
+    if row["varlen"]:
+        fixed.append(f"packed {row['varlen']}")
+    fixed += [str(row["dtype"]), "causal" if row["causal"] else "not causal"]
+    return f"{row['mode']}: {AXIS_NAMES[axis]} sweep ({', '.join(fixed)})"
+
+
+def amount(axis: str, x: int) -> str:
+    """An axis value as a user says it: token counts in k from 1,024 on ('8k', '1.5k'), else the number."""
+    if axis in ("seq_len", "kv_len", "window") and x >= 1024 and x % 512 == 0:
+        return f"{x / 1024:g}k"
+    return f"{x:,}"
+
+
+def from_words(axis: str, mode: str, x: int) -> str:
+    """Where a lead starts, in words: 'from a KV cache of 8k', 'from 2k tokens', 'from a window of 512'."""
+    n = amount(axis, x)
+    return {"seq_len": f"from {n} {'query tokens' if mode == 'decode' else 'tokens'}",
+            "kv_len": f"from a KV cache of {n}", "window": f"from a window of {n}",
+            "head_dim": f"from a head dim of {n}", "kv_heads": f"from {n} K/V heads"}[axis]
+
+
+def crossovers(curves: pd.DataFrame, min_gap: float = MIN_GAP) -> pd.DataFrame:
+    """Where two variants of one sweep swap the lead in median throughput between two consecutive
+    axis values both ran at (each at least `min_gap` apart, relative, so ties in noise do not
+    cross): sweep, axis, mode, metric, leader (ahead from x_hi on), trailer, x_lo, x_hi, the four
+    medians (leader_lo, trailer_lo, leader_hi, trailer_hi) and the sentence."""
+    columns = ["sweep", "axis", "mode", "metric", "leader", "trailer", "x_lo", "x_hi",
+               "leader_lo", "trailer_lo", "leader_hi", "trailer_hi", "text"]
+    rows = []
+    for sweep, part in curves.groupby("sweep", sort=False):
+        axis, mode, metric = part["axis"].iloc[0], part["mode"].iloc[0], part["metric"].iloc[0]
+        table = part.pivot_table(index="x", columns="variant", values="median")
+        names = sorted(table.columns)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                pair = table[[a, b]].dropna()
+                for k in range(len(pair) - 1):
+                    (va, vb), (wa, wb) = pair.iloc[k], pair.iloc[k + 1]
+                    clear = abs(va - vb) >= min_gap * min(va, vb) and abs(wa - wb) >= min_gap * min(wa, wb)
+                    if not clear or (va - vb) * (wa - wb) >= 0:
+                        continue
+                    lead, trail = (a, b) if wa > wb else (b, a)
+                    lo, hi = int(pair.index[k]), int(pair.index[k + 1])
+                    lead_lo, trail_lo = pair.iloc[k][lead], pair.iloc[k][trail]
+                    lead_hi, trail_hi = pair.iloc[k + 1][lead], pair.iloc[k + 1][trail]
+                    unit = METRICS[metric]
+                    text = (f"{lead} overtakes {trail} for {mode} {from_words(axis, mode, hi)}: "
+                            f"{lead_hi:,.2f} against {trail_hi:,.2f} {unit} at {amount(axis, hi)}, where "
+                            f"{trail} led at {amount(axis, lo)} ({trail_lo:,.2f} against {lead_lo:,.2f} {unit}).")
+                    rows.append((sweep, axis, mode, metric, lead, trail, lo, hi, float(lead_lo),
+                                 float(trail_lo), float(lead_hi), float(trail_hi), text))
+    return pd.DataFrame(rows, columns=columns)
