@@ -33,12 +33,19 @@ MIN_BYTES = 192 << 20
 CHUNKS_PER_WORKER = 3  # a few chunks per process, so that a slow one does not hold the end
 
 
+# below this many cores a file is parsed whole by default: on 2 idle cores the chunks saved 4-9 % of
+# the time and added 40-70 % of the file to the peak memory (bench/RESULTS.md, "chunked ingest")
+MIN_CORES = 4
+
+
 def workers_default() -> int:
-    """Processes for one file: one per core this process may run on (this one included)."""
+    """Processes for one file: one per core this process may run on (this one included), or 1 (the
+    file parsed whole) on a machine of fewer than MIN_CORES cores."""
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    return cores if cores >= MIN_CORES else 1
 
 
 def _warm() -> int:
