@@ -23,6 +23,9 @@ TOLERANCE = {"bf16": 2e-2, "fp16": 5e-3, "fp32": 1e-3}  # relative error against
 SWEEP_REPEATS = 3  # warm runs per point of a sweep, unless asked otherwise
 
 
+MAX_WARMUP_CALLS = 1000  # warm-up calls by time stop here (very short calls)
+
+
 @dataclass(frozen=True)
 class CaptureConfig:
     variants: tuple[str, ...] = tuple(VARIANTS)
@@ -35,6 +38,7 @@ class CaptureConfig:
     device: str = field(default_factory=default_device)
     cold: bool = True
     warmup_calls: int = 3  # outside the profiler, before a warm run
+    warmup_s: float = 0.1  # and for at least this long, one call at a time (at most MAX_WARMUP_CALLS)
     wait: int = 1
     warmup: int = 1
     active: int = 3
@@ -108,8 +112,8 @@ def validate(config: CaptureConfig) -> CaptureConfig:
     for what, value in sizes.items():
         if value < 1:
             raise CaptureError(f"{what} must be at least 1, not {value}")
-    if min(config.wait, config.warmup, config.warmup_calls) < 0:
-        raise CaptureError("wait, warmup and warmup_calls must not be negative")
+    if min(config.wait, config.warmup, config.warmup_calls, config.warmup_s) < 0:
+        raise CaptureError("wait, warmup, warmup_calls and warmup_s must not be negative")
     _check_memory(config)
     if config.sweep is False and len(config.seq_lens) > 1:
         config = replace(config, sweep=time.strftime("sweep-%Y%m%dT%H%M%SZ", time.gmtime()))

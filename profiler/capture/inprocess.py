@@ -40,7 +40,7 @@ from typing import Iterable
 import torch
 from torch.profiler import ProfilerAction, ProfilerActivity, profile, record_function
 
-from profiler.capture.config import CaptureConfig, Progress, RunOutcome, run_name, runs_per_variant
+from profiler.capture.config import MAX_WARMUP_CALLS, CaptureConfig, Progress, RunOutcome, run_name, runs_per_variant
 from profiler.capture.measure import (_attempt, _clear_cublas_workspaces, _sync, graph_time, label, run_meta,
                                       time_calls, write_meta)
 from profiler.capture.variants import (Variant, get_variant, make_inputs, reference_attention, reference_train,
@@ -225,6 +225,11 @@ class _Capture:
             for _ in range(max(0, c.warmup_calls - 1)):
                 fn(*inputs)
             _sync(c.device)
+            until, calls = time.perf_counter() + c.warmup_s, c.warmup_calls
+            while time.perf_counter() < until and calls < MAX_WARMUP_CALLS:  # one call at a time: GPU time
+                fn(*inputs)
+                _sync(c.device)
+                calls += 1
             return error
         error, reason = _attempt(warm_up)
         if reason is not None:

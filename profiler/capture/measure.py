@@ -115,7 +115,7 @@ def run_meta(config: CaptureConfig, variant: str, seq_len: int, cold: bool, numb
         "device": config.device, "device_name": _device_name(config.device),
         "torch_version": torch.__version__, "cuda_version": torch.version.cuda,
         "cudnn_version": str(cudnn) if cudnn else None, "label": label(variant), "schedule": schedule,
-        "warmup_calls": 0 if cold else config.warmup_calls, "profile_memory": True, "record_shapes": True,
+        "warmup_calls": 0 if cold else config.warmup_calls, "warmup_s": 0 if cold else config.warmup_s, "profile_memory": True, "record_shapes": True,
         "wall_clock": "cuda events" if config.device == "cuda" else "host clock",
         **numbers, "tolerance": tolerance, "ok": error is not None and error <= tolerance,
         "sweep": config.sweep, "repeats": 0 if cold else config.repeats,
