@@ -15,7 +15,6 @@ from pathlib import Path
 from profiler import errors
 from profiler.cli import terminal
 from profiler.present.progress import ProgressBar
-from profiler.storage import chunked_ingest
 from profiler.storage.store import Store, default_db_path
 
 
@@ -24,6 +23,8 @@ def _ingest(args: argparse.Namespace) -> int:
     if args.job is not None:
         from profiler.cli import job as cli_job
         return cli_job.ingest_job(args)
+    from profiler.storage import chunked_ingest  # pyarrow loads only where a trace is ingested
+
     store = Store(args.db)
     failed = 0
     workers = 1 if args.in_process else args.workers or chunked_ingest.workers_default()
