@@ -201,6 +201,51 @@ def test_threads_ingest_and_query_at_once_without_losing_rows(db_path):
     assert rows(store, "SELECT count(*) FROM traces") == [(12,)]
 
 
+def test_a_read_only_handle_reads_while_this_process_writes(naive):
+    """The app's threads hold a writing database while the command line, in the same process,
+    reads: DuckDB refuses a second database on the file with other settings, so the read uses
+    the one open."""
+    store, result = naive
+    reader = Store(store.path, read_only=True)
+    with store.connect():
+        assert reader.query("SELECT run_id FROM traces")["run_id"].tolist() == [result.run_id]
+    with pytest.raises(errors.StoreError, match="read-only"):
+        reader.ingest(FIXTURES / "tiny_inplace.json")
+    assert rows(store, "SELECT count(*) FROM traces") == [(1,)]
+
+
+def test_a_writer_waits_for_a_read_only_database_of_this_process(naive):
+    store, _ = naive
+    reader = Store(store.path, read_only=True)
+    held, release, wrote = threading.Event(), threading.Event(), []
+
+    def read() -> None:
+        with reader.connect():
+            held.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=read)
+    thread.start()
+    held.wait(10)
+    writer = threading.Thread(target=lambda: wrote.append(store.ingest(FIXTURES / "tiny_inplace.json")))
+    writer.start()
+    writer.join(0.3)
+    assert writer.is_alive() and wrote == []  # waiting for the read to end
+    release.set()
+    thread.join()
+    writer.join(10)
+    assert len(wrote) == 1 and rows(store, "SELECT count(*) FROM traces") == [(2,)]
+
+
+def test_a_writer_gives_up_on_a_read_only_database_held_too_long(naive):
+    store, _ = naive
+    impatient = Store(store.path, lock_timeout_s=0.2)
+    with Store(store.path, read_only=True).connect():
+        with pytest.raises(errors.StoreLockedError, match="open read-only in this process"):
+            impatient.ingest(FIXTURES / "tiny_inplace.json")
+    assert rows(store, "SELECT count(*) FROM traces") == [(1,)]
+
+
 def test_newer_schema_is_refused_with_a_clear_error(db_path):
     Store(db_path).schema_version()
     con = duckdb.connect(str(db_path))

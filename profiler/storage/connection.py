@@ -66,31 +66,40 @@ def one_line(e: BaseException) -> str:
 # Per store file, one open database shared by the calls in flight in this process, closed when the
 # last one ends (so the file is free for other processes between calls). Each call works on its
 # own cursor. Closing and reopening the database while another thread still used it made DuckDB
-# 2.0 lose its Arrow scan function ("python_arrow_scan does not exist"), hence the sharing.
-_open_lock = threading.Lock()
-_open_dbs: dict[tuple, list] = {}  # (path, read_only) -> [connection, calls in flight]
+# 2.0 lose its Arrow scan function ("python_arrow_scan does not exist"), hence the sharing. DuckDB
+# refuses a second database on a file already open in the process with other settings, so a
+# read-only call uses the writing database when one is open, and a writing call waits for the
+# read-only database to be closed (the app's threads write while the command line reads).
+_open = threading.Condition()
+_open_dbs: dict[tuple, list] = {}  # (path, in memory) -> [connection, read_only, calls in flight]
 
 
 @contextlib.contextmanager
 def cursor(store) -> Iterator[duckdb.DuckDBPyConnection]:
     """A cursor on `store`'s file (a `Store`: path, read_only, threads, lock_timeout_s, label),
     on the database the calls in flight share; the database is closed after the last of them."""
-    key = (store.path.resolve(), store.read_only)
-    with _open_lock:
-        entry = _open_dbs.get(key)
+    key = (store.path.resolve(), bool(getattr(store, "in_memory", False)))
+    deadline = time.monotonic() + store.lock_timeout_s
+    with _open:
+        while (entry := _open_dbs.get(key)) is not None and entry[1] and not store.read_only:
+            if not _open.wait(deadline - time.monotonic()):
+                raise errors.StoreLockedError(
+                    f"{store.label} is open read-only in this process (waited "
+                    f"{store.lock_timeout_s:.0f} s); try again when that read has finished.")
         if entry is None:
-            entry = _open_dbs[key] = [open_file(store), 0]
-        entry[1] += 1
+            entry = _open_dbs[key] = [open_file(store), store.read_only, 0]
+        entry[2] += 1
         con = entry[0].cursor()
     try:
         yield con
     finally:
         con.close()
-        with _open_lock:
-            entry[1] -= 1
-            if entry[1] == 0:
+        with _open:
+            entry[2] -= 1
+            if entry[2] == 0:
                 entry[0].close()
                 del _open_dbs[key]
+                _open.notify_all()
 
 
 def open_file(store) -> duckdb.DuckDBPyConnection:
