@@ -3,7 +3,8 @@
 #   bash bench/modes_gpu.sh OUT_DIR [PART]
 # PART (default all; several: comma-separated): modes (the PyTorch variants in every mode), sweep (the decode sweep over the
 # KV length, 3 repeats, flashinfer decode included), flashinfer (flashinfer in the window and
-# packed-length shapes of modes/, FA2 and FA3) or all. flashinfer must be importable (PYTHONPATH).
+# packed-length shapes of modes/, FA2 and FA3), fa4 (FlashAttention 4 in every shape of modes/) or
+# all. flashinfer and flash_attn.cute must be importable for their parts (PYTHONPATH).
 # Writes OUT_DIR/sdpa_support.json (which mode each forced SDPA backend accepts), OUT_DIR/modes.tar.gz
 # (the traces), OUT_DIR/modes_timings.csv (each run's timings from a store) and OUT_DIR/pytest_gpu.txt.
 set -u
@@ -22,6 +23,8 @@ C="$PY -m profiler capture --no-ingest --no-cold --repeats 1 --no-isolate --comp
 S="$PY -m profiler capture --no-ingest --no-cold --repeats 3 --no-isolate --compile-cache $CACHE --sweep decode-kv-sweep \
    --out-dir $TR/decode_sweep --mode decode --batch 8 --heads 32 --kv-heads 8 --head-dim 128"
 F="$PY -m profiler capture --no-ingest --no-cold --repeats 1 --no-isolate --compile-cache $CACHE --variants flashinfer_fa2,flashinfer_fa3"
+A="$PY -m profiler capture --no-ingest --no-cold --repeats 1 --no-isolate --compile-cache $CACHE --variants flash_attn_4"
+DECODE_SWEEP=sweep-20261203T191146Z  # the sweep id of modes/decode/ (its 8k and 32k caches)
 {
 if has modes; then
 timeout 60 $PY bench/sdpa_support.py --json-out "$OUT/sdpa_support.json" > /dev/null 2>&1
@@ -39,6 +42,14 @@ fi
 if has flashinfer; then
 timeout 200 $F --out-dir $TR/window --batch 4 --heads 16 --seq 4096 --window 1024 --head-dim 64
 timeout 200 $F --out-dir $TR/varlen --heads 16 --varlen 512,1536,1024,1024 --head-dim 64
+fi
+if has fa4; then
+timeout 200 $A --out-dir $TR/prefill_gqa --batch 4 --heads 32 --kv-heads 8 --seq 2048 --head-dim 128
+timeout 200 $A --out-dir $TR/decode --mode decode --batch 8 --heads 32 --kv-heads 8 --kv-len 8192,32768 --head-dim 128 \
+    --sweep $DECODE_SWEEP
+timeout 300 $A --out-dir $TR/train --mode train --batch 8 --heads 16 --seq 1024 --head-dim 64
+timeout 200 $A --out-dir $TR/window --batch 4 --heads 16 --seq 4096 --window 1024 --head-dim 64
+timeout 200 $A --out-dir $TR/varlen --heads 16 --varlen 512,1536,1024,1024 --head-dim 64
 fi
 } > "$OUT/capture_log.txt" 2>&1
 $PY - "$TR" "$OUT/modes_timings.csv" <<'PYEOF' >> "$OUT/capture_log.txt" 2>&1
@@ -62,7 +73,8 @@ tar -czf "$OUT/modes.tar.gz" -C "$TR" .
 TESTS=
 has modes && TESTS="$TESTS tests/gpu/test_modes_gpu.py"
 has flashinfer && TESTS="$TESTS tests/gpu/test_flashinfer_gpu.py"
+has fa4 && TESTS="$TESTS tests/gpu/test_fa4_gpu.py"
 if [ -n "$TESTS" ]; then
-  PROFILER_TEST_COMPILE_CACHE=$CACHE timeout 240 $PY -m pytest -q -p no:cacheprovider $TESTS > "$OUT/pytest_gpu.txt" 2>&1
+  PROFILER_TEST_COMPILE_CACHE=$CACHE timeout 400 $PY -m pytest -q -p no:cacheprovider $TESTS > "$OUT/pytest_gpu.txt" 2>&1
   tail -3 "$OUT/pytest_gpu.txt"
 fi

@@ -217,13 +217,42 @@ def build_hub_flash(s: Setting) -> AttentionFn:
     return attend
 
 
-def build_flash_attn_4(s: Setting) -> AttentionFn:
-    from flash_attn.cute import flash_attn_func
+def fa_window(s: Setting) -> tuple[int | None, int | None]:
+    """FlashAttention's ``window_size`` (left, right) for the setting's sliding window of W keys
+    (masks.py): the query's own key and the W - 1 before it, and with the causal mask nothing
+    after it; without it, W - 1 on either side. (None, None): no window."""
+    if s.window is None:
+        return (None, None)
+    return (s.window - 1, 0 if s.causal else s.window - 1)
 
-    def attend(q, k, v):  # FlashAttention 4 takes (batch, seq, heads, dim)
-        out = flash_attn_func(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=s.causal)
+
+def build_flash_attn_4(s: Setting) -> AttentionFn:
+    """FlashAttention 4 over its (batch, seq, heads, dim) layout, as views (no copy): GQA natively
+    (fewer K/V heads), causal aligned bottom-right (its own alignment, the capture's), a sliding
+    window through ``window_size`` (`fa_window`), packed lengths through `flash_attn_varlen_func`'s
+    cumulative offsets over the (tokens, heads, dim) of batch 1, and the backward of a train step
+    through its autograd Function."""
+    from flash_attn.cute import flash_attn_func, flash_attn_varlen_func
+
+    from profiler.capture import paged
+
+    window = fa_window(s)
+    offsets: dict = {}
+
+    def attend(q, k, v):
+        if s.varlen is None:
+            out = flash_attn_func(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=s.causal,
+                                  window_size=window)
+            out = out[0] if isinstance(out, tuple) else out
+            return out.transpose(1, 2)
+        if q.device not in offsets:  # made on the first (cold) call, never inside a warm one
+            offsets[q.device] = paged.indptr(s.varlen, q.device)
+        cu, longest = offsets[q.device], max(s.varlen)
+        out = flash_attn_varlen_func(q[0].transpose(0, 1), k[0].transpose(0, 1), v[0].transpose(0, 1),
+                                     cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=longest, max_seqlen_k=longest,
+                                     causal=s.causal, window_size=window)
         out = out[0] if isinstance(out, tuple) else out
-        return out.transpose(1, 2)
+        return out.transpose(0, 1).unsqueeze(0)
     return attend
 
 
