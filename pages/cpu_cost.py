@@ -2,7 +2,7 @@
 import streamlit as st
 
 from profiler.analysis import queries
-from profiler.present import charts, markup, narrative, ui
+from profiler.present import charts, kept_chart, markup, narrative, ui
 
 Col = st.column_config
 SUMMARY_COLUMNS = {
@@ -68,11 +68,12 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         for paragraph in story:
             st.markdown(paragraph)
     with st.expander("CPU vs GPU time of every iteration", expanded=len(runs) <= 2):
-        st.altair_chart(charts.cpu_gpu_chart(per_iter, labels))
+        kept_chart.draw(store, ("cpu_gpu",), runs, lambda: charts.cpu_gpu_chart(per_iter, labels))
     st.subheader("Cold vs warm", divider="gray")
     state, log = ui.log_axis(state)
     if not summary.empty:
-        st.altair_chart(charts.cold_warm_chart(summary, log=log), width="stretch")
+        kept_chart.draw(store, ("cold_warm", log), runs, lambda: charts.cold_warm_chart(summary, log=log),
+                        width="stretch")
     pairs = queries.cold_warm_table(store, runs, per_iter)
     if pairs.empty:
         st.caption("No cold/warm pair among the selected runs (the same variant and shape captured "
@@ -85,7 +86,8 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     if ops.empty:
         st.info("The selected runs recorded no CPU ops.")
     else:
-        st.altair_chart(charts.op_self_time_chart(ops, labels, log=log), width="stretch")
+        kept_chart.draw(store, ("op_self_time", log), runs, lambda: charts.op_self_time_chart(ops, labels, log=log),
+                        width="stretch")
         with st.expander("Op table"):
             rows = charts.with_runs(ops, labels)
             ui.table(rows, column_config=OP_COLUMNS, column_order=list(OP_COLUMNS),

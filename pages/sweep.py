@@ -4,7 +4,7 @@ linked to its run's timeline."""
 import streamlit as st
 
 from profiler.analysis import memory, queries, sweeps
-from profiler.present import curve_charts, markup, memory_charts, ui
+from profiler.present import curve_charts, kept_chart, markup, memory_charts, ui
 
 Col = st.column_config
 
@@ -61,7 +61,9 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         axis, unit = mine["axis"].iloc[0], sweeps.METRICS[mine["metric"].iloc[0]]
         st.subheader(markup.md(sweeps.sweep_title(points, sweep)), divider="gray")
         crossed = crossings[crossings["sweep"] == sweep]
-        st.altair_chart(curve_charts.sweep_chart(mine, points[points["sweep"] == sweep], crossed, base),
+        drawn = points[points["sweep"] == sweep]
+        kept_chart.draw(store, ("sweep", sweep, base), drawn["run_id"],
+                        lambda mine=mine, drawn=drawn, crossed=crossed: curve_charts.sweep_chart(mine, drawn, crossed, base),
                         width="stretch")
         for text in crossed["text"]:
             st.markdown(f"- {markup.md(text)}")
@@ -82,4 +84,5 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         else:
             st.caption("Peak allocated GPU memory of each warm run (dots) and the median per length (lines), "
                        "log-log: a slope of 2 is memory that grows as L² (the score matrix), 1 as L.")
-            st.altair_chart(memory_charts.peak_vs_length_chart(points_mem), width="stretch")
+            kept_chart.draw(store, ("peak_vs_length",), points_mem["run_id"],
+                            lambda: memory_charts.peak_vs_length_chart(points_mem), width="stretch")

@@ -110,3 +110,27 @@ def test_a_run_ingested_again_with_other_rows_gets_fresh_op_costs(tmp_path):
     assert again["kernel_ns"].tolist() == [2 * ns for ns in first["kernel_ns"].tolist()]
     uncached = op_costs.ops_columns(Store(store.path), [run])   # a new handle keeps nothing yet
     assert again["kernel_ns"].tolist() == uncached["kernel_ns"].tolist()
+
+
+def test_a_kept_chart_is_built_once_and_again_after_a_rename(fixture_store):
+    """The charts of a page's later visits come from what was kept (profiler/present/kept_chart.py
+    draws `kept.value` of the chart); a renamed run's chart (its legend names the run) is built
+    afresh, and a chart's frames count towards the byte limit."""
+    import altair as alt
+
+    store, ids = fixture_store
+    runs = list(ids.values())
+    built = []
+
+    def build():
+        labels = queries.run_labels(store, runs)
+        built.append(1)
+        return alt.Chart(labels).mark_point().encode(x="run_id", color="label")
+
+    first = kept.value(store, ("chart", "test"), runs, build)
+    assert kept.value(store, ("chart", "test"), runs, build) is first and len(built) == 1
+    upload = ids["tiny_old_format.json"]          # an upload's label is its name
+    catalog.rename_run(store, upload, "renamed run")
+    again = kept.value(store, ("chart", "test"), runs, build)
+    assert len(built) == 2 and "renamed run" in set(again.data["label"])
+    assert kept._size(again) == len(again.data) * len(again.data.columns) * kept.CELL_BYTES > 0

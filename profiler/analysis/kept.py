@@ -24,9 +24,14 @@ CELL_BYTES = 8
 
 
 def _size(result) -> int | None:
-    """The bytes a kept result counts for (None: too many rows to keep)."""
+    """The bytes a kept result counts for (None: too many rows to keep): a frame's cells, a
+    chart's by the frames it holds (its data and its layers')."""
     if not isinstance(result, pd.DataFrame):
-        return 0
+        layers = getattr(result, "layer", None)
+        parts = [result, *(layers if isinstance(layers, list) else ())]
+        frames = [getattr(part, "data", None) for part in parts]
+        sizes = [_size(f) for f in frames if isinstance(f, pd.DataFrame)]
+        return None if None in sizes else sum(sizes)
     if len(result) > MAX_ROWS:
         return None
     return len(result) * len(result.columns) * CELL_BYTES
