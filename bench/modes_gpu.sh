@@ -50,6 +50,7 @@ timeout 200 $A --out-dir $TR/decode --mode decode --batch 8 --heads 32 --kv-head
 timeout 300 $A --out-dir $TR/train --mode train --batch 8 --heads 16 --seq 1024 --head-dim 64
 timeout 200 $A --out-dir $TR/window --batch 4 --heads 16 --seq 4096 --window 1024 --head-dim 64
 timeout 200 $A --out-dir $TR/varlen --heads 16 --varlen 512,1536,1024,1024 --head-dim 64
+timeout 300 $S --variants flash_attn_4 --kv-len 1024,4096,8192,16384,32768,65536
 fi
 } > "$OUT/capture_log.txt" 2>&1
 $PY - "$TR" "$OUT/modes_timings.csv" <<'PYEOF' >> "$OUT/capture_log.txt" 2>&1

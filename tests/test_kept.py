@@ -132,5 +132,5 @@ def test_a_kept_chart_is_built_once_and_again_after_a_rename(fixture_store):
     upload = ids["tiny_old_format.json"]          # an upload's label is its name
     catalog.rename_run(store, upload, "renamed run")
     again = kept.value(store, ("chart", "test"), runs, build)
-    assert len(built) == 2 and "renamed run" in set(again.data["label"])
+    assert len(built) == 2 and any(label.startswith("renamed run") for label in again.data["label"])
     assert kept._size(again) == len(again.data) * len(again.data.columns) * kept.CELL_BYTES > 0
