@@ -260,3 +260,21 @@ def test_the_decode_sweep_repeats_each_point_three_times_and_reads_the_cache_und
     for variant in ("sdpa_flash", "sdpa_cudnn", "flashinfer_decode", "flashinfer_decode_tc", "flash_attn_4"):
         assert median[variant].is_monotonic_increasing, variant  # launch costs weigh less on longer caches
     assert median["sdpa_cudnn"][65536] > 4.0 and median["flashinfer_decode_tc"][65536] > median["flashinfer_decode"][65536]
+
+
+def test_a_page_over_every_sample_run_is_kept_whole_between_visits(seeded, monkeypatch):
+    """The Sweep page's points over every shipped run (about 5 kept entries a run) stay in the
+    store's cache: a second visit prices no run's ops again. With room for 1,024 entries the first
+    visit evicted its own entries, and every visit computed them again (3.3-4.6 s against 1.1 s)."""
+    from profiler.analysis import op_pricing, queries, sweeps
+    from profiler.storage import run_cache
+
+    store = seeded[0]
+    every = list(queries.run_catalog(store)["run_id"])
+    first = sweeps.sweep_points(store, every)
+    priced = []
+    real = op_pricing.run_op_calls
+    monkeypatch.setattr(op_pricing, "run_op_calls", lambda *a, **k: priced.append(a[1]) or real(*a, **k))
+    again = sweeps.sweep_points(store, every)
+    assert priced == [] and again.equals(first)
+    assert len(every) > 300 and len(store.cache) <= run_cache.MAX_ENTRIES // 4   # room for the other pages
