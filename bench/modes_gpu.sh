@@ -3,7 +3,8 @@
 #   bash bench/modes_gpu.sh OUT_DIR [PART]
 # PART (default all; several: comma-separated): modes (the PyTorch variants in every mode), sweep (the decode sweep over the
 # KV length, 3 repeats, flashinfer decode included), flashinfer (flashinfer in the window and
-# packed-length shapes of modes/, FA2 and FA3), fa4 (FlashAttention 4 in every shape of modes/) or
+# packed-length shapes of modes/, FA2 and FA3), fa4 (FlashAttention 4 in every shape of modes/ and the decode
+# sweep), train-sweep (the train step over 512-4096 tokens, 3 repeats) or
 # all. flashinfer and flash_attn.cute must be importable for their parts (PYTHONPATH).
 # Writes OUT_DIR/sdpa_support.json (which mode each forced SDPA backend accepts), OUT_DIR/modes.tar.gz
 # (the traces), OUT_DIR/modes_timings.csv (each run's timings from a store) and OUT_DIR/pytest_gpu.txt.
@@ -42,6 +43,11 @@ fi
 if has flashinfer; then
 timeout 200 $F --out-dir $TR/window --batch 4 --heads 16 --seq 4096 --window 1024 --head-dim 64
 timeout 200 $F --out-dir $TR/varlen --heads 16 --varlen 512,1536,1024,1024 --head-dim 64
+fi
+if has train-sweep; then  # the train step over the length, 3 repeats (flash_attn.cute importable for FA4)
+timeout 500 $PY -m profiler capture --no-ingest --no-cold --repeats 3 --no-isolate --compile-cache $CACHE --sweep train-len-sweep \
+    --out-dir $TR/train_sweep --mode train --batch 8 --heads 16 --head-dim 64 --seq 512,1024,2048,4096 \
+    --variants sdpa_flash,sdpa_cudnn,sdpa_efficient,flex,flash_attn_4
 fi
 if has fa4; then
 timeout 200 $A --out-dir $TR/prefill_gqa --batch 4 --heads 32 --kv-heads 8 --seq 2048 --head-dim 128

@@ -278,3 +278,40 @@ def test_a_page_over_every_sample_run_is_kept_whole_between_visits(seeded, monke
     again = sweeps.sweep_points(store, every)
     assert priced == [] and again.equals(first)
     assert len(every) > 300 and len(store.cache) <= run_cache.MAX_ENTRIES // 4   # room for the other pages
+
+
+def test_the_train_sweep_repeats_each_point_three_times_and_names_its_crossover(seeded):
+    """data/samples/modes/train_sweep: a train step (forward and backward) over 512-4096 tokens,
+    five variants, 3 warm runs per point in one sweep id. TFLOP/s written out here (forward 4 D,
+    backward 10 D FLOPs per kept pair of the causal square) from each run's raw kernel time stays
+    under the H200's 989 dense bf16 TFLOP/s; the Sweep page's crossover is the one the medians
+    computed here show (flex leads sdpa_flash at 512, sdpa_flash leads from 1024)."""
+    import gzip
+    import statistics
+
+    from profiler.analysis import sweeps
+
+    store = seeded[0]
+    files = sorted((SAMPLES_DIR / "modes" / "train_sweep").glob("*.json.gz"))
+    rows = store.query("SELECT run_id, variant, seq_len, mode, run_meta->>'sweep' AS sweep FROM traces "
+                       "WHERE name IN (SELECT unnest($names))", {"names": [sample_name(p) for p in files]})
+    assert set(rows["sweep"]) == {"train-len-sweep"} and set(rows["mode"]) == {"train"}
+    points = rows.groupby(["variant", "seq_len"]).size()
+    assert (points == 3).all() and len(points) == 5 * 4, points
+    kernel_us = {}
+    for path in files:
+        with gzip.open(path, "rt") as f:
+            trace = json.load(f)
+        events, meta = trace["traceEvents"], trace["attention_run"]
+        steps = sum(1 for e in events if str(e.get("name", "")).startswith("ProfilerStep#"))
+        kernel_us.setdefault((meta["variant"], meta["seq_len"]), []).append(
+            sum(e["dur"] for e in events if e.get("cat") == "kernel") / steps)
+    median = {k: statistics.median(v) for k, v in kernel_us.items()}
+    for (variant, length), us in median.items():
+        tflops = 14 * 8 * 16 * 64 * length * (length + 1) // 2 / (us * 1e-6) / 1e12
+        assert 0 < tflops <= 989, (variant, length, tflops)
+    assert all(min(median, key=lambda k: median[k] if k[1] == n else float("inf"))[0] == "flash_attn_4"
+               for n in (512, 1024, 2048, 4096))
+    assert median[("flex", 512)] < median[("sdpa_flash", 512)] and median[("flex", 1024)] > median[("sdpa_flash", 1024)]
+    crossings = sweeps.crossovers(sweeps.sweep_curves(sweeps.sweep_points(store, rows["run_id"].tolist())))
+    assert [(c.leader, c.trailer, c.x_lo, c.x_hi) for c in crossings.itertuples()] == [("sdpa_flash", "flex", 512, 1024)]
