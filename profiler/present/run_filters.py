@@ -93,10 +93,12 @@ def _sweep_name(row: dict, axis) -> str:
              "B" + _int(row["batch"]), "H" + heads,
              "" if "head_dim" in moving else "D" + _int(row["head_dim"]),
              "" if "seq_len" in moving else ("Q" if decode else "L") + _int(row["seq_len"]),
-             "" if "kv_len" in moving or (row["kv_len"] == row["seq_len"] and not decode) else "KV" + _int(row["kv_len"]),
+             "" if "kv_len" in moving or (row["kv_len"] == row["seq_len"] and not decode)
+             else "KV" + _int(row["kv_len"]),
              "" if "window" in moving or not row["window"] else "W" + _int(row["window"]),
              "packed " + str(row["varlen"]).replace(",", "+") if row["varlen"] else "",
-             row["dtype"] if isinstance(row["dtype"], str) else "", {True: "causal", False: "not causal"}.get(row["causal"], ""),
+             row["dtype"] if isinstance(row["dtype"], str) else "",
+             {True: "causal", False: "not causal"}.get(row["causal"], ""),
              {True: "cold", False: "warm"}.get(row["cold"], ""),
              "over " + sweeps.AXIS_NAMES[axis] if axis else ""]
     return " · ".join(p for p in parts if p)
