@@ -11,8 +11,11 @@ Col = st.column_config
 COLUMNS = {  # in display order: what tells runs apart first, the numbers next, provenance last
     "run_id": Col.TextColumn("run id", help="Content hash of the trace: the same "
                              "file is the same run everywhere, so shared links name runs by it."),
-    "sweep": Col.TextColumn("sweep", width="medium", help="What the sweep keeps fixed (variant, batch, "
-                            "heads, head dim, dtype, causal, warm or cold); its runs vary the length."),
+    "sweep": Col.TextColumn("sweep", width="medium", help="The variant, mode and what the sweep keeps fixed "
+                            "(batch, heads, head dim, lengths, window, dtype, causal, warm or cold), then the "
+                            "one axis its runs vary (as on the Sweep page); a run in no sweep: its whole shape."),
+    "swept": Col.NumberColumn("swept value", help="This run's value on the axis its sweep varies "
+                              "(named at the end of the sweep column)."),
     "name": Col.TextColumn("name", width="large"),
     "variant": Col.TextColumn("variant", help="Attention implementation (captured runs)."),
     "shape": Col.TextColumn("shape B×H×L×D", help="batch × heads × sequence length × head dim"),
@@ -191,7 +194,7 @@ with ui.guard():
                    "the run's ProfilerStep count. Tick runs (left column) to rank and compare them; "
                    "filtered-out runs stay selected.")
         picked = ui.pick_rows(shown, "catalog", state.runs, column_config=COLUMNS, row_height=56,
-                              column_order=[c for c in COLUMNS if c != "sweep" or "sweep" in shown],
+                              column_order=[c for c in COLUMNS if c not in ("sweep", "swept") or c in shown],
                               hide_index=True, placeholder="—")
         if picked != state.runs or filtered != state:
             state = ui.update_view(filtered, runs=picked)

@@ -16,7 +16,9 @@ turns one call into an `OpCost`; None for ops the model does not cover.
   over the kept pairs: QK^T recomputed (d), dV = P^T dO (d_v), dP = dO V^T (d_v), dQ = dS K (d),
   dK = dS^T Q (d). Bytes = Q, K, V, O, dO and the fp32 log-sum-exp read, dQ, dK, dV written.
 * `flops` is what the mask makes useful; `issued_flops(cost, tile)` what a tiled kernel computes
-  (every tile holding a useful pair, whole), and the full square for the math backend.
+  (every tile holding a useful pair, whole), and the full square for the math backend. Packed
+  lengths run from cumulative offsets (``per_doc``) are tiled sequence by sequence: each one's own
+  causal or windowed tiles, summed, as its tiles never cross into the next sequence.
 * **GEMMs** (`mm`, `bmm`, `addmm`, `baddbmm`, `matmul`, `linear`): FLOPs = 2 M N K per batch
   entry; bytes = both operands and the bias read, the result written.
 * **Memory-bound ops of the naive path** (`softmax`, `masked_fill`, `clone`/`copy_`, `div`/`mul`,
@@ -186,13 +188,27 @@ def wasted_pct(useful: int | None, issued: int | None) -> float | None:
     return 100 * (issued - useful) / issued if issued and useful is not None else None
 
 
-def issued_flops(cost: OpCost, tile: tuple[int, int] | None) -> int:
+def issued_flops(cost: OpCost, tile: tuple[int, int] | None, per_doc: bool = False) -> int:
     """The FLOPs a kernel computing `tile` (query rows, key columns) at a time issues for `cost`:
     every tile with at least one useful pair, whole (clipped to the score matrix); None as the
-    tile: the full square (the math backend, the naive path). Not attention: `flops`."""
+    tile: the full square (the math backend, the naive path). Not attention: `flops`.
+    ``per_doc``: the kernel takes packed sequences (the mask's `docs`) by their cumulative offsets
+    (varlen): its tiles start at each sequence and stay inside it, so each sequence is priced as
+    its own square (its causal or windowed tiles), and the sums added (`_document_pairs`)."""
     if cost.mask is None:
         return cost.flops
-    return cost.flops_per_pair * _issued_pairs(cost.mask, tile)
+    pairs = _document_pairs(cost.mask, tile) if per_doc else _issued_pairs(cost.mask, tile)
+    return cost.flops_per_pair * pairs
+
+
+@lru_cache(maxsize=4096)
+def _document_pairs(mask: Mask, tile: tuple[int, int] | None) -> int:
+    """The pairs issued tiling each packed sequence on its own (queries and keys the same packed
+    sequence, a tile): the sum of each one's `_issued_pairs`; else those of the whole mask."""
+    docs = mask.docs
+    if tile is None or not docs or not sum(docs) == mask.seq_q == mask.seq_kv or mask.offset:
+        return _issued_pairs(mask, tile)
+    return sum(_issued_pairs(Mask(n, n, mask.causal, 0, mask.window), tile) for n in docs)
 
 
 @lru_cache(maxsize=4096)

@@ -117,10 +117,11 @@ def tile(backend: str | None, kernel, seq_q: int = 0) -> tuple[int, int] | None:
 
 
 def issued(cost: OpCost, backend: str | None, kernel) -> int:
-    """The FLOPs a call issues (`costmodel.issued_flops`) with its kernel's `tile`."""
+    """The FLOPs a call issues (`costmodel.issued_flops`) with its kernel's `tile`; packed lengths
+    per sequence where the backend takes them by cumulative offsets (`attention.PER_DOCUMENT`)."""
     if cost.mask is None:
         return cost.flops
-    return cm.issued_flops(cost, tile(backend, kernel, cost.mask.seq_q))
+    return cm.issued_flops(cost, tile(backend, kernel, cost.mask.seq_q), per_doc=backend in attention.PER_DOCUMENT)
 
 
 def _backend(cost: OpCost, backend_op, op=None, kernel=None) -> str | None:

@@ -11,7 +11,7 @@ from profiler.analysis import query_files
 
 def run_catalog(store) -> pd.DataFrame:
     """Every run, newest first: run_id, name, variant, shape (B×H×L×D), batch, heads, seq_len,
-    head_dim, dtype, causal, cold,
+    head_dim, mode, kv_heads, kv_len, window, varlen (as `run_shapes` gives them), dtype, causal, cold,
     gpu_name, versions, iterations, kernels_per_iter, gpu_busy_us_per_iter, gpu_busy_pct,
     gpu_idle_pct, cpu_busy_us_per_iter, bound (all from the metrics layer), events, size_bytes,
     source, added_at."""

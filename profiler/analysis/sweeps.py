@@ -5,6 +5,10 @@ query length, KV length, window, head dim or K/V heads) and agree on every other
 `queries.SHAPE_KEYS` (mode included: prefill, decode and train are never mixed). A prefill run's
 KV length is its query length, so a length sweep lets `kv_len` move with `seq_len`.
 
+* `swept(runs)`: the one definition of what a sweep varies: for a sweep's runs, the axis their
+  shapes differ on and each run's value on it (the Sweep page and the runs page's "group sweeps").
+* `sweep_members(shapes, per)`: which runs form sweeps, per value of ``per`` (a variant), and on
+  which axis: one row per run and axis it is swept on.
 * `sweep_points(store, run_ids)`: one row per run and axis it is swept on, with its throughput:
   TB/s in decode (memory-bound: the bytes it reads over their kernel time), TFLOP/s in prefill and
   train, both the rating layer's figures of the run (`roofline.roofline_table`).
@@ -38,11 +42,60 @@ def fixed_keys(axis: str) -> list[str]:
     return [k for k in SHAPE if k not in moving]
 
 
+def swept(runs: pd.DataFrame) -> tuple[str | None, pd.Series]:
+    """What a sweep varies: for the runs of one sweep (rows with the shape keys `SHAPE`, as
+    `queries.run_shapes` gives them), the one axis of `AXES` their values differ on and each run's
+    value on it (integers on the rows' index). Where every run's keys are its queries (prefill,
+    train: kv_len == seq_len) the KV length follows the length: a sequence length sweep. (None, an
+    empty Series) when the runs differ on no axis (one point, repeats), on more than one, or on a
+    key a sweep holds fixed (mode, batch, heads, packed lengths, dtype, causality)."""
+    nothing = (None, pd.Series(dtype="int64"))
+    held = [k for k in SHAPE if k not in AXES]
+    if runs.empty or runs[list(AXES)].isna().any().any() or (runs[held].astype(str).nunique() > 1).any():
+        return nothing
+    moving = {axis for axis in AXES if runs[axis].nunique() > 1}
+    if moving == {"seq_len", "kv_len"} and (runs["kv_len"] == runs["seq_len"]).all():
+        moving = {"seq_len"}
+    if len(moving) != 1:
+        return nothing
+    axis = moving.pop()
+    return axis, runs[axis].astype("int64")
+
+
+def sweep_key(shapes: pd.DataFrame, axis: str) -> pd.Series:
+    """Per row, the text naming the sweep over ``axis`` it can belong to: the axis and the values of
+    `fixed_keys` (a KV cache that is not the queries, as in decode, stays fixed in a length sweep)."""
+    fixed = shapes[fixed_keys(axis)].astype(str)
+    if axis == "seq_len":
+        cache = (shapes["kv_len"] != shapes["seq_len"]).fillna(True).astype(bool)
+        fixed["kv_len"] = shapes["kv_len"].astype(str).where(cache, "L")
+    return fixed.agg("|".join, axis=1).radd(f"{axis}|") if not fixed.empty else pd.Series(dtype=str)
+
+
+def sweep_members(shapes: pd.DataFrame, per=("variant",)) -> pd.DataFrame:
+    """The sweeps among ``shapes`` (rows with run_id and `SHAPE`, shape keys not missing): one row per
+    run and axis it is swept on: run_id, axis, x (its value, `swept`) and sweep (`sweep_key`). Runs
+    of one value of the ``per`` columns (a variant) that hold the same sweep key are one sweep when
+    `swept` finds them varied on that axis. The sweep key leaves ``per`` out: one sweep holds every
+    variant's curve."""
+    parts = [pd.DataFrame(columns=["run_id", "axis", "x", "sweep"])]
+    if shapes.empty:
+        return parts[0]
+    for axis in AXES:
+        key = sweep_key(shapes, axis)
+        for _, group in shapes.groupby([*(shapes[k].astype(str) for k in per), key], sort=False):
+            found, values = swept(group)
+            if found == axis:
+                parts.append(pd.DataFrame({"run_id": group["run_id"].to_numpy(), "axis": axis,
+                                           "x": values.to_numpy(), "sweep": key[group.index].to_numpy()}))
+    return pd.concat(parts, ignore_index=True).astype({"x": "int64"})
+
+
 def sweep_points(store, run_ids) -> pd.DataFrame:
     """One row per warm captured run with a shape and a rated throughput, per axis it is swept on
-    (a variant with two or more values of that axis, all other shape keys equal): run_id, variant,
-    the shape keys, axis, x (its value), sweep (a key naming the sweep), metric ('tflops' or
-    'tbps'), value and gpu_busy_us_per_iter (the metrics layer's, for the table)."""
+    (`sweep_members`: a variant with two or more values of that axis, all other shape keys equal):
+    run_id, variant, the shape keys, axis, x (its value), sweep (a key naming the sweep), metric
+    ('tflops' or 'tbps'), value and gpu_busy_us_per_iter (the metrics layer's, for the table)."""
     shapes = queries.run_shapes(store, run_ids)
     shapes = shapes[shapes["seq_len"].notna() & ~shapes["cold"].fillna(False).astype(bool)]
     columns = ["run_id", "variant", *SHAPE, "axis", "x", "sweep", "metric", "value", "gpu_busy_us_per_iter"]
@@ -55,17 +108,10 @@ def sweep_points(store, run_ids) -> pd.DataFrame:
     rows = shapes.merge(rated[["run_id", "tflops", "tbps"]], on="run_id").merge(busy, on="run_id")
     rows["metric"] = rows["mode"].map(metric_of)
     rows["value"] = [r[m] for r, m in zip(rows[["tflops", "tbps"]].to_dict("records"), rows["metric"])]
-    rows = rows[rows["value"].notna() & (rows["value"] > 0)]
-    parts = []
-    for axis in AXES:
-        keys = fixed_keys(axis)
-        sweep = rows[keys].astype(str).agg("|".join, axis=1).radd(f"{axis}|")
-        values = rows.groupby([rows["variant"], sweep])[axis].transform("nunique")
-        swept = (values >= 2).to_numpy()
-        part = rows[swept]
-        parts.append(part.assign(axis=axis, x=part[axis].to_numpy(), sweep=sweep[swept].to_numpy()))
-    out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
-    out["x"] = out["x"].astype(int) if not out.empty else out["x"]
+    rows = rows[rows["value"].notna() & (rows["value"] > 0)].reset_index(drop=True)
+    out = sweep_members(rows).merge(rows, on="run_id")
+    if out.empty:
+        return pd.DataFrame(columns=columns)
     return out[columns].sort_values(["sweep", "variant", "x"], ignore_index=True)
 
 

@@ -2,9 +2,11 @@
 
 `RunFilter` is what the filter widgets hold (each an empty tuple / text for "all"); `apply(runs, f)`
 keeps the catalog rows (`queries.run_catalog`) that match all of them; `choices(runs)` lists the
-values each filter offers. `with_sweeps(runs)` adds a ``sweep`` column (what a sweep keeps fixed:
-variant, batch, heads, head dim, dtype, causal, warm or cold) and orders rows by it, then by length,
-so the runs of one sweep sit together, shortest first. Filters travel in the share URL as
+values each filter offers. `with_sweeps(runs)` finds the sweeps among the runs as the Sweep page does
+(`sweeps.sweep_members`, per variant and warm or cold: the axis a sweep varies is `sweeps.swept`'s),
+adds a ``sweep`` column (the variant, mode, what the sweep keeps fixed and the axis it varies) and a
+``swept`` column (the run's value on that axis), and orders rows by sweep, then by that value, so
+the runs of one sweep sit together, smallest first. Filters travel in the share URL as
 ``variant=a,b&len=1024&...`` (`to_params` / `from_params`).
 """
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 import pandas as pd
+
+from profiler.analysis import sweeps
 
 # filter name (also the URL filter key) -> catalog column
 COLUMN = {"variant": "variant", "len": "seq_len", "dtype": "dtype", "device": "gpu_name", "source": "source"}
@@ -61,16 +65,47 @@ def apply(runs: pd.DataFrame, f: RunFilter) -> pd.DataFrame:
 
 
 def with_sweeps(runs: pd.DataFrame) -> pd.DataFrame:
-    """``runs`` with a ``sweep`` column, a sweep's runs together and in order of length."""
-    parts = [runs["variant"].fillna("(uploaded)"),
-             "B" + _as_text(runs["batch"]), "H" + _as_text(runs["heads"]), "D" + _as_text(runs["head_dim"]),
-             runs["dtype"].fillna(""), runs["causal"].map({True: "causal", False: "not causal"}).fillna(""),
-             runs["cold"].map({True: "cold", False: "warm"}).fillna("")]
-    sweep = parts[0]
-    for part in parts[1:]:
-        sweep = sweep + " · " + part
-    shaped = runs.assign(sweep=sweep.where(runs["seq_len"].notna(), "no shape: " + runs["name"].fillna("")))
-    return shaped.sort_values(["sweep", "seq_len", "name", "run_id"], na_position="last", kind="stable")
+    """``runs`` (catalog rows) with a ``sweep`` column (what a sweep holds fixed and the axis it varies;
+    a run in no sweep: its whole shape, so its repeats sit together) and a ``swept`` column (the
+    run's value on that axis, missing outside a sweep), a sweep's runs together in order of it.
+    A run where two sweeps cross (a length sweep and a head dim sweep, say) sits in the first of
+    `sweeps.AXES`."""
+    shaped = runs[runs["seq_len"].notna()]
+    members = sweeps.sweep_members(shaped, per=("variant", "cold")).drop_duplicates("run_id")
+    axis = runs["run_id"].map(members.set_index("run_id")["axis"])
+    named = [_sweep_name(row, a) for row, a in zip(runs.to_dict("records"), axis)]
+    out = runs.assign(sweep=named, swept=runs["run_id"].map(members.set_index("run_id")["x"]).astype("Int64"))
+    return out.sort_values(["sweep", "swept", "name", "run_id"], na_position="last", kind="stable")
+
+
+def _sweep_name(row: dict, axis) -> str:
+    """'flex · decode · B8 · H32/8 · D128 · Q1 · bf16 · causal · warm · over KV cache length': the
+    variant, mode, the shape but ``axis`` (K/V heads after the heads when fewer, the queries and the
+    KV cache in decode, the window and packed lengths when there are), dtype, causal, warm or cold."""
+    if pd.isna(row["seq_len"]):
+        return "no shape: " + str(row["name"] if isinstance(row["name"], str) else "")
+    axis = axis if isinstance(axis, str) else None
+    moving = {axis, "kv_len"} if axis == "seq_len" and row["kv_len"] == row["seq_len"] else {axis}
+    decode = row["mode"] == "decode"
+    heads = _int(row["heads"]) + ("" if "kv_heads" in moving or row["kv_heads"] == row["heads"]
+                                   else "/" + _int(row["kv_heads"]))
+    parts = [row["variant"] if isinstance(row["variant"], str) else "(uploaded)", str(row["mode"]),
+             "B" + _int(row["batch"]), "H" + heads,
+             "" if "head_dim" in moving else "D" + _int(row["head_dim"]),
+             "" if "seq_len" in moving else ("Q" if decode else "L") + _int(row["seq_len"]),
+             "" if "kv_len" in moving or (row["kv_len"] == row["seq_len"] and not decode)
+             else "KV" + _int(row["kv_len"]),
+             "" if "window" in moving or not row["window"] else "W" + _int(row["window"]),
+             "packed " + str(row["varlen"]).replace(",", "+") if row["varlen"] else "",
+             row["dtype"] if isinstance(row["dtype"], str) else "",
+             {True: "causal", False: "not causal"}.get(row["causal"], ""),
+             {True: "cold", False: "warm"}.get(row["cold"], ""),
+             "over " + sweeps.AXIS_NAMES[axis] if axis else ""]
+    return " · ".join(p for p in parts if p)
+
+
+def _int(value) -> str:
+    return "?" if pd.isna(value) else str(int(value))
 
 
 def to_params(f: RunFilter) -> dict[str, str]:

@@ -76,6 +76,12 @@ WINDOW_AT = {"aten::_flash_attention_forward": 11, "aten::_flash_attention_backw
 # by 512. The math backend and the naive path compute the whole score matrix: issued = full square.
 TILES = {"flash": (128, 128), "flash_attn": (128, 128), "cudnn": (128, 128), "flex": (128, 128),
          "efficient": (64, 64), "FlashAttention-4 (CuTe DSL)": (128, 128), "flashinfer": (128, 128)}
+# Backends that run packed lengths (varlen) from the sequences' cumulative offsets (flashinfer's ragged
+# prefill, FlashAttention-4's and flash-attn's flash_attn_varlen_func): each sequence's tiles start at
+# its own first token and never cross into the next, so the FLOPs they issue are counted per sequence
+# (costmodel.issued_flops(..., per_doc=True)). Flex's document block mask and SDPA's explicit mask tile
+# the packed sequence as one: a tile straddling two sequences is issued whole when it holds a useful pair.
+PER_DOCUMENT = ("flashinfer", "FlashAttention-4 (CuTe DSL)", "flash_attn")
 CPU_FLASH = "flash (CPU)"
 CPU_FLASH_KEYS = 512
 CPU_FLASH_QUERIES = ((768, 256), (192, 64), (0, 32))   # (from this many queries, rows per tile)

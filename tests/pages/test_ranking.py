@@ -99,6 +99,7 @@ def test_runs_filters_come_from_the_url_and_keep_hidden_selections(pages, sample
     at = pages.open("runs", sweeps="1", variant="sdpa_flash")
     sweep = _catalog(at)
     assert list(sweep["seq_len"]) == [1024, 2048] and sweep["sweep"].nunique() == 1
+    assert list(sweep["swept"]) == [1024, 2048] and sweep["sweep"].iloc[0].endswith(" · over sequence length")
 
 
 def test_filter_widgets_write_the_url(pages, samples):
@@ -115,6 +116,8 @@ def _frame() -> pd.DataFrame:
         "run_id": ["a", "b", "c", "d"], "name": ["x_s2048", "x_s512", "Upload.json", "y_s512"],
         "variant": ["x", "x", None, "y"], "batch": [8, 8, math.nan, 8], "heads": [16, 16, math.nan, 16],
         "seq_len": [2048, 512, math.nan, 512], "head_dim": [64, 64, math.nan, 64],
+        "mode": ["prefill", "prefill", None, "prefill"], "kv_heads": [16, 16, math.nan, 16],
+        "kv_len": [2048, 512, math.nan, 512], "window": [0, 0, math.nan, 0], "varlen": ["", "", None, ""],
         "dtype": ["bf16", "bf16", None, "fp16"], "causal": [True, True, None, True],
         "cold": [False, False, None, False], "gpu_name": ["H200", "H200", "MI250", "H200"],
         "source": ["captured", "captured", "uploaded", "captured"]})
@@ -132,6 +135,10 @@ def test_filters_choices_and_sweeps_on_a_hand_made_catalog():
     assert list(run_filters.apply(runs, both)["run_id"]) == list("abcd")
     grouped = run_filters.with_sweeps(runs)
     assert list(grouped["run_id"]) == ["c", "b", "a", "d"]   # "no shape: …" sorts first; x's sweep shortest first
-    assert grouped.set_index("run_id").loc["b", "sweep"] == "x · B8 · H16 · D64 · bf16 · causal · warm"
+    by_id = grouped.set_index("run_id")
+    assert by_id.loc["b", "sweep"] == "x · prefill · B8 · H16 · D64 · bf16 · causal · warm · over sequence length"
+    assert by_id.loc["a", "sweep"] == by_id.loc["b", "sweep"] and list(by_id.loc[["b", "a"], "swept"]) == [512, 2048]
+    assert by_id.loc["d", "sweep"] == "y · prefill · B8 · H16 · D64 · L512 · fp16 · causal · warm"   # one point
+    assert pd.isna(by_id.loc["d", "swept"]) and pd.isna(by_id.loc["c", "swept"])
     f = run_filters.RunFilter(variant=("x", "y"), text="s512")
     assert run_filters.from_params(run_filters.to_params(f).get) == f

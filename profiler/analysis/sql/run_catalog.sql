@@ -2,6 +2,8 @@
 -- The per-iteration numbers and the verdict come from the metrics layer (metrics.sql):
 --   shape                 B×H×L×D (batch × heads × seq_len × head_dim) of captured runs, else NULL
 --   batch, heads, seq_len, head_dim  the shape's parts (NULL for uploads), for filters and sweeps
+--   mode, kv_heads, kv_len, window, varlen  the rest of a captured run's shape as sql/run_shapes.sql
+--                         gives it (never NULL for a captured run: window 0 and varlen '' when none)
 --   kernels_per_iter      kernel launches per iteration
 --   gpu_busy_us_per_iter  GPU busy time per iteration (union of kernels, copies, sets)
 --   gpu_busy_pct          that as a share of the iteration
@@ -14,6 +16,11 @@ SELECT t.run_id, t.name, t.variant,
             coalesce(t.heads::VARCHAR, '?'), t.seq_len::VARCHAR, coalesce(t.head_dim::VARCHAR, '?'))
        END AS shape,
        t.batch, t.heads, t.seq_len, t.head_dim,
+       CASE WHEN t.seq_len IS NOT NULL THEN COALESCE(t.mode, 'prefill') END AS mode,
+       CASE WHEN t.seq_len IS NOT NULL THEN COALESCE(t.kv_heads, t.heads) END AS kv_heads,
+       CASE WHEN t.seq_len IS NOT NULL THEN COALESCE(t.kv_len, t.seq_len) END AS kv_len,
+       CASE WHEN t.seq_len IS NOT NULL THEN COALESCE(t."window", 0) END AS "window",
+       CASE WHEN t.seq_len IS NOT NULL THEN COALESCE(t.varlen, '') END AS varlen,
        t.dtype, t.causal, t.cold, t.gpu_name,
        concat_ws(' · ', 'torch ' || t.torch_version, 'CUDA ' || t.cuda_version,
                  'cuDNN ' || t.cudnn_version) AS versions,
