@@ -3,7 +3,7 @@ FLOPs, bytes and % of peak from the op-level cost model; the roofline of the sel
 import streamlit as st
 
 from profiler.analysis import op_costs, queries, roofline, unmodelled, why
-from profiler.present import charts, curve_charts, kept_chart, markup, ui
+from profiler.present import charts, curve_charts, markup, ui
 
 Col = st.column_config
 COLUMNS = {
@@ -75,7 +75,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     else:
         per_op = st.toggle("One point per op (crosses)")
         ops = op_costs.ops_table(store, runs) if per_op else None
-        kept_chart.draw(store, ("roofline", per_op), runs,
+        ui.kept_chart(store, ("roofline", per_op), runs,
                         lambda: curve_charts.roofline_chart(roof, roofline.ceilings(roof), labels, ops), width="stretch")
         st.caption(markup.fmt("Peaks: {}.", "; ".join(sorted(set(roof["peak_source"].dropna())))))
         ui.table(roof.assign(run=roof["run_id"].map(labels)), column_config=TOTALS,

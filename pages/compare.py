@@ -4,7 +4,7 @@ of them launches, and how counts, GPU time and launch APIs change from run a to 
 import streamlit as st
 
 from profiler.analysis import findings, memory, queries
-from profiler.present import charts, kept_chart, markup, memory_charts, narrative, rank_view, ui
+from profiler.present import charts, markup, memory_charts, narrative, rank_view, ui
 
 Col = st.column_config
 ALIGN_COLUMNS = {
@@ -93,7 +93,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     st.subheader("Kernel sequence of one iteration", divider="gray")
     st.markdown(narrative.alignment_summary(aligned, label_a, label_b))
     if not aligned.empty:
-        kept_chart.draw(store, ("alignment", a, b, iteration), runs,
+        ui.kept_chart(store, ("alignment", a, b, iteration), runs,
                         lambda: charts.alignment_chart(aligned, label_a, label_b), width="stretch")
         with st.expander("Aligned sequence, slot by slot"):
             ui.table(aligned, column_config=ALIGN_COLUMNS, column_order=list(ALIGN_COLUMNS),
@@ -102,7 +102,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     st.subheader("Kernels per iteration, b − a", divider="gray")
     delta = queries.kernel_delta(store, a, b)
     if not delta.empty:
-        kept_chart.draw(store, ("kernel_delta", a, b), runs, lambda: charts.delta_chart(delta), width="stretch")
+        ui.kept_chart(store, ("kernel_delta", a, b), runs, lambda: charts.delta_chart(delta), width="stretch")
     with st.expander(f"Kernel table, b − a (kernels: {len(delta)})", expanded=delta.empty):
         ui.table(delta, column_config=DELTA_COLUMNS, column_order=list(DELTA_COLUMNS),
                  hide_index=True, placeholder="—")
@@ -119,7 +119,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     if not timeline.empty:
         starts = memory_charts.iteration_starts(queries.run_iterations(store, [a, b]), timeline, labels)
         with st.expander("Allocated memory over time"):
-            kept_chart.draw(store, ("allocated_over_time", a, b), runs,
+            ui.kept_chart(store, ("allocated_over_time", a, b), runs,
                             lambda: memory_charts.allocated_over_time_chart(timeline, starts, labels), width="stretch")
         ui.link_to("memory", state.with_(page="memory"), label="Memory page: peaks and live blocks")
     ui.copy_link(state)

@@ -2,7 +2,7 @@
 import streamlit as st
 
 from profiler.analysis import queries
-from profiler.present import charts, kept_chart, markup, narrative, ui
+from profiler.present import charts, markup, narrative, ui
 
 Col = st.column_config
 SUMMARY_COLUMNS = {
@@ -68,11 +68,11 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         for paragraph in story:
             st.markdown(paragraph)
     with st.expander("CPU vs GPU time of every iteration", expanded=len(runs) <= 2):
-        kept_chart.draw(store, ("cpu_gpu",), runs, lambda: charts.cpu_gpu_chart(per_iter, labels))
+        ui.kept_chart(store, ("cpu_gpu",), runs, lambda: charts.cpu_gpu_chart(per_iter, labels))
     st.subheader("Cold vs warm", divider="gray")
     state, log = ui.log_axis(state)
     if not summary.empty:
-        kept_chart.draw(store, ("cold_warm", log), runs, lambda: charts.cold_warm_chart(summary, log=log),
+        ui.kept_chart(store, ("cold_warm", log), runs, lambda: charts.cold_warm_chart(summary, log=log),
                         width="stretch")
     pairs = queries.cold_warm_table(store, runs, per_iter)
     if pairs.empty:
@@ -86,7 +86,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     if ops.empty:
         st.info("The selected runs recorded no CPU ops.")
     else:
-        kept_chart.draw(store, ("op_self_time", log), runs, lambda: charts.op_self_time_chart(ops, labels, log=log),
+        ui.kept_chart(store, ("op_self_time", log), runs, lambda: charts.op_self_time_chart(ops, labels, log=log),
                         width="stretch")
         with st.expander("Op table"):
             rows = charts.with_runs(ops, labels)

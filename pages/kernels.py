@@ -2,7 +2,7 @@
 import streamlit as st
 
 from profiler.analysis import counters, findings, queries, roofline, unmodelled
-from profiler.present import charts, curve_charts, kept_chart, markup, ui
+from profiler.present import charts, curve_charts, markup, ui
 
 Col = st.column_config
 COLUMNS = {  # what a kernel engineer reads first (time, math engine, occupancy), launch shape after
@@ -118,7 +118,7 @@ def roofline_section(store, runs, labels) -> None:
         st.caption("FLOPs and bytes moved per iteration by the attention, GEMM and memory-bound ops "
                    "(from their recorded shapes), over their kernel time, under the GPU's datasheet "
                    "roofs: the memory slope and one ceiling per engine. Per op: the Attention page.")
-        kept_chart.draw(store, ("roofline", False), runs,
+        ui.kept_chart(store, ("roofline", False), runs,
                         lambda: curve_charts.roofline_chart(roof, roofline.ceilings(roof), labels), width="stretch")
         ui.table(charts.with_runs(roof, labels), column_config=ROOF_COLUMNS, column_order=list(ROOF_COLUMNS),
                  hide_index=True, placeholder="—")
@@ -145,7 +145,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         st.info("No kernels match." if found else "The selected runs recorded no GPU kernels.")
     else:
         state, log = ui.log_axis(state)
-        kept_chart.draw(store, ("kernel_time", found, log), runs, lambda: charts.kernel_time_chart(table, labels, log=log),
+        ui.kept_chart(store, ("kernel_time", found, log), runs, lambda: charts.kernel_time_chart(table, labels, log=log),
                         width="stretch")
         rows = charts.with_runs(table, labels)
         st.caption(f"{len(rows)} kernel names over {len(runs)} run(s), heaviest first per run")

@@ -3,7 +3,7 @@ long the GPU took to start the work (launch latency)."""
 import streamlit as st
 
 from profiler.analysis import queries
-from profiler.present import charts, kept_chart, markup, ui
+from profiler.present import charts, markup, ui
 
 Col = st.column_config
 RUN = {"run": ui.run_column()}
@@ -58,12 +58,12 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         st.info("The selected runs recorded no runtime or driver API calls.")
     else:
         state, log = ui.log_axis(state)
-        kept_chart.draw(store, ("launch_api", log), runs, lambda: charts.launch_api_chart(apis, labels, log=log),
+        ui.kept_chart(store, ("launch_api", log), runs, lambda: charts.launch_api_chart(apis, labels, log=log),
                         width="stretch")
         hist = queries.launch_latency_histogram(store, runs)
         if not hist.empty:
             with st.expander("Launch latency distribution", expanded=len(runs) <= 2):
-                kept_chart.draw(store, ("latency_histogram",), runs, lambda: charts.latency_histogram_chart(hist, labels))
+                ui.kept_chart(store, ("latency_histogram",), runs, lambda: charts.latency_histogram_chart(hist, labels))
         table(charts.with_runs(apis, labels), API_COLUMNS, "launch-apis")
         with st.expander("Which kernels each API launched (linked by correlation id)"):
             table(charts.with_runs(queries.launch_targets_table(store, runs), labels),

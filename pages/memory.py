@@ -3,7 +3,7 @@ blocks live at each run's peak with the CPU op that made them (profile_memory tr
 import streamlit as st
 
 from profiler.analysis import memory, queries
-from profiler.present import charts, kept_chart, markup, memory_charts, ui
+from profiler.present import charts, markup, memory_charts, ui
 
 Col = st.column_config
 MIB = memory.MIB
@@ -62,7 +62,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     st.subheader("Allocated over time", divider="gray")
     timeline = memory.memory_timeline(store, summary["run_id"])
     starts = memory_charts.iteration_starts(queries.run_iterations(store, summary["run_id"]), timeline, labels)
-    kept_chart.draw(store, ("allocated_over_time",), runs,
+    ui.kept_chart(store, ("allocated_over_time",), runs,
                     lambda: memory_charts.allocated_over_time_chart(timeline, starts, labels), width="stretch")
     table = summary_table(summary, labels)
     ui.table(table, column_config=SUMMARY_COLUMNS, column_order=list(SUMMARY_COLUMNS), hide_index=True)

@@ -4,7 +4,7 @@ linked to its run's timeline."""
 import streamlit as st
 
 from profiler.analysis import memory, queries, sweeps
-from profiler.present import curve_charts, kept_chart, markup, memory_charts, ui
+from profiler.present import curve_charts, markup, memory_charts, ui
 
 Col = st.column_config
 
@@ -62,7 +62,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         st.subheader(markup.md(sweeps.sweep_title(points, sweep)), divider="gray")
         crossed = crossings[crossings["sweep"] == sweep]
         drawn = points[points["sweep"] == sweep]
-        kept_chart.draw(store, ("sweep", sweep, base), drawn["run_id"],
+        ui.kept_chart(store, ("sweep", sweep, base), drawn["run_id"],
                         lambda mine=mine, drawn=drawn, crossed=crossed: curve_charts.sweep_chart(mine, drawn, crossed, base),
                         width="stretch")
         for text in crossed["text"]:
@@ -84,5 +84,5 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         else:
             st.caption("Peak allocated GPU memory of each warm run (dots) and the median per length (lines), "
                        "log-log: a slope of 2 is memory that grows as L² (the score matrix), 1 as L.")
-            kept_chart.draw(store, ("peak_vs_length",), points_mem["run_id"],
+            ui.kept_chart(store, ("peak_vs_length",), points_mem["run_id"],
                             lambda: memory_charts.peak_vs_length_chart(points_mem), width="stretch")
