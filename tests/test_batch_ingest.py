@@ -161,3 +161,29 @@ def test_a_job_batch_the_store_refuses_names_the_file_in_its_place(tmp_path, mon
             if table == "traces":
                 a, b = a.drop_columns(["added_at"]), b.drop_columns(["added_at"])
             assert a.equals(b), table  # the same rows, in the same order
+
+
+def test_runs_whose_staged_columns_cannot_be_joined_are_stored_one_by_one(tmp_path, monkeypatch):
+    """Should the runs' staged tables not concatenate (an Arrow error), each run is committed alone."""
+    import pyarrow as pa
+
+    from profiler.storage import staging
+
+    files = [tmp_path / "annotated.json", tmp_path / "bare.json"]
+    files[0].write_bytes(_annotated())
+    files[1].write_bytes(_bare())
+    want = Store(tmp_path / "want.duckdb")
+    ids = [want.ingest(f).run_id for f in files]
+
+    original = staging.StagedBatch.__init__
+
+    def init(self, runs, *, take=False):
+        if len(runs) > 1:
+            raise pa.ArrowInvalid("schemas differ")
+        original(self, runs, take=take)
+    monkeypatch.setattr(staging.StagedBatch, "__init__", init)
+    store = Store(tmp_path / "store.duckdb")
+    got = store.ingest_many([(f, None) for f in files])
+    assert [r.run_id for r in got] == ids and not any(r.duplicate for r in got)
+    assert _same_runs(store, want, ids) >= 2 * 5
+

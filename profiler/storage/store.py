@@ -247,6 +247,8 @@ class Store:
         row, the batch is rolled back and the traces are committed one by one, so the error (a
         `TraceError`, returned in that trace's place) names the file; with `stop_at_error` the
         ones after it are left out (returned as that same error)."""
+        import pyarrow as pa
+
         from profiler.storage.staging import StagedBatch
 
         if not parsed:
@@ -260,9 +262,12 @@ class Store:
                 if p.run_id not in stored:
                     fresh.setdefault(p.run_id, p)
             if fresh:
+                try:  # the runs' staged tables as one (should their columns' types differ: one by one)
+                    batch = StagedBatch([(p.run_id, p.staging) for p in fresh.values()])
+                except pa.ArrowException:
+                    return self._commit_each(parsed, keep_metrics, stop_at_error)
                 con.execute("BEGIN TRANSACTION")
                 try:
-                    batch = StagedBatch([(p.run_id, p.staging) for p in fresh.values()])
                     self._insert(con, [p.row for p in fresh.values()], batch)
                     if keep_metrics:
                         metrics.store_runs(con, list(fresh))
