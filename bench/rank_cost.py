@@ -14,11 +14,16 @@ written. The phases, CPU seconds of this process (all its threads, `time.process
   write   the ranks' Parquet files and the rows the job summary reads (`rank_task._write_batch`)
 Each way runs `--repeat` times after a warm-up; the median of each phase is shown.
 
+`--against DIR` (another checkout, e.g. `git worktree add --detach DIR <commit>`): the whole batch
+task (`rank_task.parse_ranks` of `--ranks` files: store opened, files parsed and stored, Parquet
+written) timed in a fresh process with each checkout's code, alternately, `--repeat` times: its CPU
+seconds per rank, before against after.
+
 Part 2, `--job-of 1024`: bench/jobs.py's generated job (shifted clocks, rank 700 late, rank 333
 missing) ingested on a local Ray cluster of `--workers` CPUs, its summary kept, read back by
 `job NAME --json` in 3 fresh processes and by the job page's reads (bench/jobs.py `big_job`).
 
-Usage: python bench/rank_cost.py [--ranks 32] [--repeat 3] [--job-of 1024 --workers 2]
+Usage: python bench/rank_cost.py [--ranks 32] [--repeat 3] [--against DIR] [--job-of 1024 --workers 2]
                                  [--profile N] [--section NAME --write-results]
 """
 from __future__ import annotations
@@ -117,6 +122,41 @@ def cost_table(files: list[Path], repeat: int) -> str:
     return "\n".join(lines) + f"\n\nLoad average (1, 5, 15 min) after each pair of runs: {'; '.join(loads)}.\n"
 
 
+TASK = """import sys, tempfile, time
+root, files = sys.argv[1], sys.argv[2:]
+sys.path.insert(0, root)
+from profiler.storage import rank_task
+assert rank_task.__file__.startswith(root), rank_task.__file__
+with tempfile.TemporaryDirectory() as tmp:
+    rank_task.parse_ranks(files[:4], tmp + "/warm", "w", sharing=2)
+    c = time.process_time()
+    rank_task.parse_ranks(files, tmp + "/job", "p", sharing=2)
+    print((time.process_time() - c) / len(files))
+"""
+
+
+def against(files: list[Path], other: Path, repeat: int) -> str:
+    """CPU seconds per rank of a whole batch task, this checkout's code against `other`'s."""
+    import subprocess
+
+    roots = {"before": other.resolve(), "after": ROOT}
+    got: dict[str, list[float]] = {k: [] for k in roots}
+    loads = []
+    for _ in range(repeat):
+        for label, root in roots.items():
+            out = subprocess.run([sys.executable, "-c", TASK, str(root), *map(str, files)], capture_output=True,
+                                 text=True, check=True, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+            got[label].append(float(out.stdout.split()[-1]))
+        loads.append(uptime().rsplit("load average:", 1)[-1].strip())
+    version = subprocess.run(["git", "-C", str(other), "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True).stdout.strip()
+    rows = "\n".join(f"| {label} ({version if label == 'before' else code_version()}) | "
+                     f"{statistics.median(v) * 1e3:.1f} | {', '.join(f'{x * 1e3:.1f}' for x in v)} |"
+                     for label, v in got.items())
+    return ("| code | CPU ms per rank (median) | every run |\n|---|---:|---|\n" + rows
+            + f"\n\nLoad average (1, 5, 15 min) after each pair of runs: {'; '.join(loads)}.\n")
+
+
 def profile(files: list[Path], top: int) -> None:
     """cProfile of a batch task (`rank_task.parse_ranks`), its top functions by own time."""
     import cProfile
@@ -139,6 +179,7 @@ def main():
     ap.add_argument("--job-of", type=int, default=0, help="part 2: a generated job of this many ranks on Ray")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--engine", default="ray")
+    ap.add_argument("--against", type=Path, help="another checkout: its batch task's CPU per rank beside this one's")
     ap.add_argument("--profile", type=int, default=0, help="print cProfile's top N functions of a batch task")
     ap.add_argument("--sources", type=Path, default=Path(os.environ.get("PROFILER_TEST_TRACES") or SOURCES_DIR))
     ap.add_argument("--section", default="Jobs: CPU per rank, inserts one by one and batched")
@@ -158,6 +199,12 @@ def main():
             parts.append(f"**CPU per rank, a batch of {args.ranks} DLRM ranks** (~{mb:.2f} MB each; medians of "
                          f"{args.repeat} runs per way, CPU seconds of the process, all its threads):\n\n"
                          + cost_table(files, args.repeat))
+            if args.against:
+                print(f"the batch task, against {args.against} ({uptime()}) ...", file=sys.stderr)
+                parts.append(f"**A whole batch task of {args.ranks} DLRM ranks** (`rank_task.parse_ranks` in a fresh "
+                             f"process, after a warm-up batch of 4; CPU seconds of the process), the code of "
+                             f"{args.against} (before) against this checkout's (after), alternately:\n\n"
+                             + against(files, args.against, args.repeat))
             for f in files:
                 f.unlink()
         if args.job_of:
