@@ -25,6 +25,9 @@ _CLASS[[ord("{"), ord("[")]] = _OPEN
 _CLASS[[ord("}"), ord("]")]] = _CLOSE
 _CLASS[ord(",")] = _COMMA
 _CLASS[ord("\\")] = _BACKSLASH
+_TRANSLATE = _CLASS.astype(np.uint8).tobytes()  # bytes.translate's table: each byte to its class
+_STEP = np.zeros(6, np.int64)  # the depth change of each class
+_STEP[_OPEN], _STEP[_CLOSE] = 1, -1
 
 
 @dataclass
@@ -71,8 +74,9 @@ class Scanner:
         return np.concatenate((extra, ends[lengths % 2 == 1] + 1)).astype(np.int64)
 
     def _slice(self, arr: np.ndarray) -> tuple[int, int]:
-        classes = _CLASS[arr]
-        pos = np.flatnonzero(classes)
+        # bytes.translate classifies ~3x faster than indexing _CLASS with the array
+        classes = np.frombuffer(arr.tobytes().translate(_TRANSLATE), np.int8)
+        pos = np.flatnonzero(classes != 0)  # over a boolean array: ~2x faster than over int8
         cls = classes[pos]
         is_slash = cls == _BACKSLASH
         if self._slashes or is_slash.any():
@@ -81,12 +85,11 @@ class Scanner:
             pos, cls = pos[keep], cls[keep]
         quotes = cls == _QUOTE
         seen = np.cumsum(quotes)
-        outside = ((seen - quotes + self.in_string) % 2 == 0) & ~quotes
+        outside = ((seen - quotes + self.in_string) & 1 == 0) & ~quotes
         if len(seen):
             self.in_string = bool((int(seen[-1]) + self.in_string) % 2)
         pos, cls = pos[outside], cls[outside]
-        step = np.where(cls == _OPEN, 1, np.where(cls == _CLOSE, -1, 0))
-        depth = self.depth + np.cumsum(step)
+        depth = self.depth + np.cumsum(_STEP[cls])
         below = np.flatnonzero(depth < 0)
         stop = int(below[0]) if len(below) else len(depth)
         if stop and int(depth[:stop].max()) > self.max_depth:

@@ -38,9 +38,11 @@ def parse_ranks(files: list[str], base: str, key: str, keep_python: bool = False
     """`parse_rank` for each of several small files, in one task with one scratch store: the
     store is opened, its schema made and the metrics layer loaded once for all of them (for a rank
     of ~1 MB that fixed cost was most of its task), and it is held in memory (nothing of it is
-    kept: no commit's log to write, no file to close). The batch's metrics rows are computed in
-    one statement, and each table is read out once for the whole batch and cut into its ranks'
-    Parquet files (`_write_batch`): the files `parse_rank` writes, with the same rows and types.
+    kept: no commit's log to write, no file to close). The files are parsed one after the other,
+    then their staged rows stored together: one statement per table for the whole batch, and one
+    for their metrics rows (`Store.commit_batch`; a batch the store refuses is stored one by one,
+    so the refused file is named). Each table is read out once for the whole batch and cut into
+    its ranks' Parquet files (`_write_batch`): the files `parse_rank` writes, same rows and types.
     The outcomes are in file order, a bad file's TraceError among them."""
     from profiler.storage.store import Store
 
@@ -48,32 +50,44 @@ def parse_ranks(files: list[str], base: str, key: str, keep_python: bool = False
     scratch = tempfile.mkdtemp(prefix="ranks-")
     try:
         store = Store(Path(scratch) / "ranks.duckdb", threads=_task_threads(sharing), in_memory=True)
-        with store.connect() as con:  # held open: each file's calls reuse the database
-            ingested = []  # per file: (its IngestResult or the exception it raised, seconds, peak RSS)
-            for f in files:
-                started, start_rss = time.perf_counter(), reset_peak_rss()
-                try:
-                    got = store.ingest(f, keep_python=keep_python, keep_metrics=False)
-                except (errors.StoreError, KeyboardInterrupt, SystemExit):
-                    raise
-                except Exception as e:  # noqa: BLE001 - named below, as for a single file
-                    got = e
-                ingested.append((got, time.perf_counter() - started, peak_rss() - start_rss))
+        with store.connect() as con:  # held open: each call reuses the database
+            parsed = [_stage(store, f, keep_python) for f in files]  # (Staged or exception, seconds, RSS)
             started = time.perf_counter()
-            ok = [got.run_id for got, _, _ in ingested if not isinstance(got, Exception)]
-            con.execute("BEGIN TRANSACTION")
-            metrics.store_runs(con, ok)  # every rank's metrics in one statement
-            con.execute("COMMIT")
-            out = _write_batch(con, files, [got for got, _, _ in ingested], base, key)
-            shared_s = (time.perf_counter() - started) / max(1, len(ok))
+            ingested = _commit(store, [got for got, _, _ in parsed])
+            ok = sum(1 for got in ingested if not isinstance(got, BaseException))
+            timings = [(seconds, grown) for _, seconds, grown in parsed]
+            del parsed  # the staged rows: in the store now
+            out = _write_batch(con, files, ingested, base, key)
+            shared_s = (time.perf_counter() - started) / max(1, ok)
             cpu_s = (time.process_time() - cpu_started) / len(files)
-            for r, (_, seconds, grown) in zip(out, ingested):
+            for r, (seconds, grown) in zip(out, timings):
                 if isinstance(r, jobs.RankResult):
                     r.seconds, r.cpu_seconds = seconds + shared_s, cpu_s
                     r.peak_rss = max(r.peak_rss, r.start_rss + grown)
             return out
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _stage(store, file: str, keep_python: bool) -> tuple:
+    """One file of a batch parsed and staged (`Store.stage`): the `Staged` or the exception it
+    raised, the seconds it took and how much the peak RSS grew."""
+    started, start_rss = time.perf_counter(), reset_peak_rss()
+    try:
+        got = store.stage(file, keep_python=keep_python)
+    except (errors.StoreError, KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as e:  # noqa: BLE001 - named below, as for a single file
+        got = e
+    return got, time.perf_counter() - started, peak_rss() - start_rss
+
+
+def _commit(store, parsed: list) -> list:
+    """The staged files of a batch stored in one transaction, one statement per table for all of
+    them and their metrics in one (`Store.commit_batch`; should it fail, one by one, so a file the
+    store refuses is named); per file its IngestResult, or the exception it raised."""
+    staged = iter(store.commit_batch([got for got in parsed if not isinstance(got, BaseException)]))
+    return [got if isinstance(got, BaseException) else next(staged) for got in parsed]
 
 
 def _write_batch(con, files: list[str], ingested: list, base: str,

@@ -254,12 +254,40 @@ class Staging:
                 ends.append(pc.max(pc.add(t["ts_ns"], t["dur_ns"])).as_py())
         return Span(min(starts, default=None), max(ends, default=None), self.tables["kernels"].num_rows)
 
+
+
+def _tagged(table: pa.Table, run_id: str) -> pa.Table:
+    """`table` with a first column `run_id` holding `run_id` on every row (dictionary-encoded:
+    4 bytes a row, the id once); its other columns are not copied."""
+    ids = pa.DictionaryArray.from_arrays(pa.array(np.zeros(table.num_rows, dtype=np.int32)), pa.array([run_id]))
+    return table.add_column(0, "run_id", ids)
+
+
+class StagedBatch:
+    """The staged rows of one or more finished traces (`Staging.finish`), table by table, each
+    row tagged with its run's id: what the store's ingest SQL (sql/ingest/*.sql) reads as
+    stage_<table>, so that one statement per table stores every run of the batch. Concatenating
+    does not copy the rows (each run's Arrow columns are chunks of the batch's). With `take`, the
+    rows leave the runs' Stagings, so that each table's memory goes once it is copied (`release`);
+    otherwise the Stagings keep them (to store the runs one by one should the batch fail)."""
+
+    def __init__(self, runs: list[tuple[str, Staging]], *, take: bool = False):
+        self.run_ids = [run_id for run_id, _ in runs]
+        names = list(runs[0][1].tables) if runs else []
+        self.tables: dict[str, pa.Table] = {
+            name: pa.concat_tables([_tagged(staging.tables[name], run_id) for run_id, staging in runs])
+            for name in names}
+        if take:
+            for _, staging in runs:
+                staging.tables.clear()
+
     def register(self, con: duckdb.DuckDBPyConnection) -> None:
         """Make the staged tables visible to `con` as stage_<table> (this connection only)."""
         for name, table in self.tables.items():
             con.register(f"stage_{name}", table)
 
     def release(self, con: duckdb.DuckDBPyConnection, name: str) -> None:
-        """Drop a staged table once it has been copied, freeing its memory."""
+        """Drop a staged table once it has been copied (its rows stay held by the runs' Stagings
+        until they go too)."""
         con.unregister(f"stage_{name}")
         del self.tables[name]

@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # pandas loads only when a query result is read back; the par
     import pandas as pd  # the staging (pyarrow) only when a trace is ingested
 
     from profiler.parse import trace
-    from profiler.storage.staging import Staging
+    from profiler.storage.staging import StagedBatch, Staging
 
 INGEST_SQL = Path(__file__).with_name("sql") / "ingest"
 
@@ -202,115 +202,181 @@ class Store:
 
     def ingest_many(self, items: list[tuple[trace.Source, str | None]], *,
                     source: str = "uploaded") -> list[IngestResult]:
-        """Ingest several small traces ((source, name) pairs) in one transaction, their metrics
-        in one statement: the runs appear together, each with its metrics. For many small files
-        (the shipped samples) this is several times faster than `ingest` per file, whose fixed
-        costs (a transaction, the metrics statement) are most of a small file's time.
+        """Ingest several small traces ((source, name) pairs) in one transaction: their rows with
+        one statement per table for the whole batch (`commit_batch`), their metrics in one: the
+        runs appear together, each with its metrics. For many small files (the shipped samples)
+        this is several times faster than `ingest` per file, whose fixed costs (a transaction,
+        a statement per table, the metrics statement) are most of a small file's time.
 
         A file that cannot be parsed raises its `TraceError` before anything is written; when
-        the store refuses a row, the batch is rolled back and the files are ingested one by one,
+        the store refuses a row, the batch is rolled back and the files are stored one by one,
         so the error names the file (those before it are stored)."""
         if self.read_only:
             raise errors.StoreError(f"{self.label} was opened read-only.")
-        from profiler.parse import trace
-        from profiler.storage import metadata
-
-        parsed = []  # (started, summary, staging, span, row, row_notes)
-        for src, name in items:
-            started = time.perf_counter()
-            summary, staging = _parse(src, name, trace.DEFAULT_MAX_BYTES, False, None)
-            if summary.events - summary.skipped == 0:
-                self.ingest_staged(summary, staging, source=source)  # raises the error naming the file
-            span = staging.finish()
-            row, row_notes = metadata.trace_row(summary, source, span, dt.datetime.now(dt.UTC).replace(tzinfo=None))
-            parsed.append((started, summary, staging, span, row, row_notes))
-        stored: set[str] = set()
-        with self.connect() as con:
-            con.execute("BEGIN TRANSACTION")
-            try:
-                for _, _, staging, _, row, _ in parsed:
-                    if row["run_id"] in stored or con.execute(
-                            "SELECT 1 FROM traces WHERE run_id = ?", [row["run_id"]]).fetchone():
-                        continue
-                    con.execute("DROP TABLE IF EXISTS stage_launch_iteration")
-                    self._insert(con, row, staging)
-                    stored.add(row["run_id"])
-                metrics.store_runs(con, sorted(stored))
-                con.execute("COMMIT")
-            except duckdb.Error:
-                con.execute("ROLLBACK")
-                return [self.ingest(src, name, source=source) for src, name in items]
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-        out = []
-        for started, summary, staging, span, row, row_notes in parsed:
-            out.append(IngestResult(summary.run_id, summary.name, summary.events, span.kernels,
-                                    time.perf_counter() - started, row["run_id"] not in stored,
-                                    summary.notes + tuple(staging.notes()) + tuple(row_notes)))
-            stored.discard(row["run_id"])  # a second copy of the same bytes in the batch: a duplicate
+        parsed = [self.stage(src, name, source=source) for src, name in items]
+        out = self.commit_batch(parsed, stop_at_error=True)
+        for got in out:
+            if isinstance(got, BaseException):
+                raise got
         return out
+
+    def stage(self, src: trace.Source, name: str | None = None, *, source: str = "uploaded",
+              keep_python: bool = False, max_bytes: int | None = None,
+              progress: trace.Progress | None = None) -> Staged:
+        """The first half of `ingest`: one trace parsed into staged rows and its `traces` row,
+        nothing written (`commit_batch` stores many of them at once). Raises its `TraceError`."""
+        from profiler.parse import trace
+
+        started = time.perf_counter()
+        max_bytes = trace.DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
+        summary, staging = _parse(src, name, max_bytes, keep_python, progress)
+        return _staged(summary, staging, source, started)
 
     def ingest_staged(self, summary: trace.TraceSummary, staging: Staging, *, source: str = "uploaded",
                       started: float | None = None, keep_metrics: bool = True) -> IngestResult:
         """The second half of `ingest`: a parsed trace's staged rows (its ops not yet nested) into
         the store. Jobs call it with the rows of a file parsed in chunks (profiler/storage/chunks.py)."""
-        from profiler.storage import metadata
+        staged = _staged(summary, staging, source, time.perf_counter() if started is None else started)
+        return staged.result(self._commit(staged, keep_metrics))
 
-        started = time.perf_counter() if started is None else started
-        if summary.events - summary.skipped == 0:
-            why = f" ({'; '.join(summary.notes)})" if summary.notes else ""
-            raise errors.NotATraceError(summary.name, f"has no trace events{' that can be used' * bool(why)}{why}")
-        span = staging.finish()
-        row, row_notes = metadata.trace_row(summary, source, span, dt.datetime.now(dt.UTC).replace(tzinfo=None))
-        duplicate = self._commit(row, staging, summary.name, keep_metrics)
-        return IngestResult(summary.run_id, summary.name, summary.events, span.kernels,
-                            time.perf_counter() - started, duplicate,
-                            summary.notes + tuple(staging.notes()) + tuple(row_notes))
+    def commit_batch(self, parsed: list[Staged], *, keep_metrics: bool = True,
+                     stop_at_error: bool = False) -> list[IngestResult | errors.TraceError]:
+        """Store several staged traces in one transaction: each table's rows of all of them with
+        one statement (a `StagedBatch`), their metrics with one. A trace already stored, or a
+        second copy in the batch, is a duplicate and writes nothing. Should the store refuse a
+        row, the batch is rolled back and the traces are committed one by one, so the error (a
+        `TraceError`, returned in that trace's place) names the file; with `stop_at_error` the
+        ones after it are left out (returned as that same error)."""
+        import pyarrow as pa
 
-    def _commit(self, row: dict, staging: Staging, name: str, keep_metrics: bool = True) -> bool:
-        """Copy the staged trace into the store in one transaction; True if it was already there.
-        A row the store refuses is a `TraceError` naming the file and the column."""
+        from profiler.storage.staging import StagedBatch
+
+        if not parsed:
+            return []
+        ids = [p.run_id for p in parsed]
+        fresh: dict[str, Staged] = {}  # run id -> the first of the batch's copies, if not yet stored
         with self.connect() as con:
-            if con.execute("SELECT 1 FROM traces WHERE run_id = ?", [row["run_id"]]).fetchone():
+            stored = {r[0] for r in con.execute(
+                "SELECT run_id FROM traces WHERE list_contains($ids, run_id)", {"ids": ids}).fetchall()}
+            for p in parsed:
+                if p.run_id not in stored:
+                    fresh.setdefault(p.run_id, p)
+            if fresh:
+                try:  # the runs' staged tables as one (should their columns' types differ: one by one)
+                    batch = StagedBatch([(p.run_id, p.staging) for p in fresh.values()])
+                except pa.ArrowException:
+                    return self._commit_each(parsed, keep_metrics, stop_at_error)
+                con.execute("BEGIN TRANSACTION")
+                try:
+                    self._insert(con, [p.row for p in fresh.values()], batch)
+                    if keep_metrics:
+                        metrics.store_runs(con, list(fresh))
+                    con.execute("COMMIT")
+                except duckdb.Error:
+                    con.execute("ROLLBACK")
+                    return self._commit_each(parsed, keep_metrics, stop_at_error)
+                except BaseException:
+                    con.execute("ROLLBACK")
+                    raise
+        return [p.result(fresh.get(p.run_id) is not p) for p in parsed]
+
+    def _commit_each(self, parsed: list[Staged], keep_metrics: bool,
+                     stop_at_error: bool) -> list[IngestResult | errors.TraceError]:
+        """`commit_batch`'s fallback: one transaction per trace, each failure its own `TraceError`."""
+        out: list[IngestResult | errors.TraceError] = []
+        for p in parsed:
+            if stop_at_error and out and isinstance(out[-1], errors.TraceError):
+                out.append(out[-1])
+                continue
+            try:
+                out.append(p.result(self._commit(p, keep_metrics)))
+            except errors.TraceError as e:
+                out.append(e)
+        return out
+
+    def _commit(self, staged: Staged, keep_metrics: bool = True) -> bool:
+        """Copy one staged trace into the store in one transaction; True if it was already there.
+        A row the store refuses is a `TraceError` naming the file and the column."""
+        from profiler.storage.staging import StagedBatch
+
+        run_id = staged.run_id
+        with self.connect() as con:
+            if con.execute("SELECT 1 FROM traces WHERE run_id = ?", [run_id]).fetchone():
                 return True
             con.execute("BEGIN TRANSACTION")
             try:
-                self._insert(con, row, staging)
+                self._insert(con, [staged.row], StagedBatch([(run_id, staged.staging)], take=True))
                 if keep_metrics:
-                    metrics.store_runs(con, [row["run_id"]])
+                    metrics.store_runs(con, [run_id])
                 con.execute("COMMIT")
             except duckdb.Error as e:
                 con.execute("ROLLBACK")
-                stored = con.execute("SELECT 1 FROM traces WHERE run_id = ?", [row["run_id"]]).fetchone()
+                stored = con.execute("SELECT 1 FROM traces WHERE run_id = ?", [run_id]).fetchone()
                 if isinstance(e, duckdb.ConstraintException) and stored:
                     return True  # another thread committed the same trace first
-                raise errors.TraceError(name, f"cannot be stored: {one_line(e)}") from e
+                raise errors.TraceError(staged.summary.name, f"cannot be stored: {one_line(e)}") from e
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
         return False
 
-    def _insert(self, con: duckdb.DuckDBPyConnection, row: dict, staging: Staging) -> None:
-        """Within the caller's transaction: the trace's row, then its staged rows, table by table."""
-        staging.register(con)
-        self._iterations(con)
-        con.execute(ingest_sql("stage_launch_iteration"))
-        columns = ", ".join(f'"{column}"' for column in row)  # "window" is an SQL keyword
-        marks = ", ".join("?" for _ in row)
-        con.execute(f"INSERT INTO traces ({columns}) VALUES ({marks})", list(row.values()))
-        for table in tables.INSERTED:  # in order (tables.py): memory_events reads stage_ops
-            con.execute(ingest_sql(f"insert_{table.name}"), {"run_id": row["run_id"]})
-            if table.staged:
-                staging.release(con, table.staged)
-
     @staticmethod
-    def _iterations(con: duckdb.DuckDBPyConnection) -> None:
-        """stage_iterations: ProfilerStep windows, else a repeated annotation, else the whole trace."""
-        for name in ("iterations_profiler_step", "iterations_repeated_annotation", "iterations_whole_trace"):
-            con.execute(f"CREATE OR REPLACE TEMP TABLE stage_iterations AS {ingest_sql(name)}")
-            if con.execute("SELECT count(*) FROM stage_iterations").fetchone()[0]:
-                return
+    def _insert(con: duckdb.DuckDBPyConnection, rows: list[dict], batch: StagedBatch) -> None:
+        """Within the caller's transaction: the batch's `traces` rows, then its staged rows, one
+        statement per table for all its runs (sql/ingest/*.sql: their iteration windows and the
+        launches' iterations first, per run)."""
+        batch.register(con)  # on a failure these go with the cursor, the temp tables with the rollback
+        con.execute(ingest_sql("stage_iterations"))
+        con.execute(ingest_sql("stage_launch_iteration"))
+        _insert_traces(con, rows)
+        for table in tables.INSERTED:  # in order (tables.py): memory_events reads stage_ops
+            con.execute(ingest_sql(f"insert_{table.name}"))
+            if table.staged:
+                batch.release(con, table.staged)
+        for name in list(batch.tables):
+            batch.release(con, name)
+        con.execute("DROP TABLE stage_launch_iteration")
+        con.execute("DROP TABLE stage_iterations")
+
+
+@dataclass
+class Staged:
+    """One trace parsed (`Store.stage`): its summary, staged rows, time span and `traces` row."""
+    summary: trace.TraceSummary
+    staging: Staging
+    span: Any
+    row: dict
+    row_notes: list[str]
+    started: float
+
+    @property
+    def run_id(self) -> str:
+        return self.row["run_id"]
+
+    def result(self, duplicate: bool) -> IngestResult:
+        return IngestResult(self.summary.run_id, self.summary.name, self.summary.events, self.span.kernels,
+                            time.perf_counter() - self.started, duplicate,
+                            self.summary.notes + tuple(self.staging.notes()) + tuple(self.row_notes))
+
+
+def _staged(summary: trace.TraceSummary, staging: Staging, source: str, started: float) -> Staged:
+    """A parsed trace's ops nested and its `traces` row made; a trace with no usable events is a
+    `NotATraceError`."""
+    from profiler.storage import metadata
+
+    if summary.events - summary.skipped == 0:
+        why = f" ({'; '.join(summary.notes)})" if summary.notes else ""
+        raise errors.NotATraceError(summary.name, f"has no trace events{' that can be used' * bool(why)}{why}")
+    span = staging.finish()
+    row, row_notes = metadata.trace_row(summary, source, span, dt.datetime.now(dt.UTC).replace(tzinfo=None))
+    return Staged(summary, staging, span, row, row_notes, started)
+
+
+def _insert_traces(con: duckdb.DuckDBPyConnection, rows: list[dict]) -> None:
+    """The batch's `traces` rows, in one statement (every row has the same keys: metadata.trace_row)."""
+    columns = ", ".join(f'"{column}"' for column in rows[0])  # "window" is an SQL keyword
+    marks = ", ".join(f"({', '.join('?' for _ in rows[0])})" for _ in rows)
+    con.execute(f"INSERT INTO traces ({columns}) VALUES {marks}", [v for row in rows for v in row.values()])
 
 
 def _parse(src: trace.Source, name: str | None, max_bytes: int, keep_python: bool,

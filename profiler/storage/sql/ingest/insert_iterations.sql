@@ -1,4 +1,4 @@
--- The run's iteration windows (stage_iterations: Store._iterations picks them with iterations_*.sql).
+-- The iteration windows of every run of the staged batch (stage_iterations.sql picks them).
 -- includes: none
--- params: $run_id VARCHAR
-INSERT INTO iterations SELECT $run_id, iteration, name, start_ns, end_ns FROM stage_iterations
+-- params: none
+INSERT INTO iterations SELECT run_id, iteration, name, start_ns, end_ns FROM stage_iterations

@@ -1,12 +1,12 @@
 -- Kernels belong to the iteration of the call that launched them (same correlation id); those
 -- launched before the profiling window have no call, so they fall back to their own start time.
 -- includes: none
--- params: $run_id VARCHAR
+-- params: none (each staged row carries its run_id: a batch of one or more runs)
 INSERT INTO kernels
-SELECT $run_id, k.name, k.device, k.stream, k.ts_ns, k.dur_ns, k.grid_x, k.grid_y, k.grid_z,
+SELECT k.run_id, k.name, k.device, k.stream, k.ts_ns, k.dur_ns, k.grid_x, k.grid_y, k.grid_z,
        k.block_x, k.block_y, k.block_z, k.registers_per_thread, k.shared_mem_bytes,
        k.blocks_per_sm, k.warps_per_sm, k.est_occupancy_pct, k.correlation, k.external_id,
        coalesce(li.iteration, CASE WHEN k.ts_ns < it.end_ns THEN it.iteration END)
 FROM stage_kernels k
-LEFT JOIN stage_launch_iteration li ON li.correlation = k.correlation
-ASOF LEFT JOIN stage_iterations it ON k.ts_ns >= it.start_ns
+LEFT JOIN stage_launch_iteration li ON li.run_id = k.run_id AND li.correlation = k.correlation
+ASOF LEFT JOIN stage_iterations it ON it.run_id = k.run_id AND k.ts_ns >= it.start_ns

@@ -4,11 +4,11 @@
 -- aten::empty_strided (computed at staging: profiler/storage/staging.py, Staging._makers).
 -- Its iteration is the CPU iteration window it falls in.
 -- includes: none
--- params: $run_id VARCHAR
+-- params: none (each staged row carries its run_id: a batch of one or more runs)
 INSERT INTO memory_events
-SELECT $run_id, m.event_idx, m.ts_ns, m.device_type, m.device, m.addr, m.change_bytes,
+SELECT m.run_id, m.event_idx, m.ts_ns, m.device_type, m.device, m.addr, m.change_bytes,
        m.total_allocated_bytes, m.total_reserved_bytes, m.pid, m.tid, m.op_id, o.name, o.input_dims,
        CASE WHEN m.ts_ns < it.end_ns THEN it.iteration END
 FROM stage_memory m
-LEFT JOIN stage_ops o ON o.op_id = m.op_id
-ASOF LEFT JOIN stage_iterations it ON m.ts_ns >= it.start_ns
+LEFT JOIN stage_ops o ON o.run_id = m.run_id AND o.op_id = m.op_id
+ASOF LEFT JOIN stage_iterations it ON it.run_id = m.run_id AND m.ts_ns >= it.start_ns
