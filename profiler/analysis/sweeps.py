@@ -69,7 +69,10 @@ def sweep_key(shapes: pd.DataFrame, axis: str) -> pd.Series:
     if axis == "seq_len":
         cache = (shapes["kv_len"] != shapes["seq_len"]).fillna(True).astype(bool)
         fixed["kv_len"] = shapes["kv_len"].astype(str).where(cache, "L")
-    return fixed.agg("|".join, axis=1).radd(f"{axis}|") if not fixed.empty else pd.Series(dtype=str)
+    if fixed.empty:
+        return pd.Series(dtype=str)
+    columns = [fixed[c] for c in fixed.columns]
+    return columns[0].str.cat(columns[1:], sep="|").radd(f"{axis}|")
 
 
 def sweep_members(shapes: pd.DataFrame, per=("variant",)) -> pd.DataFrame:
@@ -83,7 +86,12 @@ def sweep_members(shapes: pd.DataFrame, per=("variant",)) -> pd.DataFrame:
         return parts[0]
     for axis in AXES:
         key = sweep_key(shapes, axis)
-        for _, group in shapes.groupby([*(shapes[k].astype(str) for k in per), key], sort=False):
+        by = [*(shapes[k].astype(str) for k in per), key]
+        # only groups with two or more values on the axis can be its sweep (most are one point)
+        varied = (shapes.groupby(by, sort=False)[axis].transform("nunique") > 1).to_numpy()
+        if not varied.any():
+            continue
+        for _, group in shapes[varied].groupby([b[varied] for b in by], sort=False):
             found, values = swept(group)
             if found == axis:
                 parts.append(pd.DataFrame({"run_id": group["run_id"].to_numpy(), "axis": axis,
