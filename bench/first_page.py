@@ -7,9 +7,11 @@ in a headless Chromium. Times, from the moment the browser asks for the root URL
   - all samples: every shipped sample is in the store (the progress line is gone).
 Server start (process start to the health check answering) is reported apart. Usage:
 
-    python bench/first_page.py [--app-dir DIR] [--repeat 3] [--label after] [--write-results]
+    python bench/first_page.py [--app-dir DIR | --baseline] [--repeat 3] [--label after] [--write-results]
 
 `--app-dir` runs another checkout of the app (e.g. an older commit, for a before/after figure).
+`--baseline` runs a Streamlit app of one title and one caption instead, timed the same way: the
+floor that Streamlit itself (server, front end, browser) sets on this machine.
 Needs a Chromium at /usr/bin/chromium (or $PROFILER_CHROMIUM).
 """
 from __future__ import annotations
@@ -92,9 +94,16 @@ def main() -> None:
     ap.add_argument("--app-dir", type=Path, default=ROOT)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--label", default="")
+    ap.add_argument("--baseline", action="store_true", help="time a one-title Streamlit app instead")
     ap.add_argument("--write-results", action="store_true")
     opts = ap.parse_args()
     rows = []
+    baseline = tempfile.TemporaryDirectory() if opts.baseline else None
+    if baseline:
+        Path(baseline.name, "app.py").write_text(
+            f'import streamlit as st\nst.title("Runs")\nst.caption("0 {RUNS_TEXT}")\n')
+        opts.app_dir = Path(baseline.name)
+        opts.label = opts.label or "baseline: a one-title Streamlit app"
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         for i in range(opts.repeat):
@@ -111,7 +120,7 @@ def main() -> None:
     print("median:", {k: round(v, 2) for k, v in med.items()})
     if not opts.write_results:
         return
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=opts.app_dir,
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT if baseline else opts.app_dir,
                             capture_output=True, text=True).stdout.strip()
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     label = opts.label or commit
