@@ -14,10 +14,8 @@ Usage: python bench/jobs.py [--ranks 64] [--workers 1,2] [--engine ray|processes
                             [--big-ranks 0 --rank-mb 32] [--one-file-mb 0] [--write-results]
 """
 import argparse
-import datetime
 import os
 import re
-import resource
 import shutil
 import sys
 import tempfile
@@ -29,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 from ingest import code_version, machine, uptime  # noqa: E402
 from make_large_trace import SOURCES_DIR, make_large_trace  # noqa: E402
-from results import write_section  # noqa: E402
+from results import run_report, write_section  # noqa: E402
 
 from profiler.storage import engines, job_ingest  # noqa: E402
 from profiler.storage.store import Store  # noqa: E402
@@ -251,10 +249,7 @@ def main():
                              + ".\n")
     finally:
         shutil.rmtree(out, ignore_errors=True)
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    text = (f"## {args.section}\n\n`python bench/jobs.py {' '.join(sys.argv[1:])}`, {now}, code at {code_version()}.\n\n"
-            f"Machine: {before}; after: `{uptime()}`. {started}Driver peak RSS "
-            f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3:.0f} MB.\n\n" + "\n".join(parts))
+    text = run_report(args.section, "jobs.py", code_version(), before, uptime(), parts, started)
     print(text)
     if args.write_results:
         write_section(args.section, text)

@@ -29,9 +29,7 @@ Usage: python bench/rank_cost.py [--ranks 32] [--repeat 3] [--against DIR] [--jo
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
-import resource
 import shutil
 import statistics
 import sys
@@ -45,7 +43,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from ingest import code_version, machine, uptime  # noqa: E402
 from jobs import big_job, make_job  # noqa: E402
 from make_large_trace import SOURCES_DIR  # noqa: E402
-from results import write_section  # noqa: E402
+from results import run_report, write_section  # noqa: E402
 
 from profiler.parse import trace  # noqa: E402
 from profiler.storage import jobs, metadata, metrics, rank_task  # noqa: E402
@@ -224,10 +222,7 @@ def main():
                          + big_job(files, args.workers, args.engine, 700, 333))
     finally:
         shutil.rmtree(out, ignore_errors=True)
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    text = (f"## {args.section}\n\n`python bench/rank_cost.py {' '.join(sys.argv[1:])}`, {now}, code at "
-            f"{code_version()}.\n\nMachine: {before}; after: `{uptime()}`. Driver peak RSS "
-            f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3:.0f} MB.\n\n" + "\n".join(parts))
+    text = run_report(args.section, "rank_cost.py", code_version(), before, uptime(), parts)
     print(text)
     if args.write_results:
         write_section(args.section, text)

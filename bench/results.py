@@ -1,6 +1,9 @@
 """bench/RESULTS.md: each benchmark script owns one '## <name>' section and rewrites only that."""
 from __future__ import annotations
 
+import datetime
+import resource
+import sys
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
@@ -16,3 +19,14 @@ def write_section(name: str, text: str, path: Path = RESULTS) -> None:
         end = old.find("\n## ", start + 1)
         new = old[:start] + text.rstrip("\n") + "\n" + (old[end:] if end >= 0 else "")
     path.write_text(new.rstrip("\n") + "\n")
+
+
+def run_report(section: str, script: str, code: str, before: str, after: str, parts: list[str],
+               started: str = "") -> str:
+    """A '## <section>' of a script's run: its command line, when, the code measured, the machine's
+    load before (`before`) and after, `started` (a line on what was started and not timed), the
+    driver's peak RSS, then `parts`."""
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+    return (f"## {section}\n\n`python bench/{script} {' '.join(sys.argv[1:])}`, {now}, code at {code}.\n\n"
+            f"Machine: {before}; after: `{after}`. {started}Driver peak RSS {peak_mb:.0f} MB.\n\n" + "\n".join(parts))
