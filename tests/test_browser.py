@@ -185,9 +185,15 @@ def test_sidebar_navigation_keeps_the_selected_runs(server, browser):
         page.close()
 
 
-def _choose(page, path: Path) -> None:
-    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(path))
-    page.locator('[data-testid="stFileChip"]').first.wait_for(timeout=WAIT_MS)
+def _choose(page, paths) -> None:
+    """Put `paths` (one or a list) in the page's file uploader and wait until every file has
+    reached the server: a file still uploading when the form is sent is not in it."""
+    names = [str(p) for p in (paths if isinstance(paths, (list, tuple)) else [paths])]
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(names)
+    page.wait_for_function(
+        "n => document.querySelectorAll('[data-testid=\"stFileChip\"]').length >= n"
+        " && !document.querySelector('[data-testid=\"stFileChipIconSpinner\"]')", arg=len(names),
+        timeout=WAIT_MS)
 
 
 def _upload(page, path: Path) -> None:

@@ -17,7 +17,7 @@ from profiler.storage import catalog, job_ingest, jobs
 from profiler.storage.store import Store
 from tests.crafted_markup import hostile_ranks, hostile_trace, payload
 from tests.test_browser import (  # noqa: F401 - `browser` is a fixture
-    ARTIFACTS, WAIT_MS, _assert_no_exception, _settle, browser, streamlit_app,
+    ARTIFACTS, WAIT_MS, _assert_no_exception, _choose, _settle, browser, streamlit_app,
 )
 from tests.test_security_browser import _assert_nothing_built_from_payloads as _nothing_built, _guarded_page
 
@@ -100,10 +100,12 @@ def test_a_job_uploaded_under_a_hostile_name_shows_it_as_text(hostile_server, br
     try:
         page.goto(f"{url}/upload", timeout=WAIT_MS)
         _settle(page)
-        page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(files)
+        _choose(page, files)
         page.get_by_role("textbox", name="Job name (optional)").fill(job)
         page.get_by_role("button", name="Add to the store").click()
-        page.wait_for_selector('[data-testid="stAlertContentSuccess"]', timeout=WAIT_MS)
+        alert = page.locator('[data-testid="stMain"] [data-testid^="stAlertContent"]').first
+        alert.wait_for(timeout=WAIT_MS)  # success, or the warning or error that says why not
+        assert alert.get_attribute("data-testid") == "stAlertContentSuccess", alert.inner_text()
         _settle(page)
         _assert_no_exception(page, "upload")
         _assert_nothing_built_from_payloads(page, "upload", own_links=True)
