@@ -50,8 +50,11 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     source = (f"the variants of the {len(state.runs)} selected runs, at every point captured"
               if state.runs else "every captured run in the store")
     st.caption(f"Warm runs of {source}, one section per sweep: a mode and a shape with one axis "
-               "varied. Decode is judged by TB/s (the bytes it reads over their kernel time: it is "
-               "memory-bound), prefill and training by TFLOP/s. The lines join the medians of the "
+               "varied. Each run is rated by the work its shape asks of any variant over its GPU time per "
+               "call: decode by TB/s (the bytes of Q, K, V and the output: it is memory-bound), "
+               "prefill and training by TFLOP/s (the attention's FLOPs, forward and backward), so at "
+               "one point the higher variant is the faster (the roofline on the Attention page rates "
+               "what each run's own ops do instead). The lines join the medians of the "
                "repeats, the bars span their least to their most, each dot is one run: click a dot "
                "or a point to open its run's timeline. Where two lines cross, the faster variant "
                "changes (dotted rules).")

@@ -205,3 +205,47 @@ def test_a_cpu_capture_swept_over_an_axis_is_found_on_that_axis(axis, tmp_path):
     assert set(curves["metric"]) == {"tbps" if axis == "kv_len" else "tflops"}
     for row in sweeps.crossovers(curves).itertuples():     # noisy on a shared CPU: whatever crosses is named
         assert sweeps.from_words(axis, row.mode, row.x_hi) in row.text
+
+
+def _raw_step_us(path) -> tuple[dict, float]:
+    """(the run's own shape record, GPU µs per profiled step: its kernels, sets and copies) from the
+    raw trace alone."""
+    with gzip.open(path, "rt") as f:
+        trace = json.load(f)
+    events = trace["traceEvents"]
+    steps = sum(1 for e in events if str(e.get("name", "")).startswith("ProfilerStep#") and e.get("ph") == "X"
+                and e.get("cat") == "user_annotation")
+    return trace["attention_run"], sum(e["dur"] for e in events
+                                       if e.get("cat") in ("kernel", "gpu_memset", "gpu_memcpy")) / steps
+
+
+def test_the_decode_sweep_rates_the_faster_run_higher_naive_and_math_included(tmp_path):
+    """Every run of the H200 decode sweep (8 variants, naive and math among them, KV cache 1k-64k)
+    is rated by the bytes its shape reads and writes (Q, K, V, the output), not by what its own ops
+    move: naive and math write a score matrix, which made them read fast while running 15-34x
+    slower. So at each point the variants rank as their GPU times do, and each run's TB/s times its
+    time is the shape's bytes, from the raw traces alone."""
+    store = Store(tmp_path / "d.duckdb")
+    files = sorted((SAMPLES / "modes" / "decode_sweep").glob("*.json.gz"))
+    ids = {store.ingest(p, source="captured").run_id: p for p in files}
+    with store.session() as db:
+        points = sweeps.sweep_points(db, list(ids))
+    decode = points[points["axis"] == "kv_len"]
+    assert {"naive", "sdpa_math"} <= set(decode["variant"]) and len(set(decode["variant"])) == 8
+    raw_us, by_point = {}, {}
+    for row in decode.itertuples():
+        meta, us = _raw_step_us(ids[row.run_id])
+        b, h, kv, d, n = meta["batch"], meta["heads"], meta["kv_heads"], meta["head_dim"], meta["kv_len"]
+        shape_bytes = 2 * (2 * b * h * 1 * d + 2 * b * kv * n * d)      # bf16: Q and O, K and V
+        assert row.value * us * 1e6 == pytest.approx(shape_bytes, rel=0.02), (row.variant, n)
+        raw_us[row.run_id] = us
+        by_point.setdefault(row.x, {}).setdefault(row.variant, []).append(row.run_id)
+    for x, variants in by_point.items():
+        median_us = {v: statistics.median(raw_us[r] for r in runs) for v, runs in variants.items()}
+        median_rate = decode[decode["x"] == x].groupby("variant")["value"].median()
+        for a, b in itertools.permutations(median_us, 2):  # ties within 2 % (streams overlap) aside
+            if median_us[a] * 1.02 < median_us[b]:
+                assert median_rate[a] > median_rate[b], (x, a, b)
+        assert median_rate.idxmin() == max(median_us, key=median_us.get), x   # the slowest rates lowest
+        if {"naive", "sdpa_math"} & set(median_us):
+            assert median_rate.idxmin() in ("naive", "sdpa_math"), x

@@ -66,6 +66,29 @@ def inferred_costs(calls: Sequence, shape: dict) -> list[OpCost | None]:
     return out
 
 
+def shape_work(shape: dict) -> tuple[int, int] | None:
+    """(FLOPs, bytes) of the attention a run's shape asks for, whatever computes it: one forward
+    call over Q, K and V of the shape (and, in a training run, its backward too), priced with the
+    run's mask (causal, window, packed lengths) as a fused kernel reads and writes it. Every variant
+    of that shape has this work to do at the least, so at one shape it rates runs in the order of
+    their times; a run's own modelled ops (the roofline) add what it does beyond it, e.g. the math
+    backend's full score matrix. None when a size is missing or unusable."""
+    try:
+        b, h, n, d = (int(shape[k]) for k in ("batch", "heads", "seq_len", "head_dim"))
+    except (KeyError, TypeError, ValueError, OverflowError):
+        return None
+    if min(b, h, n, d) <= 0:
+        return None
+    dtype, causal = cm.TYPE_OF.get(str(shape["dtype"]), "c10::BFloat16"), bool(shape["causal"])
+    q, kv, decode = _attention_inputs(shape, b, h, n, d)
+    window = _size(shape, "window", 0)
+    passes = (False, True) if shape.get("mode") == "train" else (False,)
+    costs = [with_run_mask(cm.attention_cost(q, kv, kv, dtype, causal, bottom_right=decode or kv[2] != n,
+                                             window=window - 1 if window else None, backward=backward), shape)
+             for backward in passes]
+    return sum(c.flops for c in costs), sum(c.bytes for c in costs)
+
+
 def _size(shape: dict, key: str, default: int) -> int:
     try:
         value = int(shape.get(key) or 0)

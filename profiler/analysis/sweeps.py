@@ -9,9 +9,9 @@ KV length is its query length, so a length sweep lets `kv_len` move with `seq_le
   shapes differ on and each run's value on it (the Sweep page and the runs page's "group sweeps").
 * `sweep_members(shapes, per)`: which runs form sweeps, per value of ``per`` (a variant), and on
   which axis: one row per run and axis it is swept on.
-* `sweep_points(store, run_ids)`: one row per run and axis it is swept on, with its throughput:
-  TB/s in decode (memory-bound: the bytes it reads over their kernel time), TFLOP/s in prefill and
-  train, both the rating layer's figures of the run (`roofline.roofline_table`).
+* `sweep_points(store, run_ids)`: one row per run and axis it is swept on, with its throughput
+  (`useful_rate`): TB/s in decode (memory-bound), TFLOP/s in prefill and train, each the work its
+  shape asks of any variant over the run's kernel time per call, so the faster run rates higher.
 * `sweep_curves(points)`: per sweep, variant and axis value, the median, min and max over the
   repeats, and the run nearest the median (the one a point opens).
 * `crossovers(curves)`: where two variants of one sweep swap the lead, with the sentence a user
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import queries, roofline
+from profiler.analysis import queries, roofline, run_shape
 
 AXES = ("seq_len", "kv_len", "window", "head_dim", "kv_heads")
 SHAPE = [k for k in queries.SHAPE_KEYS if k != "variant"]   # what a sweep holds fixed, but its axis
@@ -34,6 +34,21 @@ MIN_GAP = 0.05   # two medians this close (relative) do not lead each other: noi
 def metric_of(mode: str | None) -> str:
     """The throughput a mode is judged by: TB/s for decode, TFLOP/s for prefill and train."""
     return "tbps" if mode == "decode" else "tflops"
+
+
+def useful_rate(shape: dict, metric: str, us_per_call: float) -> float | None:
+    """A run's throughput at its shape: the work the shape asks of any variant
+    (`run_shape.shape_work`: the attention's FLOPs, or for decode the bytes of Q, K, V and the
+    output) over the time one call of the run takes (`sweep_points`: the GPU busy time per
+    iteration; a captured run calls once per iteration), in TFLOP/s or TB/s. At one shape the
+    faster run always rates higher, as in FlashAttention's and FlashInfer's benchmarks; the
+    roofline instead rates the work each run's own ops do (a naive decode that writes its score
+    matrix moves more bytes, and so reads fast there while it runs slow)."""
+    work = run_shape.shape_work(shape)
+    if work is None or not us_per_call > 0:   # missing (NaN) or no time
+        return None
+    flops, nbytes = work
+    return (nbytes if metric == "tbps" else flops) / (us_per_call * 1e-6) / 1e12
 
 
 def fixed_keys(axis: str) -> list[str]:
@@ -109,13 +124,18 @@ def sweep_points(store, run_ids) -> pd.DataFrame:
     columns = ["run_id", "variant", *SHAPE, "axis", "x", "sweep", "metric", "value", "gpu_busy_us_per_iter"]
     if shapes.empty:
         return pd.DataFrame(columns=columns)
-    rated = roofline.roofline_table(store, list(shapes["run_id"]))
+    ids = list(shapes["run_id"])
+    rated = roofline.roofline_table(store, ids)
     if rated.empty:
         return pd.DataFrame(columns=columns)
-    busy = queries.run_metrics(store, list(shapes["run_id"]))[["run_id", "gpu_busy_us_per_iter"]]
-    rows = shapes.merge(rated[["run_id", "tflops", "tbps"]], on="run_id").merge(busy, on="run_id")
+    busy = queries.run_metrics(store, ids)[["run_id", "gpu_busy_us_per_iter"]]
+    rows = shapes.merge(rated[["run_id", "kernel_us_per_iter"]], on="run_id").merge(busy, on="run_id")
     rows["metric"] = rows["mode"].map(metric_of)
-    rows["value"] = [r[m] for r, m in zip(rows[["tflops", "tbps"]].to_dict("records"), rows["metric"])]
+    # a call's time: the GPU's busy time per iteration; a run recorded on the CPU has none, and its
+    # priced ops' own time stands for it (as in the roofline)
+    gpu = rows["gpu_busy_us_per_iter"].where(rows["gpu_busy_us_per_iter"] > 0)
+    rows["value"] = [useful_rate(shape, metric, us) for shape, metric, us in
+                     zip(rows[SHAPE].to_dict("records"), rows["metric"], gpu.fillna(rows["kernel_us_per_iter"]))]
     rows = rows[rows["value"].notna() & (rows["value"] > 0)].reset_index(drop=True)
     out = sweep_members(rows).merge(rows, on="run_id")
     if out.empty:
