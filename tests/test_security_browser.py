@@ -20,7 +20,7 @@ from profiler.storage.store import Store
 from tests.crafted import CRAFTED, huge_name_trace, whitespace_gzip
 from tests.pages.test_security_pages import FLASH, NAIVE, odd_trace, payload, payload_trace
 from tests.test_browser import (  # noqa: F401 - `browser` is a fixture
-    ARTIFACTS, PAGE_TEXT, WAIT_MS, _assert_no_exception, _settle, browser, streamlit_app,
+    ARTIFACTS, PAGE_TEXT, WAIT_MS, _assert_no_exception, _choose, _settle, browser, streamlit_app,
 )
 
 pytestmark = pytest.mark.browser
@@ -115,7 +115,7 @@ def test_every_crafted_upload_gets_its_own_outcome(hostile_server, browser, tmp_
         page.goto(f"{url}/upload", timeout=WAIT_MS)
         page.get_by_text(PAGE_TEXT["upload"]).first.wait_for(timeout=WAIT_MS)
         _settle(page)
-        page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files([str(f) for f in files])
+        _choose(page, [str(f) for f in files])
         page.get_by_role("button", name="Add to the store").click()
         try:
             page.wait_for_selector("text=failed (see above)", timeout=WAIT_MS * 2)
