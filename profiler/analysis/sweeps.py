@@ -11,7 +11,7 @@ KV length is its query length, so a length sweep lets `kv_len` move with `seq_le
   which axis: one row per run and axis it is swept on.
 * `sweep_points(store, run_ids)`: one row per run and axis it is swept on, with its throughput
   (`useful_rate`): TB/s in decode (memory-bound), TFLOP/s in prefill and train, each the work its
-  shape asks of any variant over the run's kernel time per call, so the faster run rates higher.
+  shape asks of any variant over the run's GPU time per call, so the faster run rates higher.
 * `sweep_curves(points)`: per sweep, variant and axis value, the median, min and max over the
   repeats, and the run nearest the median (the one a point opens).
 * `crossovers(curves)`: where two variants of one sweep swap the lead, with the sentence a user

@@ -127,7 +127,7 @@ def sweep_chart(curves: pd.DataFrame, points: pd.DataFrame, crossings: pd.DataFr
     x = alt.X("x:Q", title=sweeps.AXIS_NAMES[axis] + (" (log)" if log_x else ""), scale=x_scale,
               axis=alt.Axis(values=xs))
     y_scale = alt.Scale(type="log")
-    y_title = f"{unit} (log): " + ("bytes read over kernel time" if metric == "tbps" else "FLOPs over kernel time")
+    y_title = f"{unit} (log): " + ("the shape's bytes over GPU time" if metric == "tbps" else "the shape's FLOPs over GPU time")
     colour = style.series_scale(dict(zip(data["variant"], data["variant"])))
     legend = style.side_legend(data["variant"].nunique(), "variant")
     color = alt.Color("variant:N", scale=colour, legend=legend)
