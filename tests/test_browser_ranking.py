@@ -11,7 +11,7 @@ import pytest
 
 from profiler.storage.store import Store
 from tests.test_browser import ARTIFACTS, WAIT_MS, _assert_no_exception, browser, streamlit_app  # noqa: F401
-from tests.test_rank import DEFAULT, VARIANTS, _kernel_us_per_step, _trace
+from tests.test_rank import DEFAULT, VARIANTS, _gpu_us_per_step, _trace
 
 pytestmark = pytest.mark.browser
 OTHER_SHAPE = DEFAULT.parent / "sweep" / "sdpa_flash_b8_h16_s2048_d64_bf16_causal_warm_r1.json.gz"
@@ -48,13 +48,13 @@ def _table(page, header: str) -> list[dict]:
 
 
 def _check_ranking(page, ids) -> None:
-    truth = sorted(VARIANTS, key=_kernel_us_per_step)
+    truth = sorted(VARIANTS, key=_gpu_us_per_step)
     rows = _table(page, "× fastest")
     assert [r["run id"] for r in rows] == [ids[v] for v in truth]
     assert [r["#"] for r in rows] == ["1", "2", "3", "4"]
-    ratio = _kernel_us_per_step(truth[1]) / _kernel_us_per_step(truth[0])
+    ratio = _gpu_us_per_step(truth[1]) / _gpu_us_per_step(truth[0])
     body = page.inner_text('[data-testid="stMain"]')
-    assert (f"{truth[0]} bf16 L=1024 · {ids[truth[0]][:6]} is fastest at {_kernel_us_per_step(truth[0]):,.1f} µs "
+    assert (f"{truth[0]} bf16 L=1024 · {ids[truth[0]][:6]} is fastest at {_gpu_us_per_step(truth[0]):,.1f} µs "
             f"per call, {ratio:.2f}× faster than {truth[1]} bf16 L=1024") in body
     assert "ranked only against runs of the same mode" in body
     assert "no other selected run has the same shape: 1 run(s) (prefill B=8 H=16 L=2048" in body
@@ -83,7 +83,7 @@ def test_compare_ranks_n_runs_against_a_baseline(ranked_server, browser):  # noq
         versus = {r["run"].split(": ", 1)[1].split(" · ")[-1]: r["µs / call × baseline"]
                   for r in _table(page, "µs / call × baseline")}
         for variant in VARIANTS:
-            want = _kernel_us_per_step(variant) / _kernel_us_per_step("sdpa_flash")
+            want = _gpu_us_per_step(variant) / _gpu_us_per_step("sdpa_flash")
             assert float(versus[ids[variant][:6]]) == pytest.approx(want, abs=0.006)
         assert versus[ids["flash_2048"][:6]] == ""      # another shape: not compared (drawn as —)
         page.screenshot(path=str(ARTIFACTS / "ranking-compare.png"), full_page=True)

@@ -22,14 +22,20 @@ def _trace(variant: str, kind: str = "warm") -> Path:
     return DEFAULT / f"{variant}_b8_h16_s1024_d64_bf16_causal_{kind}.json.gz"
 
 
-def _kernel_us_per_step(variant: str) -> float:
-    """Kernel time inside the ProfilerStep windows over the number of steps, from the raw JSON."""
+def _kernel_us_per_step(variant: str, cats=("kernel",)) -> float:
+    """Kernel time (with `cats`, of those GPU events) inside the ProfilerStep windows over the number
+    of steps, from the raw JSON."""
     with gzip.open(_trace(variant), "rt") as f:
         events = json.load(f)["traceEvents"]
     steps = [(e["ts"], e["ts"] + e["dur"]) for e in events if e.get("name", "").startswith("ProfilerStep#")]
-    kernels = [e for e in events if e.get("cat") == "kernel"]
+    kernels = [e for e in events if e.get("cat") in cats]
     inside = [e["dur"] for e in kernels if any(a <= e["ts"] < b for a, b in steps)]
     return sum(inside) / len(steps)
+
+
+def _gpu_us_per_step(variant: str) -> float:
+    """The GPU time of a step: its kernels, copies and sets (one stream: none overlap)."""
+    return _kernel_us_per_step(variant, ("kernel", "gpu_memcpy", "gpu_memset"))
 
 
 @pytest.fixture(scope="module")
@@ -44,20 +50,21 @@ def test_rank_orders_any_number_of_runs_by_time_per_call(store, capsys):
     store, ids = store
     assert main(["rank", *(ids[v] for v in VARIANTS), "--json", "--db", str(store.path)]) == 0
     got = json.loads(capsys.readouterr().out)
-    truth = sorted(VARIANTS, key=_kernel_us_per_step)
+    truth = sorted(VARIANTS, key=_gpu_us_per_step)
     assert [r["run_id"] for r in got["runs"]] == [ids[v] for v in truth]
     assert [r["rank"] for r in got["runs"]] == [1, 2, 3, 4]
     for row, variant in zip(got["runs"], truth):
+        assert row["gpu_us_per_call"] == pytest.approx(_gpu_us_per_step(variant), rel=1e-9)
         assert row["kernel_us_per_call"] == pytest.approx(_kernel_us_per_step(variant), rel=1e-9)
-        assert row["times_fastest"] == pytest.approx(_kernel_us_per_step(variant) / _kernel_us_per_step(truth[0]))
+        assert row["times_fastest"] == pytest.approx(_gpu_us_per_step(variant) / _gpu_us_per_step(truth[0]))
     naive = next(r for r in got["runs"] if r["run_id"] == ids["naive"])
     with gzip.open(_trace("naive", "cold"), "rt") as f:
         assert naive["cold_us"] == json.load(f)["attention_run"]["wall_us_per_call"]   # its cold run's first call
     assert naive["roof_bound"] == "memory" and got["runs"][0]["roof_bound"] == "compute"
     first, second = truth[0], truth[1]
-    ratio = _kernel_us_per_step(second) / _kernel_us_per_step(first)
+    ratio = _gpu_us_per_step(second) / _gpu_us_per_step(first)
     assert got["sentence"].startswith(f"{first} bf16 L=1024 · {ids[first][:6]} is fastest at "
-                                      f"{_kernel_us_per_step(first):,.1f} µs per call, {ratio:.2f}× faster than {second} ")
+                                      f"{_gpu_us_per_step(first):,.1f} µs per call, {ratio:.2f}× faster than {second} ")
     assert got["evidence"]["winner"] == ids[first] and got["evidence"]["cause"] is not None
 
 
@@ -72,13 +79,13 @@ def test_rank_names_the_architecture_when_it_differs(store, capsys):
 def test_check_fails_a_regression_and_passes_an_improvement(store):
     store, ids = store
     flash, naive = ids["sdpa_flash"], ids["naive"]
-    slower = 100 * (_kernel_us_per_step("naive") / _kernel_us_per_step("sdpa_flash") - 1)
+    slower = 100 * (_gpu_us_per_step("naive") / _gpu_us_per_step("sdpa_flash") - 1)
     fail = subprocess.run([sys.executable, "-m", "profiler", "check", flash, naive, "--db", str(store.path)],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert fail.returncode == 1
     lines = fail.stdout.splitlines()
-    assert lines[0] == (f"FAIL: {naive} is {slower:.1f}% slower than {flash} ({_kernel_us_per_step('naive'):,.1f} vs "
-                        f"{_kernel_us_per_step('sdpa_flash'):,.1f} µs per call; at most 5% slower is allowed)")
+    assert lines[0] == (f"FAIL: {naive} is {slower:.1f}% slower than {flash} ({_gpu_us_per_step('naive'):,.1f} vs "
+                        f"{_gpu_us_per_step('sdpa_flash'):,.1f} µs per call; at most 5% slower is allowed)")
     assert lines[1].startswith("  grew:") and "masked_fill" in fail.stdout   # naive's out-of-place mask
     ok = subprocess.run([sys.executable, "-m", "profiler", "check", naive, flash, "--max-slowdown", "2%", "--json",
                          "--db", str(store.path)], cwd=ROOT, capture_output=True, text=True, timeout=120)
@@ -93,3 +100,19 @@ def test_check_bounds_are_percentages_and_a_tiny_change_passes(store):
     with pytest.raises(SystemExit):
         main(["check", ids["naive"], ids["naive"], "--max-slowdown", "fast", "--db", str(store.path)])
     assert main(["check", "no-such-run", ids["naive"], "--db", str(store.path)]) == 1
+
+
+def test_the_out_of_place_masks_memcpy_counts_in_the_ranking(tmp_path, capsys):
+    """naive and naive_inplace launch the same kernels; naive's out-of-place masked_fill adds a
+    full-size Memcpy. Ranked by kernels alone they tie (943 and 944 µs); by their GPU time per call,
+    copies included, the in-place path wins by the Memcpy, as the raw traces say."""
+    store = Store(tmp_path / "s.duckdb")
+    ids = {v: store.ingest(_trace(v), name=v).run_id for v in ("naive", "naive_inplace")}
+    assert main(["rank", ids["naive"], ids["naive_inplace"], "--json", "--db", str(store.path)]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert [r["run_id"] for r in got["runs"]] == [ids["naive_inplace"], ids["naive"]]
+    copy_us = _kernel_us_per_step("naive", ("gpu_memcpy",))
+    assert copy_us > 100  # the 256 MiB score matrix copied once a call
+    margin = _gpu_us_per_step("naive") / _gpu_us_per_step("naive_inplace")
+    assert got["runs"][1]["times_fastest"] == pytest.approx(margin, rel=1e-6) and margin > 1.1
+    assert abs(_kernel_us_per_step("naive") / _kernel_us_per_step("naive_inplace") - 1) < 0.01

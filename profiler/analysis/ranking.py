@@ -2,8 +2,9 @@
 
 `rank_table(store, run_ids)` is one row per run, fastest first:
 
-- ``kernel_us_per_call``: what the ranking sorts by (`timings`: the trace's kernel time per
-  iteration; a captured run calls the variant once per iteration); ties go to the run id;
+- ``gpu_us_per_call``: what the ranking sorts by (`timings`: the GPU time of one iteration, its
+  kernels, copies and sets; a captured run calls the variant once per iteration); ties go to the
+  run id; ``kernel_us_per_call``: the kernels alone;
 - ``times_fastest``: that time over the fastest run's (1.0 for the winner);
 - ``tflops``, ``tbps``, ``pct_of_roof``, ``roof_bound`` (``compute`` | ``memory``): the op cost
   model's rating of the run (`roofline.roofline_table`); missing where no op is modelled;
@@ -44,7 +45,7 @@ QUALIFY row_number() OVER (PARTITION BY w.run_id ORDER BY c.added_at DESC, c.run
 """
 # what makes runs comparable: the mode and every size of the attention (queries.SHAPE_KEYS but the variant)
 SHAPE = ("mode", "batch", "heads", "kv_heads", "seq_len", "kv_len", "head_dim", "window", "varlen", "dtype", "causal")
-COLUMNS = ["rank", "run_id", "label", "kernel_us_per_call", "times_fastest", "tflops", "tbps", "pct_of_roof",
+COLUMNS = ["rank", "run_id", "label", "gpu_us_per_call", "kernel_us_per_call", "times_fastest", "tflops", "tbps", "pct_of_roof",
            "roof_bound", "peak_allocated_bytes", "cold_us", "wall_us_per_call", "graph_us_per_call", "bound"]
 
 
@@ -63,27 +64,27 @@ def rank_table(store, run_ids) -> pd.DataFrame:
     cold = store.query(COLD_SQL, {"run_ids": ids}).set_index("run_id")["cold_us"]
     table["cold_us"] = table["run_id"].map(cold)
     table["bound"] = table["run_id"].map(queries.run_metrics(store, ids).set_index("run_id")["bound"])
-    table = table.sort_values(["kernel_us_per_call", "run_id"], na_position="last", ignore_index=True)
-    fastest = table["kernel_us_per_call"].min()
-    table["times_fastest"] = table["kernel_us_per_call"] / fastest if fastest and fastest == fastest else None
+    table = table.sort_values(["gpu_us_per_call", "run_id"], na_position="last", ignore_index=True)
+    fastest = table["gpu_us_per_call"].min()
+    table["times_fastest"] = table["gpu_us_per_call"] / fastest if fastest and fastest == fastest else None
     table["rank"] = range(1, len(table) + 1)
     return table[COLUMNS]
 
 
 def rank_sentence(store, table: pd.DataFrame) -> tuple[str, dict]:
     """(the sentence, its evidence) for a `rank_table`."""
-    timed = table[table["kernel_us_per_call"].notna()]
+    timed = table[table["gpu_us_per_call"].notna()]
     if timed.empty:
         return "None of these runs recorded GPU kernels: there is nothing to rank.", {}
     win = timed.iloc[0]
     if len(timed) == 1:
-        return f"{win['label']} is the only run with GPU kernels ({win['kernel_us_per_call']:,.1f} µs per call).", \
+        return f"{win['label']} is the only run with GPU kernels ({win['gpu_us_per_call']:,.1f} µs per call).", \
             {"winner": win["run_id"]}
     second = timed.iloc[1]
-    ratio = second["kernel_us_per_call"] / win["kernel_us_per_call"]
+    ratio = second["gpu_us_per_call"] / win["gpu_us_per_call"]
     cause = _cause(store, win["run_id"], second["run_id"])
-    text = (f"{win['label']} is fastest at {win['kernel_us_per_call']:,.1f} µs per call, "
-            f"{ratio:.2f}× faster than {second['label']} ({second['kernel_us_per_call']:,.1f} µs)"
+    text = (f"{win['label']} is fastest at {win['gpu_us_per_call']:,.1f} µs per call, "
+            f"{ratio:.2f}× faster than {second['label']} ({second['gpu_us_per_call']:,.1f} µs)"
             + (f". Why: {cause.text}" if cause else "."))
     return text, {"winner": win["run_id"], "runner_up": second["run_id"], "ratio": round(float(ratio), 4),
                   "cause": cause.kind if cause else None}
@@ -171,7 +172,7 @@ class Check:
 
 def check(store, baseline: str, candidate: str, max_slowdown_pct: float, most: int = 5) -> Check:
     """Compare the candidate's time per call against the baseline's (see the module docstring)."""
-    table = timings.run_timings(store, [baseline, candidate]).set_index("run_id")["kernel_us_per_call"]
+    table = timings.run_timings(store, [baseline, candidate]).set_index("run_id")["gpu_us_per_call"]
     base, cand = float(table.get(baseline)), float(table.get(candidate))
     delta = queries.kernel_delta(store, baseline, candidate)
     grown = delta.assign(grew=delta["us_b"] - delta["us_a"]).sort_values(["grew", "kernel"], ascending=[False, True])

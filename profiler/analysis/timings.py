@@ -1,8 +1,10 @@
 """The three timings of a run, each with its own name and unit, and its peak memory.
 
-- ``kernel_us_per_call``: the metrics layer's ``kernel_us_per_iter`` (kernel time per iteration
-  from the trace; a captured run calls the variant once per iteration). Uploads get it too, per
-  iteration.
+- ``gpu_us_per_call``: the metrics layer's ``gpu_busy_us_per_iter``: the time the GPU ran one
+  iteration's own kernels, copies and sets, overlapping streams counted once (a captured run calls
+  the variant once per iteration; uploads get it per iteration). What runs are ranked by: a copy
+  is part of a call's cost (the naive path's out-of-place mask is a full-size Memcpy).
+- ``kernel_us_per_call``: its kernels alone (``kernel_us_per_iter``).
 - ``wall_us_per_call``: CUDA events around ``wall_calls`` back-to-back calls outside the profiler,
   divided by the count; a cold run's value is its one first call (``wall_calls`` = 1).
 - ``graph_us_per_call``: replay of a CUDA graph of one call, over ``graph_calls`` replays (host
@@ -15,7 +17,7 @@ import pandas as pd
 
 from profiler.analysis import memory, queries
 
-COLUMNS = ["run_id", "cold", "kernel_us_per_call", "wall_us_per_call", "wall_calls", "graph_us_per_call",
+COLUMNS = ["run_id", "cold", "gpu_us_per_call", "kernel_us_per_call", "wall_us_per_call", "wall_calls", "graph_us_per_call",
            "graph_calls", "graph_note", "peak_allocated_bytes"]
 
 
@@ -23,8 +25,10 @@ def run_timings(store, run_ids) -> pd.DataFrame:
     """One row per run in ``run_ids`` order, with COLUMNS (NaN/None where a run lacks a value)."""
     ids = queries._ids(run_ids)
     table = queries._run(store, "run_timings", run_ids=ids)
-    kernel = queries.run_metrics(store, ids).set_index("run_id")["kernel_us_per_iter"]
+    metrics = queries.run_metrics(store, ids).set_index("run_id")
+    kernel, busy = metrics["kernel_us_per_iter"], metrics["gpu_busy_us_per_iter"]
     peaks = memory.memory_summary(store, ids).set_index("run_id")["peak_allocated_bytes"]
+    table["gpu_us_per_call"] = table["run_id"].map(busy)
     table["kernel_us_per_call"] = table["run_id"].map(kernel)
     table["peak_allocated_bytes"] = table["run_id"].map(peaks)
     return table[COLUMNS]

@@ -87,7 +87,7 @@ def _print_table(table, sentence: str) -> None:
     print(f"{'#':>2s}  {'µs/call':>9s}  {'× best':>6s}  {'TFLOP/s':>8s}  {'TB/s':>6s}  {'% roof':>6s}  "
           f"{'bound by':8s}  {'peak MiB':>9s}  {'cold µs':>10s}  run")
     for r in table.to_dict("records"):
-        print(f"{r['rank']:>2d}  {_n(r['kernel_us_per_call'], '9,.1f')}  {_n(r['times_fastest'], '6.2f')}  "
+        print(f"{r['rank']:>2d}  {_n(r['gpu_us_per_call'], '9,.1f')}  {_n(r['times_fastest'], '6.2f')}  "
               f"{_n(r['tflops'], '8.1f')}  {_n(r['tbps'], '6.2f')}  {_n(r['pct_of_roof'], '6.1f')}  "
               f"{_text(r['roof_bound']):8s}  {_n(_mib(r['peak_allocated_bytes']), '9,.1f')}  "
               f"{_n(r['cold_us'], '10,.0f')}  {r['run_id']}  {printable(r['label'])}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-COLUMNS = ["rank", "label", "kernel_us_per_call", "times_fastest", "rate", "pct_of_roof", "roof_bound",
+COLUMNS = ["rank", "label", "gpu_us_per_call", "times_fastest", "rate", "pct_of_roof", "roof_bound",
            "peak_allocated_mib", "cold_us", "bound", "run_id"]
 SHAPE_NOTE = ("Runs are ranked only against runs of the same mode (prefill, decode, train) and shape "
               "(batch, heads and K/V heads, query and K/V length, head dim, window, packed lengths, dtype, "
@@ -46,7 +46,7 @@ def against_baseline(store, run_ids, baseline: str) -> pd.DataFrame:
 
     ids = list(dict.fromkeys(run_ids))
     metrics = queries.run_metrics(store, ids)
-    per_call = timings.run_timings(store, ids).set_index("run_id")["kernel_us_per_call"]
+    per_call = timings.run_timings(store, ids).set_index("run_id")["gpu_us_per_call"]
     same = next((g.run_ids for g in ranking.shape_groups(store, ids) if baseline in g.run_ids), (baseline,))
     base = per_call.get(baseline)
     ratio = [per_call.get(r) / base if r in same and base and pd.notna(base) else None for r in metrics["run_id"]]

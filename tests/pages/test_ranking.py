@@ -11,7 +11,7 @@ import pytest
 from profiler.present import run_filters
 from profiler.storage.store import Store
 from tests.pages.conftest import tables_with
-from tests.test_rank import DEFAULT, VARIANTS, _kernel_us_per_step, _trace
+from tests.test_rank import DEFAULT, VARIANTS, _gpu_us_per_step, _trace
 
 OTHER_SHAPE = DEFAULT.parent / "sweep" / "sdpa_flash_b8_h16_s2048_d64_bf16_causal_warm_r1.json.gz"
 
@@ -36,7 +36,7 @@ def samples(sample_store_template, tmp_path, monkeypatch):
 
 
 def _truth():
-    return sorted(VARIANTS, key=_kernel_us_per_step)
+    return sorted(VARIANTS, key=_gpu_us_per_step)
 
 
 def _check_ranked(at, pages, ids):
@@ -45,14 +45,14 @@ def _check_ranked(at, pages, ids):
     assert list(ranked["run_id"]) == [ids[v] for v in truth]          # the 2048 run is not among them
     assert list(ranked["rank"]) == [1, 2, 3, 4]
     for (_, row), variant in zip(ranked.iterrows(), truth):
-        assert row["kernel_us_per_call"] == pytest.approx(_kernel_us_per_step(variant), rel=1e-9)
-        assert row["times_fastest"] == pytest.approx(_kernel_us_per_step(variant) / _kernel_us_per_step(truth[0]))
+        assert row["gpu_us_per_call"] == pytest.approx(_gpu_us_per_step(variant), rel=1e-9)
+        assert row["times_fastest"] == pytest.approx(_gpu_us_per_step(variant) / _gpu_us_per_step(truth[0]))
     naive = ranked.set_index("run_id").loc[ids["naive"]]
     assert naive["roof_bound"] == "memory" and naive["rate"].endswith(" TB/s")
     assert ranked.iloc[0]["rate"].endswith(" TFLOP/s")
-    ratio = _kernel_us_per_step(truth[1]) / _kernel_us_per_step(truth[0])
+    ratio = _gpu_us_per_step(truth[1]) / _gpu_us_per_step(truth[0])
     text = pages.texts(at)
-    assert (f"{truth[0]} bf16 L=1024 · {ids[truth[0]][:6]} is fastest at {_kernel_us_per_step(truth[0]):,.1f} µs "
+    assert (f"{truth[0]} bf16 L=1024 · {ids[truth[0]][:6]} is fastest at {_gpu_us_per_step(truth[0]):,.1f} µs "
             f"per call, {ratio:.2f}× faster than {truth[1]} bf16 L=1024") in text
     assert "B=8 H=16 L=1024 D=64 bf16 causal** · 4 runs" in text
     assert "ranked only against runs of the same mode" in text
@@ -74,7 +74,7 @@ def test_compare_ranks_n_runs_and_measures_each_against_the_baseline(pages, samp
     (metrics,) = tables_with(at, "times_baseline")
     ratio = metrics.set_index("run_id")["times_baseline"]
     for variant in VARIANTS:
-        want = _kernel_us_per_step(variant) / _kernel_us_per_step("sdpa_flash")
+        want = _gpu_us_per_step(variant) / _gpu_us_per_step("sdpa_flash")
         assert ratio[samples[variant]] == pytest.approx(want, rel=1e-9)
     assert pd.isna(ratio[samples["flash_2048"]])                       # another shape: not comparable
     assert at.selectbox[0].value == samples["sdpa_flash"]
