@@ -14,6 +14,7 @@ import pytest
 from profiler.analysis import timings
 from profiler.cli.main import main
 from profiler.storage.store import Store
+from tests import raw_trace
 from tests.conftest import SAMPLES
 
 MODES = SAMPLES / "modes"
@@ -36,9 +37,7 @@ def _trace(name: str) -> dict:
 
 def _kernel_us_per_call(trace: dict) -> float:
     """Kernel time summed over the trace, per profiled step (one call each)."""
-    events = trace["traceEvents"]
-    steps = sum(1 for e in events if e.get("cat") == "user_annotation" and str(e.get("name", "")).startswith("ProfilerStep#"))
-    return sum(e["dur"] for e in events if e.get("cat") == "kernel") / steps
+    return raw_trace.us_per_step(trace["traceEvents"])
 
 
 def _kept_pairs(meta: dict) -> int:

@@ -12,6 +12,7 @@ import pytest
 
 from profiler.analysis import findings
 from profiler.storage.store import Store
+from tests import raw_trace
 from tests.conftest import SAMPLES
 
 MODES = SAMPLES / "modes"
@@ -33,8 +34,7 @@ def _trace(name: str) -> dict:
 
 
 def _steps(trace: dict) -> int:
-    return sum(1 for e in trace["traceEvents"] if e.get("cat") == "user_annotation"
-               and str(e.get("name", "")).startswith("ProfilerStep#"))
+    return len(raw_trace.steps(trace["traceEvents"]))
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ import pytest
 
 from profiler.cli.main import main
 from profiler.storage.store import Store
+from tests import raw_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "data" / "samples" / "default"
@@ -25,17 +26,12 @@ def _trace(variant: str, kind: str = "warm") -> Path:
 def _kernel_us_per_step(variant: str, cats=("kernel",)) -> float:
     """Kernel time (with `cats`, of those GPU events) inside the ProfilerStep windows over the number
     of steps, from the raw JSON."""
-    with gzip.open(_trace(variant), "rt") as f:
-        events = json.load(f)["traceEvents"]
-    steps = [(e["ts"], e["ts"] + e["dur"]) for e in events if e.get("name", "").startswith("ProfilerStep#")]
-    kernels = [e for e in events if e.get("cat") in cats]
-    inside = [e["dur"] for e in kernels if any(a <= e["ts"] < b for a, b in steps)]
-    return sum(inside) / len(steps)
+    return raw_trace.us_per_step(raw_trace.load(_trace(variant))["traceEvents"], cats, inside_steps=True)
 
 
 def _gpu_us_per_step(variant: str) -> float:
     """The GPU time of a step: its kernels, copies and sets (one stream: none overlap)."""
-    return _kernel_us_per_step(variant, ("kernel", "gpu_memcpy", "gpu_memset"))
+    return _kernel_us_per_step(variant, raw_trace.GPU_WORK)
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@ mode, the spread of the repeats and the crossovers named, checked against an ind
 computation on the real H200 samples and on CPU captures swept over each axis."""
 from __future__ import annotations
 
-import gzip
 import itertools
 import json
 import statistics
@@ -16,6 +15,7 @@ import pytest
 from profiler.analysis import findings, queries, sweeps
 from profiler.present import curve_charts
 from profiler.storage.store import Store
+from tests import raw_trace
 from tests.conftest import ROOT, SAMPLES
 
 SEQ_VARIANTS = ("flex", "sdpa_flash", "sdpa_cudnn", "sdpa_efficient", "flash_attn_4")
@@ -38,16 +38,12 @@ def h200(tmp_path_factory):
 def _trace_tflops(path) -> tuple[str, int, float]:
     """(variant, length, TFLOP/s) from the raw trace alone: 4·B·H·D FLOPs for each of the L(L+1)/2
     causal query-key pairs, per step, over the GPU time (kernels, sets, copies) of the profiled steps."""
-    with gzip.open(path, "rt") as f:
-        trace = json.load(f)
+    trace = raw_trace.load(path)
     meta = trace["attention_run"]
-    events = trace["traceEvents"]
-    steps = sum(1 for e in events if str(e.get("name", "")).startswith("ProfilerStep#") and e.get("ph") == "X"
-                and e.get("cat") == "user_annotation")
-    kernel_us = sum(e["dur"] for e in events if e.get("cat") in ("kernel", "gpu_memset", "gpu_memcpy"))
+    gpu_us = raw_trace.us_per_step(trace["traceEvents"], raw_trace.GPU_WORK)
     length = meta["seq_len"]
-    flops = 4 * meta["batch"] * meta["heads"] * meta["head_dim"] * length * (length + 1) // 2 * steps
-    return meta["variant"], length, flops / kernel_us / 1e6
+    flops = 4 * meta["batch"] * meta["heads"] * meta["head_dim"] * length * (length + 1) // 2
+    return meta["variant"], length, flops / gpu_us / 1e6
 
 
 def _independent_crossings(medians: dict) -> set:
@@ -210,13 +206,8 @@ def test_a_cpu_capture_swept_over_an_axis_is_found_on_that_axis(axis, tmp_path):
 def _raw_step_us(path) -> tuple[dict, float]:
     """(the run's own shape record, GPU µs per profiled step: its kernels, sets and copies) from the
     raw trace alone."""
-    with gzip.open(path, "rt") as f:
-        trace = json.load(f)
-    events = trace["traceEvents"]
-    steps = sum(1 for e in events if str(e.get("name", "")).startswith("ProfilerStep#") and e.get("ph") == "X"
-                and e.get("cat") == "user_annotation")
-    return trace["attention_run"], sum(e["dur"] for e in events
-                                       if e.get("cat") in ("kernel", "gpu_memset", "gpu_memcpy")) / steps
+    trace = raw_trace.load(path)
+    return trace["attention_run"], raw_trace.us_per_step(trace["traceEvents"], raw_trace.GPU_WORK)
 
 
 def test_the_decode_sweep_rates_the_faster_run_higher_naive_and_math_included(tmp_path):
