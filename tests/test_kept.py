@@ -113,7 +113,7 @@ def test_a_run_ingested_again_with_other_rows_gets_fresh_op_costs(tmp_path):
 
 
 def test_a_kept_chart_is_built_once_and_again_after_a_rename(fixture_store):
-    """The charts of a page's later visits come from what was kept (profiler/present/ui.py: kept_chart
+    """The charts of a page's later visits come from what was kept (profiler/present/ui/tables.py: kept_chart
     draws `kept.value` of the chart); a renamed run's chart (its legend names the run) is built
     afresh, and a chart's frames count towards the byte limit."""
     import altair as alt

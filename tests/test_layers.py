@@ -8,7 +8,7 @@ vocab holds plain data every layer reads (what an attention op or kernel is), so
 other layer but errors. A module in profiler/<layer>/ imports modules of its own layer and of layers before it, except
 that parse, storage and analysis never import capture (torch lives there; only present and cli
 reach it). profiler/errors.py imports no other profiler module. Every import counts, also one
-inside a function or under TYPE_CHECKING. Only capture imports torch; only present (ui.py) and the
+inside a function or under TYPE_CHECKING. Only capture imports torch; only present (its ui package) and the
 pages import streamlit.
 
 Pages (app.py, pages/*.py) import only profiler.present, profiler.analysis and profiler.errors,

@@ -278,7 +278,7 @@ def test_every_connection_refuses_to_load_or_install_extensions(hostile_store, t
 
 @pytest.mark.parametrize("stem", [payload("F"), "job-" + CONTROLS, "../../etc/passwd", 'a"b\\c', "x" * 500])
 def test_download_file_names_hold_no_path_or_control_character(stem):
-    from profiler.present.ui import _file_name
+    from profiler.present.ui.tables import _file_name
 
     name = _file_name(stem, ".csv")
     assert name.endswith(".csv") and len(name) <= 124

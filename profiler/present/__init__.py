@@ -1,4 +1,4 @@
-"""DataFrames to Altair charts and literal text, view state to URLs, progress; ui.py is the one module that imports streamlit."""
+"""DataFrames to Altair charts and literal text, view state to URLs, progress; the ui package is the one that imports streamlit."""
 import sys
 
 # Altair's schema checker, jsonschema, imports the optional IRI format checker rfc3987-syntax when it

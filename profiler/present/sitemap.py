@@ -1,6 +1,6 @@
 """Every page of the dashboard, listed once: its URL path, title, script, icon and sidebar group.
 
-`share.py` reads the URL paths (a link names its page by them), `ui.py` the scripts and icons
+`share.py` reads the URL paths (a link names its page by them), `ui` the scripts and icons
 (page links) and `app.py` the whole list (`st.navigation`). Adding a page is one line here plus
 its script in `pages/` (docs/architecture.md, "Adding a page").
 

@@ -162,9 +162,9 @@ def test_the_capture_preload_waits_while_a_page_is_drawn(monkeypatch):
     ui.page_run) and none has begun or ended for QUIET_S: torch's import would slow that page."""
     from profiler.present import ui
 
-    monkeypatch.setattr(ui, "QUIET_S", 0.3)
+    monkeypatch.setattr(ui.session, "QUIET_S", 0.3)
     quiet = threading.Event()
-    waiter = threading.Thread(target=lambda: (ui._wait_until_quiet(), quiet.set()), daemon=True)
+    waiter = threading.Thread(target=lambda: (ui.session._wait_until_quiet(), quiet.set()), daemon=True)
     with ui.page_run("upload"):  # a page that does not hold the store: no store needed here
         waiter.start()
         time.sleep(0.8)

@@ -1,0 +1,57 @@
+"""App glue: the one backend package that imports streamlit. Pages use only this API, as ``ui.<name>``.
+
+Its modules: ``session`` (the store, seeding, page runs, the preload), ``view`` (the URL's view,
+links, errors), ``tables`` (tables, downloads, charts), ``work`` (uploads, jobs, captures).
+
+Store: ``get_store() -> Store`` is the store at ``PROFILER_DB`` (default ``data/traces.duckdb``),
+cached per process, seeded from ``data/samples/`` on a background thread when empty (unless
+``PROFILER_SEED=0``; ``seeding()`` tells how far it got); safe to share, it opens a short
+connection per call. ``traces_dir()``: kept original traces.
+
+View state (the URL is the source of truth; ``profiler.present.share``):
+    ``view_state(page) -> ViewState``  the URL's view for ``page`` (a url path, ``share.PAGES``);
+        a bad parameter becomes an ``st.warning``; with no ``runs`` in the URL (after a sidebar
+        click) the session's last selection is used and written back to the URL.
+    ``set_view(state)`` / ``update_view(state, **changes) -> ViewState``  write to the URL.
+    ``select_runs(run_ids)``  make ``run_ids`` the selection (URL + session).
+    ``link_to(page, state, label=None)``  ``st.page_link`` that carries the state.
+    ``copy_link(state) -> str``  a "Share this view" popover with the full URL (copy button).
+
+Empty states and errors:
+    ``require_runs(state, minimum=1, purpose=...) -> tuple[str, ...]``  the selected runs that
+        exist (warns about unknown ones), else "No runs selected: pick runs on the runs page"
+        with a page link, then ``st.stop()``.
+    ``show_error(err)``, ``with guard(): ...``  the project's errors (``ProfilerError``,
+        ``ShareError``) as ``st.error`` sentences instead of tracebacks.
+
+Tables, files, captures:
+    ``pick_rows(df, key, selected, id_col="run_id", **kw) -> tuple[str, ...]``  row-selectable
+        ``st.dataframe`` pre-selected from ``selected``; the selected ids (selected ids that are
+        not rows of ``df``, e.g. filtered out, stay selected).
+    ``ranked_runs(store, run_ids)``  one ranked table per shape group, its sentence on top
+        (``profiler.analysis.ranking``); the runs page and compare show the same.
+    ``table(df, **kw)``  ``st.dataframe`` with safe cells (no formula, no line break: its
+        toolbar downloads them); pages show every table through it.
+    ``csv_download(df, name, label=...)``  ``name.csv`` download button (cells made safe alike).
+    ``ingest_files(files) -> list[IngestResult]``  one progress bar per upload, errors per file.
+    ``upload_limit_mb() -> int``  the server's per-file upload limit.
+    ``trace_download(run_id)``  download the run's original ``.json.gz`` (for Perfetto).
+    ``capture_runs(config) -> (results, skipped outcomes)``  a ``profiler.capture.recorder`` capture with
+        a live bar per variant, then ingest; one capture per server at a time (others wait).
+"""
+from profiler.present.ui.session import (PROJECT_ERRORS, WRITING_PAGES, db_path, get_store, page_run,
+                                        preload_capture, seeding, traces_dir)
+from profiler.present.ui.tables import (RUN_COLUMN_PX, csv_download, kept_chart, pick_rows, ranked_runs, run_column,
+                                       table)
+from profiler.present.ui.view import (PAGE_FILES, PAGE_ICONS, app_base, copy_link, entered_through_app, guard,
+                                     guard_quietly, link_to, log_axis, require_runs, select_runs, set_view, show_error,
+                                     update_view, view_state)
+from profiler.present.ui.work import (capture_runs, ingest_files, ingest_job_upload, trace_download,
+                                     upload_limit_mb)
+
+__all__ = ["PAGE_FILES", "PAGE_ICONS", "PROJECT_ERRORS", "RUN_COLUMN_PX", "WRITING_PAGES", "app_base",
+           "capture_runs", "copy_link", "csv_download", "db_path", "entered_through_app", "get_store", "guard",
+           "guard_quietly", "ingest_files", "ingest_job_upload", "kept_chart", "link_to", "log_axis", "page_run",
+           "pick_rows", "preload_capture", "ranked_runs", "require_runs", "run_column", "seeding", "select_runs",
+           "set_view", "show_error", "table", "trace_download", "traces_dir", "update_view", "upload_limit_mb",
+           "view_state"]

@@ -1,0 +1,141 @@
+"""The app's store and the work around page runs (part of the app glue, `profiler.present.ui`).
+
+``get_store()`` is the store at ``db_path()`` (``PROFILER_DB``, default ``data/traces.duckdb``),
+cached per process and seeded from ``data/samples/`` on a background thread when empty (unless
+``PROFILER_SEED=0``; ``seeding()`` tells how far it got). ``page_run(page)`` wraps one page's
+script run (app.py); ``preload_capture()`` warms what later pages need once the server is quiet.
+"""
+from __future__ import annotations
+
+import gc
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import streamlit as st
+
+from profiler.analysis import queries, timings
+from profiler.capture.samples import Seeding, seed_in_background
+from profiler.errors import ProfilerError
+from profiler.present.share import ShareError
+from profiler.storage.store import Store, default_db_path
+
+PROJECT_ERRORS = (ProfilerError, ShareError)  # TraceError, StoreError, ... all derive from it
+WRITING_PAGES = ("profile", "upload")  # page_run leaves these pages' store calls their own
+QUIET_S = 3.0  # the preload waits until no page has been drawn for this long (it would slow that page)
+_PAGES = {"running": 0, "last": time.monotonic()}  # page script runs in flight (page_run), and when one last began or ended
+_PAGES_LOCK = threading.Lock()
+
+
+@st.cache_resource(show_spinner="Opening the trace store…")
+def _store_at(path: str) -> tuple[Store, Seeding]:
+    store = Store(path)
+    if os.environ.get("PROFILER_SEED", "1") == "0":
+        return store, Seeding()
+    return store, seed_in_background(store)
+
+
+def db_path() -> str:
+    """The store path this process uses (``PROFILER_DB`` or the default)."""
+    return str(Path(os.environ.get("PROFILER_DB") or default_db_path()).resolve())
+
+
+def get_store() -> Store:
+    """The cached store for ``db_path()``."""
+    return _store_at(db_path())[0]
+
+
+@contextmanager
+def page_run(page: str) -> Iterator[None]:
+    """One script run of ``page`` (a url path; app.py, around the page): counted as a page being
+    drawn (the preload waits for none to be), with the store's database held open, so that the
+    page's reads share one open database instead of opening the file (and closing it, which
+    writes a checkpoint) for each: ~40-80 ms a page. Not held on the pages that capture or
+    ingest (`WRITING_PAGES`): they run for minutes, and other processes (the command line) get
+    the file between their calls. A store that cannot be opened is left to the page, whose
+    reads say why."""
+    _page_started()
+    try:
+        with ExitStack() as stack:
+            if page not in WRITING_PAGES:
+                try:
+                    stack.enter_context(get_store().connect())
+                except PROJECT_ERRORS:
+                    pass
+            yield
+    finally:
+        with _PAGES_LOCK:
+            _PAGES["running"] -= 1
+            _PAGES["last"] = time.monotonic()
+
+
+def _page_started() -> None:
+    with _PAGES_LOCK:
+        _PAGES["running"] += 1
+        _PAGES["last"] = time.monotonic()
+
+
+def page_viewed() -> None:
+    """A page's script run has begun (a run without app.py's `page_run`, as in AppTest, counts
+    from here): the preload waits `QUIET_S` after it."""
+    with _PAGES_LOCK:
+        _PAGES["last"] = time.monotonic()
+
+
+def seeding() -> Seeding:
+    """The background seeding of the store from the shipped samples (``running`` while it lasts)."""
+    return _store_at(db_path())[1]
+
+
+def traces_dir() -> Path:
+    """Where the original trace files live: ``traces/`` next to the store file."""
+    return Path(db_path()).parent / "traces"
+
+
+def _wait_until_quiet() -> None:
+    """Until no page is being drawn and none has begun or ended for `QUIET_S` seconds."""
+    while True:
+        with _PAGES_LOCK:
+            left = QUIET_S if _PAGES["running"] else _PAGES["last"] + QUIET_S - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(left)
+
+
+@st.cache_resource
+def preload_capture() -> threading.Thread:
+    """Import the chart modules (Altair) once the first page is drawn (on a new store, once the
+    samples are in). Then import the capture
+    layer (torch, and the compiler probe behind the variants' availability:
+    seconds of CPU, most of it holding the interpreter's lock) on a helper thread once per server,
+    so the profile page's first visitor does not wait for it. Before that, the runs page's figures
+    of every run are computed once (kept per run, profiler/analysis/kept.py), so that its first
+    visit reads them. Each step waits for the first page to be drawn, for the samples of a new
+    store to be in, and then until no page has been drawn for `QUIET_S` seconds: run while pages
+    were drawn, it took the cores and the interpreter's lock from them.
+    Then the objects alive (the imported modules: ~0.5 M with torch) are frozen out of the garbage
+    collector, whose full collections otherwise walked them all, pausing a page for ~0.3 s now
+    and then (bench/RESULTS.md, "Pages")."""
+    def load() -> None:
+        seeding().wait_first_page()
+        seeding().wait()  # a new store: its first runs come first (no chart page has runs before)
+        # the chart modules (Altair and its schema: ~0.3 s), loaded while the runs page is on screen
+        from profiler.present import charts, curve_charts, memory_charts, timeline_view  # noqa: F401
+
+        _wait_until_quiet()
+        try:  # the runs page's per-run figures, kept per run: its first visit reads them
+            timings.catalog_with_timings(get_store(), queries.run_catalog(get_store()))
+        except PROJECT_ERRORS:  # the page computes them again and says why
+            pass
+        _wait_until_quiet()
+        from profiler.capture import variants
+
+        variants.availability(variants.Setting(device=variants.default_device()))
+        gc.freeze()
+
+    thread = threading.Thread(target=load, name="preload-capture", daemon=True)
+    thread.start()
+    return thread

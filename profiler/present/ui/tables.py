@@ -1,0 +1,103 @@
+"""Tables, downloads and charts as every page shows them (part of the app glue,
+`profiler.present.ui`): cells made safe, run labels in full, charts built once per selection."""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+import pandas as pd
+import streamlit as st
+
+from profiler.analysis import kept
+from profiler.present import markup
+
+RUN_COLUMN_PX = 470  # a run label in full: 'variant dtype L=… (cold) · id', or an upload's file name
+
+
+def run_column(title: str = "run"):
+    """The column of run labels in every table, wide enough that a label is not cut at 1600 px."""
+    return st.column_config.TextColumn(markup.md(title), width=RUN_COLUMN_PX)
+
+
+def csv_download(df: pd.DataFrame, name: str, label: str = "Download CSV") -> None:
+    """A button that downloads ``df`` as ``name.csv`` (no rerun on click; the CSV is written when
+    the button is clicked, not on every script run)."""
+    st.download_button(
+        markup.md(label), lambda: markup.to_csv(df), file_name=_file_name(name, ".csv"), mime="text/csv",
+        key=f"csv-{name}", on_click="ignore", icon=":material/download:",
+    )
+
+
+def _file_name(stem: str, suffix: str) -> str:
+    """A download's file name from trace or user text (a job or file name): no control characters,
+    slashes or quotes, at most 120 characters before the suffix."""
+    return re.sub(r"[\x00-\x1f\x7f-\x9f/\\\"'<>:|?*]+", "_", str(stem))[:120] + suffix
+
+
+def table(data, **dataframe_kwargs):
+    """``st.dataframe`` of ``data`` with its text cells made safe (``markup.csv_cells``): the
+    table's own toolbar downloads the cells as they are handed over, so no cell may start a
+    formula or hold a line break. Pages show tables only through this (or ``pick_rows``)."""
+    frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
+    return st.dataframe(markup.csv_cells(frame), **dataframe_kwargs)
+
+
+def pick_rows(df: pd.DataFrame, key: str, selected: tuple[str, ...], id_col: str = "run_id",
+              **dataframe_kwargs) -> tuple[str, ...]:
+    """A row-selectable table pre-selected from ``selected``; the ids of the selected rows."""
+    ids = list(df[id_col])
+    default = {"selection": {"rows": [ids.index(r) for r in selected if r in ids]}}
+    # the key follows the rows, so a stored selection never points at rows that moved
+    event = table(df, key=f"{key}-{hash(tuple(ids))}", on_select="rerun",
+                         selection_mode="multi-row", selection_default=default,
+                         **dataframe_kwargs)
+    picked = tuple(ids[i] for i in event.selection.rows if i < len(ids))
+    kept = tuple(r for r in selected if r in picked or r not in ids)
+    return kept if set(kept) == set(picked) else kept + tuple(r for r in picked if r not in kept)
+
+
+_RANK_COLUMNS = {
+    "rank": st.column_config.NumberColumn("#", width="small"),
+    "label": st.column_config.TextColumn("run", width="medium"),
+    "gpu_us_per_call": st.column_config.NumberColumn(
+        "µs / call", format="%.1f", help="GPU time of one call (per iteration: one call each): its "
+        "kernels, copies and sets, overlapping streams counted once; what the ranking sorts by."),
+    "times_fastest": st.column_config.NumberColumn("× fastest", format="%.2f"),
+    "rate": st.column_config.TextColumn("TFLOP/s or TB/s", help="TFLOP/s when the op model puts the run "
+                                        "under the compute roof, TB/s under the memory roof."),
+    "pct_of_roof": st.column_config.NumberColumn("% of roof", format="%.1f"),
+    "roof_bound": st.column_config.TextColumn("roof"),
+    "peak_allocated_mib": st.column_config.NumberColumn("peak MiB", format="%.1f"),
+    "cold_us": st.column_config.NumberColumn("cold first call µs", format="%.0f",
+                                             help="The first call of this variant and shape in its cold run."),
+    "bound": st.column_config.TextColumn("bound", help="The iterations' verdict (metrics layer)."),
+    "run_id": st.column_config.TextColumn("run id"),
+}
+
+
+def ranked_runs(store, run_ids) -> None:
+    """The selected runs ranked by time per call within each shape group: the group's shape, the
+    sentence (winner, margin, cause), the table; then the runs no other run shares a shape with."""
+    from profiler.analysis import ranking
+    from profiler.present import rank_view
+
+    groups, alone = ranking.rank_groups(store, run_ids)
+    st.caption(rank_view.SHAPE_NOTE)
+    for ranked in groups:
+        st.markdown(markup.fmt("**{}** · {} runs", ranked.group.title, len(ranked.group.run_ids)))
+        st.markdown(markup.md(ranked.sentence))
+        table(rank_view.display(ranked.table), column_config=_RANK_COLUMNS, column_order=list(_RANK_COLUMNS),
+              hide_index=True, placeholder="—", key=f"rank-{ranked.group.title}-{len(ranked.group.run_ids)}")
+    note = rank_view.alone_note([g.title if g.shape else ", ".join(g.run_ids) for g in alone])
+    if note:
+        st.caption(markup.md(note))
+
+
+def kept_chart(store, key: tuple, run_ids: Iterable[str], build, **kwargs) -> None:
+    """Draw the Altair chart `build()` makes, built once: kept with the runs' results
+    (`kept.value`, keyed by `key` and the stamps of `run_ids`, so a run ingested again, renamed or
+    given counters is drawn afresh). Building a chart (layers, encodings, copies) took a page
+    0.1-0.3 s a chart on every visit; a later visit of the same selection only turns it into its
+    spec. `key` names the chart and every input besides the runs' rows (a filter's text, a log
+    axis, the app's URL); `kwargs` go to `st.altair_chart` (width, ...)."""
+    st.altair_chart(kept.value(store, ("chart", *key), list(run_ids), build), **kwargs)

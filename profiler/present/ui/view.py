@@ -1,0 +1,177 @@
+"""The view in the URL, links between pages and errors as sentences (part of the app glue,
+`profiler.present.ui`)."""
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+import streamlit as st
+from streamlit import config as st_config
+from streamlit.runtime.pages_manager import PagesManager
+
+from profiler.analysis import queries
+from profiler.errors import StoreError
+from profiler.present import markup, sitemap
+from profiler.present.share import ShareError, ViewState, app_root, decode, encode, share_url
+from profiler.present.ui.session import PROJECT_ERRORS, get_store, page_viewed
+
+PAGE_FILES = {page.url_path: page.file for page in sitemap.SITE}  # read from the one list of pages
+PAGE_ICONS = {page.url_path: page.icon for page in sitemap.SITE}
+_RUNS_KEY = "_selected_runs"
+
+
+def _session_runs() -> tuple[str, ...]:
+    return tuple(st.session_state.get(_RUNS_KEY, ()))
+
+
+_ENTRY = threading.local()  # set by app.py in each script run that goes through st.navigation
+
+
+def entered_through_app() -> None:
+    """Called by app.py before ``st.navigation``: this script run is the real app."""
+    _ENTRY.app = True
+
+
+def _leave_pages_directory_mode() -> None:
+    """Streamlit 1.67 runs the first session after a server start that opens a deep link (e.g.
+    a shared /kernels?runs=...) as an old-style pages/ directory app, without app.py: no wide
+    layout, file names in the sidebar. Rerun it through app.py (same url path, same page).
+    AppTest resets that flag before every run, where a rerun would drop widget triggers, so
+    there the page runs as is (the browser test covers the real server)."""
+    through_app, _ENTRY.app = getattr(_ENTRY, "app", False), False
+    if st_config.get_option("global.appTest"):  # AppTest patches this module's get_option
+        return
+    if not through_app and PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+def view_state(page: str) -> ViewState:
+    """The view the URL describes for ``page``, falling back to the session's selected runs."""
+    page_viewed()
+    _leave_pages_directory_mode()
+    params = st.query_params.to_dict()
+    try:
+        state = decode(params, page)
+    except ShareError as err:
+        st.warning(f"This link has a parameter the dashboard cannot use ({markup.md(err)}); it is ignored.")
+        state = ViewState(page=page)
+        st.query_params.clear()
+    if "runs" not in params and _session_runs():
+        state = state.with_(runs=_session_runs())
+        set_view(state)
+    st.session_state[_RUNS_KEY] = state.runs
+    return state
+
+
+def set_view(state: ViewState) -> None:
+    """Write ``state`` to the URL (only when it changed) and remember its runs."""
+    params = encode(state)
+    if st.query_params.to_dict() != params:
+        st.query_params.from_dict(params)
+    st.session_state[_RUNS_KEY] = state.runs
+
+
+def update_view(state: ViewState, **changes) -> ViewState:
+    """``state`` with ``changes``, written to the URL."""
+    new = state.with_(**changes)
+    set_view(new)
+    return new
+
+
+def select_runs(run_ids: Iterable[str]) -> None:
+    """Make ``run_ids`` the selection for this session (and the URL of the current page)."""
+    runs = tuple(dict.fromkeys(run_ids))
+    st.session_state[_RUNS_KEY] = runs
+    params = st.query_params.to_dict()
+    if runs:
+        params["runs"] = ",".join(runs)
+    else:
+        params.pop("runs", None)
+    st.query_params.from_dict(params)
+
+
+def _known(runs: tuple[str, ...]) -> tuple[str, ...]:
+    """``runs`` that are in the store; warns about the others (deleted, or another deployment)."""
+    if not runs:
+        return runs
+    try:
+        known = set(queries.run_labels(get_store(), runs)["run_id"])
+    except StoreError as err:  # e.g. the store file is locked by a long command-line ingest
+        show_error(err)
+        st.stop()
+    missing = [r for r in runs if r not in known]
+    if missing:
+        st.warning(f"Not in this store (deleted, or shared from another deployment): "
+                   f"{markup.md(', '.join(missing))}. Showing the other selected runs.")
+    return tuple(r for r in runs if r in known)
+
+
+def require_runs(state: ViewState, minimum: int = 1, purpose: str = "this page") -> tuple[str, ...]:
+    """The selected runs that exist, or an empty state with a link to the runs page (then stop)."""
+    runs = _known(state.runs)
+    if len(runs) >= minimum:
+        return runs
+    if runs:
+        st.info(markup.fmt("{} needs {} runs; {} selected. Pick more on the runs page.",
+                           purpose[0].upper() + purpose[1:], minimum, len(runs)))
+    else:
+        st.info("No runs selected: pick runs on the runs page.")
+    st.page_link(PAGE_FILES["runs"], label="Go to the runs page", icon=PAGE_ICONS["runs"])
+    st.stop()
+
+
+def log_axis(state: ViewState, key: str = "log") -> tuple[ViewState, bool]:
+    """A "log axis" toggle for a page's bar charts (off by default, kept in the URL as ``key=1``):
+    the view (updated when it changed) and whether to draw a log axis."""
+    on = st.toggle("Log axis", value=state.filter(key) == "1", key=f"log-axis-{key}",
+                   help="Bars on a logarithmic axis (labelled so): small values become visible, "
+                        "but lengths no longer compare. Linear by default.")
+    if on != (state.filter(key) == "1"):
+        state = update_view(state, filters=state.with_filter(key, "1" if on else None).filters)
+    return state, on
+
+
+def link_to(page: str, state: ViewState, label: str | None = None, icon: str | None = None) -> None:
+    """A link to another page that keeps the runs, iteration, window and filters of ``state``."""
+    st.page_link(PAGE_FILES[page], label=None if label is None else markup.md(label), icon=icon or PAGE_ICONS[page],
+                 query_params=encode(state))
+
+
+def show_error(err: Exception) -> None:
+    """Show one of the project's errors as a sentence, not a traceback."""
+    st.error(markup.md(err), icon=":material/error:")
+
+
+@contextmanager
+def guard() -> Iterator[None]:
+    """Run a block; the project's errors become ``st.error`` messages."""
+    try:
+        yield
+    except PROJECT_ERRORS as err:
+        show_error(err)
+
+
+@contextmanager
+def guard_quietly() -> Iterator[None]:
+    """Run a block off the page (a helper thread); the project's errors are dropped: the page that
+    needs the result computes it again and shows the error there."""
+    try:
+        yield
+    except PROJECT_ERRORS:
+        pass
+
+
+def app_base() -> str:
+    """The app's root URL as the browser reached it (links between pages start from it)."""
+    return app_root(st.context.url or "")
+
+
+def copy_link(state: ViewState) -> str:
+    """A popover with the URL of this view; returns the URL."""
+    url = share_url(state, base=app_root(st.context.url or ""))
+    with st.popover("Share this view", icon=":material/link:"):
+        st.caption("Anyone with access to this dashboard sees the same runs and view:")
+        st.code(url, language=None, wrap_lines=True)
+    return url
