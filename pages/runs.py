@@ -1,59 +1,11 @@
 """Runs: every captured and uploaded run in the store; pick the runs to compare, rename, delete."""
-import time
-
 import streamlit as st
 
 from profiler.analysis import findings, queries, timings
 from profiler.present import markup, run_filters, sitemap, ui
 from profiler.storage import catalog
 
-Col = st.column_config
-COLUMNS = {  # in display order: what tells runs apart first, the numbers next, provenance last
-    "run_id": Col.TextColumn("run id", help="Content hash of the trace: the same "
-                             "file is the same run everywhere, so shared links name runs by it."),
-    "sweep": Col.TextColumn("sweep", width="medium", help="The variant, mode and what the sweep keeps fixed "
-                            "(batch, heads, head dim, lengths, window, dtype, causal, warm or cold), then the "
-                            "one axis its runs vary (as on the Sweep page); a run in no sweep: its whole shape."),
-    "swept": Col.NumberColumn("swept value", help="This run's value on the axis its sweep varies "
-                              "(named at the end of the sweep column)."),
-    "name": Col.TextColumn("name", width="large"),
-    "variant": Col.TextColumn("variant", help="Attention implementation (captured runs)."),
-    "shape": Col.TextColumn("shape B×H×L×D", help="batch × heads × sequence length × head dim"),
-    "dtype": Col.TextColumn("dtype"),
-    "kernels_per_iter": Col.NumberColumn("kernels / iter", format="%.1f"),
-    "gpu_busy_us_per_iter": Col.NumberColumn(
-        "GPU own busy µs / iter", format="%.1f",
-        help="Time the GPU ran the iteration's own kernels, copies or sets (overlapping streams "
-             "count once; work launched before the iteration began is carried, left out)."),
-    "gpu_busy_pct": Col.NumberColumn("GPU own busy % of iteration", format="%.1f",
-                                     help="GPU own busy time as a share of the iteration's wall time."),
-    "cpu_busy_us_per_iter": Col.NumberColumn(
-        "CPU µs / iter", format="%.1f",
-        help="Wall time the launching thread spent in recorded CPU ops and runtime / driver calls "
-             "(user annotations are labels, not counted)."),
-    "bound": Col.TextColumn("bound", help="gpu: the GPU runs work (own or carried) at least 85 % of "
-                            "the iteration; cpu / sync: what the launching thread did while it was idle."),
-    "wall_us_per_call": Col.NumberColumn("wall µs / call", format="%.1f",
-                                         help="CUDA events around N back-to-back calls outside the profiler, "
-                                              "divided by N (wall calls). A cold run: its one first call."),
-    "wall_calls": Col.NumberColumn("wall calls", help="N, the calls timed back to back (1 for a cold run)."),
-    "graph_us_per_call": Col.NumberColumn("graph µs / call", format="%.1f",
-                                          help="Replay of a CUDA graph of one call (host dispatch removed); "
-                                               "empty where the variant cannot be captured in a graph."),
-    "peak_allocated_mib": Col.NumberColumn("peak MiB", format="%.1f",
-                                           help="Peak allocated GPU memory while recording (profile_memory)."),
-    "iterations": Col.NumberColumn("iters", help="ProfilerStep windows in the trace; with none, "
-                                   "the whole trace counts as one iteration."),
-    "gpu_name": Col.TextColumn("GPU"),
-    "causal": Col.CheckboxColumn("causal"),
-    "cold": Col.CheckboxColumn("cold", help="First call of a fresh shape, before any warm-up."),
-    "versions": Col.TextColumn("versions"),
-    "events": Col.NumberColumn("events", format="localized"),
-    "source": Col.TextColumn("source"),
-    "added_at": Col.DatetimeColumn("added (UTC)", format="YYYY-MM-DD HH:mm"),
-}
 LABELS = {"len": "sequence length", "device": "GPU"}  # filter widgets whose label is not their URL key
-TABLE_EVERY_S = 5.0  # while the samples land, the table is redrawn at most this often
 MAX_HIGHLIGHTED = 4  # runs whose findings are listed (each costs a few queries)
 ANALYSIS = ("timeline", "kernels", "launches", "cpu-cost", "compare")  # titles: sitemap.SITE
 
@@ -150,37 +102,10 @@ def delete(state) -> None:
         st.rerun()
 
 
-def seeding_progress() -> bool:
-    """While the shipped samples are still being loaded into a new store: the progress line
-    (`watch_seeding`). True while that lasts."""
-    seeding = ui.seeding()
-    if seeding.error:
-        st.warning(markup.fmt("The shipped samples could not all be loaded: {}", seeding.error))
-    if not seeding.running:
-        return False
-    watch_seeding(seeding.done, time.monotonic())
-    return True
-
-
-@st.fragment(run_every=1.0)
-def watch_seeding(shown: int, drawn_at: float) -> None:
-    """The progress line, redrawn alone every second (cheap: the seeding thread keeps the CPU).
-    The whole page reruns, to show the runs that landed since it was drawn with `shown` of them at
-    `drawn_at`, only when seeding has ended, when the first runs arrive in an empty table, or at
-    most every `TABLE_EVERY_S` seconds: a rerun every second took the CPU from the seeding."""
-    seeding = ui.seeding()
-    landed = seeding.done != shown
-    if not seeding.running or (landed and (shown == 0 or time.monotonic() - drawn_at >= TABLE_EVERY_S)):
-        st.rerun(scope="app")
-    st.progress(seeding.done / max(seeding.total, 1),
-                text=f"Loading the shipped H200 sample runs: {seeding.done:,} of {seeding.total:,} in "
-                     "the store. The table fills in as they land.")
-
-
 st.title("Runs")
 state = ui.view_state("runs")
 with ui.guard():
-    loading = seeding_progress()
+    loading = ui.seeding_progress()
     with queries.session(ui.get_store()) as store:  # one connection for the page's reads
         runs = queries.run_catalog(store)
         if runs.empty and loading:
@@ -193,8 +118,8 @@ with ui.guard():
         st.caption(f"{len(shown)} of {len(runs)} runs in the store shown. Per-iteration numbers divide by "
                    "the run's ProfilerStep count. Tick runs (left column) to rank and compare them; "
                    "filtered-out runs stay selected.")
-        picked = ui.pick_rows(shown, "catalog", state.runs, column_config=COLUMNS, row_height=56,
-                              column_order=[c for c in COLUMNS if c not in ("sweep", "swept") or c in shown],
+        picked = ui.pick_rows(shown, "catalog", state.runs, column_config=ui.CATALOG_COLUMNS, row_height=56,
+                              column_order=[c for c in ui.CATALOG_COLUMNS if c not in ("sweep", "swept") or c in shown],
                               hide_index=True, placeholder="—")
         if picked != state.runs or filtered != state:
             state = ui.update_view(filtered, runs=picked)

@@ -5,7 +5,8 @@ links, errors), ``tables`` (tables, downloads, charts), ``work`` (uploads, jobs,
 
 Store: ``get_store() -> Store`` is the store at ``PROFILER_DB`` (default ``data/traces.duckdb``),
 cached per process, seeded from ``data/samples/`` on a background thread when empty (unless
-``PROFILER_SEED=0``; ``seeding()`` tells how far it got); safe to share, it opens a short
+``PROFILER_SEED=0``; ``seeding()`` tells how far it got, ``seeding_progress()`` draws it for the
+runs page); safe to share, it opens a short
 connection per call. ``traces_dir()``: kept original traces.
 
 View state (the URL is the source of truth; ``profiler.present.share``):
@@ -25,6 +26,7 @@ Empty states and errors:
         ``ShareError``) as ``st.error`` sentences instead of tracebacks.
 
 Tables, files, captures:
+    ``CATALOG_COLUMNS``  the runs table's columns (labels, units, help), in display order.
     ``pick_rows(df, key, selected, id_col="run_id", **kw) -> tuple[str, ...]``  row-selectable
         ``st.dataframe`` pre-selected from ``selected``; the selected ids (selected ids that are
         not rows of ``df``, e.g. filtered out, stay selected).
@@ -40,18 +42,18 @@ Tables, files, captures:
         a live bar per variant, then ingest; one capture per server at a time (others wait).
 """
 from profiler.present.ui.session import (PROJECT_ERRORS, WRITING_PAGES, db_path, get_store, page_run,
-                                        preload_capture, seeding, traces_dir)
-from profiler.present.ui.tables import (RUN_COLUMN_PX, csv_download, kept_chart, pick_rows, ranked_runs, run_column,
-                                       table)
+                                        preload_capture, seeding, seeding_progress, traces_dir)
+from profiler.present.ui.tables import (CATALOG_COLUMNS, RUN_COLUMN_PX, csv_download, kept_chart, pick_rows,
+                                       ranked_runs, run_column, table)
 from profiler.present.ui.view import (PAGE_FILES, PAGE_ICONS, app_base, copy_link, entered_through_app, guard,
                                      guard_quietly, link_to, log_axis, require_runs, select_runs, set_view, show_error,
                                      update_view, view_state)
 from profiler.present.ui.work import (capture_runs, ingest_files, ingest_job_upload, trace_download,
                                      upload_limit_mb)
 
-__all__ = ["PAGE_FILES", "PAGE_ICONS", "PROJECT_ERRORS", "RUN_COLUMN_PX", "WRITING_PAGES", "app_base",
-           "capture_runs", "copy_link", "csv_download", "db_path", "entered_through_app", "get_store", "guard",
-           "guard_quietly", "ingest_files", "ingest_job_upload", "kept_chart", "link_to", "log_axis", "page_run",
-           "pick_rows", "preload_capture", "ranked_runs", "require_runs", "run_column", "seeding", "select_runs",
-           "set_view", "show_error", "table", "trace_download", "traces_dir", "update_view", "upload_limit_mb",
-           "view_state"]
+__all__ = ["CATALOG_COLUMNS", "PAGE_FILES", "PAGE_ICONS", "PROJECT_ERRORS", "RUN_COLUMN_PX", "WRITING_PAGES",
+           "app_base", "capture_runs", "copy_link", "csv_download", "db_path", "entered_through_app", "get_store",
+           "guard", "guard_quietly", "ingest_files", "ingest_job_upload", "kept_chart", "link_to", "log_axis",
+           "page_run", "pick_rows", "preload_capture", "ranked_runs", "require_runs", "run_column", "seeding",
+           "seeding_progress", "select_runs", "set_view", "show_error", "table", "trace_download", "traces_dir",
+           "update_view", "upload_limit_mb", "view_state"]

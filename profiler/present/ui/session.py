@@ -20,11 +20,13 @@ import streamlit as st
 from profiler.analysis import queries, timings
 from profiler.capture.samples import Seeding, seed_in_background
 from profiler.errors import ProfilerError
+from profiler.present import markup
 from profiler.present.share import ShareError
 from profiler.storage.store import Store, default_db_path
 
 PROJECT_ERRORS = (ProfilerError, ShareError)  # TraceError, StoreError, ... all derive from it
 WRITING_PAGES = ("profile", "upload")  # page_run leaves these pages' store calls their own
+TABLE_EVERY_S = 5.0  # while the samples land, the runs table is redrawn at most this often
 QUIET_S = 3.0  # the preload waits until no page has been drawn for this long (it would slow that page)
 _PAGES = {"running": 0, "last": time.monotonic()}  # page script runs in flight (page_run), and when one last began or ended
 _PAGES_LOCK = threading.Lock()
@@ -88,6 +90,33 @@ def page_viewed() -> None:
 def seeding() -> Seeding:
     """The background seeding of the store from the shipped samples (``running`` while it lasts)."""
     return _store_at(db_path())[1]
+
+
+def seeding_progress() -> bool:
+    """For the runs page, while the shipped samples are still being loaded into a new store: the
+    progress line (`_watch_seeding`). True while that lasts."""
+    samples = seeding()
+    if samples.error:
+        st.warning(markup.fmt("The shipped samples could not all be loaded: {}", samples.error))
+    if not samples.running:
+        return False
+    _watch_seeding(samples.done, time.monotonic())
+    return True
+
+
+@st.fragment(run_every=1.0)
+def _watch_seeding(shown: int, drawn_at: float) -> None:
+    """The progress line, redrawn alone every second (cheap: the seeding thread keeps the CPU).
+    The whole page reruns, to show the runs that landed since it was drawn with `shown` of them at
+    `drawn_at`, only when seeding has ended, when the first runs arrive in an empty table, or at
+    most every `TABLE_EVERY_S` seconds: a rerun every second took the CPU from the seeding."""
+    samples = seeding()
+    landed = samples.done != shown
+    if not samples.running or (landed and (shown == 0 or time.monotonic() - drawn_at >= TABLE_EVERY_S)):
+        st.rerun(scope="app")
+    st.progress(samples.done / max(samples.total, 1),
+                text=f"Loading the shipped H200 sample runs: {samples.done:,} of {samples.total:,} in "
+                     "the store. The table fills in as they land.")
 
 
 def traces_dir() -> Path:

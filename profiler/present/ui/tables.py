@@ -11,6 +11,53 @@ import streamlit as st
 from profiler.analysis import kept
 from profiler.present import markup
 
+Col = st.column_config
+# the runs page's catalog, in display order: what tells runs apart first, the numbers next, provenance last
+CATALOG_COLUMNS = {
+    "run_id": Col.TextColumn("run id", help="Content hash of the trace: the same "
+                             "file is the same run everywhere, so shared links name runs by it."),
+    "sweep": Col.TextColumn("sweep", width="medium", help="The variant, mode and what the sweep keeps fixed "
+                            "(batch, heads, head dim, lengths, window, dtype, causal, warm or cold), then the "
+                            "one axis its runs vary (as on the Sweep page); a run in no sweep: its whole shape."),
+    "swept": Col.NumberColumn("swept value", help="This run's value on the axis its sweep varies "
+                              "(named at the end of the sweep column)."),
+    "name": Col.TextColumn("name", width="large"),
+    "variant": Col.TextColumn("variant", help="Attention implementation (captured runs)."),
+    "shape": Col.TextColumn("shape B×H×L×D", help="batch × heads × sequence length × head dim"),
+    "dtype": Col.TextColumn("dtype"),
+    "kernels_per_iter": Col.NumberColumn("kernels / iter", format="%.1f"),
+    "gpu_busy_us_per_iter": Col.NumberColumn(
+        "GPU own busy µs / iter", format="%.1f",
+        help="Time the GPU ran the iteration's own kernels, copies or sets (overlapping streams "
+             "count once; work launched before the iteration began is carried, left out)."),
+    "gpu_busy_pct": Col.NumberColumn("GPU own busy % of iteration", format="%.1f",
+                                     help="GPU own busy time as a share of the iteration's wall time."),
+    "cpu_busy_us_per_iter": Col.NumberColumn(
+        "CPU µs / iter", format="%.1f",
+        help="Wall time the launching thread spent in recorded CPU ops and runtime / driver calls "
+             "(user annotations are labels, not counted)."),
+    "bound": Col.TextColumn("bound", help="gpu: the GPU runs work (own or carried) at least 85 % of "
+                            "the iteration; cpu / sync: what the launching thread did while it was idle."),
+    "wall_us_per_call": Col.NumberColumn("wall µs / call", format="%.1f",
+                                         help="CUDA events around N back-to-back calls outside the profiler, "
+                                              "divided by N (wall calls). A cold run: its one first call."),
+    "wall_calls": Col.NumberColumn("wall calls", help="N, the calls timed back to back (1 for a cold run)."),
+    "graph_us_per_call": Col.NumberColumn("graph µs / call", format="%.1f",
+                                          help="Replay of a CUDA graph of one call (host dispatch removed); "
+                                               "empty where the variant cannot be captured in a graph."),
+    "peak_allocated_mib": Col.NumberColumn("peak MiB", format="%.1f",
+                                           help="Peak allocated GPU memory while recording (profile_memory)."),
+    "iterations": Col.NumberColumn("iters", help="ProfilerStep windows in the trace; with none, "
+                                   "the whole trace counts as one iteration."),
+    "gpu_name": Col.TextColumn("GPU"),
+    "causal": Col.CheckboxColumn("causal"),
+    "cold": Col.CheckboxColumn("cold", help="First call of a fresh shape, before any warm-up."),
+    "versions": Col.TextColumn("versions"),
+    "events": Col.NumberColumn("events", format="localized"),
+    "source": Col.TextColumn("source"),
+    "added_at": Col.DatetimeColumn("added (UTC)", format="YYYY-MM-DD HH:mm"),
+}
+
 RUN_COLUMN_PX = 470  # a run label in full: 'variant dtype L=… (cold) · id', or an upload's file name
 
 
