@@ -53,6 +53,8 @@ def _plain(value):
 
 
 def timing_records(store, run_ids) -> dict[str, dict]:
-    """run id -> {column: plain value} for the CLI's JSON."""
+    """run id -> {column: plain value} for the CLI's summary JSON; ``gpu_us_per_call`` is left out:
+    the summary gives it already, as the metrics layer's ``gpu_busy_us_per_iter``."""
     table = run_timings(store, run_ids)
-    return {row["run_id"]: {c: _plain(row[c]) for c in COLUMNS[2:]} for row in table.to_dict("records")}
+    columns = [c for c in COLUMNS[2:] if c != "gpu_us_per_call"]
+    return {row["run_id"]: {c: _plain(row[c]) for c in columns} for row in table.to_dict("records")}
