@@ -28,15 +28,10 @@ def inferred_costs(calls: Sequence, shape: dict) -> list[OpCost | None]:
     upcasts to fp32); elementwise ops between the two GEMMs act on the score matrix, before the
     first on Q (masked_fill / where / add on the mask once a triu / tril built it), after the
     second on the output. A shape with a missing or unusable size prices nothing (all None)."""
-    try:
-        b, h, n, d = (int(shape[k]) for k in ("batch", "heads", "seq_len", "head_dim"))
-    except (KeyError, TypeError, ValueError, OverflowError):
+    sizes = _sizes(shape)
+    if sizes is None:
         return [None] * len(calls)
-    if min(b, h, n, d) <= 0:
-        return [None] * len(calls)
-    dtype, causal = cm.TYPE_OF.get(str(shape["dtype"]), "c10::BFloat16"), bool(shape["causal"])
-    q, kv, decode = _attention_inputs(shape, b, h, n, d)
-    window = _size(shape, "window", 0)  # keys a query sees, its own included (0: none)
+    b, h, n, d, dtype, _ = sizes
     out, gemms, score_type, masked, iteration = [], 0, None, False, object()
     for call in calls:
         if call.iteration != iteration:
@@ -47,8 +42,7 @@ def inferred_costs(calls: Sequence, shape: dict) -> list[OpCost | None]:
             backward = name in attention.BACKWARD or (
                 name in (FLEX_KERNEL, ATTENTION_KERNEL)
                 and re.search(attention.BACKWARD_KERNEL, str(getattr(call, "kernel", "")), re.IGNORECASE) is not None)
-            out.append(cm.attention_cost(q, kv, kv, dtype, causal, backend=backend, backward=backward,
-                                         bottom_right=decode or kv[2] != n, window=window - 1 if window else None))
+            out.append(_attention_call(shape, sizes, backend, backward))
         elif name in cm.GEMMS:
             t = "float" if call.kernel_precision == "fp32" else dtype
             dims = [[b * h, n, d], [b * h, d, n]] if gemms % 2 == 0 else [[b * h, n, n], [b * h, n, d]]
@@ -73,20 +67,35 @@ def shape_work(shape: dict) -> tuple[int, int] | None:
     of that shape has this work to do at the least, so at one shape it rates runs in the order of
     their times; a run's own modelled ops (the roofline) add what it does beyond it, e.g. the math
     backend's full score matrix. None when a size is missing or unusable."""
+    sizes = _sizes(shape)
+    if sizes is None:
+        return None
+    passes = (False, True) if shape.get("mode") == "train" else (False,)
+    costs = [with_run_mask(_attention_call(shape, sizes, None, backward), shape) for backward in passes]
+    return sum(c.flops for c in costs), sum(c.bytes for c in costs)
+
+
+def _sizes(shape: dict) -> tuple | None:
+    """(batch, heads, seq_len, head_dim, op dtype, causal) of a run's shape; None when a size is
+    missing or unusable."""
     try:
         b, h, n, d = (int(shape[k]) for k in ("batch", "heads", "seq_len", "head_dim"))
     except (KeyError, TypeError, ValueError, OverflowError):
         return None
     if min(b, h, n, d) <= 0:
         return None
-    dtype, causal = cm.TYPE_OF.get(str(shape["dtype"]), "c10::BFloat16"), bool(shape["causal"])
+    return b, h, n, d, cm.TYPE_OF.get(str(shape["dtype"]), "c10::BFloat16"), bool(shape["causal"])
+
+
+def _attention_call(shape: dict, sizes: tuple, backend: str | None, backward: bool) -> OpCost:
+    """One attention call over the run's Q, K and V (`_attention_inputs`), causal aligned
+    bottom-right when the keys outnumber the queries, with the run's sliding window (its keys a
+    query sees, its own included)."""
+    b, h, n, d, dtype, causal = sizes
     q, kv, decode = _attention_inputs(shape, b, h, n, d)
     window = _size(shape, "window", 0)
-    passes = (False, True) if shape.get("mode") == "train" else (False,)
-    costs = [with_run_mask(cm.attention_cost(q, kv, kv, dtype, causal, bottom_right=decode or kv[2] != n,
-                                             window=window - 1 if window else None, backward=backward), shape)
-             for backward in passes]
-    return sum(c.flops for c in costs), sum(c.bytes for c in costs)
+    return cm.attention_cost(q, kv, kv, dtype, causal, backend=backend, backward=backward,
+                             bottom_right=decode or kv[2] != n, window=window - 1 if window else None)
 
 
 def _size(shape: dict, key: str, default: int) -> int:
