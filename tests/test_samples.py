@@ -9,6 +9,7 @@ import pytest
 from profiler import errors
 from profiler.capture.samples import SAMPLES_DIR, sample_files, sample_name, seed_if_empty
 from profiler.storage.store import Store
+from tests import raw_trace
 
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory) -> tuple[Store, int, list]:
@@ -286,7 +287,6 @@ def test_the_train_sweep_repeats_each_point_three_times_and_names_its_crossover(
     backward 10 D FLOPs per kept pair of the causal square) from each run's raw kernel time stays
     under the H200's 989 dense bf16 TFLOP/s; the Sweep page's crossover is the one the medians
     computed here show (flex leads sdpa_flash at 512, sdpa_flash leads from 1024)."""
-    import gzip
     import statistics
 
     from profiler.analysis import sweeps
@@ -300,12 +300,9 @@ def test_the_train_sweep_repeats_each_point_three_times_and_names_its_crossover(
     assert (points == 3).all() and len(points) == 5 * 4, points
     kernel_us = {}
     for path in files:
-        with gzip.open(path, "rt") as f:
-            trace = json.load(f)
-        events, meta = trace["traceEvents"], trace["attention_run"]
-        steps = sum(1 for e in events if str(e.get("name", "")).startswith("ProfilerStep#"))
-        kernel_us.setdefault((meta["variant"], meta["seq_len"]), []).append(
-            sum(e["dur"] for e in events if e.get("cat") == "kernel") / steps)
+        trace = raw_trace.load(path)
+        meta = trace["attention_run"]
+        kernel_us.setdefault((meta["variant"], meta["seq_len"]), []).append(raw_trace.us_per_step(trace["traceEvents"]))
     median = {k: statistics.median(v) for k, v in kernel_us.items()}
     for (variant, length), us in median.items():
         tflops = 14 * 8 * 16 * 64 * length * (length + 1) // 2 / (us * 1e-6) / 1e12
