@@ -12,7 +12,7 @@ from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from functools import cache
 from operator import attrgetter
-from typing import Any
+from typing import Any, Union
 
 import msgspec
 
@@ -45,12 +45,13 @@ COLUMNS = {"kernels": KERNEL_COLUMNS, "memops": MEMOP_COLUMNS, "launches": LAUNC
 Batch = dict[str, dict[str, list]]
 
 
+def _fields(ts_type: Any) -> list:
+    return [("ph", str, ""), ("name", str, ""), ("pid", int | str | None, None), ("tid", int | str | None, None),
+            ("ts", ts_type, None), ("dur", float, 0.0), ("args", Args | None, None)]
+
+
 def _event_struct(name: str, ts_type: Any) -> type:
-    return msgspec.defstruct(name, [
-        ("ph", str, ""), ("cat", str, ""), ("name", str, ""),
-        ("pid", int | str | None, None), ("tid", int | str | None, None),
-        ("ts", ts_type, None), ("dur", float, 0.0), ("args", Args | None, None),
-    ], gc=False)
+    return msgspec.defstruct(name, [("cat", str, ""), *_fields(ts_type)], gc=False)
 
 
 Event = _event_struct("Event", int | float | None)
@@ -78,9 +79,11 @@ Columns = dict[str, list]
 _ts, _dur, _name, _cat, _pid, _tid = (attrgetter(a) for a in ("ts", "dur", "name", "cat", "pid", "tid"))
 
 
-def needs_exact_ts(events: list) -> bool:
-    """True when some timestamp is a float too large to keep its nanosecond digits."""
-    return any(type(t) is float and not -EXACT_FLOAT_US < t < EXACT_FLOAT_US for t in map(_ts, events))
+def needs_exact_ts(events: list, skipped: frozenset[str]) -> bool:
+    """True when some timestamp (of an event not of a `skipped` category) is a float too large to
+    keep its nanosecond digits."""
+    return any(type(t) is float and not -EXACT_FLOAT_US < t < EXACT_FLOAT_US and c not in skipped
+               for t, c in zip(map(_ts, events), map(_cat, events)))
 
 
 def to_ns(raw: Any) -> int | None:
@@ -106,6 +109,37 @@ def to_ns(raw: Any) -> int | None:
     return int((value * 1000).to_integral_value())
 
 
+# categories whose events the store never keeps (Python frames unless asked for, flows, the
+# profiler's own spans): their events are skipped by category, before anything else is read
+SKIPPED_CATEGORIES = frozenset({"python_function", "ac2g", "async", "fwdbwd", "Trace", "overhead",
+                                "cuda_sync", "cuda_profiler_range"})
+# the other categories the fast decoder knows ('[memory]' instants are `cpu_instant_event`s)
+READ_CATEGORIES = tuple(CATEGORY_TABLE) + ("cpu_instant_event", "python_function")
+
+
+def skipped_categories(keep_python: bool) -> frozenset[str]:
+    return SKIPPED_CATEGORIES - {"python_function"} if keep_python else SKIPPED_CATEGORIES
+
+
+@cache
+def by_category(exact: bool, keep_python: bool) -> tuple[msgspec.json.Decoder, msgspec.json.Decoder]:
+    """Decoders (of a list of events, of one event) that read each event's category first: an event
+    of a skipped category is decoded no further (an empty struct that reads as such), one of a known
+    category as an `Event` (`ExactEvent` when `exact`). An event of any other category, or without
+    one, fails them: the caller then decodes its events as `Event`s (checks.decode_with)."""
+    ts_type = msgspec.Raw if exact else int | float | None
+    skipped = skipped_categories(keep_python)
+    kinds = [msgspec.defstruct(f"Skipped_{cat}", [], tag_field="cat", tag=cat, gc=False,
+                               namespace={"cat": cat, "ph": "", "name": "", "ts": None})
+             for cat in sorted(skipped)]
+    kinds += [msgspec.defstruct(f"Event_{cat}", _fields(ts_type), tag_field="cat", tag=cat, gc=False,
+                                namespace={"cat": cat})
+              for cat in READ_CATEGORIES if cat not in skipped]
+    union = Union[tuple(kinds)]  # noqa: UP007 - a union of types made at run time
+    return (msgspec.json.Decoder(list[union], strict=False),  # type: ignore[valid-type]
+            msgspec.json.Decoder(union, strict=False))
+
+
 MEMORY_EVENT = "[memory]"  # the instant ('i') event profile_memory writes for each allocation and free
 # metadata ('M') events that name a timeline lane -> the kind of name kept
 LANE_NAME_KIND = {"thread_name": "thread", "process_name": "process", "process_labels": "process_labels"}
@@ -120,10 +154,13 @@ def split(events: list, keep_python: bool) -> dict[str, list]:
     if keep_python:
         add["python_function"] = buckets["ops"].append
     memory, lane_name = buckets["memory"].append, buckets["lane_names"].append
+    skipped = skipped_categories(keep_python)
     for e in events:
         put = add.get(e.cat)
         if put is not None and e.ph == "X":
             put(e)
+        elif e.cat in skipped:
+            continue
         elif e.ph == "i" and e.name == MEMORY_EVENT:
             memory(e)
         elif e.ph == "M" and e.name in LANE_NAME_KIND:

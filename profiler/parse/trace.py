@@ -56,6 +56,8 @@ class TraceReader:
         self.name = display_name(src, name)
         self._chunks = Chunks(src, self.name, max_bytes, progress)
         self._keep_python = keep_python
+        self._skipped_categories = columns.skipped_categories(keep_python)
+        self._pieces = self._misses = 0  # pieces decoded, and how many in a row the fast decoder failed
         self._exact = False  # timestamps read from their text (see columns.needs_exact_ts)
         self._events = self._skipped = self._next_op = 0
         self._reasons: dict[str, int] = {}
@@ -73,7 +75,8 @@ class TraceReader:
     def batches(self) -> Iterator[Batch]:
         chunks = iter(self._chunks)
         prefix, first = self._find_events(chunks)
-        buf = bytearray(first)
+        buf = bytearray(b"[")  # the pieces are cut out of `buf` as JSON arrays: it starts with a '['
+        buf += first
         for chunk in chunks:
             buf += chunk
             if len(buf) < CHUNK_BYTES:
@@ -87,7 +90,8 @@ class TraceReader:
                 continue
             events, end = cut
             self._count_ahead(len(events), end + 1, len(buf))
-            del buf[:end + 1]
+            buf[end] = _OPEN  # the comma after the piece opens the next one
+            del buf[:end]
             yield self._rows(events)
         yield self._rows(self._last(buf, prefix))
         self.summary = TraceSummary(
@@ -143,10 +147,10 @@ class TraceReader:
             comma = cutter.last_boundary(buf)
             if comma >= 0:
                 try:
-                    return self._decode(buf[:comma]), comma
+                    return self._decode(_piece(buf, comma)), comma
                 except msgspec.DecodeError:
                     pass  # that `}, {` was inside an event: find the boundary by scanning
-            self._scanner, self._scanned = scan.Scanner(max_depth=MAX_DEPTH), 0
+            self._scanner, self._scanned = scan.Scanner(max_depth=MAX_DEPTH), 1
         found = self._feed(buf)
         if found.close >= 0:  # the rest of the file follows the array: read it, cut no more
             self._close = found.close
@@ -156,7 +160,7 @@ class TraceReader:
         comma = found.last_comma
         self._scanner = None
         try:
-            return self._decode(buf[:comma]), comma
+            return self._decode(_piece(buf, comma)), comma
         except msgspec.DecodeError as e:
             raise self._json_error(e) from None
 
@@ -178,31 +182,31 @@ class TraceReader:
             found = scan.Found(-1, self._close)
         else:
             if self._scanner is None:
-                self._scanner, self._scanned = scan.Scanner(max_depth=MAX_DEPTH), 0
+                self._scanner, self._scanned = scan.Scanner(max_depth=MAX_DEPTH), 1
             found = self._feed(buf)
         if found.close < 0:
-            if not buf.strip(cutter.WS):
+            if not buf[1:].strip(cutter.WS):
                 raise errors.TruncatedTraceError(self.name, "is truncated: the traceEvents list never closes")
             raise errors.TruncatedTraceError(
                 self.name, f"is truncated: the traceEvents list never closes (it ends in event "
                 f"{self._events + 1:,})")
-        body = bytes(buf[:found.close]).rstrip(cutter.WS).rstrip(b",")
+        body = bytes(buf[1:found.close]).rstrip(cutter.WS).rstrip(b",")
         suffix = bytes(buf[found.close + 1:])
         try:
-            events = self._decode(body) if body.strip(cutter.WS) else []
+            events = self._decode(b"[" + body + b"]") if body.strip(cutter.WS) else []
         except msgspec.DecodeError as e:
             raise self._json_error(e) from None
         self._header = cutter.read_header(self.name, prefix, suffix, self._events)
         return events
 
-    def _decode(self, body: bytes | bytearray) -> list:
-        data = b"[" + body + b"]"
+    def _decode(self, data: bytes | bytearray | memoryview) -> list:
+        """The events of `data`, a JSON array of them."""
         try:
             if not self._exact:
-                events, bad = checks.decode_with(data, checks.EVENTS, checks.EVENT)
-                self._exact = columns.needs_exact_ts(events)
+                events, bad = self._decode_as(data, False)
+                self._exact = columns.needs_exact_ts(events, self._skipped_categories)
             if self._exact:  # from the first chunk with huge float timestamps on, read them as text
-                events, bad = checks.decode_with(data, checks.EXACT_EVENTS, checks.EXACT_EVENT)
+                events, bad = self._decode_as(data, True)
         except RecursionError:
             raise errors.NestingTooDeepError(
                 self.name, f"nests brackets too deeply near event {self._events + 1:,}") from None
@@ -212,6 +216,19 @@ class TraceReader:
         self._events += bad
         self._truncated += checks.cut_names(events)
         return events
+
+    def _decode_as(self, data: bytes | bytearray | memoryview, exact: bool) -> tuple[list, int]:
+        """Events and how many had the wrong types. Each piece is first read by category
+        (`columns.by_category`), unless that failed on the last two pieces (a trace of other
+        categories, or of events without one): then only every 16th piece tries it."""
+        fast = columns.by_category(exact, self._keep_python)
+        many, one = (checks.EXACT_EVENTS, checks.EXACT_EVENT) if exact else (checks.EVENTS, checks.EVENT)
+        self._pieces += 1
+        first = self._misses < 2 or self._pieces % 16 == 0
+        events, bad, fast_read = checks.decode_with(data, fast, many, one, first)
+        if first:
+            self._misses = 0 if fast_read else self._misses + 1
+        return events, bad
 
     def _skip(self, n: int, why: str) -> None:
         if n:
@@ -248,6 +265,20 @@ class TraceReader:
         return evs, ts
 
 
+_OPEN, _CLOSE, _COMMA = b"[],"
+
+
+def _piece(buf: bytearray, comma: int) -> bytes:
+    """`buf` (which starts with '[') up to the comma at `comma`, as a JSON array, in one copy (a
+    `bytes`: the decoded timestamps keep views of it)."""
+    buf[comma] = _CLOSE
+    try:
+        with memoryview(buf) as view, view[:comma + 1] as piece:
+            return bytes(piece)
+    finally:
+        buf[comma] = _COMMA
+
+
 class _Object(msgspec.Struct, gc=False):
     """Any JSON object, its fields skipped."""
 
@@ -267,8 +298,7 @@ class _EventCounter(TraceReader):
             pass
         return self._events
 
-    def _decode(self, body: bytes | bytearray) -> list:
-        data = b"[" + body + b"]"
+    def _decode(self, data: bytes | bytearray | memoryview) -> list:
         try:
             return _OBJECTS.decode(data)  # objects skipped field by field: twice as fast as raw values
         except msgspec.ValidationError:
