@@ -214,7 +214,6 @@ class TraceReader:
             self.exact_at_start = self._exact
         self._skip(bad, checks.WRONG_TYPES)
         self._events += bad
-        self._truncated += checks.cut_names(events)
         return events
 
     def _decode_as(self, data: bytes | bytearray | memoryview, exact: bool) -> tuple[list, int]:
@@ -243,6 +242,7 @@ class TraceReader:
         for table, evs in columns.split(events, self._keep_python).items():
             if not evs:
                 continue
+            self._truncated += checks.cut_names(evs)  # of the events kept, whichever decoder read them
             if table == "lane_names":
                 batch[table] = columns.lane_name_columns(evs)
                 continue
