@@ -43,7 +43,7 @@ def test_a_file_parsed_by_two_processes_stores_the_rows_of_the_whole_file(tmp_pa
     assert fractions == sorted(fractions) and fractions[-1] == 1.0 and len(fractions) >= 3
 
 
-def test_small_gzipped_stored_or_single_worker_files_take_the_whole_file_path(tmp_path, stack_trace):
+def test_small_gzipped_or_single_worker_files_take_the_whole_file_path(tmp_path, stack_trace):
     store = Store(tmp_path / "s.duckdb")
     assert chunked_ingest.ingest(store, stack_trace, 2) is None  # 3 MB: below MIN_BYTES
     assert chunked_ingest.ingest(store, stack_trace, 1, chunk_bytes=1 << 20) is None
@@ -51,9 +51,9 @@ def test_small_gzipped_stored_or_single_worker_files_take_the_whole_file_path(tm
     zipped.write_bytes(gzip.compress(stack_trace.read_bytes()))
     assert chunked_ingest.ingest(store, zipped, 2, chunk_bytes=1 << 20) is None
     first = store.ingest(stack_trace)
-    assert chunked_ingest.ingest(store, stack_trace, 2, chunk_bytes=1 << 20) is None  # already stored
-    again = store.ingest(stack_trace, workers=2)
-    assert again.duplicate and again.run_id == first.run_id
+    again = chunked_ingest.ingest(store, stack_trace, 2, chunk_bytes=1 << 20)  # already stored
+    assert again is not None and again.duplicate and again.run_id == first.run_id
+    assert again.events == first.events and again.chunks >= 3
 
 
 def test_a_truncated_file_fails_as_a_single_upload_does_and_stores_nothing(tmp_path, stack_trace):

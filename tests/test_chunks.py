@@ -101,7 +101,7 @@ def test_a_cut_inside_an_event_fails_to_parse_and_the_file_is_parsed_whole(tmp_p
     inside = data.index(b"},\n      {") + 1  # the comma between {"a": 1} and {"b": 2} of event 1
     between = data.index(b"},\n  {", inside) + 1  # the comma after event 1
     events_at = data.index(b"[\n  {") + 1
-    run_id, size = chunks._hash(str(path))
+    run_id, size = chunks.file_hash(str(path))
     for cuts, ok in (((inside,), False), ((between,), True)):
         fp = chunks.FilePlan(str(path), split.Plan(str(path), events_at, cuts, len(data)), run_id, size)
         parts = [chunks.parse_chunk(fp, k, str(tmp_path / "job"), "key") for k in range(fp.plan.chunks)]

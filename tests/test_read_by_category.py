@@ -114,3 +114,23 @@ def test_categories_skipped_and_read_do_not_overlap():
         skipped = columns.skipped_categories(keep_python)
         assert not skipped & set(columns.CATEGORY_TABLE)
         assert ("python_function" in skipped) is not keep_python
+
+
+def test_timestamps_read_many_at_once_equal_those_read_one_by_one():
+    """`columns.timestamps` reads Kineto's 'digits.ddd' texts with numpy; any other text, and any
+    batch that mixes widths, is read one by one (`to_ns`): the same integers either way."""
+    import random
+
+    import msgspec
+
+    rng = random.Random(7)
+    shapes = ["1733000000000999.000", "0001.500", "12.5", "-1.000", "9999999999999999.999",
+              "9223372036854775.807", "9223372036854775.808", "1e3", "17.0000", "1.000"]
+    for _ in range(300):
+        width = rng.randint(1, 17)
+        texts = [f"{rng.randrange(10 ** width):0{width}d}.{rng.randrange(1000):03d}" for _ in range(rng.randint(1, 40))]
+        if rng.random() < 0.3:
+            texts[rng.randrange(len(texts))] = rng.choice(shapes)
+        events = [columns.ExactEvent(ts=msgspec.Raw(t.encode())) for t in texts]
+        assert columns.timestamps(events, True) == [columns.to_ns(msgspec.Raw(t.encode())) for t in texts]
+    assert columns._kineto_ns([msgspec.Raw(b"1733000000000999.000")] * 3) == [1733000000000999000] * 3

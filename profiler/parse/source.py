@@ -28,9 +28,9 @@ Progress = Callable[[float], None]
 class Chunks:
     """Decompressed chunks of a source, hashed and size-capped as they go by."""
 
-    def __init__(self, src: Source, name: str, max_bytes: int, progress: Progress | None):
+    def __init__(self, src: Source, name: str, max_bytes: int, progress: Progress | None, hashed: bool = True):
         self.name, self.max_bytes, self.progress = name, max_bytes, progress
-        self.sha = hashlib.sha256()
+        self.sha = hashlib.sha256() if hashed else None  # not for a chunk of a file (its hash is the file's)
         self.size = 0
         self.src = src
         self.position = 0  # bytes of the source (compressed, if gzip) read up to the last chunk yielded
@@ -79,7 +79,8 @@ class Chunks:
                 if self.size > self.max_bytes:
                     raise errors.TraceTooLargeError(
                         self.name, f"decompressed size exceeds the {self.max_bytes / 2**30:.1f} GiB limit")
-                self.sha.update(chunk)
+                if self.sha is not None:
+                    self.sha.update(chunk)
                 queue.put((chunk, self._position()))
             queue.put(None)
         except BaseException as e:  # noqa: BLE001 - handed to the consuming thread

@@ -52,9 +52,9 @@ class TraceReader:
     """
 
     def __init__(self, src: Source, name: str | None = None, *, max_bytes: int = DEFAULT_MAX_BYTES,
-                 keep_python: bool = False, progress: Progress | None = None):
+                 keep_python: bool = False, progress: Progress | None = None, hashed: bool = True):
         self.name = display_name(src, name)
-        self._chunks = Chunks(src, self.name, max_bytes, progress)
+        self._chunks = Chunks(src, self.name, max_bytes, progress, hashed)  # unhashed: the summary's run_id is ""
         self._keep_python = keep_python
         self._skipped_categories = columns.skipped_categories(keep_python)
         self._pieces = self._misses = 0  # pieces decoded, and how many in a row the fast decoder failed
@@ -94,8 +94,9 @@ class TraceReader:
             del buf[:end]
             yield self._rows(events)
         yield self._rows(self._last(buf, prefix))
+        sha = self._chunks.sha
         self.summary = TraceSummary(
-            self.name, self._chunks.sha.hexdigest()[:16], self._chunks.size,
+            self.name, sha.hexdigest()[:16] if sha is not None else "", self._chunks.size,
             self._events, self._skipped, self._header, skip_notes(self._reasons, self._truncated))
 
     @property
@@ -125,7 +126,7 @@ class TraceReader:
         if self._events + events * (1 + left / max(nbytes, 1)) <= MAX_EVENTS:
             return
         self._counted = True
-        _EventCounter(chunks.src, self.name, max_bytes=chunks.max_bytes).count()
+        _EventCounter(chunks.src, self.name, max_bytes=chunks.max_bytes, hashed=False).count()
 
     def _find_events(self, chunks: Iterator[bytes]) -> tuple[bytes, bytes]:
         buf, searched = b"", 0

@@ -1,18 +1,20 @@
 """One large trace file ingested with every core: its chunks (profiler/parse/split.py) parsed by this
 process and a pool of worker processes, then their rows committed into the store as one upload.
 
-    plan      this process: where to cut, and the file's content hash (its run id)
+    plan      this process: where to cut
     parse     every process: `chunks.parse_chunk` for each chunk, staged Arrow files in a scratch
               folder; the pool takes the chunks from the front, this process from the back (a
-              chunk the pool has not started is taken back), so they meet wherever speed puts them
-    commit    this process: `chunks.load` the rows in file order, `Store.ingest_staged` them
+              chunk the pool has not started is taken back), so they meet wherever speed puts them;
+              meanwhile a thread of this process hashes the file (its run id)
+    commit    this process, once the workers are gone: `chunks.load` the rows in file order,
+              `Store.ingest_staged` them (a file already stored is reported as a duplicate)
 
 With n cores there are n - 1 worker processes: this process parses too, instead of waiting, which
 saves one process's start (~1 CPU s) and memory (~150 MB). The rows are exactly those of the file
 parsed whole (tests/test_chunked_ingest.py); whenever the file cannot be cut (gzip, minified,
 small), a chunk fails, the chunks disagree or a worker dies, `ingest` returns None and the caller
 parses the file whole, so its error message, if any, is a single upload's. The workers are spawned
-(not forked: the caller may hold DuckDB's or Streamlit's threads) and start while the file is hashed.
+(not forked: the caller may hold DuckDB's or Streamlit's threads) and start while the file is cut.
 """
 from __future__ import annotations
 
@@ -22,15 +24,16 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
+from profiler.parse import split, trace
 from profiler.storage import chunks
 
 # smaller files are parsed whole: a worker's start (Python, the parser, Arrow, pandas) costs ~1 CPU s,
 # what two cores save on ~100 MB of parsing
 MIN_BYTES = 192 << 20
-CHUNKS_PER_WORKER = 3  # a few chunks per process, so that a slow one does not hold the end
+CHUNKS_PER_WORKER = 3
 
 
 # below this many cores a file is parsed whole by default: on 2 idle cores the chunks saved 4-9 % of
@@ -49,7 +52,7 @@ def workers_default() -> int:
 
 
 def _warm() -> int:
-    """A worker's first task, while the file is hashed: importing this module loads the parser, and
+    """A worker's first task, while the file is cut: importing this module loads the parser, and
     Arrow's first array from a list loads pandas (~0.5 s), before the chunks come."""
     import pyarrow as pa
 
@@ -71,25 +74,33 @@ def ingest(store, path: str | os.PathLike, workers: int, *, source: str = "uploa
         return None
     helpers = min(workers, n) - 1
     pool = ProcessPoolExecutor(max_workers=helpers, mp_context=multiprocessing.get_context("spawn"))
+    hashing = ThreadPoolExecutor(max_workers=1)  # hashlib and reads release the GIL: it overlaps the parse
     try:
-        for _ in range(helpers):  # the workers start (and import the parser) while the file is hashed
+        for _ in range(helpers):  # the workers start (and import the parser) while the file is cut
             pool.submit(_warm)
         with tempfile.TemporaryDirectory(prefix="ingest-chunks-") as scratch:
-            fp = chunks.plan_file(path, n, scratch)
-            if fp is None or store.has_run(fp.run_id):  # already stored: the whole-file path says so
+            cuts = split.plan(path, n)
+            if cuts is None:
                 return None
+            digest = hashing.submit(chunks.file_hash, str(path))
+            fp = chunks.FilePlan(str(path), cuts, "unhashed", cuts.size)  # its run id once hashed
             parts = _parse(fp, pool, scratch, keep_python, progress or (lambda _fraction: None))
-            if not chunks.usable(fp, parts):
+            pool.shutdown(wait=True)  # the workers' memory is given back before the rows are assembled
+            run_id, size = digest.result()
+            if size > trace.DEFAULT_MAX_BYTES or not chunks.usable(fp, parts):
                 return None
-            summary, staging = chunks.load(fp, parts, scratch)
-        result = store.ingest_staged(summary, staging, source=source, started=started)
+            summary, staging = chunks.load(dataclasses.replace(fp, run_id=run_id), parts, scratch)
+        result = store.ingest_staged(summary, staging, source=source, started=started)  # a duplicate says so
         if progress:
             progress(1.0)
         return dataclasses.replace(result, chunks=fp.plan.chunks, workers=helpers + 1)
     except BrokenProcessPool:  # a worker died (out of memory?): parsed whole, the file says why
         return None
+    except OSError:  # the file cannot be read now: parsed whole, its error names it
+        return None
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+        hashing.shutdown(wait=True, cancel_futures=True)
 
 
 def _parse(fp: chunks.FilePlan, pool: ProcessPoolExecutor, scratch: str, keep_python: bool,

@@ -122,13 +122,14 @@ def _plan_file(file: str, n: int, scratch: str | os.PathLike) -> FilePlan | None
             unpacked.unlink(missing_ok=True)
         return None
     if not gzipped:
-        digest = _hash(file)
+        digest = file_hash(file)
     if digest[1] > trace.DEFAULT_MAX_BYTES:
         return None
     return FilePlan(file, p, digest[0], digest[1])
 
 
-def _hash(path: str) -> tuple[str, int]:
+def file_hash(path: str) -> tuple[str, int]:
+    """The run id of the plain file at `path` (as `TraceReader` computes it) and its size."""
     sha, size = hashlib.sha256(), 0
     with open(path, "rb") as f:
         while block := f.read(READ_BYTES):
@@ -167,7 +168,7 @@ def parse_chunk(fp: FilePlan, k: int, base: str, key: str, keep_python: bool = F
     fs, _ = jobs.filesystem(base)
     try:
         with split.chunk_stream(fp.plan, k) as stream:
-            reader = trace.TraceReader(stream, Path(fp.file).name, keep_python=keep_python)
+            reader = trace.TraceReader(stream, Path(fp.file).name, keep_python=keep_python, hashed=False)
             staging = Staging()
             for batch in reader.batches():
                 staging.add(batch)
