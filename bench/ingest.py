@@ -41,9 +41,9 @@ print(f"{len(doc['traceEvents'])} events")"""
 def commands(trace: Path, db: Path) -> dict[str, list[str]]:
     py = sys.executable
     return {"ingest": [py, "-m", "profiler", "ingest", str(trace), "--db", str(db)],
-            # one process: the file parsed whole (the default below 4 cores)
+            # one process: the file parsed whole (the default on one core)
             "ingest1": [py, "-m", "profiler", "ingest", str(trace), "--db", str(db) + "1", "--in-process"],
-            # in chunks, by this process and a worker process per other core (the default from 4 cores)
+            # in chunks, by this process and a worker process per other core (the default from 2 cores)
             "chunked": [py, "-m", "profiler", "ingest", str(trace), "--db", str(db) + "c",
                         "--workers", str(max(2, os.cpu_count() or 2))],
             "hta": [py, "-c", HTA, str(trace)],
@@ -142,7 +142,7 @@ def section(trace: Path, info: str, runs: dict, before: str, name: str = "Ingest
             f"Trace: {info}, plain JSON, {size / 1e6:.0f} MB (MB = 10^6 bytes), {made}. Each tool is a fresh "
             f"process; wall time includes interpreter start and imports; peak RSS is the larger of ru_maxrss and the "
             f"summed RSS of the process and its worker processes (sampled every 20 ms); `ingest` is the command's "
-            f"default (a file parsed whole below 4 cores, in chunks on every core from 4), `ingest1` one process, "
+            f"default (in chunks on every core from 2 cores; parsed whole on one), `ingest1` one process, "
             f"`chunked` the file in chunks on every core. "
             f"HTA {metadata.version('HolisticTraceAnalysis')} with its default ParserConfig.\n\n"
             f"{table(size, runs)}\n\n{verdict(runs, size)}\n")

@@ -84,8 +84,10 @@ def test_the_ingest_command_uses_worker_processes_for_a_large_file(tmp_path, mon
         assert _table(stored, table, want.run_id) == _table(whole, table, want.run_id), table
 
 
-def test_a_file_is_parsed_whole_by_default_below_four_cores(monkeypatch):
-    monkeypatch.setattr(chunked_ingest.os, "sched_getaffinity", lambda _pid: {0, 1}, raising=False)
+def test_a_file_is_parsed_whole_by_default_on_one_core(monkeypatch):
+    monkeypatch.setattr(chunked_ingest.os, "sched_getaffinity", lambda _pid: {0}, raising=False)
     assert chunked_ingest.workers_default() == 1
+    monkeypatch.setattr(chunked_ingest.os, "sched_getaffinity", lambda _pid: {0, 1}, raising=False)
+    assert chunked_ingest.workers_default() == 2
     monkeypatch.setattr(chunked_ingest.os, "sched_getaffinity", lambda _pid: set(range(16)), raising=False)
     assert chunked_ingest.workers_default() == 16

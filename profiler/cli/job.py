@@ -20,7 +20,7 @@ def add_ingest_options(ingest: argparse.ArgumentParser) -> None:
     ingest.add_argument("--workers", type=int, default=None,
                         help="parallel workers: with --job, Ray's (default: one per core of the local Ray "
                              "cluster); for a plain-JSON file of 64 MB or more, processes that parse its "
-                             "chunks (default: one per core on a machine of 4 cores or more, else 1: parsed whole)")
+                             "chunks (default: one per core; on a single core, 1: parsed whole)")
     ingest.add_argument("--ray-address", default=None,
                         help="with --job: a running Ray cluster to use (default: $PROFILER_RAY_ADDRESS, "
                              "else a local one)")

@@ -22,6 +22,7 @@ import dataclasses
 import multiprocessing
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
@@ -36,9 +37,11 @@ MIN_BYTES = 192 << 20
 CHUNKS_PER_WORKER = 3
 
 
-# below this many cores a file is parsed whole by default: on 2 idle cores the chunks saved 4-9 % of
-# the time and added 40-70 % of the file to the peak memory (bench/RESULTS.md, "chunked ingest")
-MIN_CORES = 4
+# below this many cores a file is parsed whole by default. Two cores are enough since the workers
+# leave before the rows are assembled and each takes a chunk only when free: on 2 idle cores the
+# chunks take 500 MB traces 20-30 % faster, at the same peak memory (bench/RESULTS.md, "Ingest,
+# every mix")
+MIN_CORES = 2
 
 
 def workers_default() -> int:
@@ -84,7 +87,7 @@ def ingest(store, path: str | os.PathLike, workers: int, *, source: str = "uploa
                 return None
             digest = hashing.submit(chunks.file_hash, str(path))
             fp = chunks.FilePlan(str(path), cuts, "unhashed", cuts.size)  # its run id once hashed
-            parts = _parse(fp, pool, scratch, keep_python, progress or (lambda _fraction: None))
+            parts = _parse(fp, pool, scratch, keep_python, progress or (lambda _fraction: None), helpers)
             pool.shutdown(wait=True)  # the workers' memory is given back before the rows are assembled
             run_id, size = digest.result()
             if size > trace.DEFAULT_MAX_BYTES or not chunks.usable(fp, parts):
@@ -104,29 +107,69 @@ def ingest(store, path: str | os.PathLike, workers: int, *, source: str = "uploa
 
 
 def _parse(fp: chunks.FilePlan, pool: ProcessPoolExecutor, scratch: str, keep_python: bool,
-           report: Callable[[float], None]) -> list:
+           report: Callable[[float], None], helpers: int) -> list:
     """Every chunk's `ChunkResult` (or error), in file order: the pool's from the front, this
-    process's from the back."""
-    n = fp.plan.chunks
-    futures: list[Future] = [pool.submit(chunks.parse_chunk, fp, k, scratch, "file", keep_python) for k in range(n)]
-    own: dict[int, object] = {}
+    process's from the back, each taking the next chunk only when it is free (an executor given
+    every chunk at once hands some to a worker before it can start them: on one mix this process
+    then sat idle for a third of the parse). A worker that died raises `BrokenProcessPool`."""
+    chunks_left = _Ends(fp.plan.chunks)
+    parts: dict[int, object] = {}
+    changed = threading.Condition()
 
-    def done() -> None:
-        report(0.9 * (len(own) + sum(f.done() and not f.cancelled() for f in futures)) / n)
+    def feed(_done: Future | None = None) -> None:  # a worker is free: give it the next chunk
+        k = chunks_left.front()
+        if k is None:
+            return
+        try:
+            future = pool.submit(chunks.parse_chunk, fp, k, scratch, "file", keep_python)
+        except (BrokenProcessPool, RuntimeError) as e:  # RuntimeError: the pool was shut down
+            future = Future()
+            future.set_exception(e)
+        future.add_done_callback(lambda f, k=k: arrived(k, f))
 
-    for k in reversed(range(n)):
-        if not futures[k].cancel():  # the pool has it (or had it): what is left is the pool's
-            break
-        own[k] = chunks.parse_chunk(fp, k, scratch, "file", keep_python)
-        done()
-    parts = []
-    for k, future in enumerate(futures):
-        if k not in own:
-            parts.append(future.result())
-            done()
-        else:
-            parts.append(own[k])
-    return parts
+    def arrived(k: int, future: Future) -> None:
+        with changed:
+            parts[k] = future.exception() or future.result()
+            changed.notify_all()
+        feed()
+
+    for _ in range(helpers):
+        feed()
+    while (k := chunks_left.back()) is not None:
+        part = chunks.parse_chunk(fp, k, scratch, "file", keep_python, in_memory=True)
+        with changed:
+            parts[k] = part
+        report(0.9 * len(parts) / fp.plan.chunks)
+    with changed:
+        while len(parts) < fp.plan.chunks:
+            changed.wait(0.5)
+            report(0.9 * len(parts) / fp.plan.chunks)
+    for part in parts.values():
+        if isinstance(part, BrokenProcessPool):
+            raise part
+    return [parts[k] for k in range(fp.plan.chunks)]
+
+
+class _Ends:
+    """Chunks 0 .. n-1 handed out from both ends, each once (thread-safe)."""
+
+    def __init__(self, n: int):
+        self._lo, self._hi = 0, n - 1
+        self._lock = threading.Lock()
+
+    def front(self) -> int | None:
+        with self._lock:
+            if self._lo > self._hi:
+                return None
+            self._lo += 1
+            return self._lo - 1
+
+    def back(self) -> int | None:
+        with self._lock:
+            if self._lo > self._hi:
+                return None
+            self._hi -= 1
+            return self._hi + 1
 
 
 def _gzipped(path: str | os.PathLike) -> bool:

@@ -67,6 +67,7 @@ class ChunkResult:
     start_rss: int
     tables: list[str] = field(default_factory=list)
     cut: dict[str, int] = field(default_factory=dict)  # text values cut at 64 KiB, per table.column
+    rows: dict[str, pa.Table] | None = None  # the tables themselves, when parsed where they are assembled
 
 
 def parts(size: int, total: int, workers: int, chunk_bytes: int | None = None) -> int:
@@ -159,8 +160,10 @@ def chunk_folder(base: str, key: str, run_id: str) -> str:
     return f"{base}/chunks/job={key}/{run_id}"
 
 
-def parse_chunk(fp: FilePlan, k: int, base: str, key: str, keep_python: bool = False) -> ChunkResult | errors.TraceError:
-    """Worker: parse chunk `k` of a planned file and write its staged tables as Arrow files.
+def parse_chunk(fp: FilePlan, k: int, base: str, key: str, keep_python: bool = False,
+                in_memory: bool = False) -> ChunkResult | errors.TraceError:
+    """Worker: parse chunk `k` of a planned file and write its staged tables as Arrow files (with
+    `in_memory`, for the process that assembles them, keep them in the result instead).
     A problem is returned, not raised (the caller then parses the file whole)."""
 
     started, start_rss = time.perf_counter(), reset_peak_rss()
@@ -173,13 +176,15 @@ def parse_chunk(fp: FilePlan, k: int, base: str, key: str, keep_python: bool = F
             for batch in reader.batches():
                 staging.add(batch)
         assert reader.summary is not None
-        fs.create_dir(folder, recursive=True)
         tables, staged = [], staging.staged()
+        if not in_memory:
+            fs.create_dir(folder, recursive=True)
         for table, rows in staged.items():
-            if rows.num_rows:
+            if rows.num_rows and not in_memory:
                 with fs.open_output_stream(f"{folder}/{table}.arrow") as sink, \
                         pa.ipc.new_stream(sink, rows.schema) as out:
                     out.write_table(rows)
+            if rows.num_rows:
                 tables.append(table)
         reasons, truncated = reader.skip_counts
         last = k == fp.plan.chunks - 1
@@ -187,7 +192,8 @@ def parse_chunk(fp: FilePlan, k: int, base: str, key: str, keep_python: bool = F
             k, folder, reader.summary.events, reader.summary.skipped, reasons, truncated,
             staged["ops"].num_rows, reader.exact_at_start,
             reader.exact, dict(staging.missing), reader.summary.header if last else None,
-            time.perf_counter() - started, peak_rss(), start_rss, tables, dict(staging.cut))
+            time.perf_counter() - started, peak_rss(), start_rss, tables, dict(staging.cut),
+            staged if in_memory else None)
     except (errors.TraceError, OSError) as e:
         return e if isinstance(e, errors.TraceError) else errors.TraceError(Path(fp.file).name, f"chunk {k}: {e}")
 
@@ -211,8 +217,11 @@ def load(fp: FilePlan, results: list[ChunkResult], base: str) -> tuple[trace.Tra
     ops_before = 0
     for r in sorted(results, key=lambda r: r.k):
         for table in r.tables:
-            with fs.open_input_stream(f"{r.folder}/{table}.arrow") as f:
-                rows = pa.ipc.open_stream(f).read_all()
+            if r.rows is not None:
+                rows = r.rows[table]
+            else:
+                with fs.open_input_stream(f"{r.folder}/{table}.arrow") as f:
+                    rows = pa.ipc.open_stream(f).read_all()
             if table == "ops" and ops_before:  # op ids count from the file's first op
                 column = rows.schema.get_field_index("op_id")
                 rows = rows.set_column(column, "op_id", pc.add(rows["op_id"], ops_before))
