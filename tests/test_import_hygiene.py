@@ -75,3 +75,21 @@ def test_charts_do_not_load_the_iri_grammar():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["True", "True"], out.stdout
+
+
+def test_ingest_does_not_load_pandas(tmp_path):
+    """pyarrow imports pandas (~0.18 s) on its first array from a list, only to ask whether the list
+    is a pandas object: the ingest command never loads it (staging builds that first array with
+    pandas out of reach), and pandas still works when a later read needs it."""
+    trace = ROOT / "tests" / "fixtures" / "memory_small.json"
+    code = ("import sys; from profiler.storage.store import Store; "
+            f"s = Store({str(tmp_path / 's.duckdb')!r}); r = s.ingest({str(trace)!r}); "
+            "loaded = 'pandas' in sys.modules; "
+            "import pyarrow as pa, pandas as pd; "
+            "back = s.query('SELECT count(*) AS n FROM kernels'); "
+            "print(loaded, type(back).__name__, len(pa.table({'a': [1]}).to_pandas()), r.events)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    loaded, kind, rows, events = out.stdout.split()
+    assert (loaded, kind, rows) == ("False", "DataFrame", "1"), out.stdout
+    assert int(events) > 0, out.stdout

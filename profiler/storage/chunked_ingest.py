@@ -55,11 +55,8 @@ def workers_default() -> int:
 
 
 def _warm() -> int:
-    """A worker's first task, while the file is cut: importing this module loads the parser, and
-    Arrow's first array from a list loads pandas (~0.5 s), before the chunks come."""
-    import pyarrow as pa
-
-    pa.array([0])
+    """A worker's first task, while the file is cut: importing this module loads the parser and
+    the staging (Arrow) before the chunks come."""
     return os.getpid()
 
 

@@ -6,6 +6,7 @@ one transaction that writes the trace, so the store file is held only for that c
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,34 @@ import pyarrow.compute as pc
 
 from profiler.parse import trace
 from profiler.parse.nesting import innermost, nest
+
+
+class _PandasOutOfReach:
+    """An import hook that makes pandas look absent (see `_first_array_without_pandas`)."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError("pandas is not needed to stage rows", name=name)
+
+
+def _first_array_without_pandas() -> None:
+    """pyarrow imports pandas (0.17-0.19 s here) the first time it builds an array from a Python
+    list, only to ask whether the list is a pandas object, and staging never hands it one. Where
+    pandas is not loaded yet (the ingest command, its workers), that first array is built with
+    pandas out of reach, and pyarrow does not ask again in this process. pandas still loads when
+    something imports it (a query's DataFrame); only a pandas object given to `pa.array` after that
+    would go unrecognised, and nothing in an ingest does that."""
+    if "pandas" in sys.modules:
+        return
+    hook = _PandasOutOfReach()
+    sys.meta_path.insert(0, hook)
+    try:
+        pa.array([0])
+    finally:
+        sys.meta_path.remove(hook)
+
+
+_first_array_without_pandas()
 
 _U64 = {"correlation", "external_id", "bytes", "addr", "in_msg_nelems", "out_msg_nelems"}
 _F64 = {"blocks_per_sm", "warps_per_sm", "est_occupancy_pct", "bandwidth_gbps"}
