@@ -74,7 +74,9 @@ def ingest(store, path: str | os.PathLike, workers: int, *, source: str = "uploa
         return None
     helpers = min(workers, n) - 1
     pool = ProcessPoolExecutor(max_workers=helpers, mp_context=multiprocessing.get_context("spawn"))
-    hashing = ThreadPoolExecutor(max_workers=1)  # hashlib and reads release the GIL: it overlaps the parse
+    # hashlib, reads and DuckDB release the GIL: the file is hashed and the store opened (made,
+    # migrated) on threads while the file parses
+    helping = ThreadPoolExecutor(max_workers=2)
     try:
         for _ in range(helpers):  # the workers start (and import the parser) while the file is cut
             pool.submit(_warm)
@@ -82,11 +84,13 @@ def ingest(store, path: str | os.PathLike, workers: int, *, source: str = "uploa
             cuts = split.plan(path, n)
             if cuts is None:
                 return None
-            digest = hashing.submit(chunks.file_hash, str(path))
+            digest = helping.submit(chunks.file_hash, str(path))
+            opened = helping.submit(store.has_run, "")
             fp = chunks.FilePlan(str(path), cuts, "unhashed", cuts.size)  # its run id once hashed
             parts = _parse(fp, pool, scratch, keep_python, progress or (lambda _fraction: None), helpers)
             pool.shutdown(wait=True)  # the workers' memory is given back before the rows are assembled
             run_id, size = digest.result()
+            opened.result()  # a store that cannot be opened says so here, as it would at the commit
             if size > trace.DEFAULT_MAX_BYTES or not chunks.usable(fp, parts):
                 return None
             summary, staging = chunks.load(dataclasses.replace(fp, run_id=run_id), parts, scratch)
@@ -100,7 +104,7 @@ def ingest(store, path: str | os.PathLike, workers: int, *, source: str = "uploa
         return None
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-        hashing.shutdown(wait=True, cancel_futures=True)
+        helping.shutdown(wait=True, cancel_futures=True)
 
 
 def _parse(fp: chunks.FilePlan, pool: ProcessPoolExecutor, scratch: str, keep_python: bool,

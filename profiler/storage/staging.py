@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from profiler.parse import trace
 from profiler.parse.nesting import innermost, nest
+
+if TYPE_CHECKING:  # a chunk's worker stages rows without DuckDB
+    import duckdb
 
 
 class _PandasOutOfReach:
