@@ -3,9 +3,10 @@ process and a pool of worker processes, then their rows committed into the store
 
     plan      this process: where to cut
     parse     every process: `chunks.parse_chunk` for each chunk, staged Arrow files in a scratch
-              folder; the pool takes the chunks from the front, this process from the back (a
-              chunk the pool has not started is taken back), so they meet wherever speed puts them;
-              meanwhile a thread of this process hashes the file (its run id)
+              folder (this process keeps its own in memory); the workers take chunks from the
+              front, this process from the back, each the next one when it is free, so they meet
+              wherever speed puts them; meanwhile threads of this process hash the file (its run
+              id) and open the store
     commit    this process, once the workers are gone: `chunks.load` the rows in file order,
               `Store.ingest_staged` them (a file already stored is reported as a duplicate)
 
@@ -31,16 +32,16 @@ from concurrent.futures.process import BrokenProcessPool
 from profiler.parse import split, trace
 from profiler.storage import chunks
 
-# smaller files are parsed whole: a worker's start (Python, the parser, Arrow, pandas) costs ~1 CPU s,
-# what two cores save on ~100 MB of parsing
+# smaller files are parsed whole: a worker's start (Python, the parser, Arrow) costs CPU time that
+# two cores only win back on a large file
 MIN_BYTES = 192 << 20
-CHUNKS_PER_WORKER = 3
+CHUNKS_PER_WORKER = 3  # a few chunks per process, so that a slow one does not hold the end
 
 
 # below this many cores a file is parsed whole by default. Two cores are enough since the workers
 # leave before the rows are assembled and each takes a chunk only when free: on 2 idle cores the
-# chunks take 500 MB traces 20-30 % faster, at the same peak memory (bench/RESULTS.md, "Ingest,
-# every mix")
+# chunks take 500 MB traces 14-28 % faster than one process, for 0.05-0.10x the file more peak
+# memory (bench/RESULTS.md, "Ingest, every mix")
 MIN_CORES = 2
 
 
