@@ -4,104 +4,12 @@ import streamlit as st
 from profiler.analysis import counters, findings, queries, roofline, unmodelled
 from profiler.present import charts, curve_charts, markup, ui
 
-Col = st.column_config
-COLUMNS = {  # what a kernel engineer reads first (time, math engine, occupancy), launch shape after
-    "run": ui.run_column(),
-    "name": Col.TextColumn("kernel", width="medium", help="Short name; the full one is the last column."),
-    "calls_per_iter": Col.NumberColumn("calls / iter", format="%.1f"),
-    "us_per_iter": Col.NumberColumn("µs / iter", format="%.1f"),
-    "gpu_time_share_pct": Col.NumberColumn("% of summed kernel time", format="%.1f %%",
-                                           help="This kernel's time over the run's summed kernel time "
-                                                "(the Attention page's denominator)."),
-    "tc_engine": Col.TextColumn("engine", help="Tensor / matrix cores, CUDA cores / vector ALUs, "
-                                "communication or unknown, read from the name (never guessed)."),
-    "tc_precision": Col.TextColumn("precision"),
-    "est_occupancy_pct": Col.NumberColumn(
-        "reported occ. %", format="%.1f",
-        help="Kineto's static estimate, time-weighted over the launches. It reads 0 for kernels "
-             "that opt into more than 48 KiB of shared memory (cuDNN, cuBLAS nvjet, flash), "
-             "however they really run."),
-    "theory_occupancy_pct": Col.NumberColumn(
-        "theoretical occ. %", format="%.1f",
-        help="CUDA occupancy calculator per launch (opt-in shared memory, capped by the grid "
-             "size), time-weighted over the launches like the reported value."),
-    "occupancy_achieved_pct": Col.NumberColumn(
-        "achieved occ. % (ncu)", format="%.1f",
-        help="Warps active per cycle over the SM's maximum, measured by Nsight Compute's hardware "
-             "counters on one counted warm call (sm__warps_active): what the kernel really kept "
-             "resident, against the theoretical value. Empty without counters."),
-    "reads_zero_but_ran": Col.CheckboxColumn(
-        "0 % but ran", help="The trace reports 0 % occupancy, yet the kernel ran: see the "
-                            "theoretical value and what limits it."),
-    "occupancy_limiter": Col.TextColumn("limited by"),
-    "ncu_limiter_text": Col.TextColumn("limited by (ncu)", help="The resources Nsight Compute says "
-                                       "allow the fewest blocks per SM (launch__occupancy_limit_*)."),
-    "sm_throughput_pct": Col.NumberColumn("SM throughput % (ncu)", format="%.1f"),
-    "dram_throughput_pct": Col.NumberColumn("DRAM throughput % (ncu)", format="%.1f"),
-    "l2_throughput_pct": Col.NumberColumn("L2 throughput % (ncu)", format="%.1f"),
-    "tensor_pipe_active_pct": Col.NumberColumn("tensor pipes active % (ncu)", format="%.1f",
-                                               help="Share of active cycles the tensor pipes were busy."),
-    "local_memory_instructions": Col.NumberColumn(
-        "local-memory instr. (ncu)", format="%d",
-        help="Local-memory load and store instructions (warp level) of the counted launch: register "
-             "spills, or arrays the compiler placed in local memory. 0 means no spills."),
-    "grid": Col.TextColumn("grid"),
-    "block": Col.TextColumn("block"),
-    "registers_per_thread": Col.NumberColumn("regs / thread"),
-    "shared_mem_kib": Col.NumberColumn("shared mem (KiB)", format="%.1f"),
-    "launch_configs": Col.NumberColumn("launch configs", help="Distinct grid / block / registers "
-                                       "/ shared memory combinations; listed when several."),
-    "launch_config_list": Col.TextColumn("configs (calls)", width="large"),
-    "mean_us": Col.NumberColumn("mean µs", format="%.2f"),
-    "calls": Col.NumberColumn("calls (all iters)"),
-    "total_us": Col.NumberColumn("µs (all iters)", format="%.1f"),
-    "kernel": Col.TextColumn("full name (select a cell and copy)", width="large"),
-}
-
-BREAKDOWN_COLUMNS = {  # the metrics layer's per-iteration figures (profiler/storage/sql/metrics.sql)
-    "label": ui.run_column(),
-    "wall_us_per_iter": Col.NumberColumn("iteration µs", format="%.1f"),
-    "gpu_busy_us_per_iter": Col.NumberColumn("GPU own busy µs / iter", format="%.1f",
-                                             help="Kernels, copies and sets launched in the iteration, "
-                                                  "overlapping streams counted once."),
-    "gpu_busy_pct": Col.NumberColumn("own busy % of iteration", format="%.1f"),
-    "gpu_idle_pct": Col.NumberColumn("idle % of iteration", format="%.1f", help="No GPU work at all."),
-    "carried_pct": Col.NumberColumn("carried % of iteration", format="%.1f",
-                                    help="The GPU ran only work launched before the iteration began "
-                                         "(in an earlier one, or before profiling started)."),
-    "span_busy_pct": Col.NumberColumn("busy % first to last GPU event", format="%.1f",
-                                      help="TraceLens's busy share: all GPU work (own or carried) over "
-                                           "the time from the first GPU event to the last."),
-    "kernel_us_per_iter": Col.NumberColumn("kernels µs / iter", format="%.1f"),
-    "comm_us_per_iter": Col.NumberColumn("communication µs / iter", format="%.1f"),
-    "exposed_copy_us_per_iter": Col.NumberColumn("copies alone µs / iter", format="%.1f",
-                                                 help="Copy or set time with no kernel running."),
-    "bound": Col.TextColumn("bound"),
-}
-
-ROOF_COLUMNS = {
-    "run": ui.run_column(),
-    "tflops": Col.NumberColumn("achieved TFLOP/s", format="%.2f"),
-    "roof_tflops": Col.NumberColumn("roof TFLOP/s", format="%.1f"),
-    "pct_of_roof": Col.NumberColumn("% of roof", format="%.1f"),
-    "bound": Col.TextColumn("bound by", help="memory below the ridge point, compute above it"),
-    "bytes_per_iter": Col.NumberColumn("bytes / iter", format="%.3e", help="Read + written by the modelled ops."),
-    "flops_per_iter": Col.NumberColumn("FLOPs / iter", format="%.3e"),
-    "tbps": Col.NumberColumn("TB/s", format="%.2f"),
-    "intensity": Col.NumberColumn("FLOP / byte", format="%.1f"),
-    "engine": Col.TextColumn("engine"), "dtype": Col.TextColumn("dtype"),
-    "peak_source": Col.TextColumn("peaks from"),
-    "suspect": Col.TextColumn("share above 100 %", width="medium",
-                              help="Never shown: the model (FLOPs / bytes) or the peak (SKU) is wrong; this says which."),
-}
-
-
 def breakdown_section(store, runs, labels) -> None:
     """Where each run's iteration goes on the GPU, and what bounds it."""
     st.subheader("GPU time per iteration", divider="gray")
     metrics = queries.run_metrics(store, runs)
     metrics = metrics.assign(label=metrics["run_id"].map(labels).fillna(metrics["run_id"]))
-    ui.table(metrics, column_config=BREAKDOWN_COLUMNS, column_order=list(BREAKDOWN_COLUMNS),
+    ui.table(metrics, column_config=ui.BREAKDOWN_COLUMNS, column_order=list(ui.BREAKDOWN_COLUMNS),
                  hide_index=True, placeholder="—")
     for row in metrics.itertuples():
         st.text(markup.printable(findings.bound_sentence(row._asdict(), row.label)))
@@ -120,7 +28,7 @@ def roofline_section(store, runs, labels) -> None:
                    "roofs: the memory slope and one ceiling per engine. Per op: the Attention page.")
         ui.kept_chart(store, ("roofline", False), runs,
                         lambda: curve_charts.roofline_chart(roof, roofline.ceilings(roof), labels), width="stretch")
-        ui.table(charts.with_runs(roof, labels), column_config=ROOF_COLUMNS, column_order=list(ROOF_COLUMNS),
+        ui.table(charts.with_runs(roof, labels), column_config=ui.ROOF_COLUMNS, column_order=list(ui.ROOF_COLUMNS),
                  hide_index=True, placeholder="—")
 
 
@@ -153,10 +61,10 @@ with ui.guard(), queries.session(ui.get_store()) as store:
             st.caption(markup.fmt("Hardware counters (Nsight Compute, one warm call counted; its time under "
                                   "ncu is not in any timing) for {} of these kernels: columns marked (ncu).",
                                   counted))
-        shown = [c for c in COLUMNS if counted or c not in counters.SHOWN_ON_KERNELS]
+        shown = [c for c in ui.KERNEL_COLUMNS if counted or c not in counters.SHOWN_ON_KERNELS]
         with st.expander(f"Kernel table (rows: {len(rows)}): occupancy, launch shapes, full names",
                          expanded=len(runs) <= 1):
-            ui.table(rows, column_config=COLUMNS, column_order=shown, hide_index=True,
+            ui.table(rows, column_config=ui.KERNEL_COLUMNS, column_order=shown, hide_index=True,
                      width="stretch", height=min(36 + 35 * len(rows), 420), placeholder="—")
             ui.csv_download(rows, "kernels")
     roofline_section(store, runs, labels)
