@@ -14,13 +14,6 @@ from profiler.errors import ShareError
 from profiler.present import charts, markup, narrative, share, style, timeline_view, ui
 
 SCALES = {"shared": "Shared time scale", "independent": "Each run its own scale"}
-Col = st.column_config
-RANGE_COLUMNS = {
-    "run": Col.TextColumn("run"), "kind": Col.TextColumn("kind"),
-    "name": Col.TextColumn("name", width="large", help="The full name as the trace wrote it."),
-    "events": Col.NumberColumn("count"), "total": Col.TextColumn("total (in range)"),
-    "self_time": Col.TextColumn("self", help="Ops: their own time, without the ops inside them."),
-}
 
 
 def controls(store, state, runs):
@@ -74,27 +67,6 @@ def url_range(state):
         return None
 
 
-def follow_chart(state, key: str, selection: dict, extent: int):
-    """The view after a wheel zoom, pan or drag on the chart, or None when nothing new happened
-    there. Streamlit keeps reporting a chart's last selection (and an empty one at first), so
-    each is taken once: only a change from the last one seen moves the view."""
-    new = state
-    for name in ("zoom", "brush"):
-        if name not in selection:
-            continue
-        seen, now = f"{key}-{name}", timeline_view.brushed_ns(selection, name)
-        first = seen not in st.session_state
-        if first or st.session_state[seen] == now:
-            st.session_state[seen] = now
-            continue
-        st.session_state[seen] = now
-        if name == "zoom" and now:
-            new = new.with_(window_ns=timeline_view.zoom_window(now, extent, 1.0))
-        elif name == "brush":
-            new = share.with_span(new, "range", now)
-    return None if new == state else new
-
-
 def range_section(store, runs, labels, iteration, picked, state) -> None:
     """Perfetto's area selection: what ran inside the dragged range, per run and name."""
     st.subheader(markup.fmt("Selected range {} – {}", style.duration(picked[0] / 1e3),
@@ -104,7 +76,7 @@ def range_section(store, runs, labels, iteration, picked, state) -> None:
         st.rerun()
     stats = timeline_view.range_table(queries.timeline_range_stats(store, runs, iteration, picked),
                                       labels)
-    ui.table(stats, column_config=RANGE_COLUMNS, column_order=list(RANGE_COLUMNS),
+    ui.table(stats, column_config=ui.RANGE_COLUMNS, column_order=list(ui.RANGE_COLUMNS),
                  hide_index=True, width="stretch", height=320)
     ui.csv_download(stats, "timeline-range")
 
@@ -141,7 +113,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         key = f"timeline-{len(drawn)}-{shared}"
         event = st.vega_lite_chart(spec, on_select="rerun", key=key,
                                    selection_mode=["brush", "zoom"] if shared else ["brush"])
-        if (moved := follow_chart(state, key, dict(event.selection or {}) if event else {},
+        if (moved := ui.chart_move(state, key, dict(event.selection or {}) if event else {},
                                   extent)) is not None:
             ui.set_view(moved)
             st.rerun()

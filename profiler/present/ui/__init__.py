@@ -1,8 +1,9 @@
 """App glue: the one backend package that imports streamlit. Pages use only this API, as ``ui.<name>``.
 
 Its modules: ``session`` (the store, seeding, page runs, the preload), ``view`` (the URL's view,
-links, errors), ``tables`` (tables, downloads, charts), ``columns`` (the Kernels page's table
-columns), ``work`` (uploads, jobs, captures).
+links, errors, the Timeline chart's moves), ``tables`` (tables, downloads, charts), ``columns``
+(the columns of the Kernels page's tables and the Timeline's range), ``work`` (uploads, jobs,
+captures).
 
 Store: ``get_store() -> Store`` is the store at ``PROFILER_DB`` (default ``data/traces.duckdb``),
 cached per process, seeded from ``data/samples/`` on a background thread when empty (unless
@@ -18,6 +19,8 @@ View state (the URL is the source of truth; ``profiler.present.share``):
     ``select_runs(run_ids)``  make ``run_ids`` the selection (URL + session).
     ``link_to(page, state, label=None)``  ``st.page_link`` that carries the state.
     ``copy_link(state) -> str``  a "Share this view" popover with the full URL (copy button).
+    ``chart_move(state, key, selection, extent)``  the Timeline's view after a zoom, pan or drag
+        on its chart, or None (each chart selection is taken once).
 
 Empty states and errors:
     ``require_runs(state, minimum=1, purpose=...) -> tuple[str, ...]``  the selected runs that
@@ -28,7 +31,8 @@ Empty states and errors:
 
 Tables, files, captures:
     ``CATALOG_COLUMNS``  the runs table's columns (labels, units, help), in display order;
-        ``KERNEL_COLUMNS``, ``BREAKDOWN_COLUMNS``, ``ROOF_COLUMNS`` the Kernels page's.
+        ``KERNEL_COLUMNS``, ``BREAKDOWN_COLUMNS``, ``ROOF_COLUMNS`` the Kernels page's,
+        ``RANGE_COLUMNS`` the Timeline's selected range.
     ``pick_rows(df, key, selected, id_col="run_id", **kw) -> tuple[str, ...]``  row-selectable
         ``st.dataframe`` pre-selected from ``selected``; the selected ids (selected ids that are
         not rows of ``df``, e.g. filtered out, stay selected).
@@ -43,20 +47,21 @@ Tables, files, captures:
     ``capture_runs(config) -> (results, skipped outcomes)``  a ``profiler.capture.recorder`` capture with
         a live bar per variant, then ingest; one capture per server at a time (others wait).
 """
-from profiler.present.ui.columns import BREAKDOWN_COLUMNS, KERNEL_COLUMNS, ROOF_COLUMNS
+from profiler.present.ui.columns import BREAKDOWN_COLUMNS, KERNEL_COLUMNS, RANGE_COLUMNS, ROOF_COLUMNS
 from profiler.present.ui.session import (PROJECT_ERRORS, WRITING_PAGES, db_path, get_store, page_run,
                                         preload_capture, seeding, seeding_progress, traces_dir)
 from profiler.present.ui.tables import (CATALOG_COLUMNS, RUN_COLUMN_PX, csv_download, kept_chart, pick_rows,
                                        ranked_runs, run_column, table)
-from profiler.present.ui.view import (PAGE_FILES, PAGE_ICONS, app_base, copy_link, entered_through_app, guard,
+from profiler.present.ui.view import (PAGE_FILES, PAGE_ICONS, app_base, chart_move, copy_link, entered_through_app, guard,
                                      guard_quietly, link_to, log_axis, require_runs, select_runs, set_view, show_error,
                                      update_view, view_state)
 from profiler.present.ui.work import (capture_runs, ingest_files, ingest_job_upload, trace_download,
                                      upload_limit_mb)
 
 __all__ = ["BREAKDOWN_COLUMNS", "CATALOG_COLUMNS", "KERNEL_COLUMNS", "PAGE_FILES", "PAGE_ICONS", "PROJECT_ERRORS",
-           "ROOF_COLUMNS", "RUN_COLUMN_PX", "WRITING_PAGES", "app_base", "capture_runs", "copy_link", "csv_download",
-           "db_path", "entered_through_app", "get_store", "guard", "guard_quietly", "ingest_files",
-           "ingest_job_upload", "kept_chart", "link_to", "log_axis", "page_run", "pick_rows", "preload_capture",
-           "ranked_runs", "require_runs", "run_column", "seeding", "seeding_progress", "select_runs", "set_view",
-           "show_error", "table", "trace_download", "traces_dir", "update_view", "upload_limit_mb", "view_state"]
+           "RANGE_COLUMNS", "ROOF_COLUMNS", "RUN_COLUMN_PX", "WRITING_PAGES", "app_base", "capture_runs",
+           "chart_move", "copy_link", "csv_download", "db_path", "entered_through_app", "get_store", "guard",
+           "guard_quietly", "ingest_files", "ingest_job_upload", "kept_chart", "link_to", "log_axis", "page_run",
+           "pick_rows", "preload_capture", "ranked_runs", "require_runs", "run_column", "seeding",
+           "seeding_progress", "select_runs", "set_view", "show_error", "table", "trace_download", "traces_dir",
+           "update_view", "upload_limit_mb", "view_state"]

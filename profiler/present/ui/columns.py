@@ -1,4 +1,5 @@
-"""The Kernels page's tables: their columns (labels, units, help), in display order."""
+"""The columns (labels, units, help), in display order, of the Kernels page's tables and the
+Timeline's selected range."""
 from __future__ import annotations
 
 import streamlit as st
@@ -94,4 +95,11 @@ ROOF_COLUMNS = {
     "peak_source": Col.TextColumn("peaks from"),
     "suspect": Col.TextColumn("share above 100 %", width="medium",
                               help="Never shown: the model (FLOPs / bytes) or the peak (SKU) is wrong; this says which."),
+}
+
+RANGE_COLUMNS = {  # the Timeline's selected range: what ran in it, per run and name
+    "run": Col.TextColumn("run"), "kind": Col.TextColumn("kind"),
+    "name": Col.TextColumn("name", width="large", help="The full name as the trace wrote it."),
+    "events": Col.NumberColumn("count"), "total": Col.TextColumn("total (in range)"),
+    "self_time": Col.TextColumn("self", help="Ops: their own time, without the ops inside them."),
 }

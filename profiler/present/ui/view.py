@@ -12,7 +12,7 @@ from streamlit.runtime.pages_manager import PagesManager
 
 from profiler.analysis import queries
 from profiler.errors import StoreError
-from profiler.present import markup, sitemap
+from profiler.present import markup, share, sitemap, timeline_view
 from profiler.present.share import ShareError, ViewState, app_root, decode, encode, share_url
 from profiler.present.ui.session import PROJECT_ERRORS, get_store, page_viewed
 
@@ -175,3 +175,24 @@ def copy_link(state: ViewState) -> str:
         st.caption("Anyone with access to this dashboard sees the same runs and view:")
         st.code(url, language=None, wrap_lines=True)
     return url
+
+
+def chart_move(state: ViewState, key: str, selection: dict, extent: int) -> ViewState | None:
+    """The Timeline's view after a wheel zoom, pan or drag on its chart (`key`), or None when
+    nothing new happened there. Streamlit keeps reporting a chart's last selection (and an empty
+    one at first), so each is taken once: only a change from the last one seen moves the view."""
+    new = state
+    for name in ("zoom", "brush"):
+        if name not in selection:
+            continue
+        seen, now = f"{key}-{name}", timeline_view.brushed_ns(selection, name)
+        first = seen not in st.session_state
+        if first or st.session_state[seen] == now:
+            st.session_state[seen] = now
+            continue
+        st.session_state[seen] = now
+        if name == "zoom" and now:
+            new = new.with_(window_ns=timeline_view.zoom_window(now, extent, 1.0))
+        elif name == "brush":
+            new = share.with_span(new, "range", now)
+    return None if new == state else new
