@@ -1,27 +1,27 @@
 """The DuckDB store: one file, opened briefly per call, written one whole trace per transaction.
 
 Ingest streams a trace into compact Arrow columns (profiler/storage/staging.py), nests its ops, and only
-then opens the store to work out iterations and copy everything in one transaction. The store
+then opens the store to work out iterations and copy everything in one transaction (the steps:
+profiler/storage/commit.py). The store
 file is therefore held for seconds at most, and other processes (the dashboard, the command line)
 get their turn; a locked file is retried briefly.
 """
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import os
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from profiler import errors
-from profiler.storage import connection, metrics, migrations, tables
+from profiler.storage import commit, connection, metrics, migrations
 # re-exported: callers name them from here
+from profiler.storage.commit import IngestResult, Staged  # noqa: F401
 from profiler.storage.connection import (LOCK_TIMEOUT_S, MEMORY_ENV, duckdb_config, not_a_store,  # noqa: F401
                                          one_line)
 from profiler.storage.migrations import SCHEMA_VERSION  # noqa: F401
@@ -32,9 +32,7 @@ if TYPE_CHECKING:  # pandas loads only when a query result is read back; the par
     import pandas as pd  # the staging (pyarrow) only when a trace is ingested
 
     from profiler.parse import trace
-    from profiler.storage.staging import StagedBatch, Staging
-
-INGEST_SQL = Path(__file__).with_name("sql") / "ingest"
+    from profiler.storage.staging import Staging
 
 # data/traces.duckdb in the project folder, wherever the app or the CLI is started from
 DEFAULT_DB = Path(__file__).resolve().parents[2] / "data" / "traces.duckdb"
@@ -45,24 +43,6 @@ _init_lock = threading.Lock()
 def default_db_path() -> Path:
     """PROFILER_DB if set, else the project's data/traces.duckdb."""
     return Path(os.environ.get("PROFILER_DB") or DEFAULT_DB)
-
-
-def ingest_sql(name: str) -> str:
-    """The text of sql/ingest/<name>.sql (its stage_* tables are the ingest's staged Arrow tables)."""
-    return (INGEST_SQL / f"{name}.sql").read_text()
-
-
-@dataclass(frozen=True)
-class IngestResult:
-    run_id: str
-    name: str
-    events: int
-    kernels: int
-    seconds: float
-    duplicate: bool  # the same bytes were already in the store: nothing was written
-    notes: tuple[str, ...] = ()  # events skipped, names cut, values stored as missing (with counts)
-    chunks: int = 0  # parsed in this many chunks by worker processes (chunked_ingest.py); 0: whole
-    workers: int = 1
 
 
 class Store:
@@ -196,7 +176,7 @@ class Store:
             if done is not None:
                 return done
         max_bytes = trace.DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
-        summary, staging = _parse(src, name, max_bytes, keep_python, progress)
+        summary, staging = commit.parse(src, name, max_bytes, keep_python, progress)
         return self.ingest_staged(summary, staging, source=source, started=started,
                                   keep_metrics=keep_metrics)
 
@@ -229,14 +209,14 @@ class Store:
 
         started = time.perf_counter()
         max_bytes = trace.DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
-        summary, staging = _parse(src, name, max_bytes, keep_python, progress)
-        return _staged(summary, staging, source, started)
+        summary, staging = commit.parse(src, name, max_bytes, keep_python, progress)
+        return commit.prepare(summary, staging, source, started)
 
     def ingest_staged(self, summary: trace.TraceSummary, staging: Staging, *, source: str = "uploaded",
                       started: float | None = None, keep_metrics: bool = True) -> IngestResult:
         """The second half of `ingest`: a parsed trace's staged rows (its ops not yet nested) into
         the store. Jobs call it with the rows of a file parsed in chunks (profiler/storage/chunks.py)."""
-        staged = _staged(summary, staging, source, time.perf_counter() if started is None else started)
+        staged = commit.prepare(summary, staging, source, time.perf_counter() if started is None else started)
         return staged.result(self._commit(staged, keep_metrics))
 
     def commit_batch(self, parsed: list[Staged], *, keep_metrics: bool = True,
@@ -268,7 +248,7 @@ class Store:
                     return self._commit_each(parsed, keep_metrics, stop_at_error)
                 con.execute("BEGIN TRANSACTION")
                 try:
-                    self._insert(con, [p.row for p in fresh.values()], batch)
+                    commit.insert(con, [p.row for p in fresh.values()], batch)
                     if keep_metrics:
                         metrics.store_runs(con, list(fresh))
                     con.execute("COMMIT")
@@ -305,7 +285,7 @@ class Store:
                 return True
             con.execute("BEGIN TRANSACTION")
             try:
-                self._insert(con, [staged.row], StagedBatch([(run_id, staged.staging)], take=True))
+                commit.insert(con, [staged.row], StagedBatch([(run_id, staged.staging)], take=True))
                 if keep_metrics:
                     metrics.store_runs(con, [run_id])
                 con.execute("COMMIT")
@@ -319,75 +299,3 @@ class Store:
                 con.execute("ROLLBACK")
                 raise
         return False
-
-    @staticmethod
-    def _insert(con: duckdb.DuckDBPyConnection, rows: list[dict], batch: StagedBatch) -> None:
-        """Within the caller's transaction: the batch's `traces` rows, then its staged rows, one
-        statement per table for all its runs (sql/ingest/*.sql: their iteration windows and the
-        launches' iterations first, per run)."""
-        batch.register(con)  # on a failure these go with the cursor, the temp tables with the rollback
-        con.execute(ingest_sql("stage_iterations"))
-        con.execute(ingest_sql("stage_launch_iteration"))
-        _insert_traces(con, rows)
-        for table in tables.INSERTED:  # in order (tables.py): memory_events reads stage_ops
-            con.execute(ingest_sql(f"insert_{table.name}"))
-            if table.staged:
-                batch.release(con, table.staged)
-        for name in list(batch.tables):
-            batch.release(con, name)
-        con.execute("DROP TABLE stage_launch_iteration")
-        con.execute("DROP TABLE stage_iterations")
-
-
-@dataclass
-class Staged:
-    """One trace parsed (`Store.stage`): its summary, staged rows, time span and `traces` row."""
-    summary: trace.TraceSummary
-    staging: Staging
-    span: Any
-    row: dict
-    row_notes: list[str]
-    started: float
-
-    @property
-    def run_id(self) -> str:
-        return self.row["run_id"]
-
-    def result(self, duplicate: bool) -> IngestResult:
-        return IngestResult(self.summary.run_id, self.summary.name, self.summary.events, self.span.kernels,
-                            time.perf_counter() - self.started, duplicate,
-                            self.summary.notes + tuple(self.staging.notes()) + tuple(self.row_notes))
-
-
-def _staged(summary: trace.TraceSummary, staging: Staging, source: str, started: float) -> Staged:
-    """A parsed trace's ops nested and its `traces` row made; a trace with no usable events is a
-    `NotATraceError`."""
-    from profiler.storage import metadata
-
-    if summary.events - summary.skipped == 0:
-        why = f" ({'; '.join(summary.notes)})" if summary.notes else ""
-        raise errors.NotATraceError(summary.name, f"has no trace events{' that can be used' * bool(why)}{why}")
-    span = staging.finish()
-    row, row_notes = metadata.trace_row(summary, source, span, dt.datetime.now(dt.UTC).replace(tzinfo=None))
-    return Staged(summary, staging, span, row, row_notes, started)
-
-
-def _insert_traces(con: duckdb.DuckDBPyConnection, rows: list[dict]) -> None:
-    """The batch's `traces` rows, in one statement (every row has the same keys: metadata.trace_row)."""
-    columns = ", ".join(f'"{column}"' for column in rows[0])  # "window" is an SQL keyword
-    marks = ", ".join(f"({', '.join('?' for _ in rows[0])})" for _ in rows)
-    con.execute(f"INSERT INTO traces ({columns}) VALUES {marks}", [v for row in rows for v in row.values()])
-
-
-def _parse(src: trace.Source, name: str | None, max_bytes: int, keep_python: bool,
-           progress: trace.Progress | None) -> tuple[trace.TraceSummary, Staging]:
-    """A trace read into staged Arrow columns (nothing written yet)."""
-    from profiler.parse import trace
-    from profiler.storage.staging import Staging
-
-    reader = trace.TraceReader(src, name, max_bytes=max_bytes, keep_python=keep_python, progress=progress)
-    staging = Staging()
-    for batch in reader.batches():
-        staging.add(batch)
-    assert reader.summary is not None
-    return reader.summary, staging
