@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import gzip
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from profiler.storage import catalog, chunked_ingest
+from profiler.storage import catalog, chunked_ingest, chunks
 from profiler.storage.store import Store
 from tests.test_chunks import KEEP_ALL, _table
 
@@ -91,3 +92,15 @@ def test_a_file_is_parsed_whole_by_default_on_one_core(monkeypatch):
     assert chunked_ingest.workers_default() == 2
     monkeypatch.setattr(chunked_ingest.os, "sched_getaffinity", lambda _pid: set(range(16)), raising=False)
     assert chunked_ingest.workers_default() == 16
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_fifo_is_left_to_the_whole_file_path_without_opening_it(tmp_path):
+    """Opening a FIFO waits for a writer: the chunked path must not, whatever the workers (the
+    whole-file path then refuses it at once, tests/test_security_slow.py)."""
+    fifo = tmp_path / "trace.json"
+    os.mkfifo(fifo)
+    assert chunks.estimated_size(fifo) == 0
+    store = Store(tmp_path / "s.duckdb")
+    assert chunked_ingest.ingest(store, fifo, 2) is None
+    assert chunked_ingest.ingest(store, fifo, 2, chunk_bytes=1 << 20) is None

@@ -68,7 +68,7 @@ def ingest(store, path: str | os.PathLike, workers: int, *, source: str = "uploa
     cut (the caller parses it whole). `chunk_bytes` (tests) cuts chunks of about that size."""
     started = time.perf_counter()
     size = chunks.estimated_size(path)
-    if workers < 2 or (chunk_bytes is None and size < MIN_BYTES) or _gzipped(path):
+    if workers < 2 or not size or (chunk_bytes is None and size < MIN_BYTES) or _gzipped(path):
         return None
     n = chunks.parts(size, size, workers * CHUNKS_PER_WORKER, chunk_bytes)
     if n < 2:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
+import stat
 import tempfile
 import time
 import zlib
@@ -83,9 +84,13 @@ def parts(size: int, total: int, workers: int, chunk_bytes: int | None = None) -
 
 def estimated_size(path: str | os.PathLike) -> int:
     """The decompressed size of a trace file: a gzip file's own record of it (modulo 4 GiB, so a
-    guess), else its size on disk."""
+    guess), else its size on disk; 0 for anything but a regular file (opening a FIFO would wait for
+    a writer: the whole-file path refuses it at once)."""
     try:
-        size = os.path.getsize(path)
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            return 0
+        size = info.st_size
         with open(path, "rb") as f:
             if f.read(2) != b"\x1f\x8b" or size < 18:
                 return size
