@@ -118,7 +118,7 @@ def _parse(fp: chunks.FilePlan, pool: ProcessPoolExecutor, scratch: str, keep_py
     parts: dict[int, object] = {}
     changed = threading.Condition()
 
-    def feed(_done: Future | None = None) -> None:  # a worker is free: give it the next chunk
+    def feed() -> None:  # a worker is free: give it the next chunk
         k = chunks_left.front()
         if k is None:
             return

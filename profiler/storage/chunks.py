@@ -181,16 +181,14 @@ def parse_chunk(fp: FilePlan, k: int, base: str, key: str, keep_python: bool = F
             for batch in reader.batches():
                 staging.add(batch)
         assert reader.summary is not None
-        tables, staged = [], staging.staged()
+        staged = staging.staged()
+        tables = [table for table, rows in staged.items() if rows.num_rows]
         if not in_memory:
             fs.create_dir(folder, recursive=True)
-        for table, rows in staged.items():
-            if rows.num_rows and not in_memory:
+            for table in tables:
                 with fs.open_output_stream(f"{folder}/{table}.arrow") as sink, \
-                        pa.ipc.new_stream(sink, rows.schema) as out:
-                    out.write_table(rows)
-            if rows.num_rows:
-                tables.append(table)
+                        pa.ipc.new_stream(sink, staged[table].schema) as out:
+                    out.write_table(staged[table])
         reasons, truncated = reader.skip_counts
         last = k == fp.plan.chunks - 1
         return ChunkResult(

@@ -50,8 +50,11 @@ _first_array_without_pandas()
 
 _U64 = {"correlation", "external_id", "bytes", "addr", "in_msg_nelems", "out_msg_nelems"}
 _F64 = {"blocks_per_sm", "warps_per_sm", "est_occupancy_pct", "bandwidth_gbps"}
-_STR = {"name", "kind", "api_kind", "pid", "tid", "cat", "concrete_inputs", "input_dims", "input_types",
-        "collective", "msg_dtype"}
+# text that repeats (names; ops' shapes and types, the same at every step): each distinct value kept
+# once per chunk; other text plain
+_REPEATED = {"name", "cat", "kind", "api_kind", "input_dims", "input_types", "concrete_inputs", "collective",
+             "msg_dtype"}
+_STR = {"pid", "tid"}
 _I32 = {"device", "device_type", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
         "registers_per_thread", "cbid", "group_size"}
 # ops that only allocate or copy for their caller: a [memory] event inside one is credited to the
@@ -59,11 +62,6 @@ _I32 = {"device", "device_type", "grid_x", "grid_y", "grid_z", "block_x", "block
 NOT_MAKERS_LIKE = ("aten::empty%", "aten::new_empty%")
 NOT_MAKERS = ("aten::resize_", "aten::clone", "aten::contiguous")
 _INT_RANGE = {pa.uint64(): (0, 2**64), pa.int32(): (-(2**31), 2**31), pa.int64(): (-(2**63), 2**63)}
-
-
-# columns whose values repeat (names; ops' shapes and types, the same at every step): each distinct
-# value is kept once per chunk
-_REPEATED = {"name", "cat", "kind", "api_kind", "input_dims", "input_types", "concrete_inputs", "collective", "msg_dtype"}
 
 
 def _arrow_type(column: str) -> pa.DataType:
