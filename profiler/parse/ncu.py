@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 import re
 from dataclasses import dataclass
 
 from profiler.errors import CountersFileError
+from profiler.parse import ncu_cells as cells
 from profiler.parse import ncu_units as units
 
 MAX_BYTES = 64 * 2**20      # a raw export of thousands of kernels with every section is a few MB
@@ -78,11 +78,10 @@ DEVICE_COLUMNS = {"name": ("device__attribute_display_name",),
                   "sms": ("device__attribute_multiprocessor_count", "launch__sm_count"),
                   "clock_khz": ("device__attribute_clock_rate",),
                   "max_warps_per_sm": ("device__attribute_max_warps_per_multiprocessor",)}
-MISSING = {"", "n/a", "no data", "N/A"}
+MISSING = cells.MISSING
 OVER_THEORETICAL_PT = 0.01  # ncu writes shares to 2 decimals: achieved may equal theoretical
 _DIMS = re.compile(r"^\(\s*([0-9]{1,10})\s*,\s*([0-9]{1,10})\s*,\s*([0-9]{1,10})\s*\)$")
 _ID = re.compile(r"^[0-9]{1,12}$")  # ASCII digits only: str.isdigit() also takes "²"
-_NUMBER = re.compile(r"^[+-]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?([eE][+-]?\d{1,3})?$", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -172,7 +171,7 @@ def read_report(data: bytes, name: str) -> NcuReport:
     body = rows[2:]
     if len(body) > MAX_KERNELS:
         raise CountersFileError(name, f"has {len(body):,} kernel rows; at most {MAX_KERNELS:,} are read")
-    kernels = tuple(_kernel(row, layout, name, line) for line, row in enumerate(body, start=3))
+    kernels = _kernels(body, layout, name)
     if not kernels:
         raise CountersFileError(name, "holds no profiled kernel")
     return NcuReport(name, kernels, tuple(layout.metrics), _device(body, layout, name))
@@ -197,10 +196,9 @@ def _layout(column: dict, units_row: list[str], name: str) -> _Layout:
 
 def _device(body: list[list[str]], layout: _Layout, name: str) -> CsvDevice | None:
     """The one GPU every row was profiled on (refused when rows name several)."""
-    seen = set()
-    for row in body:
-        cells = {k: (row[i].strip() if i < len(row) else "") for k, i in layout.device.items()}
-        seen.add((cells.get("name") or None, _whole(cells.get("sms")), _whole(cells.get("clock_khz"))))
+    at = [layout.device.get(k) for k in ("name", "sms", "clock_khz")]
+    raw = {tuple(row[i] if i is not None and i < len(row) else "" for i in at) for row in body}
+    seen = {((n.strip() or None), _whole(sms.strip()), _whole(clock.strip())) for n, sms, clock in raw}
     if len(seen) > 1:
         listed = "; ".join(sorted(CsvDevice(*d).text() for d in seen))[:200]
         raise CountersFileError(name, f"profiles kernels on several GPUs ({listed}); export one GPU's kernels")
@@ -240,26 +238,35 @@ def _is_units_row(row: list[str], column: dict) -> bool:
     return all(column[c] < len(row) and row[column[c]].strip() == "" for c in ("ID", "Kernel Name"))
 
 
-def _cell(row: list[str], index: int, name: str, line: int, what: str) -> str:
-    if index >= len(row):
-        raise CountersFileError(name, f"row {line} has {len(row)} cells; its {what} is missing")
-    return row[index].strip()
-
-
-def _kernel(row: list[str], layout: _Layout, name: str, line: int) -> NcuKernel:
+def _kernels(body: list[list[str]], layout: _Layout, name: str) -> tuple[NcuKernel, ...]:
+    """Every row as an NcuKernel, the metrics read a column at a time (`ncu_cells`)."""
     column = layout.column
-    ident = _cell(row, column["ID"], name, line, "ID")
-    if not _ID.match(ident):
-        raise CountersFileError(name, f"row {line}: ID {ident[:40]!r} is not a whole number")
-    kernel = _cell(row, column["Kernel Name"], name, line, "kernel name")
-    if not kernel:
-        raise CountersFileError(name, f"row {line} has an empty kernel name")
-    values = {key: _value(_cell(row, index, name, line, found), factor, name, line, key, found)
-              for key, (index, factor, found) in layout.metrics.items()}
-    block = _dims(row, column["Block Size"], name, line, "block size")
-    note = _theoretical(values, block, row, layout)
-    return NcuKernel(int(ident), kernel, _dims(row, column["Grid Size"], name, line, "grid size"), block,
-                     values, note)
+    used = {"ID": column["ID"], "kernel name": column["Kernel Name"], "grid size": column["Grid Size"],
+            "block size": column["Block Size"], **{found: i for i, _, found in layout.metrics.values()}}
+    widest = max(used.values())
+    for line, row in enumerate(body, start=3):
+        if len(row) <= widest:
+            what = next(w for w, i in used.items() if i >= len(row))
+            raise CountersFileError(name, f"row {line} has {len(row)} cells; its {what} is missing")
+    values = {key: cells.numbers([row[i] for row in body], factor, {
+        "share": key in PERCENTS, "whole": MAX_WHOLE if key in WHOLE else None, "start": 3}, name, found)
+        for key, (i, factor, found) in layout.metrics.items()}
+    dims: dict[str, tuple] = {}
+    kernels = []
+    for k, row in enumerate(body):
+        line = k + 3
+        ident = row[column["ID"]].strip()
+        if not _ID.match(ident):
+            raise CountersFileError(name, f"row {line}: ID {ident[:40]!r} is not a whole number")
+        kernel = row[column["Kernel Name"]].strip()
+        if not kernel:
+            raise CountersFileError(name, f"row {line} has an empty kernel name")
+        mine = {key: column_values[k] for key, column_values in values.items()}
+        block = _dims(row[column["Block Size"]], dims, name, line, "block size")
+        note = _theoretical(mine, block, row, layout)
+        kernels.append(NcuKernel(int(ident), kernel, _dims(row[column["Grid Size"]], dims, name, line, "grid size"),
+                                 block, mine, note))
+    return tuple(kernels)
 
 
 def _theoretical(values: dict, block: tuple, row: list[str], layout: _Layout) -> str:
@@ -281,28 +288,12 @@ def _theoretical(values: dict, block: tuple, row: list[str], layout: _Layout) ->
     return note
 
 
-def _dims(row: list[str], index: int, name: str, line: int, what: str) -> tuple[int, int, int]:
-    text = _cell(row, index, name, line, what)
+def _dims(text: str, seen: dict, name: str, line: int, what: str) -> tuple[int, int, int]:
+    text = text.strip()
+    if text in seen:
+        return seen[text]
     match = _DIMS.match(text)
     if not match:
         raise CountersFileError(name, f"row {line}: {what} {text[:40]!r} is not of the form (x, y, z)")
-    return tuple(int(g) for g in match.groups())  # type: ignore[return-value]
-
-
-def _value(text: str, factor: float, name: str, line: int, key: str, found: str) -> float | None:
-    """A cell as a number in the store's unit; refused unless finite, not negative, a share of at
-    most 100, and whole where a count of registers or blocks is meant."""
-    if text in MISSING:
-        return None
-    if len(text) > 40 or not _NUMBER.match(text):
-        raise CountersFileError(name, f"row {line}: {found} reads {text[:40]!r}, not a number")
-    value = float(text.replace(",", "")) * factor
-    if not math.isfinite(value):
-        raise CountersFileError(name, f"row {line}: {found} reads {text[:40]!r}, not a finite number")
-    if value < 0:
-        raise CountersFileError(name, f"row {line}: {found} is {text[:40]}, below zero")
-    if key in PERCENTS and value > 100.0:
-        raise CountersFileError(name, f"row {line}: {found} is {value}, not a share between 0 and 100")
-    if key in WHOLE and (value != int(value) or value > MAX_WHOLE):
-        raise CountersFileError(name, f"row {line}: {found} is {text[:40]}, not a whole number up to {MAX_WHOLE:,}")
-    return value
+    seen[text] = tuple(int(g) for g in match.groups())
+    return seen[text]

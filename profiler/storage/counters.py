@@ -92,7 +92,7 @@ def match(rows: tuple[NcuKernel, ...], launches: list[tuple]) -> tuple[list[tupl
 
 def attach(store, run_id: str, report: NcuReport, ncu_seconds: float | None = None) -> Attached:
     """Match `report` to the run's launches and store the counters (replacing earlier ones)."""
-    plan = _plan(_reader(store), run_id, report)
+    plan = _plan(read_handle(store), run_id, report)
     with store.connect() as con:
         con.execute("BEGIN TRANSACTION")
         try:
@@ -113,7 +113,7 @@ def attach(store, run_id: str, report: NcuReport, ncu_seconds: float | None = No
     return Attached(run_id, report.source, len(report.kernels), plan.matched, plan.lost, plan.device_check)
 
 
-def _reader(store):
+def read_handle(store):
     """A read-only handle on the same file, so that deciding whether to attach writes nothing
     (a writing handle's first open does upkeep); the store itself where that cannot be had."""
     from profiler.storage.store import Store
