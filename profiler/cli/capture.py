@@ -233,9 +233,6 @@ def count_outcomes(config, outcomes) -> dict:
     from profiler.parse.ncu import METRICS
 
     reason = counters.why_not(config.device)
-    if not reason and (config.mode != "prefill" or config.setting().gqa or config.kv_len or config.window
-                       or config.varlen):
-        reason = "ncu counts a plain prefill of multi-head attention only (no mode, GQA, KV length, window or packing yet)"
     if reason:
         print(f"counters  not collected: {reason}")
         return {}
@@ -243,9 +240,7 @@ def count_outcomes(config, outcomes) -> dict:
     for o in outcomes:
         if o.path is None or o.cold or o.repeat:
             continue
-        request = {"variant": o.variant, "batch": config.batch, "heads": config.heads, "seq_len": o.seq_len,
-                   "head_dim": config.head_dim, "dtype": config.dtype, "causal": config.causal,
-                   "warmup_calls": config.warmup_calls, "seed": config.seed}
+        request = counters.request(config, o)
         print(f"counters  {o.name}: counting one warm call under ncu ...", end="", flush=True)
         c = counters.collect(request, counters.csv_beside(o.path), list(METRICS.values()))
         print(f" {c.seconds:.1f} s under ncu (not in the run's timings)"
