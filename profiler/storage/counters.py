@@ -116,11 +116,9 @@ def attach(store, run_id: str, report: NcuReport, ncu_seconds: float | None = No
 def read_handle(store):
     """A read-only handle on the same file, so that deciding whether to attach writes nothing
     (a writing handle's first open does upkeep); the store itself where that cannot be had."""
-    from profiler.storage.store import Store
-
     if getattr(store, "read_only", True) or getattr(store, "in_memory", False) or not store.path.is_file():
         return store
-    reader = Store(store.path, read_only=True)
+    reader = type(store)(store.path, read_only=True)
     try:
         reader.schema_version()
     except StoreOutdatedError:
