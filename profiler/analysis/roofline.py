@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from profiler.analysis import kept, op_costs, queries, rating, tensor_cores
-from profiler.storage import ceilings
+from profiler.storage import ceilings as measured_ceilings
 
 CEILINGS = (("matrix", "bf16"), ("vector", "fp32"))   # one line each on the chart, per vendor's names
 
@@ -58,7 +58,7 @@ def _roofline_table(store, run_ids) -> pd.DataFrame:
     devices = {r: op_costs.device_of(i) for r, i in found.items()}
     rated = op_costs.rate(frame, frame["kernel_us_per_iter"] / 1e6, devices)
     rated["gpu_name"] = [_sku_name(devices.get(r)) for r in rated["run_id"]]
-    measured = ceilings.latest(store)
+    measured = measured_ceilings.latest(store)
     rated = rating.against_measured(rated, {r: measured.get((info or (None, None))[1]) for r, info in found.items()})
     return rated.rename(columns={"flops": "flops_per_iter", "bytes": "bytes_per_iter"})
 
