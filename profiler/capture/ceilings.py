@@ -65,6 +65,12 @@ def stack(device: str) -> str:
             f"cuDNN {cudnn or 'none'}")
 
 
+def identity(device: str) -> tuple[str, str]:
+    """(the device's name as torch gives it, its software stack): what ceilings are kept under."""
+    name = torch.cuda.get_device_name() if device == "cuda" else f"CPU {platform.processor() or platform.machine()}"
+    return name, stack(device)
+
+
 def _timed(fn, device: str, calls: int, repeats: int) -> tuple[float, float]:
     """(best, worst) seconds per call over ``repeats`` loops of ``calls`` calls, after a warm-up."""
     for _ in range(WARMUP):
@@ -149,8 +155,8 @@ def measure(device: str = "cuda", shapes=GEMM_SHAPES, hbm_bytes: int = HBM_BYTES
     for kind in ("read", "copy"):
         found.append(hbm(kind, hbm_bytes, device, calls, repeats))
         _free(device)
-    name = torch.cuda.get_device_name() if device == "cuda" else f"CPU {platform.processor() or platform.machine()}"
-    return Measured(device, name, stack(device), tuple(found), skipped, time.perf_counter() - started)
+    name, software = identity(device)
+    return Measured(device, name, software, tuple(found), skipped, time.perf_counter() - started)
 
 
 def memory_ceiling(measured: Measured) -> float | None:

@@ -233,8 +233,6 @@ def run_capture(args: argparse.Namespace) -> int:
 
 def measure_ceilings(store, device: str) -> None:
     """This GPU's ceilings, measured once per GPU and software stack (profiler/capture/ceilings.py)."""
-    import torch
-
     from profiler import errors
     from profiler.capture import ceilings
     from profiler.storage import ceilings as kept
@@ -242,7 +240,7 @@ def measure_ceilings(store, device: str) -> None:
     if device != "cuda":
         print("ceilings  not measured: a CPU capture (ceilings are a GPU's)")
         return
-    name, stack = torch.cuda.get_device_name(), ceilings.stack(device)
+    name, stack = ceilings.identity(device)
     if kept.has(store, name, stack):
         print(f"ceilings  already measured for {printable(name)} ({printable(stack)})")
         return
