@@ -15,7 +15,7 @@ checked against it (reproducible within 3 % is the target). On the CPU the same 
 sizes it is given (tests pass tiny ones): the result says `device: "cpu"` and is never stored or
 shown as a GPU's ceiling (profiler/storage/ceilings.py refuses it).
 
-    python -m profiler.capture.ceilings [--device cuda] [--json]
+    python -m profiler.capture.ceilings [--device cuda] [--json] [--out FILE]
 """
 from __future__ import annotations
 
@@ -175,9 +175,13 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m profiler.capture.ceilings")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--out", default=None, help="also write the JSON to this file")
     args = parser.parse_args(argv)
     small = args.device == "cpu"
     got = measure(args.device, ((256, 256, 256),) if small else GEMM_SHAPES, 2**24 if small else HBM_BYTES)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            json.dump(got.to_json(), f, indent=2)
     if args.json:
         print(json.dumps(got.to_json(), indent=2))
     else:

@@ -16,7 +16,7 @@ import subprocess
 import threading
 import time
 
-PERIOD_S = 0.05
+PERIOD_S = 0.05  # NVML; nvidia-smi: 0.5 s
 # NVML's clock event (throttle) reason bits, in its words
 REASONS = {0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
            0x10: "sync_boost", 0x20: "sw_thermal_slowdown", 0x40: "hw_thermal_slowdown",
@@ -99,10 +99,12 @@ class Sampler:
             handle = nv.nvmlDeviceGetHandleByIndex(self.index)
             self.source, read = "nvml", (lambda: _read_nvml(nv, handle))
         elif _smi():
-            # nvidia-smi takes ~20-50 ms a query: a slower sampling, said in the summary
-            self.source, read, self.period_s = "nvidia-smi", (lambda: _read_smi(self.index)), max(self.period_s, 0.2)
+            # nvidia-smi is a process of ~50 ms CPU a query: sampled more slowly (said in the summary),
+            # so that it takes little of the CPU a launch-bound run needs
+            self.source, read, self.period_s = "nvidia-smi", (lambda: _read_smi(self.index)), max(self.period_s, 0.5)
         else:
             return self
+        self._read = read
         self._thread = threading.Thread(target=self._loop, args=(read,), daemon=True)
         self._thread.start()
         return self
@@ -119,10 +121,20 @@ class Sampler:
                 return
 
     def stop(self) -> dict:
+        """End the sampling with one last sample (a run shorter than the period still has two)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+            self._loop_once()
         return self.summary()
+
+    def _loop_once(self) -> None:
+        try:
+            sample = self._read()
+        except Exception:  # noqa: BLE001
+            sample = None
+        if sample is not None:
+            self.samples.append({"t": time.monotonic(), **sample})
 
     def summary(self) -> dict:
         if self.source is None:
