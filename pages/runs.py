@@ -1,7 +1,7 @@
 """Runs: every captured and uploaded run in the store; pick the runs to compare, rename, delete."""
 import streamlit as st
 
-from profiler.analysis import findings, queries, timings
+from profiler.analysis import conditions, findings, queries, timings
 from profiler.present import markup, run_filters, sitemap, ui
 from profiler.storage import catalog
 
@@ -77,6 +77,26 @@ def findings_of(state, store) -> None:
                    "compare page.")
 
 
+def measured(state, store) -> None:
+    """How each selected run was measured: clocks, power, throttling, versions, the timing check."""
+    if not state.runs:
+        return
+    with st.expander("How the selected runs were measured", icon=":material/speed:"):
+        for sentence in conditions.warnings(store, state.runs):
+            st.warning(markup.md(sentence))
+        ui.table(conditions.record_table(store, state.runs), hide_index=True, column_config=RECORD_COLUMNS)
+        st.caption("Clocks, power and temperature are means over the samples taken while the run was profiled "
+                   "and timed. Timing check: the trace's kernel time per call against the event-timed loop and "
+                   "the CUDA-graph replay (a launch-bound loop shows a large negative value against the loop).")
+
+
+RECORD_COLUMNS = {"run_id": None, "label": "run", "sampled": "sampled", "sm_clock_mhz": "SM MHz",
+                  "mem_clock_mhz": "memory MHz", "power_w": "power W", "temp_c": "°C", "throttled": "throttled",
+                  "throttle_reasons": "throttle reasons", "clocks_locked": "clocks locked", "l2_flushed": "L2 flushed",
+                  "other_processes": "other GPU processes", "versions": "versions",
+                  "kernel_vs_wall_pct": "kernel vs loop %", "kernel_vs_graph_pct": "kernel vs graph %"}
+
+
 def rename(state) -> None:
     if len(state.runs) != 1:
         st.caption("Select exactly one run to rename it.")
@@ -126,6 +146,7 @@ with ui.guard():
         open_selection(state)
         ranking(state, store)
         highlights(state, store)
+        measured(state, store)
     ui.csv_download(runs, "runs", label="Download the catalog as CSV")
     with st.expander("Rename or delete the selected runs", icon=":material/settings:"):
         rename(state)

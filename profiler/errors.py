@@ -117,3 +117,7 @@ class ShareError(ProfilerError, ValueError):
 
 class TooDeepError(ProfilerError, ValueError):
     """Brackets nest deeper than the JSON scanner's limit (the trace reader names the file)."""
+
+
+class OtherDeviceError(StoreError):
+    """A counters report measured on another GPU than the run's: refused, the store unchanged."""

@@ -179,15 +179,12 @@ def _zero_finding(runs, explained) -> Finding:
                          f"{why}; with opt-in shared memory {result.active_blocks_per_sm} block(s) of "
                          f"{_int(row.threads_per_block)} threads fit per SM, "
                          f"{result.occupancy_pct:.1f}% theoretical occupancy, limited by "
-                         f"{_limiter_text(result.limiter)}")
+                         f"{result.limiter}")
     more = f"; and {len(items) - MAX_NAMES} more" if len(items) > MAX_NAMES else ""
     text = (f"The trace reports 0% occupancy for {len(items)} kernel(s) that ran: "
             + "; ".join(parts) + more + ".")
     return Finding("zero_occupancy", text, {"kernels": items}, sum(i["us_per_iter"] for i in items))
 
-
-def _limiter_text(limiter: str) -> str:
-    return "a grid with fewer blocks than the GPU has SMs" if limiter == "grid" else limiter
 
 
 def _tiny_grid_finding(tiny) -> Finding:

@@ -11,8 +11,12 @@ Per SM, a kernel's resident blocks are the minimum of four limits:
   opt-in limit for kernels that opt in);
 * **blocks**: the hardware limit of resident blocks per SM (16 to 32 by architecture).
 
-Then, as Kineto does, a grid too small to give every SM that many blocks caps it at
-`grid blocks / SM count`, and occupancy = `blocks per SM * threads per block / max threads per SM`.
+Theoretical occupancy is then what Nsight Compute calls it: **per SM, from the limiter**,
+`blocks per SM * warps per block / max warps per SM`. A grid too small to give every SM that many
+blocks does not lower it (an SM that runs a block runs it at this occupancy; ncu's achieved
+occupancy is per active SM too, so achieved <= theoretical holds): the grid's whole-GPU average,
+`min(blocks per SM, grid blocks / SM count) * threads per block / max threads per SM` (Kineto's
+formula), is kept apart as `grid_average_pct`, with `grid_limited` saying the grid is the smaller.
 
 `kineto_estimate_pct` reproduces Kineto's `est. achieved occupancy %` exactly (default 48 KB
 shared-memory limit, float32 arithmetic, rounding half up); `occupancy` computes the value a kernel
@@ -48,13 +52,15 @@ class Launch:
 class Occupancy:
     """Result of the calculator for one launch on one device."""
 
-    occupancy_pct: float | None        # theoretical, grid cap applied; None when not computable
-    active_blocks_per_sm: int | None   # the calculator's limit, before the grid cap
-    blocks_per_sm: float | None        # after the grid cap
-    limiter: str                       # 'warps' | 'registers' | 'shared memory' | 'blocks' | 'grid'
+    occupancy_pct: float | None        # theoretical per SM, from the limiter; None when not computable
+    active_blocks_per_sm: int | None   # the calculator's limit
+    blocks_per_sm: float | None        # averaged over the GPU: the limit, or grid blocks / SMs when fewer
+    limiter: str                       # 'warps' | 'registers' | 'shared memory' | 'blocks'
                                        # (several joined by ' + '), or 'unknown'
     reason: str = ""                   # why the value is None, or why it is 0
     block_limits: dict[str, int] = field(default_factory=dict)
+    grid_average_pct: float | None = None  # the whole GPU's average with the grid cap (Kineto's formula)
+    grid_limited: bool = False         # the grid gives some SMs fewer blocks than the limiter allows
 
 
 def smem_granularity(device: Device) -> int:
@@ -112,12 +118,14 @@ def occupancy(launch: Launch, device: Device | None, optin: bool = True) -> Occu
     limits = block_limits(launch, device, optin)
     active = min(limits.values())
     limiter = " + ".join(f for f in FACTORS if limits[f] == active)
-    blocks = float(active)
+    blocks, grid_limited = float(active), False
     if launch.grid_blocks is not None and launch.grid_blocks / device.num_sms < active:
-        blocks, limiter = launch.grid_blocks / device.num_sms, "grid"
-    pct = 100.0 * blocks * launch.threads_per_block / device.max_threads_per_sm
+        blocks, grid_limited = launch.grid_blocks / device.num_sms, True
+    warps_per_block = math.ceil(launch.threads_per_block / device.warp_size)
+    pct = 100.0 * active * warps_per_block / (device.max_threads_per_sm // device.warp_size)
+    average = 100.0 * blocks * launch.threads_per_block / device.max_threads_per_sm
     reason = f"the block does not fit: {limiter}" if active == 0 else ""
-    return Occupancy(pct, active, blocks, limiter, reason, limits)
+    return Occupancy(pct, active, blocks, limiter, reason, limits, average, grid_limited)
 
 
 def kineto_estimate_pct(launch: Launch, device: Device | None) -> int | None:

@@ -9,6 +9,12 @@ A share above 100 % is impossible: the model (FLOPs or bytes counted for the op)
 the **peak** when the SKU was not identified exactly (the name alone fits several SKUs), else the
 **model** (the FLOPs or the bytes the op is charged; bytes of a small op can also come from the
 L2 cache, not HBM, which the model does not see).
+
+`against_measured(...)` adds the shares of what the GPU was *measured* to sustain (its GEMM
+TFLOP/s at the precision and its HBM TB/s, profiler/capture/ceilings.py, kept per GPU and
+software stack in the store): every rate is shown as % of the datasheet and % of the measured
+ceiling. A share of a measured ceiling above 100 % is NaN too: the run beat what the GPU was
+measured to do, so the measurement (or the model) is in doubt.
 """
 from __future__ import annotations
 
@@ -85,3 +91,31 @@ def rate(frame: pd.DataFrame, seconds: pd.Series, device_of: dict) -> pd.DataFra
     pct_of_bandwidth, pct_of_roof, peak_source, suspect."""
     return frame.assign(**rated(*(frame[c].to_numpy(object) for c in ("run_id", "engine", "dtype")),
                                 frame["flops"].to_numpy(), frame["bytes"].to_numpy(), seconds.to_numpy(), device_of))
+
+
+# ── against what the GPU was measured to sustain ─────────────────────────────────────────────
+MEASURED_COLUMNS = ("measured_tflops", "measured_tbps", "pct_of_measured_peak", "pct_of_measured_bandwidth",
+                    "measured_stack")
+
+
+def measured_peak(entry: dict | None, engine, dtype) -> float | None:
+    """The measured GEMM TFLOP/s for a matrix engine at ``dtype`` (a `storage.ceilings.latest`
+    entry); None for other engines, other precisions, or a GPU never measured."""
+    from profiler.analysis.tensor_cores import MATRIX_ENGINES
+
+    if not entry or engine not in MATRIX_ENGINES or not isinstance(dtype, str):
+        return None
+    return entry.get(f"gemm_{dtype}")
+
+
+def against_measured(frame: pd.DataFrame, measured_of: dict) -> pd.DataFrame:
+    """``frame`` (run_id, engine, dtype, tflops, tbps: a rated frame) with MEASURED_COLUMNS: the
+    GPU's measured ceilings (``measured_of``: run_id -> `storage.ceilings.latest` entry) and the
+    shares of them, NaN where unmeasured; a share above 100 % is kept NaN like `share`'s."""
+    entries = [measured_of.get(r) for r in frame["run_id"]]
+    peak = np.array([measured_peak(e, g, d) for e, g, d in zip(entries, frame["engine"], frame["dtype"])], dtype=float)
+    tbps = np.array([(e or {}).get("memory") for e in entries], dtype=float)
+    return frame.assign(measured_tflops=peak, measured_tbps=tbps,
+                        pct_of_measured_peak=share(frame["tflops"].to_numpy(dtype=float), peak),
+                        pct_of_measured_bandwidth=share(frame["tbps"].to_numpy(dtype=float), tbps),
+                        measured_stack=arrays.objects([(e or {}).get("stack") for e in entries]))

@@ -8,14 +8,17 @@ intensity, under the roof of the engine doing most of its FLOPs: min(engine's da
 for the precision, intensity x memory bandwidth). `ceilings(...)` gives the lines to draw: the
 memory slope and one flat ceiling per engine, named as on the GPU's vendor (bf16 tensor core and
 fp32 CUDA core on NVIDIA, bf16 matrix core and fp32 vector ALU on AMD), of the SKU the trace ran
-on (`profiler.analysis.skus`).
+on (`profiler.analysis.skus`); and, for a GPU whose ceilings were measured (profiler/capture/
+ceilings.py), the measured GEMM ceiling of the run's precision over the measured memory slope
+(`rating.against_measured` adds each run's share of them).
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from profiler.analysis import kept, op_costs, queries, tensor_cores
+from profiler.analysis import kept, op_costs, queries, rating, tensor_cores
+from profiler.storage import ceilings as measured_ceilings
 
 CEILINGS = (("matrix", "bf16"), ("vector", "fp32"))   # one line each on the chart, per vendor's names
 
@@ -51,9 +54,12 @@ def _roofline_table(store, run_ids) -> pd.DataFrame:
     if totals.empty:
         return totals
     frame = totals.rename(columns={"flops_per_iter": "flops", "bytes_per_iter": "bytes"})
-    devices = {r: op_costs.device_of(i) for r, i in queries.run_devices(store, run_ids).items()}
+    found = queries.run_devices(store, run_ids)
+    devices = {r: op_costs.device_of(i) for r, i in found.items()}
     rated = op_costs.rate(frame, frame["kernel_us_per_iter"] / 1e6, devices)
     rated["gpu_name"] = [_sku_name(devices.get(r)) for r in rated["run_id"]]
+    measured = measured_ceilings.latest(store)
+    rated = rating.against_measured(rated, {r: measured.get((info or (None, None))[1]) for r, info in found.items()})
     return rated.rename(columns={"flops": "flops_per_iter", "bytes": "bytes_per_iter"})
 
 
@@ -82,4 +88,18 @@ def ceilings(roof: pd.DataFrame, lo: float = 0.01, hi: float = 10_000.0) -> pd.D
                 continue
             grid = np.unique(np.append(np.geomspace(lo, hi, 40), peak / tbps))
             rows += [(name, f"{precision} {engine}", x, min(peak, x * tbps)) for x in grid]
+    rows += _measured_lines(roof, lo, hi)
     return pd.DataFrame(rows, columns=["gpu_name", "ceiling", "intensity", "tflops"])
+
+
+def _measured_lines(roof: pd.DataFrame, lo: float, hi: float) -> list[tuple]:
+    """One line per GPU and precision measured (`rating.against_measured`'s columns): min(measured
+    GEMM TFLOP/s, intensity x measured TB/s), named 'measured bf16 GEMM'."""
+    if "measured_tflops" not in roof:
+        return []
+    rows = []
+    known = roof.dropna(subset=["measured_tflops", "measured_tbps"]).drop_duplicates(["gpu_name", "dtype"])
+    for name, dtype, peak, tbps in known[["gpu_name", "dtype", "measured_tflops", "measured_tbps"]].itertuples(index=False):
+        grid = np.unique(np.append(np.geomspace(lo, hi, 40), peak / tbps))
+        rows += [(name, f"measured {dtype} GEMM", x, min(peak, x * tbps)) for x in grid]
+    return rows

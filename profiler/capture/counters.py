@@ -3,10 +3,17 @@
 `why_not(device)` says why counters cannot be read here (no CUDA device, no `ncu`), or None.
 `collect(request, csv_path, metrics)` runs `ncu` over a fresh process (profiler/capture/counted.py)
 that warms the variant up outside the profiler range and counts exactly one call, with the given
-metrics (the command line passes the fixed set `profiler.parse.ncu.METRICS` reads) and `--clock-control none` (the clocks as the trace saw
-them), then exports the report as the raw CSV that `python -m profiler counters` imports. The
+metrics (the command line passes the fixed set `profiler.parse.ncu.METRICS` reads), then exports the report as the raw CSV that `python -m profiler counters` imports. The
 seconds spent under ncu come back on their own (`Counted.seconds`) and never enter a run's timings:
 ncu replays each kernel once per counter pass, so a call under ncu takes many times longer.
+
+`request(config, outcome)` is the one description of the workload a trace captured, for every
+mode and shape; the counted process builds it the same way (profiler/capture/counted.py).
+
+Clock and cache settings (`SETTINGS`, stated in the MANIFEST of samples counted here): clocks as
+the trace saw them (`--clock-control none`: ncu's default would lock them to base), caches
+flushed before each replay pass (`--cache-control all`, ncu's default, so every pass starts from
+the same cold L2).
 """
 from __future__ import annotations
 
@@ -57,9 +64,24 @@ def why_not(device: str) -> str | None:
     return None
 
 
+SETTINGS = ("--clock-control", "none", "--cache-control", "all")
+REQUEST_KEYS = ("variant", "mode", "batch", "heads", "kv_heads", "seq_len", "kv_len", "head_dim", "dtype",
+                "causal", "window", "varlen", "warmup_calls", "seed")
+
+
+def request(config, outcome) -> dict:
+    """The workload of ``outcome`` (a RunOutcome of ``config``, a CaptureConfig): what the counted
+    process builds, with every mode and shape field the trace's run has (REQUEST_KEYS)."""
+    return {"variant": outcome.variant, "mode": config.mode, "batch": config.batch, "heads": config.heads,
+            "kv_heads": config.n_kv_heads, "seq_len": outcome.seq_len, "kv_len": config.kv_len_of(outcome.seq_len),
+            "head_dim": config.head_dim, "dtype": config.dtype, "causal": config.causal, "window": config.window,
+            "varlen": list(config.varlen) if config.varlen is not None else None,
+            "warmup_calls": config.warmup_calls, "seed": config.seed}
+
+
 def command(ncu: str, report: Path, request: dict, metrics: list[str]) -> list[str]:
     """The ncu command line that counts one warm call described by ``request``."""
-    return [ncu, "--profile-from-start", "off", "--clock-control", "none", "--target-processes", "all",
+    return [ncu, "--profile-from-start", "off", *SETTINGS, "--target-processes", "all",
             "--metrics", ",".join(metrics), "--force-overwrite", "--export", str(report),
             sys.executable, "-m", "profiler.capture.counted", json.dumps(request)]
 

@@ -40,6 +40,7 @@ from typing import Iterable
 import torch
 from torch.profiler import ProfilerAction, ProfilerActivity, profile, record_function
 
+from profiler.capture import record as measurement
 from profiler.capture.config import MAX_WARMUP_CALLS, CaptureConfig, Progress, RunOutcome, run_name, runs_per_variant
 from profiler.capture.measure import (_attempt, _clear_cublas_workspaces, _sync, graph_time, label, run_meta,
                                       time_calls, write_meta)
@@ -199,7 +200,9 @@ class _Capture:
         def call():
             with record_function(label(variant)):
                 return time_calls(fn, inputs, device, 1)
+        sampler = measurement.sampler(device)
         timed, reason = _attempt(call)
+        gpu = sampler.stop() if sampler else None
         path = self.close(prof)
         if reason is not None:
             if path is not None and path.exists():
@@ -210,7 +213,8 @@ class _Capture:
         if reason is not None:
             return reason
         numbers = {"wall_us_per_call": us, "wall_calls": 1, "graph_us_per_call": None, "graph_calls": 0,
-                   "graph_note": "a cold run is its one first call", "rel_error": error}
+                   "graph_note": "a cold run is its one first call", "rel_error": error,
+                   "record": measurement.build(device, gpu)}
         self.record(variant, seq_len, True, 0, path, numbers)
         return None
 
@@ -238,6 +242,7 @@ class _Capture:
         steps = [ProfilerAction.NONE] * c.wait + [ProfilerAction.WARMUP] * c.warmup
         steps += [ProfilerAction.RECORD] * (c.active - 1) + [ProfilerAction.RECORD_AND_SAVE]
         self.begin(variant, seq_len, False, repeat)
+        sampler = measurement.sampler(c.device)  # from the profiled steps to the end of the graph replays
 
         def profiled_steps() -> None:
             for action in steps:
@@ -248,17 +253,23 @@ class _Capture:
         _, reason = _attempt(profiled_steps)
         path = self.close(prof)
         if reason is not None:
+            if sampler:
+                sampler.stop()
             if path is not None and path.exists():
                 path.unlink()
             return reason
         self.tell(variant, f"s{seq_len}: timing{again}")
         timed, reason = _attempt(lambda: time_calls(fn, inputs, c.device, c.timing_calls))
         if reason is not None:
+            if sampler:
+                sampler.stop()
             return reason
         graph_us, note = graph_time(fn, inputs, c.device, c.timing_calls)
+        gpu = sampler.stop() if sampler else None
         numbers = {"wall_us_per_call": timed[0], "wall_calls": c.timing_calls, "graph_us_per_call": graph_us,
                    "graph_calls": c.timing_calls if graph_us is not None else 0, "graph_note": note,
-                   "rel_error": error if repeat == 0 else self.first_error(variant, seq_len)}
+                   "rel_error": error if repeat == 0 else self.first_error(variant, seq_len),
+                   "record": measurement.build(c.device, gpu)}
         self.record(variant, seq_len, False, repeat, path, numbers)
         return None
 

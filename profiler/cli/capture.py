@@ -87,6 +87,9 @@ def register(subparsers) -> None:
     cap.add_argument("--counters", action="store_true",
                      help="also count one warm call of each variant under Nsight Compute (ncu) and attach "
                           "its hardware counters to the run (time under ncu is reported, never timed)")
+    cap.add_argument("--ceilings", action=argparse.BooleanOptionalAction, default=True,
+                     help="measure this GPU's sustained GEMM TFLOP/s and HBM TB/s once per GPU and software "
+                          "stack and keep them in the store (rates are shown against them too)")
     cap.set_defaults(func=run_capture)
 
 
@@ -217,6 +220,8 @@ def run_capture(args: argparse.Namespace) -> int:
         from profiler.storage.store import Store
 
         store = Store(args.db)
+        if args.ceilings:
+            measure_ceilings(store, configs[0].device)
         profiled = [o for o in outcomes if o.path is not None]
         for outcome, result in zip(profiled, ingest_outcomes(store, outcomes)):
             status = "already in store" if result.duplicate else "ingested"
@@ -226,6 +231,30 @@ def run_capture(args: argparse.Namespace) -> int:
     return 0 if any(o.path is not None for o in outcomes) else 1
 
 
+def measure_ceilings(store, device: str) -> None:
+    """This GPU's ceilings, measured once per GPU and software stack (profiler/capture/ceilings.py)."""
+    from profiler import errors
+    from profiler.capture import ceilings
+    from profiler.storage import ceilings as kept
+
+    if device != "cuda":
+        print("ceilings  not measured: a CPU capture (ceilings are a GPU's)")
+        return
+    name, stack = ceilings.identity(device)
+    if kept.has(store, name, stack):
+        print(f"ceilings  already measured for {printable(name)} ({printable(stack)})")
+        return
+    measured = ceilings.measure(device)
+    try:
+        kept.keep(store, measured.to_json())
+    except errors.ProfilerError as e:
+        print(f"ceilings  not kept: {e}")
+        return
+    values = ", ".join(f"{c.what} {c.value:,.1f} {c.unit}" for c in measured.ceilings)
+    print(f"ceilings  {printable(name)}: {values} ({measured.seconds:.1f} s)"
+          + "".join(f"; {w}: {printable(why)}" for w, why in measured.skipped.items()))
+
+
 def count_outcomes(config, outcomes) -> dict:
     """{trace path: Counted} for each variant's first warm run at each length, counted under ncu;
     one line per run, or one line saying why there are no counters here."""
@@ -233,9 +262,6 @@ def count_outcomes(config, outcomes) -> dict:
     from profiler.parse.ncu import METRICS
 
     reason = counters.why_not(config.device)
-    if not reason and (config.mode != "prefill" or config.setting().gqa or config.kv_len or config.window
-                       or config.varlen):
-        reason = "ncu counts a plain prefill of multi-head attention only (no mode, GQA, KV length, window or packing yet)"
     if reason:
         print(f"counters  not collected: {reason}")
         return {}
@@ -243,9 +269,7 @@ def count_outcomes(config, outcomes) -> dict:
     for o in outcomes:
         if o.path is None or o.cold or o.repeat:
             continue
-        request = {"variant": o.variant, "batch": config.batch, "heads": config.heads, "seq_len": o.seq_len,
-                   "head_dim": config.head_dim, "dtype": config.dtype, "causal": config.causal,
-                   "warmup_calls": config.warmup_calls, "seed": config.seed}
+        request = counters.request(config, o)
         print(f"counters  {o.name}: counting one warm call under ncu ...", end="", flush=True)
         c = counters.collect(request, counters.csv_beside(o.path), list(METRICS.values()))
         print(f" {c.seconds:.1f} s under ncu (not in the run's timings)"

@@ -25,7 +25,7 @@ import argparse
 import json
 import math
 
-from profiler.cli import terminal
+from profiler.cli import conditions, terminal
 from profiler.errors import UnknownRunError
 
 # Nsight Compute's counters each kernel carries per run (queries.COUNTER_COLUMNS but the mean time under ncu)
@@ -52,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     """Print the comparison; 0 on success (errors of this project propagate to the CLI's edge)."""
     store = Store(args.db, read_only=True)
     run_a, run_b = resolve_run(store, args.run_a), resolve_run(store, args.run_b)
+    conditions.warn(store, [run_a, run_b])
     report = compare_report(store, run_a, run_b, args.iteration)
     text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False, default=_json_default)
     print(text if args.json else format_report(terminal.inert(report)))

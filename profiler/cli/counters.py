@@ -30,12 +30,13 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from profiler.cli.compare import resolve_run
-    from profiler.storage.counters import read_file
+    from profiler.storage.counters import attach, read_file, read_handle
 
     try:
-        read_file(args.report)  # a bad file is refused before the store is opened for writing
+        report = read_file(args.report)  # a bad file is refused before the store is opened for writing
         store = Store(args.db)
-        attached = store.attach_counters(resolve_run(store, args.run), args.report)
+        # the run is found on a read-only handle: a refused attach leaves the file's bytes as they were
+        attached = attach(store, resolve_run(read_handle(store), args.run), report)
     except errors.ProfilerError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -54,4 +55,5 @@ def run(args: argparse.Namespace) -> int:
 def summary_line(attached) -> str:
     return (f"{attached.run_id}  counters of {attached.matched} of {attached.report_kernels} kernels in "
             f"{printable(attached.source)} attached"
-            + (f"; {len(attached.unmatched)} matched no launch of the run" if attached.unmatched else ""))
+            + (f"; {len(attached.unmatched)} matched no launch of the run" if attached.unmatched else "")
+            + (f" ({printable(attached.device_check)})" if attached.device_check.startswith("cannot tell") else ""))

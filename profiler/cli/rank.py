@@ -17,6 +17,7 @@ import json
 import sys
 
 from profiler import errors
+from profiler.cli import conditions
 from profiler.cli.terminal import printable
 from profiler.storage.store import Store, default_db_path
 
@@ -54,6 +55,7 @@ def run_rank(args: argparse.Namespace) -> int:
 
     store = Store(args.db, read_only=True)
     ids = [resolve_run(store, r) for r in args.runs]
+    conditions.warn(store, ids)
     groups = ranking.shape_groups(store, ids)
     if sum(g.shape is not None for g in groups) < 2:   # one mode and shape (or uploads): one table
         groups = [ranking.Group(None, tuple(dict.fromkeys(ids)))]
@@ -102,6 +104,7 @@ def run_check(args: argparse.Namespace) -> int:
         store = Store(args.db, read_only=True)
         result = ranking.check(store, resolve_run(store, args.baseline), resolve_run(store, args.candidate),
                                args.max_slowdown)
+        conditions.warn(store, [result.baseline, result.candidate])
     except errors.ProfilerError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -10,7 +10,7 @@ from profiler import errors
 from profiler.storage import metrics
 from profiler.storage.schema import SCHEMA_SQL
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 # schema version -> what upgrades a store from the version before it (run in order on open):
 # SQL text, or a function of the connection
 MIGRATIONS: dict[int, Any] = {
@@ -57,6 +57,11 @@ MIGRATIONS[7] = ("ALTER TABLE traces ADD COLUMN IF NOT EXISTS mode VARCHAR; "
 # 8: the per-job summary tables (tables.JOB_SUMMARIES; schema.sql makes them); jobs stored before
 # have no summary and are read from their ranks' files until one is written
 MIGRATIONS[8] = "SELECT 1"
+# 9: counters keep DRAM bytes, a note on theoretical occupancy and the GPU check (reports attached
+# before have NULLs there); gpu_ceilings is a new table (schema.sql makes it)
+MIGRATIONS[9] = ("ALTER TABLE kernel_counters ADD COLUMN IF NOT EXISTS dram_bytes DOUBLE; "
+                 "ALTER TABLE kernel_counters ADD COLUMN IF NOT EXISTS occupancy_note VARCHAR; "
+                 "ALTER TABLE counter_reports ADD COLUMN IF NOT EXISTS device_check VARCHAR;")
 
 
 def prepare(con, label: str, read_only: bool) -> None:

@@ -1,4 +1,4 @@
--- Store schema, version 8 (8: job summaries; 7: traces keep mode, kv_heads, kv_len, window, varlen; 6: counter_reports, kernel_counters; 5: lane_names; 4: every table's run id column is run_id; 2: ops keep record_shapes' input dims, types and concrete values; 3: ops keep collectives' sizes). Times are integer nanoseconds (ts_ns relative to nothing: the
+-- Store schema, version 9 (9: counters keep dram_bytes, occupancy_note and device_check; gpu_ceilings; 8: job summaries; 7: traces keep mode, kv_heads, kv_len, window, varlen; 6: counter_reports, kernel_counters; 5: lane_names; 4: every table's run id column is run_id; 2: ops keep record_shapes' input dims, types and concrete values; 3: ops keep collectives' sizes). Times are integer nanoseconds (ts_ns relative to nothing: the
 -- trace's own clock, exactly as written, microseconds * 1000 with no float in between).
 -- Every table is keyed by run_id; a trace and all its rows land in one transaction.
 -- includes: none
@@ -174,7 +174,8 @@ CREATE TABLE IF NOT EXISTS counter_reports (
     ncu_seconds   DOUBLE,                    -- wall seconds the capture spent under ncu (never in the run's timings); NULL for an import
     report_kernels INTEGER NOT NULL,         -- kernel rows in the export
     matched       INTEGER NOT NULL,          -- of them, matched to a launch of the run
-    unmatched     JSON NOT NULL              -- [{"id", "kernel", "grid", "block"}] of the rows that matched no launch
+    unmatched     JSON NOT NULL,             -- [{"id", "kernel", "grid", "block"}] of the rows that matched no launch
+    device_check  VARCHAR                    -- 'same GPU: …' or 'cannot tell: …' (schema 9; another GPU's report is refused)
 );
 
 -- One row per matched launch: the launch (run_id, name, ts_ns as in kernels) and what ncu read.
@@ -198,7 +199,25 @@ CREATE TABLE IF NOT EXISTS kernel_counters (
     limit_warps                   INTEGER,
     limit_blocks                  INTEGER,
     limit_barriers                INTEGER,
-    ncu_limiter                   VARCHAR   -- the resources allowing the fewest blocks, e.g. 'registers and shared memory'
+    ncu_limiter                   VARCHAR,  -- the resources allowing the fewest blocks, e.g. 'registers and shared memory'
+    dram_bytes                    DOUBLE,   -- dram__bytes.sum (schema 9): bytes read and written in DRAM
+    occupancy_note                VARCHAR   -- why achieved is above theoretical, or that theoretical was derived (schema 9)
+);
+
+-- Measured ceilings of a GPU under one software stack (schema version 9; profiler/capture/ceilings.py,
+-- profiler/storage/ceilings.py): what its GEMMs and its memory really sustain, measured once and kept.
+-- One row per (gpu_name, stack, what): what = 'gemm_bf16' | 'gemm_fp16' | 'gemm_fp8' (TFLOP/s) |
+-- 'hbm_read' | 'hbm_copy' (TB/s).
+CREATE TABLE IF NOT EXISTS gpu_ceilings (
+    gpu_name      VARCHAR NOT NULL,          -- as torch names the device, e.g. 'NVIDIA H200'
+    stack         VARCHAR NOT NULL,          -- 'driver 580.159.04; torch 2.11.0+cu130; CUDA 13.0; cuDNN 91900'
+    what          VARCHAR NOT NULL,
+    value         DOUBLE NOT NULL,           -- TFLOP/s for a GEMM, TB/s for memory: the best over the sweep
+    unit          VARCHAR NOT NULL,          -- 'TFLOP/s' | 'TB/s'
+    device        VARCHAR NOT NULL,          -- 'cuda' (a CPU measurement is never stored as a GPU's)
+    measured_at   TIMESTAMP NOT NULL,        -- UTC
+    detail        JSON NOT NULL,             -- every shape or size tried, with its value and spread
+    PRIMARY KEY (gpu_name, stack, what)
 );
 
 -- A job's summary (schema version 8): what `python -m profiler job NAME` and the job page show,

@@ -25,8 +25,9 @@ KERNEL_COLUMNS = {  # what a kernel engineer reads first (time, math engine, occ
              "however they really run."),
     "theory_occupancy_pct": Col.NumberColumn(
         "theoretical occ. %", format="%.1f",
-        help="CUDA occupancy calculator per launch (opt-in shared memory, capped by the grid "
-             "size), time-weighted over the launches like the reported value."),
+        help="CUDA occupancy calculator per launch (opt-in shared memory), per SM from the limiter "
+             "as Nsight Compute defines it (a small grid lowers the GPU's average, not this), "
+             "time-weighted over the launches like the reported value."),
     "occupancy_achieved_pct": Col.NumberColumn(
         "achieved occ. % (ncu)", format="%.1f",
         help="Warps active per cycle over the SM's maximum, measured by Nsight Compute's hardware "

@@ -1,0 +1,50 @@
+"""How a captured run was measured: the record written into its "attention_run" object as "record".
+
+`build(config, gpu)` gathers, beside the GPU's clocks, power, temperature and throttle reasons
+sampled while the run was profiled and timed (`gpu`: a `nvml.Sampler` summary), the software
+versions (driver, torch, CUDA, cuDNN, Python, the kernel packages), whether L2 was flushed (never:
+see `L2`), the clock control, and the other compute processes on the GPU. The trace's timing
+self-check (kernel time in the trace against the event-timed loop and the graph replay) is computed
+from the stored run (profiler/analysis/conditions.py), not here. On the CPU the record says that
+no GPU was sampled.
+"""
+from __future__ import annotations
+
+import platform
+from importlib import metadata
+
+import torch
+
+from profiler.capture import nvml
+
+PACKAGES = ("flashinfer-python", "flash-attn-4", "triton", "nvidia-cutlass-dsl", "kernels")
+L2 = ("not flushed: a warm run's calls find in L2 whatever the call before left there (inputs smaller "
+      "than L2 stay resident); a cold run is the first call of a fresh process")
+
+
+def versions(device: str) -> dict:
+    cudnn = torch.backends.cudnn.version() if device == "cuda" else None
+    found = {"torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": str(cudnn) if cudnn else None,
+             "driver": nvml.driver_version() if device == "cuda" else None, "python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def build(device: str, gpu: dict | None) -> dict:
+    """The run's measurement record (see the module docstring)."""
+    if device != "cuda":
+        gpu = {"source": None, "samples": 0, "note": "a CPU run: no GPU clocks, power or temperature to record"}
+    return {"gpu": gpu, "versions": versions(device), "l2_flushed": False, "l2": L2,
+            "clock_control": "none: the clocks the driver chose (not locked by the capture)",
+            "other_processes": nvml.other_processes(torch.cuda.current_device()) if device == "cuda" else []}
+
+
+def sampler(device: str) -> nvml.Sampler | None:
+    """A started sampler of the GPU the capture runs on (None on the CPU)."""
+    if device != "cuda":
+        return None
+    return nvml.Sampler(torch.cuda.current_device()).start()
