@@ -61,13 +61,15 @@ def _ingest(args: argparse.Namespace) -> int:
 def _summary(args: argparse.Namespace) -> int:
     from profiler.analysis import queries  # pandas, only where a table is read back
 
-    from profiler.analysis import timings
+    from profiler.analysis import completeness, timings
 
     store = Store(args.db, read_only=True)
     rows = queries.trace_summary(store)
     measured = timings.timing_records(store, [r["run_id"] for r in rows]) if rows else {}
+    whole = completeness.verdicts(store, [r["run_id"] for r in rows]) if rows else {}
     for r in rows:
         r.update(measured.get(r["run_id"], {}))
+        r["completeness"] = whole[r["run_id"]]
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False, allow_nan=False))
         return 0
@@ -77,13 +79,14 @@ def _summary(args: argparse.Namespace) -> int:
     rows = terminal.inert(rows)  # one line per run, whatever its names hold
     print(f"{'run id':16s}  {'source':8s}  {'variant':15s}  {'events':>9s}  {'kernels':>8s}  "
           f"{'iters':>5s}  {'GPU busy µs/iter':>16s}  {'busy %':>6s}  {'bound':5s}  "
-          f"{'kernel µs/call':>14s}  {'peak MiB':>9s}  name")
+          f"{'kernel µs/call':>14s}  {'peak MiB':>9s}  {'trace':16s}  name")
     for r in rows:
         busy, kernel, peak = r["gpu_busy_us_per_iter"], r.get("kernel_us_per_call"), r.get("peak_allocated_bytes")
         print(f"{r['run_id']:16s}  {r['source']:8s}  {r['variant'] or '-':15s}  {r['events']:>9,d}  "
               f"{r['kernels']:>8,d}  {r['iterations']:>5d}  {_num(busy, '16,.1f')}  "
               f"{_num(r['gpu_busy_pct'], '6.1f')}  {r['bound'] or '-':5s}  "
-              f"{_num(kernel, '14,.1f')}  {_num(None if peak is None else peak / 2**20, '9,.1f')}  {r['name']}")
+              f"{_num(kernel, '14,.1f')}  {_num(None if peak is None else peak / 2**20, '9,.1f')}  "
+              f"{completeness.badge(r['completeness']):16s}  {r['name']}")
     return 0
 
 
