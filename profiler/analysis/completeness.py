@@ -95,3 +95,20 @@ def line(name: str, verdict: dict) -> str:
         lim = "; ".join(f"{i['costs']}" for i in verdict["limits"])
         return f"{name}: complete" + (f" (limits: {lim})" if lim else "")
     return f"{name}: INCOMPLETE: " + "; ".join(f"{i['text']} ({i['costs']})" for i in verdict["damage"])
+
+
+def compare_line(store, run_ids, labels: dict) -> tuple[bool, str]:
+    """(all complete, one sentence) for the top of Compare: which of the runs are incomplete and
+    why, or that all are whole (limits named)."""
+    found = verdicts(store, list(run_ids))
+    bad = [line(labels.get(r, r), v) for r, v in found.items() if not v["complete"]]
+    if bad:
+        return False, "Figures below rest on incomplete traces: " + " | ".join(bad)
+    limits = sorted({i["costs"] for v in found.values() for i in v["limits"]})
+    return True, "Every trace compared is complete" + (f" (limits: {'; '.join(limits)})" if limits else "") + "."
+
+
+def with_badge(store, runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs table with a `completeness` column: `badge` of each run's verdict."""
+    found = verdicts(store, list(runs["run_id"]))
+    return runs.assign(completeness=[badge(found[r]) for r in runs["run_id"]])
