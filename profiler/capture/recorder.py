@@ -44,6 +44,9 @@ def ingest_outcomes(store, outcomes: list[RunOutcome], progress: Progress | None
     results = []
     for i, outcome in enumerate(profiled):
         results.append(store.ingest(outcome.path, name=outcome.name, source="captured"))
+        if (outcome.meta or {}).get("capture_trace"):  # graph mode: its capture-side trace, as a run of its own
+            capture_side = outcome.path.with_name(outcome.meta["capture_trace"])
+            results.append(store.ingest(capture_side, name=f"{outcome.name} (graph capture)", source="captured"))
         if progress:
             progress(outcome.variant, (i + 1) / len(profiled), f"ingested {outcome.name}")
     return results
