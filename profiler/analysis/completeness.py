@@ -35,6 +35,8 @@ REASONS = {
     "step_one_event": (DAMAGE, "step {iteration}: one GPU event of {count:,} µs, longer than the step "
                                "({of:,} µs), holds most of its GPU time: malformed",
                        "this step's GPU busy and idle time are wrong"),
+    "graph_replayed": (LIMIT, "{count:,} of {of:,} GPU events ({pct}) were replayed from CUDA/HIP graphs",
+                       "no op, shapes or FLOPs for them: the launches are in the graph's capture trace"),
     "shapes_off": (LIMIT, "record_shapes was off: none of {of:,} CPU ops has input shapes",
                    "no FLOPs or bytes: shapes were not recorded"),
     "memory_off": (LIMIT, "profile_memory was off: no memory events", "no memory figures"),

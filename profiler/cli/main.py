@@ -61,15 +61,17 @@ def _ingest(args: argparse.Namespace) -> int:
 def _summary(args: argparse.Namespace) -> int:
     from profiler.analysis import queries  # pandas, only where a table is read back
 
-    from profiler.analysis import completeness, timings
+    from profiler.analysis import completeness, graphs, timings
 
     store = Store(args.db, read_only=True)
     rows = queries.trace_summary(store)
     measured = timings.timing_records(store, [r["run_id"] for r in rows]) if rows else {}
     whole = completeness.verdicts(store, [r["run_id"] for r in rows]) if rows else {}
+    graphed = graphs.describe(store, [r["run_id"] for r in rows])
     for r in rows:
         r.update(measured.get(r["run_id"], {}))
         r["completeness"] = whole[r["run_id"]]
+        r["graph"] = graphed.get(r["run_id"])
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False, allow_nan=False))
         return 0
@@ -84,10 +86,16 @@ def _summary(args: argparse.Namespace) -> int:
         busy, kernel, peak = r["gpu_busy_us_per_iter"], r.get("kernel_us_per_call"), r.get("peak_allocated_bytes")
         print(f"{r['run_id']:16s}  {r['source']:8s}  {r['variant'] or '-':15s}  {r['events']:>9,d}  "
               f"{r['kernels']:>8,d}  {r['iterations']:>5d}  {_num(busy, '16,.1f')}  "
-              f"{_num(r['gpu_busy_pct'], '6.1f')}  {r['bound'] or '-':5s}  "
+              f"{_num(r['gpu_busy_pct'], '6.1f')}  {_bound(r):5s}  "
               f"{_num(kernel, '14,.1f')}  {_num(None if peak is None else peak / 2**20, '9,.1f')}  "
               f"{completeness.badge(r['completeness']):16s}  {r['name']}")
     return 0
+
+
+def _bound(row: dict) -> str:
+    """What bounds a run, or 'graph capture' for a trace that captured graphs and ran none."""
+    graph = row.get("graph") or {}
+    return "graph capture" if graph.get("role") == "capture" else row["bound"] or "-"
 
 
 def _num(value, spec: str) -> str:

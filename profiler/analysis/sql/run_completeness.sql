@@ -5,7 +5,7 @@
 --                         captured) with no GPU event of their correlation: records dropped or
 --                         filtered (of: those launch calls)
 --   captured              expected: launch calls made while their thread captured a stream into a
---                         graph (between Stream…BeginCapture and …EndCapture): recorded, not run
+--                         graph (lib/graph_capture.sql): recorded, not run
 --   graph_no_gpu          graph launches (…GraphLaunch) with no replayed GPU event (of: graph launches)
 --   gpu_no_launch         GPU events with no launch call of their correlation that start after the
 --                         first GPU event on their stream that has one: CPU records dropped (of: GPU events)
@@ -21,9 +21,11 @@
 --                         step of its run (at least 3 steps) (of: that median)
 --   step_one_event        (per step) one GPU event longer than its step's window that holds more
 --                         than half the step's GPU time (count: its length in µs; of: the window's)
+--   graph_replayed        GPU events replayed from a graph (their correlation is a …GraphLaunch's):
+--                         no op, shapes or module of their own (of: GPU events)
 --   shapes_off            record_shapes off: no CPU op has input shapes (of: CPU ops)
 --   memory_off            expected: profile_memory off (no memory events)
--- includes: metrics
+-- includes: metrics, graph_capture
 -- params: $run_ids VARCHAR[]
 WITH gpu AS (
     SELECT run_id, device, stream, ts_ns, dur_ns, correlation, iteration FROM kernels
@@ -31,19 +33,12 @@ WITH gpu AS (
     UNION ALL
     SELECT run_id, device, stream, ts_ns, dur_ns, correlation, iteration FROM memops
     WHERE run_id IN (SELECT unnest($run_ids))
-), capture AS (      -- stream-capture windows: from a Stream…BeginCapture to the next EndCapture, per thread
-    SELECT run_id, pid, tid, ts_ns AS begin_ns,
-           lead(ts_ns) OVER (PARTITION BY run_id, pid, tid ORDER BY ts_ns) AS end_ns, name
-    FROM launches WHERE run_id IN (SELECT unnest($run_ids))
-      AND (name ILIKE '%StreamBeginCapture%' OR name ILIKE '%StreamEndCapture%')
-    QUALIFY name ILIKE '%BeginCapture%'
 ), calls AS (
     SELECT l.run_id, l.name, l.ts_ns, l.correlation, l.iteration, api_category(l.name) AS cat,
            l.name ILIKE '%graphlaunch%' AS graph,
            EXISTS (SELECT 1 FROM gpu g WHERE g.run_id = l.run_id AND g.correlation = l.correlation) AS hit,
-           EXISTS (SELECT 1 FROM capture c WHERE c.run_id = l.run_id AND c.pid IS NOT DISTINCT FROM l.pid
-                   AND c.tid IS NOT DISTINCT FROM l.tid AND l.ts_ns > c.begin_ns
-                   AND l.ts_ns < coalesce(c.end_ns, 9223372036854775807)) AS captured
+           EXISTS (SELECT 1 FROM captured_launches($run_ids) c WHERE c.run_id = l.run_id
+                   AND c.ts_ns = l.ts_ns AND c.correlation IS NOT DISTINCT FROM l.correlation) AS captured
     FROM launches l WHERE l.run_id IN (SELECT unnest($run_ids))
 ), g2 AS (
     SELECT g.*, c.ts_ns AS launch_ns,
@@ -99,6 +94,11 @@ WITH gpu AS (
     UNION ALL
     SELECT run_id, iteration, 'step_one_event', (top_ns // 1000)::BIGINT, (wall_ns // 1000)::BIGINT, false
     FROM steps WHERE top_ns > wall_ns AND 2 * top_ns > gpu_ns
+    UNION ALL
+    SELECT g.run_id, NULL, 'graph_replayed', count(*) FILTER (WHERE c.graph), count(*), false
+    FROM gpu g LEFT JOIN (SELECT DISTINCT run_id, correlation, graph FROM calls WHERE graph) c
+      ON c.run_id = g.run_id AND c.correlation = g.correlation
+    GROUP BY g.run_id
     UNION ALL
     SELECT run_id, NULL, 'shapes_off', count(*), count(*), false
     FROM ops WHERE run_id IN (SELECT unnest($run_ids)) AND cat = 'cpu_op'
