@@ -26,6 +26,9 @@ def _ingest(args: argparse.Namespace) -> int:
     from profiler.storage import chunked_ingest  # pyarrow loads only where a trace is ingested
 
     store = Store(args.db)
+    if args.capture is not None:
+        from profiler.cli import graph_ingest
+        return graph_ingest.ingest_joined(args, store)
     failed = 0
     workers = 1 if args.in_process else args.workers or chunked_ingest.workers_default()
     for path in args.files:
@@ -113,6 +116,9 @@ def _parser() -> argparse.ArgumentParser:
     from profiler.cli.job import add_ingest_options
     add_ingest_options(ingest)
     ingest.add_argument("--db", default=None, help=db_help)
+    ingest.add_argument("--capture", default=None, metavar="CAPTURE",
+                        help="FILE is a CUDA/HIP graph replay trace and CAPTURE the trace recorded while its graphs "
+                             "were captured: the replayed kernels are joined to the captured ops")
     ingest.add_argument("--python-functions", action="store_true",
                         help="also keep python_function events (large; off by default)")
     ingest.set_defaults(func=_ingest)
