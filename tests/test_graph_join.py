@@ -78,3 +78,17 @@ def test_a_trace_that_is_no_capture_is_refused_with_its_name(tmp_path, capsys):
     assert main(["ingest", str(replay), "--capture", str(replay), "--db", str(store.path)]) == 1
     assert "sglang_Qwen3-8B_decode.json.gz: no graph capture in it" in capsys.readouterr().out
     assert store.query("SELECT count(*) AS n FROM traces")["n"][0] == 0
+
+
+@pytest.mark.parametrize("pair,gemm", [("sglang", "aten::mm"), ("vllm", "aten::addmm")])
+def test_the_replayed_gemms_are_priced_by_the_cost_model(tmp_path, pair, gemm, capsys):
+    """The captured op owns its replayed kernel (analysis/graph_owners.py), so the cost model prices
+    the replay's GEMMs from the captured shapes: as many calls as TraceLens counts, with FLOPs."""
+    import json
+
+    store, run_id = _joined(tmp_path, pair, capsys)
+    assert main(["ops", run_id, "--db", str(store.path), "--json"]) == 0
+    rows = [r for r in json.loads(capsys.readouterr().out) if r["op"] == gemm]
+    ref = pd.read_csv(REFERENCE[pair] / "ops_summary.csv")
+    assert sum(r["calls"] for r in rows) == ref.loc[ref["name"] == gemm, "Count"].sum()
+    assert all(r["flops"] > 0 and r["kind"] == "gemm" for r in rows), rows
