@@ -8,8 +8,8 @@ Two traces come out of one run, both gzip Chrome traces with the run's "attentio
 - the replay trace (the run's own file): the profiled steps, each one `graph.replay()` inside the
   variant's label, holding `cudaGraphLaunch` and the kernels it replayed (no op, no shapes); its
   object says `"graph": "replay"` and names the capture trace (`capture_trace`).
-Ingest them together (`ingest REPLAY --capture CAPTURE`, or a folder) so the replay's kernels are
-attributed to the captured ops. A variant that cannot be captured (it syncs, allocates on the host,
+`capture` ingests the replay joined with its capture (`ingest REPLAY --capture CAPTURE` does the
+same for any pair), so the replay's kernels are attributed to the captured ops. A variant that cannot be captured (it syncs, allocates on the host,
 recompiles) is skipped with that reason, as eager capture skips what cannot run.
 """
 from __future__ import annotations

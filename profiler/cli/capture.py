@@ -224,12 +224,23 @@ def run_capture(args: argparse.Namespace) -> int:
 
         store = Store(args.db)
         profiled = [o for o in outcomes if o.path is not None]
-        for outcome, result in zip(profiled, ingest_outcomes(store, outcomes)):
+        for outcome, result in zip(profiled, ingest_outcomes(store, outcomes, joined=_joined)):
             status = "already in store" if result.duplicate else "ingested"
             print(f"{result.run_id}  {status:16s}  {result.kernels:>6,d} kernels  {result.name}")
             if outcome.path in counted:
                 _attach(store, result.run_id, counted[outcome.path])
     return 0 if any(o.path is not None for o in outcomes) else 1
+
+
+def _joined(outcome) -> bytes:
+    """A graph-mode run's replay trace joined with its capture-side trace (parse/graph_join.py)."""
+    from profiler.cli.graph_ingest import _read
+    from profiler.parse import graph_join
+
+    capture_side = outcome.path.with_name(outcome.meta["capture_trace"])
+    result = graph_join.join(_read(str(outcome.path)), _read(str(capture_side)), outcome.path.name, capture_side.name)
+    print(f"{outcome.name}: {result.notes()[0]}")
+    return result.trace
 
 
 def count_outcomes(config, outcomes) -> dict:
