@@ -154,7 +154,7 @@ def test_undamaged_traces_are_complete_with_only_expected_notes(tmp_path, capsys
     for run_id, v in completeness.verdicts(store, list(ids)).items():
         assert v["complete"] and v["damage"] == [] and v["steps"] == {}, (ids[run_id], v["damage"])
         assert {n["reason"] for n in v["notes"]} <= EXPECTED_NOTES, ids[run_id]
-        assert {n["reason"] for n in v["limits"]} <= {"shapes_off", "memory_off"}, ids[run_id]
+        assert {n["reason"] for n in v["limits"]} <= {"shapes_off", "memory_off", "graph_replayed"}, ids[run_id]
     assert main(["summary", "--db", str(store.path), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert len(rows) == len(ids) and all(r["completeness"]["complete"] for r in rows)
