@@ -3,7 +3,7 @@ baseline and one other run side by side — one iteration's kernel sequences ali
 of them launches, and how counts, GPU time and launch APIs change from run a to run b."""
 import streamlit as st
 
-from profiler.analysis import findings, memory, queries
+from profiler.analysis import completeness, findings, memory, queries
 from profiler.present import charts, markup, memory_charts, narrative, rank_view, ui
 
 Col = st.column_config
@@ -75,6 +75,11 @@ runs = list(ui.require_runs(state, minimum=2, purpose="comparing"))
 
 with ui.guard(), queries.session(ui.get_store()) as store:
     labels = charts.label_map(queries.run_labels(store, runs))
+    whole, said = completeness.compare_line(store, runs, labels)
+    if whole:
+        st.caption(markup.md(said))
+    else:
+        st.warning(markup.md(said))
     st.subheader(f"{len(runs)} runs ranked", divider="gray")
     ui.ranked_runs(store, runs)
     state, a, b, iteration = pick_pair(state, runs, labels)

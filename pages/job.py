@@ -30,6 +30,16 @@ WAIT_COLUMNS = {
     "late_us": Col.NumberColumn("late µs", format="%.1f", help="How long after the first rank it arrived, summed."),
     "caused_wait_us": Col.NumberColumn("others waited µs", format="%.1f",
                                        help="Time the other ranks waited for it, at the collectives it started last."),
+    "flag": Col.TextColumn("flag", help="Why this wait cannot be right (longer than the step or than the "
+                                        "rank's own collective time): not a finding."),
+}
+CLOCK_COLUMNS = {
+    "rank": Col.NumberColumn("rank"), "matched": Col.NumberColumn("collectives used"),
+    "offset_us": Col.NumberColumn("clock offset µs", format="%+.1f", help="Its clock minus the ranks' consensus."),
+    "uncertainty_us": Col.NumberColumn("± µs", format="%.1f", help="Spread of the estimate over its collectives."),
+    "applied_us": Col.NumberColumn("taken off µs", format="%+.1f", help="Applied when above 3 × the uncertainty."),
+    "impossible": Col.NumberColumn("impossible waits", help="Collectives where, corrected, it would wait longer "
+                                                            "than its kernel ran: the estimate does not hold."),
 }
 COLLECTIVE_COLUMNS = {
     "iteration": Col.NumberColumn("iteration"),
@@ -90,8 +100,14 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     ui.table(collectives, column_config=COLLECTIVE_COLUMNS, column_order=list(COLLECTIVE_COLUMNS),
                  hide_index=True)
     st.subheader("Who waits for whom", divider="gray")
-    ui.table(job_queries.rank_waits(store, job), column_config=WAIT_COLUMNS,
+    if report["waits_withheld"]:
+        st.warning(markup.md(report["waits_withheld"]))
+    ui.table(job_queries.stated_wait_table(report), column_config=WAIT_COLUMNS,
              column_order=list(WAIT_COLUMNS), hide_index=True)
+    st.caption("Ranks' clocks: each one's offset from the consensus, estimated from the collectives' ends "
+               "(they end together on every rank) and taken off before arrivals are compared.")
+    ui.table(job_queries.clock(store, job), column_config=CLOCK_COLUMNS, column_order=list(CLOCK_COLUMNS),
+             hide_index=True)
     st.subheader("Compare with another job", divider="gray")
     others = [n for n in names if n != job]
     other = st.selectbox("Other job", others, index=None, placeholder="pick a job") if others else None

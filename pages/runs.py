@@ -1,7 +1,7 @@
 """Runs: every captured and uploaded run in the store; pick the runs to compare, rename, delete."""
 import streamlit as st
 
-from profiler.analysis import conditions, findings, queries, timings
+from profiler.analysis import completeness, conditions, findings, queries, timings
 from profiler.present import markup, run_filters, sitemap, ui
 from profiler.storage import catalog
 
@@ -133,7 +133,7 @@ with ui.guard():
             st.stop()
         if runs.empty:
             empty_store()
-        runs = timings.catalog_with_timings(store, runs)
+        runs = completeness.with_badge(store, timings.catalog_with_timings(store, runs))
         filtered, shown = filters(state, runs)
         st.caption(f"{len(shown)} of {len(runs)} runs in the store shown. Per-iteration numbers divide by "
                    "the run's ProfilerStep count. Tick runs (left column) to rank and compare them; "

@@ -15,6 +15,7 @@ from profiler.analysis import job_queries
 from profiler.storage import job_ingest, job_summary, jobs, tables
 from profiler.storage.store import SCHEMA_VERSION, Store
 from tests.conftest import SHARED_TRACES
+from tests.raw_clocks import raw_offsets
 from tests.test_truth_stragglers import raw_waits
 
 DLRM = sorted(SHARED_TRACES.glob("param__dlrm_kineto__worker*.pt.trace.json")) if SHARED_TRACES.is_dir() else []
@@ -62,8 +63,8 @@ def _generated(folder: Path, world: int, late: int, late_us: int, missing: int) 
     return out
 
 
-def _check_against_raw(report: dict, paths: list[Path]) -> None:
-    want = raw_waits(paths)
+def _check_against_raw(report: dict, paths: list[Path], offsets: dict | None = None) -> None:
+    want = raw_waits(paths, offsets)
     got = {w["rank"]: w for w in report["waits"]}
     assert sorted(got) == sorted(want)
     for rank, w in want.items():
@@ -90,7 +91,7 @@ def test_summary_of_the_dlrm_ranks_is_the_queries_rows_and_the_raw_json(job_stor
 
 @pytest.mark.third_party
 @needs_dlrm
-def test_summary_of_a_generated_job_names_the_late_rank_and_the_missing_one(job_store, tmp_path):
+def test_summary_of_a_generated_job_finds_the_shifted_clock_and_the_missing_rank(job_store, tmp_path):
     paths = _generated(tmp_path, world=24, late=17, late_us=20_000, missing=5)
     result = job_ingest.ingest_job(job_store, paths, "gen", engine="in-process")  # several ranks to a task
     back = {run_id for r in result.ranks for run_id in r.summary_rows["kernels"]["run_id"].to_pylist()}
@@ -104,9 +105,15 @@ def test_summary_of_a_generated_job_names_the_late_rank_and_the_missing_one(job_
     report = job_queries.job_report(job_store, "gen")
     assert json.dumps(report) == json.dumps(_from_files(job_store, "gen"))
     assert report["ranks_missing"] == [[5, 5]] and len(report["ranks_present"]) == 23
-    assert [s["straggler_rank"] for s in report["stragglers"]] == [17]
-    assert report["straggler_ranking"][0] == 17
-    _check_against_raw(report, paths)
+    # rank 17's 20 ms is a clock offset, found and taken off (issue 37): the straggler is then a
+    # copy of DLRM's worker 7 (r mod 7 == 6), as the plain JSON with the same offsets says
+    offsets = raw_offsets(paths)
+    clock = {c["rank"]: c for c in report["clock"]}
+    assert clock[17]["applied_us"] == pytest.approx(float(offsets[17]["applied"]), abs=1e-3)
+    assert abs(clock[17]["applied_us"] - 20_000) < 1_000
+    assert report["straggler_ranking"][0] % 7 == 6
+    assert [s["straggler_rank"] for s in report["stragglers"]] == [report["straggler_ranking"][0]]
+    _check_against_raw(report, paths, {r: o["applied"] for r, o in offsets.items()})
 
 
 @pytest.mark.third_party

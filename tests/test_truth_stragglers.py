@@ -35,9 +35,11 @@ def _hta_stragglers(folder, k: int) -> list[int]:
     return sorted(hta.TraceAnalysis(trace_dir=str(folder)).get_potential_stragglers(num_candidates=k))
 
 
-def raw_waits(paths) -> dict[int, dict]:
+def raw_waits(paths, offsets: dict | None = None) -> dict[int, dict]:
     """{rank: {wait, late, caused, last}} in µs from the plain JSON: per collective (n-th comm
-    kernel of a name inside the rank's ProfilerStep), every rank waits for the latest start."""
+    kernel of a name inside the rank's ProfilerStep), every rank waits for the latest start;
+    `offsets` ({rank: µs}): each rank's clock offset, taken off its starts first."""
+    offsets = offsets or {}
     starts: dict[tuple, dict[int, Decimal]] = defaultdict(dict)
     for path in paths:
         data = json.loads(path.read_bytes(), parse_float=Decimal)
@@ -51,7 +53,7 @@ def raw_waits(paths) -> dict[int, dict]:
                          and any(c in e["name"].lower() for c in COMM)), key=lambda e: e["ts"]):
             if lo <= launches.get(e["args"]["correlation"], e["ts"]) < hi:  # its iteration: the launch's
                 seen[e["name"]] += 1
-                starts[(e["name"], seen[e["name"]])][rank] = e["ts"]
+                starts[(e["name"], seen[e["name"]])][rank] = e["ts"] - offsets.get(rank, 0)
     out = {r: {"wait": Decimal(0), "late": Decimal(0), "caused": Decimal(0), "last": 0}
            for r in {r for s in starts.values() for r in s}}
     for by_rank in starts.values():

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from profiler.analysis import job_clocks
 from profiler.analysis.reads import sql_text
 from profiler.storage import job_check, job_summary, jobs, tables
 
@@ -159,6 +160,30 @@ def straggler_ranking(waits: pd.DataFrame) -> list[int]:
     return [int(r) for r in total["rank"]]
 
 
+def stated_waits(per_rank: pd.DataFrame, waits: pd.DataFrame, clock: pd.DataFrame):
+    """(clock rows, the waits as stated with their `flag` column, why they are withheld or None):
+    none is stated when the clock estimate is inconsistent (job_clocks.verdict); a wait that cannot
+    be right is flagged (job_clocks.flag_waits) and its iteration names no straggler."""
+    clock = clock.reindex(columns=job_clocks.CLOCK_COLUMNS)
+    verdict = job_clocks.verdict(clock)
+    if not verdict["consistent"]:
+        return clock, job_clocks.flag_waits(per_rank, waits.iloc[0:0], clock), verdict["reason"]
+    return clock, job_clocks.flag_waits(per_rank, waits, clock), None
+
+
+def stated_wait_table(report: dict) -> pd.DataFrame:
+    """The report's waits as a table (rank, iteration, collectives, arrived_last, wait_us, late_us,
+    caused_wait_us, flag); no rows when they are withheld."""
+    return pd.DataFrame(report["waits"], columns=["rank", "iteration", "collectives", "arrived_last", "wait_us",
+                                                  "late_us", "caused_wait_us", "flag"])
+
+
+def clock(store, job: str) -> pd.DataFrame:
+    """Per rank: matched, offset_us, uncertainty_us, applied_us, impossible, worst_excess_us
+    (sql/job_clock.sql; job_clocks says what they mean)."""
+    return _rows(store, job, "job_clock").reindex(columns=job_clocks.CLOCK_COLUMNS)
+
+
 def collectives(store, job: str) -> pd.DataFrame:
     """Each collective across ranks: iteration, name, seq, ranks, last_rank, skew_us, wait_us,
     mean_dur_us; and where the trace gives its size: collective, group_size, bytes, algbw_gbps,
@@ -179,7 +204,8 @@ def job_report(store, job: str) -> dict:
         kept = {q: store.query(sql_text(q), {"job": job}) for q in SUMMARY_QUERIES}
     per_rank = _with_longest(kept["job_rank_iterations"])
     coll = _sized(kept["job_collectives"])
-    waits = kept["job_rank_waits"]
+    clock, waits, withheld = stated_waits(per_rank, kept["job_rank_waits"], kept["job_clock"])
+    clean = waits[~waits["iteration"].isin(waits.loc[waits["flag"].notna(), "iteration"])]
     return {
         "job": job, "world_size": m["world_size"], "backend": m["backend"],
         "ranks_present": m["ranks_present"], "ranks_missing": m["ranks_missing"],
@@ -188,9 +214,11 @@ def job_report(store, job: str) -> dict:
              "longest_step_rank"]
         ].to_dict("records")],
         "longest_step": [{k: _plain(v) for k, v in row.items()} for row in longest_steps(per_rank).to_dict("records")],
+        "clock": [{k: _plain(v) for k, v in row.items()} for row in clock.to_dict("records")],
+        "clock_verdict": job_clocks.verdict(clock), "waits_withheld": withheld,
         "waits": [{k: _plain(v) for k, v in row.items()} for row in waits.to_dict("records")],
-        "stragglers": [{k: _plain(v) for k, v in row.items()} for row in stragglers(waits).to_dict("records")],
-        "straggler_ranking": straggler_ranking(waits),
+        "stragglers": [{k: _plain(v) for k, v in row.items()} for row in stragglers(clean).to_dict("records")],
+        "straggler_ranking": straggler_ranking(clean),
         "collectives": [{k: _plain(v) for k, v in row.items()} for row in coll.to_dict("records")],
     }
 
@@ -236,8 +264,11 @@ def _plain(value):
 
 def straggler_sentences(report: dict) -> list[str]:
     """Per iteration: who the others waited for (the straggler) and, apart, whose step was longest.
-    The CLI and the job page print these same sentences."""
-    lines = []
+    The CLI and the job page print these same sentences, after the clocks' (job_clocks.sentences)."""
+    clock = pd.DataFrame(report["clock"], columns=job_clocks.CLOCK_COLUMNS)
+    lines = job_clocks.sentences(clock, report["clock_verdict"])
+    lines += [f"iteration {w['iteration']}: rank {w['rank']}'s wait cannot be right ({w['flag']}): not a "
+              f"finding, and the iteration names no straggler" for w in report["waits"] if w["flag"]]
     longest = {s["iteration"]: s for s in report["longest_step"]}
     waits = pd.DataFrame(report["waits"])
     for s in report["stragglers"]:

@@ -12,7 +12,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from profiler.analysis import arrays, costmodel as cm, reads, run_shape, tensor_cores
+from profiler.analysis import arrays, costmodel as cm, graph_owners, reads, run_shape, tensor_cores
 
 FLEX_KERNEL, ATTENTION_KERNEL = run_shape.FLEX_KERNEL, run_shape.ATTENTION_KERNEL
 # every op that can own a call or be its backend (sql/op_inputs.sql reads these)
@@ -34,7 +34,8 @@ def launched_work(store, run_ids) -> dict:
     return {"run_id": reads.column(got["run_id"]), **out, "kernel_hash": reads.column(got["kernel_hash"], 0),
             "dur_ns": reads.column(got["dur_ns"], 0).astype(np.int64),
             "iteration": reads.column(got["iteration"], np.nan).astype(float),
-            "flex": reads.column(got["flex"], False).astype(bool)}
+            "flex": reads.column(got["flex"], False).astype(bool),
+            "replayed": reads.column(got["replayed"], False).astype(bool)}
 def owners(parent: np.ndarray, family: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each launching op in `starts` (-1: none), the op the model charges (-1: none) and the
     innermost attention op beneath it (its backend; -1 when not attention). Walking up the
@@ -95,7 +96,8 @@ def launch_in_op(tree, work) -> np.ndarray:
     if not len(start):
         return np.zeros(len(ext), dtype=bool)
     safe = np.maximum(ext, 0)
-    return (ext >= 0) & ((at < 0) | ((start[safe] <= at) & (end[safe] >= at)))
+    graph = graph_owners.replayed(work, len(ext))   # a joined graph replay: its captured op owns it
+    return (ext >= 0) & ((at < 0) | graph | ((start[safe] <= at) & (end[safe] >= at)))
 
 
 def launching_ops(tree, work) -> np.ndarray:

@@ -54,6 +54,7 @@ class CaptureConfig:
     kv_len: int | None = None  # keys per sequence (decode: the KV cache); None: the query length
     window: int | None = None  # a sliding window of this many keys (masks.py); None: none
     varlen: tuple[int, ...] | None = None  # packed sequences of these lengths (batch 1, one row)
+    cuda_graph: bool = False  # warm runs captured into a CUDA graph and replayed (capture/graphed.py)
 
     def setting(self) -> Setting:
         return Setting(device=self.device, dtype=self.dtype, head_dim=self.head_dim, causal=self.causal,
@@ -115,6 +116,11 @@ def validate(config: CaptureConfig) -> CaptureConfig:
     if min(config.wait, config.warmup, config.warmup_calls, config.warmup_s) < 0:
         raise CaptureError("wait, warmup, warmup_calls and warmup_s must not be negative")
     _check_memory(config)
+    if config.cuda_graph and (config.device != "cuda" or config.mode == "train"):
+        raise CaptureError("--cuda-graph needs --device cuda and a forward mode (prefill or decode): "
+                           "a train step's backward is not captured here")
+    if config.cuda_graph and config.cold:
+        config = replace(config, cold=False)  # a graph replays warm calls; the first call is eager
     if config.sweep is False and len(config.seq_lens) > 1:
         config = replace(config, sweep=time.strftime("sweep-%Y%m%dT%H%M%SZ", time.gmtime()))
     if config.repeats is None:

@@ -40,6 +40,7 @@ from typing import Iterable
 import torch
 from torch.profiler import ProfilerAction, ProfilerActivity, profile, record_function
 
+from profiler.capture import graphed
 from profiler.capture import record as measurement
 from profiler.capture.config import MAX_WARMUP_CALLS, CaptureConfig, Progress, RunOutcome, run_name, runs_per_variant
 from profiler.capture.measure import (_attempt, _clear_cublas_workspaces, _sync, graph_time, label, run_meta,
@@ -238,6 +239,8 @@ class _Capture:
         error, reason = _attempt(warm_up)
         if reason is not None:
             return reason
+        if c.cuda_graph:  # captured into a CUDA graph, replayed under the profiler (graphed.py)
+            return graphed.warm_graphed(self, prof, variant, fn, seq_len, inputs, repeat, error)
         self.tell(variant, f"s{seq_len}: profiling{again}")
         steps = [ProfilerAction.NONE] * c.wait + [ProfilerAction.WARMUP] * c.warmup
         steps += [ProfilerAction.RECORD] * (c.active - 1) + [ProfilerAction.RECORD_AND_SAVE]

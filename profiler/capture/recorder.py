@@ -38,12 +38,19 @@ def capture(config: CaptureConfig, progress: Progress | None = None,
     return outcomes
 
 
-def ingest_outcomes(store, outcomes: list[RunOutcome], progress: Progress | None = None) -> list:
-    """Ingest every profiled run into ``store`` (a profiler.storage.store.Store) as source 'captured'."""
+def ingest_outcomes(store, outcomes: list[RunOutcome], progress: Progress | None = None,
+                    joined=None) -> list:
+    """Ingest every profiled run into ``store`` (a profiler.storage.store.Store) as source 'captured',
+    one result per profiled run. ``joined(outcome)``: for a graph-mode run (its meta names a
+    ``capture_trace``), the replay joined with its capture trace (bytes: parse/graph_join.py, which
+    the caller imports), ingested instead of the replay alone."""
     profiled = [o for o in outcomes if o.path is not None]
     results = []
     for i, outcome in enumerate(profiled):
-        results.append(store.ingest(outcome.path, name=outcome.name, source="captured"))
+        src = outcome.path
+        if joined is not None and (outcome.meta or {}).get("capture_trace"):
+            src = joined(outcome)
+        results.append(store.ingest(src, name=outcome.name, source="captured"))
         if progress:
             progress(outcome.variant, (i + 1) / len(profiled), f"ingested {outcome.name}")
     return results

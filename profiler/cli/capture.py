@@ -70,6 +70,10 @@ def register(subparsers) -> None:
     cap.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda if present")
     cap.add_argument("--cold", action=argparse.BooleanOptionalAction, default=True,
                      help="also profile the first call of each fresh shape as its own run")
+    cap.add_argument("--cuda-graph", action="store_true",
+                     help="graph mode: each warm run's calls captured into a CUDA graph and replayed under the "
+                          "profiler (as serving engines run decode); the capture-side trace is kept beside it "
+                          "(<run>.capture.json.gz); no cold runs; CUDA, prefill or decode only")
     cap.add_argument("--timing-calls", type=int, default=20,
                      help="back-to-back calls (and CUDA-graph replays) timed outside the profiler")
     cap.add_argument("--repeats", type=int, default=None,
@@ -160,7 +164,7 @@ def _configs(args: argparse.Namespace) -> list:
                          compile_cache=args.compile_cache, out_dir=args.out_dir, mode=args.mode,
                          kv_heads=lists.get("kv_heads", (None,))[0], kv_len=lists.get("kv_len", (None,))[0],
                          window=lists.get("window", (None,))[0], varlen=args.varlen,
-                         sweep=_sweep_id(args.sweep))
+                         sweep=_sweep_id(args.sweep), cuda_graph=args.cuda_graph)
     axis = next((a for a in several if a != "seq"), None)
     return sweep_points(base, axis, lists[axis]) if axis else [base]
 
@@ -184,6 +188,8 @@ def _report(outcomes, seconds: float) -> None:
         flag = "ok" if m["ok"] else "WRONG"
         error = "n/a" if m["rel_error"] is None else f"{m['rel_error']:.2e}"
         print(f"profiled  {o.name}: {timing_text(m)}, rel error {error} ({flag}) -> {o.path}")
+        if m.get("capture_trace"):
+            print(f"          graph capture-side trace -> {o.path.with_name(m['capture_trace'])}")
     print(f"captured {sum(o.path is not None for o in outcomes)} of {len(outcomes)} runs in {seconds:.1f} s")
 
 
@@ -223,7 +229,7 @@ def run_capture(args: argparse.Namespace) -> int:
         if args.ceilings:
             measure_ceilings(store, configs[0].device)
         profiled = [o for o in outcomes if o.path is not None]
-        for outcome, result in zip(profiled, ingest_outcomes(store, outcomes)):
+        for outcome, result in zip(profiled, ingest_outcomes(store, outcomes, joined=_joined)):
             status = "already in store" if result.duplicate else "ingested"
             print(f"{result.run_id}  {status:16s}  {result.kernels:>6,d} kernels  {result.name}")
             if outcome.path in counted:
@@ -253,6 +259,15 @@ def measure_ceilings(store, device: str) -> None:
     values = ", ".join(f"{c.what} {c.value:,.1f} {c.unit}" for c in measured.ceilings)
     print(f"ceilings  {printable(name)}: {values} ({measured.seconds:.1f} s)"
           + "".join(f"; {w}: {printable(why)}" for w, why in measured.skipped.items()))
+def _joined(outcome) -> bytes:
+    """A graph-mode run's replay trace joined with its capture-side trace (parse/graph_join.py)."""
+    from profiler.cli.graph_ingest import _read
+    from profiler.parse import graph_join
+
+    capture_side = outcome.path.with_name(outcome.meta["capture_trace"])
+    result = graph_join.join(_read(str(outcome.path)), _read(str(capture_side)), outcome.path.name, capture_side.name)
+    print(f"{outcome.name}: {result.notes()[0]}")
+    return result.trace
 
 
 def count_outcomes(config, outcomes) -> dict:

@@ -88,17 +88,23 @@ def _job(args: argparse.Namespace) -> int:
     missing = job_queries.missing_text(report["ranks_missing"])
     print(f"job {report['job']}: world size {report['world_size']}, backend {report['backend'] or '-'}, "
           f"{len(report['ranks_present'])} ranks present, missing: {missing}")
+    if report["clock"]:
+        print("clock offsets from the consensus, µs (± uncertainty; * taken off): " + ", ".join(
+            f"rank {c['rank']} {c['offset_us']:+,.1f} ± {c['uncertainty_us']:,.1f}{'*' * (c['applied_us'] != 0)}"
+            for c in report["clock"]))
     waits = {(w["rank"], w["iteration"]): w for w in report["waits"]}
     stragglers = {s["iteration"]: s["straggler_rank"] for s in report["stragglers"]}
     print(f"{'rank':>5s} {'iter':>5s} {'step µs':>12s} {'GPU own µs':>12s} {'GPU idle µs':>12s} "
           f"{'collective µs':>14s} {'waited µs':>12s} {'late µs':>12s} {'waited for µs':>14s}")
     for row in report["iterations"]:
-        w = waits.get((row["rank"], row["iteration"]), {"wait_us": 0.0, "late_us": 0.0, "caused_wait_us": 0.0})
+        w = waits.get((row["rank"], row["iteration"]))
         mark = "  <- straggler" if stragglers.get(row["iteration"]) == row["rank"] else ""
         mark += "  <- longest step" if row["rank"] == row["longest_step_rank"] else ""
+        mark += "  (wait flagged)" if w and w["flag"] else ""
+        cells = (f"{w['wait_us']:>12,.1f} {w['late_us']:>12,.1f} {w['caused_wait_us']:>14,.1f}" if w else
+                 f"{'-':>12s} {'-':>12s} {'-':>14s}")
         print(f"{row['rank']:>5d} {row['iteration']:>5d} {row['step_us']:>12,.1f} {row['gpu_busy_us']:>12,.1f} "
-              f"{row['gpu_idle_us']:>12,.1f} {row['collective_us']:>14,.1f} {w['wait_us']:>12,.1f} {w['late_us']:>12,.1f} "
-              f"{w['caused_wait_us']:>14,.1f}{mark}")
+              f"{row['gpu_idle_us']:>12,.1f} {row['collective_us']:>14,.1f} {cells}{mark}")
     for line in job_queries.straggler_sentences(report):
         print(line)
     if report["collectives"]:

@@ -26,6 +26,9 @@ def _ingest(args: argparse.Namespace) -> int:
     from profiler.storage import chunked_ingest  # pyarrow loads only where a trace is ingested
 
     store = Store(args.db)
+    if args.capture is not None:
+        from profiler.cli import graph_ingest
+        return graph_ingest.ingest_joined(args, store)
     failed = 0
     workers = 1 if args.in_process else args.workers or chunked_ingest.workers_default()
     for path in args.files:
@@ -61,13 +64,17 @@ def _ingest(args: argparse.Namespace) -> int:
 def _summary(args: argparse.Namespace) -> int:
     from profiler.analysis import queries  # pandas, only where a table is read back
 
-    from profiler.analysis import timings
+    from profiler.analysis import completeness, graphs, timings
 
     store = Store(args.db, read_only=True)
     rows = queries.trace_summary(store)
     measured = timings.timing_records(store, [r["run_id"] for r in rows]) if rows else {}
+    whole = completeness.verdicts(store, [r["run_id"] for r in rows]) if rows else {}
+    graphed = graphs.describe(store, [r["run_id"] for r in rows])
     for r in rows:
         r.update(measured.get(r["run_id"], {}))
+        r["completeness"] = whole[r["run_id"]]
+        r["graph"] = graphed.get(r["run_id"])
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False, allow_nan=False))
         return 0
@@ -77,14 +84,21 @@ def _summary(args: argparse.Namespace) -> int:
     rows = terminal.inert(rows)  # one line per run, whatever its names hold
     print(f"{'run id':16s}  {'source':8s}  {'variant':15s}  {'events':>9s}  {'kernels':>8s}  "
           f"{'iters':>5s}  {'GPU busy µs/iter':>16s}  {'busy %':>6s}  {'bound':5s}  "
-          f"{'kernel µs/call':>14s}  {'peak MiB':>9s}  name")
+          f"{'kernel µs/call':>14s}  {'peak MiB':>9s}  {'trace':16s}  name")
     for r in rows:
         busy, kernel, peak = r["gpu_busy_us_per_iter"], r.get("kernel_us_per_call"), r.get("peak_allocated_bytes")
         print(f"{r['run_id']:16s}  {r['source']:8s}  {r['variant'] or '-':15s}  {r['events']:>9,d}  "
               f"{r['kernels']:>8,d}  {r['iterations']:>5d}  {_num(busy, '16,.1f')}  "
-              f"{_num(r['gpu_busy_pct'], '6.1f')}  {r['bound'] or '-':5s}  "
-              f"{_num(kernel, '14,.1f')}  {_num(None if peak is None else peak / 2**20, '9,.1f')}  {r['name']}")
+              f"{_num(r['gpu_busy_pct'], '6.1f')}  {_bound(r):5s}  "
+              f"{_num(kernel, '14,.1f')}  {_num(None if peak is None else peak / 2**20, '9,.1f')}  "
+              f"{completeness.badge(r['completeness']):16s}  {r['name']}")
     return 0
+
+
+def _bound(row: dict) -> str:
+    """What bounds a run, or 'graph capture' for a trace that captured graphs and ran none."""
+    graph = row.get("graph") or {}
+    return "graph capture" if graph.get("role") == "capture" else row["bound"] or "-"
 
 
 def _num(value, spec: str) -> str:
@@ -102,6 +116,9 @@ def _parser() -> argparse.ArgumentParser:
     from profiler.cli.job import add_ingest_options
     add_ingest_options(ingest)
     ingest.add_argument("--db", default=None, help=db_help)
+    ingest.add_argument("--capture", default=None, metavar="CAPTURE",
+                        help="FILE is a CUDA/HIP graph replay trace and CAPTURE the trace recorded while its graphs "
+                             "were captured: the replayed kernels are joined to the captured ops")
     ingest.add_argument("--python-functions", action="store_true",
                         help="also keep python_function events (large; off by default)")
     ingest.set_defaults(func=_ingest)

@@ -248,3 +248,8 @@ CREATE TABLE IF NOT EXISTS job_summary_collectives (  -- sql/job_collectives.sql
     skew_us DOUBLE, wait_us DOUBLE, mean_dur_us DOUBLE, collective VARCHAR, group_size INTEGER,
     bytes HUGEINT, algbw_gbps DOUBLE, busbw_gbps DOUBLE
 );
+CREATE TABLE IF NOT EXISTS job_summary_clock (  -- sql/job_clock.sql
+    job VARCHAR NOT NULL, pos BIGINT NOT NULL,
+    rank BIGINT, matched BIGINT, offset_us DOUBLE, uncertainty_us DOUBLE, applied_us DOUBLE,
+    impossible BIGINT, worst_excess_us DOUBLE
+);

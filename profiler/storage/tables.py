@@ -68,4 +68,5 @@ JOB_SUMMARIES = (
     JobTable("job_summary_iterations", "job_rank_iterations"),
     JobTable("job_summary_waits", "job_rank_waits"),
     JobTable("job_summary_collectives", "job_collectives"),
+    JobTable("job_summary_clock", "job_clock"),
 )

@@ -1,7 +1,8 @@
 -- Each collective of a job across its ranks: the n-th kernel of one name in an iteration on every
 -- rank is one collective. How far apart the ranks start it (skew) is how long the first rank to
 -- arrive waits for the last; wait_us is the mean wait of all ranks (the last one waits 0).
--- Rank clocks are compared as written (the traces' own clocks, usually epoch time).
+-- Ranks' starts are compared on the job's consensus clock (lib/job_clock.sql: each rank's clock
+-- offset, estimated from the collectives' ends, taken off).
 -- A collective is a communication kernel (is_communication, sql/metrics.sql).
 --
 -- Its size, where the trace gives one: the innermost op around the kernel's launch call (same
@@ -17,17 +18,12 @@
 --               passing (n-1)/n of the buffer); all-gather, reduce-scatter and all-to-all (n-1)/n
 --               (every rank gets or gives the n-1 parts it does not hold); broadcast, reduce and
 --               send/receive 1 (the buffer crosses each link once). Other kinds: none.
--- includes: metrics
+-- includes: metrics, job_clock
 -- params: $job VARCHAR (the job's name)
-WITH ranks AS (
-    SELECT j.rank, j.run_id, t.world_size FROM job_ranks j JOIN traces t ON t.run_id = j.run_id
-    WHERE j.job = $job
-), c AS (
-    SELECT r.rank, r.run_id, r.world_size, k.iteration, k.name, k.ts_ns, k.dur_ns, k.correlation,
-           k.ts_ns - min(k.ts_ns) OVER () AS rel_ns,  -- small numbers, so their mean stays exact
-           row_number() OVER (PARTITION BY k.run_id, k.iteration, k.name ORDER BY k.ts_ns) AS seq
-    FROM kernels k JOIN ranks r ON r.run_id = k.run_id
-    WHERE k.iteration IS NOT NULL AND is_communication(k.name)
+WITH c AS (
+    SELECT rank, run_id, world_size, iteration, name, ts_ns, dur_ns, correlation, seq,
+           ts_ns - min(ts_ns) OVER () AS rel_ns  -- small numbers, so their mean stays exact
+    FROM job_aligned_comm_kernels($job)
 ), msg AS (         -- each kernel's message: the innermost op with one around its launch
     SELECT c.run_id, c.correlation, o.collective, o.group_size, o.msg_dtype,
            greatest(o.in_msg_nelems, coalesce(o.out_msg_nelems, o.in_msg_nelems)) AS nelems

@@ -17,17 +17,15 @@
 -- A rank's wait runs inside its collective kernels, so its step (wall time) grows with it: the
 -- rank with the longest step is often one that waited, not the straggler (job_queries.stragglers
 -- keeps "longest step" as a figure of its own).
--- Rank clocks are compared as written (the traces' epoch clocks), so a clock offset between hosts
--- reads as arrival order.
--- includes: metrics
+-- Arrivals are compared on the job's consensus clock (lib/job_clock.sql: each rank's clock offset,
+-- estimated from the collectives' ends, taken off), so a host's clock offset does not read as
+-- arrival order; job_clock.sql says whether the estimate holds.
+-- includes: metrics, job_clock
 -- params: $job VARCHAR (the job's name)
 WITH ranks AS (
     SELECT j.rank, j.run_id FROM job_ranks j WHERE j.job = $job
 ), c AS (
-    SELECT r.rank, k.iteration, k.name, k.ts_ns,
-           row_number() OVER (PARTITION BY k.run_id, k.iteration, k.name ORDER BY k.ts_ns) AS seq
-    FROM kernels k JOIN ranks r ON r.run_id = k.run_id
-    WHERE k.iteration IS NOT NULL AND is_communication(k.name)
+    SELECT rank, iteration, name, ts_ns, seq FROM job_aligned_comm_kernels($job)
 ), one AS (
     SELECT iteration, name, seq, max(ts_ns) AS last_ns, min(ts_ns) AS first_ns,
            arg_max(rank, (ts_ns, rank)) AS last_rank

@@ -7,7 +7,8 @@
 -- encloses the call. One row per kernel or copy, in GPU start order: run_id, launch_op_id (by
 -- External id; NULL: none), launch_ts_ns, launch_pid, launch_tid (NULL: no launch call),
 -- kernel_hash (hash of the name: sql/kernel_name_hashes.sql names them), dur_ns, iteration, flex
--- (a compiled flex attention kernel, which has no op of its own).
+-- (a compiled flex attention kernel, which has no op of its own), replayed (launched by a
+-- …GraphLaunch call: its op, where a capture was joined in, is the one of its External id).
 -- includes: none
 -- params: $run_ids VARCHAR[]
 WITH gpu AS (
@@ -18,7 +19,7 @@ WITH gpu AS (
     WHERE run_id IN (SELECT unnest($run_ids))
 ), launched AS (
     SELECT g.*, coalesce(l.external_id, g.external_id) AS ext, l.ts_ns AS launch_ts_ns,
-           l.pid AS launch_pid, l.tid AS launch_tid
+           l.pid AS launch_pid, l.tid AS launch_tid, coalesce(l.name ILIKE '%graphlaunch%', false) AS replayed
     FROM gpu g
     LEFT JOIN launches l ON l.run_id = g.run_id AND l.correlation = g.correlation
 ), by_external AS (  -- External id -> op (the innermost, should two ops share one)
@@ -32,7 +33,8 @@ SELECT k.run_id, e.op_id AS launch_op_id, k.launch_ts_ns, k.launch_pid, k.launch
        hash(k.name) AS kernel_hash, k.dur_ns, k.iteration,
        -- a flex call is its Triton template kernel; pointwise and reduction kernels inductor fused
        -- around it (their names say flex_attention too) are not calls of their own
-       k.name LIKE '%flex_attention%' AND NOT regexp_matches(k.name, '^triton_(poi|red|per)_') AS flex
+       k.name LIKE '%flex_attention%' AND NOT regexp_matches(k.name, '^triton_(poi|red|per)_') AS flex,
+       k.replayed
 FROM launched k
 LEFT JOIN by_external e ON e.run_id = k.run_id AND e.external_id = k.ext
 ORDER BY k.run_id, k.ts_ns, k.correlation, kernel_hash, k.dur_ns;

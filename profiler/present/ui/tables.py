@@ -22,6 +22,9 @@ CATALOG_COLUMNS = {
     "swept": Col.NumberColumn("swept value", help="This run's value on the axis its sweep varies "
                               "(named at the end of the sweep column)."),
     "name": Col.TextColumn("name", width="large"),
+    "completeness": Col.TextColumn("trace", help="Whether the trace is whole: 'incomplete: N' when records "
+                                   "were dropped or are malformed (N reasons; `summary --json` lists them), "
+                                   "'complete, limits' when an option was off (no shapes, no memory)."),
     "variant": Col.TextColumn("variant", help="Attention implementation (captured runs)."),
     "shape": Col.TextColumn("shape B×H×L×D", help="batch × heads × sequence length × head dim"),
     "dtype": Col.TextColumn("dtype"),

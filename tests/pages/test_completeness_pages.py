@@ -1,0 +1,45 @@
+"""Issue 37, item 1 on the pages: the runs table's completeness badge and the line on top of Compare,
+for the shared Qwen trace as written and with 10 % of its kernel events dropped."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from profiler.storage.store import Store
+from tests.pages.conftest import tables_with
+from tests.test_completeness import QWEN, _dump, _load
+
+pytestmark = [pytest.mark.third_party, pytest.mark.skipif(not QWEN.is_file(), reason="needs the shared Qwen trace")]
+
+
+@pytest.fixture
+def two_runs(tmp_path, monkeypatch):
+    data = _load()
+    kernels = [e for e in data["traceEvents"] if e.get("cat") == "kernel"]
+    gone = {id(e) for e in random.Random(37).sample(kernels, len(kernels) // 10)}
+    data["traceEvents"] = [e for e in data["traceEvents"] if id(e) not in gone]
+    (tmp_path / "qwen-dropped.json").write_text(_dump(data))
+    store = Store(tmp_path / "s.duckdb")
+    whole = store.ingest(QWEN).run_id
+    damaged = store.ingest(tmp_path / "qwen-dropped.json").run_id
+    monkeypatch.setenv("PROFILER_DB", str(store.path))
+    return whole, damaged
+
+
+def test_the_runs_table_says_which_trace_is_incomplete(pages, two_runs):
+    whole, damaged = two_runs
+    at = pages.open("runs")
+    pages.assert_clean(at)
+    (table,) = tables_with(at, "completeness")
+    badge = dict(zip(table["run_id"], table["completeness"]))
+    assert badge == {whole: "complete", damaged: "incomplete: 1"}
+
+
+def test_compare_starts_with_the_incomplete_trace(pages, two_runs):
+    whole, damaged = two_runs
+    at = pages.open("compare", runs=f"{whole},{damaged}")
+    pages.assert_clean(at)
+    (warning,) = [w.value for w in at.warning if "incomplete traces" in w.value]
+    assert "qwen-dropped.json" in warning and "have no GPU event" in warning
+    assert "Qwen_Qwen1.5" not in warning
