@@ -53,8 +53,10 @@ def manifest(store, job: str) -> dict:
     raise jobs.JobError(f"job {job!r} is not in the store (stored jobs: {known}{broken})")
 
 
-def _summary_stamp(m: dict) -> str:
-    return job_summary.stamp(m, {q: sql_text(q) for q in SUMMARY_QUERIES})
+def _summary_stamp(store, m: dict) -> str:
+    """The stamp of job `m`'s summary: its manifest, the queries' definitions and its files as they are."""
+    seen = m.get("files_seen") or job_check.files_seen(jobs.job_root(store), m) or ""
+    return job_summary.stamp({**m, "files_seen": seen}, {q: sql_text(q) for q in SUMMARY_QUERIES})
 
 
 def _kept_manifest(store, job: str) -> dict | None:
@@ -63,14 +65,15 @@ def _kept_manifest(store, job: str) -> dict | None:
     root = jobs.job_root(store)
     for m in job_check.read_jobs(root, files=False).ok:
         if m["job"] == job:
-            return m if job_check.missing_file(root, m) is None else None
+            seen = job_check.files_seen(root, m)  # None: a file is missing or not a regular file
+            return {**m, "files_seen": seen} if seen is not None else None
     return None
 
 
 def _kept(store, job: str) -> dict | None:
     """The job's kept summary ({query: rows}), or None when none is kept for it as it is now."""
     m = _kept_manifest(store, job)
-    return job_summary.read(store, job, _summary_stamp(m)) if m is not None else None
+    return job_summary.read(store, job, _summary_stamp(store, m)) if m is not None else None
 
 
 def _rows(store, job: str, query: str) -> pd.DataFrame:
@@ -91,12 +94,12 @@ def keep_summary(store, job: str, ranks: list | None = None) -> None:
         if m is not None and sorted(r["run_id"] for r in m["ranks"]) == sorted(r.run_id for r in ranks):
             with job_summary.from_rows(m, ranks) as db:
                 frames = {q: db.query(sql_text(q), {"job": job}) for q in SUMMARY_QUERIES}
-            job_summary.write(store, job, _summary_stamp(m), frames)
+            job_summary.write(store, job, _summary_stamp(store, m), frames)
             return
     m = manifest(store, job)
     with store.session() as db:
         frames = {q: db.query(sql_text(q), {"job": job}) for q in SUMMARY_QUERIES}
-    job_summary.write(store, job, _summary_stamp(m), frames)
+    job_summary.write(store, job, _summary_stamp(store, m), frames)
 
 
 def rank_iterations(store, job: str) -> pd.DataFrame:
@@ -173,7 +176,7 @@ def _sized(df: pd.DataFrame) -> pd.DataFrame:
 def job_report(store, job: str) -> dict:
     """Everything `python -m profiler job NAME --json` prints."""
     m = _kept_manifest(store, job)
-    kept = job_summary.read(store, job, _summary_stamp(m)) if m is not None else None
+    kept = job_summary.read(store, job, _summary_stamp(store, m)) if m is not None else None
     if kept is None:  # no summary kept for the job as it is: its ranks' files, checked
         m = manifest(store, job)
         kept = {q: store.query(sql_text(q), {"job": job}) for q in SUMMARY_QUERIES}

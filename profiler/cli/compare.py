@@ -68,10 +68,23 @@ def resolve_run(store, text: str) -> str:
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise UnknownRunError(f"no run {text!r} in the store {store.path} "
+        raise UnknownRunError(damaged_run(store, text) or f"no run {text!r} in the store {store.path} "
                               "(`python -m profiler summary` lists them)")
     raise UnknownRunError(f"{text!r} matches {len(matches)} runs ({', '.join(matches[:4])}); "
                           "give more of the id")
+
+
+def damaged_run(store, text: str) -> str | None:
+    """Why run `text` cannot be read when it is a rank of a damaged job (its file and reason), else None."""
+    from profiler.storage import job_check, jobs
+
+    root = jobs.job_root(store)
+    if not text or not jobs.has_manifests(root):
+        return None
+    for d in job_check.read_jobs(root).damaged:
+        if any(rid.startswith(text) for rid in d.run_ids):
+            return f"run {text!r} is a rank of a damaged {d} (`job NAME --delete` removes it)"
+    return None
 
 
 def compare_report(store, run_a: str, run_b: str, iteration: int = 0) -> dict:

@@ -68,6 +68,7 @@ def _summary(args: argparse.Namespace) -> int:
     measured = timings.timing_records(store, [r["run_id"] for r in rows]) if rows else {}
     for r in rows:
         r.update(measured.get(r["run_id"], {}))
+    _damaged_notes(store)
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False, allow_nan=False))
         return 0
@@ -85,6 +86,17 @@ def _summary(args: argparse.Namespace) -> int:
               f"{_num(r['gpu_busy_pct'], '6.1f')}  {r['bound'] or '-':5s}  "
               f"{_num(kernel, '14,.1f')}  {_num(None if peak is None else peak / 2**20, '9,.1f')}  {r['name']}")
     return 0
+
+
+def _damaged_notes(store) -> None:
+    """One line on stderr per damaged job: its ranks are left out of what is listed."""
+    from profiler.storage import job_check, jobs
+
+    root = jobs.job_root(store)
+    if jobs.has_manifests(root):
+        for d in job_check.read_jobs(root).damaged:
+            print(terminal.inert(f"note: {d}; its ranks are left out (`job NAME --delete` removes it)"),
+                  file=sys.stderr)
 
 
 def _num(value, spec: str) -> str:
