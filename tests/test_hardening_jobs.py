@@ -173,3 +173,56 @@ def test_a_schema_v3_store_holding_a_job_reads_its_ranks_in_a_fresh_process(tmp_
     rid = table.column("run_id")[0].as_py()
     got = Store(old).query("SELECT mode, run_meta, kv_heads FROM traces WHERE run_id = ?", [rid])
     assert got.to_dict("records") == [{"mode": "decode", "run_meta": None, "kv_heads": None}]
+
+
+@pytest.mark.parametrize("where", ["manifest", "rank_file"])
+def test_a_pipe_in_the_job_directory_is_never_opened(stored, tmp_path, where):
+    """A FIFO in place of a manifest hung `job`, `summary`, `compare` and `ops` until killed (its
+    reader waits for a writer that never comes). Each runs in a process of its own, with a limit."""
+    db, root, ids = stored
+    if where == "manifest":
+        (root / "manifests" / "bad.json").unlink()
+        os.mkfifo(root / "manifests" / "bad.json")
+        rel, reason = "manifests/bad.json", "is not a regular file"
+    else:
+        path = rank_path(root, "bad", 0, "ops")
+        path.unlink()
+        os.mkfifo(path)
+        rel, reason = str(path.relative_to(root)), "is not a regular file"
+    good0 = json.loads((root / "manifests" / "good.json").read_text())["ranks"][0]["run_id"]
+    refused = [("job", "bad"), ("job", "good", "--compare", "bad")]
+    read = [("job", "good", "--json"), ("summary", "--json"), ("compare", ids["plain"], good0), ("ops", good0)]
+    for args in refused + read:
+        done = _fresh(*args, "--db", str(db), timeout=60)
+        text = done.stdout.decode() + done.stderr.decode()
+        assert "Traceback" not in text and str(tmp_path) not in done.stderr.decode(), text
+        if args in refused:
+            assert done.returncode == 2 and f"{rel}: {reason}" in done.stderr.decode(), text
+        else:
+            assert done.returncode == 0, text
+    done = _fresh("summary", "--json", "--db", str(db))
+    assert sorted(r["name"] for r in json.loads(done.stdout)) == ["good0.json", "good1.json", "plain.json"]
+    assert f"note: job 'bad': {rel}: {reason}" in done.stderr.decode()
+
+
+def test_names_that_are_not_utf8(tmp_path):
+    """A job name that is not UTF-8 (bytes from the command line) is one line; a valid trace whose
+    file name is not UTF-8 is ingested, alone or as a rank, its name's stray bytes shown as U+FFFD."""
+    db = tmp_path / "s.duckdb"
+    plain, rank = os.fsencode(tmp_path) + b"/tr\xffce.json", os.fsencode(tmp_path) + b"/rank0\xfe.json"
+    Path(os.fsdecode(plain)).write_bytes(kineto_trace(30))
+    Path(os.fsdecode(rank)).write_bytes(rank_trace(0, 1))
+    run = lambda *args: subprocess.run([sys.executable, "-m", "profiler", *args, b"--db", os.fsencode(db)],
+                                       cwd=ROOT, capture_output=True, timeout=120)
+    before = snapshot(tmp_path)
+    done = run(b"ingest", rank, b"--job", b"j\xff", b"--in-process")
+    assert done.returncode == 1 and done.stderr.decode().splitlines() == [
+        "error: The job name 'j\\udcff' is not UTF-8 text: give the name in UTF-8."], done.stderr
+    assert snapshot(tmp_path) == before
+    assert run(b"ingest", plain).returncode == 0
+    done = run(b"ingest", rank, b"--job", b"named", b"--in-process")
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+    names = sorted(r["name"] for r in json.loads(run(b"summary", b"--json").stdout))
+    assert names == ["rank0\ufffd.json", "tr\ufffdce.json"]
+    report = json.loads(run(b"job", b"named", b"--json").stdout)
+    assert report["ranks_present"] == [0]

@@ -22,6 +22,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from profiler.parse.source import utf8_text
 from profiler.storage import job_check, jobs
 
 _STAGING = ".{name}.staging-"
@@ -133,7 +134,7 @@ def manifest_doc(result: jobs.JobResult, under: str) -> dict:
         "ranks_present": result.ranks_present, "ranks_missing": result.ranks_missing,
         "skipped": result.skipped, "added_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "ranks": [{"rank": r.rank, "rank_from": r.rank_from, "run_id": r.run_id, "trace_id": r.trace_id,
-                   "file": Path(r.file).name, "size_bytes": r.size_bytes, "events": r.events,
+                   "file": utf8_text(Path(r.file).name), "size_bytes": r.size_bytes, "events": r.events,
                    "kernels": r.kernels, "metrics_digest": r.metrics_digest,
                    "files": {t: p[len(under) + 1:] for t, p in r.files.items()}}
                   for r in sorted(result.ranks, key=lambda r: r.rank)],

@@ -76,6 +76,10 @@ def job_key(name: str) -> str:
         raise JobError("A job name cannot be empty.")
     if len(name) > MAX_NAME_CHARS:
         raise JobError(f"A job name has at most {MAX_NAME_CHARS} characters.")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # bytes from the command line that are not UTF-8 (kept as surrogates)
+        raise JobError(f"The job name '{ascii(name)[1:-1][:80]}' is not UTF-8 text: give the name in UTF-8.") from None
     if _PLAIN_KEY.fullmatch(name) and not _HASHED_KEY.fullmatch(name):
         return name
     slug = re.sub(r"[^A-Za-z0-9._-]", "_", name)[:80].lstrip(".")
