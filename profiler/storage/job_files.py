@@ -82,11 +82,11 @@ def _clear_stale(root: str) -> None:
         return
     for folder in [*parent.glob(_prefix(root) + "*"), *Path(root).glob(_prefix(root) + "*")]:
         parts = folder.name[len(_prefix(root)):].rsplit("-", 2)
-        if len(parts) == 3 and parts[0] == host and parts[1].isdigit() and not _alive(int(parts[1])):
+        if len(parts) == 3 and parts[0] == host and parts[1].isdigit() and not alive(int(parts[1])):
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
