@@ -68,6 +68,54 @@ def staged(root: str, key: str) -> Iterator[str]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def claimed(root: str, job: str, key: str) -> Iterator[None]:
+    """Job `key` claimed for one ingest at a time: a folder `.<dir name>.ingesting-<key>` made beside
+    the job directory (mkdir is atomic), holding its owner's host and process id, removed at the
+    end. A second ingest of the name is refused while the owner lives; a killed owner's claim is
+    taken over. (A job directory given as a URI has no claim: see docs/store.md.)"""
+    if "://" in root:
+        yield
+        return
+    parent = Path(os.path.abspath(root)).parent
+    claim = parent / f".{os.path.basename(os.path.abspath(root))}.ingesting-{key}"
+    me = f"{socket.gethostname()}-{os.getpid()}"
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        yield  # nowhere to claim: the commit's own checks remain
+        return
+    for _ in range(2):
+        try:
+            claim.mkdir()
+            break
+        except FileExistsError:
+            owner = _owner(claim)
+            if owner is not None and owner[0] == socket.gethostname() and not alive(owner[1]):
+                shutil.rmtree(claim, ignore_errors=True)  # a killed ingest's: taken over
+                continue
+            raise jobs.JobError(f"job {job!r} is being ingested by another process"
+                                f"{f' ({owner[0]}, process {owner[1]})' if owner else ''}; try again when it has finished") from None
+        except OSError:
+            yield
+            return
+    else:
+        raise jobs.JobError(f"job {job!r} is being ingested by another process; try again when it has finished")
+    try:
+        (claim / "owner").write_text(me)
+        yield
+    finally:
+        shutil.rmtree(claim, ignore_errors=True)
+
+
+def _owner(claim: Path) -> tuple[str, int] | None:
+    try:
+        host, _, pid = (claim / "owner").read_text()[:300].rpartition("-")
+        return (host, int(pid)) if pid.isdigit() else None
+    except (OSError, ValueError):
+        return None
+
+
 def _prefix(root: str) -> str:
     return _STAGING.format(name=os.path.basename(os.path.abspath(root)))
 

@@ -37,8 +37,15 @@ def ingest_job(store, paths: Iterable[str | os.PathLike], job: str, *, skip_bad:
     started = time.perf_counter()
     key = jobs.job_key(job)
     root = jobs.job_root(store)
-    job_files.refuse_taken(root, job, key)
-    _clear_stale_unpacks()
+    with job_files.claimed(root, job, key):  # one ingest of a name at a time: a second is refused
+        job_files.refuse_taken(root, job, key)
+        _clear_stale_unpacks()
+        return _ingest(store, root, paths, job, key, started, skip_bad=skip_bad, workers=workers, engine=engine,
+                       ray_address=ray_address, keep_python=keep_python, progress=progress, chunk_bytes=chunk_bytes)
+
+
+def _ingest(store, root: str, paths, job: str, key: str, started: float, *, skip_bad, workers, engine,
+            ray_address, keep_python, progress, chunk_bytes) -> jobs.JobResult:
     with tempfile.TemporaryDirectory(prefix=f"{UNPACK_PREFIX}{os.getpid()}-") as unpack:
         files = jobs.trace_files(paths, unpack)
         with job_files.staged(root, key) as under:  # the job's files are written aside, then moved in
