@@ -26,6 +26,7 @@ import json
 import math
 
 from profiler.cli import terminal
+from profiler.cli.numbers import whole
 from profiler.errors import UnknownRunError
 
 # Nsight Compute's counters each kernel carries per run (queries.COUNTER_COLUMNS but the mean time under ncu)
@@ -40,7 +41,7 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("compare", help="explain the difference between two runs")
     parser.add_argument("run_a", metavar="RUN_A", help="run id or unique prefix")
     parser.add_argument("run_b", metavar="RUN_B", help="run id or unique prefix")
-    parser.add_argument("--iteration", type=int, default=0,
+    parser.add_argument("--iteration", type=whole(0, 2**31 - 1), default=0,
                         help="iteration whose kernel sequences are aligned (default 0)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--db", default=None,
