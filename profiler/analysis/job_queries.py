@@ -41,10 +41,11 @@ def missing_text(ranges) -> str:
 
 def manifest(store, job: str) -> dict:
     """Job `job`'s manifest (checked); a `JobError` when it is not stored or cannot be read."""
-    found = job_check.read_jobs(jobs.job_root(store))
+    root = jobs.job_root(store)
+    found = job_check.read_jobs(root)
     for m in found.ok:
         if m["job"] == job:
-            return m
+            return {**m, "files_seen": job_check.files_seen(root, m) or ""}
     for d in found.damaged:
         if d.job == job:
             raise jobs.JobError(f"{d} (the job cannot be read; `job NAME --delete` removes it)")
@@ -53,10 +54,10 @@ def manifest(store, job: str) -> dict:
     raise jobs.JobError(f"job {job!r} is not in the store (stored jobs: {known}{broken})")
 
 
-def _summary_stamp(store, m: dict) -> str:
-    """The stamp of job `m`'s summary: its manifest, the queries' definitions and its files as they are."""
-    seen = m.get("files_seen") or job_check.files_seen(jobs.job_root(store), m) or ""
-    return job_summary.stamp({**m, "files_seen": seen}, {q: sql_text(q) for q in SUMMARY_QUERIES})
+def _summary_stamp(m: dict) -> str:
+    """The stamp of job `m`'s summary: its manifest (with `files_seen`, its files as they are) and
+    the queries' definitions."""
+    return job_summary.stamp(m, {q: sql_text(q) for q in SUMMARY_QUERIES})
 
 
 def _kept_manifest(store, job: str) -> dict | None:
@@ -73,7 +74,7 @@ def _kept_manifest(store, job: str) -> dict | None:
 def _kept(store, job: str) -> dict | None:
     """The job's kept summary ({query: rows}), or None when none is kept for it as it is now."""
     m = _kept_manifest(store, job)
-    return job_summary.read(store, job, _summary_stamp(store, m)) if m is not None else None
+    return job_summary.read(store, job, _summary_stamp(m)) if m is not None else None
 
 
 def _rows(store, job: str, query: str) -> pd.DataFrame:
@@ -94,12 +95,12 @@ def keep_summary(store, job: str, ranks: list | None = None) -> None:
         if m is not None and sorted(r["run_id"] for r in m["ranks"]) == sorted(r.run_id for r in ranks):
             with job_summary.from_rows(m, ranks) as db:
                 frames = {q: db.query(sql_text(q), {"job": job}) for q in SUMMARY_QUERIES}
-            job_summary.write(store, job, _summary_stamp(store, m), frames)
+            job_summary.write(store, job, _summary_stamp(m), frames)
             return
     m = manifest(store, job)
     with store.session() as db:
         frames = {q: db.query(sql_text(q), {"job": job}) for q in SUMMARY_QUERIES}
-    job_summary.write(store, job, _summary_stamp(store, m), frames)
+    job_summary.write(store, job, _summary_stamp(m), frames)
 
 
 def rank_iterations(store, job: str) -> pd.DataFrame:
@@ -176,7 +177,7 @@ def _sized(df: pd.DataFrame) -> pd.DataFrame:
 def job_report(store, job: str) -> dict:
     """Everything `python -m profiler job NAME --json` prints."""
     m = _kept_manifest(store, job)
-    kept = job_summary.read(store, job, _summary_stamp(store, m)) if m is not None else None
+    kept = job_summary.read(store, job, _summary_stamp(m)) if m is not None else None
     if kept is None:  # no summary kept for the job as it is: its ranks' files, checked
         m = manifest(store, job)
         kept = {q: store.query(sql_text(q), {"job": job}) for q in SUMMARY_QUERIES}
