@@ -194,7 +194,10 @@ def memory_bytes(config: CaptureConfig) -> int:
 def _check_memory(config: CaptureConfig) -> None:
     need, free = memory_bytes(config), _free_bytes(config.device)
     if need > free:
-        raise CaptureError(f"this shape is too large here: its tensors (Q, K, V, O, the scores, "
+        seq = max(config.seq_lens)
+        scores = (6 if config.mode == "train" else 3) * 4 * config.batch * config.heads * seq * config.kv_len_of(seq)
+        what = f"seq_len {seq} is too long here" if 2 * scores > need else "this shape is too large here"
+        raise CaptureError(f"{what}: its tensors (Q, K, V, O, the scores, "
                            f"{'the gradients, ' * (config.mode == 'train')}the fp32 reference) need about "
                            f"{need / 2**30:,.1f} GiB, the {config.device} has {free / 2**30:,.1f} GiB free")
 
