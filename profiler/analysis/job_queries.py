@@ -42,10 +42,11 @@ def missing_text(ranges) -> str:
 
 def manifest(store, job: str) -> dict:
     """Job `job`'s manifest (checked); a `JobError` when it is not stored or cannot be read."""
-    found = job_check.read_jobs(jobs.job_root(store))
+    root = jobs.job_root(store)
+    found = job_check.read_jobs(root)
     for m in found.ok:
         if m["job"] == job:
-            return m
+            return {**m, "files_seen": job_check.files_seen(root, m) or ""}
     for d in found.damaged:
         if d.job == job:
             raise jobs.JobError(f"{d} (the job cannot be read; `job NAME --delete` removes it)")
@@ -55,6 +56,8 @@ def manifest(store, job: str) -> dict:
 
 
 def _summary_stamp(m: dict) -> str:
+    """The stamp of job `m`'s summary: its manifest (with `files_seen`, its files as they are) and
+    the queries' definitions."""
     return job_summary.stamp(m, {q: sql_text(q) for q in SUMMARY_QUERIES})
 
 
@@ -64,7 +67,8 @@ def _kept_manifest(store, job: str) -> dict | None:
     root = jobs.job_root(store)
     for m in job_check.read_jobs(root, files=False).ok:
         if m["job"] == job:
-            return m if job_check.missing_file(root, m) is None else None
+            seen = job_check.files_seen(root, m)  # None: a file is missing or not a regular file
+            return {**m, "files_seen": seen} if seen is not None else None
     return None
 
 

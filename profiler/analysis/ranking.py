@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from profiler import errors
 from profiler.analysis import findings, queries, roofline, timings
 
 CAUSES = ("kernel_arch", "counters", "bytes_moved", "fp32_cuda_core_gemm", "kernel_delta")
@@ -81,6 +82,10 @@ def rank_sentence(store, table: pd.DataFrame) -> tuple[str, dict]:
         return f"{win['label']} is the only run with GPU kernels ({win['gpu_us_per_call']:,.1f} µs per call).", \
             {"winner": win["run_id"]}
     second = timed.iloc[1]
+    if not win["gpu_us_per_call"] > 0:  # kernels recorded as lasting 0 µs: no ratio to give
+        return (f"{win['label']} records 0 µs of GPU time per call (its kernels last 0 µs as recorded): "
+                f"no ratio to {second['label']} ({second['gpu_us_per_call']:,.1f} µs) can be given."), \
+            {"winner": win["run_id"], "runner_up": second["run_id"], "ratio": None, "cause": None}
     ratio = second["gpu_us_per_call"] / win["gpu_us_per_call"]
     cause = _cause(store, win["run_id"], second["run_id"])
     text = (f"{win['label']} is fastest at {win['gpu_us_per_call']:,.1f} µs per call, "
@@ -173,7 +178,14 @@ class Check:
 def check(store, baseline: str, candidate: str, max_slowdown_pct: float, most: int = 5) -> Check:
     """Compare the candidate's time per call against the baseline's (see the module docstring)."""
     table = timings.run_timings(store, [baseline, candidate]).set_index("run_id")["gpu_us_per_call"]
-    base, cand = float(table.get(baseline)), float(table.get(candidate))
+    base, cand = table.get(baseline), table.get(candidate)
+    for run, us in ((baseline, base), (candidate, cand)):
+        if us is None or not us == us:
+            raise errors.QueryError(f"run {run} records no GPU kernels: there is no time per call to check")
+    base, cand = float(base), float(cand)
+    if not base > 0:
+        raise errors.QueryError(f"the baseline {baseline} records 0 µs of GPU time per call (its kernels last "
+                                "0 µs as recorded): a slowdown against it cannot be computed")
     delta = queries.kernel_delta(store, baseline, candidate)
     grown = delta.assign(grew=delta["us_b"] - delta["us_a"]).sort_values(["grew", "kernel"], ascending=[False, True])
     grew = [{"kernel": r["kernel"], "us_per_iter_baseline": float(r["us_a"]), "us_per_iter_candidate": float(r["us_b"])}

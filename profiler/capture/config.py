@@ -121,6 +121,7 @@ def validate(config: CaptureConfig) -> CaptureConfig:
                            "a train step's backward is not captured here")
     if config.cuda_graph and config.cold:
         config = replace(config, cold=False)  # a graph replays warm calls; the first call is eager
+    _check_out_dir(config.out_dir)
     if config.sweep is False and len(config.seq_lens) > 1:
         config = replace(config, sweep=time.strftime("sweep-%Y%m%dT%H%M%SZ", time.gmtime()))
     if config.repeats is None:
@@ -146,6 +147,9 @@ def _check_shape(config: CaptureConfig) -> CaptureConfig:
     """The mode and shape fields agree; packed lengths set the one query length (their sum)."""
     if config.mode not in MODES:
         raise CaptureError(f"mode must be one of {', '.join(MODES)}, not {config.mode!r}")
+    for what, value in (("batch", config.batch), ("heads", config.heads), ("head_dim", config.head_dim)):
+        if value < 1:  # before any arithmetic on them (heads % kv_heads)
+            raise CaptureError(f"{what} must be at least 1, not {value}")
     for what, value in (("kv_heads", config.kv_heads), ("kv_len", config.kv_len), ("window", config.window)):
         if value is not None and value < 1:
             raise CaptureError(f"{what} must be at least 1, not {value}")
@@ -175,15 +179,47 @@ def _free_bytes(device: str) -> int:
     return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
-def _check_memory(config: CaptureConfig) -> None:
-    """The fp32 reference holds about three batch×heads×q_len×kv_len score matrices at once (a
-    train step's reference keeps twice that for its backward)."""
+_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
+
+
+def memory_bytes(config: CaptureConfig) -> int:
+    """About what one call of the config's longest shape allocates at once: Q and O
+    (batch×heads×q_len×head_dim), K and V, the KV cache (batch×kv_heads×kv_len×head_dim), in the
+    dtype and again in fp32 for the reference, and about three fp32 score matrices
+    (batch×heads×q_len×kv_len) for the reference; a train step holds the gradients of Q, K, V
+    and O and its reference keeps twice the scores for its backward."""
     seq = max(config.seq_lens)
-    scores = config.batch * config.heads * seq * config.kv_len_of(seq)
-    need, free = (6 if config.mode == "train" else 3) * 4 * scores, _free_bytes(config.device)
+    kv = config.kv_len_of(seq)
+    q_o = 2 * config.batch * config.heads * seq * config.head_dim
+    k_v = 2 * config.batch * config.n_kv_heads * kv * config.head_dim
+    tensors = (q_o + k_v) * (2 if config.mode == "train" else 1)  # and their gradients
+    scores = config.batch * config.heads * seq * kv
+    return tensors * _BYTES.get(config.dtype, 4) + (q_o + k_v) * 4 + (6 if config.mode == "train" else 3) * 4 * scores
+
+
+def _check_memory(config: CaptureConfig) -> None:
+    need, free = memory_bytes(config), _free_bytes(config.device)
     if need > free:
-        raise CaptureError(f"seq_len {seq} is too long here: the fp32 reference needs about "
-                           f"{need / 2**30:.1f} GiB, the {config.device} has {free / 2**30:.1f} GiB free")
+        seq = max(config.seq_lens)
+        scores = (6 if config.mode == "train" else 3) * 4 * config.batch * config.heads * seq * config.kv_len_of(seq)
+        what = f"seq_len {seq} is too long here" if 2 * scores > need else "this shape is too large here"
+        raise CaptureError(f"{what}: its tensors (Q, K, V, O, the scores, "
+                           f"{'the gradients, ' * (config.mode == 'train')}the fp32 reference) need about "
+                           f"{need / 2**30:,.1f} GiB, the {config.device} has {free / 2**30:,.1f} GiB free")
+
+
+def _check_out_dir(out_dir: Path) -> None:
+    """The trace folder exists or can be made, and can be written, before anything runs."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise CaptureError(f"--out-dir {str(out_dir)[:200]} is a file, not a folder") from None
+    except OSError as e:
+        raise CaptureError(f"--out-dir {str(out_dir)[:200]} cannot be made: {e.strerror or e}") from None
+    if not out_dir.is_dir():
+        raise CaptureError(f"--out-dir {str(out_dir)[:200]} is a file, not a folder")
+    if not os.access(out_dir, os.W_OK | os.X_OK):
+        raise CaptureError(f"--out-dir {str(out_dir)[:200]} cannot be written")
 
 
 def run_name(config: CaptureConfig, variant: str, seq_len: int, cold: bool, repeat: int = 0) -> str:
@@ -197,6 +233,19 @@ def run_name(config: CaptureConfig, variant: str, seq_len: int, cold: bool, repe
     kv_heads = f"_kv{config.n_kv_heads}" if config.n_kv_heads != config.heads else ""
     kv_len = f"_L{config.kv_len}" if config.kv_len not in (None, seq_len) else ""
     window = f"_w{config.window}" if config.window is not None else ""
-    packed = f"_v{'x'.join(map(str, config.varlen))}" if config.varlen is not None else ""
+    packed = _packed(config.varlen)
     return (f"{variant}{mode}_b{config.batch}_h{config.heads}{kv_heads}_s{seq_len}{kv_len}{window}{packed}"
             f"_d{config.head_dim}_{config.dtype}_{mask}_{'cold' if cold else 'warm'}{again}")
+
+
+def _packed(varlen: tuple[int, ...] | None) -> str:
+    """The run name's packed lengths: all of them, or, beyond 8 (a file name has at most 255
+    bytes), their count, sum and a digest of the list."""
+    if varlen is None:
+        return ""
+    if len(varlen) <= 8:
+        return f"_v{'x'.join(map(str, varlen))}"
+    import hashlib
+
+    digest = hashlib.sha256(",".join(map(str, varlen)).encode()).hexdigest()[:8]
+    return f"_v{len(varlen)}seqs{sum(varlen)}-{digest}"

@@ -12,20 +12,15 @@ import time
 from pathlib import Path
 
 from profiler.cli import terminal
+from profiler.cli.numbers import whole, wholes
 from profiler.present.markup import printable
 
 DTYPES = ("bf16", "fp16", "fp32")
 MODES = ("prefill", "decode", "train")  # profiler.capture.setting.MODES (torch is imported only to capture)
 
 
-def _ints(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected whole numbers separated by commas, got {text!r}") from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"expected positive whole numbers, got {text!r}")
-    return values
+_ints = wholes(1, 2**31 - 1)  # lengths, heads, head dims: each positive (the memory check bounds them together)
+MAX_CAPTURES = 500  # trace files one command may ask for (a sweep of many points, several variants)
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -37,12 +32,12 @@ def register(subparsers) -> None:
     variants.add_argument("--json", action="store_true", help="print a JSON list")
     variants.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda if present")
     variants.add_argument("--dtype", choices=DTYPES, default="bf16")
-    variants.add_argument("--head-dim", type=int, default=64)
+    variants.add_argument("--head-dim", type=whole(1, 2**31 - 1), default=64)
     variants.add_argument("--mode", choices=MODES, default="prefill",
                           help="the mode whose availability is listed first (--json lists every mode)")
-    variants.add_argument("--heads", type=int, default=16)
-    variants.add_argument("--kv-heads", type=int, default=None, help="K/V heads (GQA/MQA); default: --heads")
-    variants.add_argument("--window", type=int, default=None, help="a sliding window of this many keys")
+    variants.add_argument("--heads", type=whole(1, 2**31 - 1), default=16)
+    variants.add_argument("--kv-heads", type=whole(1, 2**31 - 1), default=None, help="K/V heads (GQA/MQA); default: --heads")
+    variants.add_argument("--window", type=whole(1, 2**31 - 1), default=None, help="a sliding window of this many keys")
     variants.add_argument("--varlen", type=_ints, default=None, help="packed sequence lengths, e.g. 128,384")
     variants.add_argument("--causal", action=argparse.BooleanOptionalAction, default=True)
     variants.set_defaults(func=run_variants)
@@ -52,8 +47,8 @@ def register(subparsers) -> None:
     cap.add_argument("--mode", choices=MODES, default="prefill",
                      help="prefill: forward over the sequence; decode: --seq query tokens (default 1) against a "
                           "KV cache of --kv-len keys; train: forward and backward, gradients for q, k and v")
-    cap.add_argument("--batch", type=int, default=None, help="default: 8 (1 with --varlen)")
-    cap.add_argument("--heads", type=int, default=16)
+    cap.add_argument("--batch", type=whole(1, 2**31 - 1), default=None, help="default: 8 (1 with --varlen)")
+    cap.add_argument("--heads", type=whole(1, 2**31 - 1), default=16)
     cap.add_argument("--kv-heads", type=_ints, default=None,
                      help="K/V heads, fewer than --heads for GQA/MQA (default: --heads); several: a sweep")
     cap.add_argument("--seq", type=_ints, default=None,
@@ -74,9 +69,9 @@ def register(subparsers) -> None:
                      help="graph mode: each warm run's calls captured into a CUDA graph and replayed under the "
                           "profiler (as serving engines run decode); the capture-side trace is kept beside it "
                           "(<run>.capture.json.gz); no cold runs; CUDA, prefill or decode only")
-    cap.add_argument("--timing-calls", type=int, default=20,
+    cap.add_argument("--timing-calls", type=whole(1, 100_000), default=20,
                      help="back-to-back calls (and CUDA-graph replays) timed outside the profiler")
-    cap.add_argument("--repeats", type=int, default=None,
+    cap.add_argument("--repeats", type=whole(1, 100), default=None,
                      help="warm runs per variant and length (default: 3 in a sweep, else 1)")
     cap.add_argument("--isolate", action=argparse.BooleanOptionalAction, default=True,
                      help="run each variant (and each cold length) in a fresh process with fresh caches")
@@ -166,7 +161,20 @@ def _configs(args: argparse.Namespace) -> list:
                          window=lists.get("window", (None,))[0], varlen=args.varlen,
                          sweep=_sweep_id(args.sweep), cuda_graph=args.cuda_graph)
     axis = next((a for a in several if a != "seq"), None)
-    return sweep_points(base, axis, lists[axis]) if axis else [base]
+    configs = sweep_points(base, axis, lists[axis]) if axis else [base]
+    _check_count(configs)
+    return configs
+
+
+def _check_count(configs: list) -> None:
+    """Refuse a command that asks for more than MAX_CAPTURES traces, before any is captured."""
+    from profiler.capture.config import runs_per_variant
+    from profiler.capture.recorder import CaptureError
+
+    total = sum(len(c.variants) * runs_per_variant(c) for c in configs)
+    if total > MAX_CAPTURES:
+        raise CaptureError(f"this asks for {total:,} captures ({len(configs):,} sweep points); at most "
+                           f"{MAX_CAPTURES:,} in one command: sweep fewer points or variants")
 
 
 def _sweep_id(given: str | None) -> str | bool:

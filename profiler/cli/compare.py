@@ -26,6 +26,7 @@ import json
 import math
 
 from profiler.cli import conditions, terminal
+from profiler.cli.numbers import whole
 from profiler.errors import UnknownRunError
 
 # Nsight Compute's counters each kernel carries per run (queries.COUNTER_COLUMNS but the mean time under ncu)
@@ -40,7 +41,7 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("compare", help="explain the difference between two runs")
     parser.add_argument("run_a", metavar="RUN_A", help="run id or unique prefix")
     parser.add_argument("run_b", metavar="RUN_B", help="run id or unique prefix")
-    parser.add_argument("--iteration", type=int, default=0,
+    parser.add_argument("--iteration", type=whole(0, 2**31 - 1), default=0,
                         help="iteration whose kernel sequences are aligned (default 0)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--db", default=None,
@@ -69,10 +70,23 @@ def resolve_run(store, text: str) -> str:
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise UnknownRunError(f"no run {text!r} in the store {store.path} "
+        raise UnknownRunError(damaged_run(store, text) or f"no run {text!r} in the store {store.path} "
                               "(`python -m profiler summary` lists them)")
     raise UnknownRunError(f"{text!r} matches {len(matches)} runs ({', '.join(matches[:4])}); "
                           "give more of the id")
+
+
+def damaged_run(store, text: str) -> str | None:
+    """Why run `text` cannot be read when it is a rank of a damaged job (its file and reason), else None."""
+    from profiler.storage import job_check, jobs
+
+    root = jobs.job_root(store)
+    if not text or not jobs.has_manifests(root):
+        return None
+    for d in job_check.read_jobs(root).damaged:
+        if any(rid.startswith(text) for rid in d.run_ids):
+            return f"run {text!r} is a rank of a damaged {d} (`job NAME --delete` removes it)"
+    return None
 
 
 def compare_report(store, run_a: str, run_b: str, iteration: int = 0) -> dict:

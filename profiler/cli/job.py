@@ -8,6 +8,7 @@ import sys
 from profiler import errors
 
 from profiler.cli import terminal
+from profiler.cli.numbers import whole
 from profiler.present.progress import ProgressBar
 
 
@@ -17,7 +18,7 @@ def add_ingest_options(ingest: argparse.ArgumentParser) -> None:
                         help="ingest the files (or directories, zips) as the ranks of one job")
     ingest.add_argument("--skip-bad", action="store_true",
                         help="with --job: store the job without files that cannot be read (default: store nothing)")
-    ingest.add_argument("--workers", type=int, default=None,
+    ingest.add_argument("--workers", type=whole(1, 4096), default=None,
                         help="parallel workers: with --job, Ray's (default: one per core of the local Ray "
                              "cluster); for a plain-JSON file of 64 MB or more, processes that parse its "
                              "chunks (default: one per core; on a single core, 1: parsed whole)")

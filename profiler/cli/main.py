@@ -75,6 +75,7 @@ def _summary(args: argparse.Namespace) -> int:
         r.update(measured.get(r["run_id"], {}))
         r["completeness"] = whole[r["run_id"]]
         r["graph"] = graphed.get(r["run_id"])
+    _damaged_notes(store)
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False, allow_nan=False))
         return 0
@@ -99,6 +100,15 @@ def _bound(row: dict) -> str:
     """What bounds a run, or 'graph capture' for a trace that captured graphs and ran none."""
     graph = row.get("graph") or {}
     return "graph capture" if graph.get("role") == "capture" else row["bound"] or "-"
+def _damaged_notes(store) -> None:
+    """One line on stderr per damaged job: its ranks are left out of what is listed."""
+    from profiler.storage import job_check, jobs
+
+    root = jobs.job_root(store)
+    if jobs.has_manifests(root):
+        for d in job_check.read_jobs(root).damaged:
+            print(terminal.inert(f"note: {d}; its ranks are left out (`job NAME --delete` removes it)"),
+                  file=sys.stderr)
 
 
 def _num(value, spec: str) -> str:

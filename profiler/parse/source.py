@@ -160,8 +160,19 @@ class _ReadOnly(io.RawIOBase):
 
 
 def display_name(src: Source, name: str | None) -> str:
+    """The name a trace is stored under: `name`, else its file's; always text (UTF-8)."""
     if name:
-        return name
+        return utf8_text(name)
     if isinstance(src, (str, os.PathLike)):
-        return Path(src).name
-    return getattr(src, "name", None) or "uploaded trace"
+        return utf8_text(Path(src).name)
+    found = getattr(src, "name", None)
+    return utf8_text(found) if isinstance(found, str) and found else "uploaded trace"
+
+
+def utf8_text(name: str) -> str:
+    """`name` as UTF-8 text: bytes of a file name that are not UTF-8 (which Python keeps as lone
+    surrogates) become U+FFFD, so a valid trace is never refused for its name."""
+    try:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "replace").decode("utf-8")

@@ -16,6 +16,7 @@ from pathlib import Path
 import duckdb
 
 from profiler import errors
+from profiler.storage import turns
 
 LOCK_TIMEOUT_S = 15.0
 MEMORY_ENV = "PROFILER_DB_MEMORY"
@@ -71,7 +72,20 @@ def one_line(e: BaseException) -> str:
 # read-only call uses the writing database when one is open, and a writing call waits for the
 # read-only database to be closed (the app's threads write while the command line reads).
 _open = threading.Condition()
-_open_dbs: dict[tuple, list] = {}  # (path, in memory) -> [connection, read_only, calls in flight]
+_open_dbs: dict[tuple, list] = {}  # (path, in memory) -> [connection, read_only, writer's turn, calls in flight]
+
+
+def _open_in_turn(store, deadline: float) -> tuple:
+    """(database, read_only, the writer's turn or None): the file opened after its turn came
+    (profiler/storage/turns.py: a writer is not starved by readers that keep coming)."""
+    turn = None
+    if not getattr(store, "in_memory", False) and store.path.is_file():
+        turn = turns.take(store.path, not store.read_only, deadline, store.label)
+    try:
+        return open_file(store), store.read_only, turn
+    except BaseException:
+        turns.release(turn)
+        raise
 
 
 @contextlib.contextmanager
@@ -87,17 +101,18 @@ def cursor(store) -> Iterator[duckdb.DuckDBPyConnection]:
                     f"{store.label} is open read-only in this process (waited "
                     f"{store.lock_timeout_s:.0f} s); try again when that read has finished.")
         if entry is None:
-            entry = _open_dbs[key] = [open_file(store), store.read_only, 0]
-        entry[2] += 1
+            entry = _open_dbs[key] = [*_open_in_turn(store, deadline), 0]
+        entry[-1] += 1
         con = entry[0].cursor()
     try:
         yield con
     finally:
         con.close()
         with _open:
-            entry[2] -= 1
-            if entry[2] == 0:
+            entry[-1] -= 1
+            if entry[-1] == 0:
                 entry[0].close()
+                turns.release(entry[2])  # a writer's turn ends with its database
                 del _open_dbs[key]
                 _open.notify_all()
 

@@ -16,6 +16,7 @@ on a remote filesystem a job's checks are kept a minute (one request per file ot
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ class Damaged:
     file: str     # the file at fault, relative to the job directory
     reason: str
     key: str = ""  # the manifest's file name without .json ("" when no manifest can be listed)
+    run_ids: tuple = ()  # its ranks' run ids, when its manifest reads (a rank file is at fault)
 
     def __str__(self) -> str:
         return f"job {self.job!r}: {self.file}: {self.reason}"
@@ -100,33 +102,69 @@ def read_jobs(root: str, files: bool = True, con=None) -> JobsRead:
         if not name.endswith(".json") or name.startswith("."):
             continue
         rel = f"manifests/{name}"
+        m = None
         try:
-            if entry.type != pafs.FileType.File:
+            if entry.type == pafs.FileType.Directory:
                 raise Damage(rel, "is not a file")
+            if entry.type != pafs.FileType.File or not _regular(fs, entry.path):
+                raise Damage(rel, "is not a regular file (a pipe, device or link): never opened")
             m = manifest_check.manifest(_load(fs, entry.path, rel), name[: -len(".json")], rel)
             if m["job"] in seen_names:
                 raise Damage(rel, "names a job that another manifest names too")
             if schemas is not None:
                 out.layouts.update(_checked_files(fs, base, m, schemas, (entry.path, entry.mtime_ns, entry.size)))
         except Damage as e:
-            out.damaged.append(Damaged(_job_of(fs, entry, name), e.file, e.reason, name[: -len(".json")]))
+            job = m["job"] if m is not None else _job_of(fs, entry, name)
+            out.damaged.append(Damaged(job, e.file, e.reason, name[: -len(".json")],
+                                       tuple(r["run_id"] for r in m["ranks"]) if m is not None else ()))
             continue
         seen_names.add(m["job"])
         out.ok.append(m)
     return out
 
 
-def missing_file(root: str, m: dict) -> str | None:
-    """The first of job `m`'s rank files (relative to the job directory) that is not a file, or
-    None when all are there: a stat per file, the check of a read that does not open them."""
+def files_seen(root: str, m: dict) -> str | None:
+    """A digest of job `m`'s rank files as they are on disk (each one's path, size and mtime), or
+    None when one is not a regular file (missing, a folder, a pipe, a symbolic link): a stat per
+    file, the check of a read that does not open them. A kept summary is read only while its job's
+    files are as they were when it was kept (a file replaced, emptied or cut changes it)."""
+    import hashlib
+    import stat as st
+
     import pyarrow.fs as pafs
 
     fs, base = jobs.filesystem(root)
     paths = [path for r in m["ranks"] for path in r["files"].values()]
+    h = hashlib.sha256()
+    if isinstance(fs, pafs.LocalFileSystem):  # lstat: a link is not what the ingest wrote
+        for path in paths:
+            try:
+                info = os.lstat(f"{base}/{path}")
+            except OSError:
+                return None
+            if not st.S_ISREG(info.st_mode):
+                return None
+            h.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\0".encode())
+        return h.hexdigest()[:24]
     for path, info in zip(paths, fs.get_file_info([f"{base}/{p}" for p in paths])):
         if info.type != pafs.FileType.File:
-            return path
-    return None
+            return None
+        h.update(f"{path}\0{info.size}\0{info.mtime_ns}\0".encode())
+    return h.hexdigest()[:24]
+
+
+def _regular(fs, path: str) -> bool:
+    """On a local disk: `path` is a regular file, not a link to one (a pipe would block its reader)."""
+    import stat as st
+
+    import pyarrow.fs as pafs
+
+    if not isinstance(fs, pafs.LocalFileSystem):
+        return True
+    try:
+        return st.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def plain_reason(e: BaseException) -> str:
@@ -150,7 +188,12 @@ def _load(fs, path: str, rel: str) -> Any:
 
 
 def _job_of(fs, entry, name: str) -> str:
-    """The job a damaged manifest belongs to: its "job" field when that reads, else its file name."""
+    """The job a damaged manifest belongs to: its "job" field when that reads, else its file name
+    (a manifest that is not a regular file, a pipe say, is never opened)."""
+    import pyarrow.fs as pafs
+
+    if entry.type != pafs.FileType.File or not _regular(fs, entry.path):
+        return name[: -len(".json")]
     try:
         with fs.open_input_stream(entry.path) as f:
             doc = json.loads(f.read(MAX_MANIFEST_BYTES))
@@ -189,8 +232,10 @@ def _rank_files(fs, base: str, m: dict, schemas: dict) -> dict[str, str]:
     infos = fs.get_file_info([f"{base}/{path}" for _, _, path in wanted])
     layouts = {}
     for (r, table, path), info in zip(wanted, infos):
-        if info.type != pafs.FileType.File:
+        if info.type == pafs.FileType.NotFound or info.type == pafs.FileType.Directory:
             raise Damage(path, f"is missing (rank {r['rank']}'s {table})")
+        if info.type != pafs.FileType.File or not _regular(fs, info.path):
+            raise Damage(path, f"is not a regular file (a pipe, device or link; rank {r['rank']}'s {table})")
         expect = r["kernels"] if table == "kernels" else 1 if table == "traces" else None
         stamp = (info.path, info.size, info.mtime_ns, r["run_id"], expect)
         if stamp not in _CACHE:
@@ -214,14 +259,15 @@ def _layout(fs, full: str, path: str, schema, rid: str, rows: int | None) -> str
     except (OSError, pa.ArrowException):
         raise Damage(path, "is not a readable Parquet file") from None
     names = got.names
-    if names == schema.names:
+    if len(names) == len(set(names)) and set(names) == set(schema.names):
         layout = "current"
-    elif names == [jobs.OLD_RUN_ID if n == "run_id" else n for n in schema.names]:
+    elif set(names) == {jobs.OLD_RUN_ID if n == "run_id" else n for n in schema.names} and len(names) == len(schema):
         layout = "old"
     else:
         raise Damage(path, f"does not have the columns of its table "
                      f"({len(names)} columns, {len(schema.names)} expected)")
-    for have, want in zip(got, schema):
+    for want in schema:  # by name: a store migrated from an older version orders its columns otherwise
+        have = got.field(jobs.OLD_RUN_ID if layout == "old" and want.name == "run_id" else want.name)
         if not _same_type(have.type, want.type):
             raise Damage(path, f"column {want.name} is {have.type}, not {want.type}")
     if any(bound != rid for bound in stats):

@@ -22,6 +22,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from profiler.parse.source import utf8_text
 from profiler.storage import job_check, jobs
 
 _STAGING = ".{name}.staging-"
@@ -67,6 +68,54 @@ def staged(root: str, key: str) -> Iterator[str]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def claimed(root: str, job: str, key: str) -> Iterator[None]:
+    """Job `key` claimed for one ingest at a time: a folder `.<dir name>.ingesting-<key>` made beside
+    the job directory (mkdir is atomic), holding its owner's host and process id, removed at the
+    end. A second ingest of the name is refused while the owner lives; a killed owner's claim is
+    taken over. (A job directory given as a URI has no claim: see docs/store.md.)"""
+    if "://" in root:
+        yield
+        return
+    parent = Path(os.path.abspath(root)).parent
+    claim = parent / f".{os.path.basename(os.path.abspath(root))}.ingesting-{key}"
+    me = f"{socket.gethostname()}-{os.getpid()}"
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        yield  # nowhere to claim: the commit's own checks remain
+        return
+    for _ in range(2):
+        try:
+            claim.mkdir()
+            break
+        except FileExistsError:
+            owner = _owner(claim)
+            if owner is not None and owner[0] == socket.gethostname() and not alive(owner[1]):
+                shutil.rmtree(claim, ignore_errors=True)  # a killed ingest's: taken over
+                continue
+            raise jobs.JobError(f"job {job!r} is being ingested by another process"
+                                f"{f' ({owner[0]}, process {owner[1]})' if owner else ''}; try again when it has finished") from None
+        except OSError:
+            yield
+            return
+    else:
+        raise jobs.JobError(f"job {job!r} is being ingested by another process; try again when it has finished")
+    try:
+        (claim / "owner").write_text(me)
+        yield
+    finally:
+        shutil.rmtree(claim, ignore_errors=True)
+
+
+def _owner(claim: Path) -> tuple[str, int] | None:
+    try:
+        host, _, pid = (claim / "owner").read_text()[:300].rpartition("-")
+        return (host, int(pid)) if pid.isdigit() else None
+    except (OSError, ValueError):
+        return None
+
+
 def _prefix(root: str) -> str:
     return _STAGING.format(name=os.path.basename(os.path.abspath(root)))
 
@@ -81,11 +130,11 @@ def _clear_stale(root: str) -> None:
         return
     for folder in [*parent.glob(_prefix(root) + "*"), *Path(root).glob(_prefix(root) + "*")]:
         parts = folder.name[len(_prefix(root)):].rsplit("-", 2)
-        if len(parts) == 3 and parts[0] == host and parts[1].isdigit() and not _alive(int(parts[1])):
+        if len(parts) == 3 and parts[0] == host and parts[1].isdigit() and not alive(int(parts[1])):
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -133,7 +182,7 @@ def manifest_doc(result: jobs.JobResult, under: str) -> dict:
         "ranks_present": result.ranks_present, "ranks_missing": result.ranks_missing,
         "skipped": result.skipped, "added_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "ranks": [{"rank": r.rank, "rank_from": r.rank_from, "run_id": r.run_id, "trace_id": r.trace_id,
-                   "file": Path(r.file).name, "size_bytes": r.size_bytes, "events": r.events,
+                   "file": utf8_text(Path(r.file).name), "size_bytes": r.size_bytes, "events": r.events,
                    "kernels": r.kernels, "metrics_digest": r.metrics_digest,
                    "files": {t: p[len(under) + 1:] for t, p in r.files.items()}}
                   for r in sorted(result.ranks, key=lambda r: r.rank)],

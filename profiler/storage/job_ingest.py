@@ -37,8 +37,16 @@ def ingest_job(store, paths: Iterable[str | os.PathLike], job: str, *, skip_bad:
     started = time.perf_counter()
     key = jobs.job_key(job)
     root = jobs.job_root(store)
-    job_files.refuse_taken(root, job, key)
-    with tempfile.TemporaryDirectory(prefix="job-unzip-") as unpack:
+    with job_files.claimed(root, job, key):  # one ingest of a name at a time: a second is refused
+        job_files.refuse_taken(root, job, key)
+        _clear_stale_unpacks()
+        return _ingest(store, root, paths, job, key, started, skip_bad=skip_bad, workers=workers, engine=engine,
+                       ray_address=ray_address, keep_python=keep_python, progress=progress, chunk_bytes=chunk_bytes)
+
+
+def _ingest(store, root: str, paths, job: str, key: str, started: float, *, skip_bad, workers, engine,
+            ray_address, keep_python, progress, chunk_bytes) -> jobs.JobResult:
+    with tempfile.TemporaryDirectory(prefix=f"{UNPACK_PREFIX}{os.getpid()}-") as unpack:
         files = jobs.trace_files(paths, unpack)
         with job_files.staged(root, key) as under:  # the job's files are written aside, then moved in
             outcomes, used = parallel.run_ranks(files, under, key, engine=engine, workers=workers,
@@ -49,6 +57,19 @@ def ingest_job(store, paths: Iterable[str | os.PathLike], job: str, *, skip_bad:
             result.seconds = time.perf_counter() - started
             job_files.commit(root, under, result)
     return result
+
+
+UNPACK_PREFIX = "job-unzip-"  # then the ingest's process id: a killed ingest's folder is removed by the next
+
+
+def _clear_stale_unpacks() -> None:
+    """Remove the unpack folders (in the temporary directory) of ingests whose process is gone."""
+    import shutil
+
+    for folder in Path(tempfile.gettempdir()).glob(UNPACK_PREFIX + "*"):
+        pid = folder.name[len(UNPACK_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not job_files.alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _assemble(job: str, key: str, outcomes: list, skip_bad: bool) -> jobs.JobResult:

@@ -3,10 +3,11 @@ job is ingested so that reading a job of many ranks does not scan every rank's P
 
 The rows are computed by the analysis layer (`job_queries.keep_summary`, with the same query files
 its readers run) and handed here; this module writes, reads and forgets them. A kept summary has a
-stamp (`job_summaries`): a digest of the job's manifest (name, commit time, run ids) and of the
-definitions it was computed under (the query files and metrics.sql). A summary of another stamp is
-never read: a job deleted and ingested again, or a changed definition, is read from its ranks'
-files until a writing handle keeps a new summary.
+stamp (`job_summaries`): a digest of the job's manifest (name, commit time, run ids), of its rank
+files as they are on disk (size and mtime, `job_check.files_seen`) and of the definitions it was
+computed under (the query files and metrics.sql). A summary of another stamp is never read: a job
+deleted and ingested again, a rank file replaced, or a changed definition, is read from its ranks'
+files (checked, so a damaged one is named) until a writing handle keeps a new summary.
 
 At ingest the rows are computed from what the rank tasks brought back (`from_rows`: each rank's
 rows that the job queries read, `jobs.SUMMARY_INPUTS`), not from the thousands of files just written.
@@ -28,7 +29,8 @@ NAMES = {t.query: t.name for t in tables.JOB_SUMMARIES}
 def stamp(manifest: dict, definitions: dict[str, str]) -> str:
     """The stamp of `manifest`'s job under the query texts `definitions` ({query: text})."""
     h = hashlib.sha256()
-    for part in (manifest["job"], manifest.get("added_at") or "", metrics.definition_digest(),
+    for part in (manifest["job"], manifest.get("added_at") or "", manifest.get("files_seen") or "",
+                 metrics.definition_digest(),
                  *(f"{q}\0{definitions[q]}" for q in sorted(definitions)),
                  *(f"{r['rank']}:{r['run_id']}" for r in manifest["ranks"])):
         h.update(str(part).encode() + b"\0")

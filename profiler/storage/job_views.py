@@ -44,13 +44,13 @@ def _attach(con: duckdb.DuckDBPyConnection, root: str, found: job_check.JobsRead
     db = con.execute("SELECT current_database()").fetchall()[0][0]
     for table in jobs.TABLES:
         # a table added after a job was ingested (lane_names) has no file for that job's ranks
-        parts = [f'SELECT * FROM "{db}".main.{table}']
+        schema = _schema(con, db, table)
+        parts = [f'SELECT {_columns(schema)} FROM "{db}".main.{table}']
         for layout in ("current", "old"):
             files = [f"{base}/{path}" for m in manifests for rank in m["ranks"]
                      if (path := rank["files"].get(table)) and found.layouts.get(path) == layout]
             if files:
-                parts.append(_dataset(con, f"job_parquet_{table}_{layout}", files, _schema(con, db, table),
-                                      fs, layout))
+                parts.append(_dataset(con, f"job_parquet_{table}_{layout}", files, schema, fs, layout))
         if len(parts) > 1:
             con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS " + " UNION ALL ".join(parts))
     view_sql = con.execute("SELECT sql FROM duckdb_views() WHERE view_name = 'launch_targets' "
@@ -75,10 +75,20 @@ def _dataset(con, name: str, files: list[str], schema: pa.Schema, fs, layout: st
     (rank files of schema version 3 and before call the run id column trace_id)."""
     import pyarrow.dataset as pads
 
+    columns = _columns(schema, old=layout == "old")
     if layout == "old":
         schema = _renamed(schema, "run_id", jobs.OLD_RUN_ID)
     con.register(name, pads.dataset(files, schema=schema, format="parquet", filesystem=fs))
-    return f"SELECT * FROM {name}"  # UNION ALL matches columns by position: same order in both layouts
+    return f"SELECT {columns} FROM {name}"
+
+
+def _columns(schema: pa.Schema, old: bool = False) -> str:
+    """The table's columns named one by one: UNION ALL matches columns by position, and a store
+    migrated from an older version orders its columns otherwise than a rank file (or a fresh store)."""
+    def one(name: str) -> str:
+        quoted = '"' + name.replace('"', '""') + '"'
+        return f'"{jobs.OLD_RUN_ID}" AS run_id' if old and name == "run_id" else quoted
+    return ", ".join(one(n) for n in schema.names)
 
 
 def _renamed(schema: pa.Schema, old: str, new: str) -> pa.Schema:
@@ -99,12 +109,12 @@ def _attach_metrics(con: duckdb.DuckDBPyConnection, db: str, manifests: list[dic
     kept = [f"{base}/{r['files'][table]}" for r in fresh]
     fresh_ids = {r["run_id"] for r in fresh}
     stale = [r["run_id"] for r in ranks if r["run_id"] not in fresh_ids]
-    parts = [f'SELECT * FROM "{db}".main.{table}']
+    schema = _schema(con, db, table)
+    parts = [f'SELECT {_columns(schema)} FROM "{db}".main.{table}']
     if kept:
-        con.register("job_parquet_metrics", pads.dataset(kept, schema=_schema(con, db, table),
-                                                         format="parquet", filesystem=fs))
-        parts.append("SELECT * FROM job_parquet_metrics")
+        con.register("job_parquet_metrics", pads.dataset(kept, schema=schema, format="parquet", filesystem=fs))
+        parts.append(f"SELECT {_columns(schema)} FROM job_parquet_metrics")
     if stale:
         ids = ", ".join("'" + str(rid).replace("'", "''") + "'" for rid in stale)
-        parts.append(f"SELECT * FROM iteration_metrics([{ids}]::VARCHAR[])")
+        parts.append(f"SELECT {_columns(schema)} FROM iteration_metrics([{ids}]::VARCHAR[])")
     con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS " + " UNION ALL ".join(parts))

@@ -76,6 +76,10 @@ def job_key(name: str) -> str:
         raise JobError("A job name cannot be empty.")
     if len(name) > MAX_NAME_CHARS:
         raise JobError(f"A job name has at most {MAX_NAME_CHARS} characters.")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # bytes from the command line that are not UTF-8 (kept as surrogates)
+        raise JobError(f"The job name '{ascii(name)[1:-1][:80]}' is not UTF-8 text: give the name in UTF-8.") from None
     if _PLAIN_KEY.fullmatch(name) and not _HASHED_KEY.fullmatch(name):
         return name
     slug = re.sub(r"[^A-Za-z0-9._-]", "_", name)[:80].lstrip(".")
@@ -169,17 +173,19 @@ def trace_files(paths: Iterable[str | os.PathLike], unpack_dir: str | None = Non
 
 def unzip(archive: str | os.PathLike, into: str | os.PathLike) -> list[Path]:
     """The trace members of a zip archive, extracted flat into `into` (member names are data:
-    only their base names are used, so nothing lands outside `into`). Every member's declared
-    size is checked before anything is extracted (profiler/storage/unpack.py)."""
+    only their base names are used, so nothing lands outside `into`). The member count, the total
+    and every member's declared size are checked before anything is extracted
+    (profiler/storage/unpack.py); the caller removes `into` whatever happens."""
     from profiler.storage import unpack
 
     out: list[Path] = []
     try:
         with zipfile.ZipFile(archive) as zf:
-            for info in zf.infolist():
-                if (why := unpack.refusal(info)) is not None:
+            infos = zf.infolist()
+            for why in (unpack.archive_refusal(infos, into), *map(unpack.refusal, infos)):
+                if why is not None:
                     raise JobError(f"{Path(archive).name}: {why}; nothing was extracted")
-            for info in zf.infolist():
+            for info in infos:
                 base = Path(info.filename).name
                 if info.is_dir() or not base.endswith(TRACE_SUFFIXES) or base.startswith("."):
                     continue

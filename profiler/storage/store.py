@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -40,6 +41,9 @@ DEFAULT_DB = Path(__file__).resolve().parents[2] / "data" / "traces.duckdb"
 _init_lock = threading.Lock()
 
 
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
 def default_db_path() -> Path:
     """PROFILER_DB if set, else the project's data/traces.duckdb."""
     return Path(os.environ.get("PROFILER_DB") or DEFAULT_DB)
@@ -60,6 +64,9 @@ class Store:
 
     def __init__(self, path: str | os.PathLike | None = None, *, lock_timeout_s: float = LOCK_TIMEOUT_S,
                  read_only: bool = False, threads: int | None = None, in_memory: bool = False):
+        named = os.fspath(path) if path is not None else os.environ.get("PROFILER_DB") or ""
+        if _URL.match(named):  # never a folder named 'http:' made for it in the working directory
+            raise errors.StoreError(f"{named[:120]!r} is a URL: a store is a local file; give its path.")
         self.path = Path(path) if path is not None else default_db_path()
         self.threads = threads  # DuckDB threads (default: one per core); a job's worker takes its share
         # a scratch store held in memory, not in `path` (whose folder takes what DuckDB spills); it

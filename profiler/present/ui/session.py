@@ -37,7 +37,10 @@ def _store_at(path: str) -> tuple[Store, Seeding]:
     store = Store(path)
     if os.environ.get("PROFILER_SEED", "1") == "0":
         return store, Seeding()
-    return store, seed_in_background(store)
+    try:
+        return store, seed_in_background(store)
+    except ProfilerError:  # not a store (a SQLite file, a folder): each page says so in one sentence
+        return store, Seeding()
 
 
 def db_path() -> str:
