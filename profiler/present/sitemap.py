@@ -38,6 +38,7 @@ SITE = (
     Page("attention", "Attention", ":material/center_focus_strong:", "Analysis"),
     Page("memory", "Memory", ":material/memory_alt:", "Analysis"),
     Page("job", "Job", ":material/lan:", "Analysis"),
+    Page("sql", "SQL", ":material/terminal:", "Analysis"),
 )
 BY_PATH = {page.url_path: page for page in SITE}
 DEFAULT_PAGE = SITE[0].url_path
