@@ -67,6 +67,15 @@ def url_range(state):
         return None
 
 
+def url_event(state):
+    """The event a link picks (the Events page's rows): (run id, external id), or None."""
+    try:
+        return share.picked_event(state)
+    except ShareError as err:
+        st.warning(f"The link's event is ignored: {markup.md(err)}")
+        return None
+
+
 def range_section(store, runs, labels, iteration, picked, state) -> None:
     """Perfetto's area selection: what ran inside the dragged range, per run and name."""
     st.subheader(markup.fmt("Selected range {} – {}", style.duration(picked[0] / 1e3),
@@ -96,7 +105,7 @@ st.caption("GPU lanes of every run first, next to each other; then each run's CP
 with ui.guard(), queries.session(ui.get_store()) as store:
     labels = charts.label_map(queries.run_labels(store, runs))
     state, iteration, window, shared, found, collapse, extent = controls(store, state, runs)
-    picked = url_range(state)
+    picked, linked = url_range(state), url_event(state)
     panels = queries.timeline_panels(store, runs, iteration, window, shared)
     if shared and (ratio := timeline_view.scale_hint(panels)):
         st.info(f"These iterations differ {ratio:,.0f}× in length: on the shared scale the short "
@@ -109,7 +118,8 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         spec = timeline_view.timeline_spec(
             drawn, [labels.get(p.run_id, p.run_id) for p in drawn],
             [narrative.timeline_caption(p.marks, p.step, found) for p in drawn], shared, found,
-            collapse, None if picked is None else (picked[0] / 1e3, picked[1] / 1e3))
+            collapse, None if picked is None else (picked[0] / 1e3, picked[1] / 1e3),
+            None if linked is None else timeline_view.event_link(drawn, *linked))
         key = f"timeline-{len(drawn)}-{shared}"
         event = st.vega_lite_chart(spec, on_select="rerun", key=key,
                                    selection_mode=["brush", "zoom"] if shared else ["brush"])

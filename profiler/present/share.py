@@ -141,6 +141,31 @@ def _parse_window(text: str, name: str = "window") -> tuple[int, int]:
     return (_parse_int(name, parts[0]), _parse_int(name, parts[1]))
 
 
+EVENT_PAD_NS = 20_000   # the least time shown either side of an event the Timeline opens at
+
+
+def event_view(run_id: str, step: int, start_ns: int, dur_ns: int, external_id: int) -> ViewState:
+    """The Timeline at one event of one run (the Events page's rows): its step, a window from a
+    little before it starts to a little after it ends (at least twice its length either side),
+    and the event picked (filter ``event``: ``run_id:external_id``), so its flow is drawn."""
+    pad = max(2 * int(dur_ns), EVENT_PAD_NS)
+    start = max(0, int(start_ns) - pad)
+    window = (start, min(max(int(start_ns) + int(dur_ns) + pad, start + 1), MAX_TIME_NS))
+    return ViewState(page="timeline", runs=(run_id,), iteration=int(step), window_ns=window,
+                     filters=(("event", f"{run_id}:{int(external_id)}"),))
+
+
+def picked_event(state: ViewState) -> tuple[str, int] | None:
+    """The event a link asks the Timeline to pick: (run id, external id), or None; raises
+    ``ShareError`` on a malformed one."""
+    text = state.filter("event")
+    if text is None:
+        return None
+    run, _, ext = text.rpartition(":")
+    _check_runs((run,))
+    return run, _parse_int("event", ext)
+
+
 def span_ns(state: ViewState, key: str) -> tuple[int, int] | None:
     """A time span kept in a filter as ``start_ns,end_ns`` (the timeline's dragged ``range``),
     or None when the URL has none; raises ``ShareError`` on a bad one."""

@@ -31,6 +31,7 @@ SITE = (
     Page("upload", "Upload", ":material/upload:", "Runs"),
     Page("timeline", "Timeline", ":material/view_timeline:", "Analysis"),
     Page("kernels", "Kernels", ":material/memory:", "Analysis"),
+    Page("events", "Events", ":material/format_list_numbered:", "Analysis"),
     Page("launches", "Launches", ":material/rocket_launch:", "Analysis"),
     Page("cpu-cost", "CPU cost", ":material/speed:", "Analysis"),
     Page("compare", "Compare", ":material/compare_arrows:", "Analysis"),

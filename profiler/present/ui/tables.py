@@ -103,6 +103,14 @@ def pick_rows(df: pd.DataFrame, key: str, selected: tuple[str, ...], id_col: str
     return kept if set(kept) == set(picked) else kept + tuple(r for r in picked if r not in kept)
 
 
+def pick_row(df: pd.DataFrame, key: str, **dataframe_kwargs) -> int | None:
+    """A table whose rows can be picked one at a time (sorting by a header keeps the pick on its
+    row); the position in ``df`` of the picked row, or None."""
+    event = table(df, key=key, on_select="rerun", selection_mode="single-row", **dataframe_kwargs)
+    rows = [i for i in event.selection.rows if i < len(df)]
+    return rows[0] if rows else None
+
+
 _RANK_COLUMNS = {
     "rank": st.column_config.NumberColumn("#", width="small"),
     "label": st.column_config.TextColumn("run", width="medium"),
