@@ -12,19 +12,40 @@ from profiler.analysis import kept
 from profiler.present import markup
 
 Col = st.column_config
-# the runs page's catalog, in display order: what tells runs apart first, the numbers next, provenance last
+RUN_COLUMN_PX = 470  # a run label in full: 'variant dtype L=… (cold) · id', or an upload's file name
+
+
+def run_column(title: str = "run"):
+    """The column of run labels in every table, wide enough that a label is not cut at 1600 px."""
+    return st.column_config.TextColumn(markup.md(title), width=RUN_COLUMN_PX)
+
+
+def _n(label: str, help: str | None = None):
+    return Col.NumberColumn(label, help=help, width="small")
+
+
+# the runs page's catalog, in display order: the run as every page labels it and what tells runs
+# apart (the workload, column by column), the numbers next, provenance last
 CATALOG_COLUMNS = {
-    "run_id": Col.TextColumn("run id", help="Content hash of the trace: the same "
-                             "file is the same run everywhere, so shared links name runs by it."),
+    "label": run_column("run"),
     "sweep": Col.TextColumn("sweep", width="medium", help="The variant, mode and what the sweep keeps fixed "
                             "(batch, heads, head dim, lengths, window, dtype, causal, warm or cold), then the "
                             "one axis its runs vary (as on the Sweep page); a run in no sweep: its whole shape."),
     "swept": Col.NumberColumn("swept value", help="This run's value on the axis its sweep varies "
                               "(named at the end of the sweep column)."),
-    "name": Col.TextColumn("name", width="large"),
-    "variant": Col.TextColumn("variant", help="Attention implementation (captured runs)."),
-    "shape": Col.TextColumn("shape B×H×L×D", help="batch × heads × sequence length × head dim"),
-    "dtype": Col.TextColumn("dtype"),
+    "mode": Col.TextColumn("mode", width="small", help="prefill, decode (one or a few new queries against a "
+                           "KV cache) or train (forward and backward)."),
+    "batch": _n("B", "batch"),
+    "heads": _n("H", "query heads"),
+    "kv_heads": _n("K/V H", "K/V heads: fewer than the query heads is GQA / MQA (the label says GQA H/K)."),
+    "seq_len": _n("Q len", "queries per sequence (packed: their sum); decode: the new queries."),
+    "kv_len": _n("KV len", "keys per sequence: the KV cache in decode; the query length otherwise."),
+    "head_dim": _n("D", "head dim"),
+    "window": _n("window", "sliding window in keys; 0: none."),
+    "varlen": Col.TextColumn("packed lengths", help="Packed sequence lengths (varlen); empty: not packed."),
+    "dtype": Col.TextColumn("dtype", width="small"),
+    "cold": Col.CheckboxColumn("cold", help="First call of a fresh shape, before any warm-up."),
+    "repeat": _n("repeat", "Which repeat of its variant and shape the capture is (1, 2, 3)."),
     "kernels_per_iter": Col.NumberColumn("kernels / iter", format="%.1f"),
     "gpu_busy_us_per_iter": Col.NumberColumn(
         "GPU own busy µs / iter", format="%.1f",
@@ -51,19 +72,18 @@ CATALOG_COLUMNS = {
                                    "the whole trace counts as one iteration."),
     "gpu_name": Col.TextColumn("GPU"),
     "causal": Col.CheckboxColumn("causal"),
-    "cold": Col.CheckboxColumn("cold", help="First call of a fresh shape, before any warm-up."),
     "versions": Col.TextColumn("versions"),
     "events": Col.NumberColumn("events", format="localized"),
+    "name": Col.TextColumn("name", width=540, help="The trace's file name (uploads) or the capture's run name."),
+    "variant": Col.TextColumn("variant", help="Attention implementation (captured runs)."),
+    "run_id": Col.TextColumn("run id", help="Content hash of the trace: the same file is the same run "
+                             "everywhere, so shared links name runs by it."),
+    "captured": Col.TextColumn("captured", width=100, help="The capture's date (UTC), from its sweep "
+                               "id; empty for captures outside a sweep and uploads."),
     "source": Col.TextColumn("source"),
     "added_at": Col.DatetimeColumn("added (UTC)", format="YYYY-MM-DD HH:mm"),
 }
 
-RUN_COLUMN_PX = 470  # a run label in full: 'variant dtype L=… (cold) · id', or an upload's file name
-
-
-def run_column(title: str = "run"):
-    """The column of run labels in every table, wide enough that a label is not cut at 1600 px."""
-    return st.column_config.TextColumn(markup.md(title), width=RUN_COLUMN_PX)
 
 
 def csv_download(df: pd.DataFrame, name: str, label: str = "Download CSV") -> None:
