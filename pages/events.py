@@ -52,6 +52,14 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         elif (view := event_rows.timeline_view_of(rows.iloc[picked])) is None:
             st.caption("This event lies outside every step: the Timeline draws steps only.")
         else:
-            ui.link_to("timeline", view, label=f"Open on the Timeline: {rows['name'].iloc[picked]}")
+            # names in code spans: shown and copied exactly as the trace writes them
+            w = event_rows.picked_fields(rows.iloc[picked], kind)
+            if kind == "kernels":
+                st.markdown(f"Picked: `{markup.code(w[0])}` · {markup.md(w[1])} · launched by `{markup.code(w[2])}` "
+                            f"through `{markup.code(w[3])}` · step {markup.md(w[4])}")
+            else:
+                st.markdown(f"Picked: `{markup.code(w[0])}` · {markup.md(w[1])} (self {markup.md(w[2])}) · "
+                            f"inside `{markup.code(w[3])}` · step {markup.md(w[4])}")
+            ui.link_to("timeline", view, label="Open it on the Timeline, its flow drawn")
         ui.csv_download(rows.drop(columns=["matching"]), f"events-{kind}")
     ui.copy_link(state)

@@ -10,7 +10,7 @@ LABELS = {"len": "query length", "kv": "KV length", "kvh": "K/V heads", "temp": 
           "device": "GPU", "date": "captured"}
 FIRST = {"variant": 380, "mode": 150, "len": 140, "kv": 140, "kvh": 120, "temp": 130}
 MAX_HIGHLIGHTED = 4  # runs whose findings are listed (each costs a few queries)
-ANALYSIS = ("timeline", "kernels", "launches", "cpu-cost", "compare")  # titles: sitemap.SITE
+ANALYSIS = ("timeline", "kernels", "events", "launches", "cpu-cost", "compare")  # titles: sitemap.SITE
 
 
 def empty_store() -> None:

@@ -19,7 +19,7 @@ SCALES = {"shared": "Shared time scale", "independent": "Each run its own scale"
 def controls(store, state, runs):
     """Iteration, scale, search, CPU lanes and window (ns from the iteration start), all kept in
     the URL, and the longest iteration's length (ns)."""
-    left, mid, right, far = st.columns([1, 1.4, 1.4, 1])
+    left, mid, right, far = st.columns([1, 1.3, 1.3, 1.2])
     iteration = int(left.number_input("Iteration (0 = first ProfilerStep of each run)",
                                       min_value=0, value=state.iteration or 0, step=1))
     asked = state.filter("scale", "shared")
@@ -27,7 +27,7 @@ def controls(store, state, runs):
                                   default=asked if asked in SCALES else "shared", required=True)
     found = right.text_input("Find events", value=state.filter("find", ""),
                              placeholder="part of a name, e.g. flash, Memcpy, aten::mm")
-    collapse = far.toggle("CPU ops: one lane per thread", value=state.filter("cpu") == "one",
+    collapse = far.toggle("One CPU lane per thread", value=state.filter("cpu") == "one",
                           help="All nesting depths of a thread's ops in one lane, inner ops on top.")
     extent = int(queries.timeline_extent_ns(store, runs, iteration))
     window = state.window_ns or (0, extent)

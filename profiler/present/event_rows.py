@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.present import share
+from profiler.present import share, style
 
 
 def event_table(df: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
@@ -25,3 +25,19 @@ def timeline_view_of(row) -> share.ViewState | None:
         return None
     return share.event_view(str(row["run_id"]), int(row["step"]), int(row["start_in_step_ns"]),
                             int(row["dur_ns"]), int(row["external_id"]))
+
+
+def picked_fields(row, kind: str) -> tuple[str, ...]:
+    """A picked row's words, plain text for `markup.fmt`: kernels: (name, time, launching op,
+    API, step); ops: (name, time, self time, the op it sits inside, step)."""
+    if kind == "kernels":
+        return (str(row["name"]), style.duration(row["dur_us"]), _or(row["launch_op"], "no recorded op"),
+                _or(row["api"], "no recorded call"), _or(row["step"], "none"))
+    return (str(row["name"]), style.duration(row["dur_us"]), style.duration(row["self_us"]),
+            _or(row["parent"], "nothing"), _or(row["step"], "none"))
+
+
+def _or(value, missing: str) -> str:
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return missing
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)

@@ -15,8 +15,8 @@ server, so it runs under every limit DuckDB offers, and in a process of its own:
   query can undo any of it. (What DuckDB reports of itself stays readable: `duckdb_databases()`
   names the store file's path; error messages have paths removed.)
 * **Limits**: at most `max_rows` rows come back (the reader stops there; `truncated` says so),
-  the query is interrupted after `time_limit_s` (the child is killed a moment later if it has not
-  ended), DuckDB gets one thread and `MEMORY_LIMIT`, and the child runs at a lower CPU priority.
+  the query is interrupted after `time_limit_s` (the child waits as long for a writer's lock on
+  the file first, and is killed a moment after both if it has not ended), DuckDB gets one thread and `MEMORY_LIMIT`, and the child runs at a lower CPU priority.
 
 The SQL library's modules (`sql/lib/*.sql`, TEMP macros) are installed before the query, so the
 documented macros the schema browser lists (`sql_docs.py`) are callable. Errors come back as
@@ -97,7 +97,7 @@ def run_query(db: str | os.PathLike, sql: str, *, max_rows: int = MAX_ROWS,
     command = [sys.executable, "-m", "profiler.storage.console_worker"]
     try:
         done = subprocess.run(command, input=request.encode(), capture_output=True, cwd=path.parent,
-                              env=env, timeout=time_limit_s + KILL_GRACE_S)
+                              env=env, timeout=2 * time_limit_s + KILL_GRACE_S)
     except subprocess.TimeoutExpired as e:
         raise QueryError(f"The query ran longer than its limit of {time_limit_s:g} s and was stopped.") from e
     if done.returncode != 0:

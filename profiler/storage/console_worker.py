@@ -13,7 +13,6 @@ import sys
 import threading
 import time
 
-LOCK_WAIT_S = 5.0
 
 
 def _connect(file: str, deadline: float):
@@ -67,13 +66,18 @@ def run(request: dict) -> int:
     timer = None
     try:
         check_select(request["sql"])
-        con = _connect(request["file"], time.monotonic() + min(LOCK_WAIT_S, limit))
+        con = _connect(request["file"], time.monotonic() + limit)
         _install_library(con)
         timer = threading.Timer(limit, con.interrupt)
         timer.start()
         table = _rows(con, request["sql"], int(request["max_rows"]))
     except QueryError as e:
         return _fail(str(e))
+    except duckdb.IOException as e:
+        if "lock" not in str(e).lower():
+            return _fail(f"The query failed: {one_line(e)}.")
+        return _fail(f"The store stayed busy for {limit:g} s (another process is writing to it); "
+                     "try again in a moment.")
     except duckdb.InterruptException:
         return _fail(f"The query ran longer than its limit of {limit:g} s and was stopped.")
     except duckdb.Error as e:

@@ -20,10 +20,6 @@ def run_column(title: str = "run"):
     return st.column_config.TextColumn(markup.md(title), width=RUN_COLUMN_PX)
 
 
-def _n(label: str, help: str | None = None):
-    return Col.NumberColumn(label, help=help, width="small")
-
-
 # the runs page's catalog, in display order: the run as every page labels it and what tells runs
 # apart (the workload, column by column), the numbers next, provenance last
 CATALOG_COLUMNS = {
@@ -35,17 +31,17 @@ CATALOG_COLUMNS = {
                               "(named at the end of the sweep column)."),
     "mode": Col.TextColumn("mode", width="small", help="prefill, decode (one or a few new queries against a "
                            "KV cache) or train (forward and backward)."),
-    "batch": _n("B", "batch"),
-    "heads": _n("H", "query heads"),
-    "kv_heads": _n("K/V H", "K/V heads: fewer than the query heads is GQA / MQA (the label says GQA H/K)."),
-    "seq_len": _n("Q len", "queries per sequence (packed: their sum); decode: the new queries."),
-    "kv_len": _n("KV len", "keys per sequence: the KV cache in decode; the query length otherwise."),
-    "head_dim": _n("D", "head dim"),
-    "window": _n("window", "sliding window in keys; 0: none."),
+    "batch": Col.NumberColumn("B", width="small", help="batch"),
+    "heads": Col.NumberColumn("H", width="small", help="query heads"),
+    "kv_heads": Col.NumberColumn("K/V H", width="small", help="K/V heads: fewer than the query heads is GQA / MQA (the label says GQA H/K)."),
+    "seq_len": Col.NumberColumn("Q len", width="small", help="queries per sequence (packed: their sum); decode: the new queries."),
+    "kv_len": Col.NumberColumn("KV len", width="small", help="keys per sequence: the KV cache in decode; the query length otherwise."),
+    "head_dim": Col.NumberColumn("D", width="small", help="head dim"),
+    "window": Col.NumberColumn("window", width="small", help="sliding window in keys; 0: none."),
     "varlen": Col.TextColumn("packed lengths", help="Packed sequence lengths (varlen); empty: not packed."),
     "dtype": Col.TextColumn("dtype", width="small"),
     "cold": Col.CheckboxColumn("cold", help="First call of a fresh shape, before any warm-up."),
-    "repeat": _n("repeat", "Which repeat of its variant and shape the capture is (1, 2, 3)."),
+    "repeat": Col.NumberColumn("repeat", width="small", help="Which repeat of its variant and shape the capture is (1, 2, 3)."),
     "kernels_per_iter": Col.NumberColumn("kernels / iter", format="%.1f"),
     "gpu_busy_us_per_iter": Col.NumberColumn(
         "GPU own busy µs / iter", format="%.1f",
