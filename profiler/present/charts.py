@@ -86,9 +86,11 @@ def grouped_bars(data: pd.DataFrame, name: str, series: str, value: str, colour:
     if log and len(data):
         base = 10 ** math.floor(math.log10(data[value].min()))
         scale = alt.Scale(type="log", domainMin=base, domainMax=top * (top / base) ** 0.7)
-    else:  # room right of the longest bar for its label
+    else:  # room right of the longest bar for its label; the axis's ticks stop at the data's
         base, scale = 0, alt.Scale(zero=True, nice=False, domainMax=max(top, 0) * 1.8 or 1)
-    x = alt.X(f"{value}:Q", title=x_title + (" (log scale)" if log else ""), scale=scale)
+    axis = None if log else alt.Axis(values=axis_ticks(top), domain=False)
+    x = alt.X(f"{value}:Q", title=x_title + (" (log scale)" if log else ""), scale=scale,
+              **({"axis": axis} if axis else {}))
     y = alt.Y("row:N", sort=list(data["row"]), title=None, axis=alt.Axis(
         labelLimit=380, labelOverlap=False,  # rows are taller than the type: hide none
         labelExpr=f"indexof(datum.value, '{GAP}') >= 0 ? '' : datum.value"))
@@ -102,6 +104,18 @@ def grouped_bars(data: pd.DataFrame, name: str, series: str, value: str, colour:
                                 color=style.LABEL_GREY,
                                 limit=BAR_LABEL_PX).encode(x=x, y=y, text="bar_label:N")
     return alt.layer(bars, text).properties(height=alt.Step(ROW_PX))
+
+
+def axis_ticks(top: float) -> list[float]:
+    """Round ticks from 0 to the first one at or past ``top`` (steps of 1, 2 or 5 times a power
+    of ten, at most 6 steps): a bar axis shows the values its bars reach, not the room beyond
+    the longest one that its label takes (max 5: 0, 1, ... 5, not 0 ... 9)."""
+    if not top or top <= 0 or not math.isfinite(top):
+        return [0.0]
+    power = 10 ** math.floor(math.log10(top))
+    step = next(m * power for m in (0.2, 0.5, 1, 2, 5, 10) if top / (m * power) <= 6)
+    count = math.ceil(top / step - 1e-9)
+    return [round(i * step, 12) for i in range(count + 1)]
 
 
 def _number(value: float) -> str:
