@@ -229,21 +229,32 @@ def cold_warm_chart(summary: pd.DataFrame, log: bool = False) -> alt.Chart:
 ALIGN_STATUSES = ["same", "same family", "replaced", "only in a", "only in b"]
 
 
+ALIGN_LABEL_MIN_PX = 40  # narrower cells carry no name (hover still tells it)
+
+
 def alignment_chart(aligned: pd.DataFrame, label_a: str, label_b: str) -> alt.Chart:
     """Two strips, one per run: a cell per aligned kernel slot, coloured by whether it is in both
-    runs or only one; hover shows the kernel."""
+    runs or only one, its kernel's short name inside when the cell is wide enough (a variant of
+    one or a few kernels reads as named cells, not blank blocks); hover shows the full name."""
     a = aligned.dropna(subset=["name_a"]).assign(run=label_a, name=lambda d: d["name_a"],
                                                   dur_us=lambda d: d["dur_us_a"])
     b = aligned.dropna(subset=["name_b"]).assign(run=label_b, name=lambda d: d["name_b"],
                                                   dur_us=lambda d: d["dur_us_b"])
     data = pd.concat([a, b])[["slot", "run", "name", "dur_us", "status", "family"]]
-    return style.configure(alt.Chart(data, title="Kernel sequence of one iteration, aligned").mark_rect().encode(
-        x=alt.X("slot:O", title="aligned position", axis=alt.Axis(labels=False, ticks=False)),
-        y=alt.Y("run:N", sort=[label_a, label_b], title=None, axis=alt.Axis(labelLimit=320)),
-        color=alt.Color("status:N", scale=alt.Scale(domain=ALIGN_STATUSES, scheme=PALETTE),
-                        legend=alt.Legend(orient="top", title=None)),
-        tooltip=tips(data, ["run", "slot", "name", "dur_us", "status", "family"]),
-    ).properties(height=alt.Step(34)))  # a fixed row height: the legend above cannot squash the strips
+    data = data.assign(short=style.short_names(data["name"]) if len(data) else data["name"])
+    x = alt.X("slot:O", title="aligned position", axis=alt.Axis(labels=False, ticks=False))
+    y = alt.Y("run:N", sort=[label_a, label_b], title=None, axis=alt.Axis(labelLimit=320))
+    base = alt.Chart(data, title="Kernel sequence of one iteration, aligned")
+    cells = base.mark_rect().encode(
+        x=x, y=y, color=alt.Color("status:N", scale=alt.Scale(domain=ALIGN_STATUSES, scheme=PALETTE),
+                                  legend=alt.Legend(orient="top", title=None)),
+        tooltip=tips(data, ["run", "slot", "name", "dur_us", "status", "family"]))
+    names = base.mark_text(fontSize=style.FONT_PX - 1, color="#1a1a1a",
+                           limit=alt.ExprRef("max(0, bandwidth('x') - 6)"),
+                           opacity=alt.ExprRef(f"bandwidth('x') >= {ALIGN_LABEL_MIN_PX} ? 1 : 0")).encode(
+        x=x, y=y, text="short:N", tooltip=tips(data, ["run", "slot", "name", "dur_us", "status", "family"]))
+    # a fixed row height: the legend above cannot squash the strips
+    return style.configure(alt.layer(cells, names).properties(height=alt.Step(34)))
 
 
 def delta_chart(delta: pd.DataFrame, top_n: int = TOP_N) -> alt.Chart:
