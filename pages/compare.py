@@ -3,7 +3,7 @@ baseline and one other run side by side — one iteration's kernel sequences ali
 of them launches, and how counts, GPU time and launch APIs change from run a to run b."""
 import streamlit as st
 
-from profiler.analysis import completeness, findings, memory, queries
+from profiler.analysis import completeness, findings, memory, queries, timings
 from profiler.present import charts, markup, memory_charts, narrative, rank_view, ui
 
 Col = st.column_config
@@ -49,11 +49,11 @@ API_COLUMNS = {
 }
 
 
-def pick_pair(state, runs, labels):
-    """The baseline, run a, and the run compared with it in detail, b (URL filters ``a`` / ``b``; the
-    first two selected runs by default)."""
+def pick_pair(store, state, runs, labels):
+    """The baseline, run a, and the run compared with it in detail, b (URL filters ``a`` / ``b``; by
+    default the fastest selected run, and the first other one)."""
     left, right = st.columns(2)
-    a_default = state.filter("a") if state.filter("a") in runs else runs[0]
+    a_default = state.filter("a") if state.filter("a") in runs else timings.fastest_run(store, runs) or runs[0]
     with left:
         a = st.selectbox("Baseline (run a)", runs, index=runs.index(a_default), format_func=lambda r: labels.get(r, r))
     others = [r for r in runs if r != a]
@@ -82,7 +82,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         st.warning(markup.md(said))
     st.subheader(f"{len(runs)} runs ranked", divider="gray")
     ui.ranked_runs(store, runs)
-    state, a, b, iteration = pick_pair(state, runs, labels)
+    state, a, b, iteration = pick_pair(store, state, runs, labels)
     label_a, label_b = f"a: {labels.get(a, a)}", f"b: {labels.get(b, b)}"
     metrics = rank_view.against_baseline(store, runs, a)
     sides = {r: f"{'a' if r == a else 'b' if r == b else '·'}: {labels.get(r, r)}" for r in metrics["run_id"]}

@@ -1,13 +1,16 @@
 """Runs: every captured and uploaded run in the store; pick the runs to compare, rename, delete."""
 import streamlit as st
 
-from profiler.analysis import completeness, conditions, findings, queries, timings
-from profiler.present import markup, run_filters, sitemap, ui
+from profiler.analysis import completeness, conditions, findings, queries, repeats, timings
+from profiler.present import charts, markup, run_filters, sitemap, ui
 from profiler.storage import catalog
 
-LABELS = {"len": "sequence length", "device": "GPU"}  # filter widgets whose label is not their URL key
+# filter widgets whose label is not their URL key; the first row's filters, the rest folded
+LABELS = {"len": "query length", "kv": "KV length", "kvh": "K/V heads", "temp": "warm / cold", "dim": "head dim",
+          "device": "GPU", "date": "captured"}
+FIRST = {"variant": 380, "mode": 150, "len": 140, "kv": 140, "kvh": 120, "temp": 130}
 MAX_HIGHLIGHTED = 4  # runs whose findings are listed (each costs a few queries)
-ANALYSIS = ("timeline", "kernels", "launches", "cpu-cost", "compare")  # titles: sitemap.SITE
+ANALYSIS = ("timeline", "kernels", "events", "launches", "cpu-cost", "compare")  # titles: sitemap.SITE
 
 
 def empty_store() -> None:
@@ -31,21 +34,42 @@ def open_selection(state) -> None:
         ui.trace_download(state.runs[0])
 
 
+def pick(name, now, offered, width):
+    return tuple(st.multiselect(markup.md(LABELS.get(name, name)), offered[name], placeholder="all", width=width,
+                                default=[v for v in getattr(now, name) if v in offered[name]]))
+
+
 def filters(state, runs):
     """The filter widgets (values from the share URL) ▶ (the state with them, the rows they keep)."""
     now, offered = run_filters.from_params(state.filter), run_filters.choices(runs)
     with st.container(horizontal=True, gap="small"):
-        picked = {name: tuple(st.multiselect(
-            markup.md(LABELS.get(name, name)), offered[name], placeholder="all", width=200,
-            default=[v for v in getattr(now, name) if v in offered[name]])) for name in run_filters.COLUMN}
-        text = st.text_input("name or id contains", value=now.text, max_chars=200, width=260)
+        picked = {name: pick(name, now, offered, width) for name, width in FIRST.items()}
+        text = st.text_input("search words (as labels read)", value=now.text, max_chars=200, width=300,
+                             placeholder="e.g. decode KV=32768 GQA 32/8")
+        asked = state.filter("sort", "newest")
+        order = st.selectbox("sort", list(run_filters.SORTS), format_func=run_filters.SORTS.get, width=230,
+                             index=list(run_filters.SORTS).index(asked) if asked in run_filters.SORTS else 0)
         sweeps = st.toggle("group sweeps", value=state.filter("sweeps") == "1")
+    more = [n for n in run_filters.COLUMN if n not in FIRST]
+    with st.expander("More filters: batch, heads, head dim, window, packed, repeat, dtype, GPU, captured, source"):
+        with st.container(horizontal=True, gap="small"):
+            picked |= {name: pick(name, now, offered, 170) for name in more}
     chosen = run_filters.RunFilter(**picked, text=text)
-    new = state.with_filter("sweeps", "1" if sweeps else None)
+    new = state.with_filter("sweeps", "1" if sweeps else None).with_filter("sort", None if order == "newest" else order)
     for key, value in run_filters.to_params(chosen).items():
         new = new.with_filter(key, value)
-    shown = run_filters.apply(runs, chosen)
+    shown = run_filters.sort_rows(run_filters.apply(runs, chosen), order)
     return new, run_filters.with_sweeps(shown) if sweeps else shown
+
+
+def one_per_variant(state, shown):
+    """Select, among the rows shown, one run per variant and shape: the median repeat."""
+    if st.button("Select one run per variant (the median repeat)", icon=":material/done_all:",
+                 help="Among the runs shown: per variant and shape (warm or cold, per GPU), the repeat whose "
+                      "GPU time per call is nearest their median. Replaces the selection."):
+        st.session_state["catalog-generation"] = st.session_state.get("catalog-generation", 0) + 1
+        ui.update_view(state, runs=tuple(repeats.median_repeats(shown)))
+        st.rerun()
 
 
 def ranking(state, store) -> None:
@@ -134,12 +158,17 @@ with ui.guard():
         if runs.empty:
             empty_store()
         runs = completeness.with_badge(store, timings.catalog_with_timings(store, runs))
+        labels = charts.label_map(queries.run_labels(store, list(runs["run_id"])))
+        runs = run_filters.finder_columns(runs, labels)
         filtered, shown = filters(state, runs)
+        one_per_variant(filtered, shown)
         st.caption(f"{len(shown)} of {len(runs)} runs in the store shown. Per-iteration numbers divide by "
                    "the run's ProfilerStep count. Tick runs (left column) to rank and compare them; "
                    "filtered-out runs stay selected.")
-        picked = ui.pick_rows(shown, "catalog", state.runs, column_config=ui.CATALOG_COLUMNS, row_height=56,
+        generation = st.session_state.get("catalog-generation", 0)   # a new one after the button picks
+        picked = ui.pick_rows(shown, f"catalog-{generation}", state.runs, column_config=ui.CATALOG_COLUMNS,
                               column_order=[c for c in ui.CATALOG_COLUMNS if c not in ("sweep", "swept") or c in shown],
+                              row_height=40,
                               hide_index=True, placeholder="—")
         if picked != state.runs or filtered != state:
             state = ui.update_view(filtered, runs=picked)

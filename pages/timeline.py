@@ -19,7 +19,7 @@ SCALES = {"shared": "Shared time scale", "independent": "Each run its own scale"
 def controls(store, state, runs):
     """Iteration, scale, search, CPU lanes and window (ns from the iteration start), all kept in
     the URL, and the longest iteration's length (ns)."""
-    left, mid, right, far = st.columns([1, 1.4, 1.4, 1])
+    left, mid, right, far = st.columns([1, 1.3, 1.3, 1.2])
     iteration = int(left.number_input("Iteration (0 = first ProfilerStep of each run)",
                                       min_value=0, value=state.iteration or 0, step=1))
     asked = state.filter("scale", "shared")
@@ -27,7 +27,7 @@ def controls(store, state, runs):
                                   default=asked if asked in SCALES else "shared", required=True)
     found = right.text_input("Find events", value=state.filter("find", ""),
                              placeholder="part of a name, e.g. flash, Memcpy, aten::mm")
-    collapse = far.toggle("CPU ops: one lane per thread", value=state.filter("cpu") == "one",
+    collapse = far.toggle("One CPU lane per thread", value=state.filter("cpu") == "one",
                           help="All nesting depths of a thread's ops in one lane, inner ops on top.")
     extent = int(queries.timeline_extent_ns(store, runs, iteration))
     window = state.window_ns or (0, extent)
@@ -67,6 +67,15 @@ def url_range(state):
         return None
 
 
+def url_event(state):
+    """The event a link picks (the Events page's rows): (run id, external id), or None."""
+    try:
+        return share.picked_event(state)
+    except ShareError as err:
+        st.warning(f"The link's event is ignored: {markup.md(err)}")
+        return None
+
+
 def range_section(store, runs, labels, iteration, picked, state) -> None:
     """Perfetto's area selection: what ran inside the dragged range, per run and name."""
     st.subheader(markup.fmt("Selected range {} – {}", style.duration(picked[0] / 1e3),
@@ -96,7 +105,7 @@ st.caption("GPU lanes of every run first, next to each other; then each run's CP
 with ui.guard(), queries.session(ui.get_store()) as store:
     labels = charts.label_map(queries.run_labels(store, runs))
     state, iteration, window, shared, found, collapse, extent = controls(store, state, runs)
-    picked = url_range(state)
+    picked, linked = url_range(state), url_event(state)
     panels = queries.timeline_panels(store, runs, iteration, window, shared)
     if shared and (ratio := timeline_view.scale_hint(panels)):
         st.info(f"These iterations differ {ratio:,.0f}× in length: on the shared scale the short "
@@ -109,7 +118,8 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         spec = timeline_view.timeline_spec(
             drawn, [labels.get(p.run_id, p.run_id) for p in drawn],
             [narrative.timeline_caption(p.marks, p.step, found) for p in drawn], shared, found,
-            collapse, None if picked is None else (picked[0] / 1e3, picked[1] / 1e3))
+            collapse, None if picked is None else (picked[0] / 1e3, picked[1] / 1e3),
+            None if linked is None else timeline_view.event_link(drawn, *linked))
         key = f"timeline-{len(drawn)}-{shared}"
         event = st.vega_lite_chart(spec, on_select="rerun", key=key,
                                    selection_mode=["brush", "zoom"] if shared else ["brush"])

@@ -58,3 +58,10 @@ def timing_records(store, run_ids) -> dict[str, dict]:
     table = run_timings(store, run_ids)
     columns = [c for c in COLUMNS[2:] if c != "gpu_us_per_call"]
     return {row["run_id"]: {c: _plain(row[c]) for c in columns} for row in table.to_dict("records")}
+
+
+def fastest_run(store, run_ids) -> str | None:
+    """The run of ``run_ids`` with the least GPU time per call (``gpu_us_per_call``, what runs are
+    ranked by; the first of a tie, in ``run_ids`` order); None when none has a time."""
+    table = run_timings(store, run_ids).dropna(subset=["gpu_us_per_call"])
+    return None if table.empty else str(table.loc[table["gpu_us_per_call"].idxmin(), "run_id"])

@@ -116,8 +116,30 @@ def _num(value, spec: str) -> str:
     return f"{'-':>{width}s}" if value is None else format(value, spec)
 
 
+EXAMPLES = """examples:
+  python -m profiler ingest trace.json.gz                 store a torch.profiler trace
+  python -m profiler summary                              one line per stored run (run ids first)
+  python -m profiler summary --json                       the same as JSON, every figure
+  python -m profiler variants                             which attention variants can run here
+  python -m profiler capture --variants sdpa_flash,flex --seq 1024,4096
+                                                          profile variants over a length sweep
+  python -m profiler capture --mode decode --heads 32 --kv-heads 8 --kv-len 32768
+                                                          decode against a 32k KV cache, GQA 32/8
+  python -m profiler rank 3f2a9c 9be1c0 7d5e04            rank runs by time per call, and say why
+  python -m profiler compare 3f2a9c 9be1c0                what differs between two runs
+  python -m profiler check 3f2a9c 9be1c0 --max-slowdown 5
+                                                          exit 1 when the second is 5 % slower
+  python -m profiler ops 3f2a9c                           FLOPs, bytes and % of peak per op
+  python -m profiler ingest ranks/ --job train-0412       a multi-rank job's files
+  python -m profiler job train-0412                       its ranks, waits and the straggler
+
+Runs are named by their id or any unique prefix of it. The store is $PROFILER_DB, else
+data/traces.duckdb; every command takes --db. `python -m profiler COMMAND --help` for the rest."""
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m profiler", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m profiler", description=__doc__.splitlines()[0],
+                                     epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     db_help = f"store file (default: $PROFILER_DB or {default_db_path()})"
 

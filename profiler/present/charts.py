@@ -86,9 +86,11 @@ def grouped_bars(data: pd.DataFrame, name: str, series: str, value: str, colour:
     if log and len(data):
         base = 10 ** math.floor(math.log10(data[value].min()))
         scale = alt.Scale(type="log", domainMin=base, domainMax=top * (top / base) ** 0.7)
-    else:  # room right of the longest bar for its label
+    else:  # room right of the longest bar for its label; the axis's ticks stop at the data's
         base, scale = 0, alt.Scale(zero=True, nice=False, domainMax=max(top, 0) * 1.8 or 1)
-    x = alt.X(f"{value}:Q", title=x_title + (" (log scale)" if log else ""), scale=scale)
+    axis = None if log else alt.Axis(values=axis_ticks(top), domain=False)
+    x = alt.X(f"{value}:Q", title=x_title + (" (log scale)" if log else ""), scale=scale,
+              **({"axis": axis} if axis else {}))
     y = alt.Y("row:N", sort=list(data["row"]), title=None, axis=alt.Axis(
         labelLimit=380, labelOverlap=False,  # rows are taller than the type: hide none
         labelExpr=f"indexof(datum.value, '{GAP}') >= 0 ? '' : datum.value"))
@@ -102,6 +104,18 @@ def grouped_bars(data: pd.DataFrame, name: str, series: str, value: str, colour:
                                 color=style.LABEL_GREY,
                                 limit=BAR_LABEL_PX).encode(x=x, y=y, text="bar_label:N")
     return alt.layer(bars, text).properties(height=alt.Step(ROW_PX))
+
+
+def axis_ticks(top: float) -> list[float]:
+    """Round ticks from 0 to the first one at or past ``top`` (steps of 1, 2 or 5 times a power
+    of ten, at most 6 steps): a bar axis shows the values its bars reach, not the room beyond
+    the longest one that its label takes (max 5: 0, 1, ... 5, not 0 ... 9)."""
+    if not top or top <= 0 or not math.isfinite(top):
+        return [0.0]
+    power = 10 ** math.floor(math.log10(top))
+    step = next(m * power for m in (0.2, 0.5, 1, 2, 5, 10) if top / (m * power) <= 6)
+    count = math.ceil(top / step - 1e-9)
+    return [round(i * step, 12) for i in range(count + 1)]
 
 
 def _number(value: float) -> str:
@@ -215,21 +229,32 @@ def cold_warm_chart(summary: pd.DataFrame, log: bool = False) -> alt.Chart:
 ALIGN_STATUSES = ["same", "same family", "replaced", "only in a", "only in b"]
 
 
+ALIGN_LABEL_MIN_PX = 40  # narrower cells carry no name (hover still tells it)
+
+
 def alignment_chart(aligned: pd.DataFrame, label_a: str, label_b: str) -> alt.Chart:
     """Two strips, one per run: a cell per aligned kernel slot, coloured by whether it is in both
-    runs or only one; hover shows the kernel."""
+    runs or only one, its kernel's short name inside when the cell is wide enough (a variant of
+    one or a few kernels reads as named cells, not blank blocks); hover shows the full name."""
     a = aligned.dropna(subset=["name_a"]).assign(run=label_a, name=lambda d: d["name_a"],
                                                   dur_us=lambda d: d["dur_us_a"])
     b = aligned.dropna(subset=["name_b"]).assign(run=label_b, name=lambda d: d["name_b"],
                                                   dur_us=lambda d: d["dur_us_b"])
     data = pd.concat([a, b])[["slot", "run", "name", "dur_us", "status", "family"]]
-    return style.configure(alt.Chart(data, title="Kernel sequence of one iteration, aligned").mark_rect().encode(
-        x=alt.X("slot:O", title="aligned position", axis=alt.Axis(labels=False, ticks=False)),
-        y=alt.Y("run:N", sort=[label_a, label_b], title=None, axis=alt.Axis(labelLimit=320)),
-        color=alt.Color("status:N", scale=alt.Scale(domain=ALIGN_STATUSES, scheme=PALETTE),
-                        legend=alt.Legend(orient="top", title=None)),
-        tooltip=tips(data, ["run", "slot", "name", "dur_us", "status", "family"]),
-    ).properties(height=alt.Step(34)))  # a fixed row height: the legend above cannot squash the strips
+    data = data.assign(short=style.short_names(data["name"]) if len(data) else data["name"])
+    x = alt.X("slot:O", title="aligned position", axis=alt.Axis(labels=False, ticks=False))
+    y = alt.Y("run:N", sort=[label_a, label_b], title=None, axis=alt.Axis(labelLimit=320))
+    base = alt.Chart(data, title="Kernel sequence of one iteration, aligned")
+    cells = base.mark_rect().encode(
+        x=x, y=y, color=alt.Color("status:N", scale=alt.Scale(domain=ALIGN_STATUSES, scheme=PALETTE),
+                                  legend=alt.Legend(orient="top", title=None)),
+        tooltip=tips(data, ["run", "slot", "name", "dur_us", "status", "family"]))
+    names = base.mark_text(fontSize=style.FONT_PX - 1, color="#1a1a1a",
+                           limit=alt.ExprRef("max(0, bandwidth('x') - 6)"),
+                           opacity=alt.ExprRef(f"bandwidth('x') >= {ALIGN_LABEL_MIN_PX} ? 1 : 0")).encode(
+        x=x, y=y, text="short:N", tooltip=tips(data, ["run", "slot", "name", "dur_us", "status", "family"]))
+    # a fixed row height: the legend above cannot squash the strips
+    return style.configure(alt.layer(cells, names).properties(height=alt.Step(34)))
 
 
 def delta_chart(delta: pd.DataFrame, top_n: int = TOP_N) -> alt.Chart:

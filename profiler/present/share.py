@@ -35,6 +35,7 @@ MAX_ITERATION = 1_000_000
 MAX_TIME_NS = 2**53 - 1
 MAX_RUNS = 500
 MAX_FILTER_CHARS = 500
+LONG_FILTERS = {"sql": 4_000}  # filters that may be longer: the SQL page's query (storage/console.py's cap)
 
 
 @dataclass(frozen=True)
@@ -109,8 +110,9 @@ def _check_filters(filters: tuple[tuple[str, str], ...]) -> None:
             raise ShareError(f"filter name {key!r} is reserved or not lower_snake_case")
         if not isinstance(value, str) or not value:
             raise ShareError(f"filter {key}: value must be a non-empty string")
-        if len(value) > MAX_FILTER_CHARS:
-            raise ShareError(f"filter {key}: value is longer than {MAX_FILTER_CHARS} characters")
+        limit = LONG_FILTERS.get(key, MAX_FILTER_CHARS)
+        if len(value) > limit:
+            raise ShareError(f"filter {key}: value is longer than {limit} characters")
 
 
 def encode(state: ViewState) -> dict[str, str]:
@@ -137,6 +139,31 @@ def _parse_window(text: str, name: str = "window") -> tuple[int, int]:
     if len(parts) != 2:
         raise ShareError(f"{name}: {text!r} should be 'start_ns,end_ns'")
     return (_parse_int(name, parts[0]), _parse_int(name, parts[1]))
+
+
+EVENT_PAD_NS = 20_000   # the least time shown either side of an event the Timeline opens at
+
+
+def event_view(run_id: str, step: int, start_ns: int, dur_ns: int, external_id: int) -> ViewState:
+    """The Timeline at one event of one run (the Events page's rows): its step, a window from a
+    little before it starts to a little after it ends (at least twice its length either side),
+    and the event picked (filter ``event``: ``run_id:external_id``), so its flow is drawn."""
+    pad = max(2 * int(dur_ns), EVENT_PAD_NS)
+    start = max(0, int(start_ns) - pad)
+    window = (start, min(max(int(start_ns) + int(dur_ns) + pad, start + 1), MAX_TIME_NS))
+    return ViewState(page="timeline", runs=(run_id,), iteration=int(step), window_ns=window,
+                     filters=(("event", f"{run_id}:{int(external_id)}"),))
+
+
+def picked_event(state: ViewState) -> tuple[str, int] | None:
+    """The event a link asks the Timeline to pick: (run id, external id), or None; raises
+    ``ShareError`` on a malformed one."""
+    text = state.filter("event")
+    if text is None:
+        return None
+    run, _, ext = text.rpartition(":")
+    _check_runs((run,))
+    return run, _parse_int("event", ext)
 
 
 def span_ns(state: ViewState, key: str) -> tuple[int, int] | None:

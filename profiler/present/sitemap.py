@@ -31,6 +31,7 @@ SITE = (
     Page("upload", "Upload", ":material/upload:", "Runs"),
     Page("timeline", "Timeline", ":material/view_timeline:", "Analysis"),
     Page("kernels", "Kernels", ":material/memory:", "Analysis"),
+    Page("events", "Events", ":material/format_list_numbered:", "Analysis"),
     Page("launches", "Launches", ":material/rocket_launch:", "Analysis"),
     Page("cpu-cost", "CPU cost", ":material/speed:", "Analysis"),
     Page("compare", "Compare", ":material/compare_arrows:", "Analysis"),
@@ -38,6 +39,7 @@ SITE = (
     Page("attention", "Attention", ":material/center_focus_strong:", "Analysis"),
     Page("memory", "Memory", ":material/memory_alt:", "Analysis"),
     Page("job", "Job", ":material/lan:", "Analysis"),
+    Page("sql", "SQL", ":material/terminal:", "Analysis"),
 )
 BY_PATH = {page.url_path: page for page in SITE}
 DEFAULT_PAGE = SITE[0].url_path

@@ -138,9 +138,11 @@ def collapse_depths(marks: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(["level"], kind="stable", ignore_index=True)
 
 
-def _params(groups: list[list[str]], shared: bool, brush_us: tuple[float, float] | None) -> list[dict]:
+def _params(groups: list[list[str]], shared: bool, brush_us: tuple[float, float] | None,
+            picked: str | None = None) -> list[dict]:
     """Zoom (scale-bound: one for all views on a shared scale, else one per run's views), the
-    range brush (started at ``brush_us`` when the URL has one), and pick/hover of an event."""
+    range brush (started at ``brush_us`` when the URL has one), and pick/hover of an event (the
+    pick started at the event whose link is ``picked``: its flow drawn, its kernel outlined)."""
     def zoom(name, on):
         return {"name": name, "bind": "scales", "views": on,
                 "select": {"type": "interval", "encodings": ["x"], "zoom": ZOOM_WHEEL,
@@ -152,9 +154,12 @@ def _params(groups: list[list[str]], shared: bool, brush_us: tuple[float, float]
         "translate": False, "clear": "dblclick", "mark": {"fillOpacity": 0}}}
     if brush_us:
         brush["value"] = {"x": list(brush_us)}
+    pick = {"name": "pick", "views": views, "select": {"type": "point", "fields": ["link"], "on": "click"}}
+    if picked:
+        pick["value"] = [{"link": picked}]
     return zooms + [
         brush,
-        {"name": "pick", "views": views, "select": {"type": "point", "fields": ["link"], "on": "click"}},
+        pick,
         {"name": "hover", "views": views, "select": {"type": "point", "fields": ["link"],
                                                      "on": "mouseover", "clear": "mouseout"}},
     ]
@@ -252,14 +257,26 @@ def _panel(marks: pd.DataFrame, view: int, run: int, title: str, subtitle: str, 
             "data": {"values": data}, "layer": layers}  # bars and their names share the data
 
 
+def event_link(panels: list, run_id: str, external_id: int) -> str | None:
+    """The ``link`` key (panel_data) of the event of ``run_id`` with this external id, as the
+    spec of ``panels`` draws it; None when that run's panel does not hold it."""
+    for i, p in enumerate(panels):
+        if p[0] == run_id:
+            hits = [r["external_id"] for r in _rows(p[3]) if r.get("external_id") is not None
+                    and r["external_id"] == external_id]
+            return f"{i}:{hits[0]}" if hits else None
+    return None
+
+
 def timeline_spec(panels: list, titles: list[str], subtitles: list[str], shared: bool,
                   search: str | None = None, collapse: bool = False,
-                  brush_us: tuple[float, float] | None = None) -> dict:
+                  brush_us: tuple[float, float] | None = None, picked: str | None = None) -> dict:
     """Every run in one Vega-Lite spec (a plain dict: Altair's validation of a layered concat
     costs ~0.5 s). ``panels`` are ``queries.timeline_panels`` entries that have marks. The GPU
     lanes of all runs come first, next to each other, then each run's CPU lanes (with
     ``collapse``, one lane of ops per thread). ``shared``: one x scale (linked zoom), else each
-    run its own (its GPU and CPU views zoom together). ``brush_us``: a range to start with."""
+    run its own (its GPU and CPU views zoom together). ``brush_us``: a range to start with;
+    ``picked``: the link of an event to start picked (``event_link``)."""
     parts = []  # (run index, GPU?, marks)
     for i, p in enumerate(panels):
         marks = collapse_depths(p[3]) if collapse else p[3]
@@ -279,7 +296,7 @@ def timeline_spec(panels: list, titles: list[str], subtitles: list[str], shared:
         groups[i].append(f"panel_{k}")
     return {
         "$schema": "https://vega.github.io/schema/vega-lite/v6.json",
-        "params": _params([g for g in groups if g], shared, brush_us),
+        "params": _params([g for g in groups if g], shared, brush_us, picked),
         "vconcat": views, "spacing": 10, "padding": {"left": 5, "top": 5, "right": 28, "bottom": 5},
         "resolve": {"scale": {"x": "shared" if shared else "independent", "y": "independent",
                               "color": "shared"}},

@@ -5,7 +5,8 @@ from tests.pages.conftest import FLASH, NAIVE, tables_with as _table_with, param
 
 
 def test_alignment_marks_the_copy_only_the_naive_run_makes(pages, page_store, run_ids):
-    at = pages.open("compare", runs=f"{run_ids[NAIVE]},{run_ids[FLASH]}")
+    # the naive run as the baseline (by default it is the fastest run: tests/pages/test_compare_baseline.py)
+    at = pages.open("compare", runs=f"{run_ids[NAIVE]},{run_ids[FLASH]}", a=run_ids[NAIVE])
     pages.assert_clean(at)
     (aligned,) = _table_with(at, "status")
     # two kernels in a, one in b: one pair is replaced, one of a's has no partner

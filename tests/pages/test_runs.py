@@ -58,7 +58,7 @@ def test_selecting_rows_writes_the_url(pages, page_store, run_ids):
 def test_rename_changes_the_name_everywhere(pages, page_store, run_ids):
     at = pages.open("runs", runs=run_ids[FLASH])
     at.text_input(key="rename_to").input("flash after the fix")
-    at.button[0].click()
+    next(b for b in at.button if b.label == "Rename").click()
     at.run()
     pages.assert_clean(at)
     labels = queries.run_labels(page_store, [run_ids[FLASH]])
@@ -69,7 +69,7 @@ def test_rename_changes_the_name_everywhere(pages, page_store, run_ids):
 def test_rename_to_blank_is_a_plain_error(pages, page_store, run_ids):
     at = pages.open("runs", runs=run_ids[FLASH])
     at.text_input(key="rename_to").input("   ")
-    at.button[0].click()
+    next(b for b in at.button if b.label == "Rename").click()
     at.run()
     assert not at.exception
     assert [e.value for e in at.error] == ["A run name cannot be empty."]

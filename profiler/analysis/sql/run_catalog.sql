@@ -9,6 +9,10 @@
 --   gpu_busy_pct          that as a share of the iteration
 --   cpu_busy_us_per_iter  CPU wall time of the launching thread per iteration
 --   bound                 gpu | cpu | sync | mixed | none
+--   repeat                which repeat of its variant and shape a capture is, from 1 (run_meta's
+--                         0-based `repeat` + 1); NULL when the capture did not say
+--   captured_at           when its capture began (UTC), read from the sweep id run_meta carries
+--                         (`…-20261201T050143Z`); NULL for runs captured outside a sweep and uploads
 -- includes: metrics
 -- params: $run_ids VARCHAR[] (every run id: the metrics layer reads only these runs)
 SELECT t.run_id, t.name, t.variant,
@@ -30,6 +34,9 @@ SELECT t.run_id, t.name, t.variant,
        m.gpu_busy_pct, m.gpu_idle_pct,
        coalesce(m.cpu_busy_us_per_iter, 0) AS cpu_busy_us_per_iter,
        m.bound,
+       TRY_CAST(json_extract_string(t.run_meta, '$.repeat') AS INTEGER) + 1 AS repeat,
+       try_strptime(regexp_extract(json_extract_string(t.run_meta, '$.sweep'), '([0-9]{8}T[0-9]{6}Z)', 1),
+                    '%Y%m%dT%H%M%SZ') AS captured_at,
        t.events, t.size_bytes, t.source, t.added_at
 FROM traces t
 LEFT JOIN run_metrics($run_ids::VARCHAR[]) m

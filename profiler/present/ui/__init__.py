@@ -32,7 +32,10 @@ Empty states and errors:
 Tables, files, captures:
     ``CATALOG_COLUMNS``  the runs table's columns (labels, units, help), in display order;
         ``KERNEL_COLUMNS``, ``BREAKDOWN_COLUMNS``, ``ROOF_COLUMNS`` the Kernels page's,
-        ``RANGE_COLUMNS`` the Timeline's selected range.
+        ``RANGE_COLUMNS`` the Timeline's selected range, ``KERNEL_EVENT_COLUMNS`` and
+        ``OP_EVENT_COLUMNS`` the Events page's.
+    ``pick_row(df, key, **kw) -> int | None``  a table whose rows are picked one at a time (the
+        Events page); the picked row's position.
     ``pick_rows(df, key, selected, id_col="run_id", **kw) -> tuple[str, ...]``  row-selectable
         ``st.dataframe`` pre-selected from ``selected``; the selected ids (selected ids that are
         not rows of ``df``, e.g. filtered out, stay selected).
@@ -47,10 +50,11 @@ Tables, files, captures:
     ``capture_runs(config) -> (results, skipped outcomes)``  a ``profiler.capture.recorder`` capture with
         a live bar per variant, then ingest; one capture per server at a time (others wait).
 """
-from profiler.present.ui.columns import BREAKDOWN_COLUMNS, KERNEL_COLUMNS, RANGE_COLUMNS, ROOF_COLUMNS
+from profiler.present.ui.columns import (BREAKDOWN_COLUMNS, KERNEL_COLUMNS, KERNEL_EVENT_COLUMNS, OP_EVENT_COLUMNS,
+                                        RANGE_COLUMNS, ROOF_COLUMNS)
 from profiler.present.ui.session import (PROJECT_ERRORS, WRITING_PAGES, db_path, get_store, page_run,
                                         preload_capture, seeding, seeding_progress, traces_dir)
-from profiler.present.ui.tables import (CATALOG_COLUMNS, RUN_COLUMN_PX, csv_download, kept_chart, pick_rows,
+from profiler.present.ui.tables import (CATALOG_COLUMNS, RUN_COLUMN_PX, csv_download, kept_chart, pick_row, pick_rows,
                                        ranked_runs, run_column, table)
 from profiler.present.ui.view import (PAGE_FILES, PAGE_ICONS, app_base, chart_move, copy_link, entered_through_app, guard,
                                      guard_quietly, link_to, log_axis, require_runs, select_runs, set_view, show_error,
@@ -58,10 +62,10 @@ from profiler.present.ui.view import (PAGE_FILES, PAGE_ICONS, app_base, chart_mo
 from profiler.present.ui.work import (capture_runs, ingest_files, ingest_job_upload, trace_download,
                                      upload_limit_mb)
 
-__all__ = ["BREAKDOWN_COLUMNS", "CATALOG_COLUMNS", "KERNEL_COLUMNS", "PAGE_FILES", "PAGE_ICONS", "PROJECT_ERRORS",
+__all__ = ["BREAKDOWN_COLUMNS", "CATALOG_COLUMNS", "KERNEL_COLUMNS", "KERNEL_EVENT_COLUMNS", "OP_EVENT_COLUMNS", "PAGE_FILES", "PAGE_ICONS", "PROJECT_ERRORS",
            "RANGE_COLUMNS", "ROOF_COLUMNS", "RUN_COLUMN_PX", "WRITING_PAGES", "app_base", "capture_runs",
            "chart_move", "copy_link", "csv_download", "db_path", "entered_through_app", "get_store", "guard",
            "guard_quietly", "ingest_files", "ingest_job_upload", "kept_chart", "link_to", "log_axis", "page_run",
-           "pick_rows", "preload_capture", "ranked_runs", "require_runs", "run_column", "seeding",
+           "pick_row", "pick_rows", "preload_capture", "ranked_runs", "require_runs", "run_column", "seeding",
            "seeding_progress", "select_runs", "set_view", "show_error", "table", "trace_download", "traces_dir",
            "update_view", "upload_limit_mb", "view_state"]

@@ -1,5 +1,5 @@
-"""The columns (labels, units, help), in display order, of the Kernels page's tables and the
-Timeline's selected range."""
+"""The columns (labels, units, help), in display order, of the Kernels page's tables, the
+Timeline's selected range and the Events page's two lists."""
 from __future__ import annotations
 
 import streamlit as st
@@ -103,4 +103,37 @@ RANGE_COLUMNS = {  # the Timeline's selected range: what ran in it, per run and 
     "name": Col.TextColumn("name", width="large", help="The full name as the trace wrote it."),
     "events": Col.NumberColumn("count"), "total": Col.TextColumn("total (in range)"),
     "self_time": Col.TextColumn("self", help="Ops: their own time, without the ops inside them."),
+}
+
+KERNEL_EVENT_COLUMNS = {  # the Events page: one kernel launch a row; what launched it before the run
+    "name": Col.TextColumn("kernel", width=560, help="The kernel's full name (hover a cell to read "
+                           "all of it; copying a cell copies it whole)."),
+    "dur_us": Col.NumberColumn("µs", format="%.2f", help="This launch's duration on the GPU."),
+    "launch_op": Col.TextColumn("launching op", width="medium",
+                                help="The innermost CPU op whose call launched it (External id)."),
+    "api": Col.TextColumn("API", help="The runtime / driver call that launched it (correlation id)."),
+    "run": run_column(),
+    "step": Col.NumberColumn("step", help="Its iteration (0 = the first ProfilerStep)."),
+    "start_in_step_us": Col.NumberColumn("start µs in step", format="%.1f"),
+    "start_ms": Col.NumberColumn("start ms in trace", format="%.3f"),
+    "stream": Col.NumberColumn("stream"),
+    "grid": Col.TextColumn("grid"),
+    "block": Col.TextColumn("block"),
+    "device": Col.NumberColumn("device"),
+    "correlation": Col.NumberColumn("correlation"),
+}
+OP_EVENT_COLUMNS = {  # the Events page: one CPU op call a row
+    "name": Col.TextColumn("op", width=360),
+    "dur_us": Col.NumberColumn("µs", format="%.2f"),
+    "self_us": Col.NumberColumn("self µs", format="%.2f", help="Its time minus its children's."),
+    "kernels": Col.NumberColumn("kernels launched", help="Kernels its own launch calls started."),
+    "parent": Col.TextColumn("inside", width="medium"),
+    "run": run_column(),
+    "depth": Col.NumberColumn("depth"),
+    "step": Col.NumberColumn("step"),
+    "start_in_step_us": Col.NumberColumn("start µs in step", format="%.1f"),
+    "start_ms": Col.NumberColumn("start ms in trace", format="%.3f"),
+    "thread": Col.TextColumn("pid/tid"),
+    "cat": Col.TextColumn("category"),
+    "input_dims": Col.TextColumn("input dims", width="medium"),
 }

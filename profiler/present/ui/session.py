@@ -26,6 +26,8 @@ from profiler.storage.store import Store, default_db_path
 
 PROJECT_ERRORS = (ProfilerError, ShareError)  # TraceError, StoreError, ... all derive from it
 WRITING_PAGES = ("profile", "upload")  # page_run leaves these pages' store calls their own
+# and the SQL page's: its query runs in a child process that must open the file itself
+OWN_CALLS_PAGES = (*WRITING_PAGES, "sql")
 TABLE_EVERY_S = 5.0  # while the samples land, the runs table is redrawn at most this often
 QUIET_S = 3.0  # the preload waits until no page has been drawn for this long (it would slow that page)
 _PAGES = {"running": 0, "last": time.monotonic()}  # page script runs in flight (page_run), and when one last began or ended
@@ -60,12 +62,13 @@ def page_run(page: str) -> Iterator[None]:
     page's reads share one open database instead of opening the file (and closing it, which
     writes a checkpoint) for each: ~40-80 ms a page. Not held on the pages that capture or
     ingest (`WRITING_PAGES`): they run for minutes, and other processes (the command line) get
-    the file between their calls. A store that cannot be opened is left to the page, whose
+    the file between their calls; nor on the SQL page, whose query runs in a process of its own
+    (`OWN_CALLS_PAGES`). A store that cannot be opened is left to the page, whose
     reads say why."""
     _page_started()
     try:
         with ExitStack() as stack:
-            if page not in WRITING_PAGES:
+            if page not in OWN_CALLS_PAGES:
                 try:
                     stack.enter_context(get_store().connect())
                 except PROJECT_ERRORS:

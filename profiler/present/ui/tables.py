@@ -12,22 +12,39 @@ from profiler.analysis import kept
 from profiler.present import markup
 
 Col = st.column_config
-# the runs page's catalog, in display order: what tells runs apart first, the numbers next, provenance last
+RUN_COLUMN_PX = 470  # a run label in full: 'variant dtype L=… (cold) · id', or an upload's file name
+
+
+def run_column(title: str = "run"):
+    """The column of run labels in every table, wide enough that a label is not cut at 1600 px."""
+    return st.column_config.TextColumn(markup.md(title), width=RUN_COLUMN_PX)
+
+
+# the runs page's catalog, in display order: the run as every page labels it and what tells runs
+# apart (the workload, column by column), the numbers next, provenance last
 CATALOG_COLUMNS = {
-    "run_id": Col.TextColumn("run id", help="Content hash of the trace: the same "
-                             "file is the same run everywhere, so shared links name runs by it."),
+    "label": run_column("run"),
     "sweep": Col.TextColumn("sweep", width="medium", help="The variant, mode and what the sweep keeps fixed "
                             "(batch, heads, head dim, lengths, window, dtype, causal, warm or cold), then the "
                             "one axis its runs vary (as on the Sweep page); a run in no sweep: its whole shape."),
     "swept": Col.NumberColumn("swept value", help="This run's value on the axis its sweep varies "
                               "(named at the end of the sweep column)."),
-    "name": Col.TextColumn("name", width="large"),
+    "mode": Col.TextColumn("mode", width="small", help="prefill, decode (one or a few new queries against a "
+                           "KV cache) or train (forward and backward)."),
+    "batch": Col.NumberColumn("B", width="small", help="batch"),
+    "heads": Col.NumberColumn("H", width="small", help="query heads"),
+    "kv_heads": Col.NumberColumn("K/V H", width="small", help="K/V heads: fewer than the query heads is GQA / MQA (the label says GQA H/K)."),
+    "seq_len": Col.NumberColumn("Q len", width="small", help="queries per sequence (packed: their sum); decode: the new queries."),
+    "kv_len": Col.NumberColumn("KV len", width="small", help="keys per sequence: the KV cache in decode; the query length otherwise."),
+    "head_dim": Col.NumberColumn("D", width="small", help="head dim"),
+    "window": Col.NumberColumn("window", width="small", help="sliding window in keys; 0: none."),
+    "varlen": Col.TextColumn("packed lengths", help="Packed sequence lengths (varlen); empty: not packed."),
+    "dtype": Col.TextColumn("dtype", width="small"),
+    "cold": Col.CheckboxColumn("cold", help="First call of a fresh shape, before any warm-up."),
+    "repeat": Col.NumberColumn("repeat", width="small", help="Which repeat of its variant and shape the capture is (1, 2, 3)."),
     "completeness": Col.TextColumn("trace", help="Whether the trace is whole: 'incomplete: N' when records "
                                    "were dropped or are malformed (N reasons; `summary --json` lists them), "
                                    "'complete, limits' when an option was off (no shapes, no memory)."),
-    "variant": Col.TextColumn("variant", help="Attention implementation (captured runs)."),
-    "shape": Col.TextColumn("shape B×H×L×D", help="batch × heads × sequence length × head dim"),
-    "dtype": Col.TextColumn("dtype"),
     "kernels_per_iter": Col.NumberColumn("kernels / iter", format="%.1f"),
     "gpu_busy_us_per_iter": Col.NumberColumn(
         "GPU own busy µs / iter", format="%.1f",
@@ -54,19 +71,18 @@ CATALOG_COLUMNS = {
                                    "the whole trace counts as one iteration."),
     "gpu_name": Col.TextColumn("GPU"),
     "causal": Col.CheckboxColumn("causal"),
-    "cold": Col.CheckboxColumn("cold", help="First call of a fresh shape, before any warm-up."),
     "versions": Col.TextColumn("versions"),
     "events": Col.NumberColumn("events", format="localized"),
+    "name": Col.TextColumn("name", width=540, help="The trace's file name (uploads) or the capture's run name."),
+    "variant": Col.TextColumn("variant", help="Attention implementation (captured runs)."),
+    "run_id": Col.TextColumn("run id", help="Content hash of the trace: the same file is the same run "
+                             "everywhere, so shared links name runs by it."),
+    "captured": Col.TextColumn("captured", width=100, help="The capture's date (UTC), from its sweep "
+                               "id; empty for captures outside a sweep and uploads."),
     "source": Col.TextColumn("source"),
     "added_at": Col.DatetimeColumn("added (UTC)", format="YYYY-MM-DD HH:mm"),
 }
 
-RUN_COLUMN_PX = 470  # a run label in full: 'variant dtype L=… (cold) · id', or an upload's file name
-
-
-def run_column(title: str = "run"):
-    """The column of run labels in every table, wide enough that a label is not cut at 1600 px."""
-    return st.column_config.TextColumn(markup.md(title), width=RUN_COLUMN_PX)
 
 
 def csv_download(df: pd.DataFrame, name: str, label: str = "Download CSV") -> None:
@@ -104,6 +120,14 @@ def pick_rows(df: pd.DataFrame, key: str, selected: tuple[str, ...], id_col: str
     picked = tuple(ids[i] for i in event.selection.rows if i < len(ids))
     kept = tuple(r for r in selected if r in picked or r not in ids)
     return kept if set(kept) == set(picked) else kept + tuple(r for r in picked if r not in kept)
+
+
+def pick_row(df: pd.DataFrame, key: str, **dataframe_kwargs) -> int | None:
+    """A table whose rows can be picked one at a time (sorting by a header keeps the pick on its
+    row); the position in ``df`` of the picked row, or None."""
+    event = table(df, key=key, on_select="rerun", selection_mode="single-row", **dataframe_kwargs)
+    rows = [i for i in event.selection.rows if i < len(df)]
+    return rows[0] if rows else None
 
 
 _RANK_COLUMNS = {
