@@ -92,5 +92,5 @@ def sentence(store, part: pd.DataFrame) -> tuple[str, dict]:
     same = _aliases(store, part)
     odd, odd_evidence = _outliers(part)
     evidence |= {"same_kernels": {r["variant"]: r["same_kernels_as"] for _, r in part.iterrows()
-                                  if r["same_kernels_as"]}, "outliers": odd_evidence}
+                                  if isinstance(r["same_kernels_as"], str)}, "outliers": odd_evidence}
     return " ".join([text, *same, *odd]), evidence
