@@ -87,9 +87,9 @@ def run_rank(args: argparse.Namespace) -> int:
     from profiler.analysis import ranking
 
     texts = run_args.split(args.runs)
-    with run_args.opened(texts, args.db) as (store, ingested):
-        ids = chosen_runs(store, texts, ingested, run_args.filters_of(args))
-        ranked, alone = ranking.rank_sets(store, ids, args.compare_gpus)
+    with run_args.opened(texts, args.db) as (store, ingested), store.session() as db:   # one cursor for every read
+        ids = chosen_runs(db, texts, ingested, run_args.filters_of(args))
+        ranked, alone = ranking.rank_sets(db, ids, args.compare_gpus)
     if args.json:
         print(json.dumps(rank_json(ranked, alone), indent=2, ensure_ascii=False, allow_nan=False))
         return 0
@@ -145,10 +145,10 @@ def run_check(args: argparse.Namespace) -> int:
 
     try:
         sides = [run_args.split([args.baseline]), run_args.split([args.candidate])]
-        with run_args.opened(sides[0] + sides[1], args.db) as (store, ingested):
-            runs = run_args.Runs(store)
+        with run_args.opened(sides[0] + sides[1], args.db) as (store, ingested), store.session() as db:
+            runs = run_args.Runs(db)
             base, cand = (runs.resolve(side, ingested) for side in sides)
-            verdict = gate.check(store, base, cand, args.max_slowdown, args.allow_different_workloads)
+            verdict = gate.check(db, base, cand, args.max_slowdown, args.allow_different_workloads)
     except errors.ProfilerError as e:
         if args.json:
             print(json.dumps({"status": "refused", "reason": str(e)}, indent=2, ensure_ascii=False))
