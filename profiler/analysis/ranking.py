@@ -192,7 +192,9 @@ def rank_sets(store, run_ids, compare_devices: bool = False) -> tuple[list[Ranke
     for _, part in table.groupby("set", sort=False):
         part = part.reset_index(drop=True)
         if len(part) < 2:
-            alone.append(set_title(part.iloc[0]) + f": {part.iloc[0]['label']}")
+            row = part.iloc[0]
+            figure = rank_sentences.figure_words(row) if row["figure"].known else "no time per call"
+            alone.append(f"{set_title(row)}: {row['label']}, {figure}")
             continue
         ranked.append(Ranked(set_title(part.iloc[0]), part, *rank_sentences.sentence(store, part)))
     return ranked, alone
