@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-COLUMNS = ["rank", "label", "us_per_call", "interval", "repeats", "times_fastest", "versus", "rate", "pct_of_roof",
-           "roof_bound", "peak_allocated_mib", "cold_us", "bound", "outliers", "run_id"]
+COLUMNS = ["rank", "label", "us_per_call", "interval", "repeats", "times_fastest", "versus", "run_id", "rate",
+           "pct_of_roof", "roof_bound", "peak_allocated_mib", "cold_us", "bound", "outliers"]
 SHAPE_NOTE = ("Runs are grouped into repeats (one variant, workload, device and cold or warm state: the figure is "
               "their median, the interval their least to their most, an outlier set aside) and ranked only "
               "against groups of the same mode (prefill, decode, train), shape (batch, heads and K/V heads, "

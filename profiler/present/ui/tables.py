@@ -114,6 +114,7 @@ _RANK_COLUMNS = {
     "repeats": st.column_config.NumberColumn("repeats", help="Runs the figure uses (outliers set aside)."),
     "times_fastest": st.column_config.NumberColumn("× fastest", format="%.2f"),
     "versus": st.column_config.TextColumn("tie / same kernels", width="medium"),
+    "run_id": st.column_config.TextColumn("run id", help="The repeat nearest the median."),
     "rate": st.column_config.TextColumn("TFLOP/s or TB/s", help="TFLOP/s when the op model puts the run "
                                         "under the compute roof, TB/s under the memory roof."),
     "pct_of_roof": st.column_config.NumberColumn("% of roof", format="%.1f"),
@@ -123,7 +124,6 @@ _RANK_COLUMNS = {
                                              help="The first call of this variant and shape in its cold run."),
     "bound": st.column_config.TextColumn("bound", help="The iterations' verdict (metrics layer)."),
     "outliers": st.column_config.TextColumn("outliers", help="Repeats far from the group's median, set aside."),
-    "run_id": st.column_config.TextColumn("run id", help="The repeat nearest the median."),
 }
 
 
