@@ -75,7 +75,9 @@ def keyed(runs: pd.DataFrame, compare_devices: bool = False) -> pd.DataFrame:
     """``runs`` with ``set`` and ``group`` keys: a set is a workload and state (and device, unless
     `compare_devices`); a group adds the variant (and then the device)."""
     known = runs[list(SHAPE)].notna().all(axis=1) & runs["variant"].notna()
-    shape = runs[list(SHAPE)].map(str).agg("|".join, axis=1) if len(runs) else pd.Series(dtype=str)
+    shape = pd.Series("", index=runs.index, dtype=object)
+    for i, column in enumerate(SHAPE):          # column by column: a row-wise join took seconds over 10,000 runs
+        shape = shape + ("|" if i else "") + runs[column].map(str)
     state = np.where(runs["cold"], "cold", "warm")
     device = "" if compare_devices else "|" + runs["device"].astype(str)
     runs = runs.copy()
