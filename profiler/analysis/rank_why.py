@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import kernel_names, op_costs, query_files, why
+from profiler.analysis import kept, kernel_names, op_costs, query_files, why
 from profiler.vocab.attention import SDPA_BACKENDS
 
 FORCED = {f"sdpa_{name}" for name in SDPA_BACKENDS}
@@ -25,8 +25,10 @@ SAME_KERNEL_SHARE = 0.1   # a shared kernel explains a gap when its change is at
 
 
 def work(store, run_ids) -> pd.DataFrame:
-    """run_id, name, calls_per_iter, us_per_iter of each run's GPU work inside its iterations."""
-    return query_files.read(store, "gpu_work_names", run_ids=list(dict.fromkeys(run_ids)))
+    """run_id, name, calls_per_iter, us_per_iter of each run's GPU work inside its iterations (kept
+    per run: `ranking.rank_table` reads every group's run once, the sets and sentences reuse them)."""
+    return kept.per_run(store, ("gpu_work_names",), list(dict.fromkeys(run_ids)),
+                        lambda ids: query_files.read(store, "gpu_work_names", run_ids=ids), "run_id")
 
 
 def signature(rows: pd.DataFrame) -> tuple:

@@ -140,8 +140,9 @@ def order(store, found: pd.DataFrame) -> pd.DataFrame:
 
 def rank_table(store, run_ids, compare_devices: bool = False) -> pd.DataFrame:
     """One row per group (`COLUMNS`), sets in the order of their first run, fastest first in each."""
-    runs = runs_of(store, run_ids)
-    table = order(store, groups(keyed(runs, compare_devices)))
+    found = groups(keyed(runs_of(store, run_ids), compare_devices))
+    rank_why.work(store, found["run_id"])        # every group's work in one read, before the sets use it
+    table = order(store, found)
     reps = table["run_id"].tolist()
     labels = queries.run_labels(store, reps).set_index("run_id")["label"]
     table["label"] = [group_label(labels.get(r, r), n) for r, n in zip(reps, table["runs"])]
