@@ -233,14 +233,17 @@ def crossovers(curves: pd.DataFrame, min_gap: float = 0.0) -> pd.DataFrame:
     """Where two variants of one sweep swap the lead in throughput: between the last axis value
     where one led and the next where the other leads, ties (`leads`: the repeats' intervals overlap
     or the medians differ by less than the noise floor, the larger spread of the two) passed
-    through, so a lead that changes through a tie is found. Columns `CROSS_COLUMNS`: leader (ahead
+    through, so a lead that changes through a tie is found. A sweep without repeats takes its noise
+    floor from the other sweeps' repeats (unmeasured when none has any). Columns `CROSS_COLUMNS`: leader (ahead
     from x_hi on), trailer, the four medians, the tied values between (ties), the leader's margin
     at x_hi and the noise floor there (%), and the sentence."""
     rows = []
+    everywhere = repeats.noise_floor(_figure(r) for r in curves.to_dict("records"))
     for sweep, part in curves.groupby("sweep", sort=False):
         axis, mode, metric = part["axis"].iloc[0], part["mode"].iloc[0], part["metric"].iloc[0]
         figs = {(r["variant"], int(r["x"])): _figure(r) for r in part.to_dict("records")}
         floor = repeats.noise_floor(figs.values())
+        floor = everywhere if floor != floor else floor     # a sweep without repeats: the others' noise
         names = sorted(part["variant"].unique())
         for i, a in enumerate(names):
             for b in names[i + 1:]:

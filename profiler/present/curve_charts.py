@@ -116,10 +116,13 @@ def sweep_table(curves: pd.DataFrame, base: str = "") -> pd.DataFrame:
 
 
 HEIGHT_PX = 340
+# the plot area inside it: the chart fits its title, x axis and padding into HEIGHT_PX (measured
+# in Chromium: ~234 px of plot)
+PLOT_PX = 220
 LABEL_PX = style.FONT_PX + 2   # the least distance between two end-of-line labels
 
 
-def label_positions(values: list[float], lo: float, hi: float, height_px: int = HEIGHT_PX) -> list[float]:
+def label_positions(values: list[float], lo: float, hi: float, height_px: int = PLOT_PX) -> list[float]:
     """Where each line's end label sits on a log axis from ``lo`` to ``hi`` drawn ``height_px``
     high: at its line's end, pushed up (in the values' order) until it is at least `LABEL_PX`
     from the label below, so no two labels overlap."""
@@ -154,7 +157,7 @@ def sweep_chart(curves: pd.DataFrame, points: pd.DataFrame, crossings: pd.DataFr
     lo = float(min(data["min"].min(), dots["value"].min()))
     hi = float(max(data["max"].max(), dots["value"].max()))
     ends = data.sort_values("x").groupby("variant", as_index=False).last()
-    ends["label_y"] = label_positions(ends["median"].tolist(), lo, hi, HEIGHT_PX)
+    ends["label_y"] = label_positions(ends["median"].tolist(), lo, hi)
     y_scale = alt.Scale(type="log", domain=[lo, max(hi, float(ends["label_y"].max()))], nice=False)
     y_title = f"{unit} (log): " + ("the shape's bytes over GPU time" if metric == "tbps" else "the shape's FLOPs over GPU time")
     colour = style.series_scale(dict(zip(data["variant"], data["variant"])))
