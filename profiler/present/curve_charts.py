@@ -119,22 +119,29 @@ HEIGHT_PX = 340
 # the plot area inside it: the chart fits its title, x axis and padding into HEIGHT_PX (measured
 # in Chromium: ~234 px of plot)
 PLOT_PX = 220
-LABEL_PX = style.FONT_PX + 2   # the least distance between two end-of-line labels
+LABEL_PX = style.FONT_PX + 5   # the least distance between two end-of-line labels (a line of text and a gap)
 
 
 def label_positions(values: list[float], lo: float, hi: float, height_px: int = PLOT_PX) -> list[float]:
     """Where each line's end label sits on a log axis from ``lo`` to ``hi`` drawn ``height_px``
     high: at its line's end, pushed up (in the values' order) until it is at least `LABEL_PX`
-    from the label below, so no two labels overlap."""
+    from the label below, so no two labels overlap. The axis grows to hold the top label, which
+    squeezes the pixels a decade takes: the positions are computed again on the grown axis until
+    they hold."""
     if not values:
         return []
-    span = math.log10(hi / lo) if hi > lo > 0 else 1.0
-    gap = span * LABEL_PX / height_px                       # LABEL_PX in log10 units
     order = sorted(range(len(values)), key=lambda i: values[i])
-    out, below = [0.0] * len(values), -math.inf
-    for i in order:
-        y = max(math.log10(values[i]), below + gap)
-        out[i], below = 10 ** y, y
+    top, out = hi, list(values)
+    for _ in range(20):
+        span = math.log10(top / lo) if top > lo > 0 else 1.0
+        gap = span * LABEL_PX / height_px                       # LABEL_PX in log10 units
+        below = -math.inf
+        for i in order:
+            y = max(math.log10(values[i]), below + gap)
+            out[i], below = 10 ** y, y
+        if max(out) <= top * 1.0001:
+            break
+        top = max(out)
     return out
 
 
