@@ -17,11 +17,13 @@ def columns(axis: str, unit: str) -> dict:
                                    help="The median over the repeats of this variant at this point."),
         "min": Col.NumberColumn(markup.md(f"{unit} min"), format="%.3g"),
         "max": Col.NumberColumn(markup.md(f"{unit} max"), format="%.3g"),
-        "runs": Col.NumberColumn("runs", help="Warm captured runs (repeats) at this point."),
-        "gpu_busy_us_per_iter": Col.NumberColumn(
-            "GPU busy µs / iter", format="%.1f",
-            help="Time the GPU ran the iteration's kernels, copies or sets (as on the runs page); "
-                 "the median over the repeats."),
+        "us_per_call": Col.NumberColumn("µs / call (median)", format="%.1f",
+                                        help="The time of one call, median of the repeats: as ranked everywhere."),
+        "us_min": Col.NumberColumn("µs min", format="%.1f"),
+        "us_max": Col.NumberColumn("µs max", format="%.1f"),
+        "repeats": Col.NumberColumn("repeats", help="Repeats the figure uses (outliers set aside)."),
+        "runs": Col.NumberColumn("runs", help="Warm captured runs at this point."),
+        "outliers": Col.TextColumn("outliers", help="Runs far from the median of their repeats: set aside."),
         "timeline": Col.LinkColumn("timeline", display_text="open",
                                    help="The timeline of the run nearest the median."),
     }
@@ -47,6 +49,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         no_sweep()
     curves = sweeps.sweep_curves(points)
     crossings = sweeps.crossovers(curves)
+    leading = sweeps.leaders(store, curves, points)
     source = (f"the variants of the {len(state.runs)} selected runs, at every point captured"
               if state.runs else "every captured run in the store")
     st.caption(f"Warm runs of {source}, one section per sweep: a mode and a shape with one axis "
@@ -57,7 +60,8 @@ with ui.guard(), queries.session(ui.get_store()) as store:
                "what each run's own ops do instead). The lines join the medians of the "
                "repeats, the bars span their least to their most, each dot is one run: click a dot "
                "or a point to open its run's timeline. Where two lines cross, the faster variant "
-               "changes (dotted rules).")
+               "changes (dotted rules), through ties: two variants whose repeats overlap, or differ by "
+               "less than the noise floor (the larger spread of their repeats), are tied.")
     base = ui.app_base()
     for n, sweep in enumerate(curves["sweep"].unique()):
         mine = curves[curves["sweep"] == sweep]
@@ -68,10 +72,13 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         ui.kept_chart(store, ("sweep", sweep, base), drawn["run_id"],
                         lambda mine=mine, drawn=drawn, crossed=crossed: curve_charts.sweep_chart(mine, drawn, crossed, base),
                         width="stretch")
+        lead = sweeps.lead_sentence(leading[leading["sweep"] == sweep], axis)
+        if lead:
+            st.markdown(markup.md(lead))
         for text in crossed["text"]:
             st.markdown(f"- {markup.md(text)}")
         if crossed.empty:
-            st.markdown(markup.md(f"No two variants swap the lead in {unit} over this sweep."))
+            st.markdown(markup.md(f"No two variants swap the lead in {unit} over this sweep, ties passed through."))
         table = curve_charts.sweep_table(mine, base)
         ui.table(table, column_config=columns(axis, unit), column_order=list(columns(axis, unit)),
                  hide_index=True, placeholder="—")

@@ -56,8 +56,8 @@ def _check_ranking(page, ids) -> None:
     body = page.inner_text('[data-testid="stMain"]')
     assert (f"{truth[0]} bf16 L=1024 · {ids[truth[0]][:6]} is fastest at {_gpu_us_per_step(truth[0]):,.1f} µs "
             f"per call, {ratio:.2f}× faster than {truth[1]} bf16 L=1024") in body
-    assert "ranked only against runs of the same mode" in body
-    assert "no other selected run has the same shape: 1 run(s) (prefill B=8 H=16 L=2048" in body
+    assert "ranked only against groups of the same mode" in body
+    assert "Not ranked, one variant alone in its workload: prefill B=8 H=16 L=2048" in body
 
 
 def test_runs_page_ranks_n_runs_by_shape(ranked_server, browser):  # noqa: F811

@@ -82,7 +82,8 @@ def test_check_fails_a_regression_and_passes_an_improvement(store):
     lines = fail.stdout.splitlines()
     assert lines[0] == (f"FAIL: {naive} is {slower:.1f}% slower than {flash} ({_gpu_us_per_step('naive'):,.1f} vs "
                         f"{_gpu_us_per_step('sdpa_flash'):,.1f} µs per call; at most 5% slower is allowed)")
-    assert lines[1].startswith("  grew:") and "masked_fill" in fail.stdout   # naive's out-of-place mask
+    assert lines[1].startswith("  ratio ") and "one run a side: the noise is not measured" in lines[1]
+    assert lines[2].startswith("  grew:") and "masked_fill" in fail.stdout   # naive's out-of-place mask
     ok = subprocess.run([sys.executable, "-m", "profiler", "check", naive, flash, "--max-slowdown", "2%", "--json",
                          "--db", str(store.path)], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert ok.returncode == 0
@@ -95,7 +96,7 @@ def test_check_bounds_are_percentages_and_a_tiny_change_passes(store):
     assert main(["check", ids["naive"], ids["naive_cold"], "--max-slowdown", "5%", "--db", str(store.path)]) == 0
     with pytest.raises(SystemExit):
         main(["check", ids["naive"], ids["naive"], "--max-slowdown", "fast", "--db", str(store.path)])
-    assert main(["check", "no-such-run", ids["naive"], "--db", str(store.path)]) == 1
+    assert main(["check", "no-such-run", ids["naive"], "--db", str(store.path)]) == 2   # refused: cannot judge
 
 
 def test_the_out_of_place_masks_memcpy_counts_in_the_ranking(tmp_path, capsys):

@@ -97,7 +97,8 @@ def _sweep_findings(store, run_ids) -> list[Finding]:
     for row in sweeps.crossovers(curves).to_dict("records"):
         gpu = curves[(curves["sweep"] == row["sweep"]) & (curves["x"] == row["x_hi"])
                      & curves["variant"].isin([row["leader"], row["trailer"]])]["gpu_busy_us_per_iter"]
-        found.append(Finding("crossover", row.pop("text"), {k: _plain(v) for k, v in row.items()},
+        found.append(Finding("crossover", row.pop("text"), {k: v if isinstance(v, list) else _plain(v)
+                                                            for k, v in row.items()},
                              float(gpu.max() - gpu.min()) if len(gpu) else 0.0))
     return found
 

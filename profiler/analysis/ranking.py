@@ -1,42 +1,35 @@
-"""Which run wins, and why: any number of runs ranked by time per call, with one sentence.
+"""Which variant wins, with statistics: runs grouped into repeats, groups ranked, ties called ties.
 
-`rank_table(store, run_ids)` is one row per run, fastest first:
-
-- ``gpu_us_per_call``: what the ranking sorts by (`timings`: the GPU time of one iteration, its
-  kernels, copies and sets; a captured run calls the variant once per iteration); ties go to the
-  run id; ``kernel_us_per_call``: the kernels alone;
-- ``times_fastest``: that time over the fastest run's (1.0 for the winner);
-- ``tflops``, ``tbps``, ``pct_of_roof``, ``roof_bound`` (``compute`` | ``memory``): the op cost
-  model's rating of the run (`roofline.roofline_table`); missing where no op is modelled;
-- ``peak_allocated_bytes``, ``wall_us_per_call``, ``graph_us_per_call``: `timings`;
-- ``cold_us``: the first call of the same variant and shape when the store holds its cold run
-  (its one timed call), else missing;
-- ``bound``: the metrics layer's verdict of the run's iterations.
-
-`rank_sentence(store, table)` names the winner, its margin over the runner-up and the cause: the
-first of the pair's findings that explains a GPU-time gap (kernel architecture, bytes moved, fp32
-GEMMs on CUDA cores, hardware counters), else the largest kernel change.
-
-`shape_groups(store, run_ids)` splits runs by their attention shape (`SHAPE`): runs of different
-shapes are never ranked against each other. `rank_groups(store, run_ids)` is the ranked table and
-sentence of each group of two or more runs, and the runs left alone in their shape.
-
-`check(store, baseline, candidate, max_slowdown_pct)` is the regression gate: slower than the bound
-when the candidate's time per call exceeds the baseline's by more than ``max_slowdown_pct``; it
-names the kernels that grew.
+- `per_call(store, run_ids)`: **the** time of one call every ranking, `check` and sweep reads:
+  `timings`' ``gpu_us_per_call`` (the GPU time of one iteration: kernels, copies and sets; a
+  captured run calls the variant once per iteration); for a run recorded on the CPU (no GPU work),
+  the CPU time of its attention call (`sql/cpu_call_us.sql`), with ``timed_on`` saying which.
+- A **group** is the runs of one variant, workload (`SHAPE`: mode, sizes, K/V heads and length,
+  window, packed lengths, dtype, causality), device and cold/warm state: its repeats. Its figure,
+  interval and outliers follow `repeats` (the median of the repeats, their least to their most).
+  A run that records no shape (an upload) is a group of its own.
+- A **set** is the groups that may be ranked together: one workload, device and state; runs of
+  different GPUs are ranked apart unless ``compare_devices`` (then the device is part of a group).
+- `rank_table(store, run_ids)`: one row per group (`COLUMNS`), each set's groups fastest first,
+  with the set's noise floor, ties (``tied_with``: the group above it, when the two cannot be told
+  apart; tied groups share a rank), ``same_kernels_as`` (a variant that launches the very work of
+  another: named with it, not ranked as a rival; `rank_why.same_work`), outliers with their run
+  ids, and the representative run's rating (`roofline`), cold first call, timings and verdict.
+- `rank_sets(store, run_ids)`: each set of two or more groups ranked, with its sentence
+  (`rank_sentence`); the sets of one group left alone.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
-from profiler import errors
-from profiler.analysis import findings, queries, roofline, timings
+from profiler.analysis import queries, query_files, rank_sentences, rank_why, repeats, roofline, timings
 
-CAUSES = ("kernel_arch", "counters", "bytes_moved", "fp32_cuda_core_gemm", "kernel_delta")
 COLD_SQL = """
-SELECT w.run_id, c.run_id AS cold_run_id, TRY_CAST(c.run_meta->>'wall_us_per_call' AS DOUBLE) AS cold_us
+SELECT w.run_id, TRY_CAST(c.run_meta->>'wall_us_per_call' AS DOUBLE) AS cold_us
 FROM traces w JOIN traces c
   ON c.cold AND NOT w.cold AND c.variant = w.variant AND c.batch = w.batch AND c.heads = w.heads
  AND c.seq_len = w.seq_len AND c.head_dim = w.head_dim AND c.dtype = w.dtype AND c.causal = w.causal
@@ -46,148 +39,170 @@ QUALIFY row_number() OVER (PARTITION BY w.run_id ORDER BY c.added_at DESC, c.run
 """
 # what makes runs comparable: the mode and every size of the attention (queries.SHAPE_KEYS but the variant)
 SHAPE = ("mode", "batch", "heads", "kv_heads", "seq_len", "kv_len", "head_dim", "window", "varlen", "dtype", "causal")
-COLUMNS = ["rank", "run_id", "label", "gpu_us_per_call", "kernel_us_per_call", "times_fastest", "tflops", "tbps", "pct_of_roof",
-           "roof_bound", "peak_allocated_bytes", "cold_us", "wall_us_per_call", "graph_us_per_call", "bound"]
+CPU = "CPU attention call"
+NO_SHAPE = "no shape"   # the set of runs that record no shape (uploads): each run a group of its own
+COLUMNS = ["set", "rank", "variant", "label", "run_id", "us_per_call", "us_min", "us_max", "repeats", "runs",
+           "run_ids", "outliers", "timed_on", "times_fastest", "tied_with", "same_kernels_as", "noise_pct",
+           "gpu_us_per_call", "kernel_us_per_call", "tflops", "tbps", "pct_of_roof", "roof_bound",
+           "peak_allocated_bytes", "cold_us", "wall_us_per_call", "graph_us_per_call", "bound", "device", "cold"]
 
 
-def rank_table(store, run_ids) -> pd.DataFrame:
-    """One row per run (`COLUMNS`), fastest first; runs without kernel time come last."""
-    ids = queries._ids(dict.fromkeys(run_ids))
-    table = timings.run_timings(store, ids)
-    labels = queries.run_labels(store, ids).set_index("run_id")["label"]
-    table["label"] = table["run_id"].map(labels)
-    roof = roofline.roofline_table(store, ids)
-    rated = roof.set_index("run_id") if not roof.empty else pd.DataFrame(
-        columns=["tflops", "tbps", "pct_of_roof", "bound"])
+def per_call(store, run_ids) -> pd.DataFrame:
+    """run_id, us_per_call, timed_on ('GPU' | `CPU` | None when neither recorded a time)."""
+    ids = query_files.ids(run_ids)
+    table = timings.run_timings(store, ids)[["run_id", "gpu_us_per_call"]]
+    gpu = table["gpu_us_per_call"].where(table["gpu_us_per_call"] > 0)
+    cpu_rows = table.loc[gpu.isna(), "run_id"].tolist()
+    cpu = query_files.read(store, "cpu_call_us", run_ids=cpu_rows).set_index("run_id")["cpu_us_per_call"] \
+        if cpu_rows else pd.Series(dtype=float)
+    table["us_per_call"] = gpu.fillna(table["run_id"].map(cpu))
+    table["timed_on"] = np.where(gpu.notna(), "GPU", np.where(table["us_per_call"].notna(), CPU, None))
+    return table[["run_id", "us_per_call", "timed_on"]]
+
+
+def runs_of(store, run_ids) -> pd.DataFrame:
+    """One row per run: run_id, variant, `SHAPE`, device, cold, us_per_call, timed_on, and
+    ``set`` / ``group``: the text keys of its set and group (`compare_devices` off)."""
+    ids = list(dict.fromkeys(query_files.ids(run_ids)))
+    shapes = queries.run_shapes(store, ids)
+    runs = shapes.merge(per_call(store, ids), on="run_id", how="left")
+    runs["device"] = runs["gpu_name"].fillna("device not recorded")
+    runs["cold"] = runs["cold"].fillna(False).astype(bool)
+    return keyed(runs)
+
+
+def keyed(runs: pd.DataFrame, compare_devices: bool = False) -> pd.DataFrame:
+    """``runs`` with ``set`` and ``group`` keys: a set is a workload and state (and device, unless
+    `compare_devices`); a group adds the variant (and then the device)."""
+    known = runs[list(SHAPE)].notna().all(axis=1) & runs["variant"].notna()
+    shape = pd.Series("", index=runs.index, dtype=object)
+    for i, column in enumerate(SHAPE):          # column by column: a row-wise join took seconds over 10,000 runs
+        shape = shape + ("|" if i else "") + runs[column].map(str)
+    state = np.where(runs["cold"], "cold", "warm")
+    device = "" if compare_devices else "|" + runs["device"].astype(str)
+    runs = runs.copy()
+    runs["set"] = np.where(known, shape + "|" + state + device, NO_SHAPE)   # uploads: ranked together
+    runs["group"] = np.where(known, runs["set"] + "|" + runs["variant"].astype(str)
+                             + ("|" + runs["device"].astype(str) if compare_devices else ""), NO_SHAPE + runs["run_id"])
+    return runs
+
+
+def groups(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per group of `runs_of`: set, group, variant, device, cold, runs, run_ids, the figure
+    (us_per_call: median; us_min, us_max; repeats: used), outliers (run ids), run_id (the repeat
+    nearest the median: the one its label, rating and links show) and timed_on."""
+    rows = []
+    for key, part in runs.groupby("group", sort=False):
+        values = part["us_per_call"].tolist()
+        fig = repeats.figure(values)
+        ids = part["run_id"].tolist()
+        odd = [ids[i] for i in fig.outliers]
+        kept = [(abs(v - fig.median), r) for r, v in zip(ids, values) if r not in odd and v == v and v > 0]
+        first = part.iloc[0]
+        rows.append({"set": first["set"], "group": key, "variant": first["variant"], "device": first["device"],
+                     "cold": bool(first["cold"]), "runs": len(ids), "run_ids": ids, "us_per_call": fig.median,
+                     "us_min": fig.lo, "us_max": fig.hi, "repeats": fig.n, "outliers": odd,
+                     "outlier_us": [values[i] for i in fig.outliers],
+                     "run_id": min(kept)[1] if kept else ids[0], "timed_on": first["timed_on"], "figure": fig})
+    return pd.DataFrame(rows, columns=["set", "group", "variant", "device", "cold", "runs", "run_ids", "us_per_call",
+                                       "us_min", "us_max", "repeats", "outliers", "outlier_us", "run_id",
+                                       "timed_on", "figure"])
+
+
+def order(store, found: pd.DataFrame) -> pd.DataFrame:
+    """Each set's groups fastest first with rank, times_fastest, tied_with, same_kernels_as and the
+    set's noise_pct; groups without a figure last, unranked."""
+    parts = []
+    for _, part in found.groupby("set", sort=False):
+        part = part.sort_values(["us_per_call", "variant", "run_id"], na_position="last").reset_index(drop=True)
+        figs = list(part["figure"])
+        floor = repeats.noise_floor(figs)
+        alias = rank_why.same_work(store, part)      # {position: position of the group it runs the work of}
+        part["same_kernels_as"] = [part.at[alias[i], "variant"] if i in alias else None for i in range(len(part))]
+        ranks, tied_with, best, prev, k = [None] * len(part), [None] * len(part), None, None, 0
+        for i, fig in enumerate(figs):
+            if not fig.known or i in alias:
+                continue
+            k += 1
+            tie = prev is not None and repeats.tied(figs[prev], fig, repeats.pair_noise(figs[prev], fig, floor))
+            ranks[i], tied_with[i] = (ranks[prev], part.at[prev, "variant"]) if tie else (k, None)
+            best, prev = best or fig, i
+        for i, j in alias.items():
+            ranks[i] = ranks[j]
+        part["rank"] = pd.array(ranks, dtype="Int64")
+        part["tied_with"] = tied_with
+        part["times_fastest"] = part["us_per_call"] / best.median if best else math.nan
+        part["noise_pct"] = 100 * floor
+        parts.append(part)
+    return pd.concat(parts, ignore_index=True) if parts else found.assign(
+        rank=pd.array([], dtype="Int64"), tied_with=None, same_kernels_as=None, times_fastest=None, noise_pct=None)
+
+
+def rank_table(store, run_ids, compare_devices: bool = False) -> pd.DataFrame:
+    """One row per group (`COLUMNS`), sets in the order of their first run, fastest first in each."""
+    found = groups(keyed(runs_of(store, run_ids), compare_devices))
+    rank_why.work(store, found["run_id"])        # every group's work in one read, before the sets use it
+    table = order(store, found)
+    reps = table["run_id"].tolist()
+    labels = queries.run_labels(store, reps).set_index("run_id")["label"]
+    table["label"] = [group_label(labels.get(r, r), n) for r, n in zip(reps, table["runs"])]
+    timed = timings.run_timings(store, reps).set_index("run_id")
+    for column in ("kernel_us_per_call", "peak_allocated_bytes", "wall_us_per_call", "graph_us_per_call"):
+        table[column] = table["run_id"].map(timed[column])
+    table["gpu_us_per_call"] = table["us_per_call"].where(table["timed_on"] == "GPU")
+    roof = roofline.roofline_table(store, reps)
+    rated = roof.set_index("run_id") if not roof.empty else None
     for column, source in (("tflops", "tflops"), ("tbps", "tbps"), ("pct_of_roof", "pct_of_roof"),
                            ("roof_bound", "bound")):
-        table[column] = table["run_id"].map(rated[source]) if len(rated) else None
-    cold = store.query(COLD_SQL, {"run_ids": ids}).set_index("run_id")["cold_us"]
+        table[column] = table["run_id"].map(rated[source]) if rated is not None else None
+    cold = store.query(COLD_SQL, {"run_ids": reps}).set_index("run_id")["cold_us"]
     table["cold_us"] = table["run_id"].map(cold)
-    table["bound"] = table["run_id"].map(queries.run_metrics(store, ids).set_index("run_id")["bound"])
-    table = table.sort_values(["gpu_us_per_call", "run_id"], na_position="last", ignore_index=True)
-    fastest = table["gpu_us_per_call"].min()
-    table["times_fastest"] = table["gpu_us_per_call"] / fastest if fastest and fastest == fastest else None
-    table["rank"] = range(1, len(table) + 1)
-    return table[COLUMNS]
+    table["bound"] = table["run_id"].map(queries.run_metrics(store, reps).set_index("run_id")["bound"])
+    return table[COLUMNS + ["figure", "outlier_us"]]
 
 
-def rank_sentence(store, table: pd.DataFrame) -> tuple[str, dict]:
-    """(the sentence, its evidence) for a `rank_table`."""
-    timed = table[table["gpu_us_per_call"].notna()]
-    if timed.empty:
-        return "None of these runs recorded GPU kernels: there is nothing to rank.", {}
-    win = timed.iloc[0]
-    if len(timed) == 1:
-        return f"{win['label']} is the only run with GPU kernels ({win['gpu_us_per_call']:,.1f} µs per call).", \
-            {"winner": win["run_id"]}
-    second = timed.iloc[1]
-    if not win["gpu_us_per_call"] > 0:  # kernels recorded as lasting 0 µs: no ratio to give
-        return (f"{win['label']} records 0 µs of GPU time per call (its kernels last 0 µs as recorded): "
-                f"no ratio to {second['label']} ({second['gpu_us_per_call']:,.1f} µs) can be given."), \
-            {"winner": win["run_id"], "runner_up": second["run_id"], "ratio": None, "cause": None}
-    ratio = second["gpu_us_per_call"] / win["gpu_us_per_call"]
-    cause = _cause(store, win["run_id"], second["run_id"])
-    text = (f"{win['label']} is fastest at {win['gpu_us_per_call']:,.1f} µs per call, "
-            f"{ratio:.2f}× faster than {second['label']} ({second['gpu_us_per_call']:,.1f} µs)"
-            + (f". Why: {cause.text}" if cause else "."))
-    return text, {"winner": win["run_id"], "runner_up": second["run_id"], "ratio": round(float(ratio), 4),
-                  "cause": cause.kind if cause else None}
-
-
-def _cause(store, winner: str, runner_up: str):
-    found = findings.compare_findings(store, winner, runner_up, limit=None)
-    for kind in CAUSES:
-        for f in found:
-            if f.kind == kind:
-                return f
-    return None
-
-
-@dataclass(frozen=True)
-class Group:
-    """Runs of one shape (``shape`` None: runs that record no shape, e.g. uploads)."""
-    shape: tuple | None
-    run_ids: tuple[str, ...]
-
-    @property
-    def title(self) -> str:
-        if self.shape is None:
-            return "shape not recorded"
-        s = dict(zip(SHAPE, self.shape))
-        heads = s["heads"] if s["kv_heads"] == s["heads"] else f"{s['heads']}/{s['kv_heads']}"
-        kv = f" KV={s['kv_len']}" if s["kv_len"] != s["seq_len"] else ""
-        extra = (f" window {s['window']}" if s["window"] else "") + (f" packed {s['varlen']}" if s["varlen"] else "")
-        return (f"{s['mode']} B={s['batch']} H={heads} L={s['seq_len']}{kv} D={s['head_dim']} {s['dtype']} "
-                f"{'causal' if s['causal'] else 'not causal'}{extra}")
+def group_label(run_label: str, runs: int) -> str:
+    """A group's name: its run's label for one run, else the label without the run id and the count."""
+    return run_label if runs == 1 else f"{run_label.rsplit(' · ', 1)[0]} ({runs} runs)"
 
 
 @dataclass(frozen=True)
 class Ranked:
-    group: Group
-    table: pd.DataFrame      # rank_table of the group's runs
+    title: str
+    table: pd.DataFrame      # rank_table rows of one set
     sentence: str
     evidence: dict
 
 
-def shape_groups(store, run_ids) -> list[Group]:
-    """The runs grouped by `SHAPE`, groups in the order of their first run in ``run_ids``. Runs
-    without a recorded shape (uploads) form one group apiece: nothing says they are comparable."""
-    ids = list(dict.fromkeys(run_ids))
-    shapes = queries.run_shapes(store, ids).set_index("run_id")
-    groups: dict = {}
-    for run in ids:
-        row = shapes.loc[run] if run in shapes.index else None
-        known = row is not None and all(pd.notna(row[c]) for c in SHAPE)
-        key = tuple(_plain(row[c]) for c in SHAPE) if known else ("no shape", run)
-        groups.setdefault(key, []).append(run)
-    return [Group(key if key[0] != "no shape" else None, tuple(runs)) for key, runs in groups.items()]
+def set_title(row) -> str:
+    """A set in words: the workload, the state and the device."""
+    if row["set"] == NO_SHAPE:
+        return "shape not recorded"
+    s = dict(zip(SHAPE, str(row["set"]).split("|")))
+    heads = s["heads"] if s["kv_heads"] == s["heads"] else f"{s['heads']}/{s['kv_heads']}"
+    kv = f" KV={s['kv_len']}" if s["kv_len"] != s["seq_len"] else ""
+    extra = (f" window {s['window']}" if s["window"] not in ("0", "") else "") + (
+        f" packed {s['varlen']}" if s["varlen"] else "")
+    state = "cold" if row["cold"] else "warm"
+    return (f"{s['mode']} B={s['batch']} H={heads} L={s['seq_len']}{kv} D={s['head_dim']} {s['dtype']} "
+            f"{'causal' if s['causal'] == 'True' else 'not causal'}{extra}, {state}, {row['device']}")
 
 
-def rank_groups(store, run_ids) -> tuple[list[Ranked], list[Group]]:
-    """(each shape group of two or more runs ranked, with its sentence; the groups of one run)."""
+def rank_sets(store, run_ids, compare_devices: bool = False) -> tuple[list[Ranked], list[str]]:
+    """(each set of two or more groups ranked with its sentence; the titles of the sets of one group)."""
+    table = rank_table(store, run_ids, compare_devices)
     ranked, alone = [], []
-    for group in shape_groups(store, run_ids):
-        if len(group.run_ids) < 2:
-            alone.append(group)
+    for _, part in table.groupby("set", sort=False):
+        part = part.reset_index(drop=True)
+        if len(part) < 2:
+            row = part.iloc[0]
+            figure = rank_sentences.figure_words(row) if row["figure"].known else "no time per call"
+            alone.append(f"{set_title(row)}: {row['label']}, {figure}")
             continue
-        table = rank_table(store, group.run_ids)
-        ranked.append(Ranked(group, table, *rank_sentence(store, table)))
+        ranked.append(Ranked(set_title(part.iloc[0]), part, *rank_sentences.sentence(store, part)))
     return ranked, alone
 
 
-def _plain(value):
-    return value.item() if hasattr(value, "item") else value
-
-
-@dataclass(frozen=True)
-class Check:
-    baseline: str
-    candidate: str
-    baseline_us: float
-    candidate_us: float
-    slowdown_pct: float          # candidate over baseline, in % (negative: faster)
-    max_slowdown_pct: float
-    grew: list[dict]             # kernels whose time per iteration grew most: kernel, us_a, us_b
-
-    @property
-    def failed(self) -> bool:
-        return self.slowdown_pct > self.max_slowdown_pct
-
-
-def check(store, baseline: str, candidate: str, max_slowdown_pct: float, most: int = 5) -> Check:
-    """Compare the candidate's time per call against the baseline's (see the module docstring)."""
-    table = timings.run_timings(store, [baseline, candidate]).set_index("run_id")["gpu_us_per_call"]
-    base, cand = table.get(baseline), table.get(candidate)
-    for run, us in ((baseline, base), (candidate, cand)):
-        if us is None or not us == us:
-            raise errors.QueryError(f"run {run} records no GPU kernels: there is no time per call to check")
-    base, cand = float(base), float(cand)
-    if not base > 0:
-        raise errors.QueryError(f"the baseline {baseline} records 0 µs of GPU time per call (its kernels last "
-                                "0 µs as recorded): a slowdown against it cannot be computed")
-    delta = queries.kernel_delta(store, baseline, candidate)
-    grown = delta.assign(grew=delta["us_b"] - delta["us_a"]).sort_values(["grew", "kernel"], ascending=[False, True])
-    grew = [{"kernel": r["kernel"], "us_per_iter_baseline": float(r["us_a"]), "us_per_iter_candidate": float(r["us_b"])}
-            for r in grown[grown["grew"] > 0].head(most).to_dict("records")]
-    return Check(baseline, candidate, base, cand, 100.0 * (cand / base - 1.0), max_slowdown_pct, grew)
+def rank_sentence(store, table: pd.DataFrame) -> tuple[str, dict]:
+    """(the sentence, its evidence) for one set's rows of a `rank_table`."""
+    return rank_sentences.sentence(store, table)

@@ -12,23 +12,23 @@ KV length is its query length, so a length sweep lets `kv_len` move with `seq_le
 * `sweep_points(store, run_ids)`: one row per run and axis it is swept on, with its throughput
   (`useful_rate`): TB/s in decode (memory-bound), TFLOP/s in prefill and train, each the work its
   shape asks of any variant over the run's GPU time per call, so the faster run rates higher.
-* `sweep_curves(points)`: per sweep, variant and axis value, the median, min and max over the
-  repeats, and the run nearest the median (the one a point opens).
-* `crossovers(curves)`: where two variants of one sweep swap the lead, with the sentence a user
-  reads ("flex_decode overtakes sdpa_flash for decode from a KV cache of 8k").
+* `sweep_curves(points)`: per sweep, variant and axis value, the figure of the repeats by the rule
+  every ranking uses (`repeats`: median, least to most, outliers set aside), and the run nearest
+  the median (the one a point opens).
+* `crossovers(curves)`: where two variants of one sweep swap the lead, through ties (`repeats`),
+  with the sentence a user reads ("flex_decode overtakes sdpa_flash for decode from a KV cache of 8k").
 """
 from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import queries, roofline, run_shape
+from profiler.analysis import queries, repeats, run_shape
 
 AXES = ("seq_len", "kv_len", "window", "head_dim", "kv_heads")
 SHAPE = [k for k in queries.SHAPE_KEYS if k != "variant"]   # what a sweep holds fixed, but its axis
 AXIS_NAMES = {"seq_len": "sequence length", "kv_len": "KV cache length", "window": "window",
               "head_dim": "head dim", "kv_heads": "K/V heads"}
 METRICS = {"tflops": "TFLOP/s", "tbps": "TB/s"}
-MIN_GAP = 0.05   # two medians this close (relative) do not lead each other: noise, not a crossover
 
 
 def metric_of(mode: str | None) -> str:
@@ -80,7 +80,7 @@ def swept(runs: pd.DataFrame) -> tuple[str | None, pd.Series]:
 def sweep_key(shapes: pd.DataFrame, axis: str) -> pd.Series:
     """Per row, the text naming the sweep over ``axis`` it can belong to: the axis and the values of
     `fixed_keys` (a KV cache that is not the queries, as in decode, stays fixed in a length sweep)."""
-    fixed = shapes[fixed_keys(axis)].astype(str)
+    fixed = shapes[fixed_keys(axis) + (["gpu_name"] if "gpu_name" in shapes else [])].astype(str)   # a device apiece
     if axis == "seq_len":
         cache = (shapes["kv_len"] != shapes["seq_len"]).fillna(True).astype(bool)
         fixed["kv_len"] = shapes["kv_len"].astype(str).where(cache, "L")
@@ -115,27 +115,26 @@ def sweep_members(shapes: pd.DataFrame, per=("variant",)) -> pd.DataFrame:
 
 
 def sweep_points(store, run_ids) -> pd.DataFrame:
-    """One row per warm captured run with a shape and a rated throughput, per axis it is swept on
-    (`sweep_members`: a variant with two or more values of that axis, all other shape keys equal):
-    run_id, variant, the shape keys, axis, x (its value), sweep (a key naming the sweep), metric
-    ('tflops' or 'tbps'), value and gpu_busy_us_per_iter (the metrics layer's, for the table)."""
+    """One row per warm captured run with a shape and a time per call, per axis it is swept on
+    (`sweep_members`: a variant with two or more values of that axis, all other shape keys and the
+    device equal): run_id, variant, the shape keys, axis, x (its value), sweep (a key naming the
+    sweep), metric ('tflops' or 'tbps'), value (its throughput), us_per_call (`ranking.per_call`:
+    the one time of a call every ranking reads; a run recorded on the CPU: its attention call's
+    CPU time) and gpu_busy_us_per_iter (the metrics layer's)."""
+    from profiler.analysis import ranking
+
     shapes = queries.run_shapes(store, run_ids)
     shapes = shapes[shapes["seq_len"].notna() & ~shapes["cold"].fillna(False).astype(bool)]
-    columns = ["run_id", "variant", *SHAPE, "axis", "x", "sweep", "metric", "value", "gpu_busy_us_per_iter"]
+    columns = ["run_id", "variant", *SHAPE, "axis", "x", "sweep", "metric", "value", "us_per_call", "timed_on",
+               "gpu_busy_us_per_iter"]
     if shapes.empty:
         return pd.DataFrame(columns=columns)
     ids = list(shapes["run_id"])
-    rated = roofline.roofline_table(store, ids)
-    if rated.empty:
-        return pd.DataFrame(columns=columns)
     busy = queries.run_metrics(store, ids)[["run_id", "gpu_busy_us_per_iter"]]
-    rows = shapes.merge(rated[["run_id", "kernel_us_per_iter"]], on="run_id").merge(busy, on="run_id")
+    rows = shapes.merge(ranking.per_call(store, ids), on="run_id").merge(busy, on="run_id")
     rows["metric"] = rows["mode"].map(metric_of)
-    # a call's time: the GPU's busy time per iteration; a run recorded on the CPU has none, and its
-    # priced ops' own time stands for it (as in the roofline)
-    gpu = rows["gpu_busy_us_per_iter"].where(rows["gpu_busy_us_per_iter"] > 0)
     rows["value"] = [useful_rate(shape, metric, us) for shape, metric, us in
-                     zip(rows[SHAPE].to_dict("records"), rows["metric"], gpu.fillna(rows["kernel_us_per_iter"]))]
+                     zip(rows[SHAPE].to_dict("records"), rows["metric"], rows["us_per_call"])]
     rows = rows[rows["value"].notna() & (rows["value"] > 0)].reset_index(drop=True)
     out = sweep_members(rows).merge(rows, on="run_id")
     if out.empty:
@@ -156,22 +155,30 @@ def sweep_runs(store, selected, every) -> list[str]:
     return list(pool.loc[pool[keys].astype(str).apply(tuple, axis=1).isin(wanted), "run_id"])
 
 
+CURVE_COLUMNS = ["sweep", "axis", "mode", "metric", "variant", "x", "median", "min", "max", "runs", "repeats",
+                 "outliers", "run_id", "us_per_call", "us_min", "us_max", "gpu_busy_us_per_iter"]
+
+
 def sweep_curves(points: pd.DataFrame) -> pd.DataFrame:
-    """Per sweep, variant and axis value: the median, min and max throughput over its runs (the
-    repeats), runs, the run whose value is nearest the median (`run_id`), the median GPU busy µs
-    per iteration, and the sweep's axis, mode and metric."""
-    columns = ["sweep", "axis", "mode", "metric", "variant", "x", "median", "min", "max", "runs",
-               "run_id", "gpu_busy_us_per_iter"]
+    """Per sweep, variant and axis value: the figure of its runs (the repeats) by `repeats.figure`
+    over their time per call, the rule every ranking uses (us_per_call: the median; us_min, us_max:
+    the interval; repeats: used; outliers: the run ids set aside), and the throughput at those
+    times (median, min: at the slowest repeat kept, max: at the fastest); runs, and the repeat
+    nearest the median (`run_id`, the one a point opens). gpu_busy_us_per_iter is us_per_call."""
     if points.empty:
-        return pd.DataFrame(columns=columns)
+        return pd.DataFrame(columns=CURVE_COLUMNS)
     rows = []
     for (sweep, variant, x), group in points.groupby(["sweep", "variant", "x"], sort=True):
-        median = float(group["value"].median())
-        nearest = group.iloc[(group["value"] - median).abs().argmin()]
-        rows.append((sweep, group["axis"].iloc[0], group["mode"].iloc[0], group["metric"].iloc[0],
-                     variant, int(x), median, float(group["value"].min()), float(group["value"].max()),
-                     len(group), nearest["run_id"], float(group["gpu_busy_us_per_iter"].median())))
-    return pd.DataFrame(rows, columns=columns)
+        us = group["us_per_call"].to_numpy(dtype=float)
+        fig = repeats.figure(us)
+        work = float(group["value"].iloc[0] * us[0])        # the shape's work: the same for every repeat
+        ids = group["run_id"].tolist()
+        odd = [ids[i] for i in fig.outliers]
+        kept = [(abs(u - fig.median), r) for r, u in zip(ids, us) if r not in odd]
+        rows.append((sweep, group["axis"].iloc[0], group["mode"].iloc[0], group["metric"].iloc[0], variant, int(x),
+                     work / fig.median, work / fig.hi, work / fig.lo, len(group), fig.n, odd, min(kept)[1],
+                     fig.median, fig.lo, fig.hi, fig.median))
+    return pd.DataFrame(rows, columns=CURVE_COLUMNS)
 
 
 def sweep_title(points: pd.DataFrame, sweep: str) -> str:
@@ -204,34 +211,107 @@ def from_words(axis: str, mode: str, x: int) -> str:
             "head_dim": f"from a head dim of {n}", "kv_heads": f"from {n} K/V heads"}[axis]
 
 
-def crossovers(curves: pd.DataFrame, min_gap: float = MIN_GAP) -> pd.DataFrame:
-    """Where two variants of one sweep swap the lead in median throughput between two consecutive
-    axis values both ran at (each at least `min_gap` apart, relative, so ties in noise do not
-    cross): sweep, axis, mode, metric, leader (ahead from x_hi on), trailer, x_lo, x_hi, the four
-    medians (leader_lo, trailer_lo, leader_hi, trailer_hi) and the sentence."""
-    columns = ["sweep", "axis", "mode", "metric", "leader", "trailer", "x_lo", "x_hi",
-               "leader_lo", "trailer_lo", "leader_hi", "trailer_hi", "text"]
+CROSS_COLUMNS = ["sweep", "axis", "mode", "metric", "leader", "trailer", "x_lo", "x_hi", "leader_lo", "trailer_lo",
+                 "leader_hi", "trailer_hi", "ties", "margin_pct", "noise_pct", "text"]
+
+
+def _figure(row) -> repeats.Figure:
+    if "min" not in row or row["min"] != row["min"]:     # a curve without its repeats' spread
+        return repeats.Figure(row["median"], row["median"], row["median"], 1, ())
+    return repeats.Figure(row["median"], row["min"], row["max"], int(row.get("repeats", row.get("runs", 1))), ())
+
+
+def leads(a: repeats.Figure, b: repeats.Figure, floor: float, min_gap: float = 0.0) -> int:
+    """+1 when throughput a leads b, -1 when b leads a, 0 when tied (`repeats.tied`, or closer than
+    ``min_gap``, relative)."""
+    if repeats.tied(a, b, repeats.pair_noise(a, b, floor)) or repeats.difference(a, b) < min_gap:
+        return 0
+    return 1 if a.median > b.median else -1
+
+
+def crossovers(curves: pd.DataFrame, min_gap: float = 0.0) -> pd.DataFrame:
+    """Where two variants of one sweep swap the lead in throughput: between the last axis value
+    where one led and the next where the other leads, ties (`leads`: the repeats' intervals overlap
+    or the medians differ by less than the noise floor, the larger spread of the two) passed
+    through, so a lead that changes through a tie is found. A sweep without repeats takes its noise
+    floor from the other sweeps' repeats (unmeasured when none has any). Columns `CROSS_COLUMNS`: leader (ahead
+    from x_hi on), trailer, the four medians, the tied values between (ties), the leader's margin
+    at x_hi and the noise floor there (%), and the sentence."""
     rows = []
+    everywhere = repeats.noise_floor(_figure(r) for r in curves.to_dict("records"))
     for sweep, part in curves.groupby("sweep", sort=False):
         axis, mode, metric = part["axis"].iloc[0], part["mode"].iloc[0], part["metric"].iloc[0]
-        table = part.pivot_table(index="x", columns="variant", values="median")
-        names = sorted(table.columns)
+        figs = {(r["variant"], int(r["x"])): _figure(r) for r in part.to_dict("records")}
+        floor = repeats.noise_floor(figs.values())
+        floor = everywhere if floor != floor else floor     # a sweep without repeats: the others' noise
+        names = sorted(part["variant"].unique())
         for i, a in enumerate(names):
             for b in names[i + 1:]:
-                pair = table[[a, b]].dropna()
-                for k in range(len(pair) - 1):
-                    (va, vb), (wa, wb) = pair.iloc[k], pair.iloc[k + 1]
-                    clear = abs(va - vb) >= min_gap * min(va, vb) and abs(wa - wb) >= min_gap * min(wa, wb)
-                    if not clear or (va - vb) * (wa - wb) >= 0:
+                xs = sorted(x for v, x in figs if v == a and (b, x) in figs)
+                last, ties = None, []
+                for x in xs:
+                    side = leads(figs[a, x], figs[b, x], floor, min_gap)
+                    if side == 0:
+                        ties.append(x) if last else None
                         continue
-                    lead, trail = (a, b) if wa > wb else (b, a)
-                    lo, hi = int(pair.index[k]), int(pair.index[k + 1])
-                    lead_lo, trail_lo = pair.iloc[k][lead], pair.iloc[k][trail]
-                    lead_hi, trail_hi = pair.iloc[k + 1][lead], pair.iloc[k + 1][trail]
-                    unit = METRICS[metric]
-                    text = (f"{lead} overtakes {trail} for {mode} {from_words(axis, mode, hi)}: "
-                            f"{lead_hi:,.2f} against {trail_hi:,.2f} {unit} at {amount(axis, hi)}, where "
-                            f"{trail} led at {amount(axis, lo)} ({trail_lo:,.2f} against {lead_lo:,.2f} {unit}).")
-                    rows.append((sweep, axis, mode, metric, lead, trail, lo, hi, float(lead_lo),
-                                 float(trail_lo), float(lead_hi), float(trail_hi), text))
-    return pd.DataFrame(rows, columns=columns)
+                    if last and last[0] != side:
+                        rows.append(_crossing(sweep, axis, mode, metric, (a, b) if side > 0 else (b, a),
+                                              last[1], x, ties, figs, floor))
+                    last, ties = (side, x), []
+    return pd.DataFrame(rows, columns=CROSS_COLUMNS)
+
+
+def _crossing(sweep, axis, mode, metric, pair, lo, hi, ties, figs, floor) -> tuple:
+    lead, trail = pair
+    unit = METRICS[metric]
+    lead_lo, trail_lo, lead_hi, trail_hi = (figs[lead, lo].median, figs[trail, lo].median,
+                                            figs[lead, hi].median, figs[trail, hi].median)
+    noise = repeats.pair_noise(figs[lead, hi], figs[trail, hi], floor)
+    margin = 100 * (lead_hi / trail_hi - 1)
+    further = [x for v, x in figs if v == lead and x > hi and (trail, x) in figs]
+    beyond = (f"; ahead by {100 * (figs[lead, max(further)].median / figs[trail, max(further)].median - 1):.1f} % "
+              f"at {amount(axis, max(further))}") if further else ""
+    tied = "".join(f"; tied at {amount(axis, x)} ({figs[lead, x].median:,.2f} against {figs[trail, x].median:,.2f} "
+                   f"{unit}, within the repeats' spread)" for x in ties)
+    noise_words = "one run each, noise not measured" if noise != noise else f"noise floor {100 * noise:.1f} %"
+    text = (f"{lead} overtakes {trail} for {mode} {from_words(axis, mode, hi)}: {lead_hi:,.2f} against "
+            f"{trail_hi:,.2f} {unit} at {amount(axis, hi)} ({margin:.1f} % ahead; {noise_words}{beyond}), where "
+            f"{trail} led at {amount(axis, lo)} ({trail_lo:,.2f} against {lead_lo:,.2f} {unit}){tied}.")
+    return (sweep, axis, mode, metric, lead, trail, lo, hi, float(lead_lo), float(trail_lo), float(lead_hi),
+            float(trail_hi), list(ties), float(margin), None if noise != noise else 100 * noise, text)
+
+
+def leaders(store, curves: pd.DataFrame, points: pd.DataFrame) -> pd.DataFrame:
+    """Per sweep and axis value, the variants ranked as `ranking.order` ranks groups (the one
+    definition: ties, the same kernels as another variant): sweep, x, leader, runner_up, tied (the
+    two cannot be told apart), margin_pct (the runner-up's time over the leader's, less 1)."""
+    from profiler.analysis import ranking
+
+    timed = points.drop_duplicates("run_id").set_index("run_id")["timed_on"]
+    rows = []
+    for (sweep, x), part in curves.groupby(["sweep", "x"], sort=False):
+        groups = part.assign(set=sweep, timed_on=part["run_id"].map(timed), figure=[
+            repeats.Figure(r["us_per_call"], r["us_min"], r["us_max"], int(r["repeats"]), ()) for r in part.to_dict("records")])
+        ranked = ranking.order(store, groups.reset_index(drop=True))
+        rivals = ranked[ranked["same_kernels_as"].isna() & ranked["rank"].notna()]
+        if len(rivals) < 2:
+            continue
+        win, second = rivals.iloc[0], rivals.iloc[1]
+        rows.append((sweep, int(x), win["variant"], second["variant"], second["tied_with"] == win["variant"],
+                     100 * (second["us_per_call"] / win["us_per_call"] - 1)))
+    return pd.DataFrame(rows, columns=["sweep", "x", "leader", "runner_up", "tied", "margin_pct"])
+
+
+def lead_sentence(found: pd.DataFrame, axis: str) -> str | None:
+    """Who leads one sweep (`leaders` rows of one sweep) at each value, in words."""
+    if found.empty:
+        return None
+    found = found.sort_values("x")
+    each = [f"{amount(axis, r.x)}: " + (f"tied with {r.runner_up} ({r.margin_pct:.1f} % apart, within the noise)"
+                                       if r.tied else f"by {r.margin_pct:.1f} % over {r.runner_up}")
+            for r in found.itertuples()]
+    names = found["leader"].unique()
+    if len(names) == 1 and not found["tied"].any():
+        return f"{names[0]} leads at every {AXIS_NAMES[axis]} ({'; '.join(each)})."
+    return "Leaders: " + "; ".join(f"{amount(axis, r.x)} {r.leader}" + (f" tied with {r.runner_up}" if r.tied else
+                                   f" by {r.margin_pct:.1f} % over {r.runner_up}") for r in found.itertuples()) + "."

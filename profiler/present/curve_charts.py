@@ -4,6 +4,8 @@ spread of the repeats and the crossovers marked; each point links to its run's t
 """
 from __future__ import annotations
 
+import math
+
 import altair as alt
 import numpy as np
 import pandas as pd
@@ -102,12 +104,45 @@ def timeline_link(run_id: str, base: str = "") -> str:
 
 
 def sweep_table(curves: pd.DataFrame, base: str = "") -> pd.DataFrame:
-    """One sweep's curves as the page's table: variant, the axis value (`x`), median, min and max
-    throughput over the repeats, runs, GPU busy µs per iteration, and `timeline` (the link of the
-    run nearest the median)."""
-    out = curves[["variant", "x", "median", "min", "max", "runs", "gpu_busy_us_per_iter", "run_id"]].copy()
+    """One sweep's curves as the page's table: variant, the axis value (`x`), the throughput at the
+    median, slowest and fastest repeat kept, the time per call (median, least, most: the figure every
+    ranking shows), repeats used of runs, outliers (run ids), and `timeline` (the link of the run
+    nearest the median)."""
+    out = curves[["variant", "x", "median", "min", "max", "us_per_call", "us_min", "us_max", "repeats", "runs",
+                  "outliers", "run_id"]].copy()
+    out["outliers"] = [", ".join(o) or None for o in out["outliers"]]
     out["timeline"] = [timeline_link(r, base) for r in out["run_id"]]
     return out.reset_index(drop=True)
+
+
+HEIGHT_PX = 340
+# the plot area inside it: the chart fits its title, x axis and padding into HEIGHT_PX (measured
+# in Chromium: ~234 px of plot)
+PLOT_PX = 220
+LABEL_PX = style.FONT_PX + 5   # the least distance between two end-of-line labels (a line of text and a gap)
+
+
+def label_positions(values: list[float], lo: float, hi: float, height_px: int = PLOT_PX) -> list[float]:
+    """Where each line's end label sits on a log axis from ``lo`` to ``hi`` drawn ``height_px``
+    high: at its line's end, pushed up (in the values' order) until it is at least `LABEL_PX`
+    from the label below, so no two labels overlap. The axis grows to hold the top label, which
+    squeezes the pixels a decade takes: the positions are computed again on the grown axis until
+    they hold."""
+    if not values:
+        return []
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    top, out = hi, list(values)
+    for _ in range(20):
+        span = math.log10(top / lo) if top > lo > 0 else 1.0
+        gap = span * LABEL_PX / height_px                       # LABEL_PX in log10 units
+        below = -math.inf
+        for i in order:
+            y = max(math.log10(values[i]), below + gap)
+            out[i], below = 10 ** y, y
+        if max(out) <= top * 1.0001:
+            break
+        top = max(out)
+    return out
 
 
 def sweep_chart(curves: pd.DataFrame, points: pd.DataFrame, crossings: pd.DataFrame, base: str = "") -> alt.Chart:
@@ -126,7 +161,11 @@ def sweep_chart(curves: pd.DataFrame, points: pd.DataFrame, crossings: pd.DataFr
                else alt.Scale(domain=[xs[0], xs[-1] * 1.25], nice=False))
     x = alt.X("x:Q", title=sweeps.AXIS_NAMES[axis] + (" (log)" if log_x else ""), scale=x_scale,
               axis=alt.Axis(values=xs))
-    y_scale = alt.Scale(type="log")
+    lo = float(min(data["min"].min(), dots["value"].min()))
+    hi = float(max(data["max"].max(), dots["value"].max()))
+    ends = data.sort_values("x").groupby("variant", as_index=False).last()
+    ends["label_y"] = label_positions(ends["median"].tolist(), lo, hi)
+    y_scale = alt.Scale(type="log", domain=[lo, max(hi, float(ends["label_y"].max()))], nice=False)
     y_title = f"{unit} (log): " + ("the shape's bytes over GPU time" if metric == "tbps" else "the shape's FLOPs over GPU time")
     colour = style.series_scale(dict(zip(data["variant"], data["variant"])))
     legend = style.side_legend(data["variant"].nunique(), "variant")
@@ -140,9 +179,8 @@ def sweep_chart(curves: pd.DataFrame, points: pd.DataFrame, crossings: pd.DataFr
     repeats = alt.Chart(dots).mark_point(size=30, opacity=0.8, cursor="pointer").encode(
         x=x, y=alt.Y("value:Q", scale=y_scale), color=alt.Color("variant:N", scale=colour),
         href="timeline:N", tooltip=tips(dots, ["variant", "x", "value", "run_id"]))
-    ends = data.sort_values("x").groupby("variant", as_index=False).last()
     names = alt.Chart(ends).mark_text(align="left", dx=8, fontSize=style.FONT_PX - 1, limit=160).encode(
-        x=x, y=alt.Y("median:Q", scale=y_scale), text="variant:N",
+        x=x, y=alt.Y("label_y:Q", scale=y_scale), text="variant:N",
         color=alt.Color("variant:N", scale=colour, legend=None))
     layers = [bands, repeats, lines, names]
     if not crossings.empty:
@@ -156,5 +194,5 @@ def sweep_chart(curves: pd.DataFrame, points: pd.DataFrame, crossings: pd.DataFr
                                            color="gray").encode(x=x, y=alt.Y("y_px:Q", scale=None), text="text:N")
         layers += [rule, label]
     return style.configure(alt.layer(*layers, title=f"{unit} per variant, median of the repeats (dots: each run)")
-                           .properties(width="container", height=340,
+                           .properties(width="container", height=HEIGHT_PX,
                                        padding={"left": 5, "top": 5, "right": 24, "bottom": 5}))

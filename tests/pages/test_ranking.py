@@ -45,7 +45,8 @@ def _check_ranked(at, pages, ids):
     assert list(ranked["run_id"]) == [ids[v] for v in truth]          # the 2048 run is not among them
     assert list(ranked["rank"]) == [1, 2, 3, 4]
     for (_, row), variant in zip(ranked.iterrows(), truth):
-        assert row["gpu_us_per_call"] == pytest.approx(_gpu_us_per_step(variant), rel=1e-9)
+        assert row["us_per_call"] == pytest.approx(_gpu_us_per_step(variant), rel=1e-9)   # one run: its own time
+        assert row["interval"] == f"{row['us_per_call']:,.1f}–{row['us_per_call']:,.1f} µs" and row["repeats"] == 1
         assert row["times_fastest"] == pytest.approx(_gpu_us_per_step(variant) / _gpu_us_per_step(truth[0]))
     naive = ranked.set_index("run_id").loc[ids["naive"]]
     assert naive["roof_bound"] == "memory" and naive["rate"].endswith(" TB/s")
@@ -54,9 +55,9 @@ def _check_ranked(at, pages, ids):
     text = pages.texts(at)
     assert (f"{truth[0]} bf16 L=1024 · {ids[truth[0]][:6]} is fastest at {_gpu_us_per_step(truth[0]):,.1f} µs "
             f"per call, {ratio:.2f}× faster than {truth[1]} bf16 L=1024") in text
-    assert "B=8 H=16 L=1024 D=64 bf16 causal** · 4 runs" in text
-    assert "ranked only against runs of the same mode" in text
-    assert "Not ranked, no other selected run has the same shape: 1 run(s) (prefill B=8 H=16 L=2048" in text
+    assert "B=8 H=16 L=1024 D=64 bf16 causal, warm, NVIDIA H200** · 4 runs" in text
+    assert "ranked only against groups of the same mode" in text and "are tied" in text
+    assert "Not ranked, one variant alone in its workload: prefill B=8 H=16 L=2048" in text
 
 
 def test_runs_page_ranks_the_selected_runs_within_their_shape(pages, samples):

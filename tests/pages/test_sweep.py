@@ -53,7 +53,7 @@ def test_a_section_per_sweep_with_its_axis_crossover_and_timeline_links(pages, s
     assert list(crossed["axis"]) == ["seq_len"]       # cuDNN leads FlashAttention at both KV lengths
     for sentence in crossed["text"]:
         assert sentence in text
-    assert "No two variants swap the lead in TB/s over this sweep." in text
+    assert "No two variants swap the lead in TB/s over this sweep, ties passed through." in text
     assert "sdpa_flash overtakes flex for prefill from 1k tokens" in text
     assert len(at.get("vega_lite_chart")) == 3  # a chart per sweep, peak memory
 

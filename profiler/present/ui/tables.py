@@ -131,12 +131,17 @@ def pick_row(df: pd.DataFrame, key: str, **dataframe_kwargs) -> int | None:
 
 
 _RANK_COLUMNS = {
-    "rank": st.column_config.NumberColumn("#", width="small"),
-    "label": st.column_config.TextColumn("run", width="medium"),
-    "gpu_us_per_call": st.column_config.NumberColumn(
-        "µs / call", format="%.1f", help="GPU time of one call (per iteration: one call each): its "
-        "kernels, copies and sets, overlapping streams counted once; what the ranking sorts by."),
+    "rank": st.column_config.NumberColumn("#", width="small", help="Tied groups share a rank."),
+    "label": st.column_config.TextColumn("variant (runs)", width="medium"),
+    "us_per_call": st.column_config.NumberColumn(
+        "µs / call", format="%.1f", help="The median over the group's repeats of the time of one call: the GPU "
+        "time of one iteration (kernels, copies and sets, overlapping streams counted once; one call each), or "
+        "for a run recorded on the CPU its attention call's CPU time. What the ranking sorts by."),
+    "interval": st.column_config.TextColumn("interval", help="The repeats' least to most (outliers set aside)."),
+    "repeats": st.column_config.NumberColumn("repeats", help="Runs the figure uses (outliers set aside)."),
     "times_fastest": st.column_config.NumberColumn("× fastest", format="%.2f"),
+    "versus": st.column_config.TextColumn("tie / same kernels", width="medium"),
+    "run_id": st.column_config.TextColumn("run id", help="The repeat nearest the median."),
     "rate": st.column_config.TextColumn("TFLOP/s or TB/s", help="TFLOP/s when the op model puts the run "
                                         "under the compute roof, TB/s under the memory roof."),
     "pct_of_roof": st.column_config.NumberColumn("% of roof", format="%.1f"),
@@ -145,24 +150,25 @@ _RANK_COLUMNS = {
     "cold_us": st.column_config.NumberColumn("cold first call µs", format="%.0f",
                                              help="The first call of this variant and shape in its cold run."),
     "bound": st.column_config.TextColumn("bound", help="The iterations' verdict (metrics layer)."),
-    "run_id": st.column_config.TextColumn("run id"),
+    "outliers": st.column_config.TextColumn("outliers", help="Repeats far from the group's median, set aside."),
 }
 
 
 def ranked_runs(store, run_ids) -> None:
-    """The selected runs ranked by time per call within each shape group: the group's shape, the
-    sentence (winner, margin, cause), the table; then the runs no other run shares a shape with."""
+    """The selected runs grouped into repeats and ranked by time per call within each workload and
+    state: its title, the sentence (winner, margin within the noise, or a tie; cause), the table;
+    then the workloads where one variant was selected alone."""
     from profiler.analysis import ranking
     from profiler.present import rank_view
 
-    groups, alone = ranking.rank_groups(store, run_ids)
+    ranked, alone = ranking.rank_sets(store, run_ids)
     st.caption(rank_view.SHAPE_NOTE)
-    for ranked in groups:
-        st.markdown(markup.fmt("**{}** · {} runs", ranked.group.title, len(ranked.group.run_ids)))
-        st.markdown(markup.md(ranked.sentence))
-        table(rank_view.display(ranked.table), column_config=_RANK_COLUMNS, column_order=list(_RANK_COLUMNS),
-              hide_index=True, placeholder="—", key=f"rank-{ranked.group.title}-{len(ranked.group.run_ids)}")
-    note = rank_view.alone_note([g.title if g.shape else ", ".join(g.run_ids) for g in alone])
+    for n, one in enumerate(ranked):
+        st.markdown(markup.fmt("**{}** · {} runs", one.title, int(one.table["runs"].sum())))
+        st.markdown(markup.md(one.sentence))
+        table(rank_view.display(one.table), column_config=_RANK_COLUMNS, column_order=list(_RANK_COLUMNS),
+              hide_index=True, placeholder="—", key=f"rank-{n}-{one.title}")
+    note = rank_view.alone_note(alone)
     if note:
         st.caption(markup.md(note))
 
