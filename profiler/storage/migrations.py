@@ -10,7 +10,7 @@ from profiler import errors
 from profiler.storage import metrics
 from profiler.storage.schema import SCHEMA_SQL
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 # schema version -> what upgrades a store from the version before it (run in order on open):
 # SQL text, or a function of the connection
 MIGRATIONS: dict[int, Any] = {
@@ -57,6 +57,14 @@ MIGRATIONS[7] = ("ALTER TABLE traces ADD COLUMN IF NOT EXISTS mode VARCHAR; "
 # 8: the per-job summary tables (tables.JOB_SUMMARIES; schema.sql makes them); jobs stored before
 # have no summary and are read from their ranks' files until one is written
 MIGRATIONS[8] = "SELECT 1"
+# 9: GPU work belongs to the step whose call launched it (issue 35): work launched outside every
+# step, or with no launch call in a run that records them (unattributed), belongs to none; before,
+# both fell back to the step they ran in
+_ATTRIBUTE = """
+UPDATE {t} SET iteration = (SELECT arg_min(l.iteration, l.ts_ns) FROM launches l
+                            WHERE l.run_id = {t}.run_id AND l.correlation = {t}.correlation)
+WHERE run_id IN (SELECT DISTINCT run_id FROM launches WHERE correlation IS NOT NULL);"""
+MIGRATIONS[9] = _ATTRIBUTE.format(t="kernels") + _ATTRIBUTE.format(t="memops")
 
 
 def prepare(con, label: str, read_only: bool) -> None:
