@@ -18,10 +18,10 @@ def columns(axis: str, unit: str) -> dict:
         "min": Col.NumberColumn(markup.md(f"{unit} min"), format="%.3g"),
         "max": Col.NumberColumn(markup.md(f"{unit} max"), format="%.3g"),
         "runs": Col.NumberColumn("runs", help="Warm captured runs (repeats) at this point."),
-        "gpu_busy_us_per_iter": Col.NumberColumn(
-            "GPU busy µs / iter", format="%.1f",
-            help="Time the GPU ran the iteration's kernels, copies or sets (as on the runs page); "
-                 "the median over the repeats."),
+        "gpu_work_us_per_iter": Col.NumberColumn(
+            "GPU work µs / iter", format="%.1f",
+            help="The GPU work (kernels, copies, sets) one iteration launched, overlaps counted "
+                 "once (as on the runs page); the median over the repeats."),
         "timeline": Col.LinkColumn("timeline", display_text="open",
                                    help="The timeline of the run nearest the median."),
     }

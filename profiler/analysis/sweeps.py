@@ -118,22 +118,22 @@ def sweep_points(store, run_ids) -> pd.DataFrame:
     """One row per warm captured run with a shape and a rated throughput, per axis it is swept on
     (`sweep_members`: a variant with two or more values of that axis, all other shape keys equal):
     run_id, variant, the shape keys, axis, x (its value), sweep (a key naming the sweep), metric
-    ('tflops' or 'tbps'), value and gpu_busy_us_per_iter (the metrics layer's, for the table)."""
+    ('tflops' or 'tbps'), value and gpu_work_us_per_iter (the metrics layer's, for the table)."""
     shapes = queries.run_shapes(store, run_ids)
     shapes = shapes[shapes["seq_len"].notna() & ~shapes["cold"].fillna(False).astype(bool)]
-    columns = ["run_id", "variant", *SHAPE, "axis", "x", "sweep", "metric", "value", "gpu_busy_us_per_iter"]
+    columns = ["run_id", "variant", *SHAPE, "axis", "x", "sweep", "metric", "value", "gpu_work_us_per_iter"]
     if shapes.empty:
         return pd.DataFrame(columns=columns)
     ids = list(shapes["run_id"])
     rated = roofline.roofline_table(store, ids)
     if rated.empty:
         return pd.DataFrame(columns=columns)
-    busy = queries.run_metrics(store, ids)[["run_id", "gpu_busy_us_per_iter"]]
+    busy = queries.run_metrics(store, ids)[["run_id", "gpu_work_us_per_iter"]]
     rows = shapes.merge(rated[["run_id", "kernel_us_per_iter"]], on="run_id").merge(busy, on="run_id")
     rows["metric"] = rows["mode"].map(metric_of)
-    # a call's time: the GPU's busy time per iteration; a run recorded on the CPU has none, and its
-    # priced ops' own time stands for it (as in the roofline)
-    gpu = rows["gpu_busy_us_per_iter"].where(rows["gpu_busy_us_per_iter"] > 0)
+    # a call's time: the GPU work one iteration launched (metrics layer); a run recorded on the
+    # CPU has none, and its priced ops' own time stands for it (as in the roofline)
+    gpu = rows["gpu_work_us_per_iter"].where(rows["gpu_work_us_per_iter"] > 0)
     rows["value"] = [useful_rate(shape, metric, us) for shape, metric, us in
                      zip(rows[SHAPE].to_dict("records"), rows["metric"], gpu.fillna(rows["kernel_us_per_iter"]))]
     rows = rows[rows["value"].notna() & (rows["value"] > 0)].reset_index(drop=True)
@@ -161,7 +161,7 @@ def sweep_curves(points: pd.DataFrame) -> pd.DataFrame:
     repeats), runs, the run whose value is nearest the median (`run_id`), the median GPU busy µs
     per iteration, and the sweep's axis, mode and metric."""
     columns = ["sweep", "axis", "mode", "metric", "variant", "x", "median", "min", "max", "runs",
-               "run_id", "gpu_busy_us_per_iter"]
+               "run_id", "gpu_work_us_per_iter"]
     if points.empty:
         return pd.DataFrame(columns=columns)
     rows = []
@@ -170,7 +170,7 @@ def sweep_curves(points: pd.DataFrame) -> pd.DataFrame:
         nearest = group.iloc[(group["value"] - median).abs().argmin()]
         rows.append((sweep, group["axis"].iloc[0], group["mode"].iloc[0], group["metric"].iloc[0],
                      variant, int(x), median, float(group["value"].min()), float(group["value"].max()),
-                     len(group), nearest["run_id"], float(group["gpu_busy_us_per_iter"].median())))
+                     len(group), nearest["run_id"], float(group["gpu_work_us_per_iter"].median())))
     return pd.DataFrame(rows, columns=columns)
 
 

@@ -105,7 +105,7 @@ def sweep_table(curves: pd.DataFrame, base: str = "") -> pd.DataFrame:
     """One sweep's curves as the page's table: variant, the axis value (`x`), median, min and max
     throughput over the repeats, runs, GPU busy µs per iteration, and `timeline` (the link of the
     run nearest the median)."""
-    out = curves[["variant", "x", "median", "min", "max", "runs", "gpu_busy_us_per_iter", "run_id"]].copy()
+    out = curves[["variant", "x", "median", "min", "max", "runs", "gpu_work_us_per_iter", "run_id"]].copy()
     out["timeline"] = [timeline_link(r, base) for r in out["run_id"]]
     return out.reset_index(drop=True)
 

@@ -72,7 +72,7 @@ WITH w AS (
     SELECT w.run_id, w.iteration, greatest(g.ts_ns, w.start_ns) AS s, least(g.end_ns, w.end_ns) AS e,
            g.kind, g.comm, rec.run_id IS NOT NULL AND c.run_id IS NULL AS unattributed,
            CASE WHEN w.stored THEN g.iteration IS NOT DISTINCT FROM w.iteration
-                ELSE rec.run_id IS NULL OR c.run_id IS NOT NULL END AS own
+                ELSE true END AS own
     FROM g JOIN w ON g.run_id = w.run_id AND g.ts_ns < w.end_ns AND g.end_ns > w.start_ns
     LEFT JOIN records rec ON rec.run_id = g.run_id
     LEFT JOIN called c ON c.run_id = g.run_id AND c.correlation = g.correlation

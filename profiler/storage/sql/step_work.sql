@@ -7,7 +7,7 @@
 -- In a run that records launch calls, an event with no call in the trace (launched before
 -- profiling began) is "unattributed": counted apart, never placed in a step. A run that records
 -- no launch calls at all places its events by their own start time. A run without steps is one
--- step, the whole trace (every attributed event is its own).
+-- step, the whole trace: every GPU event in it is its own (unattributed ones still counted apart).
 --   gpu_work_ns       union of the step's own GPU events, unclipped (it can exceed the step's
 --                     wall time when work spills out)
 --   gpu_work_sum_ns   their summed durations (streams may overlap: can exceed the union)
@@ -43,7 +43,7 @@ WITH w AS (
 ), own AS (
     SELECT w.run_id, w.iteration, w.end_ns AS w_end, t.kernel, t.ts_ns AS s, t.end_ns AS e, t.dur_ns
     FROM tagged t JOIN w ON w.run_id = t.run_id
-     AND (CASE WHEN w.stored THEN t.iteration = w.iteration ELSE NOT t.unattributed END)
+     AND (CASE WHEN w.stored THEN t.iteration = w.iteration ELSE true END)
 ), cls AS (
     SELECT run_id, iteration, 'work' AS c, s, e FROM own
     UNION ALL SELECT run_id, iteration, 'kernel', s, e FROM own WHERE kernel
