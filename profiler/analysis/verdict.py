@@ -98,6 +98,10 @@ def bound_sentence(row, label: str) -> str:
             text += f", and the host waits {sync_us:,.1f} µs per iteration in synchronize calls for it"
         return text + "."
     text = head + "; " + idle_split(row) + "."
+    sync_us = _get(row, "sync_us_per_iter")
+    if sync_us > 0:
+        text += (f" Besides, the host waits {sync_us:,.1f} µs per iteration in synchronize calls "
+                 f"({100 * sync_us / max(wall, 1e-9):.1f}% of the iteration), mostly while the GPU runs.")
     names = _text(row, "idle_names")
     if bound in ("input", "collective", "cpu", "annotation") and names:
         text += f" Most of it inside (µs per idlest step): {names}."
