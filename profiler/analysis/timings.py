@@ -29,8 +29,9 @@ def run_timings(store, run_ids) -> pd.DataFrame:
     metrics = queries.run_metrics(store, ids).set_index("run_id")
     kernel, busy = metrics["kernel_work_us_per_iter"], metrics["gpu_work_us_per_iter"]
     peaks = memory.memory_summary(store, ids).set_index("run_id")["peak_allocated_bytes"]
-    table["gpu_us_per_call"] = table["run_id"].map(busy)
-    table["kernel_us_per_call"] = table["run_id"].map(kernel)
+    # a run that launched no GPU work has no GPU time per call (None, not 0: nothing to rank by)
+    table["gpu_us_per_call"] = table["run_id"].map(busy.where(busy > 0))
+    table["kernel_us_per_call"] = table["run_id"].map(kernel.where(kernel > 0))
     table["peak_allocated_bytes"] = table["run_id"].map(peaks)
     return table[COLUMNS]
 
