@@ -93,12 +93,15 @@ def _host(events, apis, threads, cat) -> list[tuple[str, int, int]]:
 
 
 def _idle_parts(gaps, host) -> dict:
-    """Each gap's time to the first kind (KINDS order) the host was in, capped at what is left."""
+    """Each gap's time to the first kind (KINDS order) the host was in, capped at what is left; a
+    gap that opened while the host sat in a synchronize or copy call is all sync."""
     parts = dict.fromkeys((*KINDS, "unrecorded"), 0)
     for start, length in gaps:
         end, left = start + length, length
+        opened_in_sync = any(k == "sync" and s <= start <= e for k, s, e in host)
         for kind in KINDS:
             t = _merged_length((max(s, start), min(e, end)) for k, s, e in host if k == kind and s < end and e > start)
+            t = length if kind == "sync" and opened_in_sync else t
             parts[kind] += min(t, left)
             left -= min(t, left)
         parts["unrecorded"] += left

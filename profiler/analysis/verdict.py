@@ -100,8 +100,8 @@ def bound_sentence(row, label: str) -> str:
     text = head + "; " + idle_split(row) + "."
     sync_us = _get(row, "sync_us_per_iter")
     if sync_us > 0:
-        text += (f" Besides, the host waits {sync_us:,.1f} µs per iteration in synchronize calls "
-                 f"({100 * sync_us / max(wall, 1e-9):.1f}% of the iteration), mostly while the GPU runs.")
+        text += (f" In all, the host spends {sync_us:,.1f} µs per iteration in synchronize calls "
+                 f"({100 * sync_us / max(wall, 1e-9):.1f}% of the iteration).")
     names = _text(row, "idle_names")
     if bound in ("input", "collective", "cpu", "annotation") and names:
         text += f" Most of it inside (µs per idlest step): {names}."
@@ -114,3 +114,26 @@ def bound_sentence(row, label: str) -> str:
                  "per iteration), the order of what recording an event costs; time it without "
                  "the profiler before optimising.")
     return text
+
+
+def rank_wait_sentences(waits, steps, stragglers) -> dict[int, str]:
+    """Per rank of a job, who it waits for: {rank: sentence}. ``waits`` is the job view's
+    `job_queries.rank_waits`, ``steps`` its `rank_iterations`, ``stragglers`` its `stragglers`
+    (all read, not recomputed). A rank's wait runs inside its collective kernels: GPU time spent
+    waiting for a peer, not work. The rank the others wait for is named; no sentence for a rank
+    that waited no time."""
+    late = dict(zip(stragglers["iteration"], stragglers["straggler_rank"])) if len(stragglers) else {}
+    out: dict[int, str] = {}
+    for rank, g in waits.groupby("rank", sort=True):
+        wait = float(g["wait_us"].sum())
+        mine = steps[steps["rank"] == rank]
+        step = float(mine["step_us"].sum())
+        whom = sorted({int(late[i]) for i in g["iteration"] if i in late and int(late[i]) != int(rank)})
+        if wait <= 0 or not whom or step <= 0:
+            continue
+        named = ", ".join(f"rank {r}" for r in whom)
+        share = min(100.0, 100 * wait / step)
+        out[int(rank)] = (f"rank {int(rank)} waits {wait:,.1f} µs ({share:.1f}% of its {step:,.1f} µs of "
+                          f"steps) inside collectives for {named}, the last to arrive: that GPU time is "
+                          "waiting on another rank, not work.")
+    return out

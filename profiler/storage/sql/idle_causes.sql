@@ -6,7 +6,8 @@
 -- thread and from autograd's backward thread), plus annotations and collectives on any thread.
 -- Each stretch of idle time goes to the first of these the host was in, in this order (a part
 -- never exceeds what is left of its stretch, so the parts add up to the idle time):
---   idle_sync_ns        blocked in a synchronize or copy call (the CPU waits for the GPU)
+--   idle_sync_ns        blocked in a synchronize or copy call (the CPU waits for the GPU); a whole
+--                       gap that opened during such a call (the GPU ran dry while the host waited)
 --   idle_collective_ns  inside a collective (waiting for another rank)
 --   idle_input_ns       inside a DataLoader annotation (waiting for input)
 --   idle_launch_ns      in launch calls (launch-bound)
@@ -66,10 +67,18 @@ WITH w AS (
     FROM cl
 ), gaps AS (
     SELECT run_id, iteration, reach AS gs, s AS ge FROM fr WHERE reach IS NOT NULL AND s > reach
-), pieces AS (      -- host intervals clipped to the gaps they overlap
+), host AS (
+    SELECT * FROM host_intervals(ids)
+), pieces AS (      -- host intervals clipped to the gaps they overlap; a gap that opened while the
+                    -- host sat in a synchronize or copy call is all 'sync': the GPU ran dry while the
+                    -- host waited for it, so nothing was queued behind (the host then had to launch)
     SELECT gaps.run_id, gaps.iteration, gaps.gs, gaps.ge, h.kind, h.name,
            greatest(h.s, gaps.gs) AS s, least(h.e, gaps.ge) AS e
-    FROM gaps JOIN host_intervals(ids) h ON h.run_id = gaps.run_id AND h.s < gaps.ge AND h.e > gaps.gs
+    FROM gaps JOIN host h ON h.run_id = gaps.run_id AND h.s < gaps.ge AND h.e > gaps.gs
+    UNION ALL
+    SELECT DISTINCT gaps.run_id, gaps.iteration, gaps.gs, gaps.ge, 'sync', 'opened in a synchronize call',
+           gaps.gs, gaps.ge
+    FROM gaps JOIN host h ON h.run_id = gaps.run_id AND h.kind = 'sync' AND h.s <= gaps.gs AND h.e >= gaps.gs
 ), pfr AS (
     SELECT *, max(e) OVER (PARTITION BY run_id, iteration, gs, kind ORDER BY s, e
                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
