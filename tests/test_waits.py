@@ -73,3 +73,50 @@ def test_fa4_backward_is_one_call_per_iteration_at_its_raw_rate(db):
     assert back["calls"] == len(steps)
     assert back["tflops"] == pytest.approx(back["flops"] / (per_iter * 1e-6) / 1e12, rel=0.01)
     assert {r["mode"] for r in rows if r["kind"] == "attention"} == {"train"}
+
+
+GPU_WAITS = SAMPLES.parent.parent / "tests" / "fixtures" / "gpu_waits"
+
+
+def test_a_slow_dataloader_is_named_and_counted(db):
+    """A real H100 trace (tests/fixtures/gpu_waits/record.py): each step's GPU idles while the host
+    sits in the DataLoader's __next__; the idle split matches tests/test_metrics.py's independent
+    count and the sentence names the annotation with its time."""
+    from tests.test_metrics import independent
+
+    path = GPU_WAITS / "slow_loader.pt.trace.json.gz"
+    raw = independent(path)
+    run = queries.run_metrics(db, [db.ingest(path).run_id]).iloc[0]
+    n = len(raw["iterations"])
+    want = sum(r["idle_input"] for r in raw["iterations"]) / n / 1e3
+    assert raw["bound"] == run["bound"] == "input"
+    assert run["idle_input_us_per_iter"] == pytest.approx(want, rel=1e-3)
+    assert want > 0.9 * run["gpu_idle_us_per_iter"]
+    loader = [e for e in _events(path) if "DataLoader" in str(e["name"]) and e.get("cat") == "user_annotation"]
+    assert len(loader) == n
+    text = findings.bound_sentence(run, "loader")
+    assert text.startswith("loader is input-bound") and "in the DataLoader (waiting for input)" in text
+    assert "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__=" in text
+    assert f"{run['idle_input_us_per_iter']:,.1f} µs" in text
+
+
+def test_every_launching_thread_counts(db):
+    """A real H100 training step: the forward launches from the main thread, the backward from
+    autograd's thread. Both count: the recorded CPU time is the union over both (the independent
+    count), launch time a part of it, and the sentence says two threads."""
+    from tests.test_metrics import independent
+
+    path = GPU_WAITS / "two_thread_train.pt.trace.json.gz"
+    evs = _events(path)
+    threads = {e["tid"] for e in evs if str(e.get("cat")).startswith("cuda_") and "aunch" in e["name"]}
+    assert len(threads) == 2
+    raw = independent(path)
+    run_id = db.ingest(path).run_id
+    got = queries.iteration_metrics(db, [run_id])
+    assert [int(v) for v in got["cpu_busy_ns"]] == pytest.approx([r["cpu"] for r in raw["iterations"]], rel=1e-3)
+    run = queries.run_metrics(db, [run_id]).iloc[0]
+    assert run["launching_threads"] == 2
+    assert run["launch_api_us_per_iter"] <= run["cpu_busy_us_per_iter"] <= run["wall_us_per_iter"]
+    assert raw["bound"] == run["bound"]
+    text = findings.bound_sentence(run, "train")
+    assert "2 launching threads" in text or "launches from 2 threads" in text

@@ -96,6 +96,9 @@ def bound_sentence(row, label: str) -> str:
         sync_us = _get(row, "sync_us_per_iter")
         if sync_us > 0:
             text += f", and the host waits {sync_us:,.1f} µs per iteration in synchronize calls for it"
+        threads = int(_get(row, "launching_threads"))
+        if threads > 1:
+            text += f" (the host launches from {threads} threads)"
         return text + "."
     text = head + "; " + idle_split(row) + "."
     sync_us = _get(row, "sync_us_per_iter")
