@@ -17,7 +17,7 @@
 --               passing (n-1)/n of the buffer); all-gather, reduce-scatter and all-to-all (n-1)/n
 --               (every rank gets or gives the n-1 parts it does not hold); broadcast, reduce and
 --               send/receive 1 (the buffer crosses each link once). Other kinds: none.
--- includes: metrics
+-- includes: metrics, windows
 -- params: $job VARCHAR (the job's name)
 WITH ranks AS (
     SELECT j.rank, j.run_id, t.world_size FROM job_ranks j JOIN traces t ON t.run_id = j.run_id

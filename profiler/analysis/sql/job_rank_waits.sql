@@ -19,7 +19,7 @@
 -- keeps "longest step" as a figure of its own).
 -- Rank clocks are compared as written (the traces' epoch clocks), so a clock offset between hosts
 -- reads as arrival order.
--- includes: metrics
+-- includes: metrics, windows
 -- params: $job VARCHAR (the job's name)
 WITH ranks AS (
     SELECT j.rank, j.run_id FROM job_ranks j WHERE j.job = $job

@@ -1,6 +1,6 @@
 -- One row per run for `python -m profiler summary`: counts, the metrics layer's per-iteration
 -- figures (metrics.sql) and the launch APIs (api_category 'launch') with their calls per iteration.
--- includes: metrics, iteration_rows
+-- includes: metrics, iteration_rows, windows
 -- params: $run_ids VARCHAR[] (every run id)
 WITH m AS (
     SELECT * FROM run_metrics($run_ids::VARCHAR[])

@@ -16,7 +16,7 @@
 --   idle_unrecorded_ns  nothing recorded: the trace cannot say what the host was doing
 -- idle_names: the names the idle time was spent in, most first ('name=µs; ...', up to 3), for
 -- the category that took most of it (input, collective, cpu or annotation).
--- includes: none
+-- includes: windows
 -- params: none
 
 -- host_intervals: what the host was doing, as intervals with a kind (above) and a name.

@@ -34,7 +34,7 @@
 --                  (cuda/hipStreamBeginCapture) in it
 -- A SQL module (profiler/analysis/sql_library.py) that the store loads when it opens
 -- (profiler/storage/metrics.py); query files that use its macros or table say `-- includes: metrics`.
--- includes: none
+-- includes: windows, step_work, idle_causes
 -- params: none
 
 -- iteration_metrics: one row per iteration window of the selected runs, every measure above,
@@ -181,16 +181,25 @@ SELECT * FROM iteration_metrics([]::VARCHAR[]) LIMIT 0;
 --   profiler_overhead_likely  bound 'cpu' or 'launch' and the idle time under 15 µs per recorded
 --          CPU event of the launching threads: gaps of the size of the profiler's own per-event cost
 -- args: ids VARCHAR[]
--- outputs: run_id VARCHAR, iterations BIGINT, *_us_per_iter DOUBLE (wall, gpu_busy, gpu_idle,
---          carried, gpu_active, gpu_span, kernel, copy, exposed_copy, comm, kernel_sum,
---          cpu_busy, launch_api, sync, gpu_work, gpu_work_sum, kernel_work, spilled, unattributed,
---          idle_sync, idle_collective, idle_input, idle_launch, idle_cpu, idle_annotation,
---          idle_unrecorded), idle_gaps_per_iter, kernels_per_iter, launch_calls_per_iter,
---          cpu_events_per_iter, unattributed_per_iter DOUBLE, max_gap_us DOUBLE,
---          gpu_work_min_us DOUBLE, gpu_work_max_us DOUBLE, steps_differ BOOLEAN,
---          launching_threads BIGINT, capture_calls BIGINT, idle_names VARCHAR, *_pct DOUBLE
---          (gpu_busy, gpu_idle, carried, gpu_active, span_busy, kernel, comm, exposed_copy,
---          cpu_busy), bound VARCHAR, profiler_overhead_likely BOOLEAN
+-- outputs: run_id VARCHAR, iterations BIGINT, wall_us_per_iter DOUBLE,
+--          gpu_active_us_per_iter DOUBLE, gpu_busy_us_per_iter DOUBLE, carried_us_per_iter DOUBLE,
+--          gpu_idle_us_per_iter DOUBLE, kernel_us_per_iter DOUBLE, copy_us_per_iter DOUBLE,
+--          comm_us_per_iter DOUBLE, kernel_sum_us_per_iter DOUBLE, cpu_busy_us_per_iter DOUBLE,
+--          launch_api_us_per_iter DOUBLE, sync_us_per_iter DOUBLE, gpu_span_us_per_iter DOUBLE,
+--          gpu_work_us_per_iter DOUBLE, gpu_work_sum_us_per_iter DOUBLE,
+--          kernel_work_us_per_iter DOUBLE, spilled_us_per_iter DOUBLE,
+--          unattributed_us_per_iter DOUBLE, idle_sync_us_per_iter DOUBLE,
+--          idle_collective_us_per_iter DOUBLE, idle_input_us_per_iter DOUBLE,
+--          idle_launch_us_per_iter DOUBLE, idle_cpu_us_per_iter DOUBLE,
+--          idle_annotation_us_per_iter DOUBLE, idle_unrecorded_us_per_iter DOUBLE,
+--          exposed_copy_us_per_iter DOUBLE, kernels_per_iter DOUBLE, cpu_events_per_iter DOUBLE,
+--          launch_calls_per_iter DOUBLE, idle_gaps_per_iter DOUBLE, unattributed_per_iter DOUBLE,
+--          max_gap_us DOUBLE, gpu_work_min_us DOUBLE, gpu_work_max_us DOUBLE,
+--          steps_differ BOOLEAN, launching_threads BIGINT, capture_calls BIGINT,
+--          idle_names VARCHAR, gpu_active_pct DOUBLE, gpu_busy_pct DOUBLE, carried_pct DOUBLE,
+--          gpu_idle_pct DOUBLE, kernel_pct DOUBLE, comm_pct DOUBLE, cpu_busy_pct DOUBLE,
+--          span_busy_pct DOUBLE, exposed_copy_pct DOUBLE, bound VARCHAR,
+--          profiler_overhead_likely BOOLEAN
 CREATE OR REPLACE MACRO run_metrics(ids) AS TABLE
 WITH m AS (SELECT * FROM stored_iteration_metrics WHERE run_id IN (SELECT unnest(ids))), r AS (
     SELECT run_id, count(*) AS iterations,
@@ -222,7 +231,7 @@ SELECT run_id, iterations,
        max_gap_ns / 1e3 AS max_gap_us,
        gpu_work_min_ns / 1e3 AS gpu_work_min_us, gpu_work_max_ns / 1e3 AS gpu_work_max_us,
        gpu_work_max_ns - gpu_work_min_ns > 0.1 * gpu_work_ns / iterations AS steps_differ,
-       launching_threads, capture_calls, idle_names,
+       launching_threads, capture_calls::BIGINT AS capture_calls, idle_names,
        COLUMNS('^(gpu_busy|gpu_idle|carried|gpu_active|kernel|comm|cpu_busy)_ns$') * 100.0 / wall_ns AS '\1_pct',
        100.0 * gpu_active_ns / nullif(gpu_span_ns, 0) AS span_busy_pct,
        100.0 * (gpu_busy_ns - kernel_ns) / wall_ns AS exposed_copy_pct,

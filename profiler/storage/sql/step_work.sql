@@ -15,7 +15,7 @@
 --   spilled_ns        the part of gpu_work_ns that ran after the step ended
 --   unattributed_ns   union of events with no launch call, clipped to the step's window
 --   unattributed      how many such events overlap the window
--- includes: none
+-- includes: windows
 -- params: none
 
 -- step_work: one row per iteration window of the selected runs (run_windows), the measures above.
