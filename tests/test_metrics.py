@@ -71,7 +71,8 @@ def _host(events, apis, threads, cat) -> list[tuple[str, int, int]]:
     out = []
     for e in apis:
         name = e["name"].lower()
-        kind = "sync" if ("synchronize" in name or "memcpy" in name) else "launch" if "launch" in name else "cpu"
+        blocking_copy = "memcpy" in name and "async" not in name
+        kind = "sync" if ("synchronize" in name or blocking_copy) else "launch" if "launch" in name else "cpu"
         out.append((kind, _ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])))
     for e in events:
         name, c = str(e.get("name", "")), cat(e)
@@ -162,8 +163,10 @@ def independent(path: Path) -> dict:
         bound = "capture"
     elif wall - idle >= 0.85 * wall:  # the GPU ran (own or carried work) 85 % of the iteration
         bound = "gpu"
-    else:  # the largest part of the idle time (ties: the first in KINDS order)
-        bound = max((*KINDS, "unrecorded"), key=lambda k: (totals[k], -(*KINDS, "unrecorded").index(k)))
+    elif totals["unrecorded"] >= 0.5 * idle:  # nothing recorded for most of it: no verdict
+        bound = "unrecorded"
+    else:  # the largest recorded part of the idle time (ties: the first in KINDS order)
+        bound = max(KINDS, key=lambda k: (totals[k], -KINDS.index(k)))
     return {"iterations": rows, "bound": bound}
 
 

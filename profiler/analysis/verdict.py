@@ -75,7 +75,11 @@ def idle_split(row) -> str:
     the idle parts, largest first, each with its share of the idle time."""
     idle = _get(row, "gpu_idle_us_per_iter")
     parts = sorted(((_get(row, c), words) for c, words in IDLE_PARTS), reverse=True)
-    said = [f"{us:,.1f} µs ({100 * us / idle:.1f}%) {words}" for us, words in parts if idle > 0 and us >= 0.05]
+    shown = [(us, words) for us, words in parts[:3] if idle > 0 and us >= 0.05]
+    said = [f"{us:,.1f} µs ({100 * us / idle:.1f}%) {words}" for us, words in shown]
+    rest = idle - sum(us for us, _ in shown)
+    if rest >= 0.05 and said:
+        said.append(f"{rest:,.1f} µs otherwise")
     threads = int(_get(row, "launching_threads"))
     host = f"the host ({threads} launching thread{'s' if threads != 1 else ''})" if threads else "the host"
     return f"of the {idle:,.1f} µs of idle time per iteration, {host} spent " + "; ".join(said or ["none"])
@@ -107,15 +111,14 @@ def bound_sentence(row, label: str) -> str:
                  f"({100 * sync_us / max(wall, 1e-9):.1f}% of the iteration).")
     names = _text(row, "idle_names")
     if bound in ("input", "collective", "cpu", "annotation") and names:
-        text += f" Most of it inside (µs per idlest step): {names}."
+        text += f" Inside (µs, idlest step): {names}."
     if bound == "unrecorded":
         text += " No verdict: the trace records nothing the host did during most of the idle time."
     if bool(row["profiler_overhead_likely"]):
         idle_us, events = _get(row, "gpu_idle_us_per_iter"), _get(row, "cpu_events_per_iter")
-        text += (f" The profiler's own overhead may be the cause: the idle time is "
-                 f"{idle_us / max(events, 1):.1f} µs per recorded CPU event ({events:.0f} "
-                 "per iteration), the order of what recording an event costs; time it without "
-                 "the profiler before optimising.")
+        text += (f" The profiler's own overhead may be the cause: {idle_us / max(events, 1):.1f} µs of idle "
+                 f"per recorded CPU event ({events:.0f} per iteration), the order of recording one; "
+                 "time it without the profiler.")
     return text
 
 

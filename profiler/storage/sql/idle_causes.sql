@@ -6,7 +6,7 @@
 -- thread and from autograd's backward thread), plus annotations and collectives on any thread.
 -- Each stretch of idle time goes to the first of these the host was in, in this order (a part
 -- never exceeds what is left of its stretch, so the parts add up to the idle time):
---   idle_sync_ns        blocked in a synchronize or copy call (the CPU waits for the GPU); a whole
+--   idle_sync_ns        blocked in a synchronize or blocking copy call (the CPU waits for the GPU); a whole
 --                       gap that opened during such a call (the GPU ran dry while the host waited)
 --   idle_collective_ns  inside a collective (waiting for another rank)
 --   idle_input_ns       inside a DataLoader annotation (waiting for input)
@@ -27,8 +27,10 @@ WITH lt AS (
     SELECT DISTINCT run_id, pid, tid FROM launches
     WHERE run_id IN (SELECT unnest(ids)) AND api_category(name) = 'launch'
 )
-SELECT run_id, CASE api_category(name) WHEN 'sync' THEN 'sync' WHEN 'memcpy' THEN 'sync'
-                    WHEN 'launch' THEN 'launch' ELSE 'cpu' END AS kind, name, ts_ns AS s, ts_ns + dur_ns AS e
+SELECT run_id, CASE WHEN api_category(name) = 'sync' THEN 'sync'
+                    WHEN api_category(name) = 'memcpy' AND name NOT ILIKE '%async%' THEN 'sync'  -- a blocking copy
+                    WHEN api_category(name) = 'launch' THEN 'launch' ELSE 'cpu' END AS kind,
+       name, ts_ns AS s, ts_ns + dur_ns AS e
 FROM launches WHERE run_id IN (SELECT unnest(ids))
 UNION ALL
 SELECT o.run_id,

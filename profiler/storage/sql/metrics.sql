@@ -176,8 +176,10 @@ SELECT * FROM iteration_metrics([]::VARCHAR[]) LIMIT 0;
 --                     record a graph rather than run work; timings of it are not a run's
 --          'gpu'      the GPU ran work (own, carried or unattributed) at least 85 % of the
 --                     iteration: it sets the pace; feeding it faster saves at most the idle 15 %
---          else the largest part of the idle time (idle_causes.sql): 'sync', 'collective',
---          'input', 'launch', 'cpu', 'annotation', or 'unrecorded' (no verdict: nothing recorded)
+--          'unrecorded' else, when the host recorded nothing during at least half of the idle
+--                     time (idle_causes.sql): no verdict
+--          else the largest recorded part of the idle time: 'sync', 'collective', 'input',
+--          'launch', 'cpu' or 'annotation' (ties: in that order)
 --   profiler_overhead_likely  bound 'cpu' or 'launch' and the idle time under 15 µs per recorded
 --          CPU event of the launching threads: gaps of the size of the profiler's own per-event cost
 -- args: ids VARCHAR[]
@@ -214,11 +216,12 @@ WITH m AS (SELECT * FROM stored_iteration_metrics WHERE run_id IN (SELECT unnest
            CASE WHEN gpu_active_ns = 0 AND gpu_work_ns = 0 THEN 'none'
                 WHEN capture_calls > 0 THEN 'capture'
                 WHEN gpu_active_ns >= 0.85 * wall_ns THEN 'gpu'
-                ELSE ['sync', 'collective', 'input', 'launch', 'cpu', 'annotation', 'unrecorded'][
+                WHEN idle_unrecorded_ns >= 0.5 * gpu_idle_ns THEN 'unrecorded'
+                ELSE ['sync', 'collective', 'input', 'launch', 'cpu', 'annotation'][
                     list_position(list_value(idle_sync_ns, idle_collective_ns, idle_input_ns, idle_launch_ns,
-                                             idle_cpu_ns, idle_annotation_ns, idle_unrecorded_ns),
+                                             idle_cpu_ns, idle_annotation_ns),
                                   greatest(idle_sync_ns, idle_collective_ns, idle_input_ns, idle_launch_ns,
-                                           idle_cpu_ns, idle_annotation_ns, idle_unrecorded_ns))] END AS bound
+                                           idle_cpu_ns, idle_annotation_ns))] END AS bound
     FROM r
 )
 SELECT run_id, iterations,
