@@ -6,7 +6,8 @@ or bytes, per launching op, with the real reason (`profiler.analysis.unmodelled`
 One row per op and shape of the run (calls aggregated): op, backend, shape, dtype, calls,
 flops and bytes per call, kernel_us_mean (kernel time per call), tflops and tbps from that mean,
 pct_of_peak (datasheet peak for the dtype on the engine the kernels ran on; the text table's
-%peak is pct_of_bandwidth where the op is memory-bound), intensity
+%limit is the share of the peak that limits the op: pct_of_bandwidth where it is memory-bound,
+else pct_of_peak), intensity
 (FLOP / byte), bound (memory or compute, from the ridge point) and kernels (name [library, arch,
 instruction, tile]); the text table adds mode and waste% (the share of issued FLOPs the mask makes
 useless: `costmodel.wasted_pct`). The JSON rows add kind, mode (prefill, decode or train:
@@ -116,7 +117,7 @@ def format_table(table: list[dict]) -> str:
 
     head = (f"{'op':44s} {'backend':11s} {'shape':34s} {'dtype':5s} {'mode':7s} {'calls':>5s} {'GFLOP':>9s} "
             f"{'waste%':>6s} "
-            f"{'MB':>9s} {'us/call':>9s} {'TFLOP/s':>8s} {'TB/s':>6s} {'%peak':>6s} {'FLOP/B':>8s} "
+            f"{'MB':>9s} {'us/call':>9s} {'TFLOP/s':>8s} {'TB/s':>6s} {'%limit':>6s} {'FLOP/B':>8s} "
             f"{'bound':7s} kernels")
     lines = [head]
     for r in table:
@@ -129,5 +130,4 @@ def format_table(table: list[dict]) -> str:
             f"{r['kernels'][:160]}")
         if r.get("suspect"):   # a share above 100 % is not shown: say which figure is wrong
             lines.append(f"{'':44s} % of peak not shown: {r['suspect']}")
-    lines.append("%peak: of memory bandwidth where the op is memory-bound, else of the compute peak")
     return "\n".join(lines)
