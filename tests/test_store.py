@@ -118,7 +118,7 @@ def test_old_format_bare_array_capitalised_categories(db_path):
     assert rows(store, "SELECT name, external_id, warps_per_sm, iteration FROM kernels") == [
         ("implicit_convolve_sgemm", 2, 12.5, 0)]
     assert rows(store, "SELECT kind, bytes, iteration FROM memops ORDER BY ts_ns") == [
-        ("memset", 1024, None), ("memcpy", 2048, 1)]  # 'Bytes' spelled with a capital; the memset
+        ("memset", 1024, None), ("memcpy", 2048, None)]  # 'Bytes' spelled with a capital; the copies
     # has no launch call in a trace that records them: unattributed, in no step
     assert rows(store, "SELECT DISTINCT cat, tid FROM ops") == [("cpu_op", "140001")]
     assert rows(store, "SELECT gpu_name, variant FROM traces") == [(None, None)]
