@@ -29,6 +29,8 @@ METRIC_COLUMNS = {  # the metrics layer's per-iteration figures, as on the runs 
     "side": ui.run_column(),
     "times_baseline": Col.NumberColumn("µs / call × baseline", format="%.2f", help="Time per call over the "
                                        "baseline's (runs of the baseline's shape only)."),
+    "gpu_work_us_per_iter": Col.NumberColumn("GPU work µs / iter", format="%.1f",
+                                             help="The GPU work one iteration launched, wherever it ran."),
     "gpu_busy_us_per_iter": Col.NumberColumn("GPU own busy µs / iter", format="%.1f"),
     "gpu_busy_pct": Col.NumberColumn("own busy % of iteration", format="%.1f"),
     "carried_pct": Col.NumberColumn("carried % of iteration", format="%.1f",

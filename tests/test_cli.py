@@ -44,10 +44,12 @@ def test_summary_json_lists_every_trace_with_counts(db_path):
     naive = runs["tiny_naive.json"]
     assert naive["variant"] == "naive" and naive["gpu"] == "NVIDIA H200"
     assert (naive["events"], naive["kernels"], naive["iterations"]) == (26, 4, 2)
-    # per ProfilerStep (2 of 100 µs): kernels + copies busy 34.5625 µs (the 1 µs memset has no
-    # launch call in the trace: carried, not the step's own), no percentage above 100
-    assert (naive["wall_us_per_iter"], naive["gpu_busy_us_per_iter"]) == (100.0, 34.5625)
-    assert naive["gpu_busy_pct"] + naive["gpu_idle_pct"] + naive["carried_pct"] == pytest.approx(100)
+    # per ProfilerStep (2 of 100 µs): the step's GPU work, kernels + copies it launched, 34.5625 µs,
+    # all inside the step (the 1 µs memset has no launch call in the trace: unattributed, counted
+    # apart), no percentage above 100
+    assert (naive["wall_us_per_iter"], naive["gpu_work_us_per_iter"]) == (100.0, 34.5625)
+    assert naive["gpu_busy_us_per_iter"] == 34.5625 and naive["unattributed_per_iter"] == 0.5
+    assert naive["gpu_busy_pct"] + naive["gpu_idle_pct"] + naive["carried_pct"] == pytest.approx(99.5)
     assert naive["kernel_us_per_iter"] <= naive["gpu_busy_us_per_iter"] and naive["bound"] == "cpu"
     # launch APIs only (no memcpy, sync or query calls), in calls per iteration
     assert naive["launch_apis"] == {"cudaLaunchKernel": 1.0, "cuLaunchKernelEx": 0.5}

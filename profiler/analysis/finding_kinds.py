@@ -165,10 +165,14 @@ def _zero_finding(runs, explained) -> Finding:
         smem, default = _int(row.shared_mem_bytes) or 0, device.shared_mem_per_block_bytes
         why = (f"{_bytes(smem)} of shared memory per block, above the {_bytes(default)} Kineto "
                "assumes" if smem > default else "Kineto could not fit a block with its default limits")
-        what = f"{tensor_cores.engine_phrase(row.tc_engine)} {row.tc_op} kernel"
+        engine = tensor_cores.engine_phrase(row.tc_engine)   # 'a communication' kernel, not '… communication communication'
+        what = f"{engine} kernel" if str(row.tc_op) in engine.split() else f"{engine} {row.tc_op} kernel"
         what += f" in {row.tc_precision}" if isinstance(row.tc_precision, str) else ""
+        # the table's figure (time-weighted over the kernel's launch configurations), one value
+        theory = getattr(row, "theory_occupancy_pct", None)
+        theory = result.occupancy_pct if theory is None or theory != theory else float(theory)
         items.append({"run_id": row.run_id, "kernel": row.kernel, "occupancy_reported_pct": 0.0,
-                      "occupancy_theoretical_pct": result.occupancy_pct,
+                      "occupancy_theoretical_pct": theory,
                       "occupancy_limiter": result.limiter, "shared_mem_bytes": smem,
                       "blocks_per_sm": result.active_blocks_per_sm, "engine": row.tc_engine,
                       "precision": row.tc_precision if isinstance(row.tc_precision, str) else None,
@@ -178,7 +182,7 @@ def _zero_finding(runs, explained) -> Finding:
                          f"{row.us_per_iter:.1f} µs per iteration in {runs.labels[row.run_id]}): "
                          f"{why}; with opt-in shared memory {result.active_blocks_per_sm} block(s) of "
                          f"{_int(row.threads_per_block)} threads fit per SM, "
-                         f"{result.occupancy_pct:.1f}% theoretical occupancy, limited by "
+                         f"{theory:.1f}% theoretical occupancy, limited by "
                          f"{result.limiter}")
     more = f"; and {len(items) - MAX_NAMES} more" if len(items) > MAX_NAMES else ""
     text = (f"The trace reports 0% occupancy for {len(items)} kernel(s) that ran: "

@@ -96,7 +96,7 @@ def _sweep_findings(store, run_ids) -> list[Finding]:
     found = []
     for row in sweeps.crossovers(curves).to_dict("records"):
         gpu = curves[(curves["sweep"] == row["sweep"]) & (curves["x"] == row["x_hi"])
-                     & curves["variant"].isin([row["leader"], row["trailer"]])]["gpu_busy_us_per_iter"]
+                     & curves["variant"].isin([row["leader"], row["trailer"]])]["gpu_work_us_per_iter"]
         found.append(Finding("crossover", row.pop("text"), {k: v if isinstance(v, list) else _plain(v)
                                                             for k, v in row.items()},
                              float(gpu.max() - gpu.min()) if len(gpu) else 0.0))
@@ -113,14 +113,14 @@ def _gpu_time(runs: _Runs) -> list[Finding]:
     fast, slow = (a, b) if gpu[a] <= gpu[b] else (b, a)
     ratio = gpu[slow] / gpu[fast]
     if ratio < SAME_TIME_RATIO:
-        text = (f"{runs.labels[a]} and {runs.labels[b]} need about the same GPU time per iteration: "
+        text = (f"{runs.labels[a]} and {runs.labels[b]} launch about the same GPU work per iteration: "
                 f"{gpu[a]:,.1f} µs vs {gpu[b]:,.1f} µs.")
     else:
         saved = 100 * (1 - gpu[fast] / gpu[slow])
         speed = f"{ratio:.1f}× faster" if ratio >= 2 else f"{saved:.0f}% less GPU time"
-        text = (f"{runs.labels[fast]} needs {gpu[fast]:,.1f} µs of GPU time per iteration against "
+        text = (f"{runs.labels[fast]} launches {gpu[fast]:,.1f} µs of GPU work per iteration against "
                 f"{gpu[slow]:,.1f} µs for {runs.labels[slow]} ({speed}).")
-    return [Finding("gpu_time", text, {"gpu_busy_us_per_iter": gpu, "ratio": round(ratio, 3)},
+    return [Finding("gpu_time", text, {"gpu_work_us_per_iter": gpu, "ratio": round(ratio, 3)},
                     abs(gpu[a] - gpu[b]))]
 
 
@@ -180,10 +180,10 @@ def _time(us: float) -> str:
 
 
 def _gpu_us(runs: _Runs, run: str) -> float:
-    """GPU busy time per iteration (the metrics layer's definition)."""
+    """The GPU work one iteration launched (the metrics layer's gpu_work_us_per_iter)."""
     if run not in runs.metrics.index:
         return 0.0
-    return float(runs.metrics.loc[run, "gpu_busy_us_per_iter"])
+    return float(runs.metrics.loc[run, "gpu_work_us_per_iter"])
 
 
 def _kernel_delta(store, runs: _Runs) -> list[Finding]:

@@ -160,9 +160,9 @@ def ops_before(store, run_id: str, work: dict, need: np.ndarray) -> np.ndarray:
 
 
 def charged_kernels(store, run_id: str, work: dict | None = None, names: dict | None = None) -> dict:
-    """`launched_work` of one run (a run with none: `cpu_work`) with op_id, the op the model charges each kernel to (-1 - n for
-    the n-th kernel that is a call by itself: a flex kernel, or an attention kernel (by the
-    engine classifier) no modelled op owns, e.g. flashinfer's or FlashAttention-4's), and
+    """`launched_work` of one run (a run with none: `cpu_work`) with op_id, the op the model charges each kernel to (negative
+    for a call no modelled op owns, `alone_calls`: a flex kernel, or the attention kernels (by the
+    engine classifier) one op invocation launched, e.g. flashinfer's or FlashAttention-4's), and
     backend_id (the attention backend op or -1); kernels no modelled op owns are left out.
     ``work``: the run's `launched_work`, when read already; ``names``: {kernel_hash: name}."""
     work = launched_work(store, [run_id]) if work is None else work
@@ -173,11 +173,22 @@ def charged_kernels(store, run_id: str, work: dict | None = None, names: dict | 
     need = ~launch_in_op(tree, work) & (work["launch_ts_ns"] >= 0)
     work["before_op_id"] = ops_before(store, run_id, work, need)
     parent, family = np.asarray(tree["parent_id"]), np.asarray(tree["family"])
-    owner, backend = owners(parent, family, launching_ops(tree, work))
+    launched_by = launching_ops(tree, work)
+    owner, backend = owners(parent, family, launched_by)
     attention = np.array([_kernel_op(names.get(h)) == "attention" for h in work["kernel_hash"].tolist()], dtype=bool)
     alone = work["flex"] | ((owner < 0) & attention)
-    owner = np.where(alone, -1 - np.arange(len(alone)), owner)
+    owner = np.where(alone, alone_calls(work["flex"], launched_by, len(parent)), owner)
     return arrays.take({**work, "op_id": owner, "backend_id": backend}, (owner >= 0) | alone)
+
+
+def alone_calls(flex: np.ndarray, launched_by: np.ndarray, n_ops: int) -> np.ndarray:
+    """The call id (negative) of each kernel that is a call by itself: the attention kernels one op
+    invocation launched form one call (FlashAttention-4's backward: preprocess, main and
+    postprocess kernels under one FlashAttnFuncBackward: one call, not three), -1 - that op's id;
+    a flex kernel, or one launched outside every op, is a call of its own, -1 - n_ops - its row."""
+    rows = np.arange(len(flex))
+    grouped = ~flex & (launched_by >= 0)
+    return np.where(grouped, -1 - launched_by, -1 - n_ops - rows)
 
 
 def cpu_work(store, tree: dict, run_id: str) -> dict:

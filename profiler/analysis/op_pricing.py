@@ -91,7 +91,8 @@ def _priced(calls: dict, shape: dict | None, backward_ops: int = 0) -> dict:
     own = [modes.op_mode(c) for c in costs]
     run = modes.run_mode(own, backward_ops, modes.declared_mode(shape))
     return {**calls, "kind": arrays.objects([c.kind for c in costs]), "flops": np.array([c.flops for c in costs]),
-            "mode": arrays.objects([m or run for m in own]),
+            # a training run's forward calls are part of its training step: mode "train", as its backward
+            "mode": arrays.objects([run if run == "train" else (m or run) for m in own]),
             "flops_useful": np.array([c.flops_useful for c in costs]),
             "kv_bytes": np.array([c.kv_bytes for c in costs]), "kv_group": np.array([c.kv_group for c in costs]),
             "flops_issued": np.array([issued(c, b, k) for c, b, k in zip(costs, backends, calls["main_kernel"])]),

@@ -34,6 +34,11 @@ FROM traces w JOIN traces c
   ON c.cold AND NOT w.cold AND c.variant = w.variant AND c.batch = w.batch AND c.heads = w.heads
  AND c.seq_len = w.seq_len AND c.head_dim = w.head_dim AND c.dtype = w.dtype AND c.causal = w.causal
  AND c.gpu_name IS NOT DISTINCT FROM w.gpu_name
+ -- the whole workload (issue 35): mode, K/V heads and length, window, packed lengths
+ AND coalesce(c.mode, 'prefill') = coalesce(w.mode, 'prefill')
+ AND coalesce(c.kv_heads, c.heads) = coalesce(w.kv_heads, w.heads)
+ AND coalesce(c.kv_len, c.seq_len) = coalesce(w.kv_len, w.seq_len)
+ AND c."window" IS NOT DISTINCT FROM w."window" AND c.varlen IS NOT DISTINCT FROM w.varlen
 WHERE w.run_id IN (SELECT unnest($run_ids::VARCHAR[]))
 QUALIFY row_number() OVER (PARTITION BY w.run_id ORDER BY c.added_at DESC, c.run_id) = 1
 """

@@ -39,6 +39,11 @@ def _peak(device, engine, dtype) -> tuple[float | None, float | None, str | None
             source, bool(getattr(device, "sku_exact", False)))
 
 
+# FLOP per byte under which an op is memory-bound on every GPU, even where the engine's compute peak
+# for its precision is not known (every ridge point, fp64 CUDA cores included, lies above it)
+PLAINLY_MEMORY = 1.0
+
+
 def share(achieved, peak):
     """100 x achieved / peak, NaN where that is above 100 % (impossible: see `suspect`) or
     where there is no peak; arrays or scalars."""
@@ -56,7 +61,10 @@ def suspect(over_compute: bool, over_bandwidth: bool, exact_sku: bool) -> str | 
     if not exact_sku:
         return f"peak: {what} above 100 % of a peak whose SKU the trace does not pin down"
     counted = " and ".join(w for w, over in (("FLOPs", over_compute), ("bytes", over_bandwidth)) if over)
-    return f"model: {what} above 100 % of the identified SKU's peak, so the {counted} counted for the op are too many"
+    text = f"model: {what} above 100 % of the identified SKU's peak: the {counted} counted for the op are too many"
+    if over_bandwidth:   # bytes the model counts as memory traffic may have been cache hits
+        text += ", or part of the bytes were served from cache (L2), not from memory"
+    return text
 
 
 def rated(run_id, engine, dtype, flops, nbytes, seconds, device_of: dict) -> dict:
@@ -79,7 +87,8 @@ def rated(run_id, engine, dtype, flops, nbytes, seconds, device_of: dict) -> dic
     why = arrays.objects([suspect(c, b, e) for c, b, e in zip(over_c.tolist(), over_b.tolist(), exact)])
     return {"tflops": tflops, "tbps": tbps, "intensity": intensity, "peak_tflops": peak_tflops,
             "peak_tbps": peak_tbps, "ridge": ridge, "roof_tflops": roof,
-            "bound": np.where(np.isnan(ridge), None, np.where(intensity < ridge, "memory", "compute")),
+            "bound": np.where(np.isnan(ridge), np.where(intensity < PLAINLY_MEMORY, "memory", None),
+                              np.where(intensity < ridge, "memory", "compute")),
             "pct_of_peak": share(tflops, peak_tflops), "pct_of_bandwidth": share(tbps, peak_tbps),
             "pct_of_roof": share(tflops, roof), "peak_source": arrays.objects(source),
             "suspect": why}

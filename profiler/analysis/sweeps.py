@@ -120,17 +120,17 @@ def sweep_points(store, run_ids) -> pd.DataFrame:
     device equal): run_id, variant, the shape keys, axis, x (its value), sweep (a key naming the
     sweep), metric ('tflops' or 'tbps'), value (its throughput), us_per_call (`ranking.per_call`:
     the one time of a call every ranking reads; a run recorded on the CPU: its attention call's
-    CPU time) and gpu_busy_us_per_iter (the metrics layer's)."""
+    CPU time) and gpu_work_us_per_iter (the metrics layer's)."""
     from profiler.analysis import ranking
 
     shapes = queries.run_shapes(store, run_ids)
     shapes = shapes[shapes["seq_len"].notna() & ~shapes["cold"].fillna(False).astype(bool)]
     columns = ["run_id", "variant", *SHAPE, "axis", "x", "sweep", "metric", "value", "us_per_call", "timed_on",
-               "gpu_busy_us_per_iter"]
+               "gpu_work_us_per_iter"]
     if shapes.empty:
         return pd.DataFrame(columns=columns)
     ids = list(shapes["run_id"])
-    busy = queries.run_metrics(store, ids)[["run_id", "gpu_busy_us_per_iter"]]
+    busy = queries.run_metrics(store, ids)[["run_id", "gpu_work_us_per_iter"]]
     rows = shapes.merge(ranking.per_call(store, ids), on="run_id").merge(busy, on="run_id")
     rows["metric"] = rows["mode"].map(metric_of)
     rows["value"] = [useful_rate(shape, metric, us) for shape, metric, us in
@@ -156,7 +156,7 @@ def sweep_runs(store, selected, every) -> list[str]:
 
 
 CURVE_COLUMNS = ["sweep", "axis", "mode", "metric", "variant", "x", "median", "min", "max", "runs", "repeats",
-                 "outliers", "run_id", "us_per_call", "us_min", "us_max", "gpu_busy_us_per_iter"]
+                 "outliers", "run_id", "us_per_call", "us_min", "us_max", "gpu_work_us_per_iter"]
 
 
 def sweep_curves(points: pd.DataFrame) -> pd.DataFrame:
@@ -164,7 +164,7 @@ def sweep_curves(points: pd.DataFrame) -> pd.DataFrame:
     over their time per call, the rule every ranking uses (us_per_call: the median; us_min, us_max:
     the interval; repeats: used; outliers: the run ids set aside), and the throughput at those
     times (median, min: at the slowest repeat kept, max: at the fastest); runs, and the repeat
-    nearest the median (`run_id`, the one a point opens). gpu_busy_us_per_iter is us_per_call."""
+    nearest the median (`run_id`, the one a point opens). gpu_work_us_per_iter is us_per_call."""
     if points.empty:
         return pd.DataFrame(columns=CURVE_COLUMNS)
     rows = []

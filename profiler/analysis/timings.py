@@ -1,10 +1,11 @@
 """The three timings of a run, each with its own name and unit, and its peak memory.
 
-- ``gpu_us_per_call``: the metrics layer's ``gpu_busy_us_per_iter``: the time the GPU ran one
-  iteration's own kernels, copies and sets, overlapping streams counted once (a captured run calls
-  the variant once per iteration; uploads get it per iteration). What runs are ranked by: a copy
-  is part of a call's cost (the naive path's out-of-place mask is a full-size Memcpy).
-- ``kernel_us_per_call``: its kernels alone (``kernel_us_per_iter``).
+- ``gpu_us_per_call``: the metrics layer's ``gpu_work_us_per_iter`` (profiler/storage/sql/step_work.sql):
+  the GPU work one iteration launched, kernels, copies and sets, overlapping streams counted once,
+  wherever it ran (a captured run calls the variant once per iteration; uploads get it per
+  iteration). What runs are ranked by: a copy is part of a call's cost (the naive path's
+  out-of-place mask is a full-size Memcpy).
+- ``kernel_us_per_call``: its kernels alone (``kernel_work_us_per_iter``).
 - ``wall_us_per_call``: CUDA events around ``wall_calls`` back-to-back calls outside the profiler,
   divided by the count; a cold run's value is its one first call (``wall_calls`` = 1).
 - ``graph_us_per_call``: replay of a CUDA graph of one call, over ``graph_calls`` replays (host
@@ -26,10 +27,11 @@ def run_timings(store, run_ids) -> pd.DataFrame:
     ids = queries._ids(run_ids)
     table = queries._run(store, "run_timings", run_ids=ids)
     metrics = queries.run_metrics(store, ids).set_index("run_id")
-    kernel, busy = metrics["kernel_us_per_iter"], metrics["gpu_busy_us_per_iter"]
+    kernel, busy = metrics["kernel_work_us_per_iter"], metrics["gpu_work_us_per_iter"]
     peaks = memory.memory_summary(store, ids).set_index("run_id")["peak_allocated_bytes"]
-    table["gpu_us_per_call"] = table["run_id"].map(busy)
-    table["kernel_us_per_call"] = table["run_id"].map(kernel)
+    # a run that launched no GPU work has no GPU time per call (None, not 0: nothing to rank by)
+    table["gpu_us_per_call"] = table["run_id"].map(busy.where(busy > 0))
+    table["kernel_us_per_call"] = table["run_id"].map(kernel.where(kernel > 0))
     table["peak_allocated_bytes"] = table["run_id"].map(peaks)
     return table[COLUMNS]
 
@@ -54,7 +56,7 @@ def _plain(value):
 
 def timing_records(store, run_ids) -> dict[str, dict]:
     """run id -> {column: plain value} for the CLI's summary JSON; ``gpu_us_per_call`` is left out:
-    the summary gives it already, as the metrics layer's ``gpu_busy_us_per_iter``."""
+    the summary gives it already, as the metrics layer's ``gpu_work_us_per_iter``."""
     table = run_timings(store, run_ids)
     columns = [c for c in COLUMNS[2:] if c != "gpu_us_per_call"]
     return {row["run_id"]: {c: _plain(row[c]) for c in columns} for row in table.to_dict("records")}

@@ -21,6 +21,7 @@ from profiler.analysis.finding import Finding
 
 GIB, MIB = 2**30, 2**20
 SAME_BYTES_RATIO = 1.5   # closer than this, bytes moved do not explain a difference
+MIN_COVERAGE_PCT = 50.0  # a byte total speaks for a run only where modelled ops cover this much of its kernel time
 
 
 def _size(n: float) -> str:
@@ -67,16 +68,27 @@ def score_matrix(calls: pd.DataFrame) -> dict | None:
     return None
 
 
-def _bytes_finding(labels: dict, totals: pd.DataFrame, calls: pd.DataFrame, a: str, b: str) -> list[Finding]:
+def coverage(totals: pd.DataFrame, kernel_us: dict) -> dict:
+    """Per run, the share (%) of its kernel time per iteration (the metrics layer's
+    kernel_sum_us_per_iter) that its modelled ops cover: how much of it a byte or FLOP total speaks for."""
+    rows = totals.set_index("run_id")["kernel_us_per_iter"]
+    return {r: 100.0 * float(rows.get(r, 0.0)) / us if us else 0.0 for r, us in kernel_us.items()}
+
+
+def _bytes_finding(labels: dict, totals: pd.DataFrame, calls: pd.DataFrame, a: str, b: str,
+                   covered: dict) -> list[Finding]:
     rows = totals.set_index("run_id")
     if a not in rows.index or b not in rows.index:
+        return []
+    if min(covered.get(a, 0.0), covered.get(b, 0.0)) < MIN_COVERAGE_PCT:   # mostly unmodelled: withheld
         return []
     more, less = (a, b) if rows.at[a, "bytes_per_iter"] >= rows.at[b, "bytes_per_iter"] else (b, a)
     big, small = rows.at[more, "bytes_per_iter"], rows.at[less, "bytes_per_iter"]
     if not small or big / small < SAME_BYTES_RATIO:
         return []
     text = (f"{labels[more]} moves {_size(big)} per iteration, {labels[less]} {_size(small)}: "
-            f"{big / small:.1f}x more bytes through memory")
+            f"{big / small:.1f}x more bytes through memory (modelled ops cover {covered[more]:.1f}% and "
+            f"{covered[less]:.1f}% of their kernel time)")
     scores = score_matrix(calls[calls["run_id"] == more])
     if scores:
         text += (f". The {scores['shape'].replace('x', '×')} {scores['dtype']} score matrix "
@@ -87,6 +99,7 @@ def _bytes_finding(labels: dict, totals: pd.DataFrame, calls: pd.DataFrame, a: s
     if not attention.empty:
         text += f"; {labels[less]} reads Q, K, V and writes O once ({attention['backend'].iloc[0]})"
     evidence = {"page": "attention", "runs": [more, less], "bytes_per_iter": {more: big, less: small},
+                "modelled_kernel_time_pct": {more: covered[more], less: covered[less]},
                 "score_matrix": scores, "ops": sorted(set(calls[calls["run_id"] == more]["op"]))}
     return [Finding("bytes_moved", text + ".", evidence)]
 
@@ -131,9 +144,30 @@ def _arch_finding(labels: dict, calls: pd.DataFrame, a: str, b: str, archs: dict
     pa, pb = kernel_names.parse(ka, archs.get(a)), kernel_names.parse(kb, archs.get(b))
     if (pa.arch, pa.instruction) == (pb.arch, pb.instruction) or not (pa.arch or pb.arch):
         return []
-    text = (f"{labels[a]} runs a {pa.summary} kernel where {labels[b]} runs a {pb.summary} kernel")
+    us = {r: _us_per_call(calls, r, k) for r, k in ((a, ka), (b, kb))}
+    if min(us.values()) <= 0:   # a kernel that took no time explains nothing
+        return []
+    fast, slow = (a, b) if us[a] <= us[b] else (b, a)
+    parsed = {a: pa, b: pb}
+    text = (f"{labels[fast]} runs {_a_kernel(parsed[fast].summary)} ({us[fast]:,.1f} µs per call) where "
+            f"{labels[slow]} runs {_a_kernel(parsed[slow].summary)} ({us[slow]:,.1f} µs per call)")
     return [Finding("kernel_arch", text + ".", {"page": "attention", "kernels": {a: ka, b: kb},
+                                                 "us_per_call": us, "faster": fast,
                                                  "facts": {a: pa.__dict__, b: pb.__dict__}})]
+
+
+def _us_per_call(calls: pd.DataFrame, run: str, kernel: str) -> float:
+    """The mean GPU time (µs) of the run's calls whose main kernel is `kernel`."""
+    rows = calls[(calls["run_id"] == run) & (calls["main_kernel"] == kernel)]
+    return float(rows["kernel_ns"].mean()) / 1e3 if len(rows) else 0.0
+
+
+def _a_kernel(summary: str) -> str:
+    """'a cuDNN, sm90, wgmma kernel', 'an sm80 …'; a kernel of no known library says so."""
+    if not summary or summary.startswith("other"):
+        rest = summary.removeprefix("other").lstrip(", ")
+        return "a kernel of no known library" + (f" ({rest})" if rest else "")
+    return f"{'an' if summary[0].lower() in 'aeiou' else 'a'} {summary} kernel"
 
 
 def compare(store, run_a: str, run_b: str) -> list[Finding]:
@@ -144,7 +178,9 @@ def compare(store, run_a: str, run_b: str) -> list[Finding]:
     labels = dict(queries.run_labels(store, [run_a, run_b])[["run_id", "label"]].values)
     totals = roofline.run_totals(calls, queries.run_iterations(store, [run_a, run_b]))
     archs = {r: op_costs.run_arch(store, r) for r in (run_a, run_b)}
-    return [*_bytes_finding(labels, totals, calls, run_a, run_b), *_fp32_gemms(labels, calls, archs),
+    kernel_us = queries.run_metrics(store, [run_a, run_b]).set_index("run_id")["kernel_sum_us_per_iter"].to_dict()
+    covered = coverage(totals, kernel_us)
+    return [*_bytes_finding(labels, totals, calls, run_a, run_b, covered), *_fp32_gemms(labels, calls, archs),
             *_arch_finding(labels, calls, run_a, run_b, archs)]
 
 

@@ -7,11 +7,12 @@ Infinity: a missing number is null):
 
 * `run_a`, `run_b`, `iteration` (the aligned iteration);
 * `metrics`: {"a": ..., "b": ...}, each the run's `queries.run_metrics` row (per-iteration µs,
-  shares of the iteration in %, `bound`, `profiler_overhead_likely`);
+  among them `gpu_work_us_per_iter`, the step's GPU work; shares of the iteration in %, `bound`,
+  `profiler_overhead_likely`);
 * `findings`: the sentences, ranked by impact; `evidence`: one dict per finding with its `kind`
   and `impact_us` (µs per iteration) and the numbers and names it rests on;
 * `kernels`: per kernel name `kernel`, `family`, `presence`, `calls_a`, `calls_b`, `us_a`, `us_b`
-  (per iteration), `tensor_cores` (the engine), `precision`, and per run as {"a": ..., "b": ...}
+  (per iteration: the GPU work each iteration launched; `us_a` sums to `gpu_work_sum_us_per_iter`), `tensor_cores` (the engine), `precision`, and per run as {"a": ..., "b": ...}
   `occupancy_reported_pct`, `occupancy_theoretical_pct`, `occupancy_limiter`, and Nsight
   Compute's counters where attached (`python -m profiler counters`; null otherwise):
   `occupancy_achieved_pct`, `occupancy_theoretical_ncu_pct`, `sm_throughput_pct`,
@@ -149,9 +150,11 @@ def format_report(report: dict) -> str:
     lines = [f"A = {report['run_a']}    B = {report['run_b']}", ""]
     for side, m in report["metrics"].items():
         if m:
-            lines.append(f"{side.upper()}: GPU own busy {m['gpu_busy_us_per_iter']:,.1f} µs per iteration "
-                         f"({m['gpu_busy_pct']:.1f}% of {m['wall_us_per_iter']:,.1f} µs), carried "
-                         f"{m['carried_pct']:.1f}%, idle {m['gpu_idle_pct']:.1f}%, kernels {m['kernel_us_per_iter']:,.1f} µs; "
+            lines.append(f"{side.upper()}: GPU work {m['gpu_work_us_per_iter']:,.1f} µs per iteration "
+                         f"(kernels {m['kernel_work_us_per_iter']:,.1f} µs; summed {m['gpu_work_sum_us_per_iter']:,.1f} µs; "
+                         f"{m['spilled_us_per_iter']:,.1f} µs ran after its iteration); of its "
+                         f"{m['wall_us_per_iter']:,.1f} µs iteration the GPU is busy with its own work "
+                         f"{m['gpu_busy_pct']:.1f}%, carried-in {m['carried_pct']:.1f}%, idle {m['gpu_idle_pct']:.1f}%; "
                          f"bound: {m['bound']}")
     lines += ["", "Findings:"]
     lines += [f"  - {text}" for text in report["findings"]]

@@ -84,15 +84,17 @@ def _summary(args: argparse.Namespace) -> int:
         return 0
     rows = terminal.inert(rows)  # one line per run, whatever its names hold
     print(f"{'run id':16s}  {'source':8s}  {'variant':15s}  {'events':>9s}  {'kernels':>8s}  "
-          f"{'iters':>5s}  {'GPU busy µs/iter':>16s}  {'busy %':>6s}  {'bound':5s}  "
+          f"{'iters':>5s}  {'GPU work µs/iter':>16s}  {'busy %':>6s}  {'bound':13s}  "
           f"{'kernel µs/call':>14s}  {'peak MiB':>9s}  {'trace':16s}  name")
     for r in rows:
-        busy, kernel, peak = r["gpu_busy_us_per_iter"], r.get("kernel_us_per_call"), r.get("peak_allocated_bytes")
+        work, kernel, peak = r["gpu_work_us_per_iter"], r.get("kernel_us_per_call"), r.get("peak_allocated_bytes")
         print(f"{r['run_id']:16s}  {r['source']:8s}  {r['variant'] or '-':15s}  {r['events']:>9,d}  "
-              f"{r['kernels']:>8,d}  {r['iterations']:>5d}  {_num(busy, '16,.1f')}  "
-              f"{_num(r['gpu_busy_pct'], '6.1f')}  {_bound(r):5s}  "
+              f"{r['kernels']:>8,d}  {r['iterations']:>5d}  {_num(work, '16,.1f')}  "
+              f"{_num(r['gpu_busy_pct'], '6.1f')}  {_bound(r):13s}  "
               f"{_num(kernel, '14,.1f')}  {_num(None if peak is None else peak / 2**20, '9,.1f')}  "
               f"{completeness.badge(r['completeness']):16s}  {r['name']}")
+        if r.get("steps_differ"):
+            print(f"{'':16s}  its steps differ: {r['gpu_work_min_us']:,.1f} to {r['gpu_work_max_us']:,.1f} µs of GPU work")
     return 0
 
 

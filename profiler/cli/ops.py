@@ -5,7 +5,9 @@ or bytes, per launching op, with the real reason (`profiler.analysis.unmodelled`
 
 One row per op and shape of the run (calls aggregated): op, backend, shape, dtype, calls,
 flops and bytes per call, kernel_us_mean (kernel time per call), tflops and tbps from that mean,
-pct_of_peak (datasheet peak for the dtype on the engine the kernels ran on), intensity
+pct_of_peak (datasheet peak for the dtype on the engine the kernels ran on; the text table's
+%limit is the share of the peak that limits the op: pct_of_bandwidth where it is memory-bound,
+else pct_of_peak), intensity
 (FLOP / byte), bound (memory or compute, from the ridge point) and kernels (name [library, arch,
 instruction, tile]); the text table adds mode and waste% (the share of issued FLOPs the mask makes
 useless: `costmodel.wasted_pct`). The JSON rows add kind, mode (prefill, decode or train:
@@ -104,12 +106,18 @@ def _num(value, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
 
+def _pct_of_limit(r: dict):
+    """The share of the peak that limits the op: of bandwidth where it is memory-bound, else of
+    the compute peak (a memory-bound op's share of the FLOP peak says nothing)."""
+    return r.get("pct_of_bandwidth") if r.get("bound") == "memory" else r["pct_of_peak"]
+
+
 def format_table(table: list[dict]) -> str:
     from profiler.analysis.costmodel import wasted_pct
 
     head = (f"{'op':44s} {'backend':11s} {'shape':34s} {'dtype':5s} {'mode':7s} {'calls':>5s} {'GFLOP':>9s} "
             f"{'waste%':>6s} "
-            f"{'MB':>9s} {'us/call':>9s} {'TFLOP/s':>8s} {'TB/s':>6s} {'%peak':>6s} {'FLOP/B':>8s} "
+            f"{'MB':>9s} {'us/call':>9s} {'TFLOP/s':>8s} {'TB/s':>6s} {'%limit':>6s} {'FLOP/B':>8s} "
             f"{'bound':7s} kernels")
     lines = [head]
     for r in table:
@@ -118,7 +126,7 @@ def format_table(table: list[dict]) -> str:
             f"{r.get('mode') or '-':7s} {r['calls']:>5d} {r['flops'] / 1e9:>9.3f} "
             f"{_num(wasted_pct(r.get('flops_useful'), r.get('flops_issued')), '6.1f')} {r['bytes'] / 1e6:>9.2f} "
             f"{_num(r['kernel_us_mean'], '9.2f')} {_num(r['tflops'], '8.2f')} {_num(r['tbps'], '6.2f')} "
-            f"{_num(r['pct_of_peak'], '6.1f')} {_num(r['intensity'], '8.1f')} {r['bound'] or '-':7s} "
+            f"{_num(_pct_of_limit(r), '6.1f')} {_num(r['intensity'], '8.1f')} {r['bound'] or '-':7s} "
             f"{r['kernels'][:160]}")
         if r.get("suspect"):   # a share above 100 % is not shown: say which figure is wrong
             lines.append(f"{'':44s} % of peak not shown: {r['suspect']}")

@@ -1,6 +1,7 @@
 """The metrics layer's upkeep: `sql/metrics.sql` holds every definition (iteration windows, GPU
-busy / idle / kernel / copy / communication time, the launching thread's CPU time, launch and
-synchronisation time, the verdict); this module loads it into a store and keeps its per-iteration
+busy / idle / kernel / copy / communication time, the launching threads' CPU time, launch and
+synchronisation time, the verdict), `sql/step_work.sql` a step's GPU work (what it launched) and
+`sql/idle_causes.sql` what the host did while the GPU sat idle; this module loads it into a store and keeps its per-iteration
 table, `stored_iteration_metrics`, filled: one row per iteration of every run, computed once when
 the run is ingested (or, for runs that lack them, when a writing handle opens the store:
 `migrations.upkeep`), and all of them again when `metrics.sql` changes. Reads never write them.
@@ -12,23 +13,27 @@ import hashlib
 from pathlib import Path
 
 METRICS_SQL = Path(__file__).with_name("sql") / "metrics.sql"
+# the modules of the metrics layer, in the order they load: a step's GPU work and the causes of its
+# idle time are macros that metrics.sql's iteration_metrics reads
+PARTS = (METRICS_SQL.with_name("windows.sql"), METRICS_SQL.with_name("step_work.sql"), METRICS_SQL.with_name("idle_causes.sql"), METRICS_SQL)
 VERSION_KEY = "metrics_sql_sha256"
 
 
 def definition_digest() -> str:
-    """A short hash of metrics.sql: rows computed under another one are out of date."""
-    return hashlib.sha256(METRICS_SQL.read_text(encoding="utf-8").encode()).hexdigest()[:16]
+    """A short hash of the metrics layer's SQL: rows computed under another one are out of date."""
+    text = "\n".join(p.read_text(encoding="utf-8") for p in PARTS)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def install(con) -> None:
     """Load the macros; recompute every run's metrics if their definition changed, else fill in
     the runs that have none."""
-    text = METRICS_SQL.read_text(encoding="utf-8")
     digest = definition_digest()
     row = con.execute("SELECT value FROM store_meta WHERE key = ?", [VERSION_KEY]).fetchone()
     if row is None or row[0] != digest:
         con.execute("DROP TABLE IF EXISTS stored_iteration_metrics")
-    con.execute(text)
+    for part in PARTS:
+        con.execute(part.read_text(encoding="utf-8"))
     missing = [r[0] for r in con.execute(MISSING_SQL, {"ids": None}).fetchall()]
     store_runs(con, missing)
     con.execute("INSERT OR REPLACE INTO store_meta VALUES (?, ?)", [VERSION_KEY, digest])

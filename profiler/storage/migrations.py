@@ -10,7 +10,7 @@ from profiler import errors
 from profiler.storage import metrics
 from profiler.storage.schema import SCHEMA_SQL
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 # schema version -> what upgrades a store from the version before it (run in order on open):
 # SQL text, or a function of the connection
 MIGRATIONS: dict[int, Any] = {
@@ -59,9 +59,27 @@ MIGRATIONS[7] = ("ALTER TABLE traces ADD COLUMN IF NOT EXISTS mode VARCHAR; "
 MIGRATIONS[8] = "SELECT 1"
 # 9: counters keep DRAM bytes, a note on theoretical occupancy and the GPU check (reports attached
 # before have NULLs there); gpu_ceilings is a new table (schema.sql makes it)
-MIGRATIONS[9] = ("ALTER TABLE kernel_counters ADD COLUMN IF NOT EXISTS dram_bytes DOUBLE; "
-                 "ALTER TABLE kernel_counters ADD COLUMN IF NOT EXISTS occupancy_note VARCHAR; "
-                 "ALTER TABLE counter_reports ADD COLUMN IF NOT EXISTS device_check VARCHAR;")
+_COUNTER_COLUMNS = (("kernel_counters", "dram_bytes DOUBLE"), ("kernel_counters", "occupancy_note VARCHAR"),
+                    ("counter_reports", "device_check VARCHAR"))
+
+
+def _counter_columns(con) -> None:
+    """Migration 9 on a store that has the counter tables (one older than 6 gets them whole from schema.sql)."""
+    have = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    for table, column in _COUNTER_COLUMNS:
+        if table in have:
+            con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column}")
+
+
+MIGRATIONS[9] = _counter_columns
+# 10: GPU work belongs to the step whose call launched it (issue 35): work launched outside every
+# step, or with no launch call in a run that records them (unattributed), belongs to none; before,
+# both fell back to the step they ran in
+_ATTRIBUTE = """
+UPDATE {t} SET iteration = (SELECT arg_min(l.iteration, l.ts_ns) FROM launches l
+                            WHERE l.run_id = {t}.run_id AND l.correlation = {t}.correlation)
+WHERE run_id IN (SELECT DISTINCT run_id FROM launches WHERE correlation IS NOT NULL);"""
+MIGRATIONS[10] = _ATTRIBUTE.format(t="kernels") + _ATTRIBUTE.format(t="memops")
 
 
 def prepare(con, label: str, read_only: bool) -> None:

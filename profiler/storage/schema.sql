@@ -1,4 +1,4 @@
--- Store schema, version 9 (9: counters keep dram_bytes, occupancy_note and device_check; gpu_ceilings; 8: job summaries; 7: traces keep mode, kv_heads, kv_len, window, varlen; 6: counter_reports, kernel_counters; 5: lane_names; 4: every table's run id column is run_id; 2: ops keep record_shapes' input dims, types and concrete values; 3: ops keep collectives' sizes). Times are integer nanoseconds (ts_ns relative to nothing: the
+-- Store schema, version 10 (10: GPU work belongs to the step that launched it, else to none; 9: counters keep dram_bytes, occupancy_note and device_check; gpu_ceilings; 8: job summaries; 7: traces keep mode, kv_heads, kv_len, window, varlen; 6: counter_reports, kernel_counters; 5: lane_names; 4: every table's run id column is run_id; 2: ops keep record_shapes' input dims, types and concrete values; 3: ops keep collectives' sizes). Times are integer nanoseconds (ts_ns relative to nothing: the
 -- trace's own clock, exactly as written, microseconds * 1000 with no float in between).
 -- Every table is keyed by run_id; a trace and all its rows land in one transaction.
 -- includes: none

@@ -8,8 +8,9 @@ Every `.sql` file starts with a header of comment lines (docs/architecture.md, "
 
 A module is `profiler/storage/sql/lib/<name>.sql` (the store's own SQL library, beside the
 metrics layer; the query files of `profiler/analysis/sql/` include them): TEMP macros, each documented with its `args:` and typed
-`outputs:`; names starting with `_` are the module's own. `metrics` is a module too, but the store
-loads it when it opens (profiler/storage/metrics.py): here it is only named, never run.
+`outputs:`; names starting with `_` are the module's own. `metrics` (with `windows`, `step_work`
+and `idle_causes`, the metrics layer's other parts) is a module too, but the store loads it when
+it opens (profiler/storage/metrics.py): here it is only named, never run.
 
 Running a query first installs its includes, theirs before them, each once per connection
 (`storage.session.Session` keeps the record, so a `Store`'s reads and a session's alike install them); an include that does not exist, or a cycle, is a `QueryError`.
@@ -22,10 +23,10 @@ from functools import cache, lru_cache
 from pathlib import Path
 
 from profiler.errors import QueryError
-from profiler.storage.metrics import METRICS_SQL
+from profiler.storage.metrics import METRICS_SQL, PARTS
 
 LIB_DIR = Path(__file__).resolve().parent / "sql" / "lib"
-STORE_MODULES = {"metrics": METRICS_SQL}   # loaded by the store on open, not by this loader
+STORE_MODULES = {p.stem: p for p in PARTS}   # the metrics layer: loaded by the store on open, not by this loader
 FIELD = re.compile(r"--\s*(includes|params|outputs|args):\s*(.*)")
 
 

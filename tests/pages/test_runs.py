@@ -27,7 +27,7 @@ def test_catalog_lists_every_run_with_its_metadata(pages, page_store, run_ids):
     assert flash["gpu_name"] == "NVIDIA H200" and flash["iterations"] == 2
     # hand-computed from the fixture: one 150.5 µs kernel per step
     assert flash["kernels_per_iter"] == 1 and flash["gpu_busy_us_per_iter"] == 150.5
-    assert 0 < flash["gpu_busy_pct"] <= 100 and flash["bound"] in {"gpu", "cpu", "sync", "mixed"}
+    assert 0 < flash["gpu_busy_pct"] <= 100 and flash["bound"] in {"gpu", "cpu", "sync", "launch", "annotation", "unrecorded"}
     if ROCM in run_ids:  # the third-party ROCm upload, where present
         rocm = table.loc[run_ids[ROCM]]
         assert rocm["source"] == "uploaded" and pd.isna(rocm["variant"])

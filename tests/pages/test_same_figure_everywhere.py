@@ -1,6 +1,7 @@
 """One figure, one definition: the runs, sweep, compare and kernels pages, `summary --json` and
-`compare --json` all show the metrics layer's GPU busy time per iteration (and busy share and
-verdict) of the same run, and they agree exactly."""
+`compare --json` all show the metrics layer's GPU work per iteration (what one step launched:
+profiler/storage/sql/step_work.sql), busy share and verdict of the same run, and they agree
+exactly."""
 from __future__ import annotations
 
 import json
@@ -25,7 +26,7 @@ def sweep_store(tmp_path, monkeypatch):
     return path, ids
 
 
-def test_every_view_shows_the_same_gpu_busy_time(pages, sweep_store, capsys):
+def test_every_view_shows_the_same_gpu_work(pages, sweep_store, capsys):
     path, ids = sweep_store
     flex, flash = ids[1], ids[3]                          # both at L = 1024
     seen: dict[str, float] = {}
@@ -33,7 +34,7 @@ def test_every_view_shows_the_same_gpu_busy_time(pages, sweep_store, capsys):
     at = pages.open("runs")
     pages.assert_clean(at)
     catalog = next(t for t in tables_with(at, "shape")).set_index("run_id")
-    seen["runs"] = catalog.loc[flex, "gpu_busy_us_per_iter"]
+    seen["runs"] = catalog.loc[flex, "gpu_work_us_per_iter"]
 
     at = pages.open("sweep", runs=",".join(ids))
     pages.assert_clean(at)
@@ -43,22 +44,22 @@ def test_every_view_shows_the_same_gpu_busy_time(pages, sweep_store, capsys):
     at = pages.open("compare", runs=f"{flex},{flash}")
     pages.assert_clean(at)
     (metrics,) = tables_with(at, "side")
-    seen["compare"] = metrics.set_index("run_id").loc[flex, "gpu_busy_us_per_iter"]
+    seen["compare"] = metrics.set_index("run_id").loc[flex, "gpu_work_us_per_iter"]
 
     at = pages.open("kernels", runs=f"{flex},{flash}")
     pages.assert_clean(at)
     (breakdown,) = tables_with(at, "carried_pct")
-    seen["kernels"] = breakdown.set_index("run_id").loc[flex, "gpu_busy_us_per_iter"]
+    seen["kernels"] = breakdown.set_index("run_id").loc[flex, "gpu_work_us_per_iter"]
 
     assert main(["summary", "--json", "--db", str(path)]) == 0
     summary = {r["run_id"]: r for r in json.loads(capsys.readouterr().out)}
-    seen["summary --json"] = summary[flex]["gpu_busy_us_per_iter"]
+    seen["summary --json"] = summary[flex]["gpu_work_us_per_iter"]
 
     assert main(["compare", flex, flash, "--json", "--db", str(path)]) == 0
     report = json.loads(capsys.readouterr().out)
-    seen["compare --json"] = report["metrics"]["a"]["gpu_busy_us_per_iter"]
+    seen["compare --json"] = report["metrics"]["a"]["gpu_work_us_per_iter"]
     (gpu,) = [e for e in report["evidence"] if e["kind"] == "gpu_time"]
-    seen["compare --json finding"] = gpu["gpu_busy_us_per_iter"][flex]
+    seen["compare --json finding"] = gpu["gpu_work_us_per_iter"][flex]
 
     assert seen["runs"] > 0 and len(set(seen.values())) == 1, seen
     # the busy share and the verdict agree as well

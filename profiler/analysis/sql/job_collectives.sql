@@ -18,7 +18,7 @@
 --               passing (n-1)/n of the buffer); all-gather, reduce-scatter and all-to-all (n-1)/n
 --               (every rank gets or gives the n-1 parts it does not hold); broadcast, reduce and
 --               send/receive 1 (the buffer crosses each link once). Other kinds: none.
--- includes: metrics, job_clock
+-- includes: metrics, windows, job_clock
 -- params: $job VARCHAR (the job's name)
 WITH c AS (
     SELECT rank, run_id, world_size, iteration, name, ts_ns, dur_ns, correlation, seq,

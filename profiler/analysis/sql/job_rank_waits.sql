@@ -20,7 +20,7 @@
 -- Arrivals are compared on the job's consensus clock (lib/job_clock.sql: each rank's clock offset,
 -- estimated from the collectives' ends, taken off), so a host's clock offset does not read as
 -- arrival order; job_clock.sql says whether the estimate holds.
--- includes: metrics, job_clock
+-- includes: metrics, windows, job_clock
 -- params: $job VARCHAR (the job's name)
 WITH ranks AS (
     SELECT j.rank, j.run_id FROM job_ranks j WHERE j.job = $job

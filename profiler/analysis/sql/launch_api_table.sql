@@ -1,7 +1,7 @@
 -- Runtime and driver API calls of each selected run grouped by API: what kind of call it is,
 -- calls and CPU time per iteration, and how many kernels / copies it launched per iteration
 -- (by correlation).
--- includes: iteration_rows, metrics
+-- includes: iteration_rows, metrics, windows
 -- params: $run_ids VARCHAR[]
 WITH l AS (
     SELECT * FROM iteration_rows('launches', $run_ids::VARCHAR[])

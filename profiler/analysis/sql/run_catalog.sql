@@ -5,10 +5,11 @@
 --   mode, kv_heads, kv_len, window, varlen  the rest of a captured run's shape as sql/run_shapes.sql
 --                         gives it (never NULL for a captured run: window 0 and varlen '' when none)
 --   kernels_per_iter      kernel launches per iteration
---   gpu_busy_us_per_iter  GPU busy time per iteration (union of kernels, copies, sets)
---   gpu_busy_pct          that as a share of the iteration
---   cpu_busy_us_per_iter  CPU wall time of the launching thread per iteration
---   bound                 gpu | cpu | sync | mixed | none
+--   gpu_work_us_per_iter  the GPU work one iteration launched (step_work.sql; union of kernels,
+--                         copies, sets, wherever they ran)
+--   gpu_busy_us_per_iter  the part of it inside the iteration (own busy); gpu_busy_pct: its share
+--   cpu_busy_us_per_iter  CPU wall time of the launching threads per iteration
+--   bound                 the verdict (metrics.sql: run_metrics)
 --   repeat                which repeat of its variant and shape a capture is, from 1 (run_meta's
 --                         0-based `repeat` + 1); NULL when the capture did not say
 --   captured_at           when its capture began (UTC), read from the sweep id run_meta carries
@@ -30,6 +31,7 @@ SELECT t.run_id, t.name, t.variant,
                  'cuDNN ' || t.cudnn_version) AS versions,
        coalesce(m.iterations, 0) AS iterations,
        coalesce(m.kernels_per_iter, 0) AS kernels_per_iter,
+       coalesce(m.gpu_work_us_per_iter, 0) AS gpu_work_us_per_iter,
        coalesce(m.gpu_busy_us_per_iter, 0) AS gpu_busy_us_per_iter,
        m.gpu_busy_pct, m.gpu_idle_pct,
        coalesce(m.cpu_busy_us_per_iter, 0) AS cpu_busy_us_per_iter,

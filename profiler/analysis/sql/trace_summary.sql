@@ -1,6 +1,6 @@
 -- One row per run for `python -m profiler summary`: counts, the metrics layer's per-iteration
 -- figures (metrics.sql) and the launch APIs (api_category 'launch') with their calls per iteration.
--- includes: metrics, iteration_rows
+-- includes: metrics, iteration_rows, windows
 -- params: $run_ids VARCHAR[] (every run id)
 WITH m AS (
     SELECT * FROM run_metrics($run_ids::VARCHAR[])
@@ -15,10 +15,12 @@ WITH m AS (
 )
 SELECT t.run_id, t.name, t.source, t.variant, t.gpu_name AS gpu, t.events,
        t.kernels, coalesce(m.iterations, 0) AS iterations,
-       m.kernels_per_iter, m.wall_us_per_iter, m.gpu_busy_us_per_iter, m.kernel_us_per_iter,
+       m.kernels_per_iter, m.wall_us_per_iter, m.gpu_work_us_per_iter, m.gpu_work_sum_us_per_iter,
+       m.gpu_work_min_us, m.gpu_work_max_us, m.steps_differ, m.spilled_us_per_iter,
+       m.unattributed_us_per_iter, m.unattributed_per_iter, m.gpu_busy_us_per_iter, m.kernel_us_per_iter,
        m.copy_us_per_iter, m.comm_us_per_iter, m.carried_us_per_iter, m.gpu_busy_pct,
        m.gpu_idle_pct, m.carried_pct, m.span_busy_pct, m.cpu_busy_us_per_iter, m.launch_api_us_per_iter,
-       m.sync_us_per_iter, m.bound, m.profiler_overhead_likely,
+       m.sync_us_per_iter, m.launching_threads, m.bound, m.profiler_overhead_likely,
        a.launch_apis, t.added_at
 FROM traces t
 LEFT JOIN m ON m.run_id = t.run_id

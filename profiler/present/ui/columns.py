@@ -64,9 +64,11 @@ KERNEL_COLUMNS = {  # what a kernel engineer reads first (time, math engine, occ
 BREAKDOWN_COLUMNS = {  # the metrics layer's per-iteration figures (profiler/storage/sql/metrics.sql)
     "label": run_column(),
     "wall_us_per_iter": Col.NumberColumn("iteration µs", format="%.1f"),
-    "gpu_busy_us_per_iter": Col.NumberColumn("GPU own busy µs / iter", format="%.1f",
+    "gpu_work_us_per_iter": Col.NumberColumn("GPU work µs / iter", format="%.1f",
                                              help="Kernels, copies and sets launched in the iteration, "
-                                                  "overlapping streams counted once."),
+                                                  "overlapping streams counted once, wherever they ran."),
+    "gpu_busy_us_per_iter": Col.NumberColumn("GPU own busy µs / iter", format="%.1f",
+                                             help="The part of that inside the iteration."),
     "gpu_busy_pct": Col.NumberColumn("own busy % of iteration", format="%.1f"),
     "gpu_idle_pct": Col.NumberColumn("idle % of iteration", format="%.1f", help="No GPU work at all."),
     "carried_pct": Col.NumberColumn("carried % of iteration", format="%.1f",

@@ -46,6 +46,10 @@ CATALOG_COLUMNS = {
                                    "were dropped or are malformed (N reasons; `summary --json` lists them), "
                                    "'complete, limits' when an option was off (no shapes, no memory)."),
     "kernels_per_iter": Col.NumberColumn("kernels / iter", format="%.1f"),
+    "gpu_work_us_per_iter": Col.NumberColumn(
+        "GPU work µs / iter", format="%.1f",
+        help="The GPU work (kernels, copies, sets) the iteration launched, overlapping streams "
+             "counted once, wherever it ran: what one step needs of the GPU."),
     "gpu_busy_us_per_iter": Col.NumberColumn(
         "GPU own busy µs / iter", format="%.1f",
         help="Time the GPU ran the iteration's own kernels, copies or sets (overlapping streams "
@@ -56,8 +60,9 @@ CATALOG_COLUMNS = {
         "CPU µs / iter", format="%.1f",
         help="Wall time the launching thread spent in recorded CPU ops and runtime / driver calls "
              "(user annotations are labels, not counted)."),
-    "bound": Col.TextColumn("bound", help="gpu: the GPU runs work (own or carried) at least 85 % of "
-                            "the iteration; cpu / sync: what the launching thread did while it was idle."),
+    "bound": Col.TextColumn("bound", help="gpu: the GPU runs work at least 85 % of the iteration; "
+                            "otherwise what the host did during most of the GPU's idle time (sync, "
+                            "collective, input, launch, cpu, annotation; unrecorded: no verdict)."),
     "wall_us_per_call": Col.NumberColumn("wall µs / call", format="%.1f",
                                          help="CUDA events around N back-to-back calls outside the profiler, "
                                               "divided by N (wall calls). A cold run: its one first call."),

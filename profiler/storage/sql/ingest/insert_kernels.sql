@@ -1,12 +1,17 @@
--- Kernels belong to the iteration of the call that launched them (same correlation id); those
--- launched before the profiling window have no call, so they fall back to their own start time.
+-- Kernels belong to the iteration of the call that launched them (same correlation id): NULL when
+-- that call lies outside every iteration. In a run that records launch calls, one with no call in
+-- the trace (launched before profiling began) is unattributed: NULL, counted apart (metrics.sql).
+-- Only a run that records no launch calls at all places its work by its own start time.
 -- includes: none
 -- params: none (each staged row carries its run_id: a batch of one or more runs)
 INSERT INTO kernels
 SELECT k.run_id, k.name, k.device, k.stream, k.ts_ns, k.dur_ns, k.grid_x, k.grid_y, k.grid_z,
        k.block_x, k.block_y, k.block_z, k.registers_per_thread, k.shared_mem_bytes,
        k.blocks_per_sm, k.warps_per_sm, k.est_occupancy_pct, k.correlation, k.external_id,
-       coalesce(li.iteration, CASE WHEN k.ts_ns < it.end_ns THEN it.iteration END)
+       CASE WHEN li.run_id IS NOT NULL THEN li.iteration
+            WHEN rec.run_id IS NOT NULL THEN NULL
+            WHEN k.ts_ns < it.end_ns THEN it.iteration END
 FROM stage_kernels k
 LEFT JOIN stage_launch_iteration li ON li.run_id = k.run_id AND li.correlation = k.correlation
+LEFT JOIN (SELECT DISTINCT run_id FROM stage_launch_iteration) rec ON rec.run_id = k.run_id
 ASOF LEFT JOIN stage_iterations it ON it.run_id = k.run_id AND k.ts_ns >= it.start_ns

@@ -1,7 +1,7 @@
 -- Events inside an iteration: what every per-iteration table counts. A run with iterations counts
 -- the events that belong to one (an event's iteration column); a run without any counts all its
 -- events as its one iteration, the whole trace (metrics.sql: run_iteration_counts).
--- includes: metrics
+-- includes: metrics, windows
 -- params: none
 
 -- iteration_rows: the rows of the event table `tbl` (kernels, memops, launches, launch_targets or

@@ -1,0 +1,122 @@
+"""Issue 35, verdicts from who waits for whom, against independent counts over the raw JSON:
+DLRM ranks wait in collectives for rank 7 (tests/test_truth_stragglers.py's raw_waits); graph
+capture traces are described as captures; FlashAttention-4's training backward is one call per
+iteration at its raw rate; a training run's forward rows say "train".
+"""
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from profiler.analysis import findings, job_queries, queries, verdict
+from profiler.cli import ops
+from profiler.storage import job_ingest, jobs
+from profiler.storage.store import Store
+from tests.conftest import SAMPLES, SHARED_TRACES
+from tests.test_truth_stragglers import DLRM, raw_waits
+
+CAPTURES = sorted((SHARED_TRACES / "graphs").glob("*/capture/*.json.gz")) if SHARED_TRACES.is_dir() else []
+FA4_TRAIN = SAMPLES / "modes" / "train" / "flash_attn_4_train_b8_h16_s1024_d64_bf16_causal_warm.json.gz"
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch):
+    monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+    return Store(tmp_path / "store.duckdb")
+
+
+def _events(path):
+    with gzip.open(path, "rt") as f:
+        data = json.load(f)
+    return [e for e in (data if isinstance(data, list) else data["traceEvents"]) if e.get("ph") == "X"]
+
+
+@pytest.mark.third_party
+@pytest.mark.skipif(len(DLRM) != 7, reason="needs the 7 shared DLRM rank traces")
+def test_dlrm_ranks_wait_in_collectives_for_rank_7(db):
+    job_ingest.ingest_job(db, [str(p) for p in DLRM], "dlrm", engine="in-process")
+    waits = job_queries.rank_waits(db, "dlrm")
+    said = verdict.rank_wait_sentences(waits, job_queries.rank_iterations(db, "dlrm"), job_queries.stragglers(waits))
+    raw = raw_waits(DLRM)
+    late = max(raw, key=lambda r: (raw[r]["caused"], raw[r]["last"], -r))
+    assert late == 7 and 7 not in said
+    for rank, w in raw.items():
+        if rank == late or w["wait"] <= 0:
+            continue
+        assert "for rank 7, the last to arrive" in said[rank]
+        assert f"waits {float(w['wait']):,.1f} µs" in said[rank], said[rank]
+
+
+@pytest.mark.third_party
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.parent.parent.name)
+def test_a_capture_trace_is_described_as_a_capture(db, path):
+    captures = sum(1 for e in _events(path) if "begincapture" in str(e.get("name", "")).lower())
+    assert captures > 0
+    run = queries.run_metrics(db, [db.ingest(path).run_id]).iloc[0]
+    assert run["bound"] == "capture" and run["capture_calls"] == captures
+    text = findings.bound_sentence(run, "c")
+    assert text.startswith("c is a graph capture") and "CPU-bound" not in text
+
+
+def test_fa4_backward_is_one_call_per_iteration_at_its_raw_rate(db):
+    """The raw trace: each iteration's backward is 3 kernels (preprocess, main, postprocess) under
+    one op; their time per iteration is the backward's time per call."""
+    evs = _events(FA4_TRAIN)
+    steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in evs if str(e["name"]).startswith("ProfilerStep#")
+                   and e.get("cat") != "gpu_user_annotation")
+    bwd = [e for e in evs if e.get("cat") == "kernel" and "flash_bwd" in e["name"]]
+    per_iter = sum(e["dur"] for e in bwd) / len(steps)
+    rows = ops.rows(db, db.ingest(FA4_TRAIN).run_id, "all")
+    (back,) = [r for r in rows if r["flops"] > 0 and abs(r["kernel_us_mean"] - per_iter) < 0.01 * per_iter]
+    assert back["calls"] == len(steps)
+    assert back["tflops"] == pytest.approx(back["flops"] / (per_iter * 1e-6) / 1e12, rel=0.01)
+    assert {r["mode"] for r in rows if r["kind"] == "attention"} == {"train"}
+
+
+GPU_WAITS = SAMPLES.parent.parent / "tests" / "fixtures" / "gpu_waits"
+
+
+def test_a_slow_dataloader_is_named_and_counted(db):
+    """A real H100 trace (tests/fixtures/gpu_waits/record.py): each step's GPU idles while the host
+    sits in the DataLoader's __next__; the idle split matches tests/test_metrics.py's independent
+    count and the sentence names the annotation with its time."""
+    from tests.test_metrics import independent
+
+    path = GPU_WAITS / "slow_loader.pt.trace.json.gz"
+    raw = independent(path)
+    run = queries.run_metrics(db, [db.ingest(path).run_id]).iloc[0]
+    n = len(raw["iterations"])
+    want = sum(r["idle_input"] for r in raw["iterations"]) / n / 1e3
+    assert raw["bound"] == run["bound"] == "input"
+    assert run["idle_input_us_per_iter"] == pytest.approx(want, rel=1e-3)
+    assert want > 0.9 * run["gpu_idle_us_per_iter"]
+    loader = [e for e in _events(path) if "DataLoader" in str(e["name"]) and e.get("cat") == "user_annotation"]
+    assert len(loader) == n
+    text = findings.bound_sentence(run, "loader")
+    assert text.startswith("loader is input-bound") and "in the DataLoader (waiting for input)" in text
+    assert "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__=" in text
+    assert f"{run['idle_input_us_per_iter']:,.1f} µs" in text
+
+
+def test_every_launching_thread_counts(db):
+    """A real H100 training step: the forward launches from the main thread, the backward from
+    autograd's thread. Both count: the recorded CPU time is the union over both (the independent
+    count), launch time a part of it, and the sentence says two threads."""
+    from tests.test_metrics import independent
+
+    path = GPU_WAITS / "two_thread_train.pt.trace.json.gz"
+    evs = _events(path)
+    threads = {e["tid"] for e in evs if str(e.get("cat")).startswith("cuda_") and "aunch" in e["name"]}
+    assert len(threads) == 2
+    raw = independent(path)
+    run_id = db.ingest(path).run_id
+    got = queries.iteration_metrics(db, [run_id])
+    assert [int(v) for v in got["cpu_busy_ns"]] == pytest.approx([r["cpu"] for r in raw["iterations"]], rel=1e-3)
+    run = queries.run_metrics(db, [run_id]).iloc[0]
+    assert run["launching_threads"] == 2
+    assert run["launch_api_us_per_iter"] <= run["cpu_busy_us_per_iter"] <= run["wall_us_per_iter"]
+    assert raw["bound"] == run["bound"]
+    text = findings.bound_sentence(run, "train")
+    assert "2 launching threads" in text or "launches from 2 threads" in text
