@@ -18,7 +18,8 @@ MODULES = sorted(".".join(p.relative_to(ROOT / "profiler").with_suffix("").parts
 STREAMLIT_OK = {m for m in MODULES if m.startswith("present.ui.")}  # the app glue's modules
 TORCH_OK = {"capture.recorder", "capture.config", "capture.inprocess", "capture.measure", "capture.worker",
             "capture.setting", "capture.variant_checks", "capture.attention_fns",
-            "capture.variants", "capture.counted", "capture.masks", "capture.paged", "capture.flashinfer_fns"}  # the capture layer
+            "capture.variants", "capture.counted", "capture.masks", "capture.paged", "capture.flashinfer_fns",
+            "capture.ceilings", "capture.graphed", "capture.record"}  # the capture layer
 PAGE_FORBIDDEN = {"duckdb", "torch", "profiler.storage.store", "profiler.parse.trace", "profiler.parse.args", "profiler.parse.source",
                   "profiler.parse.columns", "profiler.storage.staging"}
 
