@@ -55,7 +55,7 @@ HEIGHT = "() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight"
 def finder_server(tmp_path_factory):
     db = tmp_path_factory.mktemp("browser-finder") / "store.duckdb"
     store = Store(db)
-    assert seed_if_empty(store, SAMPLES_DIR) == 401
+    assert seed_if_empty(store, SAMPLES_DIR) == len(sample_files(SAMPLES_DIR))
     ids = dict(store.query("SELECT name, run_id FROM traces").itertuples(index=False))
     with streamlit_app(db) as url:
         yield url, db, ids
