@@ -17,6 +17,10 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 SAMPLES = ROOT / "data" / "samples"
 TRACES_ENV = "PROFILER_TEST_TRACES"
+ARTIFACTS = ROOT / "test-artifacts"  # screenshots of the browser tests (look at them)
+CHROMIUM = os.environ.get("PROFILER_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
 def _third_party_dir() -> Path:
@@ -136,3 +140,20 @@ def sample_store(tmp_path_factory):
         path = SAMPLES / "default" / f"{variant}_b8_h16_s1024_d64_bf16_causal_warm.json.gz"
         ids[variant] = store.ingest(path).run_id
     return store, ids
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium per test process (per xdist worker); each test opens its own pages."""
+    import shutil
+
+    from playwright import sync_api
+
+    if not (shutil.which(CHROMIUM) or Path(CHROMIUM).is_file()):
+        pytest.fail(f"No Chromium at {CHROMIUM}: install it (Debian/Ubuntu: sudo apt-get install chromium) "
+                    f"or set PROFILER_CHROMIUM to its path.", pytrace=False)
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -19,20 +18,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright import sync_api
 
 from profiler.analysis import queries
 from profiler.present.share import PAGES, ViewState, parse_url, share_url
 from profiler.storage.store import Store
-from tests.conftest import HAVE_SHARED, SAMPLES, SHARED_TRACES
+from tests.conftest import ARTIFACTS, HAVE_SHARED, SAMPLES, SHARED_TRACES
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parent.parent
-ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = os.environ.get("PROFILER_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 PAGE_FIXTURES = ROOT / "tests" / "fixtures" / "pages"
 # our fixtures, plus a real ROCm trace and real uploads from other people's models when the
 # third-party traces are present; our own H200 samples otherwise
@@ -100,18 +94,6 @@ def server(tmp_path_factory):
     ids = [store.ingest(p).run_id for p in SEED]
     with streamlit_app(db) as url:
         yield url, store, ids
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not (shutil.which(CHROMIUM) or Path(CHROMIUM).is_file()):
-        pytest.fail(f"No Chromium at {CHROMIUM}: install it (Debian/Ubuntu: sudo apt-get install chromium) "
-                    f"or set PROFILER_CHROMIUM to its path.", pytrace=False)
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 def _settle(page) -> None:

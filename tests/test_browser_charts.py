@@ -16,8 +16,8 @@ from profiler.present import style
 from profiler.present.share import ViewState, share_url
 from profiler.storage.store import Store
 from tests.conftest import HAVE_SHARED, SAMPLES, SHARED_TRACES
-from tests.test_browser import (  # noqa: F401  (browser: a shared fixture)
-    ARTIFACTS, _assert_no_exception, _settle, browser, streamlit_app)
+from tests.test_browser import (
+    ARTIFACTS, _assert_no_exception, _settle, streamlit_app)
 
 pytestmark = pytest.mark.browser
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -376,8 +375,7 @@ def test_killing_a_worker_mid_job_leaves_the_store_as_it_was(ray_cluster, job_st
     job_ingest.ingest_job(job_store, [str(p) for p in DLRM[:2]], "before", engine="in-process")
     job_store.ingest(DLRM[2])
     files_before, traces_before = _job_files(job_store), job_store.query("SELECT * FROM traces ORDER BY run_id")
-    sys.path.insert(0, str(ROOT / "bench"))
-    from make_large_trace import make_large_trace
+    from bench.make_large_trace import make_large_trace
 
     big = tmp_path / "rank3.trace.json"
     make_large_trace(big, 100_000_000, SHARED_TRACES)  # two chunks of ~3 s on 2 cores, then ~3 s to assemble
@@ -407,8 +405,7 @@ def _pool_worker_pids() -> list[int]:
 def test_a_killed_pool_worker_is_named_with_its_cause_and_stores_nothing(job_store, tmp_path):
     job_store.ingest(DLRM[2])
     traces_before = job_store.query("SELECT * FROM traces ORDER BY run_id")
-    sys.path.insert(0, str(ROOT / "bench"))
-    from make_large_trace import make_large_trace
+    from bench.make_large_trace import make_large_trace
 
     big = tmp_path / "rank3.trace.json"
     make_large_trace(big, 40_000_000, SHARED_TRACES)
