@@ -62,7 +62,12 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(config, items):
     """Tests of third-party traces skip with a reason when the traces are missing. GPU tests need
-    CUDA; on a machine without it they are deselected, not silently passed."""
+    CUDA; on a machine without it they are deselected, not silently passed. Browser tests and
+    tests on the local Ray cluster are `slow` whether or not they say so (the quick tier,
+    `-m "not slow"`, leaves them out)."""
+    for item in items:
+        if "browser" in item.keywords or "ray_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
     if not HAVE_SHARED:
         skip = pytest.mark.skip(reason=MISSING_REASON)
         for item in items:

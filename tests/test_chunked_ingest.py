@@ -64,6 +64,7 @@ def test_a_truncated_file_fails_as_a_single_upload_does_and_stores_nothing(tmp_p
         assert con.execute("SELECT count(*) FROM traces").fetchone()[0] == 0
 
 
+@pytest.mark.slow  # a subprocess
 def test_the_ingest_command_uses_worker_processes_for_a_large_file(tmp_path, monkeypatch, stack_trace):
     """Through the command line, with the size threshold lowered so that 3 MB counts as large."""
     db = tmp_path / "cli.duckdb"
