@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from profiler.storage.store import Store
-from tests.test_browser import ARTIFACTS, WAIT_MS, _assert_no_exception, streamlit_app
+from tests.test_browser import ARTIFACTS, WAIT_MS, _assert_no_exception, settled, streamlit_app
 from tests.test_rank import DEFAULT, VARIANTS, _gpu_us_per_step, _trace
 
 pytestmark = pytest.mark.browser
@@ -38,7 +38,7 @@ def _settled(browser, url: str, header: str):
     page = browser.new_page(viewport={"width": 1600, "height": 1000})
     page.goto(url, timeout=WAIT_MS)
     page.wait_for_function(f"() => ({TABLE_ROWS})({header!r}) !== null", timeout=WAIT_MS)
-    page.wait_for_timeout(1000)
+    settled(page)
     return page
 
 
