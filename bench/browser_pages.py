@@ -17,7 +17,7 @@ first page, and every sample seeded inside the app while the runs page shows its
 `--write-results` writes both sections. Targets: every page <= 1 s; the first page < 2 s; the
 samples seeded in < 15 s. Usage:
 
-    python bench/browser_pages.py [--repeat 3] [--first-page 2] [--write-results]
+    python -m bench.browser_pages [--repeat 3] [--first-page 2] [--write-results]
 """
 from __future__ import annotations
 
@@ -38,15 +38,13 @@ from playwright import sync_api
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-import first_page  # noqa: E402
-from results import write_section  # noqa: E402
+from bench import first_page
+from bench.results import write_section
 
-from profiler.analysis import queries  # noqa: E402
-from profiler.capture.samples import seed_if_empty  # noqa: E402
-from profiler.present.sitemap import BY_PATH  # noqa: E402
-from profiler.storage.store import Store  # noqa: E402
+from profiler.analysis import queries
+from profiler.capture.samples import seed_if_empty
+from profiler.present.sitemap import BY_PATH
+from profiler.storage.store import Store
 
 OUT = ROOT / "bench" / "out"
 FOUR = ["flash_attn_4", "naive", "sdpa_cudnn", "sdpa_flash"]
@@ -184,7 +182,7 @@ def pages_section(times: dict, landing: float, repeat: int, load: tuple, seeded:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
     lines = ["## Pages in Chromium, 4 runs selected", "",
-             f"`python bench/browser_pages.py --write-results`, {when}, commit {commit}. Machine: "
+             f"`python -m bench.browser_pages --write-results`, {when}, commit {commit}. Machine: "
              f"{os.cpu_count()} CPUs, Python {platform.python_version()}, load average before "
              f"{load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}.", "",
              f"A server over the {seeded[1]} H200 samples, Chromium 1600×1000, 4 runs of one shape selected (FlashAttention 4, "

@@ -1,6 +1,6 @@
 """Time a whole capture end to end in one process (profiler started once).
 
-    python bench/capture.py [--seq 1024] [--no-cold] [--repeats N] [--compile-cache DIR]
+    python -m bench.capture [--seq 1024] [--no-cold] [--repeats N] [--compile-cache DIR]
                             [--no-isolate] [--variants a,b] [--out-dir DIR] [--json-out FILE]
 
 Prints (and optionally writes) a JSON object: the machine, the versions, seconds spent importing
@@ -15,18 +15,16 @@ import time
 
 PROCESS_START = time.perf_counter()
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
-import sys  # noqa: E402
-from dataclasses import replace  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import json
+import platform
+import sys
+from dataclasses import replace
+from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import torch
 
-import torch  # noqa: E402
-
-from profiler.capture.recorder import CaptureConfig, capture  # noqa: E402
+from profiler.capture.recorder import CaptureConfig, capture
 
 IMPORTED = time.perf_counter()
 

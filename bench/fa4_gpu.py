@@ -2,7 +2,7 @@
 32k caches, a train step, a sliding window, packed lengths), captured in this one process on a
 CUDA GPU with the flash-attn-4 package: the traces of data/samples/modes/*/flash_attn_4_*.
 
-    python3 bench/fa4_gpu.py OUT_DIR
+    python -m bench.fa4_gpu OUT_DIR
 
 Prints one line per run (ok, relative error, kernel-free timings: CUDA events and graph replay)
 or why it was skipped. Needs neither the store nor its packages (DuckDB): the traces are
@@ -13,8 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from profiler.capture.recorder import CaptureConfig, capture  # noqa: E402
+from profiler.capture.recorder import CaptureConfig, capture
 
 DECODE_SWEEP = "sweep-20261203T191146Z"  # the sweep id of modes/decode/ (its 8k and 32k caches)
 SHAPES = {  # folder -> capture fields: modes_gpu.sh's shapes

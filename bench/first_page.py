@@ -7,7 +7,7 @@ in a headless Chromium. Times, from the moment the browser asks for the root URL
   - all samples: every shipped sample is in the store (the progress line is gone).
 Server start (process start to the health check answering) is reported apart. Usage:
 
-    python bench/first_page.py [--app-dir DIR | --baseline] [--repeat 3] [--label after] [--write-results]
+    python -m bench.first_page [--app-dir DIR | --baseline] [--repeat 3] [--label after] [--write-results]
 
 `--app-dir` runs another checkout of the app (e.g. an older commit, for a before/after figure).
 `--baseline` runs a Streamlit app of one title and one caption instead, timed the same way: the
@@ -32,8 +32,7 @@ from pathlib import Path
 from playwright import sync_api
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-from results import write_section  # noqa: E402
+from bench.results import write_section
 
 CHROMIUM = os.environ.get("PROFILER_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
@@ -143,7 +142,7 @@ def main() -> None:
         body = old[start:end if end >= 0 else None]
         kept = "\n\n".join("### " + part.rstrip("\n") for part in body.split("\n### ")[1:]
                            if not part.startswith(f"{label} "))
-    intro = (f"## {section}\n\n`python bench/first_page.py --write-results` (targets on an idle 2-core "
+    intro = (f"## {section}\n\n`python -m bench.first_page --write-results` (targets on an idle 2-core "
              "machine: first page under 2 s, all samples under 15 s). A fresh `streamlit run app.py` on an empty store, opened "
              "in headless Chromium; times from the browser's request: *first page* = title plus a "
              "progress line or the table, *first runs* = the table shows runs, *all samples* = every "

@@ -10,13 +10,12 @@ session's page time while both are uploaded.
    and again while another session uploads the gzip of spaces, then the 5M-event trace; the page
    times are compared with the same page on an idle server.
 
-Usage: python bench/hardening.py [--events 5000000] [--write-results]
+Usage: python -m bench.hardening [--events 5000000] [--write-results]
 """
 from __future__ import annotations
 
 import argparse
 import gzip
-import io
 import os
 import platform
 import statistics
@@ -27,14 +26,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
-from results import write_section  # noqa: E402
+from bench.results import write_section
 
-from profiler.storage import isolated  # noqa: E402
-from profiler.storage.store import Store  # noqa: E402
-from tests.crafted import kineto_trace, whitespace_gzip  # noqa: E402
+from profiler.storage import isolated
+from profiler.storage.store import Store
+from tests.crafted import kineto_trace, whitespace_gzip
 
 OUT = ROOT / "bench" / "out"
 PROBE = ("import re, sys, time; from profiler.cli.main import main; t = time.monotonic(); code = main(sys.argv[1:]); "
@@ -97,7 +94,8 @@ def big_upload(tmp: Path, events: int) -> dict:
 def page_times(tmp: Path, uploads: list[Path]) -> dict:
     from playwright import sync_api
 
-    from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, _free_port, _wait_healthy
+    from tests.conftest import CHROMIUM, CHROMIUM_ARGS
+    from tests.test_browser import _free_port, _wait_healthy
 
     db = tmp / "server.duckdb"
     store = Store(db)
@@ -177,7 +175,7 @@ def main() -> None:
     spaces, trace = pages["spaces.json.gz"], pages[big["path"].name]
     text = f"""## Hardening
 
-`python bench/hardening.py --write-results`, {stamp}. Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}, load average {' / '.join(f'{x:.2f}' for x in load_before)} at the start (shared with other engineers).
+`python -m bench.hardening --write-results`, {stamp}. Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}, load average {' / '.join(f'{x:.2f}' for x in load_before)} at the start (shared with other engineers).
 
 **Gzip of 1 GiB of spaces inside traceEvents** ({bomb['gzip_bytes'] / 1e6:.2f} MB), command line: refused in **{bomb['seconds']:.2f} s**, peak memory **{bomb['peak_mb']:.0f} MB** (target: < 5 s, bounded; before: 229 s, 4.1 GB). `{bomb['line']}`
 

@@ -5,7 +5,7 @@ missing): this project's `python -m profiler ingest` into a fresh database, HTA'
 `parse_trace_file`, and plain `json.load`. Wall time covers the whole process (interpreter start
 and imports included); peak RSS is the larger of ru_maxrss from wait4 and the summed RSS of the process
 and its worker processes, sampled.
-Usage: python bench/ingest.py [--trace PATH] [--mb 500] [--only ingest,hta,json] [--write-results]
+Usage: python -m bench.ingest [--trace PATH] [--mb 500] [--only ingest,hta,json] [--write-results]
 """
 import argparse
 import compileall
@@ -21,9 +21,8 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_large_trace import make_large_trace  # noqa: E402
-from results import write_section  # noqa: E402
+from bench.make_large_trace import make_large_trace
+from bench.results import write_section
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_TRACE = ROOT / "bench" / "out" / "large.trace.json"
@@ -152,10 +151,10 @@ def code_version() -> str:
 def section(trace: Path, info: str, runs: dict, before: str, name: str = "Ingest", mix: str | None = None) -> str:
     size = trace.stat().st_size
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    made = mix or (f"by `bench/make_large_trace.py`: "
-                   f"the object-layout traces of `../shared/traces` repeated with times shifted and ids offset, on "
-                   f"the epoch-microsecond clock of the largest (timestamps too big for an exact double)")
-    return (f"## {name}\n\n`python bench/ingest.py {' '.join(sys.argv[1:])}`, {now}, code at {code_version()}.\n\n"
+    made = mix or ("by `bench/make_large_trace.py`: "
+                   "the object-layout traces of `../shared/traces` repeated with times shifted and ids offset, on "
+                   "the epoch-microsecond clock of the largest (timestamps too big for an exact double)")
+    return (f"## {name}\n\n`python -m bench.ingest {' '.join(sys.argv[1:])}`, {now}, code at {code_version()}.\n\n"
             f"Machine: {before}; after: `{uptime()}`.\n"
             f"(The machine is shared with other engineers: read the load averages next to the times.)\n\n"
             f"Trace: {info}, plain JSON, {size / 1e6:.0f} MB (MB = 10^6 bytes), {made}. Each tool is a fresh "

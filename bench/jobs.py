@@ -10,7 +10,7 @@ reported apart). Peak RSS per worker is each task's own peak (Linux VmHWM, reset
 starts); for a file parsed in chunks, the largest of its chunk and assembly tasks. A task's growth
 is that peak less the RSS it started with: the largest (a worker's first task also pays for DuckDB's
 and the parser's first use, ~0.1 GB) and the median.
-Usage: python bench/jobs.py [--ranks 64] [--workers 1,2] [--engine ray|processes|in-process[,...]]
+Usage: python -m bench.jobs [--ranks 64] [--workers 1,2] [--engine ray|processes|in-process[,...]]
                             [--big-ranks 0 --rank-mb 32] [--one-file-mb 0] [--write-results]
 """
 import argparse
@@ -23,14 +23,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-from ingest import code_version, machine, uptime  # noqa: E402
-from make_large_trace import SOURCES_DIR, make_large_trace  # noqa: E402
-from results import run_report, write_section  # noqa: E402
+from bench.ingest import code_version, machine, uptime
+from bench.make_large_trace import SOURCES_DIR, make_large_trace
+from bench.results import run_report, write_section
 
-from profiler.storage import engines, job_ingest  # noqa: E402
-from profiler.storage.store import Store  # noqa: E402
+from profiler.storage import engines, job_ingest
+from profiler.storage.store import Store
 
 _RANK = re.compile(rb'("distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*)\d+')
 _WORLD = re.compile(rb'("distributedInfo"\s*:\s*\{[^{}]*?"world_size"\s*:\s*)\d+')

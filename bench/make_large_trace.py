@@ -5,7 +5,7 @@ block ends, with correlation / External id / Python ids and flow ids offset so t
 Timestamps are shifted in integer nanoseconds and every other float is copied verbatim, so no digit
 is lost. The output is written event by event; only the source traces (~25 MB of JSON) are held.
 Bare-array (2020-era) traces are left out: their capitalized categories never share a file with
-today's. Usage: python bench/make_large_trace.py OUT.json [--mb 500]
+today's. Usage: python -m bench.make_large_trace OUT.json [--mb 500]
 """
 import argparse
 import gzip

@@ -7,7 +7,7 @@ calls, 11 % cpu_op events with ~7.6 args each, 3 % kernels; ~261 bytes per event
 holding 13 runtime calls of which 3 launch a kernel on a GPU stream, each launch linked to its
 kernel by one `s` and four `f` flow events with the launch's correlation id. The events of a
 ProfilerStep window are written one after the other; nothing is random, so a size gives the same
-file every time. Usage: python bench/make_stack_trace.py OUT.json [--mb 500]
+file every time. Usage: python -m bench.make_stack_trace OUT.json [--mb 500]
 """
 import argparse
 from pathlib import Path

@@ -28,7 +28,7 @@ A="$PY -m profiler capture --no-ingest --no-cold --repeats 1 --no-isolate --comp
 DECODE_SWEEP=sweep-20261203T191146Z  # the sweep id of modes/decode/ (its 8k and 32k caches)
 {
 if has modes; then
-timeout 60 $PY bench/sdpa_support.py --json-out "$OUT/sdpa_support.json" > /dev/null 2>&1
+timeout 60 $PY -m bench.sdpa_support --json-out "$OUT/sdpa_support.json" > /dev/null 2>&1
 timeout 120 $C --out-dir $TR/prefill_gqa --batch 4 --heads 32 --kv-heads 8 --seq 2048 --head-dim 128
 timeout 120 $C --out-dir $TR/decode --mode decode --batch 8 --heads 32 --kv-heads 8 --kv-len 8192,32768 --head-dim 128
 timeout 150 $C --out-dir $TR/train --mode train --batch 8 --heads 16 --seq 1024 --head-dim 64

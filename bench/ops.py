@@ -6,7 +6,7 @@ fresh store; then the `ops` command runs in a fresh process (wall time with inte
 imports) and `op_costs.ops_columns` (what the command runs: queries and model, no pandas) in this
 one, each `--repeat` times.
 
-    python bench/ops.py [--mb 230] [--repeat 3] [--write-results]
+    python -m bench.ops [--mb 230] [--repeat 3] [--write-results]
 (the real traces are read from $PROFILER_TEST_TRACES, default ../shared/traces)
 """
 from __future__ import annotations
@@ -24,14 +24,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
-from make_large_trace import make_large_trace  # noqa: E402
-from results import write_section  # noqa: E402
+from bench.make_large_trace import make_large_trace
+from bench.results import write_section
 
-from profiler.analysis import op_costs  # noqa: E402
-from profiler.storage.store import Store  # noqa: E402
+from profiler.analysis import op_costs
+from profiler.storage.store import Store
 
 OUT = ROOT / "bench" / "out"
 SOURCES = Path(os.environ.get("PROFILER_TEST_TRACES") or ROOT.parent / "shared" / "traces")
@@ -96,7 +94,7 @@ def main() -> None:
     cli_cpu_s, model_cpu_s = statistics.median(cli_cpu), statistics.median(model_cpu)
     load, slow = os.getloadavg(), _contention()
     import_cpu, loaded = _import_cpu()
-    text = (f"## Ops\n\n`python bench/ops.py --write-results`, "
+    text = (f"## Ops\n\n`python -m bench.ops --write-results`, "
             f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC. Machine: {os.cpu_count()} CPUs, Python "
             f"{platform.python_version()}, load average (1 / 5 / 15 min) {load_before[0]:.2f} / "
             f"{load_before[1]:.2f} / {load_before[2]:.2f} before the runs (just after this script's own ingest) and {load[0]:.2f} / {load[1]:.2f} / "

@@ -10,7 +10,7 @@ first of the repeats of a selection is the one that computes what the dashboard 
 run (profiler/analysis/kept.py): its time is the "first s" column. Every page of
 profiler.present.share.PAGES must be in the scenarios. Usage:
 
-    python bench/pages.py [--mb 230] [--repeat 5] [--write-results]
+    python -m bench.pages [--mb 230] [--repeat 5] [--write-results]
 """
 from __future__ import annotations
 
@@ -18,24 +18,21 @@ import argparse
 import os
 import platform
 import statistics
-import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
-from make_large_trace import make_large_trace  # noqa: E402
-from results import write_section  # noqa: E402
+from bench.make_large_trace import make_large_trace
+from bench.results import write_section
 
-from profiler.analysis import job_queries, queries  # noqa: E402
-from profiler.capture.samples import seed_if_empty  # noqa: E402
-from profiler.present.share import PAGES as ALL_PAGES  # noqa: E402
-from profiler.present.ui import preload_capture  # noqa: E402
-from profiler.storage import job_ingest  # noqa: E402
-from profiler.storage.store import Store  # noqa: E402
+from profiler.analysis import job_queries, queries
+from profiler.capture.samples import seed_if_empty
+from profiler.present.share import PAGES as ALL_PAGES
+from profiler.present.ui import preload_capture
+from profiler.storage import job_ingest
+from profiler.storage.store import Store
 
 OUT = ROOT / "bench" / "out"
 SHARED = Path(os.environ.get("PROFILER_TEST_TRACES") or ROOT.parent / "shared" / "traces")
@@ -119,7 +116,7 @@ def timeline_stress(store: Store, large: str) -> str:
 def report(rows: list[tuple], notes: list[str], events: int, repeat: int) -> str:
     load = os.getloadavg()
     lines = ["## Pages", "",
-             f"`python bench/pages.py --write-results`, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC. "
+             f"`python -m bench.pages --write-results`, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC. "
              f"Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}, load average "
              f"{load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} (shared with other engineers).", "",
              f"Store: 10 runs (5 real traces, 5 fixtures) + one uploaded trace of {events:,} events "

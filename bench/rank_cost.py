@@ -23,7 +23,7 @@ Part 2, `--job-of 1024`: bench/jobs.py's generated job (shifted clocks, rank 700
 missing) ingested on a local Ray cluster of `--workers` CPUs, its summary kept, read back by
 `job NAME --json` in 3 fresh processes and by the job page's reads (bench/jobs.py `big_job`).
 
-Usage: python bench/rank_cost.py [--ranks 32] [--repeat 3] [--against DIR] [--job-of 1024 --workers 2]
+Usage: python -m bench.rank_cost [--ranks 32] [--repeat 3] [--against DIR] [--job-of 1024 --workers 2]
                                  [--profile N] [--section NAME --write-results]
 """
 from __future__ import annotations
@@ -38,17 +38,15 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-from ingest import code_version, machine, uptime  # noqa: E402
-from jobs import big_job, make_job  # noqa: E402
-from make_large_trace import SOURCES_DIR  # noqa: E402
-from results import run_report, write_section  # noqa: E402
+from bench.ingest import code_version, machine, uptime
+from bench.jobs import big_job, make_job
+from bench.make_large_trace import SOURCES_DIR
+from bench.results import run_report, write_section
 
-from profiler.parse import trace  # noqa: E402
-from profiler.storage import jobs, metadata, metrics, rank_task  # noqa: E402
-from profiler.storage.staging import Staging  # noqa: E402
-from profiler.storage.store import Staged, Store  # noqa: E402
+from profiler.parse import trace
+from profiler.storage import jobs, metadata, metrics, rank_task
+from profiler.storage.staging import Staging
+from profiler.storage.store import Staged, Store
 
 PHASES = ("parse", "stage", "insert", "write")
 
@@ -121,8 +119,7 @@ def cost_table(files: list[Path], repeat: int) -> str:
 
 
 TASK = """import sys, tempfile, time
-root, files = sys.argv[1], sys.argv[2:]
-sys.path.insert(0, root)
+root, files = sys.argv[1], sys.argv[2:]  # run in `root`: `python -c` imports from the working directory
 from profiler.storage import rank_task
 assert rank_task.__file__.startswith(root), rank_task.__file__
 with tempfile.TemporaryDirectory() as tmp:
@@ -143,7 +140,8 @@ def against(files: list[Path], other: Path, repeat: int) -> str:
     for _ in range(repeat):
         for label, root in roots.items():
             out = subprocess.run([sys.executable, "-c", TASK, str(root), *map(str, files)], capture_output=True,
-                                 text=True, check=True, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+                                 text=True, check=True, cwd=root,
+                                 env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
             got[label].append(float(out.stdout.split()[-1]))
         loads.append(uptime().rsplit("load average:", 1)[-1].strip())
     version = subprocess.run(["git", "-C", str(other), "rev-parse", "--short", "HEAD"], capture_output=True,

@@ -28,5 +28,5 @@ def run_report(section: str, script: str, code: str, before: str, after: str, pa
     driver's peak RSS, then `parts`."""
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
-    return (f"## {section}\n\n`python bench/{script} {' '.join(sys.argv[1:])}`, {now}, code at {code}.\n\n"
+    return (f"## {section}\n\n`python -m bench.{Path(script).stem} {' '.join(sys.argv[1:])}`, {now}, code at {code}.\n\n"
             f"Machine: {before}; after: `{after}`. {started}Driver peak RSS {peak_mb:.0f} MB.\n\n" + "\n".join(parts))

@@ -1,7 +1,7 @@
 """Which mode and shape each forced SDPA backend accepts on this machine (the table behind
 `SDPA_EFFICIENT` / `SDPA_CUDNN` in profiler/capture/variants.py).
 
-    python bench/sdpa_support.py [--json-out FILE]
+    python -m bench.sdpa_support [--json-out FILE]
 
 For each backend and each feature (GQA, causal decode of 1 and of 4 tokens, a sliding window and
 packed lengths by an explicit mask, a train step, a GQA train step) it calls the capture's own
@@ -15,12 +15,11 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import torch  # noqa: E402
+import torch
 
-from profiler.capture import attention_fns as fns  # noqa: E402
-from profiler.capture.setting import Setting  # noqa: E402
+from profiler.capture import attention_fns as fns
+from profiler.capture.setting import Setting
 
 CASES = {  # feature -> (setting changes, heads, kv heads, q len, kv len)
     "prefill": ({}, 8, 8, 256, 256),

@@ -10,7 +10,7 @@ ids, a gzip of more tiny events than a trace may hold, an inflating zip member.
    and on the 20,000 one; `compare` 3,000 vs 20,000; 21M tiny events (refused); a job zip whose
    member inflates 1,000x (refused). Target: each < 5 s, < 1 GB.
 
-Usage: python bench/slow_inputs.py [--before 2e5ec68] [--write-results]
+Usage: python -m bench.slow_inputs [--before 2e5ec68] [--write-results]
 """
 from __future__ import annotations
 
@@ -27,14 +27,12 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
-from results import write_section  # noqa: E402
+from bench.results import write_section
 
-from profiler.parse import nesting  # noqa: E402
-from tests import crafted_slow  # noqa: E402
-from tests.test_security_cli import PROBE  # noqa: E402
+from profiler.parse import nesting
+from tests import crafted_slow
+from tests.test_security_cli import PROBE
 
 OUT = ROOT / "bench" / "out" / "slow-inputs"
 SIZES = (100_000, 200_000, 400_000, 1_000_000)
@@ -145,7 +143,7 @@ def main() -> None:
                          f"`{r['line'][:110]}` |" for what, size, r in cli)
     text = f"""## Slow inputs
 
-`python bench/slow_inputs.py{' --before ' + args.before if args.before else ''} --write-results`, {stamp}, code at commit {commit}. Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}, load average {' / '.join(f'{x:.2f}' for x in load)} at the start and {' / '.join(f'{x:.2f}' for x in load_after)} at the end (shared with other engineers: wall times stretch with the load; the CPU column does not).
+`python -m bench.slow_inputs{' --before ' + args.before if args.before else ''} --write-results`, {stamp}, code at commit {commit}. Machine: {os.cpu_count()} CPUs, Python {platform.python_version()}, load average {' / '.join(f'{x:.2f}' for x in load)} at the start and {' / '.join(f'{x:.2f}' for x in load_after)} at the end (shared with other engineers: wall times stretch with the load; the CPU column does not).
 
 **Nesting** (`profiler/parse/nesting.py`, in process, seconds; "before": the same call on commit {args.before or '(not run)'}, stopped once a shape passed 15 s):
 

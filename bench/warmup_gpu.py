@@ -1,17 +1,16 @@
 """The warm-up check of data/samples/MANIFEST.md ("Decode sweep over the KV length"): decode runs of 3
 repeats captured with warmup_s=0 and 0.1, each repeat's kernel time per call from the trace against
 its CUDA-graph replay. Needs a CUDA GPU (and flashinfer-python for its variants).
-Usage: python bench/warmup_gpu.py [VARIANT ...] (default: sdpa_flash sdpa_cudnn)
+Usage: python -m bench.warmup_gpu [VARIANT ...] (default: sdpa_flash sdpa_cudnn)
 """
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from profiler.analysis import timings  # noqa: E402
-from profiler.capture.recorder import CaptureConfig, capture, ingest_outcomes  # noqa: E402
-from profiler.storage.store import Store  # noqa: E402
+from profiler.analysis import timings
+from profiler.capture.recorder import CaptureConfig, capture, ingest_outcomes
+from profiler.storage.store import Store
 
 out = Path(tempfile.mkdtemp(prefix="warmup-"))
 for ws in (0.0, 0.1):

@@ -2,7 +2,7 @@
 import streamlit as st
 
 from profiler.analysis import queries
-from profiler.present import charts, markup, narrative, ui
+from profiler.present import charts, narrative, ui
 
 Col = st.column_config
 SUMMARY_COLUMNS = {

@@ -3,7 +3,7 @@ long the GPU took to start the work (launch latency)."""
 import streamlit as st
 
 from profiler.analysis import queries
-from profiler.present import charts, markup, ui
+from profiler.present import charts, ui
 
 Col = st.column_config
 RUN = {"run": ui.run_column()}

@@ -17,6 +17,10 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 SAMPLES = ROOT / "data" / "samples"
 TRACES_ENV = "PROFILER_TEST_TRACES"
+ARTIFACTS = ROOT / "test-artifacts"  # screenshots of the browser tests (look at them)
+CHROMIUM = os.environ.get("PROFILER_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
 def _third_party_dir() -> Path:
@@ -58,7 +62,12 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(config, items):
     """Tests of third-party traces skip with a reason when the traces are missing. GPU tests need
-    CUDA; on a machine without it they are deselected, not silently passed."""
+    CUDA; on a machine without it they are deselected, not silently passed. Browser tests and
+    tests on the local Ray cluster are `slow` whether or not they say so (the quick tier,
+    `-m "not slow"`, leaves them out)."""
+    for item in items:
+        if "browser" in item.keywords or "ray_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
     if not HAVE_SHARED:
         skip = pytest.mark.skip(reason=MISSING_REASON)
         for item in items:
@@ -87,29 +96,64 @@ def db_path(tmp_path: Path) -> Path:
 FIXTURE_TRACES = ("tiny_naive.json", "tiny_inplace.json", "tiny_old_format.json")
 
 
-@pytest.fixture
-def fixture_store(tmp_path: Path):
-    """A real store file holding the hand-written fixture traces (naive and in-place runs
-    captured on an 'H200', plus a 2020-era upload). Returns (store, {file name: run id})."""
+@pytest.fixture(scope="session")
+def template_store(tmp_path_factory):
+    """Stores built once per test process (one per xdist worker) and copied for each test:
+    `template_store(name, build, dest)` runs `build(path)` into a template the first time `name`
+    is asked for, copies the template's file to `dest` and returns what `build` returned."""
+    import shutil
+
+    built: dict[str, tuple[Path, object]] = {}
+
+    def copy(name: str, build, dest: Path):
+        if name not in built:
+            path = tmp_path_factory.mktemp(f"template-{name}") / "template.duckdb"
+            built[name] = (path, build(path))
+        path, extra = built[name]
+        shutil.copyfile(path, dest)
+        return extra
+
+    return copy
+
+
+def _fixture_traces(path: Path) -> dict[str, str]:
     from profiler.storage.store import Store
 
-    store = Store(tmp_path / "fixture.duckdb")
-    ids = {name: store.ingest(FIXTURES / name, source="captured" if "tiny_" in name and "old" not in name
-                              else "uploaded").run_id for name in FIXTURE_TRACES}
-    return store, ids
+    store = Store(path)
+    return {name: store.ingest(FIXTURES / name, source="captured" if "tiny_" in name and "old" not in name
+                               else "uploaded").run_id for name in FIXTURE_TRACES}
 
 
 @pytest.fixture
-def tiny(db_path):
-    """The hand-written store of tests/tiny_store.py (rows inserted directly, no ingest)."""
+def fixture_store(tmp_path: Path, template_store):
+    """A real store file holding the hand-written fixture traces (naive and in-place runs
+    captured on an 'H200', plus a 2020-era upload), a copy of one ingested once per test process.
+    Returns (store, {file name: run id})."""
+    from profiler.storage.store import Store
+
+    path = tmp_path / "fixture.duckdb"
+    ids = template_store("fixture-traces", _fixture_traces, path)
+    return Store(path), dict(ids)
+
+
+def _tiny(path: Path) -> None:
     from profiler.storage.store import Store
     from tests.tiny_store import insert_tiny
 
-    store = Store(db_path)
+    store = Store(path)
     with store.connect() as con:
         insert_tiny(con)
     store.upkeep()  # rows written other than by ingest: their metrics computed now (reads never write)
-    return store
+
+
+@pytest.fixture
+def tiny(db_path, template_store):
+    """The hand-written store of tests/tiny_store.py (rows inserted directly, no ingest), a copy
+    of one built once per test process."""
+    from profiler.storage.store import Store
+
+    template_store("tiny", _tiny, db_path)
+    return Store(db_path)
 
 
 @pytest.fixture
@@ -136,3 +180,20 @@ def sample_store(tmp_path_factory):
         path = SAMPLES / "default" / f"{variant}_b8_h16_s1024_d64_bf16_causal_warm.json.gz"
         ids[variant] = store.ingest(path).run_id
     return store, ids
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium per test process (per xdist worker); each test opens its own pages."""
+    import shutil
+
+    from playwright import sync_api
+
+    if not (shutil.which(CHROMIUM) or Path(CHROMIUM).is_file()):
+        pytest.fail(f"No Chromium at {CHROMIUM}: install it (Debian/Ubuntu: sudo apt-get install chromium) "
+                    f"or set PROFILER_CHROMIUM to its path.", pytrace=False)
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -24,15 +23,11 @@ from playwright import sync_api
 from profiler.analysis import queries
 from profiler.present.share import PAGES, ViewState, parse_url, share_url
 from profiler.storage.store import Store
-from tests.conftest import HAVE_SHARED, SAMPLES, SHARED_TRACES
+from tests.conftest import ARTIFACTS, HAVE_SHARED, SAMPLES, SHARED_TRACES
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parent.parent
-ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = os.environ.get("PROFILER_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 PAGE_FIXTURES = ROOT / "tests" / "fixtures" / "pages"
 # our fixtures, plus a real ROCm trace and real uploads from other people's models when the
 # third-party traces are present; our own H200 samples otherwise
@@ -102,26 +97,42 @@ def server(tmp_path_factory):
         yield url, store, ids
 
 
-@pytest.fixture(scope="module")
-def browser():
-    if not (shutil.which(CHROMIUM) or Path(CHROMIUM).is_file()):
-        pytest.fail(f"No Chromium at {CHROMIUM}: install it (Debian/Ubuntu: sudo apt-get install chromium) "
-                    f"or set PROFILER_CHROMIUM to its path.", pytrace=False)
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+# the page is at rest: no script run, skeleton or stale element, every chart drawn, the fonts
+# loaded, and the DOM's size and height the same at two polls in a row (the first poll after
+# `settled` resets the mark never counts, so a redraw that has not started yet is waited for)
+AT_REST = """() => {
+  const busy = document.querySelector('[data-testid="stStatusWidget"], [data-testid*="Skeleton"], [data-stale="true"]');
+  const undrawn = Array.from(document.querySelectorAll('.vega-embed')).some(e => !e.querySelector('svg, canvas'));
+  const size = document.querySelectorAll('*').length + ':' + document.body.scrollHeight;
+  const same = window.__atRest === size;
+  window.__atRest = size;
+  return !busy && !undrawn && document.fonts.status === 'loaded' && same;
+}"""
+
+
+def settled(page, timeout_ms: int = WAIT_MS) -> None:
+    """Wait (a condition, not a fixed sleep) until the page is at rest (AT_REST)."""
+    page.evaluate("() => { window.__atRest = null; }")
+    page.wait_for_function(AT_REST, polling=200, timeout=timeout_ms)
+
+
+def until(page, condition: str, arg=None, timeout_ms: int = 10_000) -> bool:
+    """Whether the JavaScript `condition(arg)` came true within `timeout_ms` (the caller asserts)."""
+    try:
+        page.wait_for_function(condition, arg=arg, polling=100, timeout=timeout_ms)
+        return True
+    except sync_api.TimeoutError:
+        return False
 
 
 def _settle(page) -> None:
-    """Wait until the app has loaded and its script run has finished."""
+    """Wait until the app has loaded, its script run has finished and the page is at rest."""
     page.wait_for_selector('[data-testid="stAppViewContainer"]', timeout=WAIT_MS)
     page.wait_for_selector("h1", timeout=WAIT_MS)
     page.wait_for_function(  # script run finished and every element drawn (no skeletons)
         "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
         " && !document.querySelector('[data-testid*=\"Skeleton\"]')", timeout=WAIT_MS)
-    page.wait_for_timeout(1000)
+    settled(page)
 
 
 def _assert_no_exception(page, where: str) -> None:
@@ -290,7 +301,7 @@ def test_attention_roofline_of_the_h200_samples(server, browser):
         page.screenshot(path=str(ARTIFACTS / "attention-roofline.png"), full_page=True)
         chart = page.locator('[data-testid="stVegaLiteChart"]')
         chart.scroll_into_view_if_needed()
-        page.wait_for_timeout(1000)
+        settled(page)
         chart.screenshot(path=str(ARTIFACTS / "attention-roofline-chart.png"))
         page.get_by_text("One point per op").click()                  # per-op crosses on demand
         _settle(page)
@@ -323,7 +334,7 @@ def test_kernels_page_shows_counters_of_the_h200_samples(server, browser):
         grid.scroll_into_view_if_needed()
         grid.hover()
         page.mouse.wheel(700, 0)                                           # scroll to the occupancy columns
-        page.wait_for_timeout(500)
+        settled(page)
         grid.screenshot(path=str(ARTIFACTS / "kernels-counters-table.png"))
     finally:
         page.close()

@@ -16,8 +16,7 @@ from profiler.present import style
 from profiler.present.share import ViewState, share_url
 from profiler.storage.store import Store
 from tests.conftest import HAVE_SHARED, SAMPLES, SHARED_TRACES
-from tests.test_browser import (  # noqa: F401  (browser: a shared fixture)
-    ARTIFACTS, _assert_no_exception, _settle, browser, streamlit_app)
+from tests.test_browser import ARTIFACTS, _assert_no_exception, _settle, settled, streamlit_app, until
 
 pytestmark = pytest.mark.browser
 
@@ -114,7 +113,7 @@ def _open(browser, url: str, wait_for: str = ""):
     _settle(page)
     if wait_for:  # charts in a collapsed expander are drawn but hidden
         page.wait_for_selector(wait_for, timeout=90_000, state="attached")
-    page.wait_for_timeout(1000)
+        settled(page)
     return page
 
 
@@ -143,7 +142,7 @@ def test_every_page_reads_well_at_1600_px(charts_server, browser):
                 _assert_no_exception(page, where)
                 height = page.evaluate(PAGE_HEIGHT)
                 page.set_viewport_size({"width": WIDTH, "height": min(height, 4 * SCREEN)})
-                page.wait_for_timeout(800)
+                settled(page)  # the charts laid out again for the taller window
                 page.screenshot(path=str(ARTIFACTS / f"charts-{name}-{page_name}.png"))
                 fonts = page.evaluate(AXIS_FONTS)
                 if fonts and min(fonts) < 11:
@@ -178,13 +177,16 @@ def test_every_page_reads_well_at_1600_px(charts_server, browser):
         assert fill == style.variant_colour(variant, cold="(cold)" in run), (run, fill)
 
 
-def _zoom_first_panel(page) -> None:
+def _zoom_first_panel(page, before: list[str]) -> None:
+    """Ctrl + wheel over the first panel; returns once its axis changed (or 10 s passed) and the
+    page is at rest again, so the other panels have followed or not."""
     box = page.locator(".vega-embed svg g.panel_0_marks").first.bounding_box()
     page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + box["height"] / 2)
     page.keyboard.down("Control")
     page.mouse.wheel(0, -500)
     page.keyboard.up("Control")
-    page.wait_for_timeout(800)
+    until(page, f"(first) => ({X_LABELS})()[0] !== first", before[0])
+    settled(page)
 
 
 @pytest.mark.parametrize("scale", ["shared", "independent"])
@@ -198,7 +200,7 @@ def test_zooming_one_timeline_panel_moves_the_others_on_a_shared_scale(charts_se
         # views with an x axis: on a shared scale the first GPU and the first CPU view; on
         # independent scales all four (GPU of run 1, GPU of run 2, CPU of run 1, CPU of run 2)
         assert len(before) == (2 if scale == "shared" else 4) and all(before), f"x axes: {before}"
-        _zoom_first_panel(page)
+        _zoom_first_panel(page, before)
         after = page.evaluate(X_LABELS)
         assert after[0] != before[0], "Ctrl + wheel did not zoom the panel under the mouse"
         if scale == "shared":
@@ -220,7 +222,8 @@ def test_the_mouse_wheel_scrolls_the_page_over_a_timeline(charts_server, browser
         page.mouse.move(box["x"] + box["width"] / 2, box["y"] + 10)
         top = page.evaluate(SCROLL_TOP)
         page.mouse.wheel(0, 300)
-        page.wait_for_timeout(800)
+        until(page, f"(top) => {SCROLL_TOP} > top", top)
+        settled(page)  # had the wheel zoomed the chart, the axis would have been redrawn by now
         assert page.evaluate(SCROLL_TOP) > top, "the page did not scroll"
         assert page.evaluate(X_LABELS) == before, "a plain wheel zoomed the chart"
     finally:
@@ -237,7 +240,7 @@ def test_hovering_a_launch_draws_its_flow_and_a_drag_lists_the_range(charts_serv
         box = max((call.nth(i).bounding_box() for i in range(min(call.count(), 50))),
                   key=lambda b: b["width"])
         page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-        page.wait_for_timeout(800)
+        until(page, "() => document.querySelectorAll('.vega-embed svg g.mark-symbol.role-mark path').length >= 1")
         assert heads.count() >= 1, "no flow arrow for the hovered launch"
         page.screenshot(path=str(ARTIFACTS / "charts-timeline-flow.png"))
         frame = page.locator(".vega-embed svg g.panel_0_marks").first.bounding_box()
@@ -358,7 +361,7 @@ def test_a_kv_cache_sweep_draws_each_variant_names_the_crossover_and_opens_a_poi
         name = next(n for n, r in runs.items() if r == shown[0])
         assert f"run id: {shown[0]}" in label and name.split("_decode_")[0] in label, (name, label)
         page.wait_for_selector(".vega-embed svg", timeout=90_000, state="attached")
-        page.wait_for_timeout(1000)
+        settled(page)
         _assert_no_exception(page, "the timeline a sweep point opened")
         page.screenshot(path=str(ARTIFACTS / "charts-sweep-kv-timeline.png"), full_page=True)
     finally:

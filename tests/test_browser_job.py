@@ -10,8 +10,8 @@ from profiler.present.share import ViewState, share_url
 from profiler.storage import job_ingest
 from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES
-from tests.test_browser import (  # noqa: F401  (browser: a shared fixture)
-    ARTIFACTS, _assert_no_exception, _settle, browser, streamlit_app)
+from tests.test_browser import (
+    ARTIFACTS, _assert_no_exception, _settle, streamlit_app)
 
 pytestmark = [pytest.mark.browser, pytest.mark.third_party]
 

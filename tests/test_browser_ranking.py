@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from profiler.storage.store import Store
-from tests.test_browser import ARTIFACTS, WAIT_MS, _assert_no_exception, browser, streamlit_app  # noqa: F401
+from tests.test_browser import ARTIFACTS, WAIT_MS, _assert_no_exception, settled, streamlit_app
 from tests.test_rank import DEFAULT, VARIANTS, _gpu_us_per_step, _trace
 
 pytestmark = pytest.mark.browser
@@ -34,11 +34,11 @@ def ranked_server(tmp_path_factory):
         yield url, ids
 
 
-def _settled(browser, url: str, header: str):  # noqa: F811 - browser is the imported fixture
+def _settled(browser, url: str, header: str):
     page = browser.new_page(viewport={"width": 1600, "height": 1000})
     page.goto(url, timeout=WAIT_MS)
     page.wait_for_function(f"() => ({TABLE_ROWS})({header!r}) !== null", timeout=WAIT_MS)
-    page.wait_for_timeout(1000)
+    settled(page)
     return page
 
 
@@ -60,7 +60,7 @@ def _check_ranking(page, ids) -> None:
     assert "Not ranked, one variant alone in its workload: prefill B=8 H=16 L=2048" in body
 
 
-def test_runs_page_ranks_n_runs_by_shape(ranked_server, browser):  # noqa: F811
+def test_runs_page_ranks_n_runs_by_shape(ranked_server, browser):
     url, ids = ranked_server
     runs = ",".join([ids[v] for v in VARIANTS] + [ids["flash_2048"]])
     page = _settled(browser, f"{url}/?runs={runs}", "× fastest")
@@ -72,7 +72,7 @@ def test_runs_page_ranks_n_runs_by_shape(ranked_server, browser):  # noqa: F811
         page.close()
 
 
-def test_compare_ranks_n_runs_against_a_baseline(ranked_server, browser):  # noqa: F811
+def test_compare_ranks_n_runs_against_a_baseline(ranked_server, browser):
     url, ids = ranked_server
     runs = ",".join([ids[v] for v in VARIANTS] + [ids["flash_2048"]])
     page = _settled(browser, f"{url}/compare?runs={runs}&a={ids['sdpa_flash']}", "× fastest")
@@ -91,7 +91,7 @@ def test_compare_ranks_n_runs_against_a_baseline(ranked_server, browser):  # noq
         page.close()
 
 
-def test_runs_filters_narrow_the_table_and_stay_in_the_url(ranked_server, browser):  # noqa: F811
+def test_runs_filters_narrow_the_table_and_stay_in_the_url(ranked_server, browser):
     url, ids = ranked_server
     page = _settled(browser, f"{url}/?variant=sdpa_flash", "run id")
     try:

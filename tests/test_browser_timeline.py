@@ -19,8 +19,8 @@ import pytest
 from profiler.present.share import ViewState, share_url
 from profiler.storage.store import Store
 from tests.conftest import SAMPLES
-from tests.test_browser import (  # noqa: F401  (browser: a shared fixture)
-    ARTIFACTS, _assert_no_exception, _settle, browser, streamlit_app)
+from tests.test_browser import (
+    ARTIFACTS, _assert_no_exception, _settle, settled, streamlit_app)
 
 pytestmark = pytest.mark.browser
 
@@ -245,7 +245,7 @@ def test_zoom_pan_and_range_come_back_from_the_share_url(timeline_server, browse
         _settle(page)
         inner = _window(page.url)
         assert abs(sum(inner) / 2 - centre) <= 1 and inner[1] - inner[0] < panned[1] - panned[0]
-        page.wait_for_timeout(1500)
+        settled(page)  # a rerun that dropped the range would have rewritten the URL by now
         assert "range=" in page.url, "zooming dropped the dragged range"
         assert all(len(r) == 1 for r in _ranges(page)), "zooming dropped the range's highlight"
     finally:

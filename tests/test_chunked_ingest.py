@@ -4,7 +4,6 @@ file that cannot be cut, a broken one, and one already stored take the whole-fil
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import os
 import subprocess
 import sys
@@ -13,13 +12,11 @@ from pathlib import Path
 import pytest
 
 from profiler.storage import catalog, chunked_ingest, chunks
+from bench import make_stack_trace
 from profiler.storage.store import Store
 from tests.test_chunks import KEEP_ALL, _table
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("make_stack_trace", ROOT / "bench" / "make_stack_trace.py")
-make_stack_trace = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(make_stack_trace)
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +64,7 @@ def test_a_truncated_file_fails_as_a_single_upload_does_and_stores_nothing(tmp_p
         assert con.execute("SELECT count(*) FROM traces").fetchone()[0] == 0
 
 
+@pytest.mark.slow  # a subprocess
 def test_the_ingest_command_uses_worker_processes_for_a_large_file(tmp_path, monkeypatch, stack_trace):
     """Through the command line, with the size threshold lowered so that 3 MB counts as large."""
     db = tmp_path / "cli.duckdb"

@@ -53,6 +53,7 @@ def test_every_table_of_a_trace_parsed_in_chunks_equals_the_whole_file(tmp_path,
     assert list((tmp_path / "scratch").iterdir()) == []  # a gzipped trace's unpacked copy is removed
 
 
+@pytest.mark.slow  # worker processes
 @pytest.mark.third_party
 @pytest.mark.parametrize("path", trace_params(real_traces()[:3]))
 def test_a_job_of_one_file_split_across_worker_processes(tmp_path, monkeypatch, path):

@@ -1,4 +1,6 @@
-"""`python -m profiler ingest / summary` as a user runs them, in a subprocess."""
+"""`python -m profiler ingest / summary` as a user runs them: in this process (`tests.cli_run.cli`,
+the same `main(argv)`), and in a subprocess where the process is the point (the entry point and
+the environment, a lock held by another process)."""
 from __future__ import annotations
 
 import io
@@ -13,10 +15,12 @@ import pytest
 from profiler import errors
 from profiler.present.progress import ProgressBar
 from profiler.storage.store import Store
+from tests.cli_run import cli
 from tests.conftest import FIXTURES, ROOT
 
 
-def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+def real_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`python -m profiler ARGS` in a new interpreter, as a user runs it."""
     return subprocess.run([sys.executable, "-m", "profiler", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=120, env=env)
 
@@ -58,15 +62,19 @@ def test_summary_json_lists_every_trace_with_counts(db_path):
     json.loads(done.stdout, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
 
 
+@pytest.mark.slow
 def test_summary_table_and_db_from_environment(db_path):
     import os
 
     env = dict(os.environ, PROFILER_DB=str(db_path))
-    cli("ingest", str(FIXTURES / "tiny_inplace.json"), env=env)
-    done = cli("summary", env=env)
+    ingested = real_cli("ingest", str(FIXTURES / "tiny_inplace.json"), env=env)
+    assert ingested.returncode == 0 and "ingested" in ingested.stdout, ingested.stderr
+    done = real_cli("summary", env=env)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert "naive_inplace" in done.stdout and "tiny_inplace.json" in done.stdout
 
 
+@pytest.mark.slow
 def test_ingest_waits_for_another_process_holding_the_store(db_path):
     Store(db_path).schema_version()
     holder = subprocess.Popen(
@@ -83,6 +91,7 @@ def test_ingest_waits_for_another_process_holding_the_store(db_path):
     assert result.kernels == 4 and waited > 0.5
 
 
+@pytest.mark.slow
 def test_a_lock_held_too_long_is_a_clear_error_and_changes_nothing(db_path):
     store = Store(db_path)
     store.ingest(FIXTURES / "tiny_inplace.json")

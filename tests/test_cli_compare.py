@@ -61,6 +61,7 @@ def test_unknown_and_same_run_are_clear_errors(store_runs, capsys):
     assert "compare needs two different runs" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # a subprocess
 def test_module_entry_point_without_traceback(store_runs):
     db, math, cudnn = store_runs
     env = dict(os.environ, PROFILER_DB=str(db))

@@ -38,6 +38,7 @@ def test_ops_unknown_run_is_one_line(sample_store, capsys):
     assert err.startswith("error: no run 'nosuchrun'") and "Traceback" not in err
 
 
+@pytest.mark.slow  # a subprocess
 def test_ops_command_loads_neither_pandas_nor_pyarrow(sample_store):
     """Issue 9: the command starts in well under a second on a 1M-event trace partly because it
     imports only numpy and duckdb; its rows are the same as the DataFrame the dashboard reads."""

@@ -11,6 +11,8 @@ import itertools
 import subprocess
 import sys
 
+import pytest
+
 from profiler.analysis import queries
 from profiler.capture.variants import VARIANTS
 from profiler.present import charts, style
@@ -46,6 +48,7 @@ def test_every_known_variant_has_its_own_distinct_colour():
     assert _delta_e(style.variant_colour("flashinfer_fa2"), style.variant_colour("sdpa_math")) > 30
 
 
+@pytest.mark.slow  # a subprocess
 def test_uploads_and_unknown_variants_get_a_stable_fallback_colour():
     for colour in style.FALLBACK_COLOURS:
         assert min(_delta_e(colour, v) for v in style.VARIANT_COLOURS.values()) >= 15

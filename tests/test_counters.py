@@ -290,6 +290,7 @@ def test_a_report_of_another_program_is_refused(counted, tmp_path):
     assert store.query("SELECT count(*) AS n FROM kernel_counters WHERE run_id = ?", [ids["sdpa_flash"]])["n"][0] == 1
 
 
+@pytest.mark.slow  # a subprocess
 def test_the_command_line_attaches_and_lists_what_did_not_match(tmp_path):
     db = tmp_path / "cli.duckdb"
     run = Store(db).ingest(_trace("naive")).run_id

@@ -6,11 +6,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from profiler.capture import counters
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow  # a subprocess
 def test_on_the_cpu_the_capture_goes_on_without_counters(tmp_path):
     done = subprocess.run([sys.executable, "-m", "profiler", "capture", "--counters", "--device", "cpu",
                            "--no-cold", "--no-isolate", "--variants", "naive", "--batch", "1", "--heads", "1",

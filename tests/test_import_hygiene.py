@@ -37,11 +37,13 @@ def test_the_layers_exist():
     assert {"present.share", "present.ui.session", "present.ui.view", "present.ui.tables", "present.ui.work"} <= set(MODULES)
 
 
+@pytest.mark.slow  # a subprocess
 @pytest.mark.parametrize("module", [m for m in MODULES if m not in STREAMLIT_OK | TORCH_OK])
 def test_backend_module_imports_neither_streamlit_nor_torch(module):
     assert _loaded_after_import(module) == set()
 
 
+@pytest.mark.slow  # a subprocess
 def test_ui_does_not_pull_in_torch():
     assert _loaded_after_import("present.ui") == {"streamlit"}
 
@@ -66,6 +68,7 @@ def test_pages_reach_the_store_only_through_queries_and_ui(page):
     assert not bad, f"{page.name} imports {sorted(bad)}; go through profiler.analysis.queries or ui"
 
 
+@pytest.mark.slow  # a subprocess
 def test_charts_do_not_load_the_iri_grammar():
     """Altair's jsonschema loads rfc3987-syntax when it is installed (it is, beside Jupyter, in the
     test environment), which builds a grammar for ~0.8 s on the first page with a chart: the
@@ -78,6 +81,7 @@ def test_charts_do_not_load_the_iri_grammar():
     assert out.stdout.split() == ["True", "True"], out.stdout
 
 
+@pytest.mark.slow  # a subprocess
 def test_ingest_does_not_load_pandas(tmp_path):
     """pyarrow imports pandas (~0.18 s) on its first array from a list, only to ask whether the list
     is a pandas object: the ingest command never loads it (staging builds that first array with

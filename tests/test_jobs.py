@@ -6,7 +6,6 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -273,7 +272,8 @@ def test_ray_in_process_and_single_upload_give_identical_tables(ray_cluster, job
 
 @pytest.mark.third_party
 @needs_dlrm
-@pytest.mark.parametrize("engine", ["in-process", "processes", "ray"])
+@pytest.mark.parametrize("engine", ["in-process", pytest.param("processes", marks=pytest.mark.slow),
+                                    pytest.param("ray", marks=pytest.mark.slow)])
 def test_bad_file_names_itself_and_nothing_lands_unless_skip_bad(job_store, tmp_path, engine, request):
     if engine == "ray":
         request.getfixturevalue("ray_cluster")
@@ -303,6 +303,7 @@ def test_every_trace_error_survives_the_trip_from_a_worker():
 
 @pytest.mark.third_party
 @needs_dlrm
+@pytest.mark.slow
 def test_process_pool_engine_gives_the_same_tables(job_store):
     pooled = job_ingest.ingest_job(job_store, [str(p) for p in DLRM[:2]], "pool", engine="processes", workers=2)
     here = job_ingest.ingest_job(job_store, [str(p) for p in DLRM[:2]], "here", engine="in-process")
@@ -364,10 +365,30 @@ def _pids(wanted) -> list[int]:
     return pids
 
 
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _ours(pid: int) -> bool:
+    """`pid` descends from this process (the local Ray cluster's raylet is our child, its workers
+    our grandchildren): another test process's cluster, running beside this one, is left alone."""
+    for _ in range(16):
+        pid = _parent(pid)
+        if pid == os.getpid():
+            return True
+        if pid <= 1:
+            return False
+    return False
+
+
 def _ray_task_pids(names: tuple[str, ...] = ("parse_rank", "parse_chunk", "assemble_rank")) -> list[int]:
-    """Ray worker processes running one of these tasks (a large file is parsed in chunks, then
-    assembled)."""
-    return _pids(lambda _ppid, cmd: any(cmd.startswith(f"ray::{name}".encode()) for name in names))
+    """This process's Ray worker processes running one of these tasks (a large file is parsed in
+    chunks, then assembled)."""
+    return [pid for pid in _pids(lambda _ppid, cmd: any(cmd.startswith(f"ray::{name}".encode()) for name in names))
+            if _ours(pid)]
 
 
 @pytest.mark.third_party
@@ -376,8 +397,7 @@ def test_killing_a_worker_mid_job_leaves_the_store_as_it_was(ray_cluster, job_st
     job_ingest.ingest_job(job_store, [str(p) for p in DLRM[:2]], "before", engine="in-process")
     job_store.ingest(DLRM[2])
     files_before, traces_before = _job_files(job_store), job_store.query("SELECT * FROM traces ORDER BY run_id")
-    sys.path.insert(0, str(ROOT / "bench"))
-    from make_large_trace import make_large_trace
+    from bench.make_large_trace import make_large_trace
 
     big = tmp_path / "rank3.trace.json"
     make_large_trace(big, 100_000_000, SHARED_TRACES)  # two chunks of ~3 s on 2 cores, then ~3 s to assemble
@@ -404,11 +424,11 @@ def _pool_worker_pids() -> list[int]:
 
 @pytest.mark.third_party
 @needs_dlrm
+@pytest.mark.slow
 def test_a_killed_pool_worker_is_named_with_its_cause_and_stores_nothing(job_store, tmp_path):
     job_store.ingest(DLRM[2])
     traces_before = job_store.query("SELECT * FROM traces ORDER BY run_id")
-    sys.path.insert(0, str(ROOT / "bench"))
-    from make_large_trace import make_large_trace
+    from bench.make_large_trace import make_large_trace
 
     big = tmp_path / "rank3.trace.json"
     make_large_trace(big, 40_000_000, SHARED_TRACES)
@@ -485,6 +505,7 @@ def test_rank_from_file_names():
 
 @pytest.mark.third_party
 @needs_dlrm
+@pytest.mark.slow
 def test_cli_job_json(tmp_path):
     db = tmp_path / "cli.duckdb"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -72,6 +72,7 @@ def test_rank_names_the_architecture_when_it_differs(store, capsys):
     assert "Why:" in sentence and "sm90" in sentence and "sm80" in sentence
 
 
+@pytest.mark.slow  # a subprocess
 def test_check_fails_a_regression_and_passes_an_improvement(store):
     store, ids = store
     flash, naive = ids["sdpa_flash"], ids["naive"]

@@ -6,18 +6,14 @@ and filled with the rows the current code ingests from the shipped samples.
 """
 from __future__ import annotations
 
-import json
 import re
-import shutil
 
 import duckdb
 import pandas as pd
-import pyarrow.parquet as pq
 import pytest
 
 from profiler import errors
 from profiler.analysis import queries
-from profiler.storage import jobs
 from profiler.storage.store import SCHEMA_VERSION, Store
 from tests.conftest import FIXTURES, SAMPLES
 

@@ -93,7 +93,7 @@ def runs_page(store, tmp_path, monkeypatch):
     return ids
 
 
-def test_the_runs_page_groups_each_sweep_by_the_axis_it_varies(pages, runs_page):
+def test_the_runs_page_groups_each_sweep_by_the_axis_it_varies(pages, runs_page):  # noqa: F811 (the imported fixture)
     ids = runs_page
     at = pages.open("runs", sweeps="1")
     pages.assert_clean(at)

@@ -19,8 +19,8 @@ from profiler.storage import catalog
 from profiler.storage.store import Store
 from tests.crafted import CRAFTED, huge_name_trace, whitespace_gzip
 from tests.pages.test_security_pages import FLASH, NAIVE, odd_trace, payload, payload_trace
-from tests.test_browser import (  # noqa: F401 - `browser` is a fixture
-    ARTIFACTS, PAGE_TEXT, WAIT_MS, _assert_no_exception, _choose, _settle, browser, streamlit_app,
+from tests.test_browser import (
+    ARTIFACTS, PAGE_TEXT, WAIT_MS, _assert_no_exception, _choose, _settle, streamlit_app,
 )
 
 pytestmark = pytest.mark.browser
@@ -70,7 +70,7 @@ def _assert_nothing_built_from_payloads(page, where: str) -> None:
 
 
 @pytest.mark.parametrize("name", PAGES)
-def test_payloads_on_every_page_stay_text_and_fetch_nothing(hostile_server, browser, name):  # noqa: F811
+def test_payloads_on_every_page_stay_text_and_fetch_nothing(hostile_server, browser, name):
     url, _, (a, b, odd) = hostile_server
     runs = (a, b) if name == "compare" else (a, b, odd)
     context, page, foreign = _guarded_page(browser, url)
@@ -100,7 +100,7 @@ def test_payloads_on_every_page_stay_text_and_fetch_nothing(hostile_server, brow
         context.close()
 
 
-def test_every_crafted_upload_gets_its_own_outcome(hostile_server, browser, tmp_path):  # noqa: F811
+def test_every_crafted_upload_gets_its_own_outcome(hostile_server, browser, tmp_path):
     url, store, _ = hostile_server
     files = []
     for file_name, (data, _) in CRAFTED.items():

@@ -19,6 +19,7 @@ import pytest
 from profiler.parse import trace
 from profiler.storage import catalog, isolated
 from profiler.storage.store import Store
+from tests.cli_run import cli
 from tests.crafted import CRAFTED, HUGE_NAME_BYTES, huge_name_trace, kineto_trace, whitespace_gzip
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,12 +30,13 @@ PROBE = ("import re, sys, time; from profiler.cli.main import main; t = time.mon
          "print('probe', t, hwm.group(1), file=sys.stderr); sys.exit(code)")
 
 
-def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+def real_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """`python -m profiler ARGS` in a new interpreter (`cli`, from tests/cli_run.py, runs it here)."""
     return subprocess.run([sys.executable, "-m", "profiler", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=timeout)
 
 
-def _no_traceback(done: subprocess.CompletedProcess) -> None:
+def _no_traceback(done) -> None:
     assert "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
 
 
@@ -146,6 +148,7 @@ def test_summary_leaves_the_store_file_untouched(tmp_path):
     assert (db.stat().st_mtime_ns, db.read_bytes()) == before
 
 
+@pytest.mark.slow
 def test_boundary_free_gzip_is_refused_in_bounded_time_and_memory(tmp_path):
     """1 GiB of spaces inside traceEvents (1 MB of gzip): refused within 5 s and 400 MB, whole
     process (it took 229 s and 4.1 GB before)."""
@@ -167,12 +170,13 @@ def big_trace(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_kill_9_mid_ingest_leaves_no_partial_trace(big_trace, tmp_path):
     """Killed at 20 %, 50 %, 80 % and 95 % of a full ingest's time and right after the store's
     write-ahead log appears: the store opens, holds no part of the trace, and ingest works again."""
     started = time.monotonic()
-    assert cli("ingest", str(big_trace), "--db", str(tmp_path / "timing.duckdb")).returncode == 0
-    full = time.monotonic() - started
+    assert real_cli("ingest", str(big_trace), "--db", str(tmp_path / "timing.duckdb")).returncode == 0
+    full = time.monotonic() - started  # a whole ingest in a new process, as the killed ones run
     db = tmp_path / "s.duckdb"
     Store(db).ingest(kineto_trace(9), "before.json")
     wal = db.with_name(db.name + ".wal")
@@ -193,12 +197,13 @@ def test_kill_9_mid_ingest_leaves_no_partial_trace(big_trace, tmp_path):
         assert len(rows) == 2 and when in (0.8, 0.95, "wal"), f"kill at {when}: {rows}"
         store = Store(db)  # it finished just before the kill: remove it and go on
         catalog.delete_runs(store, store.query("SELECT run_id FROM traces WHERE name = 'big.json'")["run_id"])
-    result = cli("ingest", str(big_trace), "--db", str(db))
+    result = real_cli("ingest", str(big_trace), "--db", str(db))
     assert result.returncode == 0 and ("ingested" in result.stdout or "already in store" in result.stdout)
     assert Store(db).query("SELECT kernels FROM traces WHERE name = 'big.json'")["kernels"].tolist() == [150_000]
     _consistent(db)
 
 
+@pytest.mark.slow
 def test_command_line_and_upload_ingest_at_once(big_trace, tmp_path):
     """A command-line ingest and the dashboard's upload path (a child process per upload) write
     the same store at the same time; both land whole, neither sees a lock error."""

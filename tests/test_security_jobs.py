@@ -276,6 +276,7 @@ def _probe(*args: str) -> tuple[subprocess.CompletedProcess, float, float]:
     return done, float(seconds), int(peak_kb) / 1024
 
 
+@pytest.mark.slow  # a subprocess
 @pytest.mark.parametrize("world", [1_000_000, 2_000_000_000])
 def test_a_vast_world_is_bounded_in_time_memory_and_text(stored, tmp_path, world):
     db, _, _ = stored
@@ -291,6 +292,7 @@ def test_a_vast_world_is_bounded_in_time_memory_and_text(stored, tmp_path, world
     assert len(json.dumps(report)) < 10_000
 
 
+@pytest.mark.slow  # a subprocess
 def test_a_refused_job_leaves_store_and_job_folder_byte_identical(stored, tmp_path):
     """A bad file in a job: one line, exit 1 (the documented status of a failed ingest), nothing
     written anywhere, not even the staging folder; a subprocess, as a user runs it."""
@@ -319,6 +321,7 @@ def big_ranks(tmp_path_factory) -> list[Path]:
     return write_ranks(folder, {f"rank{r}.json": rank_trace(r, 4, 60_000 + r) for r in range(4)})
 
 
+@pytest.mark.slow  # a subprocess
 def test_kill_9_mid_job_ingest_leaves_store_and_job_folder_as_they_were(stored, big_ranks):
     db, root, _ = stored
     args = [sys.executable, "-m", "profiler", "ingest", *map(str, big_ranks), "--job", "big", "--in-process",
@@ -373,6 +376,7 @@ def test_kill_9_mid_job_ingest_leaves_store_and_job_folder_as_they_were(stored, 
     assert not list(db.parent.glob(".s-jobs.staging-*"))
 
 
+@pytest.mark.slow  # a subprocess
 @pytest.mark.parametrize("case", ["manifest-deep_nesting", "file-wrong_table"])
 def test_a_damaged_job_costs_a_summary_little_time_and_memory(stored, tmp_path, case):
     db, root, _ = stored

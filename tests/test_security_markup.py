@@ -183,6 +183,7 @@ def cli(*args: str, env: dict | None = None, prefix: tuple = ()) -> subprocess.C
                           text=True, timeout=120, env={**os.environ, **(env or {})})
 
 
+@pytest.mark.slow  # a subprocess
 def test_no_command_prints_a_control_character_from_a_trace(hostile_store, tmp_path):
     store, a, b, job, paths = hostile_store
     db = str(store.path)
@@ -234,6 +235,7 @@ def _network_calls(strace_log: Path) -> list[str]:
     return [line for line in lines if "AF_INET" in line or "AF_INET6" in line]
 
 
+@pytest.mark.slow  # a subprocess
 def test_a_file_that_is_not_a_store_is_one_line_and_nothing_leaves_the_machine(tmp_path):
     files = not_a_store_files(tmp_path)
     trace = tmp_path / "good.json"

@@ -16,8 +16,8 @@ from profiler.present.share import ViewState, share_url
 from profiler.storage import catalog, job_ingest, jobs
 from profiler.storage.store import Store
 from tests.crafted_markup import hostile_ranks, hostile_trace, payload
-from tests.test_browser import (  # noqa: F401 - `browser` is a fixture
-    ARTIFACTS, WAIT_MS, _assert_no_exception, _choose, _settle, browser, streamlit_app,
+from tests.test_browser import (
+    ARTIFACTS, WAIT_MS, _assert_no_exception, _choose, _settle, streamlit_app,
 )
 from tests.test_security_browser import _assert_nothing_built_from_payloads as _nothing_built, _guarded_page
 
@@ -54,7 +54,7 @@ def _assert_nothing_built_from_payloads(page, where: str, own_links: bool = Fals
     _nothing_built(page, where)
 
 
-def _visit(browser, url: str, name: str, runs, job: str, wait_for: str):  # noqa: F811
+def _visit(browser, url: str, name: str, runs, job: str, wait_for: str):
     """The page `name` over the hostile runs (and job), once `wait_for` (a selector) has drawn."""
     context, page, foreign = _guarded_page(browser, url)
     context.add_init_script(NO_FILE_PICKER)
@@ -70,7 +70,7 @@ def _main_text(page) -> str:
     return page.inner_text('[data-testid="stMain"]').replace("\u2060", "")
 
 
-def test_memory_and_job_pages_show_the_payload_as_text(hostile_server, browser):  # noqa: F811
+def test_memory_and_job_pages_show_the_payload_as_text(hostile_server, browser):
     url, runs, job, _ = hostile_server
     for name, wait_for in (("memory", '[data-testid="stExpander"]'), ("job", '[data-testid="stMetric"]')):
         context, page, foreign = _visit(browser, url, name, runs, job, wait_for)
@@ -89,7 +89,7 @@ def test_memory_and_job_pages_show_the_payload_as_text(hostile_server, browser):
             context.close()
 
 
-def test_a_job_uploaded_under_a_hostile_name_shows_it_as_text(hostile_server, browser, tmp_path):  # noqa: F811
+def test_a_job_uploaded_under_a_hostile_name_shows_it_as_text(hostile_server, browser, tmp_path):
     url, _, _, _ = hostile_server
     files = []
     for name, data in hostile_ranks("U"):
@@ -128,7 +128,7 @@ def _toolbar_csv(page, table) -> str:
 
 
 @pytest.mark.parametrize("name", TABLE_PAGES)
-def test_the_table_toolbar_exports_no_formula_and_no_split_row(hostile_server, browser, name):  # noqa: F811
+def test_the_table_toolbar_exports_no_formula_and_no_split_row(hostile_server, browser, name):
     url, runs, job, _ = hostile_server
     context, page, foreign = _visit(browser, url, name, runs, job, '[data-testid="stDataFrame"]')
     try:

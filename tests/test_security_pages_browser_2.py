@@ -14,8 +14,8 @@ from profiler.storage import job_ingest, jobs
 from profiler.storage.store import Store
 from tests.crafted_jobs import MANIFEST_DAMAGE, rank_trace, write_ranks
 from tests.crafted_slow import huge_lane_names, shared_correlation
-from tests.test_browser import (  # noqa: F401 - `browser` is a fixture
-    ARTIFACTS, WAIT_MS, _assert_no_exception, _settle, browser, streamlit_app,
+from tests.test_browser import (
+    ARTIFACTS, WAIT_MS, _assert_no_exception, _settle, streamlit_app,
 )
 from tests.test_security_browser import _guarded_page
 
@@ -47,7 +47,7 @@ CHART, TABLE = '[data-testid="stVegaLiteChart"]', '[data-testid="stDataFrame"]'
 @pytest.mark.parametrize("name, run, drawn", [("timeline", "lanes", CHART), ("runs", "lanes", TABLE),
                                               ("kernels", "shared", TABLE), ("launches", "shared", CHART),
                                               ("timeline", "shared", CHART), ("job", None, CHART)])
-def test_each_page_draws_in_bounded_time_and_size(server, browser, name, run, drawn):  # noqa: F811
+def test_each_page_draws_in_bounded_time_and_size(server, browser, name, run, drawn):
     url, runs, reason = server
     context, page, foreign = _guarded_page(browser, url)
     state = ViewState(page=name, runs=(runs[run],) if run else (), filters=(("job", "good"),) if name == "job" else ())

@@ -45,6 +45,7 @@ def store(tmp_path) -> Path:
     return db
 
 
+@pytest.mark.slow  # a subprocess
 def test_a_million_ops_at_one_timestamp_and_a_million_deep(tmp_path):
     """Both were quadratic (400k at one timestamp: 92 s; a million: killed at 150 s)."""
     n = 1_000_000
@@ -94,6 +95,7 @@ def test_op_owners_by_pointer_jumping_match_the_walk_up():
         assert [a.tolist() for a in owners(parent, family, starts)] == list(_walk_owners(parent, family, starts))
 
 
+@pytest.mark.slow  # a subprocess
 def test_launches_sharing_a_correlation_id_keep_one_and_say_so(tmp_path):
     """3,000 launches × 3,000 kernels of one id made every join on it 9 M rows."""
     db = tmp_path / "s.duckdb"
@@ -124,6 +126,7 @@ def test_long_runs_of_one_kernel_align_by_their_common_ends():
     assert sum(1 for i, _ in pairs if i is None) == 17_000
 
 
+@pytest.mark.slow  # a subprocess
 def test_a_gzip_of_21_million_tiny_events_is_refused_by_counting(tmp_path, store):
     """6.6 MB of gzip; refused only after 49.5 s at 2.6 GB, once 20 M events had become rows."""
     bomb = crafted_slow.tiny_events(tmp_path / "tiny.json.gz", 21_000_000)
@@ -143,6 +146,7 @@ def test_counting_ahead_leaves_a_trace_under_the_limit_alone(tmp_path):
     assert result.events == 300_000 and result.kernels == 300_000
 
 
+@pytest.mark.slow  # a subprocess
 def test_a_zip_member_that_inflates_too_far_is_never_extracted(tmp_path):
     archive = crafted_slow.inflating_zip(tmp_path / "job.zip", mib=256)
     assert archive.stat().st_size < 1_000_000
@@ -164,6 +168,7 @@ def test_a_member_declaring_5_gib_is_refused_from_its_header():
     assert unpack.refusal(info) is None
 
 
+@pytest.mark.slow  # a subprocess
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_a_fifo_named_as_the_trace_is_refused_without_waiting(tmp_path, store):
     fifo = tmp_path / "trace.json"
@@ -178,6 +183,7 @@ def test_a_fifo_named_as_the_trace_is_refused_without_waiting(tmp_path, store):
                                                     "only files are read"]
 
 
+@pytest.mark.slow  # a subprocess
 def test_an_unreachable_ray_address_is_one_line(tmp_path, store):
     trace = tmp_path / "rank0.json"
     trace.write_bytes(kineto_trace(9))
@@ -198,6 +204,7 @@ def test_a_10_mb_thread_name_and_pid_and_tid_are_cut(tmp_path):
     assert longest["n"].tolist() == [(64 << 10) + len("…[truncated]")] * 2
 
 
+@pytest.mark.slow  # a subprocess
 def test_a_store_path_the_system_refuses_is_one_line(tmp_path):
     db = tmp_path / ("s" * 300 + ".duckdb")
     for args in (("summary",), ("compare", "a", "b"), ("ops", "a")):

@@ -199,6 +199,7 @@ AXIS_CAPTURES = {   # axis -> the capture flags of a small CPU sweep over it
 }
 
 
+@pytest.mark.slow  # a subprocess
 @pytest.mark.parametrize("axis", list(AXIS_CAPTURES))
 def test_a_cpu_capture_swept_over_an_axis_is_found_on_that_axis(axis, tmp_path):
     db = tmp_path / "cpu.duckdb"

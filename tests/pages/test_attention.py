@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.pages.conftest import FLASH, NAIVE, ROCM
+from tests.pages.conftest import FLASH, NAIVE
 
 
 def test_attention_op_row_and_roofline(pages, page_store, run_ids):

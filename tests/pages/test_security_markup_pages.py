@@ -18,7 +18,7 @@ import pytest
 from profiler.present.share import PAGES
 from profiler.storage import catalog, job_ingest, jobs
 from profiler.storage.store import Store
-from tests.crafted_markup import CONTROLS, HOST, hostile_ranks, hostile_trace, payload
+from tests.crafted_markup import CONTROLS, hostile_ranks, hostile_trace, payload
 
 CODE_SPAN = re.compile(r"(?<!\\)`[^`]*`")
 UNESCAPED = re.compile(r"(?<!\\)[\[\]$<>@]|(?<!\\)://|(?<!\\)www\.|:[a-z]+\[")

@@ -1,0 +1,87 @@
+"""Time the test suite the way CI runs it: every tier, then the quick tier, on this machine's cores.
+
+    python -m bench.tests [--tier full,quick] [--workers N] [--write-results]
+
+Each tier is one `python -m pytest` run as `./run-tests` makes it (one pytest-xdist worker per core,
+`--dist worksteal`, the third-party traces required), with `--durations=10`. Prints, and with
+`--write-results` writes to bench/RESULTS.md ('## Tests'), each tier's wall time, its counts (the
+summary line), the ten slowest tests and the load average before and after. Targets on 2 cores:
+the full suite under 10 minutes, the quick tier (`-m "not slow"`) under 2.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench.ingest import code_version, machine, uptime
+from bench.results import write_section
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGET_S = {"full": 600, "quick": 120}
+MARKERS = {"full": [], "quick": ["-m", "not slow"]}
+SUMMARY = re.compile(r"^=*\s*(\d[\d,]* (passed|failed).*) in ([\d.]+)s", re.M)
+
+
+def run_tier(tier: str, workers: int) -> dict:
+    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--require-traces",
+            "--durations=10", *MARKERS[tier]]
+    if workers > 1:
+        args += ["-n", str(workers), "--dist", "worksteal"]
+    env = {**os.environ, "PROFILER_TEST_TRACES": os.environ.get(
+        "PROFILER_TEST_TRACES", str(ROOT.parent / "shared" / "traces"))}
+    before = uptime()
+    started = time.perf_counter()
+    done = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - started
+    out = done.stdout + done.stderr
+    summary = SUMMARY.search(out)
+    slowest = re.findall(r"^([\d.]+)s (call|setup|teardown)\s+(\S+)$", out, re.M)[:10]
+    return {"tier": tier, "command": " ".join(["python -m pytest", *args[3:]]), "wall_s": wall,
+            "exit": done.returncode, "summary": summary.group(1) if summary else out.strip().splitlines()[-1],
+            "slowest": slowest, "before": before, "after": uptime()}
+
+
+def section(results: list[dict], workers: int) -> str:
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [f"## Tests\n\n`python -m bench.tests {' '.join(sys.argv[1:])}`, {now}, code at {code_version()}. "
+             f"Machine: {machine()}; {workers} pytest-xdist worker(s). (Shared with other engineers: read "
+             "the load averages beside the times.)\n",
+             "| tier | wall s | target s | met | exit | counts | load before | load after |",
+             "|---|---:|---:|---|---:|---|---|---|"]
+    for r in results:
+        load = [u.rsplit("load average:", 1)[-1].strip() for u in (r["before"], r["after"])]
+        lines.append(f"| {r['tier']} | {r['wall_s']:.0f} | {TARGET_S[r['tier']]} | "
+                     f"{'yes' if r['wall_s'] <= TARGET_S[r['tier']] else 'no'} | {r['exit']} | {r['summary']} | "
+                     f"{load[0]} | {load[1]} |")
+    for r in results:
+        lines += ["", f"Ten slowest of the {r['tier']} tier (`{r['command']}`):", "",
+                  "| s | phase | test |", "|---:|---|---|"]
+        lines += [f"| {s} | {phase} | `{test}` |" for s, phase, test in r["slowest"]]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tier", default="full,quick", help="comma-separated: full, quick")
+    ap.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
+    ap.add_argument("--write-results", action="store_true")
+    args = ap.parse_args()
+    results = []
+    for tier in args.tier.split(","):
+        results.append(run_tier(tier, args.workers))
+        r = results[-1]
+        print(f"{tier}: {r['wall_s']:.0f} s, exit {r['exit']}, {r['summary']}", flush=True)
+    text = section(results, args.workers)
+    print(text)
+    if args.write_results:
+        write_section("Tests", text)
+
+
+if __name__ == "__main__":
+    main()
