@@ -30,8 +30,7 @@ from profiler.cli.main import main
 from profiler.present.style import HIGHLIGHT
 from profiler.storage.store import Store
 from tests import raw_trace
-from tests.test_browser import (  # noqa: F401  (browser: a shared fixture)
-    ARTIFACTS, _assert_no_exception, _settle, browser, streamlit_app)
+from tests.test_browser import ARTIFACTS, _assert_no_exception, _settle, streamlit_app
 
 pytestmark = pytest.mark.browser
 

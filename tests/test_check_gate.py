@@ -49,7 +49,6 @@ def _median_us(paths) -> float:
 def _copies(paths, folder) -> list:
     """The same traces with another traceName: other run ids, the same measurements (a second
     repeat set of the same variant)."""
-    import gzip
 
     folder.mkdir()
     out = []

@@ -8,7 +8,6 @@ import contextlib
 import io
 import os
 import re
-from pathlib import Path
 
 import pytest
 

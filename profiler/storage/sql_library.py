@@ -23,7 +23,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 
 from profiler.errors import QueryError
-from profiler.storage.metrics import METRICS_SQL, PARTS
+from profiler.storage.metrics import PARTS
 
 LIB_DIR = Path(__file__).resolve().parent / "sql" / "lib"
 STORE_MODULES = {p.stem: p for p in PARTS}   # the metrics layer: loaded by the store on open, not by this loader
