@@ -96,10 +96,3 @@ def test_in_chromium_the_runs_page_shows_one_sentence_and_no_exception(tmp_path,
         assert "Traceback" not in body and str(tmp_path) not in body, body
         assert page.locator('[data-testid="stAlertContentError"]').count() == 1
         page.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from tests.test_browser import browser as launch
-
-    yield from launch.__wrapped__()
