@@ -73,7 +73,7 @@ def graph_time(fn, inputs, device: str, calls: int) -> tuple[float | None, str |
         lines = str(exc).strip().splitlines()
         return None, f"cannot be captured in a CUDA graph ({type(exc).__name__}: {lines[0][:160] if lines else ''})"
     finally:
-        del graph
+        graph = None  # the graph's memory goes before the cache is emptied
         torch.cuda.synchronize()
         _clear_cublas_workspaces()  # the side stream got a cuBLAS workspace of its own
         torch.cuda.empty_cache()

@@ -270,7 +270,6 @@ def timeline_spec(panels: list, titles: list[str], subtitles: list[str], shared:
     views, groups = [], [[] for _ in panels]
     for k, (i, gpu, marks) in enumerate(order):
         p = panels[i]
-        where = "GPU" if gpu else "CPU"
         axis = not shared or k == 0 or (not gpu and order[k - 1][1])
         # GPU views: one title line (run, step), so the runs' GPU lanes sit close together
         title = f"{titles[i]} · {p[1]} · GPU" if gpu else f"{titles[i]} · CPU"

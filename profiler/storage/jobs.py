@@ -27,10 +27,14 @@ import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from profiler import errors
 from profiler.errors import JobError
 from profiler.storage import tables
+
+if TYPE_CHECKING:  # pyarrow loads only where job files are read or written
+    import pyarrow.fs as pafs
 
 JOB_ROOT_ENV = "PROFILER_JOBS"
 TABLES = tables.PARSED_TABLES  # a rank's tables from its trace (tables.py)
