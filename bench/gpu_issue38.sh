@@ -4,7 +4,7 @@
 # the GPU's measured ceilings (twice: reproducible within 3 %?), a measurement record in every
 # trace, and plain Nsight Compute runs to check the counters against (within 1 pt?).
 #   bash bench/gpu_issue38.sh OUT_DIR
-# Traces and their .ncu.csv go under data/samples/issue38/<gpu>/<part>/ (and OUT_DIR/samples_<gpu>.tgz);
+# Traces and their .ncu.csv go under data/samples_<gpu>/<part>/ (the H100's are data/samples_h100/) (and OUT_DIR/samples_<gpu>.tgz);
 # runs, counters and ceilings are also ingested into /tmp/issue38_store.duckdb when duckdb is
 # importable (the capture's own path); OUT_DIR/ceilings_{1,2}.json, OUT_DIR/summary.json and
 # OUT_DIR/summary.txt say what was measured (bench/gpu_issue38_check.py), OUT_DIR/log.txt how.
@@ -15,7 +15,7 @@ export PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
 START=$(date +%s)
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | sed 's/^NVIDIA //; s/[^A-Za-z0-9]/_/g')
-DIR=data/samples/issue38/$GPU
+DIR=data/samples_$GPU
 rm -rf "$DIR"; mkdir -p "$DIR"
 CACHE=/tmp/issue38_cc
 mkdir -p "$CACHE"
