@@ -75,11 +75,20 @@ _open = threading.Condition()
 _open_dbs: dict[tuple, list] = {}  # (path, in memory) -> [connection, read_only, writer's turn, calls in flight]
 
 
+def _is_file(path) -> bool:
+    """Whether `path` is a file; a path the system refuses (a name too long) is left to the open,
+    which names the reason."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def _open_in_turn(store, deadline: float) -> tuple:
     """(database, read_only, the writer's turn or None): the file opened after its turn came
     (profiler/storage/turns.py: a writer is not starved by readers that keep coming)."""
     turn = None
-    if not getattr(store, "in_memory", False) and store.path.is_file():
+    if not getattr(store, "in_memory", False) and _is_file(store.path):
         turn = turns.take(store.path, not store.read_only, deadline, store.label)
     try:
         return open_file(store), store.read_only, turn
