@@ -7,7 +7,7 @@
 -- key the Timeline's flow arrows join on), correlation, and matching (how many launches matched).
 -- $search (empty: all) keeps launches whose kernel, launching op or API name contains it (any
 -- case); the $limit longest come back, longest first (ties: in time order).
--- includes: metrics
+-- includes: metrics, windows
 -- params: $run_ids VARCHAR[], $search VARCHAR, $limit INTEGER
 WITH k AS (
     SELECT k.*, l.name AS api, coalesce(l.external_id, k.external_id) AS ext

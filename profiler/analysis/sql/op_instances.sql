@@ -6,7 +6,7 @@
 -- external_id (the key the Timeline's flow arrows join on), and matching (how many calls
 -- matched). $search (empty: all) keeps ops whose name contains it (any case); the $limit
 -- longest come back, longest first (ties: in time order).
--- includes: metrics, cpu_work
+-- includes: metrics, windows, cpu_work
 -- params: $run_ids VARCHAR[], $search VARCHAR, $limit INTEGER
 WITH o AS (
     SELECT * FROM ops

@@ -25,7 +25,7 @@
 --                         no op, shapes or module of their own (of: GPU events)
 --   shapes_off            record_shapes off: no CPU op has input shapes (of: CPU ops)
 --   memory_off            expected: profile_memory off (no memory events)
--- includes: metrics, graph_capture
+-- includes: metrics, windows, graph_capture
 -- params: $run_ids VARCHAR[]
 WITH gpu AS (
     SELECT run_id, device, stream, ts_ns, dur_ns, correlation, iteration FROM kernels

@@ -1,6 +1,6 @@
 -- CUDA/HIP graphs in a trace (docs/analysis.md, "Graphs"): the windows in which a thread captured
 -- a stream into a graph, and the launch calls it made there (recorded into the graph, not run).
--- includes: metrics
+-- includes: metrics, windows
 -- params: none
 
 -- capture_windows: per run and thread, each stream capture: from a …StreamBeginCapture call to the

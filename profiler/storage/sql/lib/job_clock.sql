@@ -14,7 +14,7 @@
 --                                       else 0 (a rank on the others' clock is left as written)
 -- Offsets are relative to the job's consensus (the median rank), not to rank 0. A collective is the
 -- n-th communication kernel (is_communication, sql/metrics.sql) of one name in an iteration.
--- includes: metrics
+-- includes: metrics, windows
 -- params: none
 
 -- job_comm_kernels: the communication kernels of job `job_name`'s ranks inside an iteration, as
