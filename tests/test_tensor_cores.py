@@ -155,8 +155,8 @@ def test_sql_and_python_agree_on_communication(tmp_path):
     got = con.execute("SELECT n, regexp_matches(n, ?) FROM unnest(?::VARCHAR[]) t(n)", [sql, names]).fetchall()
     for name, in_sql in got:
         assert in_sql == (classify(name).engine == COMM), name
-    metrics_sql = (Path(tensor_cores.__file__).parents[1] / "storage" / "sql" / "metrics.sql").read_text()
-    assert f"'{sql}'" in metrics_sql
+    windows_sql = (Path(tensor_cores.__file__).parents[1] / "storage" / "sql" / "windows.sql").read_text()
+    assert f"'{sql}'" in windows_sql   # is_communication lives in the metrics layer's windows module
 
 
 @pytest.mark.parametrize("name,engine,precision,op", MODERN, ids=[m[0][:40] for m in MODERN])
