@@ -137,6 +137,11 @@ def test_the_table_toolbar_exports_no_formula_and_no_split_row(hostile_server, b
         checked = 0
         for table in tables[:3]:
             table.scroll_into_view_if_needed()
+            toolbar = table.locator("xpath=ancestor::*[@data-testid='stElementContainer'][1]").get_by_role(
+                "button", name="Download as CSV")
+            table.hover()
+            if not toolbar.count():   # a table with no rows draws no toolbar (the job's clock-corrected
+                continue              # collectives of the crafted job can be empty): nothing to export
             text = _toolbar_csv(page, table)
             assert "\r" not in text, f"{name}: a carriage return in a cell (readers split the row there)"
             rows = list(csv.reader(io.StringIO(text)))
