@@ -16,6 +16,7 @@ import pytest
 from profiler.analysis import findings, queries
 from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES
+from tests.raw_step_work import union as _union  # the raw JSON's interval union, one for every truth test
 from tests.timelines import Timeline
 
 QWEN = SHARED_TRACES / "tracelens__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
@@ -28,14 +29,6 @@ def _ns(v) -> int:
     return int((Decimal(v) * 1000).to_integral_value())
 
 
-def _union(intervals) -> int:
-    total, reach = 0, None
-    for s, e in sorted(intervals):
-        if reach is None or s >= reach:
-            total, reach = total + e - s, e
-        elif e > reach:
-            total, reach = total + e - reach, e
-    return total
 
 
 def raw_truth(raw: bytes) -> list[dict]:
