@@ -54,8 +54,7 @@ st.caption("Attention ops and the top GEMMs of each selected run, priced from th
 with ui.guard(), queries.session(ui.get_store()) as store:
     labels = charts.label_map(queries.run_labels(store, runs))
     if len(runs) > 1:
-        st.subheader("Which variant wins", divider="gray")
-        ui.ranked_runs(store, runs)   # within one mode and shape, never across
+        ui.ranked_runs(store, runs, "Which variant wins")   # within one mode and shape, never across
     table = op_costs.attention_in_trace(store, runs)
     for run, rows in charts.per_run(table, runs):
         st.subheader(markup.md(labels.get(run, run)), divider="gray")

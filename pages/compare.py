@@ -54,7 +54,7 @@ API_COLUMNS = {
 def pick_pair(store, state, runs, labels):
     """The baseline, run a, and the run compared with it in detail, b (URL filters ``a`` / ``b``; by
     default the fastest selected run, and the first other one)."""
-    left, right = st.columns(2)
+    left, right, third = st.columns([5, 5, 2])
     a_default = state.filter("a") if state.filter("a") in runs else timings.fastest_run(store, runs) or runs[0]
     with left:
         a = st.selectbox("Baseline (run a)", runs, index=runs.index(a_default), format_func=lambda r: labels.get(r, r))
@@ -63,8 +63,9 @@ def pick_pair(store, state, runs, labels):
     with right:
         b = st.selectbox("Compared in detail (run b)", others, index=others.index(b_default),
                          format_func=lambda r: labels.get(r, r))
-    iteration = st.number_input("Iteration (0 = first ProfilerStep in each run)", min_value=0,
-                                value=state.iteration or 0, step=1)
+    with third:
+        iteration = st.number_input("Iteration", min_value=0, value=state.iteration or 0, step=1,
+                                    help="0 is the first ProfilerStep in each run")
     new = state.with_filter("a", a).with_filter("b", b).with_(iteration=int(iteration))
     if new != state:
         ui.set_view(new)
@@ -82,8 +83,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         st.caption(markup.md(said))
     else:
         st.warning(markup.md(said))
-    st.subheader(f"{len(runs)} runs ranked", divider="gray")
-    ui.ranked_runs(store, runs)
+    ui.ranked_runs(store, runs, f"{len(runs)} runs ranked")
     state, a, b, iteration = pick_pair(store, state, runs, labels)
     label_a, label_b = f"a: {labels.get(a, a)}", f"b: {labels.get(b, b)}"
     metrics = rank_view.against_baseline(store, runs, a)

@@ -76,8 +76,7 @@ def ranking(state, store) -> None:
     """The selected runs ranked (one table per shape), the winner and why on top."""
     if len(state.runs) < 2:
         return
-    st.subheader("Which run wins, and why", divider="gray")
-    ui.ranked_runs(store, state.runs)
+    ui.ranked_runs(store, state.runs, "Which run wins, and why")
 
 
 def highlights(state, store) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from profiler import errors
 from profiler.cli import terminal
 from profiler.present.progress import ProgressBar
+from profiler.storage.connection import WRITE_WAIT_S
 from profiler.storage.store import Store, default_db_path
 
 
@@ -25,7 +26,7 @@ def _ingest(args: argparse.Namespace) -> int:
         return cli_job.ingest_job(args)
     from profiler.storage import chunked_ingest  # pyarrow loads only where a trace is ingested
 
-    store = Store(args.db)
+    store = Store(args.db, lock_timeout_s=WRITE_WAIT_S)
     if args.capture is not None:
         from profiler.cli import graph_ingest
         return graph_ingest.ingest_joined(args, store)

@@ -19,6 +19,9 @@ from profiler import errors
 from profiler.storage import turns
 
 LOCK_TIMEOUT_S = 15.0
+# an ingest (command line or upload) waits its turn behind another ingest already writing the
+# store (storage/turns.py) as long as that takes within reason, not the 15 s a read waits
+WRITE_WAIT_S = 300.0
 MEMORY_ENV = "PROFILER_DB_MEMORY"
 
 # DuckDB would download and load an extension when a file or a query needs one (a SQLite file

@@ -22,14 +22,12 @@ from pathlib import Path
 from typing import BinaryIO
 
 from profiler import errors
+from profiler.storage.connection import WRITE_WAIT_S
 
 ROOT = Path(__file__).resolve().parents[2]
 NICE = 10  # the child yields the CPU to page renders
 last_peak_rss_kb = 0  # the peak memory of the last child (for bench/hardening.py)
 
-# an upload waits its turn behind an ingest already writing the store (storage/turns.py), as long as
-# that takes within reason, instead of failing after the command line's 15 s
-UPLOAD_WAIT_S = 300.0
 
 
 def ingest_upload(f: BinaryIO, db: str | os.PathLike, *, source: str = "uploaded",
@@ -111,7 +109,7 @@ def _child(path: str, db: str, name: str, source: str) -> int:
             print(json.dumps({"progress": round(done, 4)}), flush=True)
 
     try:
-        result = Store(db, lock_timeout_s=UPLOAD_WAIT_S).ingest(path, name, source=source, progress=report)
+        result = Store(db, lock_timeout_s=WRITE_WAIT_S).ingest(path, name, source=source, progress=report)
         print(json.dumps({"result": asdict(result)}), flush=True)
     except errors.TraceError as e:
         print(json.dumps({"error": {"kind": type(e).__name__, "problem": e.problem}}), flush=True)

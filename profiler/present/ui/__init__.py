@@ -39,7 +39,7 @@ Tables, files, captures:
     ``pick_rows(df, key, selected, id_col="run_id", **kw) -> tuple[str, ...]``  row-selectable
         ``st.dataframe`` pre-selected from ``selected``; the selected ids (selected ids that are
         not rows of ``df``, e.g. filtered out, stay selected).
-    ``ranked_runs(store, run_ids)``  one ranked table per shape group, its sentence on top
+    ``ranked_runs(store, run_ids, title)``  one ranked table per shape group, its sentence on top
         (``profiler.analysis.ranking``); the runs page and compare show the same.
     ``table(df, **kw)``  ``st.dataframe`` with safe cells (no formula, no line break: its
         toolbar downloads them); pages show every table through it.

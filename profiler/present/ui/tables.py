@@ -159,15 +159,16 @@ _RANK_COLUMNS = {
 }
 
 
-def ranked_runs(store, run_ids) -> None:
+def ranked_runs(store, run_ids, title: str) -> None:
     """The selected runs grouped into repeats and ranked by time per call within each workload and
-    state: its title, the sentence (winner, margin within the noise, or a tie; cause), the table;
-    then the workloads where one variant was selected alone."""
+    state, under the heading `title` (how runs are grouped and ranked in its help): per workload
+    its title, the sentence (winner, margin within the noise, or a tie; cause), the table; then
+    the workloads where one variant was selected alone."""
     from profiler.analysis import ranking
     from profiler.present import rank_view
 
     ranked, alone = ranking.rank_sets(store, run_ids)
-    st.caption(rank_view.SHAPE_NOTE)
+    st.subheader(title, divider="gray", help=rank_view.SHAPE_NOTE)
     for n, one in enumerate(ranked):
         st.markdown(markup.fmt("**{}** · {} runs", one.title, int(one.table["runs"].sum())))
         st.markdown(markup.md(one.sentence))
