@@ -168,7 +168,7 @@ def ranked_runs(store, run_ids, title: str) -> None:
     from profiler.present import rank_view
 
     ranked, alone = ranking.rank_sets(store, run_ids)
-    st.subheader(title, divider="gray", help=rank_view.SHAPE_NOTE)
+    st.subheader(markup.md(title), divider="gray", help=rank_view.SHAPE_NOTE)
     for n, one in enumerate(ranked):
         st.markdown(markup.fmt("**{}** · {} runs", one.title, int(one.table["runs"].sum())))
         st.markdown(markup.md(one.sentence))
