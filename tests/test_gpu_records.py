@@ -41,7 +41,7 @@ def test_every_captured_run_has_its_record_filled(path):
         assert record["versions"].get(key), key
     assert record["l2_flushed"] is False and record["l2"]
     assert isinstance(record["other_processes"], list)
-    if not run["cold"]:  # every warm run was counted under ncu: its export lies beside it
+    if not run["cold"] and path.parent.name != "loaded":  # every warm run but the loaded one was counted
         assert path.with_name(path.name.removesuffix(".json.gz") + ".ncu.csv").is_file()
     elif "l2_check" in record or path.parent.parent.name != "samples_h100":  # the H100 set predates the check
         check = record["l2_check"]
@@ -84,3 +84,20 @@ def test_clock_spread_warning_follows_the_real_means(window):
     table = conditions.record_table(store, list(ids.values()))
     assert sorted(round(v, 3) for v in table["sm_clock_mhz"]) == sorted(round(v, 3) for v in means.values())
     assert table["l2_cold_check"].isna().all()  # warm runs: no cold check
+
+
+PAIRS = [d for d in DIRS if (d / "loaded").is_dir()]  # bench/gpu_issue38.sh's idle and loaded runs
+
+
+@pytest.mark.parametrize("folder", PAIRS, ids=lambda d: d.name)
+def test_idle_against_loaded_warns_as_the_raw_records_say(folder, tmp_path):
+    idle = sorted((folder / "default").glob("sdpa_flash_b8_h16_s1024_d64_*warm*.json.gz"))[0]
+    busy = sorted((folder / "loaded").glob("sdpa_flash_b8_h16_s1024_d64_*warm*.json.gz"))[0]
+    recs = [_run(p)["record"] for p in (idle, busy)]
+    means = [r["gpu"]["sm_clock_mhz"]["mean"] for r in recs]
+    store = Store(tmp_path / "pair.duckdb")
+    said = conditions.warnings(store, [store.ingest(p, source="captured").run_id for p in (idle, busy)])
+    spread = 100 * (max(means) - min(means)) / min(means)
+    assert any("different SM clocks" in s for s in said) == (spread > conditions.CLOCK_SPREAD_PCT)
+    assert sum("was throttled" in s for s in said) == sum(bool(r["gpu"]["throttled"]) for r in recs)
+    assert sum("shared the GPU" in s for s in said) == sum(bool(r["other_processes"]) for r in recs)
