@@ -81,3 +81,22 @@ def test_keep_writes_the_check_into_the_record(tmp_path):
     with gzip.open(trace, "rt") as f:
         record = json.load(f)["attention_run"]["record"]
     assert record == {"l2_flushed": False, "l2_check": {"cold": True, "said": "x"}}
+
+
+def test_a_cold_run_found_warm_warns_and_the_table_says_so(tmp_path):
+    from profiler.analysis import conditions
+    from profiler.storage.store import Store
+    from tests.test_measured import _with_record
+
+    store = Store(tmp_path / "s.duckdb")
+    ids = {}
+    for name, check in {"warmish": l2check.verdict(_k(70.0, 20e6), _k(9.0, 50e6)),
+                        "cold": l2check.verdict(_k(10.0, 49e6), _k(9.0, 50e6))}.items():
+        path = _with_record(tmp_path, name, 1980.0, "2.11.0", [])
+        l2check.keep(path, check)
+        ids[name] = store.ingest(path, name=name).run_id
+    said = conditions.warnings(store, [ids["warmish"], ids["cold"]])
+    assert len(said) == 1 and "found its data partly in L2" in said[0] and "40 %" in said[0]
+    table = conditions.record_table(store, [ids["warmish"], ids["cold"]]).set_index("run_id")
+    assert table.loc[ids["cold"], "l2_cold_check"] == "missed L2 (DRAM reads 98 % of a flushed L2's)"
+    assert table.loc[ids["warmish"], "l2_cold_check"].startswith("partly in L2")
