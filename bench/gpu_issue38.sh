@@ -2,12 +2,16 @@
 # Issue 38 on one H100 or H200, in one go (< 8 minutes): samples of the default shape and the decode
 # sweep, counters for every mode (prefill, prefill with GQA, decode, train, window, packed lengths),
 # the GPU's measured ceilings (twice: reproducible within 3 %?), a measurement record in every
-# trace, and plain Nsight Compute runs to check the counters against (within 1 pt?).
+# trace, plain Nsight Compute runs to check the counters against (within 1 pt?), cold runs whose
+# first kernel is checked for missing L2 (capture/l2check.py), and one run captured while another
+# process loads the GPU (bench/gpu_load.py), compared with the idle one (the warnings it draws).
 #   bash bench/gpu_issue38.sh OUT_DIR
-# Traces and their .ncu.csv go under data/samples_<gpu>/<part>/ (the H100's are data/samples_h100/) (and OUT_DIR/samples_<gpu>.tgz);
+# Traces and their .ncu.csv go under data/samples_<gpu>/<part>/ (the H100's are data/samples_h100/);
 # runs, counters and ceilings are also ingested into /tmp/issue38_store.duckdb when duckdb is
-# importable (the capture's own path); OUT_DIR/ceilings_{1,2}.json, OUT_DIR/summary.json and
-# OUT_DIR/summary.txt say what was measured (bench/gpu_issue38_check.py), OUT_DIR/log.txt how.
+# importable (the capture's own path; wheels in .whl/ are installed first when it is not).
+# OUT_DIR holds 4 files: log.txt (how), summary.txt and summary.json (what: bench/gpu_issue38_check.py)
+# and samples_<gpu>.tgz (the samples folder, and work/: ceilings_{1,2}.json, the plain ncu CSVs,
+# progress.log); nothing deeper than OUT_DIR itself, each well under 16 MiB.
 set -uo pipefail
 OUT=${1:?an output folder}
 PY=${PYTHON:-python3}
@@ -16,7 +20,11 @@ mkdir -p "$OUT"
 START=$(date +%s)
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | sed 's/^NVIDIA //; s/[^A-Za-z0-9]/_/g')
 DIR=data/samples_$GPU
-rm -rf "$DIR"; mkdir -p "$DIR"
+WORK=/tmp/issue38_work
+rm -rf "$DIR" "$WORK"; mkdir -p "$DIR" "$WORK"
+if ! $PY -c 'import duckdb, msgspec' 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
+  $PY -m pip install --quiet --no-index .whl/*.whl >/dev/null 2>&1 || echo "wheels in .whl/ did not install"
+fi
 CACHE=/tmp/issue38_cc
 mkdir -p "$CACHE"
 if $PY -c 'import duckdb' 2>/dev/null; then STORE=(--db /tmp/issue38_store.duckdb); else STORE=(--no-ingest); fi
@@ -33,7 +41,7 @@ nvidia-smi -L; nvidia-smi --query-gpu=driver_version,clocks.sm,clocks.max.sm,pow
 (ncu --version || /usr/local/cuda/bin/ncu --version) 2>/dev/null | tail -1
 $PY -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, "cuDNN", torch.backends.cudnn.version())'
 $PY -c 'import pynvml' 2>/dev/null && echo "NVML: nvidia-ml-py" || echo "NVML: nvidia-ml-py not installed; nvidia-smi samples instead"
-step ceilings-1 60 $PY -m profiler.capture.ceilings --out "$OUT/ceilings_1.json"
+step ceilings-1 60 $PY -m profiler.capture.ceilings --out "$WORK/ceilings_1.json"
 step default 75 $C --out-dir "$DIR/default" --variants sdpa_flash,sdpa_cudnn,sdpa_efficient,naive \
     --batch 8 --heads 16 --seq 1024 --head-dim 64
 step decode_sweep 110 $C --out-dir "$DIR/decode_sweep" --mode decode --variants sdpa_flash,sdpa_cudnn \
@@ -46,8 +54,16 @@ step window 40 $C --out-dir "$DIR/window" --variants sdpa_cudnn,sdpa_efficient \
     --batch 4 --heads 16 --seq 4096 --window 1024 --head-dim 64
 step varlen 40 $C --out-dir "$DIR/varlen" --variants sdpa_cudnn,sdpa_efficient \
     --heads 16 --varlen 512,1536,1024,1024 --head-dim 64
-step ceilings-2 60 $PY -m profiler.capture.ceilings --out "$OUT/ceilings_2.json"
-step check 60 $PY bench/gpu_issue38_check.py "$DIR" "$OUT"
-} 2> "$OUT/progress.log" | tee "$OUT/log.txt"
-tar -czf "$OUT/samples_$GPU.tgz" "$DIR"
+step cold 90 $PY -m profiler capture --counters --cold --repeats 1 --isolate ${STORE[*]} \
+    --out-dir "$DIR/cold" --variants sdpa_flash,sdpa_cudnn --batch 8 --heads 16 --seq 1024 --head-dim 64
+# the same run as default/'s sdpa_flash, captured while another process drives the GPU with GEMMs
+$PY bench/gpu_load.py 45 > "$WORK/load.log" 2>&1 & LOAD=$!
+sleep 5
+step loaded 40 $PY -m profiler capture --no-cold --repeats 1 --no-isolate --compile-cache $CACHE \
+    ${STORE[*]} --out-dir "$DIR/loaded" --variants sdpa_flash --batch 8 --heads 16 --seq 1024 --head-dim 64
+kill "$LOAD" 2>/dev/null; wait "$LOAD" 2>/dev/null; cat "$WORK/load.log"
+step ceilings-2 60 $PY -m profiler.capture.ceilings --out "$WORK/ceilings_2.json"
+step check 60 $PY bench/gpu_issue38_check.py "$DIR" "$WORK" "$OUT"
+} 2> "$WORK/progress.log" | tee "$OUT/log.txt"
+tar -czf "$OUT/samples_$GPU.tgz" --exclude="*.duckdb" "$DIR" -C /tmp issue38_work
 echo "done in $(( $(date +%s) - START )) s" | tee -a "$OUT/log.txt"

@@ -1,8 +1,8 @@
 """What bench/gpu_issue38.sh measured, checked (run on the GPU machine, after the captures).
 
-    python bench/gpu_issue38_check.py SAMPLES_DIR OUT_DIR
+    python bench/gpu_issue38_check.py SAMPLES_DIR WORK_DIR OUT_DIR
 
-1. Ceilings: OUT_DIR/ceilings_1.json against ceilings_2.json (two measurements minutes apart):
+1. Ceilings: WORK_DIR/ceilings_1.json against ceilings_2.json (two measurements minutes apart):
    each value's difference in %, ok within 3 %.
 2. Counters: every warm trace under SAMPLES_DIR has its `.ncu.csv`; every row joins a launch of
    the trace (`storage.counters.match`); achieved occupancy never above theoretical + 1 pt.
@@ -11,8 +11,12 @@
    counted, for the default shape's and the 8k decode's sdpa_flash: each metric's difference in
    points, ok within 1 pt. Both CSVs are read here with the csv module alone.
 4. Records: every trace carries "record"; its sampler, sample count, mean SM clock, throttling.
+5. L2: each cold run's "l2_check" (its first kernel's DRAM reads as run and after a flush).
+6. Idle against loaded: default/'s sdpa_flash against loaded/'s (the same call captured while
+   bench/gpu_load.py ran): both records, and the warnings `conditions.warnings` gives for the pair
+   when duckdb is importable (a store in WORK_DIR).
 
-Writes OUT_DIR/summary.json and OUT_DIR/summary.txt.
+The plain ncu CSVs go to WORK_DIR; OUT_DIR gets summary.json and summary.txt only.
 """
 from __future__ import annotations
 
@@ -81,6 +85,8 @@ def ceilings(out: Path) -> dict:
 def counted(samples: Path) -> dict:
     out = {}
     for trace in sorted(samples.rglob("*_warm*.json.gz")):
+        if trace.parent.name == "loaded":  # captured without counters: it is there for its record
+            continue
         beside = counters.csv_beside(trace)
         if not beside.is_file():
             out[trace.name] = {"counters": False}
@@ -142,10 +148,34 @@ def records(samples: Path) -> dict:
     return out
 
 
+def l2(samples: Path) -> dict:
+    return {t.name: _meta(t).get("record", {}).get("l2_check") for t in sorted(samples.rglob("*_cold*.json.gz"))}
+
+
+def loaded(samples: Path, work: Path) -> dict:
+    pair = [sorted((samples / part).glob("sdpa_flash_b8_h16_s1024_d64_*warm*.json.gz")) for part in ("default", "loaded")]
+    if not all(pair):
+        return {"error": "no idle or no loaded trace"}
+    idle, busy = pair[0][0], pair[1][0]
+    found = {"records": {"idle": records(idle.parent)[idle.name], "loaded": records(busy.parent)[busy.name]}}
+    try:
+        from profiler.analysis import conditions
+        from profiler.storage.store import Store
+    except ImportError as e:
+        return {**found, "warnings": f"not computed: {e}"}
+    store = Store(work / "pair.duckdb")
+    ids = [store.ingest(p, source="captured").run_id for p in (idle, busy)]
+    return {**found, "warnings": conditions.warnings(store, ids)}
+
+
 def main(argv: list[str]) -> int:
-    samples, out = Path(argv[0]), Path(argv[1])
-    summary = {"ceilings": ceilings(out), "counters": counted(samples), "plain_ncu": plain(samples, out),
-               "records": records(samples)}
+    samples, work, out = Path(argv[0]), Path(argv[1]), Path(argv[2])
+    summary = {"ceilings": ceilings(work), "counters": counted(samples), "plain_ncu": plain(samples, work),
+               "records": records(samples), "l2": l2(samples)}
+    try:
+        summary["idle_vs_loaded"] = loaded(samples, work)
+    except Exception as e:  # noqa: BLE001 - the summary says what failed; the other sections stand
+        summary["idle_vs_loaded"] = {"error": f"{type(e).__name__}: {e}"[:300]}
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     lines = [f"ceilings: {json.dumps(summary['ceilings'].get('values', summary['ceilings']))}"]
     c = summary["counters"]
@@ -155,6 +185,8 @@ def main(argv: list[str]) -> int:
     r = summary["records"]
     lines.append(f"records: {sum(v is not None for v in r.values())} of {len(r)} traces; sampled "
                  f"{sum(bool(v and v['samples']) for v in r.values())}; throttled {sum(bool(v and v['throttled']) for v in r.values())}")
+    lines.append(f"l2: {json.dumps({k: (v or {}).get('said') for k, v in summary['l2'].items()})}")
+    lines.append(f"idle vs loaded: {json.dumps(summary['idle_vs_loaded'])[:3000]}")
     (out / "summary.txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

@@ -116,6 +116,7 @@ def measured(state, store) -> None:
 RECORD_COLUMNS = {"run_id": None, "label": "run", "sampled": "sampled", "sm_clock_mhz": "SM MHz",
                   "mem_clock_mhz": "memory MHz", "power_w": "power W", "temp_c": "°C", "throttled": "throttled",
                   "throttle_reasons": "throttle reasons", "clocks_locked": "clocks locked", "l2_flushed": "L2 flushed",
+                  "l2_cold_check": "cold run's first kernel",
                   "other_processes": "other GPU processes", "versions": "versions",
                   "kernel_vs_wall_pct": "kernel vs loop %", "kernel_vs_graph_pct": "kernel vs graph %"}
 

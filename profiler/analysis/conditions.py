@@ -64,9 +64,21 @@ def _mean(record: dict | None, key: str):
     return (gpu.get(key) or {}).get("mean")
 
 
+def l2_text(check: dict | None) -> str | None:
+    """A cold run's L2 check in a few words (None: not checked, e.g. a warm run)."""
+    if not isinstance(check, dict):
+        return None
+    share = check.get("dram_read_share")
+    if check.get("cold") is None:
+        return f"not checked: {check.get('said') or 'no reason given'}"[:200]
+    where = "missed L2" if check["cold"] else "partly in L2"
+    return f"{where} (DRAM reads {share * 100:.0f} % of a flushed L2's)" if share is not None else where
+
+
 def record_table(store, run_ids) -> pd.DataFrame:
     """run_id, label, sampled (source and count, or why not), sm_clock_mhz, mem_clock_mhz, power_w,
-    temp_c (means), throttled, throttle_reasons, clocks_locked, l2_flushed, other_processes,
+    temp_c (means), throttled, throttle_reasons, clocks_locked, l2_flushed, l2_cold_check (a cold
+    run's first kernel: missed L2 or not, `l2_text`), other_processes,
     versions, kernel_vs_wall_pct, kernel_vs_graph_pct."""
     ids = list(run_ids)
     recs, checks = records(store, ids), timing_check(store, ids).set_index("run_id")
@@ -84,6 +96,7 @@ def record_table(store, run_ids) -> pd.DataFrame:
                      "power_w": _mean(r, "power_w"), "temp_c": _mean(r, "temp_c"),
                      "throttled": gpu.get("throttled"), "throttle_reasons": ", ".join(gpu.get("throttle_reasons") or []) or None,
                      "clocks_locked": gpu.get("clocks_locked"), "l2_flushed": (r or {}).get("l2_flushed"),
+                     "l2_cold_check": l2_text((r or {}).get("l2_check")),
                      "other_processes": None if others is None else len(others),
                      "versions": "; ".join(f"{k} {v}" for k, v in versions.items() if v) or None,
                      "kernel_vs_wall_pct": checks["kernel_vs_wall_pct"].get(run),
@@ -102,6 +115,11 @@ def warnings(store, run_ids) -> list[str]:
     out = [f"{name[r]} has no measurement record (uploaded, or captured before records): its clocks, "
            "throttling and versions are unknown." for r in ids if recs[r] is None]
     out += _clock_warnings(recs, name) + _version_warnings(recs, name)
+    for r, rec in recs.items():
+        check = (rec or {}).get("l2_check") or {}
+        if check.get("cold") is False:
+            out.append(f"{name[r]} is a cold run whose first kernel found its data partly in L2 "
+                       f"({l2_text(check)}): its cold time is partly warm.")
     for r, rec in recs.items():
         others = (rec or {}).get("other_processes") or []
         if others:

@@ -12,7 +12,9 @@ numbers), and a train step wrapped by ``train_step``. It runs ``warmup_calls`` c
 profiler range closed (compiles, plans and caches happen there), then opens the range
 (``cudaProfilerStart``) around exactly one call. `ncu` runs with ``--profile-from-start off``, so
 only that call's kernels are counted (profiler/capture/counters.py). Prints one JSON line:
-``{"ok": true}`` or ``{"ok": false, "reason": ...}``.
+``{"ok": true}`` or ``{"ok": false, "reason": ...}``. With ``"cold": true`` in the request no call
+runs before the range: the counted call is the process's first, as in a cold run (the L2 check,
+profiler/capture/l2check.py).
 """
 from __future__ import annotations
 
@@ -51,7 +53,7 @@ def workload(request: dict, device: str = "cuda"):
 def counted_call(request: dict) -> None:
     """Build, warm up, and run one call inside the profiler range."""
     fn, inputs = workload(request, "cuda")
-    for _ in range(max(1, request.get("warmup_calls", 3))):
+    for _ in range(0 if request.get("cold") else max(1, request.get("warmup_calls", 3))):
         fn(*inputs)
     torch.cuda.synchronize()
     torch.cuda.cudart().cudaProfilerStart()

@@ -19,7 +19,8 @@ from profiler.capture import nvml
 
 PACKAGES = ("flashinfer-python", "flash-attn-4", "triton", "nvidia-cutlass-dsl", "kernels")
 L2 = ("not flushed: a warm run's calls find in L2 whatever the call before left there (inputs smaller "
-      "than L2 stay resident); a cold run is the first call of a fresh process")
+      "than L2 stay resident); a cold run is the first call of a fresh process, and with --counters its "
+      "first kernel is checked under ncu (\"l2_check\": missed L2 or not, profiler/capture/l2check.py)")
 
 
 def versions(device: str) -> dict:

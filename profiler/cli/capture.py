@@ -290,6 +290,8 @@ def count_outcomes(config, outcomes) -> dict:
         return {}
     found = {}
     for o in outcomes:
+        if o.path is not None and o.cold:
+            _check_l2(config, o)
         if o.path is None or o.cold or o.repeat:
             continue
         request = counters.request(config, o)
@@ -300,6 +302,16 @@ def count_outcomes(config, outcomes) -> dict:
         if c.csv_path:
             found[o.path] = c
     return found
+
+
+def _check_l2(config, outcome) -> None:
+    """A cold run's first kernel under ncu: did it miss L2? Kept in its record (capture/l2check.py)."""
+    from profiler.capture import counters, l2check
+
+    print(f"l2 check  {outcome.name}: the first kernel under ncu, as run and after a flush ...", end="", flush=True)
+    result = l2check.check(counters.request(config, outcome))
+    l2check.keep(outcome.path, result)
+    print(f" {printable(result['said'])}")
 
 
 def _attach(store, run_id: str, counted) -> None:

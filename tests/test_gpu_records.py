@@ -1,0 +1,103 @@
+"""The GPU samples' measurement records (data/samples_h100/, data/samples_H200*/ when committed),
+checked against the raw trace JSON, and the comparison warnings on real records."""
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from profiler.analysis import conditions
+from profiler.storage.store import Store
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+DIRS = [DATA / "samples_h100", *sorted(DATA.glob("samples_H200*"))]  # the H200's once bench/gpu_issue38.sh ran there
+TRACES = [p for d in DIRS for p in sorted(d.rglob("*.json.gz"))]
+
+
+def _run(path: Path) -> dict:
+    with gzip.open(path, "rt") as f:
+        return json.load(f)["attention_run"]
+
+
+def test_the_h100_samples_are_there():
+    assert len(list((DATA / "samples_h100").rglob("*.json.gz"))) >= 18
+
+
+@pytest.mark.parametrize("path", TRACES, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}/{p.name[:60]}")
+def test_every_captured_run_has_its_record_filled(path):
+    run = _run(path)
+    record = run.get("record")
+    assert isinstance(record, dict), "no measurement record"
+    gpu = record["gpu"]
+    assert gpu["source"] in ("nvml", "nvidia-smi") and gpu["samples"] >= 1
+    for key in ("sm_clock_mhz", "mem_clock_mhz", "power_w", "temp_c"):
+        values = gpu[key]
+        assert 0 < values["min"] <= values["mean"] <= values["max"], key
+    assert isinstance(gpu["throttled"], bool) and isinstance(gpu["throttle_reasons"], list)
+    assert isinstance(gpu["clocks_locked"], bool)
+    for key in ("driver", "torch", "cuda", "cudnn", "python"):
+        assert record["versions"].get(key), key
+    assert record["l2_flushed"] is False and record["l2"]
+    assert isinstance(record["other_processes"], list)
+    if not run["cold"] and path.parent.name != "loaded":  # every warm run but the loaded one was counted
+        assert path.with_name(path.name.removesuffix(".json.gz") + ".ncu.csv").is_file()
+    elif "l2_check" in record or path.parent.parent.name != "samples_h100":  # the H100 set predates the check
+        check = record["l2_check"]
+        assert check["cold"] in (True, False), check.get("said")
+        share = check["as_run"]["dram_read_bytes"] / check["flushed"]["dram_read_bytes"]
+        assert check["cold"] == (share >= 0.9)
+
+
+def _means(paths) -> dict:
+    return {p: (_run(p)["record"]["gpu"]["sm_clock_mhz"]["mean"]) for p in paths}
+
+
+@pytest.fixture(scope="module")
+def window(tmp_path_factory):
+    """The H100's two window runs: cuDNN's record says sw_power_cap (measured under load), the
+    efficient kernel's says nothing slowed it."""
+    paths = sorted((DATA / "samples_h100" / "window").glob("*.json.gz"))
+    store = Store(tmp_path_factory.mktemp("records") / "store.duckdb")
+    ids = {p: store.ingest(p, source="captured").run_id for p in paths}
+    return store, ids
+
+
+def test_a_real_throttled_record_warns(window):
+    store, ids = window
+    throttled = [p for p in ids if _run(p)["record"]["gpu"]["throttled"]]
+    assert [p.name.split("_b")[0] for p in throttled] == ["sdpa_cudnn"]
+    reasons = _run(throttled[0])["record"]["gpu"]["throttle_reasons"]
+    assert "sw_power_cap" in reasons
+    said = conditions.warnings(store, list(ids.values()))
+    about = [s for s in said if "was throttled" in s]
+    assert len(about) == 1 and "sw_power_cap" in about[0] and "sdpa_cudnn" in about[0]
+
+
+def test_clock_spread_warning_follows_the_real_means(window):
+    store, ids = window
+    means = _means(ids)
+    spread = 100 * (max(means.values()) - min(means.values())) / min(means.values())
+    said = conditions.warnings(store, list(ids.values()))
+    assert any("different SM clocks" in s for s in said) == (spread > conditions.CLOCK_SPREAD_PCT)
+    table = conditions.record_table(store, list(ids.values()))
+    assert sorted(round(v, 3) for v in table["sm_clock_mhz"]) == sorted(round(v, 3) for v in means.values())
+    assert table["l2_cold_check"].isna().all()  # warm runs: no cold check
+
+
+PAIRS = [d for d in DIRS if (d / "loaded").is_dir()]  # bench/gpu_issue38.sh's idle and loaded runs
+
+
+@pytest.mark.parametrize("folder", PAIRS, ids=lambda d: d.name)
+def test_idle_against_loaded_warns_as_the_raw_records_say(folder, tmp_path):
+    idle = sorted((folder / "default").glob("sdpa_flash_b8_h16_s1024_d64_*warm*.json.gz"))[0]
+    busy = sorted((folder / "loaded").glob("sdpa_flash_b8_h16_s1024_d64_*warm*.json.gz"))[0]
+    recs = [_run(p)["record"] for p in (idle, busy)]
+    means = [r["gpu"]["sm_clock_mhz"]["mean"] for r in recs]
+    store = Store(tmp_path / "pair.duckdb")
+    said = conditions.warnings(store, [store.ingest(p, source="captured").run_id for p in (idle, busy)])
+    spread = 100 * (max(means) - min(means)) / min(means)
+    assert any("different SM clocks" in s for s in said) == (spread > conditions.CLOCK_SPREAD_PCT)
+    assert sum("was throttled" in s for s in said) == sum(bool(r["gpu"]["throttled"]) for r in recs)
+    assert sum("shared the GPU" in s for s in said) == sum(bool(r["other_processes"]) for r in recs)
