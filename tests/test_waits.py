@@ -5,13 +5,16 @@ iteration at its raw rate; a training run's forward rows say "train".
 """
 from __future__ import annotations
 
+import contextlib
 import gzip
+import io
 import json
 
 import pytest
 
 from profiler.analysis import findings, job_queries, queries, verdict
 from profiler.cli import ops
+from profiler.cli.main import main as cli_main
 from profiler.storage import job_ingest, jobs
 from profiler.storage.store import Store
 from tests.conftest import SAMPLES, SHARED_TRACES
@@ -47,6 +50,15 @@ def test_dlrm_ranks_wait_in_collectives_for_rank_7(db):
             continue
         assert "for rank 7, the last to arrive" in said[rank]
         assert f"waits {float(w['wait']):,.1f} µs" in said[rank], said[rank]
+    # the job command's report and text say the same sentences (the Job page prints them too:
+    # tests/pages/test_job.py)
+    report = job_queries.job_report(db, "dlrm")
+    assert {w["rank"]: w["sentence"] for w in report["rank_waits"]} == said
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli_main(["job", "dlrm", "--db", str(db.path)]) == 0
+    for sentence in said.values():
+        assert sentence in out.getvalue()
 
 
 @pytest.mark.third_party
