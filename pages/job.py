@@ -11,8 +11,11 @@ RANK_COLUMNS = {
     "rank": Col.NumberColumn("rank"), "iteration": Col.NumberColumn("iteration"),
     "iteration_name": Col.TextColumn("window"),
     "step_us": Col.NumberColumn("step µs", format="%.1f"),
+    "gpu_work_us": Col.NumberColumn("GPU work µs", format="%.1f",
+                                    help="The GPU work the step launched, as a union, wherever it ran (the one "
+                                         "step-GPU-work figure of every page): it can exceed the step when work spills out."),
     "gpu_busy_us": Col.NumberColumn("GPU own busy µs", format="%.1f",
-                                    help="Union of the kernels and copies the iteration launched, within its window."),
+                                    help="The part of the step's GPU work inside its window."),
     "carried_us": Col.NumberColumn("carried-in µs", format="%.1f",
                                    help="Time only GPU work launched before the window (or before profiling) ran."),
     "gpu_idle_us": Col.NumberColumn("GPU idle µs", format="%.1f",
@@ -91,7 +94,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         st.stop()
     st.subheader("Where each rank's step goes", divider="gray")
     st.altair_chart(job_charts.rank_chart(per_rank))
-    for line in job_queries.straggler_sentences(report):
+    for line in job_queries.straggler_sentences(report):  # rank waits included: text from traces, escaped
         st.markdown(markup.fmt("- {}", line))
     ui.table(per_rank, column_config=RANK_COLUMNS, column_order=list(RANK_COLUMNS), hide_index=True)
     ui.csv_download(per_rank, f"job-{job}-ranks")

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from profiler.analysis import queries
 from profiler.cli.main import main
 from profiler.cli.ops import COLUMNS
 
@@ -24,9 +25,12 @@ def test_ops_json_has_the_issue_columns(sample_store, capsys):
 def test_ops_kind_filters_and_text_table(sample_store, capsys):
     store, ids = sample_store
     assert main(["ops", ids["naive"], "--kind", "gemm", "--db", str(store.path)]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    table, step = capsys.readouterr().out.split("\n\n")
+    lines = table.splitlines()
     assert lines[0].split()[:4] == ["op", "backend", "shape", "dtype"]
     assert len(lines) == 3 and all(line.startswith("aten::bmm") for line in lines[1:])
+    figure = queries.run_metrics(store, [ids["naive"]]).iloc[0]["gpu_work_us_per_iter"]  # the one figure
+    assert f"each step launches {figure:,.1f} µs of GPU work" in step
     assert main(["ops", ids["naive"], "--kind", "attention", "--db", str(store.path)]) == 0
     assert "no modelled attention op" in capsys.readouterr().out
 

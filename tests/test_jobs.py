@@ -177,7 +177,7 @@ def test_job_figures_are_the_metrics_layers_even_when_computed_under_another_def
     def check():
         got = job_queries.rank_iterations(job_store, "ns")
         assert got["iteration"].tolist() == want["iteration"].tolist()
-        for col, source in (("step_us", "wall_ns"), ("gpu_busy_us", "gpu_busy_ns"), ("carried_us", "carried_ns"),
+        for col, source in (("step_us", "wall_ns"), ("gpu_work_us", "gpu_work_ns"), ("gpu_busy_us", "gpu_busy_ns"), ("carried_us", "carried_ns"),
                             ("gpu_idle_us", "gpu_idle_ns"), ("collective_us", "comm_ns")):
             assert got[col].tolist() == pytest.approx((want[source] / 1e3).tolist(), abs=1e-9), col
         rid = got["run_id"][0]
@@ -538,8 +538,8 @@ def test_cli_job_json(tmp_path):
     assert report["world_size"] == 8 and report["ranks_present"] == [0, 2, 3, 4, 5, 6, 7]
     assert report["ranks_missing"] == [[1, 1]]
     assert {tuple(sorted(r)) for r in report["iterations"]} == {tuple(sorted(
-        ["rank", "iteration", "step_us", "gpu_busy_us", "carried_us", "gpu_idle_us", "collective_us",
-         "longest_step_rank"]))}
+        ["rank", "iteration", "step_us", "gpu_work_us", "gpu_busy_us", "carried_us", "gpu_idle_us",
+         "collective_us", "longest_step_rank"]))}
     assert all({"name", "bytes", "algbw_gbps", "busbw_gbps"} <= set(c) for c in report["collectives"])
     assert all(c["busbw_gbps"] > 0 for c in report["collectives"])
     text = run("job", "dlrm")

@@ -2,7 +2,7 @@
 the launch calls' correlation ids), wherever it ran; checked per step against tests/raw_step_work.py
 (plain json over the raw trace, not the code under test) on every shared trace and the default and
 training samples, and read back from every output that shows it: summary --json, compare --json
-(header and kernel table), rank --json, the runs page's catalog and the kernel table.
+(header and kernel table), rank --json, ops --json, the runs page's catalog and the kernel table.
 """
 from __future__ import annotations
 
@@ -81,6 +81,9 @@ def test_one_step_gpu_work_figure_per_run_in_every_output(stored, capsys):
         # the Kernels table's per-iteration rows add up to the step's summed kernel work
         kernels = kernel_table.get(run, 0.0)
         assert kernels == pytest.approx(queries.run_metrics(db, [run]).iloc[0]["kernel_sum_us_per_iter"], rel=1e-9)
+        # ops --json: every modelled op's row carries the run's one figure
+        for row in _cli(capsys, "ops", run, "--json", "--db", str(db.path)):
+            assert row["gpu_work_us_per_iter"] == pytest.approx(figure, rel=1e-9), path.name
     for a, b in zip(runs[:-1:4], runs[1::4]):   # compare: header and kernel table of one run agree
         report = _cli(capsys, "compare", a, b, "--json", "--db", str(db.path))
         for side, run in (("a", a), ("b", b)):

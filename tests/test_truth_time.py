@@ -146,3 +146,29 @@ def test_a_trace_without_launch_calls_falls_back_to_the_start_time(db):
     run = db.ingest(t.bytes()).run_id
     row = queries.iteration_metrics(db, [run]).iloc[0]
     assert row.gpu_busy_ns == 200_000 and row.carried_ns == 100_000
+
+
+@pytest.mark.third_party
+@pytest.mark.skipif(not QWEN.exists(), reason=f"needs {QWEN.name} in the shared traces")
+def test_docs_qwen_figures_are_the_raw_jsons():
+    """docs/analysis.md's Qwen example, from the raw JSON: the GPU events with no launch call that
+    overlap the step and where they run (from −15.2 µs), and the first such event of the file
+    (−273.9 µs, the figure issue 35 quotes: it ends before the step, so it is not one of them)."""
+    from pathlib import Path
+
+    data = json.loads(gzip.decompress(QWEN.read_bytes()), parse_float=Decimal)
+    evs = [e for e in data["traceEvents"] if e.get("ph") == "X" and "dur" in e]
+    (step,) = [e for e in evs if str(e["name"]).startswith("ProfilerStep#") and e.get("cat") != "gpu_user_annotation"]
+    lo, hi = _ns(step["ts"]), _ns(step["ts"]) + _ns(step["dur"])
+    called = {e["args"]["correlation"] for e in evs if str(e.get("cat", "")).lower() in API_CATS
+              and "correlation" in e.get("args", {})}
+    gpu = [e for e in evs if str(e.get("cat", "")).lower() in GPU_CATS]
+    orphan = [(_ns(e["ts"]) - lo, _ns(e["ts"]) + _ns(e["dur"]) - lo) for e in gpu
+              if e.get("args", {}).get("correlation") not in called]
+    inside = [(s, e) for s, e in orphan if s < hi - lo and e > 0]
+    text = (Path(__file__).resolve().parent.parent / "docs" / "analysis.md").read_text()
+    said = (f"{len(inside)} GPU events overlapping the step have no launch call in the trace ({len(orphan)} in the "
+            f"file, the first of them at −{-min(s for s, _ in orphan) / 1e3:,.1f} µs, before the step); those "
+            f"{len(inside)} run from −{-min(s for s, _ in inside) / 1e3:,.1f} µs to "
+            f"+{max(e for _, e in inside) / 1e3:,.1f} µs of the step")
+    assert " ".join(said.split()) in " ".join(text.split())

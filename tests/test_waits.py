@@ -5,13 +5,16 @@ iteration at its raw rate; a training run's forward rows say "train".
 """
 from __future__ import annotations
 
+import contextlib
 import gzip
+import io
 import json
 
 import pytest
 
 from profiler.analysis import findings, job_queries, queries, verdict
 from profiler.cli import ops
+from profiler.cli.main import main as cli_main
 from profiler.storage import job_ingest, jobs
 from profiler.storage.store import Store
 from tests.conftest import SAMPLES, SHARED_TRACES
@@ -47,6 +50,15 @@ def test_dlrm_ranks_wait_in_collectives_for_rank_7(db):
             continue
         assert "for rank 7, the last to arrive" in said[rank]
         assert f"waits {float(w['wait']):,.1f} µs" in said[rank], said[rank]
+    # the job command's report and text say the same sentences (the Job page prints them too:
+    # tests/pages/test_job.py)
+    report = job_queries.job_report(db, "dlrm")
+    assert {w["rank"]: w["sentence"] for w in report["rank_waits"]} == said
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli_main(["job", "dlrm", "--db", str(db.path)]) == 0
+    for sentence in said.values():
+        assert sentence in out.getvalue()
 
 
 @pytest.mark.third_party
@@ -66,8 +78,12 @@ def test_fa4_backward_is_one_call_per_iteration_at_its_raw_rate(db):
     evs = _events(FA4_TRAIN)
     steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in evs if str(e["name"]).startswith("ProfilerStep#")
                    and e.get("cat") != "gpu_user_annotation")
-    bwd = [e for e in evs if e.get("cat") == "kernel" and "flash_bwd" in e["name"]]
-    per_iter = sum(e["dur"] for e in bwd) / len(steps)
+    bwd = sorted((e["ts"], e["ts"] + e["dur"]) for e in evs if e.get("cat") == "kernel" and "flash_bwd" in e["name"])
+    union, reach = 0.0, float("-inf")  # one call's GPU time: the union of its kernels
+    for start, end in bwd:
+        union += max(0.0, end - max(start, reach))
+        reach = max(reach, end)
+    per_iter = union / len(steps)
     rows = ops.rows(db, db.ingest(FA4_TRAIN).run_id, "all")
     (back,) = [r for r in rows if r["flops"] > 0 and abs(r["kernel_us_mean"] - per_iter) < 0.01 * per_iter]
     assert back["calls"] == len(steps)
@@ -120,3 +136,50 @@ def test_every_launching_thread_counts(db):
     assert raw["bound"] == run["bound"]
     text = findings.bound_sentence(run, "train")
     assert "2 launching threads" in text or "launches from 2 threads" in text
+
+
+SDPA_MATH = SAMPLES / "default" / "sdpa_math_b8_h16_s1024_d64_bf16_causal_warm.json.gz"
+
+
+def _union(intervals):
+    out = []
+    for a, b in sorted(intervals):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return out
+
+
+def _overlap(xs, ys) -> float:
+    return sum(max(0.0, min(b, d) - max(a, c)) for a, b in xs for c, d in ys)
+
+
+def test_sdpa_math_is_cpu_bound_and_says_its_synchronize_time_is_waiting_for_the_gpu(db):
+    """The raw trace: per step the host waits ~2,071 µs in cudaDeviceSynchronize while the GPU runs
+    the work queued before it; the GPU's idle time falls while the host runs the math path's ops
+    (ones, tril, where, mul, matmul), not in the synchronize call. The verdict is 'cpu' and the
+    sentence says the synchronize time is waiting for the GPU, with a figure the raw trace bounds."""
+    evs = _events(SDPA_MATH)
+    steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in evs if str(e["name"]).startswith("ProfilerStep#")
+                   and e.get("cat") != "gpu_user_annotation")
+    gpu = _union((e["ts"], e["ts"] + e["dur"]) for e in evs if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
+    sync = _union((e["ts"], e["ts"] + e["dur"]) for e in evs if e.get("cat") in ("cuda_runtime", "cuda_driver")
+                  and "Synchronize" in str(e["name"]))
+    ops = [(e["ts"], e["ts"] + e["dur"]) for e in evs if e.get("cat") == "cpu_op"]
+    waiting = idle = in_ops = 0.0
+    for a, b in steps:
+        busy = [(max(x, a), min(y, b)) for x, y in gpu if y > a and x < b]
+        gaps = [(x, y) for x, y in zip([a] + [e for _, e in busy], [s for s, _ in busy] + [b]) if y > x]
+        waiting += _overlap([(max(x, a), min(y, b)) for x, y in sync if y > a and x < b], busy)
+        idle += sum(y - x for x, y in gaps)
+        in_ops += _overlap(_union((max(x, a), min(y, b)) for x, y in ops if y > a and x < b), gaps)
+    n = len(steps)
+    assert waiting / n > 1900 and _overlap(sync, gpu) > 0.9 * sum(b - a for a, b in sync)  # waiting for the GPU
+    assert in_ops > 0.5 * idle   # the GPU idles while the host runs CPU ops
+    run = queries.run_metrics(db, [db.ingest(SDPA_MATH).run_id]).iloc[0]
+    assert run["bound"] == "cpu"
+    text = findings.bound_sentence(run, "m")
+    said = float(text.split("at least ")[1].split(" µs of it while the GPU ran")[0].replace(",", ""))
+    assert 0.9 * waiting / n <= said <= waiting / n + 0.1, (said, waiting / n)   # a lower bound, and close
+    assert "waiting for the GPU, not a cause of its idle time" in text and "running other CPU ops" in text

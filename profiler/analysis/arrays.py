@@ -52,6 +52,30 @@ def sums(groups: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
+def unions(groups: np.ndarray, starts: np.ndarray, ends: np.ndarray, n: int) -> np.ndarray:
+    """The length of the union of the intervals [start, end) per group 0..n-1 (int64, exact):
+    overlapping intervals of a group count once. Each group's intervals are shifted past the
+    previous group's, so one running maximum over all rows, sorted by group and start, is the
+    reach of the group's earlier intervals."""
+    out = np.zeros(n, dtype=np.int64)
+    if not len(groups):
+        return out
+    s, e = np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64)
+    base = int(min(s.min(), e.min()))
+    width = int(max(s.max(), e.max())) - base + 1
+    if width * (n + 1) >= 2 ** 62:  # the shift would overflow: one group at a time
+        for g in range(n):
+            mine = groups == g
+            out[g] = unions(np.zeros(int(mine.sum()), dtype=np.int64), s[mine], e[mine], 1)[0]
+        return out
+    order = np.lexsort((s, groups))
+    shift = groups[order].astype(np.int64) * width - base
+    s, e = s[order] + shift, np.maximum(e[order], s[order]) + shift
+    reach = np.maximum.accumulate(np.r_[np.iinfo(np.int64).min, e[:-1]])
+    np.add.at(out, groups[order], np.maximum(e - np.maximum(s, reach), 0))
+    return out
+
+
 def descending(values: np.ndarray) -> np.ndarray:
     """The order pandas' sort_values(ascending=False) gives (its quicksort; ties as pandas breaks them)."""
     idx = np.arange(len(values))[::-1]

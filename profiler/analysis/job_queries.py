@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import job_clocks
+from profiler.analysis import job_clocks, verdict
 from profiler.analysis.reads import sql_text
 from profiler.storage import job_check, job_summary, jobs, tables
 
@@ -105,8 +105,9 @@ def keep_summary(store, job: str, ranks: list | None = None) -> None:
 
 
 def rank_iterations(store, job: str) -> pd.DataFrame:
-    """rank, iteration, iteration_name, run_id, step_us, gpu_busy_us, carried_us, gpu_idle_us,
-    collective_us (the metrics layer's wall, GPU busy, carried, idle and communication time),
+    """rank, iteration, iteration_name, run_id, step_us, gpu_work_us, gpu_busy_us, carried_us,
+    gpu_idle_us, collective_us (the metrics layer's wall, the step's GPU work (step_work.sql), its
+    own busy, carried, idle and communication time),
     longest_step_rank (of that iteration: the rank whose step lasted longest, often one that
     waited, not the straggler)."""
     return _with_longest(_rows(store, job, "job_rank_iterations"))
@@ -210,11 +211,12 @@ def job_report(store, job: str) -> dict:
     coll = _sized(kept["job_collectives"])
     clock, waits, withheld = stated_waits(per_rank, kept["job_rank_waits"], kept["job_clock"])
     clean = waits[~waits["iteration"].isin(waits.loc[waits["flag"].notna(), "iteration"])]
+    said = verdict.rank_wait_sentences(clean, per_rank, stragglers(clean)) if len(clean) else {}
     return {
         "job": job, "world_size": m["world_size"], "backend": m["backend"],
         "ranks_present": m["ranks_present"], "ranks_missing": m["ranks_missing"],
         "iterations": [{k: _plain(v) for k, v in row.items()} for row in per_rank[
-            ["rank", "iteration", "step_us", "gpu_busy_us", "carried_us", "gpu_idle_us", "collective_us",
+            ["rank", "iteration", "step_us", "gpu_work_us", "gpu_busy_us", "carried_us", "gpu_idle_us", "collective_us",
              "longest_step_rank"]
         ].to_dict("records")],
         "longest_step": [{k: _plain(v) for k, v in row.items()} for row in longest_steps(per_rank).to_dict("records")],
@@ -223,6 +225,7 @@ def job_report(store, job: str) -> dict:
         "waits": [{k: _plain(v) for k, v in row.items()} for row in waits.to_dict("records")],
         "stragglers": [{k: _plain(v) for k, v in row.items()} for row in stragglers(clean).to_dict("records")],
         "straggler_ranking": straggler_ranking(clean),
+        "rank_waits": [{"rank": rank, "sentence": text} for rank, text in sorted(said.items())],
         "collectives": [{k: _plain(v) for k, v in row.items()} for row in coll.to_dict("records")],
     }
 
@@ -237,7 +240,7 @@ def summary(report: dict) -> dict:
     return {
         "job": report["job"], "ranks": len(report["ranks_present"]), "world_size": report["world_size"],
         "iterations": int(rows["iteration"].nunique()) if not rows.empty else 0,
-        "step_us": mean("step_us"), "gpu_busy_us": mean("gpu_busy_us"), "collective_us": mean("collective_us"),
+        "step_us": mean("step_us"), "gpu_work_us": mean("gpu_work_us"), "collective_us": mean("collective_us"),
         "longest_step_behind_us": float(slow["behind_us"].mean()) if not slow.empty else None,
         "straggler_caused_wait_us": float(stragglers_["caused_wait_us"].mean()) if not stragglers_.empty else None,
         "collective_skew_us": float(coll["skew_us"].mean()) if not coll.empty else None,
@@ -248,7 +251,7 @@ def compare(store, job_a: str, job_b: str) -> pd.DataFrame:
     """Two jobs side by side: one row per measure, columns job_a, job_b and b / a."""
     a, b = summary(job_report(store, job_a)), summary(job_report(store, job_b))
     rows = []
-    for key in ("ranks", "world_size", "iterations", "step_us", "gpu_busy_us", "collective_us",
+    for key in ("ranks", "world_size", "iterations", "step_us", "gpu_work_us", "collective_us",
                 "longest_step_behind_us", "straggler_caused_wait_us", "collective_skew_us"):
         ratio = b[key] / a[key] if a[key] and b[key] is not None else None
         rows.append({"measure": key, job_a: a[key], job_b: b[key], "b_over_a": ratio})
@@ -281,6 +284,7 @@ def straggler_sentences(report: dict) -> list[str]:
                      f"last at {s['arrived_last']} of its {s['collectives']} collectives and the other ranks "
                      f"waited {s['caused_wait_us']:,.1f} µs for it in all (it waited "
                      f"{float(mine['wait_us'].iloc[0]):,.1f} µs for others)")
+    lines += [w["sentence"] for w in report.get("rank_waits", [])]
     if len(report["straggler_ranking"]) > 1:
         lines.append("ranks by how late they reach the collectives, latest first: "
                      + ", ".join(map(str, report["straggler_ranking"])))

@@ -32,6 +32,7 @@ def launched_work(store, run_ids) -> dict:
     out = {k: reads.column(got[k], -1).astype(np.int64) for k in ("launch_op_id", "launch_ts_ns")}
     out.update({k: reads.column(got[k]) for k in ("launch_pid", "launch_tid")})
     return {"run_id": reads.column(got["run_id"]), **out, "kernel_hash": reads.column(got["kernel_hash"], 0),
+            "ts_ns": reads.column(got["ts_ns"], 0).astype(np.int64),
             "dur_ns": reads.column(got["dur_ns"], 0).astype(np.int64),
             "iteration": reads.column(got["iteration"], np.nan).astype(float),
             "flex": reads.column(got["flex"], False).astype(bool),
@@ -218,7 +219,7 @@ def cpu_work(store, tree: dict, run_id: str) -> dict:
     none = np.full(n, -1, dtype=np.int64)
     return {"run_id": arrays.objects([run_id] * n), "launch_op_id": none, "launch_ts_ns": none,
             "launch_pid": arrays.objects([None] * n), "launch_tid": arrays.objects([None] * n),
-            "kernel_hash": np.zeros(n, dtype=np.int64),
+            "kernel_hash": np.zeros(n, dtype=np.int64), "ts_ns": np.asarray(tree["ts_ns"])[op_id].astype(np.int64),
             "dur_ns": (np.asarray(tree["end_ns"])[op_id] - np.asarray(tree["ts_ns"])[op_id]).astype(np.int64),
             "iteration": np.full(n, np.nan), "flex": np.zeros(n, dtype=bool), "before_op_id": none,
             "op_id": op_id.astype(np.int64), "backend_id": backend_id.astype(np.int64)}
@@ -263,8 +264,10 @@ def charged_calls(store, run_id: str, kernels: dict | None = None, names: dict |
 
 
 def _per_op(kernels: dict, names: dict) -> dict:
-    """The kernels summed per owning op (in order of first kernel): op_id, kernel_ns, iteration
-    (the first kernel's that has one), backend_id, main_kernel (the first of the longest)."""
+    """The kernels of each owning op (in order of first kernel): op_id, kernel_ns (the GPU time of
+    the call: the union of the kernels it launched, so kernels of one call that overlap on two
+    streams count once), iteration (the first kernel's that has one), backend_id, main_kernel
+    (the first of the longest)."""
     group, first = arrays.first_appearance(kernels["op_id"])
     n, dur, it = len(first), kernels["dur_ns"], kernels["iteration"]
     longest = np.lexsort((np.arange(len(dur)), -dur, group))       # per group, longest first
@@ -273,7 +276,8 @@ def _per_op(kernels: dict, names: dict) -> dict:
     g_valid, first_valid = np.unique(group[valid], return_index=True)
     iteration[g_valid] = it[valid][first_valid]
     main = kernels["kernel_hash"][longest[starts]].tolist()
-    return {"op_id": kernels["op_id"][first], "kernel_ns": arrays.sums(group, dur, n), "iteration": iteration,
+    union = arrays.unions(group, kernels["ts_ns"], kernels["ts_ns"] + dur, n)
+    return {"op_id": kernels["op_id"][first], "kernel_ns": union, "iteration": iteration,
             "backend_id": kernels["backend_id"][first], "main_kernel": arrays.objects([names.get(h) for h in main])}
 
 

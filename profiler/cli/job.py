@@ -95,7 +95,7 @@ def _job(args: argparse.Namespace) -> int:
             for c in report["clock"]))
     waits = {(w["rank"], w["iteration"]): w for w in report["waits"]}
     stragglers = {s["iteration"]: s["straggler_rank"] for s in report["stragglers"]}
-    print(f"{'rank':>5s} {'iter':>5s} {'step µs':>12s} {'GPU own µs':>12s} {'GPU idle µs':>12s} "
+    print(f"{'rank':>5s} {'iter':>5s} {'step µs':>12s} {'GPU work µs':>12s} {'GPU own µs':>12s} {'GPU idle µs':>12s} "
           f"{'collective µs':>14s} {'waited µs':>12s} {'late µs':>12s} {'waited for µs':>14s}")
     for row in report["iterations"]:
         w = waits.get((row["rank"], row["iteration"]))
@@ -104,7 +104,7 @@ def _job(args: argparse.Namespace) -> int:
         mark += "  (wait flagged)" if w and w["flag"] else ""
         cells = (f"{w['wait_us']:>12,.1f} {w['late_us']:>12,.1f} {w['caused_wait_us']:>14,.1f}" if w else
                  f"{'-':>12s} {'-':>12s} {'-':>14s}")
-        print(f"{row['rank']:>5d} {row['iteration']:>5d} {row['step_us']:>12,.1f} {row['gpu_busy_us']:>12,.1f} "
+        print(f"{row['rank']:>5d} {row['iteration']:>5d} {row['step_us']:>12,.1f} {_num(row['gpu_work_us'])} {row['gpu_busy_us']:>12,.1f} "
               f"{row['gpu_idle_us']:>12,.1f} {row['collective_us']:>14,.1f} {cells}{mark}")
     for line in job_queries.straggler_sentences(report):
         print(line)
@@ -122,8 +122,12 @@ def _job(args: argparse.Namespace) -> int:
     return 0
 
 
+def _num(value) -> str:
+    return f"{value:>12,.1f}" if value is not None else f"{'-':>12s}"
+
+
 def register(sub) -> None:
-    job = sub.add_parser("job", help="a job's ranks: step, GPU busy and collective time, the straggler, skew")
+    job = sub.add_parser("job", help="a job's ranks: step, GPU work and collective time, the straggler, skew")
     job.add_argument("name", metavar="NAME")
     job.add_argument("--db", default=None, help="store file (default: $PROFILER_DB or data/traces.duckdb)")
     job.add_argument("--json", action="store_true", help="print JSON instead of a table")

@@ -28,6 +28,9 @@ from profiler.storage.store import Store, default_db_path
 COLUMNS = ("op", "backend", "shape", "dtype", "calls", "flops", "bytes", "kernel_us_mean", "tflops",
            "tbps", "pct_of_peak", "intensity", "bound", "kernels")
 EXTRA = ("kind", "mode", "flops_useful", "flops_issued", "engine", "peak_tflops", "pct_of_bandwidth", "pct_of_roof", "shape_source", "suspect")
+# the run's own figure beside its ops: the GPU work one step launched (the metrics layer's
+# gpu_work_us_per_iter, step_work.sql), the same in every row and in every other output
+RUN_FIGURE = "gpu_work_us_per_iter"
 
 
 def register(subparsers) -> None:
@@ -42,14 +45,25 @@ def register(subparsers) -> None:
 
 
 def rows(store, run_id: str, kind: str) -> list[dict]:
-    """The table as plain dicts (None for numbers the model has no peak or time for)."""
+    """The table as plain dicts (None for numbers the model has no peak or time for), each with
+    the run's step GPU work (`RUN_FIGURE`)."""
     from profiler.analysis import op_costs  # numpy and duckdb; no pandas
 
     table = op_costs.ops_columns(store, [run_id], kind)
     if not table:
         return []
     names = COLUMNS + EXTRA
-    return [{k: _plain(v) for k, v in zip(names, row)} for row in zip(*(table[k].tolist() for k in names))]
+    step = {RUN_FIGURE: step_gpu_work_us(store, run_id)}
+    return [{**{k: _plain(v) for k, v in zip(names, row)}, **step}
+            for row in zip(*(table[k].tolist() for k in names))]
+
+
+def step_gpu_work_us(store, run_id: str) -> float | None:
+    """The run's GPU work per step, read from the metrics layer (no pandas)."""
+    from profiler.analysis import reads
+
+    got = reads.arrays(store, reads.sql_text("run_metrics"), {"run_ids": [run_id]})[RUN_FIGURE]
+    return _plain(got[0]) if len(got) else None
 
 
 def _plain(value):
@@ -96,6 +110,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"run {run_id}: no modelled {'' if args.kind == 'all' else args.kind + ' '}op launched GPU work")
     else:
         print(format_table(terminal.inert(table)))
+        step = table[0][RUN_FIGURE]
+        print(f"\nrun {run_id}: each step launches {'-' if step is None else format(step, ',.1f')} µs of GPU "
+              "work (a union over streams; us/call above: one call's kernels as a union)")
     if missing:   # the true reason for each op's GPU time without FLOPs / bytes
         print("\nnot modelled (GPU time without FLOPs or bytes, by launching op):")
         print("\n".join(terminal.inert(unmodelled.lines(missing))))

@@ -126,7 +126,7 @@ def _print_table(table, sentence: str) -> None:
     print(printable(sentence))
     print()
     print(f"{'#':>2s}  {'µs/call':>9s}  {'min–max':>17s}  {'n':>3s}  {'× best':>6s}  {'TFLOP/s':>8s}  {'TB/s':>6s}  "
-          f"{'% roof':>6s}  {'peak MiB':>9s}  {'cold µs':>10s}  group")
+          f"{'% roof':>6s}  {'peak MiB':>9s}  {'cold 1st':>10s}  group")
     for r in table.to_dict("records"):
         same, tied = (x if isinstance(x, str) else None for x in (r["same_kernels_as"], r["tied_with"]))
         rank = "=" if same else ("-" if r["rank"] is None or r["rank"] != r["rank"] else str(r["rank"]))
@@ -137,8 +137,15 @@ def _print_table(table, sentence: str) -> None:
         print(f"{rank:>2s}  {_n(r['us_per_call'], '9,.1f')}  {span:>17s}  {r['repeats']:>3d}  "
               f"{_n(r['times_fastest'], '6.2f')}  {_n(r['tflops'], '8.1f')}  {_n(r['tbps'], '6.2f')}  "
               f"{_n(r['pct_of_roof'], '6.1f')}  {_n(_mib(r['peak_allocated_bytes']), '9,.1f')}  "
-              f"{_n(r['cold_us'], '10,.0f')}  {r['run_id']}  {printable(r['label'])}{printable(note)}")
+              f"{_cold(r['cold_us']):>10s}  {r['run_id']}  {printable(r['label'])}{printable(note)}")
     print()
+
+
+def _cold(us) -> str:
+    """A cold run's first call in the unit that reads best ('2.24 s', '850 µs'); '-' without one."""
+    from profiler.present.style import duration
+
+    return "-" if us is None or us != us else duration(float(us))
 
 
 def run_check(args: argparse.Namespace) -> int:

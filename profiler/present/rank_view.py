@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import pandas as pd
 
+from profiler.present import style
+
 COLUMNS = ["rank", "label", "us_per_call", "interval", "repeats", "times_fastest", "versus", "run_id", "rate",
-           "pct_of_roof", "roof_bound", "peak_allocated_mib", "cold_us", "bound", "outliers"]
+           "pct_of_roof", "roof_bound", "peak_allocated_mib", "cold_first_call", "bound", "outliers"]
 SHAPE_NOTE = ("Runs are grouped into repeats (one variant, workload, device and cold or warm state: the figure is "
               "their median, the interval their least to their most, an outlier set aside) and ranked only "
               "against groups of the same mode (prefill, decode, train), shape (batch, heads and K/V heads, "
@@ -54,6 +56,7 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
     shown["versus"] = [versus(r) for r in records]
     shown["outliers"] = [", ".join(o) or None for o in shown["outliers"]]
     shown["peak_allocated_mib"] = shown["peak_allocated_bytes"] / 2**20
+    shown["cold_first_call"] = [None if pd.isna(us) else style.duration(float(us)) for us in shown["cold_us"]]
     return shown[COLUMNS]
 
 

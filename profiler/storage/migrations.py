@@ -10,7 +10,7 @@ from profiler import errors
 from profiler.storage import metrics
 from profiler.storage.schema import SCHEMA_SQL
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 # schema version -> what upgrades a store from the version before it (run in order on open):
 # SQL text, or a function of the connection
 MIGRATIONS: dict[int, Any] = {
@@ -80,6 +80,9 @@ UPDATE {t} SET iteration = (SELECT arg_min(l.iteration, l.ts_ns) FROM launches l
                             WHERE l.run_id = {t}.run_id AND l.correlation = {t}.correlation)
 WHERE run_id IN (SELECT DISTINCT run_id FROM launches WHERE correlation IS NOT NULL);"""
 MIGRATIONS[10] = _ATTRIBUTE.format(t="kernels") + _ATTRIBUTE.format(t="memops")
+# 11: a job's kept iterations carry the step's GPU work (issue 35); summaries kept before are out of
+# date (their stamp covers job_rank_iterations.sql) and are computed again from the ranks' files
+MIGRATIONS[11] = "ALTER TABLE IF EXISTS job_summary_iterations ADD COLUMN IF NOT EXISTS gpu_work_us DOUBLE;"
 
 
 def prepare(con, label: str, read_only: bool) -> None:

@@ -235,7 +235,8 @@ CREATE TABLE IF NOT EXISTS job_summaries (
 CREATE TABLE IF NOT EXISTS job_summary_iterations (  -- sql/job_rank_iterations.sql
     job VARCHAR NOT NULL, pos BIGINT NOT NULL,
     rank BIGINT, iteration INTEGER, iteration_name VARCHAR, run_id VARCHAR,
-    step_us DOUBLE, gpu_busy_us DOUBLE, carried_us DOUBLE, gpu_idle_us DOUBLE, collective_us DOUBLE
+    step_us DOUBLE, gpu_busy_us DOUBLE, carried_us DOUBLE, gpu_idle_us DOUBLE, collective_us DOUBLE,
+    gpu_work_us DOUBLE  -- schema 11
 );
 CREATE TABLE IF NOT EXISTS job_summary_waits (  -- sql/job_rank_waits.sql
     job VARCHAR NOT NULL, pos BIGINT NOT NULL,

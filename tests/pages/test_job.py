@@ -36,6 +36,12 @@ def test_job_page_shows_ranks_missing_rank_and_collectives(pages, job_store):
     (straggler,) = job_queries.job_report(job_store, "dlrm")["stragglers"]
     assert f"rank {straggler['straggler_rank']} is the straggler" in pages.texts(at)
     assert straggler["straggler_rank"] != longest  # the rank others wait for is not the one that waited
+    said = job_queries.job_report(job_store, "dlrm")["rank_waits"]  # who each rank waits for (issue 35)
+    assert {w["rank"] for w in said} == {0, 2, 3, 4, 5, 6}
+    for w in said:
+        assert f"inside collectives for rank {straggler['straggler_rank']}, the last to arrive" in w["sentence"]
+        assert w["sentence"] in pages.texts(at)
+    assert (ranks["gpu_work_us"] > 0).all()  # the step's GPU work, the one figure
     assert len(at.get("arrow_vega_lite_chart")) + len(at.get("vega_lite_chart")) == 1
     collectives = at.dataframe[1].value
     assert len(collectives) and set(collectives["ranks"]) == {7}

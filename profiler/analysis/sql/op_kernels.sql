@@ -6,7 +6,8 @@
 -- launch_tid) started before the call (sql/thread_ops.sql) and walks up from it to the op that
 -- encloses the call. One row per kernel or copy, in GPU start order: run_id, launch_op_id (by
 -- External id; NULL: none), launch_ts_ns, launch_pid, launch_tid (NULL: no launch call),
--- kernel_hash (hash of the name: sql/kernel_name_hashes.sql names them), dur_ns, iteration, flex
+-- kernel_hash (hash of the name: sql/kernel_name_hashes.sql names them), ts_ns (its GPU start), dur_ns,
+-- iteration, flex
 -- (a compiled flex attention kernel, which has no op of its own), replayed (launched by a
 -- …GraphLaunch call: its op, where a capture was joined in, is the one of its External id).
 -- includes: none
@@ -30,7 +31,7 @@ WITH gpu AS (
     GROUP BY run_id, external_id
 )
 SELECT k.run_id, e.op_id AS launch_op_id, k.launch_ts_ns, k.launch_pid, k.launch_tid,
-       hash(k.name) AS kernel_hash, k.dur_ns, k.iteration,
+       hash(k.name) AS kernel_hash, k.ts_ns, k.dur_ns, k.iteration,
        -- a flex call is its Triton template kernel; pointwise and reduction kernels inductor fused
        -- around it (their names say flex_attention too) are not calls of their own
        k.name LIKE '%flex_attention%' AND NOT regexp_matches(k.name, '^triton_(poi|red|per)_') AS flex,

@@ -152,8 +152,9 @@ _RANK_COLUMNS = {
     "pct_of_roof": st.column_config.NumberColumn("% of roof", format="%.1f"),
     "roof_bound": st.column_config.TextColumn("roof"),
     "peak_allocated_mib": st.column_config.NumberColumn("peak MiB", format="%.1f"),
-    "cold_us": st.column_config.NumberColumn("cold first call µs", format="%.0f",
-                                             help="The first call of this variant and shape in its cold run."),
+    "cold_first_call": st.column_config.TextColumn(
+        "cold first call", help="The first call of this workload (mode, heads, K/V heads, lengths, window, "
+        "packed lengths, dtype, causal, device) in its cold run, in the unit that reads best (µs, ms, s)."),
     "bound": st.column_config.TextColumn("bound", help="The iterations' verdict (metrics layer)."),
     "outliers": st.column_config.TextColumn("outliers", help="Repeats far from the group's median, set aside."),
 }
