@@ -47,9 +47,9 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     points = sweeps.sweep_points(store, runs)
     if points.empty:
         no_sweep()
-    curves = sweeps.sweep_curves(points)
+    curves = sweeps.ranked_curves(store, sweeps.sweep_curves(points), points)
     crossings = sweeps.crossovers(curves)
-    leading = sweeps.leaders(store, curves, points)
+    leading = sweeps.leaders(curves)
     source = (f"the variants of the {len(state.runs)} selected runs, at every point captured"
               if state.runs else "every captured run in the store")
     st.caption(f"Warm runs of {source}, one section per sweep: a mode and a shape with one axis "
@@ -75,6 +75,9 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         lead = sweeps.lead_sentence(leading[leading["sweep"] == sweep], axis)
         if lead:
             st.markdown(markup.md(lead))
+        same = sweeps.same_kernel_sentence(mine, axis)
+        if same:
+            st.markdown(markup.md(same))
         for text in crossed["text"]:
             st.markdown(f"- {markup.md(text)}")
         if crossed.empty:

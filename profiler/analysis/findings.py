@@ -92,7 +92,7 @@ def sweep_findings(store, run_ids) -> list[Finding]:
 
 def _sweep_findings(store, run_ids) -> list[Finding]:
     points = sweeps.sweep_points(store, run_ids)
-    curves = sweeps.sweep_curves(points)
+    curves = sweeps.ranked_curves(store, sweeps.sweep_curves(points), points)   # no same-kernel rival
     found = []
     for row in sweeps.crossovers(curves).to_dict("records"):
         gpu = curves[(curves["sweep"] == row["sweep"]) & (curves["x"] == row["x_hi"])
