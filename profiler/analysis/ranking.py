@@ -26,7 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from profiler.analysis import queries, query_files, rank_sentences, rank_why, repeats, roofline, timings
+from profiler.analysis import (op_pricing, queries, query_files, rank_sentences, rank_why, reads, repeats, roofline,
+                               timings)
 
 COLD_SQL = """
 SELECT w.run_id, TRY_CAST(c.run_meta->>'wall_us_per_call' AS DOUBLE) AS cold_us
@@ -163,7 +164,9 @@ def rank_table(store, run_ids, compare_devices: bool = False) -> pd.DataFrame:
     cold = store.query(COLD_SQL, {"run_ids": reps}).set_index("run_id")["cold_us"]
     table["cold_us"] = table["run_id"].map(cold)
     table["bound"] = table["run_id"].map(queries.run_metrics(store, reps).set_index("run_id")["bound"])
-    return table[COLUMNS + ["figure", "outlier_us"]]
+    archs = {r: op_pricing.arch_of(op_pricing.device_of(i)) for r, i in reads.run_devices(store, reps).items()}
+    table["arch"] = table["run_id"].map(archs)       # the "why" parses kernel names with it: read once, not per pair
+    return table[COLUMNS + ["figure", "outlier_us", "arch"]]
 
 
 def group_label(run_label: str, runs: int) -> str:
