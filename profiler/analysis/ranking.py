@@ -55,9 +55,10 @@ COLUMNS = ["set", "rank", "variant", "label", "run_id", "us_per_call", "us_min",
 
 def per_call(store, run_ids) -> pd.DataFrame:
     """run_id, us_per_call, timed_on ('GPU' | `CPU` | None when neither recorded a time)."""
-    ids = query_files.ids(run_ids)
-    table = timings.run_timings(store, ids)[["run_id", "gpu_us_per_call"]]
-    gpu = table["gpu_us_per_call"].where(table["gpu_us_per_call"] > 0)
+    ids = list(dict.fromkeys(query_files.ids(run_ids)))
+    metrics = queries.run_metrics(store, ids).set_index("run_id")   # all it needs of `timings.run_timings`
+    table = pd.DataFrame({"run_id": ids})
+    gpu = table["run_id"].map(timings.gpu_us_per_call(metrics))
     cpu_rows = table.loc[gpu.isna(), "run_id"].tolist()
     cpu = query_files.read(store, "cpu_call_us", run_ids=cpu_rows).set_index("run_id")["cpu_us_per_call"] \
         if cpu_rows else pd.Series(dtype=float)
