@@ -24,6 +24,8 @@ def columns(axis: str, unit: str) -> dict:
         "repeats": Col.NumberColumn("repeats", help="Repeats the figure uses (outliers set aside)."),
         "runs": Col.NumberColumn("runs", help="Warm captured runs at this point."),
         "outliers": Col.TextColumn("outliers", help="Runs far from the median of their repeats: set aside."),
+        "same_kernels_as": Col.TextColumn("same kernels as", help="The variant whose very kernels this one "
+                                          "runs at this point: named with it, not ranked as its rival."),
         "timeline": Col.LinkColumn("timeline", display_text="open",
                                    help="The timeline of the run nearest the median."),
     }
