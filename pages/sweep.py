@@ -3,7 +3,7 @@ sweep varies (length, KV length, window, head dim or K/V heads), the crossovers 
 linked to its run's timeline."""
 import streamlit as st
 
-from profiler.analysis import memory, queries, sweeps
+from profiler.analysis import memory, queries, sweep_leads, sweeps
 from profiler.present import curve_charts, markup, memory_charts, ui
 
 Col = st.column_config
@@ -49,9 +49,9 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     points = sweeps.sweep_points(store, runs)
     if points.empty:
         no_sweep()
-    curves = sweeps.ranked_curves(store, sweeps.sweep_curves(points), points)
+    curves = sweep_leads.ranked_curves(store, sweeps.sweep_curves(points), points)
     crossings = sweeps.crossovers(curves)
-    leading = sweeps.leaders(curves)
+    leading = sweep_leads.leaders(curves)
     source = (f"the variants of the {len(state.runs)} selected runs, at every point captured"
               if state.runs else "every captured run in the store")
     st.caption(f"Warm runs of {source}, one section per sweep: a mode and a shape with one axis "
@@ -74,10 +74,10 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         ui.kept_chart(store, ("sweep", sweep, base), drawn["run_id"],
                         lambda mine=mine, drawn=drawn, crossed=crossed: curve_charts.sweep_chart(mine, drawn, crossed, base),
                         width="stretch")
-        lead = sweeps.lead_sentence(leading[leading["sweep"] == sweep], axis)
+        lead = sweep_leads.lead_sentence(leading[leading["sweep"] == sweep], axis)
         if lead:
             st.markdown(markup.md(lead))
-        same = sweeps.same_kernel_sentence(mine, axis)
+        same = sweep_leads.same_kernel_sentence(mine, axis)
         if same:
             st.markdown(markup.md(same))
         for text in crossed["text"]:

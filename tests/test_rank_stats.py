@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler.analysis import ranking, repeats, sweeps
+from profiler.analysis import ranking, repeats, sweep_leads, sweeps
 from profiler.capture import samples
 from profiler.cli.main import main
 from profiler.present import curve_charts
@@ -140,7 +140,7 @@ def test_the_prefill_sweep_names_the_cudnn_to_fa4_lead_change_through_the_tie(st
     sweep = [r for r, p in ids.items() if p.parent.name == "sweep"]
     with store.session() as db:
         points = sweeps.sweep_points(db, sweep)
-        curves = sweeps.ranked_curves(db, sweeps.sweep_curves(points), points)
+        curves = sweep_leads.ranked_curves(db, sweeps.sweep_curves(points), points)
         crossed = sweeps.crossovers(curves)
     raw: dict = {}
     for run in sweep:
@@ -191,14 +191,14 @@ def test_a_variant_running_anothers_kernels_is_never_a_rival_in_a_sweep(store):
     with store.session() as db:
         points = sweeps.sweep_points(db, sweep)
         plain = sweeps.sweep_curves(points)
-        curves = sweeps.ranked_curves(db, plain, points)
-        crossed, lead = sweeps.crossovers(curves), sweeps.leaders(curves)
+        curves = sweep_leads.ranked_curves(db, plain, points)
+        crossed, lead = sweeps.crossovers(curves), sweep_leads.leaders(curves)
     assert "sdpa_auto" in set(sweeps.crossovers(plain)[["leader", "trailer"]].values.ravel())   # what it was
     auto = curves[curves["variant"] == "sdpa_auto"]
     assert sorted(auto["x"]) == same and set(auto["same_kernels_as"]) == {"sdpa_cudnn"}
     assert "sdpa_auto" not in set(crossed[["leader", "trailer"]].values.ravel())
     assert "sdpa_auto" not in set(lead[["leader", "runner_up"]].values.ravel())
-    assert sweeps.same_kernel_sentence(curves, "seq_len") == (
+    assert sweep_leads.same_kernel_sentence(curves, "seq_len") == (
         "sdpa_auto runs the same kernels as sdpa_cudnn at 512, 1k, 2k, 4k: named with it, "
         "not ranked as its rival there.")
     # a pair of variants with different kernels is still compared: the cuDNN -> FA4 change stays
@@ -210,10 +210,10 @@ def test_decode_says_cudnn_leads_at_every_kv_length(store):
     sweep = [r for r, p in ids.items() if p.parent.name == "decode_sweep"]
     with store.session() as db:
         points = sweeps.sweep_points(db, sweep)
-        curves = sweeps.ranked_curves(db, sweeps.sweep_curves(points), points)
-        lead = sweeps.leaders(curves)
+        curves = sweep_leads.ranked_curves(db, sweeps.sweep_curves(points), points)
+        lead = sweep_leads.leaders(curves)
     assert set(lead["leader"]) == {"sdpa_cudnn"} and len(lead) == 6 and not lead["tied"].any()
-    text = sweeps.lead_sentence(lead, "kv_len")
+    text = sweep_leads.lead_sentence(lead, "kv_len")
     assert text.startswith("sdpa_cudnn leads at every KV cache length (1k: by ")
     for r in lead.itertuples():                # each margin against the raw traces' medians
         us = {}
@@ -231,8 +231,8 @@ def test_one_definition_rank_table_rank_json_and_the_sweep(store):
     store, ids = store
     with store.session() as db:
         points = sweeps.sweep_points(db, list(ids))
-        curves = sweeps.ranked_curves(db, sweeps.sweep_curves(points), points)
-        lead = sweeps.leaders(curves).set_index(["sweep", "x"])
+        curves = sweep_leads.ranked_curves(db, sweeps.sweep_curves(points), points)
+        lead = sweep_leads.leaders(curves).set_index(["sweep", "x"])
     checked = 0
     for (sweep, x), part in curves.groupby(["sweep", "x"]):
         runs = points[(points["sweep"] == sweep) & (points["x"] == x)]["run_id"].unique().tolist()

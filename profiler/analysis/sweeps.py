@@ -17,9 +17,8 @@ KV length is its query length, so a length sweep lets `kv_len` move with `seq_le
   the median (the one a point opens).
 * `crossovers(curves)`: where two variants of one sweep swap the lead, through ties (`repeats`),
   with the sentence a user reads ("flex_decode overtakes sdpa_flash for decode from a KV cache of 8k").
-* `ranked_curves(store, curves, points)`: each point's variants ranked by `ranking.order` (ties,
-  ``same_kernels_as``); `crossovers` and `leaders` of it never name a variant as a rival where it
-  runs another's kernels, and `same_kernel_sentence` says where it does.
+Who leads each point, and where a variant runs another's kernels, is `sweep_leads`' (given its
+`ranked_curves`, `crossovers` leaves such a variant out where it does).
 """
 from __future__ import annotations
 
@@ -286,67 +285,3 @@ def _crossing(sweep, axis, mode, metric, pair, lo, hi, ties, figs, floor) -> tup
             f"{trail} led at {amount(axis, lo)} ({trail_lo:,.2f} against {lead_lo:,.2f} {unit}){tied}.")
     return (sweep, axis, mode, metric, lead, trail, lo, hi, float(lead_lo), float(trail_lo), float(lead_hi),
             float(trail_hi), list(ties), float(margin), None if noise != noise else 100 * noise, text)
-
-
-def ranked_curves(store, curves: pd.DataFrame, points: pd.DataFrame) -> pd.DataFrame:
-    """``curves`` with each point's variants ranked as `ranking.order` ranks groups (the one
-    definition: ties, a variant that runs the same kernels as another): rank, tied_with and
-    same_kernels_as (the variant whose kernels this one runs at that point: not a rival there, so
-    no crossover and no lead is ever reported for it)."""
-    from profiler.analysis import ranking
-
-    if curves.empty:
-        return curves.assign(rank=pd.array([], dtype="Int64"), tied_with=None, same_kernels_as=None)
-    timed = points.drop_duplicates("run_id").set_index("run_id")["timed_on"]
-    parts = []
-    for (sweep, x), part in curves.groupby(["sweep", "x"], sort=False):
-        groups = part.assign(set=sweep, timed_on=part["run_id"].map(timed), figure=[
-            repeats.Figure(r["us_per_call"], r["us_min"], r["us_max"], int(r["repeats"]), ()) for r in part.to_dict("records")])
-        ranked = ranking.order(store, groups.reset_index(drop=True))
-        parts.append(ranked.drop(columns=["set", "timed_on", "figure", "times_fastest", "noise_pct"]))
-    return pd.concat(parts, ignore_index=True)[[*curves.columns, "rank", "tied_with", "same_kernels_as"]]
-
-
-def rivals(curves: pd.DataFrame) -> pd.DataFrame:
-    """The points of `ranked_curves` that are rivals: ranked, not running another variant's kernels."""
-    return curves[curves["same_kernels_as"].isna() & curves["rank"].notna()]
-
-
-def same_kernel_sentence(curves: pd.DataFrame, axis: str) -> str | None:
-    """Which variants of one sweep (`ranked_curves` rows) run another's kernels, and where."""
-    alias = curves[curves["same_kernels_as"].notna()].sort_values("x")
-    if alias.empty:
-        return None
-    said = [f"{v} runs the same kernels as {other} at {', '.join(amount(axis, int(x)) for x in part['x'])}"
-            for (v, other), part in alias.groupby(["variant", "same_kernels_as"], sort=True)]
-    return "; ".join(said) + ": named with it, not ranked as its rival there."
-
-
-def leaders(curves: pd.DataFrame) -> pd.DataFrame:
-    """Per sweep and axis value of `ranked_curves`, the leader and the best other rival: sweep, x,
-    leader, runner_up, tied (the two cannot be told apart), margin_pct (the runner-up's time over
-    the leader's, less 1)."""
-    rows = []
-    for (sweep, x), part in rivals(curves).groupby(["sweep", "x"], sort=False):
-        if len(part) < 2:
-            continue
-        part = part.sort_values(["rank", "us_per_call", "variant"])
-        win, second = part.iloc[0], part.iloc[1]
-        rows.append((sweep, int(x), win["variant"], second["variant"], second["tied_with"] == win["variant"],
-                     100 * (second["us_per_call"] / win["us_per_call"] - 1)))
-    return pd.DataFrame(rows, columns=["sweep", "x", "leader", "runner_up", "tied", "margin_pct"])
-
-
-def lead_sentence(found: pd.DataFrame, axis: str) -> str | None:
-    """Who leads one sweep (`leaders` rows of one sweep) at each value, in words."""
-    if found.empty:
-        return None
-    found = found.sort_values("x")
-    each = [f"{amount(axis, r.x)}: " + (f"tied with {r.runner_up} ({r.margin_pct:.1f} % apart, within the noise)"
-                                       if r.tied else f"by {r.margin_pct:.1f} % over {r.runner_up}")
-            for r in found.itertuples()]
-    names = found["leader"].unique()
-    if len(names) == 1 and not found["tied"].any():
-        return f"{names[0]} leads at every {AXIS_NAMES[axis]} ({'; '.join(each)})."
-    return "Leaders: " + "; ".join(f"{amount(axis, r.x)} {r.leader}" + (f" tied with {r.runner_up}" if r.tied else
-                                   f" by {r.margin_pct:.1f} % over {r.runner_up}") for r in found.itertuples()) + "."

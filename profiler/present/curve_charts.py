@@ -106,7 +106,7 @@ def timeline_link(run_id: str, base: str = "") -> str:
 def sweep_table(curves: pd.DataFrame, base: str = "") -> pd.DataFrame:
     """One sweep's curves as the page's table: variant, the axis value (`x`), the throughput at the
     median, slowest and fastest repeat kept, the time per call (median, least, most: the figure every
-    ranking shows), repeats used of runs, outliers (run ids), same_kernels_as (of `sweeps.ranked_curves`:
+    ranking shows), repeats used of runs, outliers (run ids), same_kernels_as (of `sweep_leads.ranked_curves`:
     the variant whose kernels it runs there, None without it) and `timeline` (the link of the run
     nearest the median)."""
     out = curves[["variant", "x", "median", "min", "max", "us_per_call", "us_min", "us_max", "repeats", "runs",
