@@ -8,11 +8,14 @@ Timed, each in a fresh process (`python -m profiler rank ... --json`, wall time,
 and imports included; ids passed on the command line):
   samples   every sample's id (the whole seeded store)
   all       every id of the store (`--runs`)
-and in this process, the same 10,000 ids through the phases of `rank`: resolving the arguments
-(`cli/run_args.Runs`), the per-run reads and grouping (`ranking.runs_of`, `ranking.groups`), and
-the rest (each set's order, ratings and sentence: one per group, not per run).
+and in this process, on a store handle with nothing kept yet, the same ids through the phases of
+`rank`: resolving the arguments (`cli/run_args.Runs`), the per-run reads and grouping
+(`ranking.runs_of`, `ranking.groups`), the rating of each group's representative run by the op
+cost model (`roofline.roofline_table`: one per group, not per run), and the whole ranking after
+them (each set's order, same-kernel check, "why" and sentence; the reads above kept). `--profile`
+prints cProfile's top functions of one in-process ranking of the samples.
 
-Usage: python bench/rank_scale.py [--runs 10000] [--store /tmp/rank_scale.duckdb] [--write-results]
+Usage: python -m bench.rank_scale [--runs 10000] [--store /tmp/rank_scale.duckdb] [--profile] [--write-results]
 """
 from __future__ import annotations
 
@@ -68,11 +71,11 @@ def timed_process(ids: list[str], db: Path) -> tuple[float, dict]:
 
 
 def phases(ids: list[str], db: Path) -> dict:
-    from profiler.analysis import ranking
+    from profiler.analysis import ranking, roofline
     from profiler.cli import run_args
 
     out = {}
-    store = Store(db, read_only=True)
+    store = Store(db, read_only=True)           # a fresh handle: nothing kept from an earlier ranking
     with store.session() as s:
         t = time.perf_counter()
         resolved = run_args.Runs(s).resolve(ids)
@@ -81,16 +84,33 @@ def phases(ids: list[str], db: Path) -> dict:
         groups = ranking.groups(ranking.keyed(ranking.runs_of(s, resolved)))
         out["per-run reads and grouping"] = time.perf_counter() - t
         t = time.perf_counter()
+        roofline.roofline_table(s, groups["run_id"].tolist())
+        out["rating each group's run (op cost model)"] = time.perf_counter() - t
+        t = time.perf_counter()
         ranking.rank_sets(s, resolved)
-        out["whole ranking (again, per-run reads kept)"] = time.perf_counter() - t
+        out["whole ranking after them"] = time.perf_counter() - t
     out["groups"] = len(groups)
     return out
+
+
+def profile(ids: list[str], db: Path, top: int = 25) -> None:
+    """cProfile's top functions (cumulative) of one ranking of ``ids`` on a fresh store handle."""
+    import cProfile
+    import pstats
+
+    from profiler.analysis import ranking
+
+    store = Store(db, read_only=True)
+    with store.session() as s, cProfile.Profile() as prof:
+        ranking.rank_sets(s, ids)
+    pstats.Stats(prof).sort_stats("cumulative").print_stats(top)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10_000)
     parser.add_argument("--store", type=Path, default=Path("/tmp/rank_scale.duckdb"))
+    parser.add_argument("--profile", action="store_true", help="print cProfile's top functions of one ranking")
     parser.add_argument("--write-results", action="store_true")
     args = parser.parse_args()
     before = machine()
@@ -102,17 +122,19 @@ def main() -> None:
         sets = len(got.get("sets", [got]))
         rows.append(f"| {what} | {len(chosen):,} | {seconds:.2f} | {1000 * seconds / len(chosen):.2f} | {sets} |")
         print(rows[-1])
-    split = phases(ids, args.store)
+    if args.profile:
+        profile(sample_ids, args.store)
+    split = {what: phases(chosen, args.store) for what, chosen in (("every sample", sample_ids),
+                                                                    (f"{len(ids):,} ids", ids))}
     print(split)
     parts = ["Fresh process each (`python -m profiler rank IDS --json`), wall time with interpreter start and "
              "imports; per thousand: seconds × 1000 / ids.", "",
              "| ids | count | seconds | seconds per 1,000 | ranked sets |", "|---|---:|---:|---:|---:|", *rows, "",
-             f"In one process, the {len(ids):,} ids ({split['groups']} groups): "
-             + ", ".join(f"{k} {v:.2f} s" for k, v in split.items() if k != "groups") + ".",
-             "", "Before: `rank` resolved each id with a query of its own and read every run's rating, "
-             "~37 ms per id (10,000 ids killed at 285 s). Now the ids resolve against one read of the store's "
-             "ids, the per-run reads are one query each for all runs, and ratings, labels and sentences are read "
-             "once per group (the repeat nearest its median)."]
+             "In one process (a fresh store handle each), seconds:", "",
+             "| ids | groups | " + " | ".join(k for k in split["every sample"] if k != "groups") + " |",
+             "|---|---:|" + "---:|" * (len(split["every sample"]) - 1),
+             *[f"| {what} | {got['groups']} | " + " | ".join(f"{v:.2f}" for k, v in got.items() if k != "groups") + " |"
+               for what, got in split.items()]]
     report = run_report(SECTION, "rank_scale.py", code_version(), before, uptime(), parts)
     print(report)
     if args.write_results:

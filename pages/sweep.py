@@ -3,7 +3,7 @@ sweep varies (length, KV length, window, head dim or K/V heads), the crossovers 
 linked to its run's timeline."""
 import streamlit as st
 
-from profiler.analysis import memory, queries, sweeps
+from profiler.analysis import memory, queries, sweep_leads, sweeps
 from profiler.present import curve_charts, markup, memory_charts, ui
 
 Col = st.column_config
@@ -24,6 +24,8 @@ def columns(axis: str, unit: str) -> dict:
         "repeats": Col.NumberColumn("repeats", help="Repeats the figure uses (outliers set aside)."),
         "runs": Col.NumberColumn("runs", help="Warm captured runs at this point."),
         "outliers": Col.TextColumn("outliers", help="Runs far from the median of their repeats: set aside."),
+        "same_kernels_as": Col.TextColumn("same kernels as", help="The variant whose very kernels this one "
+                                          "runs at this point: named with it, not ranked as its rival."),
         "timeline": Col.LinkColumn("timeline", display_text="open",
                                    help="The timeline of the run nearest the median."),
     }
@@ -47,9 +49,9 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     points = sweeps.sweep_points(store, runs)
     if points.empty:
         no_sweep()
-    curves = sweeps.sweep_curves(points)
+    curves = sweep_leads.ranked_curves(store, sweeps.sweep_curves(points), points)
     crossings = sweeps.crossovers(curves)
-    leading = sweeps.leaders(store, curves, points)
+    leading = sweep_leads.leaders(curves)
     source = (f"the variants of the {len(state.runs)} selected runs, at every point captured"
               if state.runs else "every captured run in the store")
     st.caption(f"Warm runs of {source}, one section per sweep: a mode and a shape with one axis "
@@ -72,9 +74,12 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         ui.kept_chart(store, ("sweep", sweep, base), drawn["run_id"],
                         lambda mine=mine, drawn=drawn, crossed=crossed: curve_charts.sweep_chart(mine, drawn, crossed, base),
                         width="stretch")
-        lead = sweeps.lead_sentence(leading[leading["sweep"] == sweep], axis)
+        lead = sweep_leads.lead_sentence(leading[leading["sweep"] == sweep], axis)
         if lead:
             st.markdown(markup.md(lead))
+        same = sweep_leads.same_kernel_sentence(mine, axis)
+        if same:
+            st.markdown(markup.md(same))
         for text in crossed["text"]:
             st.markdown(f"- {markup.md(text)}")
         if crossed.empty:

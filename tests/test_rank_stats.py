@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler.analysis import ranking, repeats, sweeps
+from profiler.analysis import ranking, repeats, sweep_leads, sweeps
 from profiler.capture import samples
 from profiler.cli.main import main
 from profiler.present import curve_charts
@@ -140,7 +140,7 @@ def test_the_prefill_sweep_names_the_cudnn_to_fa4_lead_change_through_the_tie(st
     sweep = [r for r, p in ids.items() if p.parent.name == "sweep"]
     with store.session() as db:
         points = sweeps.sweep_points(db, sweep)
-        curves = sweeps.sweep_curves(points)
+        curves = sweep_leads.ranked_curves(db, sweeps.sweep_curves(points), points)
         crossed = sweeps.crossovers(curves)
     raw: dict = {}
     for run in sweep:
@@ -163,15 +163,57 @@ def test_the_prefill_sweep_names_the_cudnn_to_fa4_lead_change_through_the_tie(st
     assert "ahead by 7." in row["text"] and "at 4k" in row["text"]    # 589 against 633 µs
 
 
+def _raw_work(path: Path) -> tuple:
+    """The GPU work a run launches, read from its JSON by hand: (name, launches per step) of each
+    kernel, copy and set inside its profiled steps, sorted."""
+    trace = raw_trace.load(path)
+    events, windows = trace["traceEvents"], raw_trace.steps(trace["traceEvents"])
+    counts: dict[str, int] = {}
+    for e in events:
+        if e.get("cat") in raw_trace.GPU_WORK and any(a <= e["ts"] < b for a, b in windows):
+            counts[e["name"]] = counts.get(e["name"], 0) + 1
+    return tuple(sorted((n, round(c / len(windows), 3)) for n, c in counts.items()))
+
+
+def test_a_variant_running_anothers_kernels_is_never_a_rival_in_a_sweep(store):
+    """On the shipped prefill sweep, sdpa_auto runs cuDNN's kernels (checked on the raw JSON) at
+    every length: the Sweep page names it so and no crossover or lead names it as a rival (before,
+    "flash_attn_4 overtakes sdpa_auto" was reported beside "... overtakes sdpa_cudnn")."""
+    store, ids = store
+    sweep = [r for r, p in ids.items() if p.parent.name == "sweep"]
+    work: dict = {}
+    for run in sweep:
+        meta = raw_trace.load(ids[run])["attention_run"]
+        work.setdefault((meta["variant"], meta["seq_len"]), set()).add(_raw_work(ids[run]))
+    lengths = sorted(n for v, n in work if v == "sdpa_auto")
+    same = [n for n in lengths if work["sdpa_auto", n] == work["sdpa_cudnn", n] and len(work["sdpa_auto", n]) == 1]
+    assert same == lengths == [512, 1024, 2048, 4096]
+    with store.session() as db:
+        points = sweeps.sweep_points(db, sweep)
+        plain = sweeps.sweep_curves(points)
+        curves = sweep_leads.ranked_curves(db, plain, points)
+        crossed, lead = sweeps.crossovers(curves), sweep_leads.leaders(curves)
+    assert "sdpa_auto" in set(sweeps.crossovers(plain)[["leader", "trailer"]].values.ravel())   # what it was
+    auto = curves[curves["variant"] == "sdpa_auto"]
+    assert sorted(auto["x"]) == same and set(auto["same_kernels_as"]) == {"sdpa_cudnn"}
+    assert "sdpa_auto" not in set(crossed[["leader", "trailer"]].values.ravel())
+    assert "sdpa_auto" not in set(lead[["leader", "runner_up"]].values.ravel())
+    assert sweep_leads.same_kernel_sentence(curves, "seq_len") == (
+        "sdpa_auto runs the same kernels as sdpa_cudnn at 512, 1k, 2k, 4k: named with it, "
+        "not ranked as its rival there.")
+    # a pair of variants with different kernels is still compared: the cuDNN -> FA4 change stays
+    assert len(crossed[(crossed["leader"] == "flash_attn_4") & (crossed["trailer"] == "sdpa_cudnn")]) == 1
+
+
 def test_decode_says_cudnn_leads_at_every_kv_length(store):
     store, ids = store
     sweep = [r for r, p in ids.items() if p.parent.name == "decode_sweep"]
     with store.session() as db:
         points = sweeps.sweep_points(db, sweep)
-        curves = sweeps.sweep_curves(points)
-        lead = sweeps.leaders(db, curves, points)
+        curves = sweep_leads.ranked_curves(db, sweeps.sweep_curves(points), points)
+        lead = sweep_leads.leaders(curves)
     assert set(lead["leader"]) == {"sdpa_cudnn"} and len(lead) == 6 and not lead["tied"].any()
-    text = sweeps.lead_sentence(lead, "kv_len")
+    text = sweep_leads.lead_sentence(lead, "kv_len")
     assert text.startswith("sdpa_cudnn leads at every KV cache length (1k: by ")
     for r in lead.itertuples():                # each margin against the raw traces' medians
         us = {}
@@ -189,8 +231,8 @@ def test_one_definition_rank_table_rank_json_and_the_sweep(store):
     store, ids = store
     with store.session() as db:
         points = sweeps.sweep_points(db, list(ids))
-        curves = sweeps.sweep_curves(points)
-        lead = sweeps.leaders(db, curves, points).set_index(["sweep", "x"])
+        curves = sweep_leads.ranked_curves(db, sweeps.sweep_curves(points), points)
+        lead = sweep_leads.leaders(curves).set_index(["sweep", "x"])
     checked = 0
     for (sweep, x), part in curves.groupby(["sweep", "x"]):
         runs = points[(points["sweep"] == sweep) & (points["x"] == x)]["run_id"].unique().tolist()

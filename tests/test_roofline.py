@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from profiler.analysis.gpus import builtin_device
@@ -32,18 +33,38 @@ def test_naive_sits_far_left_of_flash(sample_store):
     assert lines.groupby("ceiling")["tflops"].max().to_dict() == {"bf16 tensor core": 989.4, "fp32 CUDA core": 66.9}
 
 
-def test_op_costs_computed_on_threads_equal_one_after_the_other(sample_store, monkeypatch):
-    from profiler.analysis import op_costs
+@pytest.mark.third_party
+def test_op_costs_of_real_traces_read_at_once_equal_each_read_alone(tmp_path):
+    """Third-party traces (older Kineto: launches that the op with their External id does not
+    enclose, so the model looks up each thread's ops): read for all runs at once, as alone."""
+    from profiler.analysis import arrays, op_costs, op_pricing
+    from profiler.storage.store import Store
+    from tests.conftest import real_traces
+
+    store = Store(tmp_path / "real.duckdb")
+    runs = [store.ingest(p, p.name).run_id for p in real_traces()]
+    with store.session() as db:
+        known = op_pricing.about(db, runs, work=True)
+        together = op_costs.op_calls(db, runs)
+        alone = [op_pricing.run_op_calls(db, r)[0] for r in runs]
+    assert sum(known.read[r].threads is not None for r in runs) >= 5    # the threads' ops read, in one query
+    alone = pd.DataFrame(arrays.concat([c for c in alone if arrays.rows(c)]), columns=op_costs.CALL_ORDER)
+    assert len(together) == len(alone) > 1000
+    pd.testing.assert_frame_equal(together.reset_index(drop=True), alone.reset_index(drop=True))
+
+
+def test_op_costs_read_for_many_runs_at_once_equal_each_run_read_alone(sample_store):
+    """The model reads every run's ops, names and threads in one query each (`op_pricing.about`);
+    the priced calls are the same as when each run is read by itself."""
+    from profiler.analysis import arrays, op_costs, op_pricing
 
     store, ids = sample_store
     runs = list(ids.values())
     store.cache.clear()
-    with store.session() as db:  # runs computed on threads, a session each
-        apart = op_costs.op_calls(db, runs)
-    store.cache.clear()
-    monkeypatch.setattr(op_costs, "APART_THREADS", 1)  # one run after the other, on this session
     with store.session() as db:
-        serial = op_costs.op_calls(db, runs)
+        together = op_costs.op_calls(db, runs)
+        alone = [op_pricing.run_op_calls(db, r)[0] for r in runs]     # no `known`: its own queries
     store.cache.clear()
-    assert len(runs) >= 2 and not apart.empty
-    assert apart.equals(serial)
+    alone = pd.DataFrame(arrays.concat([c for c in alone if arrays.rows(c)]), columns=op_costs.CALL_ORDER)
+    assert len(runs) >= 2 and len(together) == len(alone) > 0
+    pd.testing.assert_frame_equal(together.reset_index(drop=True), alone.reset_index(drop=True))

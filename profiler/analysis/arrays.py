@@ -80,3 +80,14 @@ def descending(values: np.ndarray) -> np.ndarray:
     """The order pandas' sort_values(ascending=False) gives (its quicksort; ties as pandas breaks them)."""
     idx = np.arange(len(values))[::-1]
     return idx[values[::-1].argsort(kind="quicksort")][::-1]
+
+
+def rows_of_each(keys, wanted) -> dict:
+    """{each of ``wanted``: the positions (ascending) of the rows whose key is it} in one sort of
+    ``keys``, not one scan per key (a read of many runs' rows split by run id)."""
+    keys = np.asarray(keys, dtype=object)
+    order = np.argsort(keys, kind="stable")
+    found, starts = np.unique(keys[order], return_index=True) if len(keys) else ([], np.array([], int))
+    ends = [*starts[1:].tolist(), len(keys)]
+    at = {k: order[a:b] for k, a, b in zip(list(found), starts.tolist(), ends)}
+    return {k: at.get(k, order[:0]) for k in wanted}

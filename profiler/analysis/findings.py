@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import pandas as pd
 
-from profiler.analysis import counters, kept, mode_findings, queries, sweeps, timings, why
+from profiler.analysis import counters, kept, mode_findings, queries, sweep_leads, sweeps, timings, why
 from profiler.analysis.finding import Finding, _Runs
 from profiler.analysis.finding_kinds import (_bound, _cpu_ops_only_in_one, _cuda_core_math, _kernels_per_iteration,
                                              _launch_api, _memcpy_only_in_one, _plain, _short, _zero_occupancy)
@@ -92,7 +92,7 @@ def sweep_findings(store, run_ids) -> list[Finding]:
 
 def _sweep_findings(store, run_ids) -> list[Finding]:
     points = sweeps.sweep_points(store, run_ids)
-    curves = sweeps.sweep_curves(points)
+    curves = sweep_leads.ranked_curves(store, sweeps.sweep_curves(points), points)   # no same-kernel rival
     found = []
     for row in sweeps.crossovers(curves).to_dict("records"):
         gpu = curves[(curves["sweep"] == row["sweep"]) & (curves["x"] == row["x_hi"])

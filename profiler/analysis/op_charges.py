@@ -74,11 +74,27 @@ def _last(step: np.ndarray) -> np.ndarray:
         step = ahead
 
 
+def by_run(got: dict, run_ids) -> dict[str, dict]:
+    """A read of many runs ({column: array} with run_id) split by run: {run_id: its other columns,
+    its rows in the read's order}, every one of ``run_ids`` (empty columns for a run with no row)."""
+    at = arrays.rows_of_each(reads.column(got["run_id"]), [str(r) for r in run_ids])
+    return {r: {k: v[rows] for k, v in got.items() if k != "run_id"} for r, rows in at.items()}
+
+
+def op_trees(store, run_ids) -> dict[str, dict]:
+    """{run_id: `op_tree` of the run} for many runs in one read."""
+    got = reads.arrays(store, reads.sql_text("op_tree"), {
+        "run_ids": [str(r) for r in run_ids], "attention_ops": [o for o in cm.ATTENTION if o not in cm.DECOMPOSED],
+        "model_ops": [*cm.GEMMS, *cm.MEMORY], "decomposed_ops": list(cm.DECOMPOSED)})
+    return {r: _tree(part) for r, part in by_run(got, run_ids).items()}
+
+
 def op_tree(store, run_id: str) -> dict:
     """parent_id, ts_ns, end_ns, family of every op of the run, indexed by op_id (sql/op_tree.sql)."""
-    got = reads.arrays(store, reads.sql_text("op_tree"), {
-        "run_id": run_id, "attention_ops": [o for o in cm.ATTENTION if o not in cm.DECOMPOSED],
-        "model_ops": [*cm.GEMMS, *cm.MEMORY], "decomposed_ops": list(cm.DECOMPOSED)})
+    return op_trees(store, [run_id])[str(run_id)]
+
+
+def _tree(got: dict) -> dict:
     op_id = np.asarray(got["op_id"], dtype=np.int64)
     size = int(op_id.max()) + 1 if len(op_id) else 0
     tree = {}
@@ -134,18 +150,45 @@ def _enclosing(parent: np.ndarray, end: np.ndarray, ops: np.ndarray, at: np.ndar
     return cur
 
 
-def ops_before(store, run_id: str, work: dict, need: np.ndarray) -> np.ndarray:
-    """For the rows of `work` in `need`, the last CPU op their launching thread (launch_pid,
-    launch_tid) started at or before the launch call (sql/thread_ops.sql); -1 elsewhere or none."""
-    before = np.full(len(need), -1, dtype=np.int64)
+def _threads(work: dict, need: np.ndarray) -> dict[tuple, list[int]]:
+    """{(launch_pid, launch_tid): the rows of `work` in `need` launched from that thread}."""
     rows_of: dict[tuple, list[int]] = {}
     for i, p, t in zip(np.flatnonzero(need).tolist(), work["launch_pid"][need], work["launch_tid"][need]):
         if p is not None and t is not None:
             rows_of.setdefault((p, t), []).append(i)
+    return rows_of
+
+
+def needs_thread_ops(tree: dict, work: dict) -> np.ndarray:
+    """The rows of `work` whose launching op `ops_before` looks up (the op with the launch's
+    External id does not enclose the call)."""
+    return ~launch_in_op(tree, work) & (work["launch_ts_ns"] >= 0)
+
+
+def thread_ops(store, runs: dict) -> dict[str, dict]:
+    """{run_id: sql/thread_ops.sql's rows of the run} for ``runs`` ({run_id: (its op_tree, its
+    launched_work)}) in one read; a run none of whose launches needs them is left out."""
+    threads = {r: _threads(work, needs_thread_ops(tree, work)) for r, (tree, work) in runs.items()}
+    threads = {r: t for r, t in threads.items() if t}
+    if not threads:
+        return {}
+    got = reads.arrays(store, reads.sql_text("thread_ops"), {
+        "run_ids": list(threads), "pids": sorted({p for t in threads.values() for p, _ in t}),
+        "tids": sorted({q for t in threads.values() for _, q in t})})
+    return by_run(got, list(threads))
+
+
+def ops_before(store, run_id: str, work: dict, need: np.ndarray, got: dict | None = None) -> np.ndarray:
+    """For the rows of `work` in `need`, the last CPU op their launching thread (launch_pid,
+    launch_tid) started at or before the launch call (sql/thread_ops.sql; ``got``: the run's rows
+    of it, when read already); -1 elsewhere or none."""
+    before = np.full(len(need), -1, dtype=np.int64)
+    rows_of = _threads(work, need)
     if not rows_of:
         return before
-    got = reads.arrays(store, reads.sql_text("thread_ops"), {
-        "run_id": run_id, "pids": sorted({p for p, _ in rows_of}), "tids": sorted({t for _, t in rows_of})})
+    if got is None:
+        got = reads.arrays(store, reads.sql_text("thread_ops"), {
+            "run_ids": [run_id], "pids": sorted({p for p, _ in rows_of}), "tids": sorted({t for _, t in rows_of})})
     pid, tid, ts, ids = reads.column(got["pid"]), reads.column(got["tid"]), got["ts_ns"], got["op_id"]
     starts = np.flatnonzero(np.r_[True, (pid[1:] != pid[:-1]) | (tid[1:] != tid[:-1])]) if len(ts) else np.array([], int)
     ends = np.r_[starts[1:], len(ts)]
@@ -160,19 +203,21 @@ def ops_before(store, run_id: str, work: dict, need: np.ndarray) -> np.ndarray:
     return before
 
 
-def charged_kernels(store, run_id: str, work: dict | None = None, names: dict | None = None) -> dict:
+def charged_kernels(store, run_id: str, work: dict | None = None, names: dict | None = None,
+                    tree: dict | None = None, threads: dict | None = None) -> dict:
     """`launched_work` of one run (a run with none: `cpu_work`) with op_id, the op the model charges each kernel to (negative
     for a call no modelled op owns, `alone_calls`: a flex kernel, or the attention kernels (by the
     engine classifier) one op invocation launched, e.g. flashinfer's or FlashAttention-4's), and
     backend_id (the attention backend op or -1); kernels no modelled op owns are left out.
-    ``work``: the run's `launched_work`, when read already; ``names``: {kernel_hash: name}."""
+    ``work``: the run's `launched_work`, when read already; ``names``: {kernel_hash: name};
+    ``tree``, ``threads``: its `op_tree` and `thread_ops`, when read already."""
     work = launched_work(store, [run_id]) if work is None else work
     names = kernel_name_map(store, run_id) if names is None else names
-    tree = op_tree(store, run_id)
+    tree = op_tree(store, run_id) if tree is None else tree
     if not len(work["kernel_hash"]):
         return cpu_work(store, tree, run_id)
-    need = ~launch_in_op(tree, work) & (work["launch_ts_ns"] >= 0)
-    work["before_op_id"] = ops_before(store, run_id, work, need)
+    need = needs_thread_ops(tree, work)
+    work["before_op_id"] = ops_before(store, run_id, work, need, threads)
     parent, family = np.asarray(tree["parent_id"]), np.asarray(tree["family"])
     launched_by = launching_ops(tree, work)
     owner, backend = owners(parent, family, launched_by)
@@ -207,7 +252,7 @@ def cpu_work(store, tree: dict, run_id: str) -> dict:
     # _softmax, clone calling copy_) launches nothing itself on a GPU: its time is its child's,
     # charged once; a GEMM whose CPU code clones its operands keeps its own
     gemm = np.zeros(len(parent), dtype=bool)
-    ids = reads.arrays(store, reads.sql_text("op_inputs"), {"run_id": run_id, "names": list(cm.GEMMS)})["op_id"]
+    ids = op_inputs(store, [run_id], list(cm.GEMMS))[str(run_id)]["op_id"]
     gemm[np.asarray(ids, dtype=np.int64)] = True
     child = np.flatnonzero(is_owner & (parent >= 0))
     up = parent[child]
@@ -231,10 +276,21 @@ def _kernel_op(name: str | None) -> str | None:
     return tensor_cores.classify(name).op if isinstance(name, str) else None
 
 
+def kernel_name_maps(store, run_ids) -> dict[str, dict]:
+    """{run_id: `kernel_name_map` of the run} for many runs in one read."""
+    got = reads.arrays(store, reads.sql_text("kernel_name_hashes"), {"run_ids": [str(r) for r in run_ids]})
+    return {r: dict(zip(part["kernel_hash"].tolist(), part["kernel"].tolist())) for r, part in by_run(got, run_ids).items()}
+
+
 def kernel_name_map(store, run_id: str) -> dict:
     """{kernel_hash: kernel name} of the run's kernels."""
-    got = reads.arrays(store, reads.sql_text("kernel_name_hashes"), {"run_id": run_id})
-    return dict(zip(got["kernel_hash"].tolist(), got["kernel"].tolist()))
+    return kernel_name_maps(store, [run_id])[str(run_id)]
+
+
+def op_inputs(store, run_ids, names=MODEL_NAMES) -> dict[str, dict]:
+    """{run_id: sql/op_inputs.sql's columns of the run (by op_id)}: its ops named in ``names``."""
+    got = reads.arrays(store, reads.sql_text("op_inputs"), {"run_ids": [str(r) for r in run_ids], "names": list(names)})
+    return by_run(got, run_ids)
 
 
 def _joined(values: np.ndarray, at: np.ndarray, found: np.ndarray) -> np.ndarray:
@@ -249,16 +305,17 @@ def _joined(values: np.ndarray, at: np.ndarray, found: np.ndarray) -> np.ndarray
     return out
 
 
-def charged_calls(store, run_id: str, kernels: dict | None = None, names: dict | None = None) -> dict:
+def charged_calls(store, run_id: str, kernels: dict | None = None, names: dict | None = None,
+                  inputs: dict | None = None) -> dict:
     """One row per op call of one run that owns GPU work, in time order (iteration, ts_ns): op_id,
     kernel_ns, iteration, backend_id, main_kernel (its longest kernel), op, ts_ns, op_iteration,
     backend_op, and record_shapes' input_dims, input_types, concrete_inputs (JSON text, None when
-    not recorded); {} when none."""
+    not recorded); {} when none. ``inputs``: the run's `op_inputs`, when read already."""
     kernels = charged_kernels(store, run_id) if kernels is None else kernels
     if not len(kernels["op_id"]):
         return {}
     calls = _per_op(kernels, kernel_name_map(store, run_id) if names is None else names)
-    calls = _with_inputs(store, run_id, calls)
+    calls = _with_inputs(op_inputs(store, [run_id])[str(run_id)] if inputs is None else inputs, calls)
     calls["run_id"] = arrays.objects([run_id] * len(calls["op_id"]))
     return arrays.take(calls, _time_order(calls["iteration"], calls["ts_ns"]))
 
@@ -288,12 +345,11 @@ def _rows_of(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
     return np.where(hit, at, -1)
 
 
-def _with_inputs(store, run_id: str, calls: dict) -> dict:
-    """`calls` joined with their ops (sql/op_inputs.sql): op (flex_attention for a flex kernel),
+def _with_inputs(got: dict, calls: dict) -> dict:
+    """`calls` joined with their ops (``got``: the run's `op_inputs`): op (flex_attention for a flex kernel),
     ts_ns, op_iteration, input_dims, input_types, concrete_inputs, backend_op; iteration is the
     op's where it has one."""
     op_id, backend_id = calls["op_id"], calls["backend_id"]
-    got = reads.arrays(store, reads.sql_text("op_inputs"), {"run_id": run_id, "names": MODEL_NAMES})
     ops = {k: reads.column(v) for k, v in got.items()}
     ops["ts_ns"], ops["op_iteration"] = reads.column(got["ts_ns"], -1), reads.column(got["op_iteration"], np.nan)
     at, b_at = (_rows_of(np.asarray(got["op_id"]), ids) for ids in (op_id, backend_id))

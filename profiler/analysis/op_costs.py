@@ -21,7 +21,6 @@ to the dashboard as DataFrames. `store`: a `Store` or a `Session`.
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -52,7 +51,6 @@ GROUP_KEYS = ["run_id", "op", "backend", "kind", "mode", "shape", "dtype", "engi
 TABLE_COLUMNS = [*GROUP_KEYS, "flops", "flops_useful", "flops_issued", "bytes", "calls", "kernel_ns", "kernel_names", "kernel_us_mean",
                  "tflops", "tbps", "intensity", "peak_tflops", "peak_tbps", "ridge", "roof_tflops", "bound",
                  "pct_of_peak", "pct_of_bandwidth", "pct_of_roof", "peak_source", "suspect", "kernels"]
-APART_THREADS = 2  # sessions computing runs' op costs at once (each holds a connection)
 
 
 def op_calls(store, run_ids) -> pd.DataFrame:
@@ -81,21 +79,13 @@ def _nbytes(part: tuple[dict, dict]) -> int:
 
 
 def _compute(db, run_ids: list) -> dict:
-    """{run_id: op costs} of runs not kept yet: their launched work, shapes and devices read once
-    for all of them, then each run modelled; on up to APART_THREADS threads, each with a session
-    of its own on the store (the model's time is mostly queries, which run outside the
-    interpreter lock)."""
+    """{run_id: op costs} of runs not kept yet: everything the model reads of them (launched work,
+    kernel names, op trees, op inputs, threads' ops, backward ops, shapes, devices) read once for
+    all of them (`op_pricing.about`: a few queries, not a few per run), then each run modelled in
+    numpy. (Read run by run, the queries were the cost: 155 runs took ~3 s on an idle machine, ~12 s
+    on a busy one, the most of a `rank` over thousands of runs.)"""
     known = op_pricing.about(db, run_ids, work=True)
-    threads = min(APART_THREADS, len(run_ids))
-    if threads <= 1:
-        return {r: op_pricing.run_op_calls(db, r, known) for r in run_ids}
-
-    def compute(share: list) -> dict:
-        with db.store.session() as own:
-            return {r: op_pricing.run_op_calls(own, r, known) for r in share}
-    shares = [run_ids[i::threads] for i in range(threads)]
-    with ThreadPoolExecutor(threads) as pool:
-        return {r: part for found in pool.map(compute, shares) for r, part in found.items()}
+    return {r: op_pricing.run_op_calls(db, r, known) for r in run_ids}
 
 
 def ops_columns(store, run_ids, kind: str = "all") -> dict:

@@ -18,13 +18,19 @@ import numpy as np
 from profiler.analysis import arrays, costmodel as cm, gpus, kernel_names, modes, reads, run_shape, tensor_cores
 from profiler.analysis.costmodel import OpCost
 from profiler.analysis.op_charges import (ATTENTION_KERNEL, charged_calls, charged_kernels, kernel_name_map,
-                                          launched_work)
+                                          kernel_name_maps, launched_work, op_inputs, op_trees, thread_ops)
 from profiler.analysis.rating import rated
 from profiler.vocab import attention
 
 KERNEL_COLUMNS = ["run_id", "op_id", "kernel_hash", "dur_ns"]
 CPU = "CPU"    # the engine of a call in a run without GPU work (timed by the op itself)
 Call = namedtuple("Call", "op iteration kernel_precision kernel")     # what run_shape.inferred_costs reads
+# what the model reads of the runs it prices, read once for all of them (`about`): {run_id: its shape
+# record}, {run_id: its device}, and with ``work`` {run_id: its launched_work} and {run_id: `Read`}
+Known = namedtuple("Known", "shapes devices launched read")
+# one run's part of the reads: {kernel_hash: name}, its op_tree, op_inputs, backward ops, GPU name,
+# and its thread_ops (None: none needed)
+Read = namedtuple("Read", "names tree inputs backward_ops gpu_name threads")
 
 
 @lru_cache(maxsize=4096)
@@ -50,17 +56,18 @@ def _recorded(name: str, dims: str | None, types: str | None, concrete: str | No
         return None
 
 
-def _calls(store, run_id: str, work: dict | None = None) -> tuple[dict, dict]:
+def _calls(store, run_id: str, work: dict | None = None, read: Read | None = None) -> tuple[dict, dict]:
     """(`charged_calls` of the run with the engine and precision of its longest kernel, the
-    `charged_kernels` of the run: run_id, op_id, kernel_hash, dur_ns, and names: {hash: name})."""
-    names = kernel_name_map(store, run_id)
-    kernels = charged_kernels(store, run_id, work, names)
-    calls = charged_calls(store, run_id, kernels, names)
+    `charged_kernels` of the run: run_id, op_id, kernel_hash, dur_ns, and names: {hash: name}).
+    ``read``: the run's part of `about`'s reads (else read here)."""
+    names = read.names if read else kernel_name_map(store, run_id)
+    kernels = charged_kernels(store, run_id, work, names, *((read.tree, read.threads) if read else ()))
+    calls = charged_calls(store, run_id, kernels, names, read.inputs if read else None)
     kernels = {**{k: kernels[k] for k in KERNEL_COLUMNS}, "names": names}
     if not calls:
         return calls, kernels
     main = calls["main_kernel"]
-    vendor = run_vendor(store, run_id, names.values())
+    vendor = tensor_cores.vendor_of(read.gpu_name, names.values()) if read else run_vendor(store, run_id, names.values())
     found = {k: _engine(k, vendor) if isinstance(k, str) else (CPU, None) for k in set(main.tolist())}
     calls["engine"] = arrays.objects([found[k][0] for k in main])
     calls["kernel_precision"] = arrays.objects([found[k][1] for k in main])
@@ -134,10 +141,17 @@ def _backend(cost: OpCost, backend_op, op=None, kernel=None) -> str | None:
     return inner or cost.backend or "sdpa"
 
 
+def backward_ops_of(db, run_ids) -> dict[str, int]:
+    """{run_id: the count of the run's autograd backward ops} (sql/run_backward_ops.sql), 0 for none."""
+    got = reads.arrays(db, reads.sql_text("run_backward_ops"), {"run_ids": [str(r) for r in run_ids],
+                                                                "prefix": modes.AUTOGRAD_PREFIX})
+    found = dict(zip(got["run_id"].tolist(), got["backward_ops"].tolist()))
+    return {str(r): int(found.get(str(r), 0)) for r in run_ids}
+
+
 def backward_ops(db, run_id: str) -> int:
     """The count of the run's autograd backward ops (sql/run_backward_ops.sql)."""
-    got = reads.arrays(db, reads.sql_text("run_backward_ops"), {"run_id": run_id, "prefix": modes.AUTOGRAD_PREFIX})
-    return int(got["backward_ops"][0]) if len(got["backward_ops"]) else 0
+    return backward_ops_of(db, [run_id])[str(run_id)]
 
 
 def arch_of(device) -> str | None:
@@ -163,24 +177,31 @@ def device_of(info) -> gpus.Device | None:
         return gpus.builtin_device(gpu_name)
 
 
-def about(db, run_ids: list, work: bool = False) -> tuple[dict, dict, dict]:
-    """({run_id: its shape record}, {run_id: its device}, {run_id: its launched_work} when
-    ``work``, else {}) of the runs, one query each."""
-    launched = {}
+def about(db, run_ids: list, work: bool = False) -> Known:
+    """`Known` of the runs, each read one query for all of them (not one per run): their shape
+    records and devices, and with ``work`` their launched work and `Read` (else {})."""
+    launched, read = {}, {}
+    devices = reads.run_devices(db, run_ids)
     if work:
         every = launched_work(db, run_ids)
-        launched = {r: arrays.take(every, every["run_id"] == r) for r in run_ids}
-    return (reads.run_shape_records(db, run_ids),
-            {r: device_of(i) for r, i in reads.run_devices(db, run_ids).items()}, launched)
+        at = arrays.rows_of_each(every["run_id"], [str(r) for r in run_ids])
+        launched = {r: arrays.take(every, rows) for r, rows in at.items()}
+        names, trees, inputs = kernel_name_maps(db, run_ids), op_trees(db, run_ids), op_inputs(db, run_ids)
+        backward = backward_ops_of(db, run_ids)
+        threads = thread_ops(db, {r: (trees[r], launched[r]) for r in launched if len(launched[r]["kernel_hash"])})
+        read = {r: Read(names[r], trees[r], inputs[r], backward[r], devices.get(r, (None, None))[1], threads.get(r))
+                for r in map(str, run_ids)}
+    return Known(reads.run_shape_records(db, run_ids), {r: device_of(i) for r, i in devices.items()}, launched, read)
 
 
 def run_op_calls(db, run_id: str, known: tuple[dict, dict, dict] | None = None) -> tuple[dict, dict]:
     """(the priced and rated op calls of one run, {} when none; the kernels charged to them:
     run_id, op_id, kernel_hash, dur_ns, names). ``known``: the runs' `about`, when read already."""
-    calls, kernels = _calls(db, run_id, known[2].get(run_id) if known else None)
+    read = known.read.get(run_id) if known else None
+    calls, kernels = _calls(db, run_id, known.launched.get(run_id) if known else None, read)
     if arrays.rows(calls):
-        shapes, devices, _ = known or about(db, [run_id])
-        calls = _priced(calls, shapes.get(run_id), backward_ops(db, run_id))
+        shapes, devices = (known or about(db, [run_id]))[:2]
+        calls = _priced(calls, shapes.get(run_id), read.backward_ops if read else backward_ops(db, run_id))
     if arrays.rows(calls):
         calls = {**calls, **rated(calls["run_id"], calls["engine"], calls["dtype"], calls["flops"], calls["bytes"],
                                   calls["kernel_ns"] / 1e9, {run_id: devices.get(run_id)} if run_id in devices else {})}

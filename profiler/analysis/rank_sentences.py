@@ -42,7 +42,7 @@ def _lead(store, win, second, noise: float) -> tuple[str, str | None]:
 def _aliases(store, part: pd.DataFrame) -> list[str]:
     out = []
     for _, row in part[part["same_kernels_as"].notna()].iterrows():
-        library = rank_why.library_of(store, row["run_id"])
+        library = rank_why.library_of(store, row)
         what = f"the same {library} kernel" if library else "the same kernels"
         out.append(f"{row['label']} dispatches to {what} as {row['same_kernels_as']}, "
                    f"{figure_words(row)}: not ranked as a rival.")

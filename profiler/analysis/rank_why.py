@@ -63,10 +63,16 @@ def main_kernel(rows: pd.DataFrame) -> str | None:
     return None if kernels.empty else kernels.sort_values(["us_per_iter", "name"], ascending=[False, True])["name"].iloc[0]
 
 
-def library_of(store, run_id: str) -> str | None:
-    """The library of the run's main kernel ('cuDNN', 'FlashAttention-2 (PyTorch)', ...)."""
-    name = main_kernel(work(store, [run_id]))
-    return kernel_names.parse(name, op_costs.run_arch(store, run_id)).library if name else None
+def arch(store, row: pd.Series) -> str | None:
+    """The architecture of a group's run: the rank table's ``arch`` (read once for every group),
+    else read for it."""
+    return row["arch"] if "arch" in row.index else op_costs.run_arch(store, row["run_id"])
+
+
+def library_of(store, row: pd.Series) -> str | None:
+    """The library of the main kernel of a group's run ('cuDNN', 'FlashAttention-2 (PyTorch)', ...)."""
+    name = main_kernel(work(store, [row["run_id"]]))
+    return kernel_names.parse(name, arch(store, row)).library if name else None
 
 
 def _kernel_text(fast: str, slow: str, a, b) -> str | None:
@@ -86,7 +92,7 @@ def cause(store, fast: pd.Series, slow: pd.Series) -> tuple[str, str] | None:
     wa, wb = found[found["run_id"] == a], found[found["run_id"] == b]
     ka, kb = main_kernel(wa), main_kernel(wb)
     if ka and kb and ka != kb:
-        pa, pb = kernel_names.parse(ka, op_costs.run_arch(store, a)), kernel_names.parse(kb, op_costs.run_arch(store, b))
+        pa, pb = kernel_names.parse(ka, arch(store, fast)), kernel_names.parse(kb, arch(store, slow))
         text = _kernel_text(fast["variant"] or fast["label"], slow["variant"] or slow["label"], pa, pb)
         if text:
             return "kernel", text

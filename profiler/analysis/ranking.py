@@ -26,7 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from profiler.analysis import queries, query_files, rank_sentences, rank_why, repeats, roofline, timings
+from profiler.analysis import (op_pricing, queries, query_files, rank_sentences, rank_why, reads, repeats, roofline,
+                               timings)
 
 COLD_SQL = """
 SELECT w.run_id, TRY_CAST(c.run_meta->>'wall_us_per_call' AS DOUBLE) AS cold_us
@@ -54,9 +55,10 @@ COLUMNS = ["set", "rank", "variant", "label", "run_id", "us_per_call", "us_min",
 
 def per_call(store, run_ids) -> pd.DataFrame:
     """run_id, us_per_call, timed_on ('GPU' | `CPU` | None when neither recorded a time)."""
-    ids = query_files.ids(run_ids)
-    table = timings.run_timings(store, ids)[["run_id", "gpu_us_per_call"]]
-    gpu = table["gpu_us_per_call"].where(table["gpu_us_per_call"] > 0)
+    ids = list(dict.fromkeys(query_files.ids(run_ids)))
+    metrics = queries.run_metrics(store, ids).set_index("run_id")   # all it needs of `timings.run_timings`
+    table = pd.DataFrame({"run_id": ids})
+    gpu = table["run_id"].map(timings.gpu_us_per_call(metrics))
     cpu_rows = table.loc[gpu.isna(), "run_id"].tolist()
     cpu = query_files.read(store, "cpu_call_us", run_ids=cpu_rows).set_index("run_id")["cpu_us_per_call"] \
         if cpu_rows else pd.Series(dtype=float)
@@ -163,7 +165,9 @@ def rank_table(store, run_ids, compare_devices: bool = False) -> pd.DataFrame:
     cold = store.query(COLD_SQL, {"run_ids": reps}).set_index("run_id")["cold_us"]
     table["cold_us"] = table["run_id"].map(cold)
     table["bound"] = table["run_id"].map(queries.run_metrics(store, reps).set_index("run_id")["bound"])
-    return table[COLUMNS + ["figure", "outlier_us"]]
+    archs = {r: op_pricing.arch_of(op_pricing.device_of(i)) for r, i in reads.run_devices(store, reps).items()}
+    table["arch"] = table["run_id"].map(archs)       # the "why" parses kernel names with it: read once, not per pair
+    return table[COLUMNS + ["figure", "outlier_us", "arch"]]
 
 
 def group_label(run_label: str, runs: int) -> str:

@@ -17,6 +17,8 @@ KV length is its query length, so a length sweep lets `kv_len` move with `seq_le
   the median (the one a point opens).
 * `crossovers(curves)`: where two variants of one sweep swap the lead, through ties (`repeats`),
   with the sentence a user reads ("flex_decode overtakes sdpa_flash for decode from a KV cache of 8k").
+Who leads each point, and where a variant runs another's kernels, is `sweep_leads`' (given its
+`ranked_curves`, `crossovers` leaves such a variant out where it does).
 """
 from __future__ import annotations
 
@@ -236,9 +238,13 @@ def crossovers(curves: pd.DataFrame, min_gap: float = 0.0) -> pd.DataFrame:
     through, so a lead that changes through a tie is found. A sweep without repeats takes its noise
     floor from the other sweeps' repeats (unmeasured when none has any). Columns `CROSS_COLUMNS`: leader (ahead
     from x_hi on), trailer, the four medians, the tied values between (ties), the leader's margin
-    at x_hi and the noise floor there (%), and the sentence."""
+    at x_hi and the noise floor there (%), and the sentence. Given `ranked_curves`, a variant at a
+    point where it runs another's kernels (``same_kernels_as``: sdpa_auto dispatching to cuDNN) is
+    left out there: it is never reported as overtaking, or overtaken by, anyone."""
     rows = []
     everywhere = repeats.noise_floor(_figure(r) for r in curves.to_dict("records"))
+    if "same_kernels_as" in curves:      # a variant running another's kernels is no rival there
+        curves = curves[curves["same_kernels_as"].isna()]
     for sweep, part in curves.groupby("sweep", sort=False):
         axis, mode, metric = part["axis"].iloc[0], part["mode"].iloc[0], part["metric"].iloc[0]
         figs = {(r["variant"], int(r["x"])): _figure(r) for r in part.to_dict("records")}
@@ -279,39 +285,3 @@ def _crossing(sweep, axis, mode, metric, pair, lo, hi, ties, figs, floor) -> tup
             f"{trail} led at {amount(axis, lo)} ({trail_lo:,.2f} against {lead_lo:,.2f} {unit}){tied}.")
     return (sweep, axis, mode, metric, lead, trail, lo, hi, float(lead_lo), float(trail_lo), float(lead_hi),
             float(trail_hi), list(ties), float(margin), None if noise != noise else 100 * noise, text)
-
-
-def leaders(store, curves: pd.DataFrame, points: pd.DataFrame) -> pd.DataFrame:
-    """Per sweep and axis value, the variants ranked as `ranking.order` ranks groups (the one
-    definition: ties, the same kernels as another variant): sweep, x, leader, runner_up, tied (the
-    two cannot be told apart), margin_pct (the runner-up's time over the leader's, less 1)."""
-    from profiler.analysis import ranking
-
-    timed = points.drop_duplicates("run_id").set_index("run_id")["timed_on"]
-    rows = []
-    for (sweep, x), part in curves.groupby(["sweep", "x"], sort=False):
-        groups = part.assign(set=sweep, timed_on=part["run_id"].map(timed), figure=[
-            repeats.Figure(r["us_per_call"], r["us_min"], r["us_max"], int(r["repeats"]), ()) for r in part.to_dict("records")])
-        ranked = ranking.order(store, groups.reset_index(drop=True))
-        rivals = ranked[ranked["same_kernels_as"].isna() & ranked["rank"].notna()]
-        if len(rivals) < 2:
-            continue
-        win, second = rivals.iloc[0], rivals.iloc[1]
-        rows.append((sweep, int(x), win["variant"], second["variant"], second["tied_with"] == win["variant"],
-                     100 * (second["us_per_call"] / win["us_per_call"] - 1)))
-    return pd.DataFrame(rows, columns=["sweep", "x", "leader", "runner_up", "tied", "margin_pct"])
-
-
-def lead_sentence(found: pd.DataFrame, axis: str) -> str | None:
-    """Who leads one sweep (`leaders` rows of one sweep) at each value, in words."""
-    if found.empty:
-        return None
-    found = found.sort_values("x")
-    each = [f"{amount(axis, r.x)}: " + (f"tied with {r.runner_up} ({r.margin_pct:.1f} % apart, within the noise)"
-                                       if r.tied else f"by {r.margin_pct:.1f} % over {r.runner_up}")
-            for r in found.itertuples()]
-    names = found["leader"].unique()
-    if len(names) == 1 and not found["tied"].any():
-        return f"{names[0]} leads at every {AXIS_NAMES[axis]} ({'; '.join(each)})."
-    return "Leaders: " + "; ".join(f"{amount(axis, r.x)} {r.leader}" + (f" tied with {r.runner_up}" if r.tied else
-                                   f" by {r.margin_pct:.1f} % over {r.runner_up}") for r in found.itertuples()) + "."

@@ -22,15 +22,22 @@ COLUMNS = ["run_id", "cold", "gpu_us_per_call", "kernel_us_per_call", "wall_us_p
            "graph_calls", "graph_note", "peak_allocated_bytes"]
 
 
+def gpu_us_per_call(metrics: pd.DataFrame) -> pd.Series:
+    """``gpu_us_per_call`` by run id from `queries.run_metrics` rows (indexed by run_id): a run that
+    launched no GPU work has none (NaN, not 0: nothing to rank by). `run_timings` and the ranking's
+    read of thousands of runs (`ranking.per_call`, which needs no other timing) both take it here."""
+    busy = metrics["gpu_work_us_per_iter"]
+    return busy.where(busy > 0)
+
+
 def run_timings(store, run_ids) -> pd.DataFrame:
     """One row per run in ``run_ids`` order, with COLUMNS (NaN/None where a run lacks a value)."""
     ids = queries._ids(run_ids)
     table = queries._run(store, "run_timings", run_ids=ids)
     metrics = queries.run_metrics(store, ids).set_index("run_id")
-    kernel, busy = metrics["kernel_work_us_per_iter"], metrics["gpu_work_us_per_iter"]
+    kernel = metrics["kernel_work_us_per_iter"]
     peaks = memory.memory_summary(store, ids).set_index("run_id")["peak_allocated_bytes"]
-    # a run that launched no GPU work has no GPU time per call (None, not 0: nothing to rank by)
-    table["gpu_us_per_call"] = table["run_id"].map(busy.where(busy > 0))
+    table["gpu_us_per_call"] = table["run_id"].map(gpu_us_per_call(metrics))
     table["kernel_us_per_call"] = table["run_id"].map(kernel.where(kernel > 0))
     table["peak_allocated_bytes"] = table["run_id"].map(peaks)
     return table[COLUMNS]

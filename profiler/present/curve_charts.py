@@ -106,10 +106,12 @@ def timeline_link(run_id: str, base: str = "") -> str:
 def sweep_table(curves: pd.DataFrame, base: str = "") -> pd.DataFrame:
     """One sweep's curves as the page's table: variant, the axis value (`x`), the throughput at the
     median, slowest and fastest repeat kept, the time per call (median, least, most: the figure every
-    ranking shows), repeats used of runs, outliers (run ids), and `timeline` (the link of the run
+    ranking shows), repeats used of runs, outliers (run ids), same_kernels_as (of `sweep_leads.ranked_curves`:
+    the variant whose kernels it runs there, None without it) and `timeline` (the link of the run
     nearest the median)."""
     out = curves[["variant", "x", "median", "min", "max", "us_per_call", "us_min", "us_max", "repeats", "runs",
                   "outliers", "run_id"]].copy()
+    out["same_kernels_as"] = curves["same_kernels_as"] if "same_kernels_as" in curves else None
     out["outliers"] = [", ".join(o) or None for o in out["outliers"]]
     out["timeline"] = [timeline_link(r, base) for r in out["run_id"]]
     return out.reset_index(drop=True)

@@ -88,3 +88,54 @@ def test_no_sweep_says_how_to_make_one(pages, page_store):
     at = pages.open("sweep")
     assert not at.exception
     assert "No sweep here" in at.info[0].value
+
+
+@pytest.fixture
+def same_kernel_store(tmp_path, monkeypatch):
+    """sdpa_auto (SDPA's own choice: cuDNN here), sdpa_cudnn and flash_attn_4 at L=1024 and 4096,
+    three repeats each: cuDNN leads at 1k, FA4 at 4k."""
+    store = Store(tmp_path / "same.duckdb")
+    names = [f"{v}_b8_h16_s{s}_d64_bf16_causal_warm_r{r}.json.gz"
+             for v in ("sdpa_auto", "sdpa_cudnn", "flash_attn_4") for s in (1024, 4096) for r in (1, 2, 3)]
+    ids = {n: store.ingest(SWEEP / n, source="captured").run_id for n in names}
+    monkeypatch.setenv("PROFILER_DB", str(store.path))
+    return store, ids
+
+
+def test_the_page_names_a_same_kernel_variant_and_agrees_with_rank_json(pages, same_kernel_store):
+    """The Sweep page names sdpa_auto as running cuDNN's kernels and never as a rival; at each
+    length its table's time per call (median, least, most) and its leader are `rank --json`'s."""
+    import contextlib
+    import io
+    import json
+
+    from profiler.cli.main import main
+
+    store, ids = same_kernel_store
+    at = pages.open("sweep")
+    pages.assert_clean(at)
+    (table,) = tables_with(at, "timeline")
+    text = pages.texts(at)
+    auto = table[table["variant"] == "sdpa_auto"]
+    assert list(auto["same_kernels_as"]) == ["sdpa_cudnn", "sdpa_cudnn"]
+    assert table[table["variant"] != "sdpa_auto"]["same_kernels_as"].isna().all()
+    assert "sdpa_auto runs the same kernels as sdpa_cudnn at 1k, 4k: named with it, not ranked as its rival there." in text
+    assert "flash_attn_4 overtakes sdpa_cudnn for prefill from " in text
+    assert "overtakes sdpa_auto" not in text and "sdpa_auto overtakes" not in text
+    assert "over sdpa_auto" not in text
+    for x in (1024, 4096):
+        runs = [ids[n] for n in ids if f"_s{x}_" in n]
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(["rank", *runs, "--json", "--db", str(store.path)]) == 0
+        got = json.loads(out.getvalue())
+        by_variant = {r["variant"]: r for r in got["runs"]}
+        for row in table[table["x"] == x].itertuples():
+            ranked = by_variant[row.variant]
+            assert (row.us_per_call, row.us_min, row.us_max, row.repeats) == pytest.approx(
+                (ranked["us_per_call"], ranked["us_min"], ranked["us_max"], ranked["repeats"]))
+            shown = row.same_kernels_as if isinstance(row.same_kernels_as, str) else None   # an empty cell
+            assert shown == ranked["same_kernels_as"]
+        winner = next(r["variant"] for r in got["runs"] if r["rank"] == 1 and not r["same_kernels_as"])
+        assert f"{sweeps.amount('seq_len', x)} {winner}" in text     # "Leaders: 1k sdpa_cudnn …; 4k flash_attn_4 …"
+    assert "1k sdpa_cudnn" in text and "4k flash_attn_4" in text

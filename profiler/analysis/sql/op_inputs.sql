@@ -1,10 +1,11 @@
--- The ops the cost model may charge GPU work to (those named in $names: the modelled and attention
--- ops, any of which can own a call or be its backend): op_id, name, start, iteration and
--- record_shapes' inputs as JSON text (NULL when not recorded). Selecting by name reads a few
--- more ops than the charged ones, and is cheaper than passing every charged op id.
+-- The ops of each of the runs the cost model may charge GPU work to (those named in $names: the
+-- modelled and attention ops, any of which can own a call or be its backend): run_id, op_id,
+-- name, start, iteration and record_shapes' inputs as JSON text (NULL when not recorded), by run
+-- and op_id. Selecting by name reads a few more ops than the charged ones, and is cheaper than
+-- passing every charged op id.
 -- includes: none
--- params: $run_id VARCHAR, $names VARCHAR[]
-SELECT op_id, name AS op, ts_ns, iteration AS op_iteration, input_dims, input_types, concrete_inputs
+-- params: $run_ids VARCHAR[], $names VARCHAR[]
+SELECT run_id, op_id, name AS op, ts_ns, iteration AS op_iteration, input_dims, input_types, concrete_inputs
 FROM ops
-WHERE run_id = $run_id AND name IN (SELECT unnest($names))
-ORDER BY op_id;
+WHERE run_id IN (SELECT unnest($run_ids)) AND name IN (SELECT unnest($names))
+ORDER BY run_id, op_id;
