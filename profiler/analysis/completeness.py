@@ -1,6 +1,7 @@
 """Whether a trace is whole: the completeness verdict of a run and of its steps (issue 37).
 
-`sql/run_completeness.sql` counts what each run is missing (one definition per check); this module
+`storage/sql/completeness.sql` counts what each run is missing (one definition per check), at
+ingest (kept in the store's `stored_completeness`, profiler/storage/completeness.py); this module
 puts each count in words, with what it costs the figures, and sorts it by weight:
 - damage: records a profiler dropped or wrote wrong; the run is *incomplete* and figures that rest
   on them are qualified (GPU time, idle time, kernels per op, the step's own work);
@@ -8,14 +9,14 @@ puts each count in words, with what it costs the figures, and sorts it by weight
   complete, and the figures that need them are withheld elsewhere, with this reason;
 - notes: what every trace holds (work launched before the trace began, runtime calls that launch
   nothing, a last step cut by the profiler's stop): listed, never a fault.
-Kept per run in the store's run cache (`kept.per_run`).
+The stored rows are read once per run and kept in the store's run cache (`kept.per_run`).
 """
 from __future__ import annotations
 
 import pandas as pd
 
 from profiler.analysis import kept
-from profiler.analysis.reads import sql_text
+from profiler.storage import completeness as stored
 
 DAMAGE, LIMIT, NOTE = "damage", "limit", "note"
 # reason: (weight, sentence with {count} {of} {pct}, what it costs)
@@ -50,10 +51,10 @@ REASONS = {
 
 def rows(store, run_ids) -> pd.DataFrame:
     """run_id, iteration (None: the whole run), reason, count, of_count, expected: the checks of
-    sql/run_completeness.sql that found something, kept per run."""
+    storage/sql/completeness.sql that found something, as stored at ingest (computed now for a
+    run that has none stored: a job's rank), kept per run."""
     ids = list(run_ids)
-    return kept.per_run(store, "run_completeness", ids,
-                        lambda missing: store.query(sql_text("run_completeness"), {"run_ids": missing}), "given")
+    return kept.per_run(store, "run_completeness", ids, lambda missing: stored.read(store, missing), "given")
 
 
 def _item(r) -> dict:

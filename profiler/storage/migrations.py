@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from profiler import errors
-from profiler.storage import metrics
+from profiler.storage import completeness, metrics
 from profiler.storage.schema import SCHEMA_SQL
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 # schema version -> what upgrades a store from the version before it (run in order on open):
 # SQL text, or a function of the connection
 MIGRATIONS: dict[int, Any] = {
@@ -80,6 +80,9 @@ UPDATE {t} SET iteration = (SELECT arg_min(l.iteration, l.ts_ns) FROM launches l
                             WHERE l.run_id = {t}.run_id AND l.correlation = {t}.correlation)
 WHERE run_id IN (SELECT DISTINCT run_id FROM launches WHERE correlation IS NOT NULL);"""
 MIGRATIONS[10] = _ATTRIBUTE.format(t="kernels") + _ATTRIBUTE.format(t="memops")
+# 11: the completeness verdict is kept at ingest (stored_completeness; schema.sql makes it); runs
+# stored before are checked by the upkeep that follows (completeness.install)
+MIGRATIONS[11] = "SELECT 1"
 
 
 def prepare(con, label: str, read_only: bool) -> None:
@@ -110,8 +113,10 @@ def prepare(con, label: str, read_only: bool) -> None:
 
 def upkeep(con) -> None:
     """What a writing handle keeps per run beside the rows ingest wrote: the metrics layer
-    (profiler/storage/metrics.py: macros loaded, missing or outdated per-run metrics computed)."""
+    (profiler/storage/metrics.py: macros loaded, missing or outdated per-run metrics computed),
+    then the completeness verdict's rows (profiler/storage/completeness.py), which read them."""
     metrics.install(con)
+    completeness.install(con)
 
 
 def stored_version(con, label: str) -> int:
