@@ -67,9 +67,10 @@ def _item(r) -> dict:
 
 
 def verdicts(store, run_ids) -> dict[str, dict]:
-    """{run_id: {"complete", "damage", "limits", "notes", "steps"}} : complete when no damage;
-    each list holds {reason, iteration, count, of, weight, text, costs}; the run-wide checks first,
-    `steps` {iteration: [damage of that step]} (a launch check per step is in steps only)."""
+    """{run_id: {"complete", "damage", "limits", "notes", "steps", "qualifier"}} : complete when no
+    damage; each list holds {reason, iteration, count, of, weight, text, costs}; the run-wide checks
+    first, `steps` {iteration: [damage of that step]} (a launch check per step is in steps only);
+    `qualifier` the phrase every figure of an incomplete run is shown with (`qualifier`), else None."""
     df = rows(store, run_ids)
     out = {rid: {"complete": True, "damage": [], "limits": [], "notes": [], "steps": {}} for rid in run_ids}
     for r in df.itertuples():
@@ -82,7 +83,26 @@ def verdicts(store, run_ids) -> dict[str, dict]:
         key = {DAMAGE: "damage", LIMIT: "limits", NOTE: "notes"}[item["weight"]]
         v[key].append(item)
         v["complete"] = v["complete"] and item["weight"] != DAMAGE
+    for v in out.values():
+        v["qualifier"] = qualifier(v)
     return out
+
+
+def qualifier(verdict: dict) -> str | None:
+    """The phrase a figure of an incomplete run is shown with, wherever it is shown (summary,
+    rank and check, the Runs page, ranking sentences): 'incomplete trace: ' and what the damage
+    costs, each once ('incomplete trace: GPU time and kernels per op are low'); None when whole."""
+    if verdict["complete"]:
+        return None
+    return "incomplete trace: " + "; ".join(dict.fromkeys(i["costs"] for i in verdict["damage"]))
+
+
+def warnings(store, run_ids, labels: dict | None = None) -> list[str]:
+    """One sentence per incomplete run among `run_ids` (`line`), for the warnings that rank, check
+    and compare print and the Runs page shows; none when every run is whole."""
+    found = verdicts(store, list(dict.fromkeys(run_ids)))
+    labels = labels or {}
+    return [line(labels.get(r, r), v) for r, v in found.items() if not v["complete"]]
 
 
 def badge(verdict: dict) -> str:
