@@ -71,3 +71,26 @@ def test_older_vllm_annotation_and_others():
         assert serving_steps.parse(name) is None
     assert serving_steps.heads("[[4, 8]]", "['c10::BFloat16']") is None
     assert serving_steps.heads("not dims", None) is None
+
+
+JOINED = {"sglang": "sglang_decode", "vllm": "vllm_prefilldecode_piecewise"}
+
+
+@pytest.mark.third_party
+@pytest.mark.parametrize("pair", sorted(JOINED))
+def test_a_joined_pair_prices_its_attention_calls_and_says_so(tmp_path, pair, capsys):
+    """Every attention call of the joined pair priced as the reference prices one call, as many
+    calls as the reference counts, and the op's unmodelled reason is the figure."""
+    from profiler.analysis import serving_costs, unmodelled
+    from tests.test_graph_join import _joined
+
+    store, run_id = _joined(tmp_path, pair, capsys)
+    op = PAIRS[JOINED[pair]][2]
+    ref = _reference(JOINED[pair], op)
+    got = [c for c in serving_costs.calls(store, run_id) if c["op"].startswith(op)]
+    assert len(got) == int(ref["name_count"])
+    assert all(c["flops"] / 1e9 == pytest.approx(float(ref["GFLOPS_first"]), rel=1e-6) for c in got)
+    assert all(c["bytes"] / 2**20 == pytest.approx(float(ref["Data Moved (MB)_first"]), rel=1e-4) for c in got)
+    rows = [r for r in unmodelled.unmodelled(store, run_id) if (r["op"] or "").startswith(op)]
+    assert rows and all(r["reason"].startswith("priced from the step annotation") for r in rows), rows
+    assert not any("not among them" in r["reason"] for r in rows)
