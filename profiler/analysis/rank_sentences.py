@@ -94,7 +94,8 @@ def sentence(store, part: pd.DataFrame) -> tuple[str, dict]:
     evidence |= {"same_kernels": {r["variant"]: r["same_kernels_as"] for _, r in part.iterrows()
                                   if isinstance(r["same_kernels_as"], str)}, "outliers": odd_evidence}
     whole = _incomplete(store, timed)
-    evidence["incomplete"] = whole
+    if whole:
+        evidence["incomplete"] = whole
     return " ".join([text, *same, *odd, *([_incomplete_words(whole)] if whole else [])]), evidence
 
 
