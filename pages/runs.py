@@ -105,7 +105,8 @@ def measured(state, store) -> None:
     if not state.runs:
         return
     with st.expander("How the selected runs were measured", icon=":material/speed:"):
-        for sentence in conditions.warnings(store, state.runs):
+        labels = queries.run_labels(store, list(state.runs)).set_index("run_id")["label"].to_dict()
+        for sentence in conditions.warnings(store, state.runs) + completeness.warnings(store, state.runs, labels):
             st.warning(markup.md(sentence))
         ui.table(conditions.record_table(store, state.runs), hide_index=True, column_config=RECORD_COLUMNS)
         st.caption("Clocks, power and temperature are means over the samples taken while the run was profiled "

@@ -22,11 +22,22 @@ with st.form("upload", clear_on_submit=True, border=False):
                              "distributedInfo, else from 'rank<N>' / 'worker<N>' in its file name.")
     skip_bad = st.checkbox("Store the job without files that cannot be read",
                            help="Otherwise one bad file stops the whole job and nothing is stored.")
+    graph_pair = st.checkbox("A graph replay and its capture trace: join them into one run",
+                             help="Two files, or one .zip holding both: the replay's kernels get the "
+                                  "captured ops, shapes and FLOPs (as `ingest REPLAY --capture CAPTURE`).")
     submitted = st.form_submit_button("Add to the store", type="primary", icon=":material/upload:")
 
 if submitted and not files:
     st.warning("Choose at least one trace file first.")
-if submitted and files and job.strip():
+if submitted and files and graph_pair:
+    joined = ui.ingest_graph_pair(files)
+    if joined:
+        state = ui.update_view(state, runs=(joined.run_id,))
+        st.success("The joined run is ready and selected. Open it in:")
+        with st.container(horizontal=True, vertical_alignment="center", gap="medium"):
+            for page in ("runs", "kernels", "attention"):
+                ui.link_to(page, state.with_(page=page), label=sitemap.BY_PATH[page].title)
+elif submitted and files and job.strip():
     stored = ui.ingest_job_upload(files, job.strip(), skip_bad)
     if stored:
         missing = job_queries.missing_text(stored.ranks_missing)

@@ -1,6 +1,7 @@
 """Whether a trace is whole: the completeness verdict of a run and of its steps (issue 37).
 
-`sql/run_completeness.sql` counts what each run is missing (one definition per check); this module
+`storage/sql/completeness.sql` counts what each run is missing (one definition per check), at
+ingest (kept in the store's `stored_completeness`, profiler/storage/completeness.py); this module
 puts each count in words, with what it costs the figures, and sorts it by weight:
 - damage: records a profiler dropped or wrote wrong; the run is *incomplete* and figures that rest
   on them are qualified (GPU time, idle time, kernels per op, the step's own work);
@@ -8,14 +9,14 @@ puts each count in words, with what it costs the figures, and sorts it by weight
   complete, and the figures that need them are withheld elsewhere, with this reason;
 - notes: what every trace holds (work launched before the trace began, runtime calls that launch
   nothing, a last step cut by the profiler's stop): listed, never a fault.
-Kept per run in the store's run cache (`kept.per_run`).
+The stored rows are read once per run and kept in the store's run cache (`kept.per_run`).
 """
 from __future__ import annotations
 
 import pandas as pd
 
 from profiler.analysis import kept
-from profiler.analysis.reads import sql_text
+from profiler.storage import completeness as stored
 
 DAMAGE, LIMIT, NOTE = "damage", "limit", "note"
 # reason: (weight, sentence with {count} {of} {pct}, what it costs)
@@ -50,10 +51,10 @@ REASONS = {
 
 def rows(store, run_ids) -> pd.DataFrame:
     """run_id, iteration (None: the whole run), reason, count, of_count, expected: the checks of
-    sql/run_completeness.sql that found something, kept per run."""
+    storage/sql/completeness.sql that found something, as stored at ingest (computed now for a
+    run that has none stored: a job's rank), kept per run."""
     ids = list(run_ids)
-    return kept.per_run(store, "run_completeness", ids,
-                        lambda missing: store.query(sql_text("run_completeness"), {"run_ids": missing}), "given")
+    return kept.per_run(store, "run_completeness", ids, lambda missing: stored.read(store, missing), "given")
 
 
 def _item(r) -> dict:
@@ -66,9 +67,10 @@ def _item(r) -> dict:
 
 
 def verdicts(store, run_ids) -> dict[str, dict]:
-    """{run_id: {"complete", "damage", "limits", "notes", "steps"}} : complete when no damage;
-    each list holds {reason, iteration, count, of, weight, text, costs}; the run-wide checks first,
-    `steps` {iteration: [damage of that step]} (a launch check per step is in steps only)."""
+    """{run_id: {"complete", "damage", "limits", "notes", "steps", "qualifier"}} : complete when no
+    damage; each list holds {reason, iteration, count, of, weight, text, costs}; the run-wide checks
+    first, `steps` {iteration: [damage of that step]} (a launch check per step is in steps only);
+    `qualifier` the phrase every figure of an incomplete run is shown with (`qualifier`), else None."""
     df = rows(store, run_ids)
     out = {rid: {"complete": True, "damage": [], "limits": [], "notes": [], "steps": {}} for rid in run_ids}
     for r in df.itertuples():
@@ -81,7 +83,26 @@ def verdicts(store, run_ids) -> dict[str, dict]:
         key = {DAMAGE: "damage", LIMIT: "limits", NOTE: "notes"}[item["weight"]]
         v[key].append(item)
         v["complete"] = v["complete"] and item["weight"] != DAMAGE
+    for v in out.values():
+        v["qualifier"] = qualifier(v)
     return out
+
+
+def qualifier(verdict: dict) -> str | None:
+    """The phrase a figure of an incomplete run is shown with, wherever it is shown (summary,
+    rank and check, the Runs page, ranking sentences): 'incomplete trace: ' and what the damage
+    costs, each once ('incomplete trace: GPU time and kernels per op are low'); None when whole."""
+    if verdict["complete"]:
+        return None
+    return "incomplete trace: " + "; ".join(dict.fromkeys(i["costs"] for i in verdict["damage"]))
+
+
+def warnings(store, run_ids, labels: dict | None = None) -> list[str]:
+    """One sentence per incomplete run among `run_ids` (`line`), for the warnings that rank, check
+    and compare print and the Runs page shows; none when every run is whole."""
+    found = verdicts(store, list(dict.fromkeys(run_ids)))
+    labels = labels or {}
+    return [line(labels.get(r, r), v) for r, v in found.items() if not v["complete"]]
 
 
 def badge(verdict: dict) -> str:

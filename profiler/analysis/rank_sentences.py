@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import rank_why, repeats
+from profiler.analysis import completeness, rank_why, repeats
 
 CPU_NOTE = " (the CPU time of the attention call: these runs recorded no GPU work)"
 
@@ -93,4 +93,19 @@ def sentence(store, part: pd.DataFrame) -> tuple[str, dict]:
     odd, odd_evidence = _outliers(part)
     evidence |= {"same_kernels": {r["variant"]: r["same_kernels_as"] for _, r in part.iterrows()
                                   if isinstance(r["same_kernels_as"], str)}, "outliers": odd_evidence}
-    return " ".join([text, *same, *odd]), evidence
+    whole = _incomplete(store, timed)
+    if whole:
+        evidence["incomplete"] = whole
+    return " ".join([text, *same, *odd, *([_incomplete_words(whole)] if whole else [])]), evidence
+
+
+def _incomplete(store, timed: pd.DataFrame) -> dict:
+    """{label: qualifier} of the ranked groups holding a run whose trace is incomplete."""
+    ids = [r for runs in timed["run_ids"] for r in runs]
+    found = completeness.verdicts(store, ids)
+    return {row["label"]: q for _, row in timed.iterrows()
+            for q in dict.fromkeys(found[r]["qualifier"] for r in row["run_ids"]) if q}
+
+
+def _incomplete_words(whole: dict) -> str:
+    return "Figures from incomplete traces: " + "; ".join(f"{label} ({q})" for label, q in whole.items()) + "."

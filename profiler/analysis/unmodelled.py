@@ -15,6 +15,10 @@ one reason (`reason`), so no output claims a cause that is not the real one:
 * **inputs unreadable**: dims and dtypes are there but not of the arity / rank the op takes;
 * **no launching op**: no CPU op encloses the launch (launched before the trace window, or
   from code outside any op).
+
+A serving attention call inside a serving step annotation (`serving_costs.priced`) is given that
+annotation's figure as its reason ("priced from the step annotation …: N GFLOP, M MiB") in place
+of "not among them".
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ import json
 
 import numpy as np
 
-from profiler.analysis import arrays, costmodel as cm, op_charges, op_costs, reads
+from profiler.analysis import arrays, costmodel as cm, op_charges, op_costs, reads, serving_costs
 
 OP_NOT_MODELLED, DIMS_MISSING, DTYPE_UNKNOWN = "op not modelled", "dims missing", "dtype unknown"
 UNREADABLE, NO_OP = "inputs unreadable", "no launching op"
@@ -107,7 +111,8 @@ def _unowned(db, run_id: str, work: dict, charged: dict, done: set) -> list[tupl
     got = reads.arrays(db, "SELECT op_id, name FROM ops WHERE run_id = $run_id AND op_id IN (SELECT unnest($ids))",
                        {"run_id": run_id, "ids": ids}) if ids else {"op_id": [], "name": []}
     op_name = dict(zip(np.asarray(got["op_id"]).tolist(), np.asarray(reads.column(got["name"]), dtype=object).tolist()))
-    return [(op_name.get(int(i)), reason(op_name.get(int(i)), None, None), ns)
+    annotated = serving_costs.priced(db, run_id) if ids else {}
+    return [(op_name.get(int(i)), annotated.get(int(i)) or reason(op_name.get(int(i)), None, None), ns)
             for i, ns in zip(launching[rest].tolist(), work["dur_ns"][rest].tolist())]
 
 

@@ -1,6 +1,8 @@
 """One line on stderr per reason the runs a command compares were measured differently
 (`profiler.analysis.conditions.warnings`: clocks more than 5 % apart, throttled or clock-locked,
-other versions, other processes on the GPU). On stderr, so `--json` output stays one object."""
+other versions, other processes on the GPU), and one per run whose trace is incomplete
+(`profiler.analysis.completeness.warnings`: what is missing and what it costs the figures).
+On stderr, so `--json` output stays one object."""
 from __future__ import annotations
 
 import sys
@@ -9,7 +11,8 @@ from profiler.cli.terminal import printable
 
 
 def warn(store, run_ids) -> None:
-    from profiler.analysis import conditions
+    from profiler.analysis import completeness, conditions, queries
 
-    for sentence in conditions.warnings(store, run_ids):
+    labels = queries.run_labels(store, list(run_ids)).set_index("run_id")["label"].to_dict()
+    for sentence in conditions.warnings(store, run_ids) + completeness.warnings(store, run_ids, labels):
         print(f"warning: {printable(sentence)}", file=sys.stderr)

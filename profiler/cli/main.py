@@ -94,6 +94,8 @@ def _summary(args: argparse.Namespace) -> int:
               f"{_num(r['gpu_busy_pct'], '6.1f')}  {_bound(r):13s}  "
               f"{_num(kernel, '14,.1f')}  {_num(None if peak is None else peak / 2**20, '9,.1f')}  "
               f"{completeness.badge(r['completeness']):16s}  {r['name']}")
+        if r["completeness"]["qualifier"]:
+            print(f"{'':16s}  figures above: {r['completeness']['qualifier']}")
         if r.get("steps_differ"):
             print(f"{'':16s}  its steps differ: {r['gpu_work_min_us']:,.1f} to {r['gpu_work_max_us']:,.1f} µs of GPU work")
     return 0

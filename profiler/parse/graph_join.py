@@ -13,7 +13,9 @@ shapes; the capture trace holds the launch calls recorded into each graph (betwe
    their args: shapes, types, concrete inputs) are written into the replay inside its graph
    launch's span, on the launching thread, under fresh External ids, and the event takes the
    innermost one's External id; the graph launch's own External id is dropped (the kernels belong
-   to the captured ops, not to the replay call).
+   to the captured ops, not to the replay call). Consecutive events that the same captured call
+   launched (an attention op's main and reduce kernels) share one copy of its ops, stretched over
+   their slots: one call with its kernels, as in the capture, not one call per kernel.
 The result is a trace like any other (its own run id); the counts say how many replayed events
 were matched and how many were not. Stdlib only; numbers keep their written digits (Decimal).
 """
@@ -136,19 +138,29 @@ def join(replay_bytes: bytes, capture_bytes: bytes, replay_label: str, capture_l
         pairs = _align([_name(c) for c in best], names)
         launch["args"].pop("External id", None)
         slot = Decimal(launch.get("dur", 0)) / max(len(pairs), 1)
+        last: tuple[list, list, int | None] = ([], [], None)   # the previous stack, its copies, its owner
         for k, (ci, ri) in enumerate(pairs):
             stack = _enclosing(cap_ops, best[ci]) or []
             if not stack:
                 continue
             start, owner = launch["ts"] + slot * k, None
-            for depth, op in enumerate(stack):
-                width = max(slot - Decimal("0.002") * depth, Decimal("0.001"))
-                added.append({**op, "pid": launch.get("pid"), "tid": launch.get("tid"),
-                              "ts": (start + Decimal("0.001") * depth).quantize(Decimal("0.001")),
-                              "dur": width.quantize(Decimal("0.001")),
-                              "args": {**op.get("args", {}), "External id": next_id}})
-                owner = next_id if op.get("cat") in ("cpu_op", "Operator") or owner is None else owner
-                next_id += 1
+            if [id(o) for o in stack] == last[0]:   # the same captured call launched this one too
+                for depth, copy in enumerate(last[1]):
+                    end = start + max(slot - Decimal("0.002") * depth, Decimal("0.001"))
+                    copy["dur"] = (end - copy["ts"]).quantize(Decimal("0.001"))
+                owner = last[2]
+            else:
+                copies = []
+                for depth, op in enumerate(stack):
+                    width = max(slot - Decimal("0.002") * depth, Decimal("0.001"))
+                    copies.append({**op, "pid": launch.get("pid"), "tid": launch.get("tid"),
+                                   "ts": (start + Decimal("0.001") * depth).quantize(Decimal("0.001")),
+                                   "dur": width.quantize(Decimal("0.001")),
+                                   "args": {**op.get("args", {}), "External id": next_id}})
+                    owner = next_id if op.get("cat") in ("cpu_op", "Operator") or owner is None else owner
+                    next_id += 1
+                added += copies
+                last = ([id(o) for o in stack], copies, owner)
             ran[ri]["args"]["External id"] = owner  # the innermost CPU op (not an annotation)
             matched += 1
             matched_us += Decimal(ran[ri].get("dur", 0))

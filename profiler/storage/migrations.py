@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from profiler import errors
-from profiler.storage import metrics
+from profiler.storage import completeness, metrics
 from profiler.storage.schema import SCHEMA_SQL
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 # schema version -> what upgrades a store from the version before it (run in order on open):
 # SQL text, or a function of the connection
 MIGRATIONS: dict[int, Any] = {
@@ -83,6 +83,9 @@ MIGRATIONS[10] = _ATTRIBUTE.format(t="kernels") + _ATTRIBUTE.format(t="memops")
 # 11: a job's kept iterations carry the step's GPU work (issue 35); summaries kept before are out of
 # date (their stamp covers job_rank_iterations.sql) and are computed again from the ranks' files
 MIGRATIONS[11] = "ALTER TABLE IF EXISTS job_summary_iterations ADD COLUMN IF NOT EXISTS gpu_work_us DOUBLE;"
+# 12: the completeness verdict is kept at ingest (stored_completeness; schema.sql makes it); runs
+# stored before are checked by the upkeep that follows (completeness.install)
+MIGRATIONS[12] = "SELECT 1"
 
 
 def prepare(con, label: str, read_only: bool) -> None:
@@ -113,8 +116,10 @@ def prepare(con, label: str, read_only: bool) -> None:
 
 def upkeep(con) -> None:
     """What a writing handle keeps per run beside the rows ingest wrote: the metrics layer
-    (profiler/storage/metrics.py: macros loaded, missing or outdated per-run metrics computed)."""
+    (profiler/storage/metrics.py: macros loaded, missing or outdated per-run metrics computed),
+    then the completeness verdict's rows (profiler/storage/completeness.py), which read them."""
     metrics.install(con)
+    completeness.install(con)
 
 
 def stored_version(con, label: str) -> int:

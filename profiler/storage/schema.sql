@@ -165,6 +165,18 @@ CREATE TABLE IF NOT EXISTS lane_names (        -- the trace's metadata ('M') eve
     name    VARCHAR                            -- as written, trimmed, e.g. 'thread 1262 (pt_autograd_0)', 'GPU 0'
 );
 
+-- The completeness verdict's findings, computed at ingest (schema version 11;
+-- profiler/storage/completeness.py, sql/completeness.sql): one row per check that found something,
+-- and one 'checked' row per run, so that a whole trace is told from one not checked yet.
+CREATE TABLE IF NOT EXISTS stored_completeness (
+    run_id    VARCHAR NOT NULL,
+    iteration INTEGER,                         -- the step the finding is about; NULL: the whole run
+    reason    VARCHAR NOT NULL,                -- a check's name (docs/analysis.md, "Completeness"), or 'checked'
+    count     BIGINT,                          -- what it found (events, calls; step_one_event: µs)
+    of_count  BIGINT,                          -- what that is counted among
+    expected  BOOLEAN                          -- a note of what every trace holds, not damage
+);
+
 -- Hardware counters from Nsight Compute, attached to a stored run (schema version 6;
 -- profiler/storage/counters.py). One row per run that has them:
 CREATE TABLE IF NOT EXISTS counter_reports (

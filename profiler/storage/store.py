@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from profiler import errors
-from profiler.storage import commit, connection, metrics, migrations
+from profiler.storage import commit, completeness, connection, metrics, migrations
 # re-exported: callers name them from here
 from profiler.storage.commit import IngestResult, Staged  # noqa: F401
 from profiler.storage.connection import (LOCK_TIMEOUT_S, MEMORY_ENV, duckdb_config, not_a_store,  # noqa: F401
@@ -258,6 +258,7 @@ class Store:
                     commit.insert(con, [p.row for p in fresh.values()], batch)
                     if keep_metrics:
                         metrics.store_runs(con, list(fresh))
+                        completeness.store_runs(con, list(fresh))
                     con.execute("COMMIT")
                 except duckdb.Error:
                     con.execute("ROLLBACK")
@@ -295,6 +296,7 @@ class Store:
                 commit.insert(con, [staged.row], StagedBatch([(run_id, staged.staging)], take=True))
                 if keep_metrics:
                     metrics.store_runs(con, [run_id])
+                    completeness.store_runs(con, [run_id])
                 con.execute("COMMIT")
             except duckdb.Error as e:
                 con.execute("ROLLBACK")

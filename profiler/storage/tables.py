@@ -1,11 +1,13 @@
 """Every per-run table of the store, listed once: what fills it, and how a job keeps it.
 
-A per-run table holds rows of many runs, each with its `run_id`. Three kinds:
+A per-run table holds rows of many runs, each with its `run_id`. Four kinds:
 
 * PARSED: copied from the trace at ingest (store.py; `sql/ingest/insert_<name>.sql`, except
   `traces`, one row built in Python); a job keeps one Parquet file of it per rank (jobs.py).
 * METRICS: the metrics layer's rows (metrics.py), computed at ingest from the parsed tables; a job
   keeps one file per rank too.
+* VERDICT: the completeness verdict's rows (completeness.py), computed at ingest after the
+  metrics; not in a job's files (a rank's verdict is computed when read).
 * COUNTERS: attached later by `python -m profiler counters` (counters.py); never in a job.
 
 The readers: `catalog.RUN_TABLES` (what deleting a run deletes), `jobs.TABLES` / `jobs.WRITTEN`
@@ -23,13 +25,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-PARSED, METRICS, COUNTERS = "parsed", "metrics", "counters"
+PARSED, METRICS, COUNTERS, VERDICT = "parsed", "metrics", "counters", "verdict"
 
 
 @dataclass(frozen=True)
 class RunTable:
     name: str
-    kind: str                  # PARSED | METRICS | COUNTERS
+    kind: str                  # PARSED | METRICS | VERDICT | COUNTERS
     in_first_jobs: bool = False  # every job's manifest has its file (not so for tables added later)
     insert_step: int = 0       # its place in ingest's transaction, 1 first (0: not an insert_<name>.sql)
     staged: str | None = None  # the staged rows that insert_<name>.sql copies, released after it
@@ -47,6 +49,7 @@ TABLES = (
     # reads the staged ops (the op that made each block), so it is copied before they are released
     RunTable("memory_events", PARSED, insert_step=2, staged="memory"),
     RunTable("stored_iteration_metrics", METRICS),
+    RunTable("stored_completeness", VERDICT),
     RunTable("counter_reports", COUNTERS),
     RunTable("kernel_counters", COUNTERS),
 )

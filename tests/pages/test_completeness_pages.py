@@ -43,3 +43,11 @@ def test_compare_starts_with_the_incomplete_trace(pages, two_runs):
     (warning,) = [w.value for w in at.warning if "incomplete traces" in w.value]
     assert "qwen-dropped.json" in warning and "have no GPU event" in warning
     assert "Qwen_Qwen1.5" not in warning
+
+
+def test_the_runs_page_warns_of_the_incomplete_selected_run_by_its_label(pages, two_runs):
+    whole, damaged = two_runs
+    at = pages.open("runs", runs=f"{whole},{damaged}")
+    pages.assert_clean(at)
+    warned = [w.value for w in at.warning if "INCOMPLETE" in w.value]
+    assert len(warned) == 1 and "qwen-dropped.json" in warned[0] and "have no GPU event" in warned[0]

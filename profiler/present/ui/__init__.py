@@ -45,6 +45,8 @@ Tables, files, captures:
         toolbar downloads them); pages show every table through it.
     ``csv_download(df, name, label=...)``  ``name.csv`` download button (cells made safe alike).
     ``ingest_files(files) -> list[IngestResult]``  one progress bar per upload, errors per file.
+    ``ingest_graph_pair(files) -> IngestResult | None``  a graph replay and its capture (two files
+        or a zip) stored as one joined run (``profiler.storage.graph_pair``).
     ``upload_limit_mb() -> int``  the server's per-file upload limit.
     ``trace_download(run_id)``  download the run's original ``.json.gz`` (for Perfetto).
     ``capture_runs(config) -> (results, skipped outcomes)``  a ``profiler.capture.recorder`` capture with
@@ -59,13 +61,13 @@ from profiler.present.ui.tables import (CATALOG_COLUMNS, RUN_COLUMN_PX, csv_down
 from profiler.present.ui.view import (PAGE_FILES, PAGE_ICONS, app_base, chart_move, copy_link, entered_through_app, guard,
                                      guard_quietly, link_to, log_axis, require_runs, select_runs, set_view, show_error,
                                      update_view, view_state)
-from profiler.present.ui.work import (capture_runs, ingest_files, ingest_job_upload, trace_download,
-                                     upload_limit_mb)
+from profiler.present.ui.work import (capture_runs, ingest_files, ingest_graph_pair, ingest_job_upload,
+                                     trace_download, upload_limit_mb)
 
 __all__ = ["BREAKDOWN_COLUMNS", "CATALOG_COLUMNS", "KERNEL_COLUMNS", "KERNEL_EVENT_COLUMNS", "OP_EVENT_COLUMNS", "PAGE_FILES", "PAGE_ICONS", "PROJECT_ERRORS",
            "RANGE_COLUMNS", "ROOF_COLUMNS", "RUN_COLUMN_PX", "WRITING_PAGES", "app_base", "capture_runs",
            "chart_move", "copy_link", "csv_download", "db_path", "entered_through_app", "get_store", "guard",
-           "guard_quietly", "ingest_files", "ingest_job_upload", "kept_chart", "link_to", "log_axis", "page_run",
+           "guard_quietly", "ingest_files", "ingest_graph_pair", "ingest_job_upload", "kept_chart", "link_to", "log_axis", "page_run",
            "pick_row", "pick_rows", "preload_capture", "ranked_runs", "require_runs", "run_column", "seeding",
            "seeding_progress", "select_runs", "set_view", "show_error", "table", "trace_download", "traces_dir",
            "update_view", "upload_limit_mb", "view_state"]

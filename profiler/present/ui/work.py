@@ -53,6 +53,28 @@ def ingest_files(files, source: str = "uploaded") -> list:
     return results
 
 
+def ingest_graph_pair(files):
+    """Store an uploaded CUDA/HIP-graph replay and its capture trace (two files, or a zip holding
+    both) as one joined run (profiler/storage/graph_pair.py). Returns the IngestResult, or None
+    after showing the error; the counts of the join are shown as captions."""
+    from profiler.storage import graph_pair, jobs
+
+    bar = st.progress(0.0, text=markup.fmt("graph pair: joining {} file(s)…", len(files)))
+    with tempfile.TemporaryDirectory(prefix="graph-pair-") as folder:
+        try:
+            replay, capture = graph_pair.pair(jobs.save_uploads(files, folder))
+            result, joined = graph_pair.ingest(get_store(), replay, capture)
+        except PROJECT_ERRORS as err:
+            bar.empty()
+            show_error(err)
+            return None
+    bar.progress(1.0, text=markup.fmt("{}: {:,} events, {:,} kernels in {:.1f} s", result.name, result.events,
+                                      result.kernels, result.seconds) + " (already in the store)" * result.duplicate)
+    for note in [*joined.notes(), *result.notes]:
+        st.caption(markup.fmt("{}", note))
+    return result
+
+
 def ingest_job_upload(files, job: str, skip_bad: bool = False):
     """Store uploaded rank traces (several files, or zips of them) as one job, with one progress
     bar; parsed in this process. Returns the JobResult, or None after showing the error."""

@@ -1,0 +1,45 @@
+"""Issue 37, item 2: a graph replay and its capture stored as one joined run from two files in
+any order (profiler/storage/graph_pair.py, which `ingest REPLAY --capture CAPTURE` and the Upload
+page share), the same run as the command line's; wrong pairs refused naming the files."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from profiler.errors import TraceError
+from profiler.storage import graph_pair
+from profiler.storage.store import Store
+from tests.test_graphs_described import G, PAIRS, raw_replay
+
+pytestmark = [pytest.mark.third_party, pytest.mark.skipif(not G.is_dir(), reason="needs the shared graph pairs")]
+
+
+def test_the_pair_is_told_apart_in_either_order_and_joined_as_the_command_line_joins_it(tmp_path, capsys):
+    from profiler.cli.main import main
+
+    replay, capture = PAIRS["sglang"]
+    assert graph_pair.pair([capture, replay]) == (replay, capture)
+    assert graph_pair.pair([replay, capture]) == (replay, capture)
+    store = Store(tmp_path / "s.duckdb")
+    result, joined = graph_pair.ingest(store, *graph_pair.pair([capture, replay]))
+    _, replayed = raw_replay(replay)
+    assert (joined.replayed, joined.matched) == (replayed, replayed)
+    assert result.name == f"{replay.name} (joined with {capture.name})"
+    other = Store(tmp_path / "cli.duckdb")
+    assert main(["ingest", str(replay), "--capture", str(capture), "--db", str(other.path)]) == 0
+    assert capsys.readouterr().out.split()[0] == result.run_id
+
+
+def test_wrong_pairs_are_refused_with_the_files_named(tmp_path):
+    replay, capture = PAIRS["sglang"]
+    with pytest.raises(TraceError, match="1 were given"):
+        graph_pair.pair([replay])
+    with pytest.raises(TraceError, match="exactly one of the two must be a capture trace.*0 are"):
+        graph_pair.pair([replay, shutil.copy(replay, tmp_path / "again.json.gz")])
+    with pytest.raises(TraceError, match="2 are"):
+        graph_pair.pair([capture, shutil.copy(capture, tmp_path / "again.json.gz")])
+    broken = tmp_path / "cut.json.gz"
+    broken.write_bytes(capture.read_bytes()[:500])
+    with pytest.raises(TraceError, match="cut.json.gz"):
+        graph_pair.pair([replay, broken])
