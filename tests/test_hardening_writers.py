@@ -41,7 +41,7 @@ def ray_cluster(tmp_path_factory):
     length cannot exceed 107 bytes')."""
     import ray
 
-    from profiler.storage import engines
+    from profiler.storage import engines, jobs
 
     long_tmp = str(tmp_path_factory.mktemp("t" * 60))
     saved = os.environ.get("TMPDIR")
@@ -49,6 +49,8 @@ def ray_cluster(tmp_path_factory):
     try:
         assert len(os.path.join(long_tmp, "ray")) + engines.RAY_SOCKET_SUFFIX_BYTES > engines.AF_UNIX_PATH_BYTES
         engines.start_ray(workers=2)
+    except jobs.JobError as e:  # Ray's own fixed waits (its node 30 s, the raylet ~15 s for its agent) ran out
+        pytest.fail(f"{e} (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)", pytrace=False)
     finally:
         os.environ.pop("TMPDIR") if saved is None else os.environ.__setitem__("TMPDIR", saved)
     assert ray.is_initialized() and ray.cluster_resources()["CPU"] == 2
