@@ -6,7 +6,7 @@ load of a shared machine falls on both sides alike.
 The checks on this path, and how the 'off' side skips them (the same code otherwise): the store
 path refused when it is a URL (`store._URL` never matches), the file name made UTF-8 text
 (`source.utf8_text` returns the name as given), and the writer's turn at the store file
-(`turns.take` takes none: no open, no flock). Both sides start the same way, through this module
+(`turns.take` takes none: no open, no flock; the stat that decides whether to take one stays). Both sides start the same way, through this module
 (`python -m bench.checks_cost --side on|off -- ingest ...`), so they differ only by the checks.
 
 Each run is timed by its wall time and by its CPU time (user + system of the process and the
@@ -142,7 +142,7 @@ def report(runs: dict, size: int, load: tuple[float, float], args: argparse.Name
     medians = {side: [statistics.median(r[k] for r in runs[side]) for k in (0, 1)] for side in runs}
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
-    return (f"## {SECTION}\n\n"
+    return (f"## {SECTION} ({args.mb} MB)\n\n"
             f"`python -m bench.checks_cost --mb {args.mb} --pairs {args.pairs}`, "
             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, code at {commit}: `ingest` of "
             f"one {size / 1e6:,.0f} MB plain-JSON trace (make_large_trace.py, real traces) into a fresh store, "
@@ -186,7 +186,7 @@ def main() -> None:
         text = report(runs, trace.stat().st_size, (load[0], load[1]), args)
     print(text)
     if args.write_results:
-        write_section(SECTION, text)
+        write_section(f"{SECTION} ({args.mb} MB)", text)
 
 
 if __name__ == "__main__":
