@@ -138,3 +138,32 @@ def test_a_url_as_the_store_is_refused_and_no_folder_is_made(tmp_path, monkeypat
     code, out, err = cli("ingest", "t.json")
     assert code == 2 and "is a URL" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.json"]
+
+
+def test_rank_reads_the_store_as_often_for_10000_arguments_as_for_3(tmp_path, monkeypatch):
+    """`rank` with 10,000 ids took ~37 ms per argument (a query each; killed at 285 s): the arguments
+    resolve against one read of the store's ids, so 10,000 of them (ids and prefixes of the same
+    three runs) make exactly the reads that three make, and the same ranking. Counted, not timed
+    (bench/rank_scale.py times it)."""
+    import json
+
+    from profiler.storage.session import Session
+
+    store = Store(tmp_path / "s.duckdb")
+    ids = [store.ingest(kineto_trace(n), f"t{n}.json").run_id for n in (20, 30, 40)]
+    reads: list[str] = []
+    for name in ("query", "arrays", "stamps"):
+        method = getattr(Session, name)
+        monkeypatch.setattr(Session, name, lambda self, *a, _m=method, _n=name, **k: (reads.append(_n), _m(self, *a, **k))[1])
+
+    def rank(args: list[str]) -> tuple[int, dict]:
+        reads.clear()
+        code, out, err = cli("rank", *args, "--json", "--db", str(store.path))
+        assert code == 0 and "Traceback" not in err, err
+        return len(reads), json.loads(out)
+
+    many = [run if i % 2 else run[:12] for i in range(10_000) for run in [ids[i % 3]]]
+    few_reads, few = rank(ids)
+    many_reads, ranked = rank(many)
+    assert few_reads > 0 and many_reads == few_reads, (few_reads, many_reads)
+    assert ranked == few

@@ -135,9 +135,10 @@ def _fresh(*args: str, timeout: float = 60, env: dict | None = None) -> subproce
                           timeout=timeout, env={**os.environ, **(env or {})})
 
 
-def test_a_schema_v3_store_holding_a_job_reads_its_ranks_in_a_fresh_process(tmp_path):
-    """The migrated `traces` table orders its columns otherwise than a fresh one (run_meta at 26,
-    not 31): every rank file was refused for its columns, and the union read them by position."""
+def v3_store_with_jobs(tmp_path: Path) -> tuple[Path, Store]:
+    """A store of schema version 3 holding a plain run and job 'old job' (its rank files written
+    as version 3 wrote them), upgraded by a fresh process's ingest, then given job 'new job'
+    after the upgrade: (the upgraded store's path, the version-3 source store it was made from)."""
     from tests.test_run_id_migration import OLD_SCHEMAS, _old_store
     from tests.test_security_jobs import as_schema_v3
 
@@ -154,6 +155,13 @@ def test_a_schema_v3_store_holding_a_job_reads_its_ranks_in_a_fresh_process(tmp_
     later = write_ranks(tmp_path / "later", {f"rank{r}.json": rank_trace(r, 2, 40 + r) for r in range(2)})
     done = _fresh("ingest", *map(str, later), "--job", "new job", "--in-process", "--db", str(old))
     assert done.returncode == 0, done.stderr
+    return old, new
+
+
+def test_a_schema_v3_store_holding_a_job_reads_its_ranks_in_a_fresh_process(tmp_path):
+    """The migrated `traces` table orders its columns otherwise than a fresh one (run_meta at 26,
+    not 31): every rank file was refused for its columns, and the union read them by position."""
+    old, new = v3_store_with_jobs(tmp_path)
     done = _fresh("summary", "--db", str(old), "--json")
     assert done.returncode == 0 and b"does not have the columns" not in done.stderr, done.stderr
     rows = json.loads(done.stdout)
@@ -166,6 +174,9 @@ def test_a_schema_v3_store_holding_a_job_reads_its_ranks_in_a_fresh_process(tmp_
     for job in ("old job", "new job"):
         done = _fresh("job", job, "--db", str(old), "--json")
         assert done.returncode == 0 and json.loads(done.stdout)["ranks_present"] == [0, 1], done.stderr
+    for rank in (r for r in rows if r["name"] == "rank0.json"):  # a rank of each job: was "no run ... in the store"
+        done = _fresh("ops", rank["run_id"], "--db", str(old))
+        assert done.returncode == 0 and done.stdout and b"Traceback" not in done.stderr, done.stderr
     # a value the rank's file holds comes out under its own column (the union read them by position)
     rank0 = rank_path(tmp_path / "old-jobs", jobs.job_key("new job"), 0, "traces")
     table = pq.read_table(rank0)

@@ -35,16 +35,42 @@ def _wait_for(condition, seconds: float) -> bool:
 
 
 @pytest.fixture(scope="module")
-def ray_cluster():
-    ray = pytest.importorskip("ray")
-    from profiler.storage import engines
+def ray_cluster(tmp_path_factory):
+    """A real local Ray cluster of 2 CPUs, started as the command line starts it, from a $TMPDIR
+    too long for the sockets Ray makes under it (where Ray had refused to start: 'AF_UNIX path
+    length cannot exceed 107 bytes')."""
+    import ray
 
-    engines.start_ray(workers=2)
+    from profiler.storage import engines, jobs
+
+    long_tmp = str(tmp_path_factory.mktemp("t" * 60))
+    saved = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = long_tmp
+    try:
+        assert len(os.path.join(long_tmp, "ray")) + engines.RAY_SOCKET_SUFFIX_BYTES > engines.AF_UNIX_PATH_BYTES
+        engines.start_ray(workers=2)
+    except jobs.JobError as e:  # Ray's own fixed waits (its node 30 s, the raylet ~15 s for its agent) ran out
+        pytest.fail(f"{e} (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)", pytrace=False)
+    finally:
+        os.environ.pop("TMPDIR") if saved is None else os.environ.__setitem__("TMPDIR", saved)
+    assert ray.is_initialized() and ray.cluster_resources()["CPU"] == 2
     yield ray
     ray.shutdown()
 
 
-@pytest.mark.parametrize("engine", ["in-process", "ray"])
+def test_rays_folder_is_short_enough_for_its_sockets(monkeypatch):
+    from profiler.storage import engines
+
+    monkeypatch.delenv("RAY_TMPDIR", raising=False)
+    monkeypatch.setenv("TMPDIR", "/tmp")
+    assert engines.local_temp_dir() is None  # Ray's own default, /tmp/ray
+    monkeypatch.setenv("TMPDIR", "/tmp/" + "t" * 40)
+    assert engines.local_temp_dir() == f"/tmp/ray-{os.getuid()}"
+    monkeypatch.setenv("RAY_TMPDIR", "/tmp")  # Ray reads RAY_TMPDIR before TMPDIR
+    assert engines.local_temp_dir() is None
+
+
+@pytest.mark.parametrize("engine", ["in-process", pytest.param("ray", marks=pytest.mark.slow)])
 def test_two_ingests_of_one_job_name_at_once_one_is_refused(tmp_path, monkeypatch, request, engine):
     """The first runs here (in a thread, held at its first progress report until the second has
     answered); the second is the command line, in its own process."""

@@ -22,6 +22,10 @@ RAY_ADDRESS_ENV = "PROFILER_RAY_ADDRESS"
 START_ATTEMPTS = 3
 RAY_CONNECT_TIMEOUT_S = 5.0  # a cluster address must take a connection within this
 RAY_CONNECT_ATTEMPTS = 3
+# Ray makes its sockets in <temp>/ray/session_<date>_<time>_<µs>_<pid>/sockets/plasma_store: 64
+# bytes past its folder (a 7-digit pid); an AF_UNIX socket's path holds at most 107 bytes
+RAY_SOCKET_SUFFIX_BYTES = 64
+AF_UNIX_PATH_BYTES = 107
 _ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -116,7 +120,8 @@ def start_ray(workers: int | None = None, address: str | None = None):
                     ray.init(address=address, logging_level="ERROR", log_to_driver=False)
             else:
                 ray.init(num_cpus=workers or os.cpu_count(), include_dashboard=False, logging_level="ERROR",
-                         log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": _worker_path()}})
+                         log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": _worker_path()}},
+                         _temp_dir=local_temp_dir())
             return ray
         except Exception as e:  # noqa: BLE001 - Ray reports a failed start with a bare Exception
             ray.shutdown()
@@ -125,6 +130,17 @@ def start_ray(workers: int | None = None, address: str | None = None):
                 where = f" at {address}" if address else ""
                 raise jobs.JobError(f"cannot start or reach the Ray cluster{where}: {e}") from e
     return ray
+
+
+def local_temp_dir() -> str | None:
+    """Ray's folder for a local cluster: its default (None: $RAY_TMPDIR, else $TMPDIR, else /tmp,
+    then 'ray') unless the sockets it makes there would not fit an AF_UNIX path (a long $TMPDIR,
+    as under a test runner: Ray refused to start, 'AF_UNIX path length cannot exceed 107 bytes');
+    then /tmp/ray-<uid>."""
+    base = os.environ.get("RAY_TMPDIR") or os.environ.get("TMPDIR") or "/tmp"
+    if len(os.fsencode(os.path.join(base, "ray"))) + RAY_SOCKET_SUFFIX_BYTES <= AF_UNIX_PATH_BYTES:
+        return None
+    return f"/tmp/ray-{os.getuid()}"
 
 
 def _reachable(address: str, timeout_s: float = RAY_CONNECT_TIMEOUT_S) -> None:
