@@ -29,7 +29,7 @@ UPLOADS = ([SHARED_TRACES / "tracelens__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.js
             SHARED_TRACES / "param__dlrm_kineto__worker0_step_12.1694128201545.pt.trace.json"]
            if HAVE_SHARED else [])
 PAGES = ["timeline", "kernels", "launches", "cpu-cost", "compare", "attention", "memory", "sweep"]
-ALWAYS_DRAWN = {"timeline", "kernels", "launches", "cpu-cost"}  # the others may have nothing to draw
+ALWAYS_DRAWN = {"timeline", "kernels", "launches", "cpu-cost", "compare"}  # the others may have nothing to draw
 BAR_PAGES = {"kernels", "launches", "cpu-cost"}  # pages whose bar charts have a discrete y axis
 RUN_COLOURED = {"kernels"}  # pages that draw every sample run of the 4-run selection in its colour
 

@@ -27,7 +27,7 @@ import pytest
 
 from profiler.capture.samples import SAMPLES_DIR, sample_files, seed_if_empty
 from profiler.cli.main import main
-from profiler.present.sitemap import SITE
+from profiler.present.sitemap import BY_PATH, SITE
 from profiler.present.style import HIGHLIGHT
 from profiler.storage.store import Store
 from tests import raw_trace
@@ -229,7 +229,9 @@ def test_no_text_cut_and_pages_within_three_screens(finder_server, browser, path
     url, _, ids = finder_server
     runs = ",".join(ids[n] for n in sorted(ids)[:4])
     target = f"{url}/sweep" if path == "sweep (unfiltered)" else f"{url}/{path}{'&' if '?' in path else '?'}runs={runs}"
-    page = _page(browser, target, "Share this view")
+    page = _page(browser, target)
+    page.locator("h1", has_text=BY_PATH[path.split("?")[0].split(" ")[0] or "runs"].title).first.wait_for(timeout=WAIT_MS)
+    _settle(page)
     _assert_no_exception(page, path)
     if path.startswith(("sweep", "timeline", "kernels", "compare")):  # charts drawn before measuring
         page.wait_for_selector(".vega-embed svg", timeout=WAIT_MS, state="attached")
