@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pandas loads only where a table is made safe (the CLI's ops stays light)
     import pandas as pd
 
-# the characters that Markdown, GitHub-flavoured Markdown, Streamlit's directives (:red[..]) or
-# KaTeX ($..$) read anywhere in a line; CommonMark lets any ASCII punctuation be escaped with a
-# backslash
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~$@&:])")
+# the characters that Markdown, GitHub-flavoured Markdown, Streamlit's directives (:red[..], a
+# colon before a word) or KaTeX ($..$) read anywhere in a line; CommonMark lets any ASCII
+# punctuation be escaped with a backslash
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~$@&]|:(?=\S))")
 _LINE_START = re.compile(r"^(\s*(?:\d+)?)([-+=.)])")  # list items and headings at the start
 # Streamlit turns ":material/" into ":material_" in the source before parsing: an escaped slash
 # keeps it from seeing one
