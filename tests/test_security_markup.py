@@ -128,7 +128,7 @@ def test_md_shows_the_characters_of_the_name_and_inserts_none(name):
     assert "\u2060" not in text and ":material/" not in text
     assert shown(text) == name
     outside = CODE_SPAN.sub("", text)
-    assert not re.search(r"https?://|www\.|@[-\w]+\.|(?<!\\):", outside), outside
+    assert not re.search(r"https?://|www\.|@[-\w]+\.|(?<!\\):(?=\S)", outside), outside
     live = re.search(r"https?://|www\.|\w@[-\w]+\.|:[\w+-]+:", name)
     assert bool(CODE_SPAN.search(text)) == bool(live), "plain names stay plain text"
 
