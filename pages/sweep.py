@@ -54,16 +54,17 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     leading = sweep_leads.leaders(curves)
     source = (f"the variants of the {len(state.runs)} selected runs, at every point captured"
               if state.runs else "every captured run in the store")
-    st.caption(f"Warm runs of {source}, one section per sweep: a mode and a shape with one axis "
-               "varied. Each run is rated by the work its shape asks of any variant over its GPU time per "
+    st.caption(f"Warm runs of {source}, one section per sweep (a mode and a shape with one axis "
+               "varied): decode rated by TB/s, prefill and training by TFLOP/s, so the higher variant "
+               "is the faster; click a dot (one run) or a point (the median) to open its timeline.",
+               help="Each run is rated by the work its shape asks of any variant over its GPU time per "
                "call: decode by TB/s (the bytes of Q, K, V and the output: it is memory-bound), "
-               "prefill and training by TFLOP/s (the attention's FLOPs, forward and backward), so at "
-               "one point the higher variant is the faster (the roofline on the Attention page rates "
-               "what each run's own ops do instead). The lines join the medians of the "
-               "repeats, the bars span their least to their most, each dot is one run: click a dot "
-               "or a point to open its run's timeline. Where two lines cross, the faster variant "
-               "changes (dotted rules), through ties: two variants whose repeats overlap, or differ by "
-               "less than the noise floor (the larger spread of their repeats), are tied.")
+               "prefill and training by TFLOP/s (the attention's FLOPs, forward and backward); the "
+               "roofline on the Attention page rates what each run's own ops do instead. The lines join "
+               "the medians of the repeats, the bars span their least to their most. Where two lines "
+               "cross, the faster variant changes (dotted rules), through ties: two variants whose "
+               "repeats overlap, or differ by less than the noise floor (the larger spread of their "
+               "repeats), are tied.")
     base = ui.app_base()
     for n, sweep in enumerate(curves["sweep"].unique()):
         mine = curves[curves["sweep"] == sweep]
@@ -80,14 +81,15 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         same = sweep_leads.same_kernel_sentence(mine, axis)
         if same:
             st.markdown(markup.md(same))
-        for text in crossed["text"]:
-            st.markdown(f"- {markup.md(text)}")
+        if not crossed.empty:  # one list: the crossings read as one block
+            st.markdown("\n".join(f"- {markup.md(text)}" for text in crossed["text"]))
         if crossed.empty:
             st.markdown(markup.md(f"No two variants swap the lead in {unit} over this sweep, ties passed through."))
         table = curve_charts.sweep_table(mine, base)
-        ui.table(table, column_config=columns(axis, unit), column_order=list(columns(axis, unit)),
-                 hide_index=True, placeholder="—")
-        ui.csv_download(table.drop(columns="timeline"), f"sweep-{n + 1}-{axis}")
+        with st.expander(f"Every point: medians, spreads, repeats, outliers, timelines ({len(table)} rows)"):
+            ui.table(table, column_config=columns(axis, unit), column_order=list(columns(axis, unit)),
+                     hide_index=True, placeholder="—")
+            ui.csv_download(table.drop(columns="timeline"), f"sweep-{n + 1}-{axis}")
     lengths = points[points["axis"] == "seq_len"]
     if not lengths.empty:
         st.subheader("Peak memory against sequence length", divider="gray")

@@ -27,9 +27,11 @@ from profiler.storage.store import Store
 from tests.crafted import kineto_trace
 from tests.crafted_markup import CONTROLS, formula_cells, hostile_ranks, hostile_trace, payload
 from tests.markup_scan import raw_tables, raw_texts, unsafe_calls
+from tests.pages.conftest import shown
 
 ROOT = Path(__file__).resolve().parent.parent
 RAW_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # all but "\n"
+CODE_SPAN = re.compile(r"(?<![`\\])(`+)(?!`)(.+?)(?<!`)\1(?!`)")
 UNESCAPED = re.compile(r"(?<!\\)[\[\]$<>@*`]|(?<!\\)://|(?<!\\)www\.|:[a-z]+\[")  # markup left live
 LIVE_FORMULA = re.compile(r"^[=+\-@\t\r\n]")
 
@@ -109,7 +111,26 @@ def test_fmt_escapes_every_field_and_keeps_the_template(tag):
     field = text[len("Job **"):text.index("**: 12,345")]
     assert field == markup.md(payload(tag))
     assert not re.search("[\x00-\x1f\x7f-\x9f\u202a-\u202e]", field), "control characters shown escaped"
-    assert not UNESCAPED.search(field), f"the field keeps markup: {field!r}"
+    assert not UNESCAPED.search(CODE_SPAN.sub("", field)), f"the field keeps markup: {field!r}"
+
+
+NAMES = ["aten::_cudnn_attention", "see http://evil.invalid/x and www.evil.invalid",
+         "mail a@evil.invalid", "x:fire:y :smile:", ":material/home: http://a.b/:material/c",
+         "``tick`s`` `http://a.b` :red[r]", "1. item", "# title"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_md_shows_the_characters_of_the_name_and_inserts_none(name):
+    """A name keeps every character (no invisible word joiner to spoil a copy into grep); a word
+    that Streamlit would read as a link or an emoji after escaping sits in a code span, where no
+    such pass reads; everything outside the spans is escaped."""
+    text = markup.md(name)
+    assert "\u2060" not in text and ":material/" not in text
+    assert shown(text) == name
+    outside = CODE_SPAN.sub("", text)
+    assert not re.search(r"https?://|www\.|@[-\w]+\.|(?<!\\):(?=\S)", outside), outside
+    live = re.search(r"https?://|www\.|\w@[-\w]+\.|:[\w+-]+:", name)
+    assert bool(CODE_SPAN.search(text)) == bool(live), "plain names stay plain text"
 
 
 # ── class 3: tables, CSV downloads and terminals ─────────────────────────────────────────────

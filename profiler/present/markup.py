@@ -22,28 +22,54 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pandas loads only where a table is made safe (the CLI's ops stays light)
     import pandas as pd
 
-# the characters that Markdown, GitHub-flavoured Markdown (autolinks: http://, x@y), Streamlit's
-# directives (:red[..], :material/..:) or KaTeX ($..$) read anywhere in a line; CommonMark lets
-# any ASCII punctuation be escaped with a backslash
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~$@&])")
+# the characters that Markdown, GitHub-flavoured Markdown, Streamlit's directives (:red[..], a
+# colon before a word) or KaTeX ($..$) read anywhere in a line; CommonMark lets any ASCII
+# punctuation be escaped with a backslash
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~$@&]|:(?=\S))")
 _LINE_START = re.compile(r"^(\s*(?:\d+)?)([-+=.)])")  # list items and headings at the start
-# Streamlit finds colour directives (:red[..]), icons and emoji (:x:) and autolinks (http://,
-# www., x@y.z) in the text after escapes are resolved, so a backslash does not stop them: an
-# invisible word joiner after the colon, inside "www." and after "@" does
-WORD_JOINER = "\u2060"
-_BREAK = re.compile(r"(:|@)(?=\S)|(?<=www)(?=\.)", re.IGNORECASE)
+# Streamlit turns ":material/" into ":material_" in the source before parsing: an escaped slash
+# keeps it from seeing one
+_ICON = re.compile(r"(?<=material)/")
+# Streamlit finds autolinks (http://, www., x@y.z) and emoji (:fire:) in the text after escapes
+# are resolved, so a backslash does not stop them; a word holding one is shown as a code span,
+# whose text no such pass reads
+_READ_AFTER_ESCAPES = re.compile(r"https?://|www\.|[-.\w+]@[-\w]+\.|:[\w+-]+:", re.IGNORECASE)
+_WORD = re.compile(r"\S+")
 _LINE_BREAKS = re.compile(r"[\r\n\u2028\u2029\x0b\x0c]+")
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def md(text: object) -> str:
-    """`text` as literal Markdown: special characters escaped, patterns that Streamlit reads
-    after escaping broken by an invisible word joiner, line breaks as spaces, other control
-    characters (a bidi override would turn the rest of the line around) as escapes."""
+    """`text` as literal Markdown: special characters escaped, a word that Streamlit would read
+    as a link or an emoji after escaping shown as a code span (the same characters, nothing
+    inserted), line breaks as spaces, other control characters (a bidi override would turn the
+    rest of the line around) as escapes."""
     text = printable(_LINE_BREAKS.sub(" ", str(text)))
-    text = _BREAK.sub(lambda m: (m.group(1) or "") + WORD_JOINER, text)
-    text = _MD_SPECIAL.sub(r"\\\1", text)
-    return _LINE_START.sub(r"\1\\\2", text, count=1)
+    out, last = [], 0
+    for word in _WORD.finditer(text):
+        if _READ_AFTER_ESCAPES.search(word.group()):
+            out += [_escape(text[last:word.start()]), code_span(word.group())]
+            last = word.end()
+    out.append(_escape(text[last:]))
+    return _LINE_START.sub(r"\1\\\2", "".join(out), count=1)
+
+
+def _escape(text: str) -> str:
+    return _ICON.sub(r"\\/", _MD_SPECIAL.sub(r"\\\1", text))
+
+
+def code_span(text: str) -> str:
+    """`text` (one line, printable) as a Markdown code span holding exactly its characters: a
+    fence longer than any run of backticks inside, and Streamlit's ":material/" rewrite kept out
+    by closing the span before that slash."""
+    parts = _ICON.split(text)
+    return "\\/".join(_fenced(part) for part in parts if part) if len(parts) > 1 else _fenced(text)
+
+
+def _fenced(text: str) -> str:
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def code(text: object) -> str:

@@ -114,9 +114,18 @@ class PageDriver:
         return "\n".join(shown(e.value) for kind in kinds for e in getattr(at, kind))
 
 
+_ESCAPE_OR_SPAN = re.compile(r"\\([!-/:-@\[-`{-~])|(?<!`)(`+)(?!`)(.+?)(?<!`)\2(?!`)")
+
+
 def shown(markdown: object) -> str:
-    """Markdown source as a reader sees it: backslash escapes (profiler.present.markup.md) removed."""
-    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", str(markdown)).replace("\u2060", "")
+    """Markdown source as a reader sees it: backslash escapes and code-span fences
+    (profiler.present.markup.md) removed."""
+    def _one(m: re.Match) -> str:
+        if m.group(1):
+            return m.group(1)
+        inner = m.group(3)
+        return inner[1:-1] if len(inner) > 2 and inner[0] == inner[-1] == " " else inner
+    return _ESCAPE_OR_SPAN.sub(_one, str(markdown))
 
 
 @pytest.fixture

@@ -1,0 +1,103 @@
+"""A cold deep link: a shared URL opened as the first request to a freshly started server.
+
+Each run starts `streamlit run app.py` over a copy of bench/out/samples.duckdb (every shipped H200
+sample; seeding off), waits for its health check, then opens in headless Chromium at 1600×1000 the
+share URL of one analysis page with 4 runs of one shape selected (FlashAttention 4, naive, cuDNN,
+flash at B=8 H=16 L=1024 D=64). The time runs from `goto` until the server said the script run
+finished and the page shows its title with every chart drawn (bench/browser_pages.py's `drawn`).
+The 1-minute load average is read before each run and written beside it. Target: <= 2 s. Usage:
+
+    python -m bench.deep_link [--pages timeline,kernels,compare] [--repeat 3] [--write-results]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from playwright import sync_api
+
+from bench import browser_pages, first_page
+from bench.results import write_section
+from profiler.analysis import queries
+from profiler.present.sitemap import BY_PATH
+from profiler.storage.store import Store
+
+LIMIT_S = 2.0
+SECTION = "Cold deep link"
+
+
+def one_link(db: Path, path: str, browser) -> tuple[float, float]:
+    """(seconds until drawn, load average before) for `path` opened on a fresh server."""
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "store.duckdb"
+        shutil.copyfile(db, copy)
+        names = queries.run_catalog(Store(copy)).set_index("name")["run_id"]
+        runs = ",".join(names[v + browser_pages.SHAPE] for v in browser_pages.FOUR)
+        load = os.getloadavg()[0]
+        proc, url = browser_pages.start(copy)
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1000})
+            browser_pages.listen(page)
+            t0 = time.monotonic()
+            page.goto(f"{url}/{path}?runs={runs}")
+            took = browser_pages.drawn(page, BY_PATH[path].title, t0)
+            page.close()
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    return took, load
+
+
+def section(rows: list[tuple[str, float, float]]) -> str:
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=browser_pages.ROOT,
+                            capture_output=True, text=True).stdout.strip()
+    lines = [f"## {SECTION}", "",
+             f"`python -m bench.deep_link --write-results`, {when}, commit {commit}. Machine: "
+             f"{os.cpu_count()} CPUs ({platform.processor() or platform.machine()}), Python "
+             f"{platform.python_version()}, shared: the load average (1 min) is read before each run.", "",
+             "A fresh server per row over the shipped samples; the page's share URL with 4 runs is the "
+             "server's first request; time from `goto` until the script run finished and every chart "
+             f"drew. Target <= {LIMIT_S:g} s.", "",
+             "| page | run | s | load avg | met |", "|---|---:|---:|---:|---|"]
+    for i, (path, took, load) in enumerate(rows):
+        lines.append(f"| {path} | {i + 1} | {took:.2f} | {load:.2f} | {'yes' if took <= LIMIT_S else 'no'} |")
+    for path in dict.fromkeys(p for p, _, _ in rows):
+        got = [t for p, t, _ in rows if p == path]
+        lines.append(f"| {path} | median | **{statistics.median(got):.2f}** | | |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pages", default="timeline,kernels,compare")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--write-results", action="store_true")
+    opts = ap.parse_args()
+    pages = opts.pages.split(",")
+    if unknown := [p for p in pages if p not in BY_PATH]:
+        ap.error(f"unknown page(s) {', '.join(unknown)}; known: {', '.join(BY_PATH)}")
+    db = browser_pages.sample_store()
+    rows = []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=first_page.CHROMIUM, args=first_page.ARGS)
+        for path in pages:
+            for _ in range(opts.repeat):
+                took, load = one_link(db, path, browser)
+                rows.append((path, took, load))
+                print(f"{path:10s} {took:.2f} s (load {load:.2f})", flush=True)
+        browser.close()
+    if opts.write_results:
+        write_section(SECTION, section(rows))
+
+
+if __name__ == "__main__":
+    main()
