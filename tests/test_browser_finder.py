@@ -30,7 +30,7 @@ from profiler.cli.main import main
 from profiler.present.style import HIGHLIGHT
 from profiler.storage.store import Store
 from tests import raw_trace
-from tests.test_browser import ARTIFACTS, _assert_no_exception, _settle, streamlit_app
+from tests.test_browser import ARTIFACTS, _assert_no_exception, _settle, settled, streamlit_app
 
 pytestmark = pytest.mark.browser
 
@@ -226,7 +226,7 @@ def test_no_text_cut_and_pages_within_three_screens(finder_server, browser, path
     _assert_no_exception(page, path)
     page.evaluate("() => document.querySelectorAll('[data-testid=\"stExpander\"] details')"
                   ".forEach(d => { d.open = true; })")
-    page.wait_for_timeout(1000)
+    settled(page)  # the opened expanders drawn: DOM size and height the same at two polls in a row
     page.screenshot(path=str(ARTIFACTS / f"finder-cut-{path.replace('?', '-').replace('=', '-') or 'runs'}.png"),
                     full_page=True)
     assert not page.evaluate(CUT), page.evaluate(CUT)
