@@ -179,7 +179,7 @@ def _zero_finding(runs, explained) -> Finding:
                       "precision": row.tc_precision if isinstance(row.tc_precision, str) else None,
                       "us_per_iter": float(row.us_per_iter)})
         if len(parts) < MAX_NAMES:
-            parts.append(f"{_short(row.kernel)} ({what}, {_num(row.calls_per_iter)}× and "
+            parts.append(f"{demangled.short(row.kernel)} ({what}, {_num(row.calls_per_iter)}× and "
                          f"{row.us_per_iter:.1f} µs per iteration in {runs.labels[row.run_id]}): "
                          f"{why}; with opt-in shared memory {result.active_blocks_per_sm} block(s) of "
                          f"{_int(row.threads_per_block)} threads fit per SM, "
@@ -219,8 +219,3 @@ def _int(value) -> int | None:
 def _num(value: float) -> str:
     value = round(float(value), 6)  # per-iteration averages like 4.9999999 read as 5
     return f"{value:.0f}" if value.is_integer() else f"{value:.1f}"
-
-
-def _short(kernel: str, limit: int = 70) -> str:
-    """A kernel's name in a sentence: parsed (function and template arguments, no namespaces)."""
-    return demangled.short(kernel, limit)
