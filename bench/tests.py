@@ -1,12 +1,15 @@
 """Time the test suite the way CI runs it: every tier, then the quick tier, on this machine's cores.
 
-    python -m bench.tests [--tier full,quick] [--workers N] [--write-results]
+    python -m bench.tests [--tier full,quick,slow] [--workers N] [--write-results]
 
 Each tier is one `python -m pytest` run as `./run-tests` makes it (one pytest-xdist worker per core,
-`--dist worksteal`, the third-party traces required), with `--durations=10`. Prints, and with
+`--dist worksteal`, the third-party traces required), with `--durations=0`. Prints, and with
 `--write-results` writes to bench/RESULTS.md ('## Tests'), each tier's wall time, its counts (the
-summary line), the ten slowest tests and the load average before and after. Targets on 2 cores:
-the full suite under 10 minutes, the quick tier (`-m "not slow"`) under 2.
+summary line), the load average before and after, the ten slowest tests and the ten test files
+(groups) that took longest, each file's setup, call and teardown time summed over its tests (time
+on a worker: the wall time is about their sum over the workers). Targets on 2 cores: the full
+suite under 10 minutes, the quick tier (`-m "not slow"`) under 2; `slow` (`-m slow`, the rest of
+the full suite) has none of its own.
 """
 from __future__ import annotations
 
@@ -23,14 +26,15 @@ from bench.ingest import code_version, machine, uptime
 from bench.results import write_section
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGET_S = {"full": 600, "quick": 120}
-MARKERS = {"full": [], "quick": ["-m", "not slow"]}
+TARGET_S = {"full": 600, "quick": 120, "slow": None}
+MARKERS = {"full": [], "quick": ["-m", "not slow"], "slow": ["-m", "slow"]}
+PHASE = re.compile(r"^([\d.]+)s (call|setup|teardown)\s+(\S+)$", re.M)
 SUMMARY = re.compile(r"^=*\s*(\d[\d,]* (passed|failed).*) in ([\d.]+)s", re.M)
 
 
 def run_tier(tier: str, workers: int) -> dict:
     args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--require-traces",
-            "--durations=10", *MARKERS[tier]]
+            "--durations=0", *MARKERS[tier]]
     if workers > 1:
         args += ["-n", str(workers), "--dist", "worksteal"]
     env = {**os.environ, "PROFILER_TEST_TRACES": os.environ.get(
@@ -41,10 +45,14 @@ def run_tier(tier: str, workers: int) -> dict:
     wall = time.perf_counter() - started
     out = done.stdout + done.stderr
     summary = SUMMARY.search(out)
-    slowest = re.findall(r"^([\d.]+)s (call|setup|teardown)\s+(\S+)$", out, re.M)[:10]
+    phases = PHASE.findall(out)  # slowest first, as pytest lists them
+    groups: dict[str, float] = {}
+    for seconds, _, test in phases:
+        groups[test.split("::")[0]] = groups.get(test.split("::")[0], 0.0) + float(seconds)
     return {"tier": tier, "command": " ".join(["python -m pytest", *args[3:]]), "wall_s": wall,
             "exit": done.returncode, "summary": summary.group(1) if summary else out.strip().splitlines()[-1],
-            "slowest": slowest, "before": before, "after": uptime()}
+            "slowest": phases[:10], "groups": sorted(groups.items(), key=lambda kv: -kv[1])[:10],
+            "before": before, "after": uptime()}
 
 
 def section(results: list[dict], workers: int) -> str:
@@ -56,19 +64,23 @@ def section(results: list[dict], workers: int) -> str:
              "|---|---:|---:|---|---:|---|---|---|"]
     for r in results:
         load = [u.rsplit("load average:", 1)[-1].strip() for u in (r["before"], r["after"])]
-        lines.append(f"| {r['tier']} | {r['wall_s']:.0f} | {TARGET_S[r['tier']]} | "
-                     f"{'yes' if r['wall_s'] <= TARGET_S[r['tier']] else 'no'} | {r['exit']} | {r['summary']} | "
+        target = TARGET_S[r["tier"]]
+        met = "—" if target is None else ("yes" if r["wall_s"] <= target else "no")
+        lines.append(f"| {r['tier']} | {r['wall_s']:.0f} | {target or '—'} | {met} | {r['exit']} | {r['summary']} | "
                      f"{load[0]} | {load[1]} |")
     for r in results:
         lines += ["", f"Ten slowest of the {r['tier']} tier (`{r['command']}`):", "",
                   "| s | phase | test |", "|---:|---|---|"]
         lines += [f"| {s} | {phase} | `{test}` |" for s, phase, test in r["slowest"]]
+        lines += ["", f"Ten longest test files of the {r['tier']} tier (setup, call and teardown summed, "
+                  "time on a worker):", "", "| s | file |", "|---:|---|"]
+        lines += [f"| {seconds:.0f} | `{group}` |" for group, seconds in r["groups"]]
     return "\n".join(lines) + "\n"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tier", default="full,quick", help="comma-separated: full, quick")
+    ap.add_argument("--tier", default="full,quick", help="comma-separated: full, quick, slow")
     ap.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--write-results", action="store_true")
     args = ap.parse_args()

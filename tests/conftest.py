@@ -100,7 +100,10 @@ FIXTURE_TRACES = ("tiny_naive.json", "tiny_inplace.json", "tiny_old_format.json"
 def template_store(tmp_path_factory):
     """Stores built once per test process (one per xdist worker) and copied for each test:
     `template_store(name, build, dest)` runs `build(path)` into a template the first time `name`
-    is asked for, copies the template's file to `dest` and returns what `build` returned."""
+    is asked for, copies the template's file (where the build made one) to `dest` and returns what
+    `build` returned. A store with jobs keeps their files in `<stem>-jobs/` beside it
+    (profiler.storage.jobs.job_root, with $PROFILER_JOBS unset): that folder is copied too, to
+    `<dest stem>-jobs/`."""
     import shutil
 
     built: dict[str, tuple[Path, object]] = {}
@@ -110,7 +113,11 @@ def template_store(tmp_path_factory):
             path = tmp_path_factory.mktemp(f"template-{name}") / "template.duckdb"
             built[name] = (path, build(path))
         path, extra = built[name]
-        shutil.copyfile(path, dest)
+        if path.exists():  # a build that only wrote job files may not have made the store file yet
+            shutil.copyfile(path, dest)
+        job_files = path.with_name(f"{path.stem}-jobs")
+        if job_files.is_dir():
+            shutil.copytree(job_files, dest.with_name(f"{dest.stem}-jobs"))
         return extra
 
     return copy

@@ -20,11 +20,15 @@ def snapshot(store: Store) -> dict:
         return {t: con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall() for t in TABLES}
 
 
+def _one_run(path) -> None:
+    Store(path).ingest(FIXTURES / "tiny_inplace.json")
+
+
 @pytest.fixture
-def store(db_path):
-    s = Store(db_path)
-    s.ingest(FIXTURES / "tiny_inplace.json")
-    return s
+def store(db_path, template_store):
+    """A store holding one good run (a copy of one ingested once per test process)."""
+    template_store("tiny-inplace-uploaded", _one_run, db_path)
+    return Store(db_path)
 
 
 BAD = [

@@ -31,7 +31,7 @@ from profiler.present.sitemap import BY_PATH, SITE
 from profiler.present.style import HIGHLIGHT
 from profiler.storage.store import Store
 from tests import raw_trace
-from tests.test_browser import ARTIFACTS, _assert_no_exception, _settle, streamlit_app
+from tests.test_browser import ARTIFACTS, _assert_no_exception, _settle, settled, streamlit_app
 
 pytestmark = pytest.mark.browser
 
@@ -239,7 +239,7 @@ def test_no_text_cut_and_pages_within_three_screens(finder_server, browser, path
     height = page.evaluate(HEIGHT)
     page.evaluate("() => document.querySelectorAll('[data-testid=\"stExpander\"] details')"
                   ".forEach(d => { d.open = true; })")
-    page.wait_for_timeout(1000)
+    settled(page)  # the opened expanders drawn: DOM size and height the same at two polls in a row
     name = re.sub(r"[^a-z]+", "-", path) or "runs"
     page.screenshot(path=str(ARTIFACTS / f"finder-cut-{name}.png"), full_page=True)
     assert not page.evaluate(CUT), page.evaluate(CUT)

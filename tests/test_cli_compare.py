@@ -16,11 +16,15 @@ FIXTURES = Path(__file__).parent / "fixtures" / "analysis"
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _math_and_cudnn(path) -> tuple[str, str]:
+    store = Store(path)
+    return store.ingest(FIXTURES / "run_math.json").run_id, store.ingest(FIXTURES / "run_cudnn.json").run_id
+
+
 @pytest.fixture
-def store_runs(db_path):
-    store = Store(db_path)
-    math = store.ingest(FIXTURES / "run_math.json").run_id
-    cudnn = store.ingest(FIXTURES / "run_cudnn.json").run_id
+def store_runs(db_path, template_store):
+    """(store file, math run id, cuDNN run id): a copy of a store ingested once per test process."""
+    math, cudnn = template_store("math-and-cudnn-uploaded", _math_and_cudnn, db_path)
     return db_path, math, cudnn
 
 

@@ -184,10 +184,15 @@ def test_bad_cells_are_refused_in_one_line(column, value, says):
 
 # ── the GPU the export measured ─────────────────────────────────────────────────────────────
 
+def _flash(path) -> str:
+    return Store(path).ingest(FLASH_TRACE, name="flash").run_id
+
+
 @pytest.fixture
-def flash_run(tmp_path):
-    store = Store(tmp_path / "s.duckdb")
-    return store, store.ingest(FLASH_TRACE, name="flash").run_id
+def flash_run(tmp_path, template_store):
+    """(store, run id) of the flash sample: a copy of a store ingested once per test process."""
+    run_id = template_store("flash-sample", _flash, tmp_path / "s.duckdb")
+    return Store(tmp_path / "s.duckdb"), run_id
 
 
 def _digest(path: Path) -> str:

@@ -23,12 +23,17 @@ from tests.conftest import SHARED_TRACES
 FIXTURES = Path(__file__).parent / "fixtures" / "analysis"
 
 
+def _math_and_cudnn(path) -> tuple[str, str]:
+    store = Store(path)
+    return (store.ingest(FIXTURES / "run_math.json", source="captured").run_id,
+            store.ingest(FIXTURES / "run_cudnn.json", source="captured").run_id)
+
+
 @pytest.fixture
-def runs(db_path):
-    store = Store(db_path)
-    math = store.ingest(FIXTURES / "run_math.json", source="captured").run_id
-    cudnn = store.ingest(FIXTURES / "run_cudnn.json", source="captured").run_id
-    return store, math, cudnn
+def runs(db_path, template_store):
+    """(store, math run id, cuDNN run id): a copy of a store ingested once per test process."""
+    math, cudnn = template_store("math-and-cudnn-captured", _math_and_cudnn, db_path)
+    return Store(db_path), math, cudnn
 
 
 def _by_kind(findings):

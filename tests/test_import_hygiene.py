@@ -1,11 +1,14 @@
 """Layering (docs/architecture.md): only the app glue, the package profiler/present/ui/, imports streamlit, only the capture layer
 imports torch, and pages reach the store only through queries / ui / catalog.
 
-Each backend module is imported in a fresh interpreter, so a transitive import counts too.
+Each backend module is imported in a fresh process (forked by tests/import_probe.py from one that
+holds only the shared third-party libraries), so a transitive import counts too; the app glue's
+check starts a new interpreter of its own.
 """
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -33,14 +36,46 @@ def _loaded_after_import(module: str) -> set[str]:
     return set(out.stdout.split())
 
 
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory):
+    """`probe(module)`: streamlit and torch as loaded by importing profiler.`module` in a fresh
+    process (one tests/import_probe.py per test process forks a child per module)."""
+    errors = tmp_path_factory.mktemp("import-probe") / "stderr.txt"
+    with errors.open("w") as err:
+        server = subprocess.Popen([sys.executable, "-m", "tests.import_probe"], cwd=ROOT, text=True,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+
+    def ask(module: str) -> set[str]:
+        server.stdin.write(f"profiler.{module}\n")
+        server.stdin.flush()
+        line = server.stdout.readline()
+        assert line, f"import_probe ended: {errors.read_text()}"
+        said = json.loads(line)
+        assert isinstance(said, list), f"importing profiler.{module}: {said}"
+        return set(said)
+
+    yield ask
+    server.stdin.close()
+    server.wait(timeout=60)
+    server.stdout.close()
+
+
 def test_the_layers_exist():
     assert {"present.share", "present.ui.session", "present.ui.view", "present.ui.tables", "present.ui.work"} <= set(MODULES)
 
 
 @pytest.mark.slow  # a subprocess
 @pytest.mark.parametrize("module", [m for m in MODULES if m not in STREAMLIT_OK | TORCH_OK])
-def test_backend_module_imports_neither_streamlit_nor_torch(module):
-    assert _loaded_after_import(module) == set()
+def test_backend_module_imports_neither_streamlit_nor_torch(module, probe):
+    assert probe(module) == set()
+
+
+@pytest.mark.slow  # a subprocess
+def test_the_probe_sees_what_a_module_loads_through_others(probe):
+    """The forked import sees transitive imports: the app glue's package imports streamlit only
+    through its session module, the capture layer's recorder imports torch only through others."""
+    assert probe("present.ui") == {"streamlit"}
+    assert "torch" in probe("capture.recorder")
 
 
 @pytest.mark.slow  # a subprocess

@@ -169,14 +169,21 @@ def _with_record(tmp_path: Path, name: str, sm_mhz: float, torch_version: str, r
     return path
 
 
-@pytest.fixture
-def measured_runs(tmp_path):
-    store = Store(tmp_path / "s.duckdb")
-    ids = {n: store.ingest(_with_record(tmp_path, n, *args), name=n).run_id for n, args in {
+def _measured(path) -> dict[str, str]:
+    store = Store(path)
+    ids = {n: store.ingest(_with_record(path.parent, n, *args), name=n).run_id for n, args in {
         "fast": (1980.0, "2.11.0", []), "slow": (1755.0, "2.10.0", ["sw_power_cap"], [{"pid": 42, "used_mib": 900}]),
         "near": (1950.0, "2.11.0", [])}.items()}
     ids["plain"] = store.ingest(SAMPLE, name="plain").run_id
-    return store, ids
+    return ids
+
+
+@pytest.fixture
+def measured_runs(tmp_path, template_store):
+    """(store, {name: run id}): the sample with three measurement records and as it is; a copy of
+    a store ingested once per test process."""
+    ids = template_store("measured-records", _measured, tmp_path / "s.duckdb")
+    return Store(tmp_path / "s.duckdb"), dict(ids)
 
 
 def test_runs_measured_differently_warn_each_reason(measured_runs):

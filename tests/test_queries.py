@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from profiler.analysis import queries as q
+from profiler.analysis.units import binary_size
 from profiler.errors import UnknownRunError
 from tests.tiny_store import RUNS
 
@@ -73,7 +74,7 @@ def test_occupancy_per_name_is_time_weighted_over_launch_configs(tiny):
     assert k["launch_configs"] == 2
     assert k["launch_config_list"] == ("grid 8×1×1 block 128×1×1 168 regs 97.7 KiB smem: 1×; "
                                        "grid 264×1×1 block 128×1×1 168 regs 97.7 KiB smem: 1×")
-    assert q.binary_size(131 * 1024) == "131.0 KiB" and q.binary_size(3 * 2**20) == "3.0 MiB"
+    assert binary_size(131 * 1024) == "131.0 KiB" and binary_size(3 * 2**20) == "3.0 MiB"
 
 
 def test_kernel_details_of_runs_without_kernels(tiny):

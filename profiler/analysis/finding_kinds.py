@@ -9,6 +9,7 @@ import pandas as pd
 from profiler.analysis import gpus, occupancy, queries, tensor_cores
 from profiler.analysis.diff import kernel_family
 from profiler.analysis.finding import Finding, _Runs
+from profiler.analysis.units import binary_size
 from profiler.analysis.verdict import BOUND_EVIDENCE, bound_sentence
 from profiler.parse import demangled
 
@@ -33,7 +34,7 @@ def _memcpy_only_in_one(runs: _Runs) -> list[Finding]:
         theirs = set(runs.memops.loc[runs.memops["run_id"] == other, "memop"])
         only = mine[~mine["memop"].isin(theirs)].sort_values("us_per_iter", ascending=False)
         for row in only.head(MAX_NAMES).itertuples():
-            parts.append(f"{runs.labels[run]} {_memop_verb(row.memop)} {_bytes(row.bytes_per_iter)} "
+            parts.append(f"{runs.labels[run]} {_memop_verb(row.memop)} {binary_size(row.bytes_per_iter)} "
                          f"per iteration ({_num(row.calls_per_iter)} × {row.memop}, "
                          f"{row.us_per_iter:.1f} µs) and {runs.labels[other]} has no such {row.kind}")
             items.append({"run_id": run, "memop": row.memop, "kind": row.kind,
@@ -163,7 +164,7 @@ def _zero_finding(runs, explained) -> Finding:
     parts, items = [], []
     for row, device, result in explained:
         smem, default = _int(row.shared_mem_bytes) or 0, device.shared_mem_per_block_bytes
-        why = (f"{_bytes(smem)} of shared memory per block, above the {_bytes(default)} Kineto "
+        why = (f"{binary_size(smem)} of shared memory per block, above the {binary_size(default)} Kineto "
                "assumes" if smem > default else "Kineto could not fit a block with its default limits")
         engine = tensor_cores.engine_phrase(row.tc_engine)   # 'a communication' kernel, not '… communication communication'
         what = f"{engine} kernel" if str(row.tc_op) in engine.split() else f"{engine} {row.tc_op} kernel"
@@ -178,7 +179,7 @@ def _zero_finding(runs, explained) -> Finding:
                       "precision": row.tc_precision if isinstance(row.tc_precision, str) else None,
                       "us_per_iter": float(row.us_per_iter)})
         if len(parts) < MAX_NAMES:
-            parts.append(f"{_short(row.kernel)} ({what}, {_num(row.calls_per_iter)}× and "
+            parts.append(f"{demangled.short(row.kernel)} ({what}, {_num(row.calls_per_iter)}× and "
                          f"{row.us_per_iter:.1f} µs per iteration in {runs.labels[row.run_id]}): "
                          f"{why}; with opt-in shared memory {result.active_blocks_per_sm} block(s) of "
                          f"{_int(row.threads_per_block)} threads fit per SM, "
@@ -218,15 +219,3 @@ def _int(value) -> int | None:
 def _num(value: float) -> str:
     value = round(float(value), 6)  # per-iteration averages like 4.9999999 read as 5
     return f"{value:.0f}" if value.is_integer() else f"{value:.1f}"
-
-
-def _short(kernel: str, limit: int = 70) -> str:
-    """A kernel's name in a sentence: parsed (function and template arguments, no namespaces)."""
-    return demangled.short(kernel, limit)
-
-
-def _bytes(n: float) -> str:
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n:.0f} B"

@@ -19,9 +19,10 @@ import pandas as pd
 from profiler.analysis import counters, kept, mode_findings, queries, sweep_leads, sweeps, timings, why
 from profiler.analysis.finding import Finding, _Runs
 from profiler.analysis.finding_kinds import (_bound, _cpu_ops_only_in_one, _cuda_core_math, _kernels_per_iteration,
-                                             _launch_api, _memcpy_only_in_one, _plain, _short, _zero_occupancy)
+                                             _launch_api, _memcpy_only_in_one, _plain, _zero_occupancy)
 from profiler.analysis.verdict import BOUND_EVIDENCE, BOUND_WORDS, bound_sentence  # noqa: F401 (re-exported)
 from profiler.errors import UnknownRunError
+from profiler.parse import demangled
 
 MAX_FINDINGS = 8
 ALWAYS = ("cold_start", "gpu_time", "kernel_delta")  # kept whatever their impact
@@ -196,7 +197,7 @@ def _kernel_delta(store, runs: _Runs) -> list[Finding]:
     total = float(delta["us_delta"].sum())
     share = f", {100 * float(top.us_delta) / total:.1f}% of the change in summed GPU time" \
         if abs(total) > 0 and top.us_delta * total > 0 and abs(top.us_delta) <= abs(total) else ""
-    text = (f"The largest GPU-time change is {_short(top.kernel)}: {top.us_a:,.1f} µs per iteration "
+    text = (f"The largest GPU-time change is {demangled.short(top.kernel)}: {top.us_a:,.1f} µs per iteration "
             f"in {runs.labels[a]} against {top.us_b:,.1f} µs in {runs.labels[b]} "
             f"({top.us_delta:+,.1f} µs{share}).")
     return [Finding("kernel_delta", text, {"kernel": top.kernel, "us_a": float(top.us_a),

@@ -6,6 +6,7 @@ import pandas as pd
 
 from profiler.analysis import gpus, kept, occupancy, query_files, reads, tensor_cores
 from profiler.analysis.counters import COUNTER_COLUMNS
+from profiler.analysis.units import binary_size
 
 
 # ── kernels ──────────────────────────────────────────────────────────────────────────────────
@@ -86,14 +87,6 @@ def _config_text(c) -> str:
     if not pd.isna(c.shared_mem_bytes) and c.shared_mem_bytes:
         text += f" {binary_size(c.shared_mem_bytes)} smem"
     return text
-
-
-def binary_size(n: float) -> str:
-    """Bytes as B, KiB, MiB or GiB with one decimal (binary units)."""
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n:.0f} B"
 
 
 run_devices = reads.run_devices

@@ -17,7 +17,7 @@ import pandas as pd
 
 from profiler.analysis.counters import COUNTER_COLUMNS  # noqa: F401 (re-exported)
 from profiler.analysis.kernel_queries import (  # noqa: F401 (re-exported)
-    DETAIL_COLUMNS, binary_size, kernel_counters, kernel_details, kernel_table, run_device, run_devices)
+    DETAIL_COLUMNS, kernel_counters, kernel_details, kernel_table, run_device, run_devices)
 from profiler.analysis.pair_queries import (  # noqa: F401 (re-exported)
     ALIGN_MAX_KERNELS, cpu_op_delta, kernel_alignment, kernel_delta, kernel_sequence, launch_api_delta)
 from profiler.analysis.query_files import PAIRS, PER_RUN  # noqa: F401 (re-exported)

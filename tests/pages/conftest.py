@@ -25,8 +25,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from profiler.present.sitemap import SITE
+from profiler.storage import job_ingest
 from profiler.storage.store import Store
 from tests.conftest import HAVE_SHARED, SHARED_TRACES
+from tests.crafted_jobs import rank_trace, write_ranks
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE_FIXTURES = ROOT / "tests" / "fixtures" / "pages"
@@ -71,6 +73,19 @@ def page_store(page_store_template, tmp_path, monkeypatch) -> Store:
     shutil.copyfile(template, path)
     monkeypatch.setenv("PROFILER_DB", str(path))
     return Store(path)
+
+
+@pytest.fixture(scope="session")
+def with_jobs(page_store_template, tmp_path_factory):
+    """A folder holding `store.duckdb` (the page store with two jobs of two ranks, 'good' and
+    'bad') and its job files `store-jobs/`, built once per test process: tests copy both."""
+    folder = tmp_path_factory.mktemp("pages-jobs")
+    shutil.copyfile(page_store_template[0], folder / "store.duckdb")
+    store = Store(folder / "store.duckdb")
+    for job, world in (("good", 2), ("bad", 4)):
+        files = write_ranks(folder / job, {f"{job}{r}.json": rank_trace(r, world, 30 + 3 * r) for r in range(2)})
+        job_ingest.ingest_job(store, files, job, engine="in-process")
+    return folder
 
 
 @pytest.fixture

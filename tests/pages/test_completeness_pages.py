@@ -13,17 +13,24 @@ from tests.test_completeness import QWEN, _dump, _load
 pytestmark = [pytest.mark.third_party, pytest.mark.skipif(not QWEN.is_file(), reason="needs the shared Qwen trace")]
 
 
-@pytest.fixture
-def two_runs(tmp_path, monkeypatch):
+def _two_runs(path) -> tuple[str, str]:
+    """The Qwen trace as written and with 10 % of its kernel events dropped, ingested into `path`."""
     data = _load()
     kernels = [e for e in data["traceEvents"] if e.get("cat") == "kernel"]
     gone = {id(e) for e in random.Random(37).sample(kernels, len(kernels) // 10)}
     data["traceEvents"] = [e for e in data["traceEvents"] if id(e) not in gone]
-    (tmp_path / "qwen-dropped.json").write_text(_dump(data))
-    store = Store(tmp_path / "s.duckdb")
-    whole = store.ingest(QWEN).run_id
-    damaged = store.ingest(tmp_path / "qwen-dropped.json").run_id
-    monkeypatch.setenv("PROFILER_DB", str(store.path))
+    dropped = path.parent / "qwen-dropped.json"
+    dropped.write_text(_dump(data))
+    store = Store(path)
+    return store.ingest(QWEN).run_id, store.ingest(dropped).run_id
+
+
+@pytest.fixture
+def two_runs(tmp_path, monkeypatch, template_store):
+    """A copy of a store holding both runs, ingested once per test process; PROFILER_DB points at it."""
+    path = tmp_path / "s.duckdb"
+    whole, damaged = template_store("qwen-whole-and-dropped", _two_runs, path)
+    monkeypatch.setenv("PROFILER_DB", str(path))
     return whole, damaged
 
 

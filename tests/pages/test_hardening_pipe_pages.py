@@ -11,11 +11,10 @@ import pytest
 
 from profiler.storage import jobs
 from tests.pages.conftest import NAIVE
-from tests.pages.test_security_jobs_pages import with_jobs  # noqa: F401 - the module's fixture
 
 
 @pytest.fixture(params=["manifest", "rank_file"])
-def piped(with_jobs, tmp_path, monkeypatch, request):  # noqa: F811 - with_jobs: the fixture above
+def piped(with_jobs, tmp_path, monkeypatch, request):  # with_jobs: tests/pages/conftest.py
     monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
     monkeypatch.setenv("PROFILER_SEED", "0")
     shutil.copyfile(with_jobs / "store.duckdb", tmp_path / "store.duckdb")

@@ -11,16 +11,23 @@ from tests.conftest import SHARED_TRACES
 DLRM = sorted(SHARED_TRACES.glob("param__dlrm_kineto__worker*.pt.trace.json")) if SHARED_TRACES.is_dir() else []
 
 
+def _two_jobs(path) -> None:
+    store = Store(path)
+    job_ingest.ingest_job(store, DLRM, "dlrm", engine="in-process")
+    job_ingest.ingest_job(store, DLRM[:3], "dlrm first three", engine="in-process")
+
+
 @pytest.fixture
-def job_store(tmp_path, monkeypatch):
+def job_store(tmp_path, monkeypatch, template_store):
+    """A copy (store file and job files) of a store holding the job 'dlrm' (the 7 ranks) and
+    'dlrm first three', ingested once per test process."""
     assert len(DLRM) == 7, f"the 7 DLRM rank traces are not all in {SHARED_TRACES}"  # users of this fixture are marked third_party
     monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
     monkeypatch.setenv("PROFILER_SEED", "0")
-    store = Store(tmp_path / "jobs.duckdb")
-    job_ingest.ingest_job(store, DLRM, "dlrm", engine="in-process")
-    job_ingest.ingest_job(store, DLRM[:3], "dlrm first three", engine="in-process")
-    monkeypatch.setenv("PROFILER_DB", str(store.path))
-    return store
+    path = tmp_path / "jobs.duckdb"
+    template_store("dlrm-jobs", _two_jobs, path)
+    monkeypatch.setenv("PROFILER_DB", str(path))
+    return Store(path)
 
 
 @pytest.mark.third_party

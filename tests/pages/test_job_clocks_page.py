@@ -15,16 +15,24 @@ pytestmark = [pytest.mark.third_party,
               pytest.mark.skipif(len(DLRM) != 7, reason="needs the 7 shared DLRM rank traces")]
 
 
+def _clock_jobs(path) -> None:
+    store = Store(path)
+    (path.parent / "shift").mkdir()
+    (path.parent / "jump").mkdir()
+    job_ingest.ingest_job(store, _shifted(path.parent / "shift", 4, 50_000), "shifted", engine="in-process")
+    job_ingest.ingest_job(store, _shifted(path.parent / "jump", 3, 5_000, Decimal(9_000)), "jump",
+                          engine="in-process")
+
+
 @pytest.fixture
-def clock_store(tmp_path, monkeypatch):
+def clock_store(tmp_path, monkeypatch, template_store):
+    """A copy (store file and job files) of a store holding the jobs 'shifted' and 'jump', ingested
+    once per test process; PROFILER_DB points at it."""
     monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
-    store = Store(tmp_path / "jobs.duckdb")
-    (tmp_path / "shift").mkdir()
-    (tmp_path / "jump").mkdir()
-    job_ingest.ingest_job(store, _shifted(tmp_path / "shift", 4, 50_000), "shifted", engine="in-process")
-    job_ingest.ingest_job(store, _shifted(tmp_path / "jump", 3, 5_000, Decimal(9_000)), "jump", engine="in-process")
-    monkeypatch.setenv("PROFILER_DB", str(store.path))
-    return store
+    path = tmp_path / "jobs.duckdb"
+    template_store("dlrm-clock-jobs", _clock_jobs, path)
+    monkeypatch.setenv("PROFILER_DB", str(path))
+    return Store(path)
 
 
 def test_the_page_shows_each_rank_clock_and_corrects_the_waits(pages, clock_store):

@@ -14,16 +14,23 @@ from tests.test_counters import _csv, _trace
 COUNTER_COLUMNS = ("occupancy_achieved_pct", "ncu_limiter_text", "dram_throughput_pct")
 
 
-@pytest.fixture
-def counted_store(tmp_path, monkeypatch):
-    path = tmp_path / "counted.duckdb"
-    monkeypatch.setenv("PROFILER_DB", str(path))
-    monkeypatch.setenv("PROFILER_SEED", "0")
+def _counted(path) -> dict[str, str]:
     store = Store(path)
     ids = {v: store.ingest(_trace(v), name=v).run_id for v in ("sdpa_flash", "sdpa_cudnn", "flex")}
     for variant in ("sdpa_flash", "sdpa_cudnn"):
         store.attach_counters(ids[variant], _csv(variant))
-    return store, ids
+    return ids
+
+
+@pytest.fixture
+def counted_store(tmp_path, monkeypatch, template_store):
+    """(store, {variant: run id}): flash and cuDNN with their counters attached, and flex; a copy
+    of a store built once per test process."""
+    path = tmp_path / "counted.duckdb"
+    monkeypatch.setenv("PROFILER_DB", str(path))
+    monkeypatch.setenv("PROFILER_SEED", "0")
+    ids = template_store("counted-flash-cudnn-flex", _counted, path)
+    return Store(path), dict(ids)
 
 
 def _first_row(variant: str) -> dict:

@@ -17,13 +17,18 @@ SWEEP = [SAMPLES / "sweep" / f"{v}_b8_h16_s{n}_d64_bf16_causal_warm_r1.json.gz"
          for v in ("flex", "sdpa_flash") for n in (512, 1024)]
 
 
-@pytest.fixture
-def sweep_store(tmp_path, monkeypatch):
-    path = tmp_path / "sweep.duckdb"
+def _sweep(path) -> list[str]:
     store = Store(path)
-    ids = [store.ingest(p).run_id for p in SWEEP]
+    return [store.ingest(p).run_id for p in SWEEP]
+
+
+@pytest.fixture
+def sweep_store(tmp_path, monkeypatch, template_store):
+    """(store file, run ids of SWEEP in order): a copy of a store built once per test process."""
+    path = tmp_path / "sweep.duckdb"
+    ids = template_store("same-figure-sweep", _sweep, path)
     monkeypatch.setenv("PROFILER_DB", str(path))
-    return path, ids
+    return path, list(ids)
 
 
 def test_every_view_shows_the_same_gpu_work(pages, sweep_store, capsys):

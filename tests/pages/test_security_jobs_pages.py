@@ -10,25 +10,12 @@ import time
 import pytest
 
 from profiler.storage import job_ingest, jobs
-from profiler.storage.store import Store
 from tests.crafted_jobs import ABSURD_TIMESTAMPS, MANIFEST_DAMAGE, RANK_FILE_DAMAGE, rank_trace, write_ranks
 from tests.pages.conftest import NAIVE, shown
 
 DAMAGE = {**{f"manifest-{k}": v for k, v in MANIFEST_DAMAGE.items()},
           **{f"file-{k}": v for k, v in RANK_FILE_DAMAGE.items()}}
 SOME = ("manifest-not_json", "manifest-files_a_number", "manifest-null", "file-wrong_table", "file-deleted")
-
-
-@pytest.fixture(scope="module")
-def with_jobs(page_store_template, tmp_path_factory):
-    """The page store with two jobs of two ranks, 'good' and 'bad' (built once)."""
-    folder = tmp_path_factory.mktemp("pages-jobs")
-    shutil.copyfile(page_store_template[0], folder / "store.duckdb")
-    store = Store(folder / "store.duckdb")
-    for job, world in (("good", 2), ("bad", 4)):
-        files = write_ranks(folder / job, {f"{job}{r}.json": rank_trace(r, world, 30 + 3 * r) for r in range(2)})
-        job_ingest.ingest_job(store, files, job, engine="in-process")
-    return folder
 
 
 @pytest.fixture

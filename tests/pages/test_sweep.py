@@ -12,11 +12,8 @@ SWEEP = ROOT / "data" / "samples" / "sweep"
 DECODE = ROOT / "data" / "samples" / "modes" / "decode"
 
 
-@pytest.fixture
-def sweep_store(tmp_path, monkeypatch):
-    """flex and sdpa_flash at L=512 and 1024, three runs each (they cross over there), one naive
-    run, and sdpa_flash and sdpa_cudnn decoding against KV caches of 8192 and 32768."""
-    store = Store(tmp_path / "sweep.duckdb")
+def _sweep(path) -> dict[str, str]:
+    store = Store(path)
     names = [f"{v}_b8_h16_s{s}_d64_bf16_causal_warm_r{r}.json.gz"
              for v in ("flex", "sdpa_flash") for s in (512, 1024) for r in (1, 2, 3)]
     ids = {n: store.ingest(SWEEP / n, source="captured").run_id for n in names}
@@ -25,8 +22,18 @@ def sweep_store(tmp_path, monkeypatch):
         for kv in (8192, 32768):
             name = f"{v}_decode_b8_h32_kv8_s1_L{kv}_d128_bf16_causal_warm.json.gz"
             ids[name] = store.ingest(DECODE / name, source="captured").run_id
-    monkeypatch.setenv("PROFILER_DB", str(store.path))
-    return store, ids
+    return ids
+
+
+@pytest.fixture
+def sweep_store(tmp_path, monkeypatch, template_store):
+    """flex and sdpa_flash at L=512 and 1024, three runs each (they cross over there), one naive
+    run, and sdpa_flash and sdpa_cudnn decoding against KV caches of 8192 and 32768: a copy of a
+    store built once per test process."""
+    path = tmp_path / "sweep.duckdb"
+    ids = template_store("sweep-page", _sweep, path)
+    monkeypatch.setenv("PROFILER_DB", str(path))
+    return Store(path), dict(ids)
 
 
 def test_a_section_per_sweep_with_its_axis_crossover_and_timeline_links(pages, sweep_store):
