@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from profiler.analysis import queries, timings
+from profiler.analysis import queries, timings, verdict
 from profiler.cli.main import main
 from profiler.storage.store import Store
 from tests import raw_step_work as raw
@@ -122,3 +122,11 @@ def test_mi250_no_part_larger_than_its_whole(stored):
                               "idle_launch_us_per_iter", "idle_cpu_us_per_iter", "idle_annotation_us_per_iter",
                               "idle_unrecorded_us_per_iter")]
     assert min(parts) >= 0 and sum(parts) == pytest.approx(run["gpu_idle_us_per_iter"], rel=1e-9)
+    # the longest idle gap lies in one step: never longer than the longest step of the raw trace, and
+    # a gap longer than the mean iteration the sentence sets it beside says it lies in a longer step
+    mean_step = sum(hi - lo for lo, hi in steps) / len(steps) / 1e3
+    assert run["max_gap_us"] <= max(hi - lo for lo, hi in steps) / 1e3
+    said = verdict.bound_sentence(run.to_dict(), "mi250")
+    longest = f"the longest {run['max_gap_us']:,.1f} µs"
+    assert longest in said
+    assert (run["max_gap_us"] > mean_step) == (f"{longest}, in a step longer than the mean" in said)

@@ -63,11 +63,14 @@ def gpu_split(row) -> str:
     return text + f" and is idle {idle:.1f}%"
 
 
-def _gaps(row) -> str:
+def _gaps(row, wall: float) -> str:
+    """The idle gaps per iteration and the longest of any step; a longest gap that exceeds the mean
+    iteration `wall` beside it lies in a longer step, and says so (never a part over its whole)."""
     gaps, longest = _get(row, "idle_gaps_per_iter"), _get(row, "max_gap_us")
     if gaps <= 0:
         return ""
-    return f" in {gaps:,.0f} gap{'s' if round(gaps) != 1 else ''} per iteration (the longest {longest:,.1f} µs)"
+    where = ", in a step longer than the mean" if longest > wall else ""
+    return f" in {gaps:,.0f} gap{'s' if round(gaps) != 1 else ''} per iteration (the longest {longest:,.1f} µs{where})"
 
 
 def idle_split(row) -> str:
@@ -94,7 +97,7 @@ def bound_sentence(row, label: str) -> str:
         return (f"{label} is a graph capture: its trace records {_get(row, 'capture_calls'):,.0f} capture "
                 f"call(s) and {_get(row, 'launch_calls_per_iter'):,.0f} launch calls per iteration that record "
                 "work into a graph rather than run it; time the graph's replays, not this trace.")
-    head = f"{label} is {BOUND_WORDS[bound]}: in its {wall:,.1f} µs iteration {gpu_split(row)}{_gaps(row)}"
+    head = f"{label} is {BOUND_WORDS[bound]}: in its {wall:,.1f} µs iteration {gpu_split(row)}{_gaps(row, wall)}"
     if bound == "gpu":
         text = head + "; the GPU sets the pace: feeding it faster could save at most its idle time"
         sync_us = _get(row, "sync_us_per_iter")
