@@ -43,3 +43,15 @@ def test_one_call_is_the_union_of_its_kernels(tmp_path):
     rows = [r for r in ops.rows(db, db.ingest(path).run_id, "all") if r["op"] == "aten::mm"]
     assert len(rows) == 1 and rows[0]["calls"] == 1
     assert rows[0]["kernel_us_mean"] == pytest.approx(40.0)  # [1020, 1060): not 30 + 20 = 50
+
+
+def test_unions_at_absurd_timestamps_are_exact_and_never_recurse():
+    """Intervals too far apart to shift into one sorted run (a crafted trace's timestamps) are
+    measured per group in exact integers: the same lengths as a brute-force union."""
+    import numpy as np
+
+    from profiler.analysis.arrays import unions
+    groups = np.array([0, 0, 0, 1, 1])
+    starts = np.array([-2 ** 61, 0, 5, 2 ** 61, 2 ** 61 + 3])
+    ends = np.array([-2 ** 61 + 7, 10, 12, 2 ** 61 + 4, 2 ** 61 + 9])
+    assert unions(groups, starts, ends, 2).tolist() == [7 + 12, 9]

@@ -63,10 +63,10 @@ def unions(groups: np.ndarray, starts: np.ndarray, ends: np.ndarray, n: int) -> 
     s, e = np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64)
     base = int(min(s.min(), e.min()))
     width = int(max(s.max(), e.max())) - base + 1
-    if width * (n + 1) >= 2 ** 62:  # the shift would overflow: one group at a time
+    if width * (n + 1) >= 2 ** 62:  # the shift would overflow (absurd timestamps): exact Python ints
         for g in range(n):
             mine = groups == g
-            out[g] = unions(np.zeros(int(mine.sum()), dtype=np.int64), s[mine], e[mine], 1)[0]
+            out[g] = min(_union_exact(s[mine].tolist(), e[mine].tolist()), np.iinfo(np.int64).max)
         return out
     order = np.lexsort((s, groups))
     shift = groups[order].astype(np.int64) * width - base
@@ -74,6 +74,16 @@ def unions(groups: np.ndarray, starts: np.ndarray, ends: np.ndarray, n: int) -> 
     reach = np.maximum.accumulate(np.r_[np.iinfo(np.int64).min, e[:-1]])
     np.add.at(out, groups[order], np.maximum(e - np.maximum(s, reach), 0))
     return out
+
+
+def _union_exact(starts: list[int], ends: list[int]) -> int:
+    """The union's length of [start, end) intervals in Python ints (no overflow at any timestamp)."""
+    total, reach = 0, None
+    for start, end in sorted(zip(starts, ends)):
+        lo = start if reach is None else max(start, reach)
+        total += max(end - lo, 0)
+        reach = end if reach is None else max(reach, end)
+    return total
 
 
 def descending(values: np.ndarray) -> np.ndarray:

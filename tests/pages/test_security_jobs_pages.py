@@ -83,4 +83,4 @@ def test_absurd_timestamps_in_an_uploaded_job_are_skipped_and_said(pages, empty_
     notes = [shown(c.value) for c in at.caption if c.value.startswith("rank ")]
     assert sorted(n.split(":")[0] for n in notes) == ["rank 1", "rank 2", "rank 3"]
     assert all("1 event skipped: start time missing or out of range" in n for n in notes), notes
-    assert time.perf_counter() - started < 5
+    assert time.perf_counter() - started < 20  # the exponent once cost 27 s on an idle machine; ~8 s here under a loaded run
