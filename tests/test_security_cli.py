@@ -180,6 +180,7 @@ def test_kill_9_mid_ingest_leaves_no_partial_trace(big_trace, tmp_path):
     db = tmp_path / "s.duckdb"
     Store(db).ingest(kineto_trace(9), "before.json")
     wal = db.with_name(db.name + ".wal")
+    mid_ingest = 0
     for when in (0.2, 0.5, "wal", 0.8, 0.95):
         child = subprocess.Popen([sys.executable, "-m", "profiler", "ingest", str(big_trace), "--db", str(db)],
                                  cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -193,10 +194,14 @@ def test_kill_9_mid_ingest_leaves_no_partial_trace(big_trace, tmp_path):
         child.wait()
         rows = _consistent(db)
         if child.returncode == -signal.SIGKILL and len(rows) == 1:
+            mid_ingest += 1
             continue
-        assert len(rows) == 2 and when in (0.8, 0.95, "wal"), f"kill at {when}: {rows}"
+        # the ingest committed before the kill landed (the machine's load moves its length
+        # between the timed run and these): the whole trace is there, never a part of it
+        assert len(rows) == 2, f"kill at {when}: {rows}"
         store = Store(db)  # it finished just before the kill: remove it and go on
         catalog.delete_runs(store, store.query("SELECT run_id FROM traces WHERE name = 'big.json'")["run_id"])
+    assert mid_ingest >= 2, "fewer than two kills landed while the ingest ran: nothing was tested"
     result = real_cli("ingest", str(big_trace), "--db", str(db))
     assert result.returncode == 0 and ("ingested" in result.stdout or "already in store" in result.stdout)
     assert Store(db).query("SELECT kernels FROM traces WHERE name = 'big.json'")["kernels"].tolist() == [150_000]
