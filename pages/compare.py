@@ -93,7 +93,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     st.subheader("Findings, b against a", divider="gray")
     found = findings.compare_findings(store, a, b)
     if found:  # one list: the findings read as one block
-        st.markdown("\n".join(f"- {markup.md(finding.text)}" for finding in found))
+        st.markdown(markup.bullets(finding.text for finding in found))
     if any(f.evidence.get("page") == "attention" for f in found):  # the op-level cost model's evidence
         ui.link_to("attention", state, "Ops, kernels, FLOPs and bytes behind these findings")
     aligned = queries.kernel_alignment(store, a, b, iteration)

@@ -82,7 +82,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         if same:
             st.markdown(markup.md(same))
         if not crossed.empty:  # one list: the crossings read as one block
-            st.markdown("\n".join(f"- {markup.md(text)}" for text in crossed["text"]))
+            st.markdown(markup.bullets(crossed["text"]))
         if crossed.empty:
             st.markdown(markup.md(f"No two variants swap the lead in {unit} over this sweep, ties passed through."))
         table = curve_charts.sweep_table(mine, base)

@@ -29,7 +29,7 @@ SINKS.update(metric=(0, 1, 2), progress=(1,), page_link=(), write=tuple(range(8)
 LITERAL_ONLY = {"html", "latex"}  # HTML and KaTeX: escaping Markdown does not make text safe there
 MARKDOWN_KEYWORDS = {"label", "body", "text", "help", "delta"}
 OPTION_SINKS = {"radio", "pills", "segmented_control"}  # their options are Markdown as well
-ESCAPERS = {"md", "code", "fmt"}
+ESCAPERS = {"md", "code", "fmt", "bullets"}  # bullets: each item through md
 BUILDERS = {"narrative": {"alignment_summary", "cudnn_story"}}
 NUMERIC_SPEC = re.compile(r"[,_]|[bdeEfFgGnoxX%]$")  # a str would raise
 CONSTANT = re.compile(r"^[A-Z][A-Z0-9_]*$")

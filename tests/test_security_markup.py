@@ -306,3 +306,10 @@ def test_download_file_names_hold_no_path_or_control_character(stem):
     name = _file_name(stem, ".csv")
     assert name.endswith(".csv") and len(name) <= 124
     assert not re.search(r'[\x00-\x1f\x7f-\x9f/\\"]', name), name
+
+
+def test_bullets_is_one_list_of_escaped_items():
+    """`markup.bullets` (a page's findings as one list) puts every item through `md`, nothing else."""
+    items = ["**bold** [x](http://e.com)", "aten::mm <script>", "line\nbreak"]
+    assert markup.bullets(items) == "\n".join(f"- {markup.md(t)}" for t in items)
+    assert markup.bullets([]) == ""

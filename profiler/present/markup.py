@@ -83,6 +83,11 @@ class _Escaping(string.Formatter):
         return md(super().format_field(value, format_spec))
 
 
+def bullets(texts) -> str:
+    """One Markdown list of literal texts (each through `md`): a list reads as one block on a page."""
+    return "\n".join(f"- {md(text)}" for text in texts)
+
+
 def fmt(template: str, /, *args: object, **kwargs: object) -> str:
     """`template` (Markdown written in this project's code, `str.format` fields) with every field
     filled as literal text: ``fmt("Job **{}**: {:,} ranks", name, n)``."""
