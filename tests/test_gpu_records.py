@@ -43,7 +43,7 @@ def test_every_captured_run_has_its_record_filled(path):
     assert isinstance(record["other_processes"], list)
     if not run["cold"] and path.parent.name != "loaded":  # every warm run but the loaded one was counted
         assert path.with_name(path.name.removesuffix(".json.gz") + ".ncu.csv").is_file()
-    elif "l2_check" in record or path.parent.parent.name != "samples_h100":  # the H100 set predates the check
+    elif run["cold"] and ("l2_check" in record or path.parent.parent.name != "samples_h100"):  # the H100 set predates the check
         check = record["l2_check"]
         assert check["cold"] in (True, False), check.get("said")
         share = check["as_run"]["dram_read_bytes"] / check["flushed"]["dram_read_bytes"]
@@ -101,3 +101,23 @@ def test_idle_against_loaded_warns_as_the_raw_records_say(folder, tmp_path):
     assert any("different SM clocks" in s for s in said) == (spread > conditions.CLOCK_SPREAD_PCT)
     assert sum("was throttled" in s for s in said) == sum(bool(r["gpu"]["throttled"]) for r in recs)
     assert sum("shared the GPU" in s for s in said) == sum(bool(r["other_processes"]) for r in recs)
+
+
+def test_the_h200_run_beside_a_gpu_load_draws_all_three_warnings(tmp_path):
+    """data/samples_H200/: the same sdpa_flash run idle (default/) and beside bench/gpu_load.py
+    (loaded/): the loaded record's NVML samples say throttled, slower SM clocks and one other
+    process, and each becomes a warning."""
+    idle = sorted((DATA / "samples_H200" / "default").glob("sdpa_flash_*warm*.json.gz"))
+    loaded = sorted((DATA / "samples_H200" / "loaded").glob("sdpa_flash_*warm*.json.gz"))
+    assert len(idle) == 1 and len(loaded) == 1
+    records = [_run(p)["record"] for p in (idle[0], loaded[0])]
+    clocks = [r["gpu"]["sm_clock_mhz"]["mean"] for r in records]
+    assert abs(clocks[0] - clocks[1]) / max(clocks) > 0.05
+    assert not records[0]["gpu"]["throttled"] and records[1]["gpu"]["throttled"]
+    assert records[1]["other_processes"] and not records[0]["other_processes"]
+    store = Store(tmp_path / "store.duckdb")
+    ids = [store.ingest(p, source="captured").run_id for p in (idle[0], loaded[0])]
+    said = conditions.warnings(store, ids)
+    assert any("different SM clocks" in s for s in said), said
+    assert any("was throttled" in s for s in said), said
+    assert any("shared the GPU with 1 other process" in s for s in said), said
