@@ -39,7 +39,8 @@ def test_every_captured_run_has_its_record_filled(path):
     assert isinstance(gpu["clocks_locked"], bool)
     for key in ("driver", "torch", "cuda", "cudnn", "python"):
         assert record["versions"].get(key), key
-    assert record["l2_flushed"] is False and record["l2"]
+    assert isinstance(record["l2_flushed"], bool) and record["l2"]
+    assert run["cold"] or not record["l2_flushed"]          # only a cold run's first call is flushed
     assert isinstance(record["other_processes"], list)
     if not run["cold"] and path.parent.name != "loaded":  # every warm run but the loaded one was counted
         assert path.with_name(path.name.removesuffix(".json.gz") + ".ncu.csv").is_file()
@@ -48,6 +49,8 @@ def test_every_captured_run_has_its_record_filled(path):
         assert check["cold"] in (True, False), check.get("said")
         share = check["as_run"]["dram_read_bytes"] / check["flushed"]["dram_read_bytes"]
         assert check["cold"] == (share >= 0.9)
+        if record["l2_flushed"]:                             # the flush did its work: the first kernel missed L2
+            assert check["cold"] is True, check["said"]
 
 
 def _means(paths) -> dict:

@@ -37,6 +37,7 @@ class CaptureConfig:
     causal: bool = True
     device: str = field(default_factory=default_device)
     cold: bool = True
+    flush_l2: bool = True  # a cold run's inputs evicted from L2 before its first call (record.flush_l2)
     warmup_calls: int = 3  # outside the profiler, before a warm run
     warmup_s: float = 0.1  # and for at least this long, one call at a time (at most MAX_WARMUP_CALLS)
     wait: int = 1

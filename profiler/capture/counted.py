@@ -14,7 +14,7 @@ profiler range closed (compiles, plans and caches happen there), then opens the 
 only that call's kernels are counted (profiler/capture/counters.py). Prints one JSON line:
 ``{"ok": true}`` or ``{"ok": false, "reason": ...}``. With ``"cold": true`` in the request no call
 runs before the range: the counted call is the process's first, as in a cold run (the L2 check,
-profiler/capture/l2check.py).
+profiler/capture/l2check.py), after L2 was flushed the cold run's way when ``"flush_l2"`` says so.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ import sys
 
 import torch
 
+from profiler.capture.record import flush_l2
 from profiler.capture.variants import Setting, get_variant, make_inputs, train_step
 
 
@@ -55,6 +56,8 @@ def counted_call(request: dict) -> None:
     fn, inputs = workload(request, "cuda")
     for _ in range(0 if request.get("cold") else max(1, request.get("warmup_calls", 3))):
         fn(*inputs)
+    if request.get("cold") and request.get("flush_l2"):   # as the cold run did (record.flush_l2)
+        flush_l2("cuda")
     torch.cuda.synchronize()
     torch.cuda.cudart().cudaProfilerStart()
     fn(*inputs)

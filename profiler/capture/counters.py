@@ -66,7 +66,7 @@ def why_not(device: str) -> str | None:
 
 SETTINGS = ("--clock-control", "none", "--cache-control", "all")
 REQUEST_KEYS = ("variant", "mode", "batch", "heads", "kv_heads", "seq_len", "kv_len", "head_dim", "dtype",
-                "causal", "window", "varlen", "warmup_calls", "seed")
+                "causal", "window", "varlen", "warmup_calls", "seed", "flush_l2")
 
 
 def request(config, outcome) -> dict:
@@ -76,7 +76,7 @@ def request(config, outcome) -> dict:
             "kv_heads": config.n_kv_heads, "seq_len": outcome.seq_len, "kv_len": config.kv_len_of(outcome.seq_len),
             "head_dim": config.head_dim, "dtype": config.dtype, "causal": config.causal, "window": config.window,
             "varlen": list(config.varlen) if config.varlen is not None else None,
-            "warmup_calls": config.warmup_calls, "seed": config.seed}
+            "warmup_calls": config.warmup_calls, "seed": config.seed, "flush_l2": config.flush_l2}
 
 
 def command(ncu: str, report: Path, request: dict, metrics: list[str]) -> list[str]:

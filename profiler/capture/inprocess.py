@@ -195,6 +195,7 @@ class _Capture:
         device = self.config.device
         self.tell(variant, f"s{seq_len}: cold call (a first use compiles or plans here)")
         self.begin(variant, seq_len, True, 0)
+        flushed = measurement.flush_l2(device) if self.config.flush_l2 else False
         self.driver.enter(prof, ProfilerAction.WARMUP)
         self.driver.enter(prof, ProfilerAction.RECORD_AND_SAVE)
 
@@ -215,7 +216,7 @@ class _Capture:
             return reason
         numbers = {"wall_us_per_call": us, "wall_calls": 1, "graph_us_per_call": None, "graph_calls": 0,
                    "graph_note": "a cold run is its one first call", "rel_error": error,
-                   "record": measurement.build(device, gpu)}
+                   "record": measurement.build(device, gpu, l2_flushed=flushed)}
         self.record(variant, seq_len, True, 0, path, numbers)
         return None
 

@@ -1,9 +1,10 @@
 """Did a cold run's first kernel really find L2 cold? Checked under Nsight Compute, kept in the record.
 
-The capture never flushes L2 (profiler/capture/record.py): a cold run is the first call of a fresh
-process, and its inputs, just made on the GPU, may still sit in L2 (a "cold" number that is
-partly warm). The check runs the cold run's workload (`counters.request`, no warm-up call) twice
-under `ncu`, counting only the first kernel of the first call (`--launch-count 1`):
+A cold run is the first call of a fresh process; its inputs, just made on the GPU, may still sit
+in L2 (a "cold" number that is partly warm) unless the capture evicted them first (`record.flush_l2`,
+the default; `--no-flush-l2` keeps them). The check runs the cold run's workload (`counters.request`
+with its flush, no warm-up call) twice under `ncu`, counting only the first kernel of the first
+call (`--launch-count 1`):
 
 * ``as_run``: `--cache-control none`: L2 as the cold run left it;
 * ``flushed``: `--cache-control all`: ncu flushes every cache first: the truly cold reference.
@@ -109,7 +110,7 @@ def check(request: dict, timeout_s: float = TIMEOUT_S) -> dict:
 
 
 def keep(trace: Path, result: dict) -> None:
-    """Write ``result`` into the trace's record as "l2_check" (and "l2_flushed": False stays)."""
+    """Write ``result`` into the trace's record as "l2_check" (its "l2_flushed" stays as captured)."""
     import gzip
 
     with gzip.open(trace, "rt", encoding="utf-8") as f:

@@ -65,6 +65,8 @@ def register(subparsers) -> None:
     cap.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda if present")
     cap.add_argument("--cold", action=argparse.BooleanOptionalAction, default=True,
                      help="also profile the first call of each fresh shape as its own run")
+    cap.add_argument("--flush-l2", action=argparse.BooleanOptionalAction, default=True,
+                     help="evict L2 before a cold run's first call (its inputs, just made, would sit in L2)")
     cap.add_argument("--cuda-graph", action="store_true",
                      help="graph mode: each warm run's calls captured into a CUDA graph and replayed under the "
                           "profiler (as serving engines run decode); the capture-side trace is kept beside it "
@@ -155,6 +157,7 @@ def _configs(args: argparse.Namespace) -> list:
     base = CaptureConfig(variants=args.variants or tuple(VARIANTS), batch=args.batch or (1 if args.varlen else 8),
                          heads=args.heads, seq_lens=seq, head_dim=lists.get("head_dim", (64,))[0], dtype=args.dtype,
                          causal=args.causal, device=args.device or default_device(), cold=args.cold,
+                         flush_l2=args.flush_l2,
                          timing_calls=args.timing_calls, repeats=args.repeats, isolate=args.isolate,
                          compile_cache=args.compile_cache, out_dir=args.out_dir, mode=args.mode,
                          kv_heads=lists.get("kv_heads", (None,))[0], kv_len=lists.get("kv_len", (None,))[0],
