@@ -1,6 +1,7 @@
 """What bench/gpu_issue38.sh measured, checked (run on the GPU machine, after the captures).
 
     python bench/gpu_issue38_check.py SAMPLES_DIR WORK_DIR OUT_DIR
+    python bench/gpu_issue38_check.py --plain SAMPLES_DIR OUT_DIR     # 3. alone, over committed samples
 
 1. Ceilings: WORK_DIR/ceilings_1.json against ceilings_2.json (two measurements minutes apart):
    each value's difference in %, ok within 3 %.
@@ -8,8 +9,8 @@
    the trace (`storage.counters.match`); achieved occupancy never above theoretical + 1 pt.
 3. A plain Nsight Compute run (its SpeedOfLight and Occupancy sections, `--clock-control none
    --cache-control all`, the same settings as the capture's) of the same call as the capture
-   counted, for the default shape's and the 8k decode's sdpa_flash: each metric's difference in
-   points, ok within 1 pt. Both CSVs are read here with the csv module alone.
+   counted, for one workload of every mode (`PLAIN`: prefill, decode at 8k twice, prefill with GQA,
+   train, window, packed lengths): each metric's difference in points, ok within 1 pt. Both CSVs are read here with the csv module alone.
 4. Records: every trace carries "record"; its sampler, sample count, mean SM clock, throttling.
 5. L2: each cold run's "l2_check" (its first kernel's DRAM reads as run and after a flush).
 6. Idle against loaded: default/'s sdpa_flash against loaded/'s (the same call captured while
@@ -39,7 +40,10 @@ COMPARED = {"occupancy_achieved": "sm__warps_active.avg.pct_of_peak_sustained_ac
             "sm_throughput": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
             "dram_throughput": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
             "occupancy_theoretical": "sm__maximum_warps_per_active_cycle_pct"}
-PLAIN = (("default", "sdpa_flash_b8_h16_s1024_d64"), ("decode_sweep", "sdpa_flash_decode_b8_h32_kv8_s1_L8192"))
+PLAIN = (("default", "sdpa_flash_b8_h16_s1024_d64"), ("decode_sweep", "sdpa_flash_decode_b8_h32_kv8_s1_L8192"),
+         ("decode_sweep", "sdpa_cudnn_decode_b8_h32_kv8_s1_L8192"), ("prefill_gqa", "sdpa_cudnn_b4_h32_kv8_s2048_d128"),
+         ("train", "sdpa_flash_train_b8_h16_s1024_d64"), ("window", "sdpa_cudnn_b4_h16_s4096_w1024_d64"),
+         ("varlen", "sdpa_efficient_b1_h16_s4096_v512x1536x1024x1024_d64"))   # every mode, one workload each
 
 
 def _meta(trace: Path) -> dict:
@@ -169,6 +173,14 @@ def loaded(samples: Path, work: Path) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    if argv[0] == "--plain":
+        samples, out = Path(argv[1]), Path(argv[2])
+        found = plain(samples, out)
+        (out / "plain.json").write_text(json.dumps(found, indent=2))
+        ok = [p.get("ok") for f in found.values() for p in f.get("kernels", [])]
+        print(f"plain ncu: {sum(bool(o) for o in ok)} of {len(ok)} kernels within 1 pt over {len(found)} workloads")
+        print(json.dumps(found)[:6000])
+        return 0
     samples, work, out = Path(argv[0]), Path(argv[1]), Path(argv[2])
     summary = {"ceilings": ceilings(work), "counters": counted(samples), "plain_ncu": plain(samples, work),
                "records": records(samples), "l2": l2(samples)}
