@@ -47,8 +47,8 @@ def same_work(store, part: pd.DataFrame) -> dict[int, int]:
     by_sig: dict[tuple, list[int]] = {}
     for i in timed:
         sig = sigs.get(part["run_id"].iloc[i])
-        if sig:
-            by_sig.setdefault(sig, []).append(i)
+        if sig:   # the same kernels on another GPU are a rival: what the other GPU buys (--compare-gpus)
+            by_sig.setdefault((part["device"].iloc[i] if "device" in part else None, sig), []).append(i)
     alias = {}
     for members in by_sig.values():
         if len(members) > 1:

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from profiler.analysis import (op_pricing, queries, query_files, rank_sentences, rank_why, reads, repeats, roofline,
-                               timings)
+from profiler.analysis import (op_pricing, queries, query_files, rank_sentences, rank_why, rating, reads, repeats,
+                               roofline, timings)
 
 COLD_SQL = """
 SELECT w.run_id, TRY_CAST(c.run_meta->>'wall_us_per_call' AS DOUBLE) AS cold_us
@@ -50,7 +50,8 @@ NO_SHAPE = "no shape"   # the set of runs that record no shape (uploads): each r
 COLUMNS = ["set", "rank", "variant", "label", "run_id", "us_per_call", "us_min", "us_max", "repeats", "runs",
            "run_ids", "outliers", "timed_on", "times_fastest", "tied_with", "same_kernels_as", "noise_pct",
            "gpu_us_per_call", "kernel_us_per_call", "tflops", "tbps", "pct_of_roof", "roof_bound",
-           "peak_allocated_bytes", "cold_us", "wall_us_per_call", "graph_us_per_call", "bound", "device", "cold"]
+           "peak_allocated_bytes", "cold_us", "wall_us_per_call", "graph_us_per_call", "bound", "device", "cold",
+           "pct_of_measured_peak", "pct_of_measured_bandwidth", "pct_of_measured_roof"]
 
 
 def per_call(store, run_ids) -> pd.DataFrame:
@@ -153,6 +154,8 @@ def rank_table(store, run_ids, compare_devices: bool = False) -> pd.DataFrame:
     reps = table["run_id"].tolist()
     labels = queries.run_labels(store, reps).set_index("run_id")["label"]
     table["label"] = [group_label(labels.get(r, r), n) for r, n in zip(reps, table["runs"])]
+    several = table.groupby("set", sort=False)["device"].transform("nunique") > 1    # --compare-gpus: name each GPU
+    table.loc[several, "label"] = table.loc[several, "label"] + " on " + table.loc[several, "device"].astype(str)
     timed = timings.run_timings(store, reps).set_index("run_id")
     for column in ("kernel_us_per_call", "peak_allocated_bytes", "wall_us_per_call", "graph_us_per_call"):
         table[column] = table["run_id"].map(timed[column])
@@ -160,8 +163,11 @@ def rank_table(store, run_ids, compare_devices: bool = False) -> pd.DataFrame:
     roof = roofline.roofline_table(store, reps)
     rated = roof.set_index("run_id") if not roof.empty else None
     for column, source in (("tflops", "tflops"), ("tbps", "tbps"), ("pct_of_roof", "pct_of_roof"),
-                           ("roof_bound", "bound")):
+                           ("roof_bound", "bound"), ("pct_of_measured_peak", "pct_of_measured_peak"),
+                           ("pct_of_measured_bandwidth", "pct_of_measured_bandwidth")):
         table[column] = table["run_id"].map(rated[source]) if rated is not None else None
+    table["pct_of_measured_roof"] = rating.pct_of_measured_roof(table["roof_bound"], table["pct_of_measured_peak"],
+                                                                table["pct_of_measured_bandwidth"])
     cold = store.query(COLD_SQL, {"run_ids": reps}).set_index("run_id")["cold_us"]
     table["cold_us"] = table["run_id"].map(cold)
     table["bound"] = table["run_id"].map(queries.run_metrics(store, reps).set_index("run_id")["bound"])
@@ -183,8 +189,8 @@ class Ranked:
     evidence: dict
 
 
-def set_title(row) -> str:
-    """A set in words: the workload, the state and the device."""
+def set_title(row, devices=None) -> str:
+    """A set in words: the workload, the state and the device (``devices``: the set's, when several)."""
     if row["set"] == NO_SHAPE:
         return "shape not recorded"
     s = dict(zip(SHAPE, str(row["set"]).split("|")))
@@ -194,7 +200,8 @@ def set_title(row) -> str:
         f" packed {s['varlen']}" if s["varlen"] else "")
     state = "cold" if row["cold"] else "warm"
     return (f"{s['mode']} B={s['batch']} H={heads} L={s['seq_len']}{kv} D={s['head_dim']} {s['dtype']} "
-            f"{'causal' if s['causal'] == 'True' else 'not causal'}{extra}, {state}, {row['device']}")
+            f"{'causal' if s['causal'] == 'True' else 'not causal'}{extra}, {state}, "
+            f"{' and '.join(devices) if devices and len(devices) > 1 else row['device']}")
 
 
 def rank_sets(store, run_ids, compare_devices: bool = False) -> tuple[list[Ranked], list[str]]:
@@ -208,7 +215,8 @@ def rank_sets(store, run_ids, compare_devices: bool = False) -> tuple[list[Ranke
             figure = rank_sentences.figure_words(row) if row["figure"].known else "no time per call"
             alone.append(f"{set_title(row)}: {row['label']}, {figure}")
             continue
-        ranked.append(Ranked(set_title(part.iloc[0]), part, *rank_sentences.sentence(store, part)))
+        devices = list(dict.fromkeys(part["device"].astype(str)))
+        ranked.append(Ranked(set_title(part.iloc[0], devices), part, *rank_sentences.sentence(store, part)))
     return ranked, alone
 
 

@@ -117,6 +117,13 @@ def measured_peak(entry: dict | None, engine, dtype) -> float | None:
     return entry.get(f"gemm_{dtype}")
 
 
+def pct_of_measured_roof(bound, pct_of_measured_peak, pct_of_measured_bandwidth):
+    """The share of the measured roof a run reaches: of the measured bandwidth where memory bounds
+    it (``bound`` 'memory'), else of the measured GEMM peak; NaN where that GPU was never measured."""
+    memory = np.array([b == "memory" for b in bound], dtype=bool)
+    return np.where(memory, np.asarray(pct_of_measured_bandwidth, dtype=float), np.asarray(pct_of_measured_peak, dtype=float))
+
+
 def against_measured(frame: pd.DataFrame, measured_of: dict) -> pd.DataFrame:
     """``frame`` (run_id, engine, dtype, tflops, tbps: a rated frame) with MEASURED_COLUMNS: the
     GPU's measured ceilings (``measured_of``: run_id -> `storage.ceilings.latest` entry) and the

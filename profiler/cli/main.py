@@ -137,6 +137,7 @@ EXAMPLES = """examples:
   python -m profiler ops 3f2a9c                           FLOPs, bytes and % of peak per op
   python -m profiler ingest ranks/ --job train-0412       a multi-rank job's files
   python -m profiler job train-0412                       its ranks, waits and the straggler
+  python -m profiler ceilings h200.json                   keep a GPU's measured ceilings for its runs
 
 Runs are named by their id or any unique prefix of it. The store is $PROFILER_DB, else
 data/traces.duckdb; every command takes --db. `python -m profiler COMMAND --help` for the rest."""
@@ -172,11 +173,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def _extensions() -> list:
     """Subcommands that live beside their layer: capture (imports torch lazily), compare, ops, job."""
-    from profiler.cli import (capture as cli_capture, compare as cli_compare, counters as cli_counters,
-                              job as cli_job, ops as cli_ops, rank as cli_rank)
+    from profiler.cli import (capture as cli_capture, ceilings as cli_ceilings, compare as cli_compare,
+                              counters as cli_counters, job as cli_job, ops as cli_ops, rank as cli_rank)
 
     return [cli_capture.register, cli_compare.register, cli_ops.register, cli_job.register, cli_counters.register,
-            cli_rank.register]
+            cli_rank.register, cli_ceilings.register]
 
 
 def main(argv: list[str] | None = None) -> int:

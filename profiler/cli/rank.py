@@ -31,7 +31,8 @@ from profiler.storage.store import default_db_path
 SHOWN = ["rank", "variant", "label", "run_id", "us_per_call", "us_min", "us_max", "repeats", "runs", "run_ids",
          "outliers", "timed_on", "times_fastest", "tied_with", "same_kernels_as", "noise_pct", "gpu_us_per_call",
          "kernel_us_per_call", "tflops", "tbps", "pct_of_roof", "roof_bound", "peak_allocated_bytes", "cold_us",
-         "wall_us_per_call", "graph_us_per_call", "bound", "device", "cold"]
+         "wall_us_per_call", "graph_us_per_call", "bound", "device", "cold", "pct_of_measured_peak",
+         "pct_of_measured_bandwidth", "pct_of_measured_roof"]
 
 
 def register(subparsers) -> None:
@@ -125,8 +126,9 @@ def rank_json(ranked, alone) -> dict:
 def _print_table(table, sentence: str) -> None:
     print(printable(sentence))
     print()
+    measured = table["pct_of_measured_roof"].notna().any()   # a column only where a GPU's ceilings are kept
     print(f"{'#':>2s}  {'µs/call':>9s}  {'min–max':>17s}  {'n':>3s}  {'× best':>6s}  {'TFLOP/s':>8s}  {'TB/s':>6s}  "
-          f"{'% roof':>6s}  {'peak MiB':>9s}  {'cold 1st':>10s}  group")
+          f"{'% roof':>6s}  " + (f"{'% meas':>6s}  " if measured else "") + f"{'peak MiB':>9s}  {'cold 1st':>10s}  group")
     for r in table.to_dict("records"):
         same, tied = (x if isinstance(x, str) else None for x in (r["same_kernels_as"], r["tied_with"]))
         rank = "=" if same else ("-" if r["rank"] is None or r["rank"] != r["rank"] else str(r["rank"]))
@@ -136,7 +138,8 @@ def _print_table(table, sentence: str) -> None:
             "  [CPU time]" if r["timed_on"] not in (None, "GPU") else "")
         print(f"{rank:>2s}  {_n(r['us_per_call'], '9,.1f')}  {span:>17s}  {r['repeats']:>3d}  "
               f"{_n(r['times_fastest'], '6.2f')}  {_n(r['tflops'], '8.1f')}  {_n(r['tbps'], '6.2f')}  "
-              f"{_n(r['pct_of_roof'], '6.1f')}  {_n(_mib(r['peak_allocated_bytes']), '9,.1f')}  "
+              f"{_n(r['pct_of_roof'], '6.1f')}  " + (f"{_n(r['pct_of_measured_roof'], '6.1f')}  " if measured else "")
+              + f"{_n(_mib(r['peak_allocated_bytes']), '9,.1f')}  "
               f"{_cold(r['cold_us']):>10s}  {r['run_id']}  {printable(r['label'])}{printable(note)}")
     print()
 
