@@ -100,7 +100,7 @@ def test_spec_links_zoom_on_a_shared_scale_and_not_on_independent_ones(tiny):
 
 def test_each_panel_draws_only_its_own_iteration(tiny):
     # runa's iteration 0 is 100 µs; a 150 µs window must not draw iteration 1's ops
-    (_, _, domain, marks, _), _ = q.timeline_panels(tiny, ["runa", "runb"], 0, (0, 150_000), True)
+    (_, _, domain, marks, _, *_), _ = q.timeline_panels(tiny, ["runa", "runb"], 0, (0, 150_000), True)
     assert domain == (0.0, 150.0) and "ProfilerStep#2" not in set(marks["name"])
     assert marks["start_us"].max() < 100
 
