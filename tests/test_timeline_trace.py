@@ -21,8 +21,9 @@ from tests.conftest import HAVE_SHARED, SHARED_TRACES
 RESNET = SHARED_TRACES / "kineto__tb_plugin__resnet50_num_workers_0__worker0.pt.trace.json.gz"
 pytestmark = [pytest.mark.third_party,
               pytest.mark.skipif(not HAVE_SHARED, reason="needs the third-party traces")]
-DRAWN = {"cpu_op", "operator", "user_annotation", "cuda_runtime", "runtime", "cuda_driver",
-         "kernel", "memcpy", "gpu_memcpy", "memset", "gpu_memset"}
+# the stored events (ops, API calls, GPU work), Kineto's new and old category names
+DRAWN = {"cpu_op", "operator", "user_annotation", "gpu_user_annotation", "cuda_runtime", "runtime",
+         "cuda_driver", "kernel", "memcpy", "gpu_memcpy", "memset", "gpu_memset"}
 GPU = {"kernel", "memcpy", "gpu_memcpy", "memset", "gpu_memset"}
 
 
