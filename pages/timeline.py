@@ -10,8 +10,7 @@ events stay quick. The window (wheel zoom, pan, buttons) and the dragged range l
 import streamlit as st
 
 from profiler.analysis import queries
-from profiler.errors import ShareError
-from profiler.present import (charts, markup, narrative, share, style, timeline_steps, timeline_view,
+from profiler.present import (charts, markup, narrative, style, timeline_steps, timeline_view,
                               timeline_window, ui)
 
 SCALES = {"shared": "Shared time scale", "independent": "Each run its own scale"}
@@ -66,24 +65,6 @@ def window_buttons(window, extent, whole: bool):
     return window
 
 
-def url_range(state):
-    """The dragged range the URL keeps (None, with a warning, when it is not a range)."""
-    try:
-        return share.span_ns(state, "range")
-    except ShareError as err:
-        st.warning(f"The link's range is ignored: {markup.md(err)}")
-        return None
-
-
-def url_event(state):
-    """The event a link picks (the Events page's rows): (run id, external id), or None."""
-    try:
-        return share.picked_event(state)
-    except ShareError as err:
-        st.warning(f"The link's event is ignored: {markup.md(err)}")
-        return None
-
-
 def range_section(store, runs, labels, iteration, picked, state) -> None:
     """Perfetto's area selection: what ran inside the dragged range, per run and name."""
     st.subheader(markup.fmt("Selected range {} – {}", style.duration(picked[0] / 1e3),
@@ -103,7 +84,8 @@ state = ui.view_state("timeline")
 runs = ui.require_runs(state)
 st.caption("GPU lanes of every run first, next to each other; then each run's CPU lanes: ops by "
            "nesting depth (or one lane per thread) and runtime/driver API calls. Each run draws "
-           "only the step in its caption; a dashed line marks where that step ends. The mouse "
+           "only the step in its caption; a dashed line marks where that step ends. **Whole "
+           "trace** draws every step, each marked by name. The mouse "
            "wheel scrolls the page; **Ctrl/⌘/Shift + wheel** zooms, **Shift + drag** pans (all "
            "runs together on a shared scale), a **drag** selects a range, marks it in every run "
            "and lists what ran in it; the link keeps the range and, on a shared scale, the zoom and "
@@ -113,21 +95,19 @@ st.caption("GPU lanes of every run first, next to each other; then each run's CP
 with ui.guard(), queries.session(ui.get_store()) as store:
     labels = charts.label_map(queries.run_labels(store, runs))
     state, iteration, window, shared, found, collapse, extent = controls(store, state, runs)
-    picked, linked = url_range(state), url_event(state)
+    picked, linked = ui.linked_range(state), ui.linked_event(state)
     panels = (queries.trace_panels(store, runs, window, shared) if iteration is None
               else queries.timeline_panels(store, runs, iteration, window, shared))
     if shared and (ratio := timeline_steps.scale_hint(panels)):
         st.info(f"These iterations differ {ratio:,.0f}× in length: on the shared scale the short "
                 "ones are slivers. Pick **Each run its own scale** to see each in full.")
-    drawn = [p for p in panels if not p.marks.empty or p.lanes is not None]
-    for p in panels:
-        if p.marks.empty and p.lanes is None:
-            st.text(markup.printable(timeline_window.empty_note(labels.get(p.run_id, p.run_id), p)))
+    drawn = [p for p in panels if not p.marks.empty or p.lanes is not None]  # a whole trace: always
+    for p in (p for p in panels if p.marks.empty and p.lanes is None):
+        st.text(markup.printable(timeline_window.empty_note(labels.get(p.run_id, p.run_id), p)))
     if drawn:
         spec = timeline_view.timeline_spec(
             drawn, [labels.get(p.run_id, p.run_id) for p in drawn],
-            [narrative.timeline_caption(p.marks, p.step, found) if iteration is not None
-             else narrative.trace_caption(p.marks, p.steps, found) for p in drawn], shared, found,
+            [narrative.panel_caption(p, found) for p in drawn], shared, found,
             collapse, None if picked is None else (picked[0] / 1e3, picked[1] / 1e3),
             None if linked is None else timeline_view.event_link(drawn, *linked))
         key = f"timeline-{len(drawn)}-{shared}-{iteration is None}"

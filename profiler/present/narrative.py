@@ -28,6 +28,14 @@ def timeline_caption(marks: pd.DataFrame, step: str, search: str | None = None) 
     return text + "."
 
 
+def panel_caption(panel, search: str | None = None) -> str:
+    """A timeline panel's caption: ``trace_caption`` for a whole-trace panel (it has ``steps``),
+    else ``timeline_caption``."""
+    if panel.steps is not None:
+        return trace_caption(panel.marks, panel.steps, search)
+    return timeline_caption(panel.marks, panel.step, search)
+
+
 def trace_caption(marks: pd.DataFrame, steps: pd.DataFrame | None, search: str | None = None) -> str:
     """What a whole-trace panel shows: its steps, how many events its marks draw, how many of
     them (shorter than a pixel) were merged into how many marks, and whether the cap left marks

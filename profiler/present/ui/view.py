@@ -196,3 +196,22 @@ def chart_move(state: ViewState, key: str, selection: dict, extent: int) -> View
         elif name == "brush":
             new = share.with_span(new, "range", now)
     return None if new == state else new
+
+
+def linked_range(state: ViewState) -> tuple[int, int] | None:
+    """The Timeline's dragged range the URL keeps (None, with a warning, when it is not a range)."""
+    try:
+        return share.span_ns(state, "range")
+    except ShareError as err:
+        st.warning(f"The link's range is ignored: {markup.md(err)}")
+        return None
+
+
+def linked_event(state: ViewState) -> tuple[str, int] | None:
+    """The event a link picks on the Timeline (the Events page's rows): (run id, external id),
+    or None (with a warning when the link's is not one)."""
+    try:
+        return share.picked_event(state)
+    except ShareError as err:
+        st.warning(f"The link's event is ignored: {markup.md(err)}")
+        return None
