@@ -83,3 +83,14 @@ def test_zooming_the_whole_trace_keeps_every_lane_and_the_height(pages, page_sto
     # one step, same window: lanes without events in it are dropped, so the chart shrinks
     at = pages.open("timeline", runs=run_ids[NAIVE], window="1000,9000")
     assert sum(v["height"] for v in _spec(at)["vconcat"]) < sum(heights[0])
+
+
+def test_a_range_on_the_whole_trace_lists_what_ran_across_steps(pages, page_store, run_ids):
+    at = pages.open("timeline", runs=run_ids[NAIVE], span="trace", range="0,900000")
+    pages.assert_clean(at)
+    (table,) = [t.value for t in at.dataframe if "events" in t.value.columns]
+    kernel = table[table["kind"] == "kernel"]
+    assert kernel["events"].tolist() == [2]      # one kernel in each step: the range spans both
+    at = pages.open("timeline", runs=run_ids[NAIVE], span="trace", range="500000,900000")
+    (table,) = [t.value for t in at.dataframe if "events" in t.value.columns]
+    assert table.loc[table["kind"] == "kernel", "events"].tolist() == [1]
