@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from tests.pages.conftest import NAIVE, param as _param
+from tests.pages.conftest import FLASH, NAIVE, PAGE_FIXTURES, param as _param
 
 
 def _spec(at) -> dict:
@@ -94,3 +94,22 @@ def test_a_range_on_the_whole_trace_lists_what_ran_across_steps(pages, page_stor
     at = pages.open("timeline", runs=run_ids[NAIVE], span="trace", range="500000,900000")
     (table,) = [t.value for t in at.dataframe if "events" in t.value.columns]
     assert table.loc[table["kind"] == "kernel", "events"].tolist() == [1]
+
+
+def _trace_us(name: str) -> float:
+    """A fixture trace's length in µs from its raw JSON: first start to last end of its events."""
+    raw = json.loads((PAGE_FIXTURES / name).read_text())
+    spans = [(e["ts"], e["ts"] + e["dur"]) for e in (raw["traceEvents"] if isinstance(raw, dict) else raw)
+             if e.get("ph") == "X"]
+    return max(e for _, e in spans) - min(s for s, _ in spans)
+
+
+def test_each_run_its_own_scale_shows_each_whole_trace(pages, page_store, run_ids):
+    at = pages.open("timeline", runs=f"{run_ids[NAIVE]},{run_ids[FLASH]}", span="trace",
+                    scale="independent")
+    pages.assert_clean(at)
+    views = _spec(at)["vconcat"]
+    domains = {v["title"]["text"].split(" · ")[0]: v["layer"][0]["encoding"]["x"]["scale"]["domain"]
+               for v in views}
+    assert domains == {"naive bf16 L=256": [0.0, _trace_us(NAIVE)],
+                       "sdpa_flash bf16 L=256": [0.0, _trace_us(FLASH)]}
