@@ -34,20 +34,27 @@ HEIGHT = "() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight"
 BARS = "() => document.querySelectorAll('.vega-embed svg path[aria-roledescription=\"bar\"]').length"
 
 
-def windows(extent: int) -> dict[str, tuple[int, int] | None]:
+def windows(extent: int) -> dict[str, tuple[bool, tuple[int, int] | None]]:
+    """The cases: (whole trace?, window). The first step alone, as the page opens by default, is
+    the reference measured beside them at the same load."""
     mid = extent // 2
-    return {"whole trace": None, "zoomed (1/20)": (mid - extent // 40, mid + extent // 40)}
+    return {"whole trace": (True, None), "zoomed (1/20)": (True, (mid - extent // 40, mid + extent // 40)),
+            "one step (the default view), for reference": (False, None)}
 
 
-def read_and_spec(db: Path, run: str, window, extent: int) -> tuple[float, dict]:
+def read_and_spec(db: Path, run: str, case, extent: int) -> tuple[float, dict]:
     from profiler.analysis import queries
     from profiler.present import narrative, timeline_view
     from profiler.storage.store import Store
 
+    whole, window = case
     t0 = time.perf_counter()
-    panels = queries.trace_panels(Store(db), [run], window or (0, extent), True)
-    spec = timeline_view.timeline_spec(panels, ["run"], [narrative.trace_caption(p.marks, p.steps)
-                                                         for p in panels], True)
+    store = Store(db)
+    if whole:
+        panels = queries.trace_panels(store, [run], window or (0, extent), True)
+    else:
+        panels = queries.timeline_panels(store, [run], 0, (0, queries.timeline_extent_ns(store, [run], 0)), True)
+    spec = timeline_view.timeline_spec(panels, ["run"], [narrative.panel_caption(p) for p in panels], True)
     took = time.perf_counter() - t0
     marks = panels[0].marks
     return took, {"marks": len(marks), "events": int(marks["events"].sum()),
@@ -55,12 +62,17 @@ def read_and_spec(db: Path, run: str, window, extent: int) -> tuple[float, dict]
                   "views": len(spec["vconcat"])}
 
 
-def script_run(run: str, window) -> float:
+def params(run: str, case) -> dict[str, str]:
+    whole, window = case
+    return ({"runs": run} | ({"span": "trace"} if whole else {})
+            | ({"window": f"{window[0]},{window[1]}"} if window else {}))
+
+
+def script_run(run: str, case) -> float:
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.query_params.update({"runs": run, "span": "trace"} | ({"window": f"{window[0]},{window[1]}"}
-                                                             if window else {}))
+    at.query_params.update(params(run, case))
     at.switch_page("pages/timeline.py")
     t0 = time.perf_counter()
     at.run()
@@ -81,10 +93,10 @@ def browser_runs(db: Path, run: str, cases: dict, repeat: int) -> dict[str, list
         with sync_api.sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
             for _ in range(repeat):
-                for name, window in cases.items():
+                for name, (whole, window) in cases.items():
                     page = browser.new_page(viewport={"width": 1600, "height": 1000})
                     link = share_url(ViewState(page="timeline", runs=(run,), window_ns=window,
-                                               filters=(("span", "trace"),)), base=url)
+                                               filters=(("span", "trace"),) if whole else ()), base=url)
                     t0 = time.perf_counter()
                     page.goto(link, timeout=120_000)
                     page.wait_for_function(f"() => ({BARS})() > 0 && !document.querySelector("
@@ -122,10 +134,10 @@ def main() -> None:
     del store
     cases = windows(extent)
     rows = []
-    for name, window in cases.items():
-        reads = [read_and_spec(db, run, window, extent) for _ in range(args.repeat)]
-        runs = [script_run(run, window) for _ in range(args.repeat)]
-        rows.append((name, window, [t for t, _ in reads], reads[-1][1], runs))
+    for name, case in cases.items():
+        reads = [read_and_spec(db, run, case, extent) for _ in range(args.repeat)]
+        runs = [script_run(run, case) for _ in range(args.repeat)]
+        rows.append((name, case, [t for t, _ in reads], reads[-1][1], runs))
         print(name, f"read+spec {statistics.median(t for t, _ in reads):.3f} s", reads[-1][1],
               f"script run {statistics.median(runs):.3f} s", flush=True)
     chromium = browser_runs(db, run, cases, args.repeat)
@@ -148,7 +160,8 @@ def report(args, run, events, extent, rows, chromium, before, after) -> str:
         f"Machine: {os.cpu_count()} CPUs, shared with other engineers; load average (1 min) "
         f"{before[0]:.1f} before, {after[0]:.1f} after.", "",
         f"Trace: `{args.trace.name}` ({events:,} events, {extent / 1e9:.2f} s of trace time), run "
-        f"{run}, one run selected, `span=trace`. Medians of {args.repeat}; max in brackets.", "",
+        f"{run}, one run selected, `span=trace` (the reference row: the first step, the default view). "
+        f"Medians of {args.repeat}; max in brackets.", "",
         "| window | read + spec s | script run s | Chromium, to bars drawn s | page height px | marks | events drawn | merged |",
         "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name, _, reads, info, runs in rows:
