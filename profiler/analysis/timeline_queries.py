@@ -120,11 +120,14 @@ def trace_extent_ns(store, run_ids) -> int:
     return max(int((bounds["end_ns"] - bounds["start_ns"]).max()), 1) if len(bounds) else 1
 
 
-def trace_lanes(store, run_id: str, origin_ns: int, length_ns: int) -> pd.DataFrame:
+def trace_lanes(store, run_id: str, origin_ns: int, length_ns: int,
+                read: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every lane of a run's whole trace (lane_group, lane, level): the marks of the whole trace
-    merged into one bucket, so one row a lane (the very query the panels draw, so the names agree)."""
-    marks = _panel_marks(store, [(run_id, origin_ns, (0, length_ns + 1), None)], 1, 6, 100_000)
-    return marks[["lane_group", "lane", "level"]].drop_duplicates("lane", ignore_index=True)
+    merged into one bucket, so one row a lane (the very query the panels draw, so the names agree).
+    ``read``: marks of the whole trace already read; their lanes when none was cut by the cap."""
+    if read is None or read.empty or int(read["marks_before_cap"].iloc[0]) > len(read):
+        read = _panel_marks(store, [(run_id, origin_ns, (0, length_ns), None)], 1, 6, 100_000)
+    return read[["lane_group", "lane", "level"]].drop_duplicates("lane", ignore_index=True)
 
 
 def trace_panels(store, run_ids, window_ns: tuple[int, int], shared_scale: bool,
@@ -155,8 +158,8 @@ def trace_panels(store, run_ids, window_ns: tuple[int, int], shared_scale: bool,
         mine = pd.DataFrame({"name": mine["name"].astype(str).to_numpy(),
                              "start_us": (mine["start_ns"] - r.start_ns).to_numpy() / 1e3,
                              "end_us": (mine["end_ns"] - r.start_ns).to_numpy() / 1e3})
-        panels.append(Panel(r.run_id, WHOLE_TRACE, (w[0] / 1e3, w[1] / 1e3), own, n / 1e3, mine,
-                            trace_lanes(store, r.run_id, int(r.start_ns), n)))
+        lanes = trace_lanes(store, r.run_id, int(r.start_ns), n, own if tuple(w) == (0, n) else None)
+        panels.append(Panel(r.run_id, WHOLE_TRACE, (w[0] / 1e3, w[1] / 1e3), own, n / 1e3, mine, lanes))
     return panels
 
 
