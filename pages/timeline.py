@@ -99,7 +99,8 @@ with ui.guard(), queries.session(ui.get_store()) as store:
     panels = (queries.trace_panels(store, runs, window, shared) if iteration is None
               else queries.timeline_panels(store, runs, iteration, window, shared))
     if shared and (ratio := timeline_steps.scale_hint(panels)):
-        st.info(f"These iterations differ {ratio:,.0f}× in length: on the shared scale the short "
+        st.info(f"These {'traces' if iteration is None else 'iterations'} differ {ratio:,.0f}× in length: "
+                "on the shared scale the short "
                 "ones are slivers. Pick **Each run its own scale** to see each in full.")
     drawn = [p for p in panels if not p.marks.empty or p.lanes is not None]  # a whole trace: always
     for p in (p for p in panels if p.marks.empty and p.lanes is None):
