@@ -1,6 +1,6 @@
 """Timeline: the selected runs on one time axis, aligned at the start of an iteration; the GPU
 lanes of all runs first, next to each other, then each run's CPU lanes. Each run draws only the
-events of the step it is captioned with.
+events of the step it is captioned with, or (``span=trace``) its whole trace, steps marked.
 
 CPU rows show ops by nesting depth (or one row per thread, on request) and the runtime/driver API
 calls of each thread; GPU rows show kernels and copies per stream. Only the chosen window is read
@@ -10,18 +10,24 @@ events stay quick. The window (wheel zoom, pan, buttons) and the dragged range l
 import streamlit as st
 
 from profiler.analysis import queries
-from profiler.errors import ShareError
-from profiler.present import charts, markup, narrative, share, style, timeline_view, ui
+from profiler.present import (charts, markup, narrative, style, timeline_steps, timeline_view,
+                              timeline_window, ui)
 
 SCALES = {"shared": "Shared time scale", "independent": "Each run its own scale"}
+SPANS = {"step": "One step", "trace": "Whole trace"}
 
 
 def controls(store, state, runs):
-    """Iteration, scale, search, CPU lanes and window (ns from the iteration start), all kept in
-    the URL, and the longest iteration's length (ns)."""
-    left, mid, right, far = st.columns([1, 1.3, 1.3, 1.2])
+    """Span, iteration, scale, search, CPU lanes and window (ns from the iteration's start, or
+    the trace's), all kept in the URL; None for the iteration of the whole trace; the extent (ns)."""
+    span_col, left, mid, right, far = st.columns([1, 1, 1.3, 1.3, 1.2])
+    whole = span_col.segmented_control(
+        "Span", list(SPANS), format_func=SPANS.get, required=True,
+        default="trace" if state.filter("span") == "trace" else "step") == "trace"
+    if whole != (state.filter("span") == "trace"):  # another span: its window and range mean other times
+        state = state.with_(window_ns=None).with_filter("range", None)
     iteration = int(left.number_input("Iteration (0 = first ProfilerStep of each run)",
-                                      min_value=0, value=state.iteration or 0, step=1))
+                                      min_value=0, value=state.iteration or 0, step=1, disabled=whole))
     asked = state.filter("scale", "shared")
     scale = mid.segmented_control("Time scale", list(SCALES), format_func=SCALES.get,
                                   default=asked if asked in SCALES else "shared", required=True)
@@ -29,51 +35,34 @@ def controls(store, state, runs):
                              placeholder="part of a name, e.g. flash, Memcpy, aten::mm")
     collapse = far.toggle("One CPU lane per thread", value=state.filter("cpu") == "one",
                           help="All nesting depths of a thread's ops in one lane, inner ops on top.")
-    extent = int(queries.timeline_extent_ns(store, runs, iteration))
+    extent = int(queries.trace_extent_ns(store, runs) if whole
+                 else queries.timeline_extent_ns(store, runs, iteration))
     window = state.window_ns or (0, extent)
-    window = timeline_view.zoom_window(window, extent, 1.0) if window[1] > window[0] else (0, extent)
-    window = window_buttons(window, extent)
+    window = timeline_window.zoom_window(window, extent, 1.0) if window[1] > window[0] else (0, extent)
+    window = window_buttons(window, extent, whole)
     full = window == (0, extent)
-    new = state.with_(iteration=iteration, window_ns=None if full else window)
+    new = state.with_(iteration=None if whole else iteration, window_ns=None if full else window)
     new = new.with_filter("scale", None if scale == "shared" else scale).with_filter("find", found)
-    new = new.with_filter("cpu", "one" if collapse else None)
+    new = new.with_filter("cpu", "one" if collapse else None).with_filter("span", "trace" if whole else None)
     if new != state:
         ui.set_view(new)
-    return new, iteration, window, scale == "shared", found, collapse, extent
+    return new, None if whole else iteration, window, scale == "shared", found, collapse, extent
 
 
-def window_buttons(window, extent):
+def window_buttons(window, extent, whole: bool):
     """Zoom and pan buttons (Nsight-style); the chart itself zooms with Ctrl/Shift + wheel."""
     cols = st.columns([1, 1, 1, 1, 1.3, 4])
-    moves = {"Zoom in": lambda w: timeline_view.zoom_window(w, extent, 0.5),
-             "Zoom out": lambda w: timeline_view.zoom_window(w, extent, 2.0),
-             "◀ Earlier": lambda w: timeline_view.pan_window(w, extent, -0.5),
-             "Later ▶": lambda w: timeline_view.pan_window(w, extent, 0.5),
-             "Whole iteration": lambda w: (0, extent)}
+    moves = {"Zoom in": lambda w: timeline_window.zoom_window(w, extent, 0.5),
+             "Zoom out": lambda w: timeline_window.zoom_window(w, extent, 2.0),
+             "◀ Earlier": lambda w: timeline_window.pan_window(w, extent, -0.5),
+             "Later ▶": lambda w: timeline_window.pan_window(w, extent, 0.5),
+             "Whole trace" if whole else "Whole iteration": lambda w: (0, extent)}
     for col, (label, move) in zip(cols, moves.items()):
         if col.button(markup.md(label), width="stretch"):
             window = move(window)
     cols[-1].caption(markup.fmt("Window {} – {} of {}", style.duration(window[0] / 1e3),
                                 style.duration(window[1] / 1e3), style.duration(extent / 1e3)))
     return window
-
-
-def url_range(state):
-    """The dragged range the URL keeps (None, with a warning, when it is not a range)."""
-    try:
-        return share.span_ns(state, "range")
-    except ShareError as err:
-        st.warning(f"The link's range is ignored: {markup.md(err)}")
-        return None
-
-
-def url_event(state):
-    """The event a link picks (the Events page's rows): (run id, external id), or None."""
-    try:
-        return share.picked_event(state)
-    except ShareError as err:
-        st.warning(f"The link's event is ignored: {markup.md(err)}")
-        return None
 
 
 def range_section(store, runs, labels, iteration, picked, state) -> None:
@@ -83,7 +72,7 @@ def range_section(store, runs, labels, iteration, picked, state) -> None:
     if st.button("Zoom to the selected range"):
         ui.set_view(state.with_(window_ns=picked))
         st.rerun()
-    stats = timeline_view.range_table(queries.timeline_range_stats(store, runs, iteration, picked),
+    stats = timeline_window.range_table(queries.timeline_range_stats(store, runs, iteration, picked),
                                       labels)
     ui.table(stats, column_config=ui.RANGE_COLUMNS, column_order=list(ui.RANGE_COLUMNS),
                  hide_index=True, width="stretch", height=320)
@@ -95,7 +84,8 @@ state = ui.view_state("timeline")
 runs = ui.require_runs(state)
 st.caption("GPU lanes of every run first, next to each other; then each run's CPU lanes: ops by "
            "nesting depth (or one lane per thread) and runtime/driver API calls. Each run draws "
-           "only the step in its caption; a dashed line marks where that step ends. The mouse "
+           "only the step in its caption; a dashed line marks where that step ends. **Whole "
+           "trace** draws every step, each marked by name. The mouse "
            "wheel scrolls the page; **Ctrl/⌘/Shift + wheel** zooms, **Shift + drag** pans (all "
            "runs together on a shared scale), a **drag** selects a range, marks it in every run "
            "and lists what ran in it; the link keeps the range and, on a shared scale, the zoom and "
@@ -105,22 +95,23 @@ st.caption("GPU lanes of every run first, next to each other; then each run's CP
 with ui.guard(), queries.session(ui.get_store()) as store:
     labels = charts.label_map(queries.run_labels(store, runs))
     state, iteration, window, shared, found, collapse, extent = controls(store, state, runs)
-    picked, linked = url_range(state), url_event(state)
-    panels = queries.timeline_panels(store, runs, iteration, window, shared)
-    if shared and (ratio := timeline_view.scale_hint(panels)):
-        st.info(f"These iterations differ {ratio:,.0f}× in length: on the shared scale the short "
+    picked, linked = ui.linked_range(state), ui.linked_event(state)
+    panels = (queries.trace_panels(store, runs, window, shared) if iteration is None
+              else queries.timeline_panels(store, runs, iteration, window, shared))
+    if shared and (ratio := timeline_steps.scale_hint(panels)):
+        st.info(f"These {'traces' if iteration is None else 'iterations'} differ {ratio:,.0f}× in length: "
+                "on the shared scale the short "
                 "ones are slivers. Pick **Each run its own scale** to see each in full.")
-    drawn = [p for p in panels if not p.marks.empty]
-    for p in panels:
-        if p.marks.empty:
-            st.text(markup.printable(timeline_view.empty_note(labels.get(p.run_id, p.run_id), p)))
+    drawn = [p for p in panels if not p.marks.empty or p.lanes is not None]  # a whole trace: always
+    for p in (p for p in panels if p.marks.empty and p.lanes is None):
+        st.text(markup.printable(timeline_window.empty_note(labels.get(p.run_id, p.run_id), p)))
     if drawn:
         spec = timeline_view.timeline_spec(
             drawn, [labels.get(p.run_id, p.run_id) for p in drawn],
-            [narrative.timeline_caption(p.marks, p.step, found) for p in drawn], shared, found,
+            [narrative.panel_caption(p, found) for p in drawn], shared, found,
             collapse, None if picked is None else (picked[0] / 1e3, picked[1] / 1e3),
             None if linked is None else timeline_view.event_link(drawn, *linked))
-        key = f"timeline-{len(drawn)}-{shared}"
+        key = f"timeline-{len(drawn)}-{shared}-{iteration is None}"
         event = st.vega_lite_chart(spec, on_select="rerun", key=key,
                                    selection_mode=["brush", "zoom"] if shared else ["brush"])
         if (moved := ui.chart_move(state, key, dict(event.selection or {}) if event else {},

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from profiler.analysis import queries as q
-from profiler.present import style, timeline_view as tv
+from profiler.present import style, timeline_steps, timeline_view as tv, timeline_window as tw
 
 
 def _panels(tiny, shared=True, window=(0, 100_000)):
@@ -49,16 +49,16 @@ def test_search_marks_hits_and_tooltips_have_no_nulls(tiny):
 
 
 def test_window_buttons_zoom_about_the_centre_and_stay_inside():
-    assert tv.zoom_window((0, 1000_000), 1000_000, 0.5) == (250_000, 750_000)
-    assert tv.zoom_window((250_000, 750_000), 1000_000, 4.0) == (0, 1000_000)
-    assert tv.pan_window((0, 200_000), 1000_000, 0.5) == (100_000, 300_000)
-    assert tv.pan_window((900_000, 1000_000), 1000_000, 0.5) == (900_000, 1000_000)
-    assert tv.pan_window((0, 200_000), 1000_000, -0.5) == (0, 200_000)
+    assert tw.zoom_window((0, 1000_000), 1000_000, 0.5) == (250_000, 750_000)
+    assert tw.zoom_window((250_000, 750_000), 1000_000, 4.0) == (0, 1000_000)
+    assert tw.pan_window((0, 200_000), 1000_000, 0.5) == (100_000, 300_000)
+    assert tw.pan_window((900_000, 1000_000), 1000_000, 0.5) == (900_000, 1000_000)
+    assert tw.pan_window((0, 200_000), 1000_000, -0.5) == (0, 200_000)
 
 
 def test_brushed_range_from_the_selection_state():
-    assert tv.brushed_ns({"brush": {"start_us": [250.5, 10.0]}}) == (10_000, 250_500)
-    assert tv.brushed_ns({"brush": {}}) is None and tv.brushed_ns(None) is None
+    assert tw.brushed_ns({"brush": {"start_us": [250.5, 10.0]}}) == (10_000, 250_500)
+    assert tw.brushed_ns({"brush": {}}) is None and tw.brushed_ns(None) is None
 
 
 def test_range_stats_count_total_and_self_time_inside_the_range(tiny):
@@ -71,7 +71,7 @@ def test_range_stats_count_total_and_self_time_inside_the_range(tiny):
         "aten::_cudnn_attention_forward": (1, 5_000, 10_000 * 5_000 / 10_000),
         "cuLaunchKernel": (1, 2_000, 2_000),
     }
-    table = tv.range_table(stats, {"runa": "A"})
+    table = tw.range_table(stats, {"runa": "A"})
     assert table.loc[table["name"] == "ProfilerStep#1", "total"].item() == "10 µs"
 
 
@@ -100,7 +100,7 @@ def test_spec_links_zoom_on_a_shared_scale_and_not_on_independent_ones(tiny):
 
 def test_each_panel_draws_only_its_own_iteration(tiny):
     # runa's iteration 0 is 100 µs; a 150 µs window must not draw iteration 1's ops
-    (_, _, domain, marks, _), _ = q.timeline_panels(tiny, ["runa", "runb"], 0, (0, 150_000), True)
+    (_, _, domain, marks, _, *_), _ = q.timeline_panels(tiny, ["runa", "runb"], 0, (0, 150_000), True)
     assert domain == (0.0, 150.0) and "ProfilerStep#2" not in set(marks["name"])
     assert marks["start_us"].max() < 100
 
@@ -108,8 +108,8 @@ def test_each_panel_draws_only_its_own_iteration(tiny):
 def test_scale_hint_only_past_a_hundredfold():
     import pandas as pd
     short, long = pd.DataFrame({"end_us": [2.0]}), pd.DataFrame({"end_us": [500.0]})
-    assert tv.scale_hint([(0, 0, 0, short), (0, 0, 0, long)]) == 250
-    assert tv.scale_hint([(0, 0, 0, short), (0, 0, 0, short)]) is None
+    assert timeline_steps.scale_hint([(0, 0, 0, short), (0, 0, 0, long)]) == 250
+    assert timeline_steps.scale_hint([(0, 0, 0, short), (0, 0, 0, short)]) is None
     assert style.duration(1_050_000) == "1.05 s"
 
 
@@ -135,7 +135,7 @@ def test_a_panel_past_its_steps_end_says_so(tiny):
     # runa's ProfilerStep#1 is 100 µs long: a window from 120 µs draws none of it (nor step 2)
     panel = q.timeline_panels(tiny, ["runa"], 0, (120_000, 180_000), True)[0]
     assert panel.marks.empty and panel.step_end_us == 100
-    assert tv.empty_note("A", panel) == ("A: ProfilerStep#1 ends at 100 µs, before this window "
+    assert tw.empty_note("A", panel) == ("A: ProfilerStep#1 ends at 100 µs, before this window "
                                          "(120 µs – 180 µs); later steps are not drawn.")
     spec = tv.timeline_spec(_panels(tiny), ["A", "B"], ["a", "b"], True, brush_us=(10.0, 20.0))
     brush = next(p for p in spec["params"] if p["name"] == "brush")

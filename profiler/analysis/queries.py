@@ -27,7 +27,7 @@ from profiler.analysis.run_queries import (  # noqa: F401 (re-exported)
     iteration_bounds, iteration_metrics, run_catalog, run_iterations, run_labels, run_metrics)
 from profiler.analysis.timeline_queries import (  # noqa: F401 (re-exported)
     TIMELINE_MAX_MARKS, TIMELINE_PAGE_MARKS, TIMELINE_WIDTH_PX, timeline_extent_ns, timeline_marks,
-    timeline_panels, timeline_range_stats)
+    timeline_panels, timeline_range_stats, trace_extent_ns, trace_panels)
 
 
 # ── launches ─────────────────────────────────────────────────────────────────────────────────

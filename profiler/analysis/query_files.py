@@ -18,7 +18,8 @@ PER_RUN = {name: "given" for name in ("run_metrics", "iteration_metrics", "run_s
     name: "run_id" for name in ("run_iterations", "kernel_table", "kernel_configs", "memop_table",
                                 "iteration_cpu_gpu", "memory_timeline", "memory_iteration_peaks",
                                 "launch_api_table", "launch_targets_table", "launch_latency_histogram",
-                                "launch_latency_stats", "op_self_time", "cudnn_op_time", "kernel_counters")}
+                                "launch_latency_stats", "op_self_time", "cudnn_op_time", "kernel_counters",
+                                "timeline_trace_bounds")}
 # queries of one run or a pair, kept whole: the parameters that name runs
 PAIRS = {"kernel_delta": ("run_a", "run_b"), "launch_api_delta": ("run_a", "run_b"),
          "cpu_op_delta": ("run_a", "run_b"), "kernel_sequence": ("run_id",),

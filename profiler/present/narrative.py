@@ -28,6 +28,36 @@ def timeline_caption(marks: pd.DataFrame, step: str, search: str | None = None) 
     return text + "."
 
 
+def panel_caption(panel, search: str | None = None) -> str:
+    """A timeline panel's caption: ``trace_caption`` for a whole-trace panel (it has ``steps``),
+    else ``timeline_caption``."""
+    if panel.steps is not None:
+        return trace_caption(panel.marks, panel.steps, search)
+    return timeline_caption(panel.marks, panel.step, search)
+
+
+def trace_caption(marks: pd.DataFrame, steps: pd.DataFrame | None, search: str | None = None) -> str:
+    """What a whole-trace panel shows: its steps, how many events its marks draw, how many of
+    them (shorter than a pixel) were merged into how many marks, and whether the cap left marks
+    out. Plain text (a chart subtitle, never Markdown)."""
+    n = 0 if steps is None else len(steps)
+    named = f" ({steps['name'].iloc[0]} – {steps['name'].iloc[-1]})" if n > 1 else ""
+    text = f"Whole trace, {n:,} step{'s' if n != 1 else ''}{named}"
+    if marks.empty:
+        return text + ": no events in this window."
+    shown, total = len(marks), int(marks["marks_before_cap"].iloc[0])
+    merged = marks["kind"] == "merged"
+    text += (f": {shown:,} marks draw {int(marks['events'].sum()):,} events; "
+             f"{int(marks.loc[merged, 'events'].sum()):,} shorter than a pixel are merged into "
+             f"{int(merged.sum()):,} grey marks")
+    if total > shown:
+        text += f"; the {total - shown:,} shortest of {total:,} marks are left out, zoom in to see them"
+    if search:
+        hits = marks["name"].astype(str).str.contains(search, case=False, regex=False)
+        text += f"; {int((hits & ~merged).sum()):,} match “{search}”"
+    return text + "."
+
+
 def alignment_summary(aligned: pd.DataFrame, label_a: str, label_b: str) -> str:
     """One sentence: how many aligned kernels match and which appear in one run only."""
     if aligned.empty:

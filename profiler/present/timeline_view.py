@@ -11,29 +11,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from profiler.present import style
+from profiler.present import style, timeline_steps
 
 EVENT_KINDS = ["op", "runtime", "driver", "kernel", "memcpy", "memset", "merged"]
 LANE_PX = 22            # per timeline row
 WIDTH_PX = 900          # plot width of every panel (the lane names sit left of it)
 LABEL_PX = 260          # room for lane names (Kineto names threads "thread 1262 (pt_autograd_0)")
-SCALE_HINT_RATIO = 100  # runs whose iterations differ more than this read better on their own scales
 ZOOM_WHEEL = "wheel![event.ctrlKey || event.metaKey || event.shiftKey]"
 PAN_DRAG = "[mousedown[event.shiftKey], window:mouseup] > window:mousemove!"
 BRUSH_DRAG = "[mousedown[!event.shiftKey], window:mouseup] > window:mousemove!"
 TOOLTIP = [("name", "name"), ("what", "what"), ("duration", "duration"), ("starts", "starts at"),
            ("details", "details")]
 GPU_KINDS = ("kernel", "memcpy", "memset")
-
-
-def scale_hint(panels: list) -> float | None:
-    """How many times longer the longest panel's iteration is than the shortest (None when
-    the ratio is below ``SCALE_HINT_RATIO``): a shared axis squeezes the short ones to nothing."""
-    spans = [float(p[3]["end_us"].max()) for p in panels if not p[3].empty]
-    spans = [s for s in spans if s > 0]
-    if len(spans) < 2 or max(spans) / min(spans) <= SCALE_HINT_RATIO:
-        return None
-    return max(spans) / min(spans)
 
 
 def _text(v, fmt: str) -> str:
@@ -196,25 +185,15 @@ def _names_layer(x: dict, y: dict, scale: str) -> dict:
             "encoding": {"y": y, "text": {"field": "label", "type": "nominal"}}}
 
 
-def _boundary_layers(x: dict, step: str, step_end_us: float) -> list[dict]:
-    """Where the step ends: a dashed rule labelled with the step's name and length; what lies
-    past it is the step's own GPU work still running (the next step's events are not drawn)."""
-    text = f"{step} ends at {style.duration(step_end_us)} · later steps not drawn"
-    data = {"values": [{"start_us": step_end_us, "text": text}]}
-    enc = {"x": x}
-    return [{"data": data, "mark": {"type": "rule", "clip": True, "color": "#444",
-                                    "strokeDash": [4, 3], "strokeWidth": 1.5}, "encoding": enc},
-            {"data": data, "mark": {"type": "text", "clip": True, "align": "left", "dx": 4,
-                                    "y": 0, "baseline": "top", "fontSize": 11, "color": "#444",
-                                    "fontWeight": "bold"},
-             "encoding": {**enc, "text": {"field": "text", "type": "nominal"}}}]
-
-
 def _panel(marks: pd.DataFrame, view: int, run: int, title: str, subtitle: str, domain,
-           search: str | None, shared: bool, step: str, step_end_us: float, axis: bool) -> dict:
+           search: str | None, shared: bool, step: str, step_end_us: float, axis: bool,
+           lanes: list[str] | None = None, steps: pd.DataFrame | None = None) -> dict:
     """One view of a run: bars with their names, flow lines with arrow heads for the picked or
-    hovered event, the dragged range, and the step's end when it lies in the window."""
-    lanes = lane_order(marks)
+    hovered event, the dragged range, and the step's end when it lies in the window. A view of
+    the whole trace gets its ``lanes`` (fixed: its height never changes with the window) and
+    marks its ``steps`` instead."""
+    whole = lanes is not None
+    lanes = lanes if whole else lane_order(marks)
     rows = _rows(marks)
     data = panel_data(rows, run, search, part=f"v{view}")
     flows = flow_data(rows, run)
@@ -223,7 +202,8 @@ def _panel(marks: pd.DataFrame, view: int, run: int, title: str, subtitle: str, 
          "axis": ({"labelExpr": style.DURATION_LABEL, "labelFlush": True, "orient": "top"}
                   if axis else None)}
     y = {"field": "lane", "type": "nominal", "sort": lanes, "title": None,
-         "axis": {"labelLimit": LABEL_PX - 10, "labelOverlap": False, "minExtent": LABEL_PX}}
+         "axis": {"labelLimit": LABEL_PX - 10, "labelOverlap": False, "minExtent": LABEL_PX},
+         **({"scale": {"domain": lanes}} if whole else {})}
     kinds = style.category_colours(EVENT_KINDS)
     bars = {
         "name": f"panel_{view}",
@@ -250,8 +230,12 @@ def _panel(marks: pd.DataFrame, view: int, run: int, title: str, subtitle: str, 
             "encoding": {"x": x, "y": y}}
     ranged = {**RANGE_LAYER, "encoding": {"x": {**x, "field": "r0"}, "x2": {"field": "r1"}}}
     layers = [bars, names, ranged, line, head]
-    if domain[0] <= step_end_us <= domain[1] or not shared:
-        layers += _boundary_layers(x, step, step_end_us)
+    if whole:
+        layers = [bars, names, ranged, line, head,
+                  *timeline_steps.mark_layers(x, steps, _x_scale(view, shared)),
+                  timeline_steps.band_layer(x, steps)]
+    elif domain[0] <= step_end_us <= domain[1] or not shared:
+        layers += timeline_steps.end_layers(x, step, step_end_us)
     return {"title": {"text": title, "anchor": "start", **({"subtitle": subtitle} if subtitle else {})},
             "width": WIDTH_PX, "height": LANE_PX * max(len(lanes), 1),
             "data": {"values": data}, "layer": layers}  # bars and their names share the data
@@ -268,6 +252,11 @@ def event_link(panels: list, run_id: str, external_id: int) -> str | None:
     return None
 
 
+def _lanes(panel) -> pd.DataFrame | None:
+    """The whole trace's lanes of a panel (``Panel.lanes``), None for a one-step panel."""
+    return panel[6] if len(panel) > 6 else None
+
+
 def timeline_spec(panels: list, titles: list[str], subtitles: list[str], shared: bool,
                   search: str | None = None, collapse: bool = False,
                   brush_us: tuple[float, float] | None = None, picked: str | None = None) -> dict:
@@ -277,21 +266,25 @@ def timeline_spec(panels: list, titles: list[str], subtitles: list[str], shared:
     ``collapse``, one lane of ops per thread). ``shared``: one x scale (linked zoom), else each
     run its own (its GPU and CPU views zoom together). ``brush_us``: a range to start with;
     ``picked``: the link of an event to start picked (``event_link``)."""
-    parts = []  # (run index, GPU?, marks)
+    parts = []  # (run index, GPU?, marks, lanes of a whole-trace view)
     for i, p in enumerate(panels):
         marks = collapse_depths(p[3]) if collapse else p[3]
         gpu = marks["lane_group"] == 2
-        parts += [(i, True, marks[gpu]), (i, False, marks[~gpu])]
-    order = [pt for pt in parts if pt[1] and not pt[2].empty] + \
-            [pt for pt in parts if not pt[1] and not pt[2].empty]
+        for on, own in ((True, marks[gpu]), (False, marks[~gpu])):
+            lanes = None if _lanes(p) is None else timeline_steps.fixed_lanes(_lanes(p), collapse, on)
+            if (own.empty and lanes is None) or lanes == []:
+                continue
+            parts.append((i, on, own, lanes))
+    order = [pt for pt in parts if pt[1]] + [pt for pt in parts if not pt[1]]
     views, groups = [], [[] for _ in panels]
-    for k, (i, gpu, marks) in enumerate(order):
+    for k, (i, gpu, marks, lanes) in enumerate(order):
         p = panels[i]
         axis = not shared or k == 0 or (not gpu and order[k - 1][1])
         # GPU views: one title line (run, step), so the runs' GPU lanes sit close together
         title = f"{titles[i]} · {p[1]} · GPU" if gpu else f"{titles[i]} · CPU"
         views.append(_panel(marks.reset_index(drop=True), k, i, title, "" if gpu else subtitles[i],
-                            p[2], search, shared, p[1], p[4], axis))
+                            p[2], search, shared, p[1], p[4], axis, lanes,
+                            p[5] if lanes is not None else None))
         groups[i].append(f"panel_{k}")
     return {
         "$schema": "https://vega.github.io/schema/vega-lite/v6.json",
@@ -301,53 +294,3 @@ def timeline_spec(panels: list, titles: list[str], subtitles: list[str], shared:
                               "color": "shared"}},
         "config": style.CONFIG, "usermeta": style.EMBED,
     }
-
-
-# ── the time window (ns from the iteration start), moved by the page's buttons ─────────────────
-
-def zoom_window(window: tuple[int, int], extent: int, factor: float) -> tuple[int, int]:
-    """``window`` scaled by ``factor`` about its centre (0.5: zoom in twice), kept in [0, extent]."""
-    start, end = window
-    half = max((end - start) * factor / 2, 500)  # no closer than 1 µs across
-    centre = (start + end) / 2
-    return _clamp(int(centre - half), int(centre + half), extent)
-
-
-def pan_window(window: tuple[int, int], extent: int, fraction: float) -> tuple[int, int]:
-    """``window`` moved by ``fraction`` of its width (negative: earlier), kept in [0, extent]."""
-    shift = int((window[1] - window[0]) * fraction)
-    return _clamp(window[0] + shift, window[1] + shift, extent)
-
-
-def _clamp(start: int, end: int, extent: int) -> tuple[int, int]:
-    width = min(end - start, extent)
-    start = min(max(start, 0), extent - width)
-    return start, start + width
-
-
-def brushed_ns(selection, name: str = "brush") -> tuple[int, int] | None:
-    """The range dragged on the chart (Streamlit's selection state; ``name="zoom"``: the range
-    the wheel zoom and pan show), as ns from the iteration start, or None when there is none."""
-    brush = (selection or {}).get(name) or {}
-    values = brush.get("start_us")
-    if not values or len(values) != 2:
-        return None
-    start, end = sorted(float(v) for v in values)
-    return (int(start * 1e3), int(end * 1e3)) if end > start else None
-
-
-def empty_note(label: str, panel) -> str:
-    """Why a run's panel is empty: its step ended before the window, or nothing ran in it."""
-    lo, hi = panel.domain
-    if lo >= panel.step_end_us:
-        return (f"{label}: {panel.step} ends at {style.duration(panel.step_end_us)}, before this "
-                f"window ({style.duration(lo)} – {style.duration(hi)}); later steps are not drawn.")
-    return f"{label}: {panel.step} has no events in this window."
-
-
-def range_table(stats: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
-    """``queries.timeline_range_stats`` for the page: run label, readable total and self time."""
-    return stats.assign(run=stats["run_id"].map(labels).fillna(stats["run_id"]),
-                        total=(stats["total_ns"] / 1e3).map(style.duration),
-                        self_time=(stats["self_ns"] / 1e3).map(style.duration),
-                        total_us=stats["total_ns"] / 1e3, self_us=stats["self_ns"] / 1e3)

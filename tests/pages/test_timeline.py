@@ -58,7 +58,7 @@ def test_iteration_window_and_scale_restore_from_the_url(pages, page_store, run_
                     window="10000,250000", scale="independent")
     pages.assert_clean(at)
     assert at.number_input[0].value == 1
-    assert at.get("segmented_control")[0].proto.default == [1]   # "independent"
+    assert at.get("segmented_control")[1].proto.default == [1]   # "independent"
     assert "ProfilerStep#1" in json.dumps(_specs(at))
     assert _domains(at)[0] == [10.0, 250.0]
 
@@ -95,7 +95,7 @@ def test_panel_caption_counts_the_marks(pages, page_store, run_ids):
 def test_an_unknown_scale_in_the_link_falls_back_to_shared(pages, page_store, run_ids):
     at = pages.open("timeline", runs=run_ids[NAIVE], scale="sideways", iter="99")
     pages.assert_clean(at)
-    assert at.get("segmented_control")[0].proto.default == [0]     # "shared"
+    assert at.get("segmented_control")[1].proto.default == [0]     # "shared"
     assert "ProfilerStep#1" in json.dumps(_specs(at))               # the run's last iteration
 
 

@@ -2,8 +2,10 @@
 -- $t0s_ns, $t1s_ns, $buckets_ns: the events of run_id in the window [t0_ns, t1_ns), namely CPU ops
 -- (one row per nesting depth up to $max_depth), runtime/driver API calls per thread, and GPU work
 -- per stream; external_id links an op to the launches and kernels it caused. Events shorter
--- than bucket_ns (about one pixel) are merged per row and bucket into
--- one mark that counts them; at most $max_marks marks per panel come back, the longest first.
+-- than bucket_ns (about one pixel) are merged per row and bucket, and the buckets of a row that
+-- follow one another without a gap (a run of pixel columns each holding short events) into one
+-- mark that counts them (a lone short event keeps its own fields); at most $max_marks marks per
+-- panel come back, the longest first.
 -- Times are microseconds relative to origin_ns (the start of the panel's chosen iteration).
 -- A panel draws only its own step: events whose iteration is the panel's (kernels and copies
 -- belong to the step of the call that launched them, so a step's GPU tail past its end is kept
@@ -69,7 +71,7 @@ WITH p0 AS (
            (greatest(ts_ns, t0_ns) - t0_ns) // bucket_ns AS bucket
     FROM ev
 ), small AS (   -- one hash aggregation: a lone short event keeps its own fields (any_value of one)
-    SELECT run_id, lane_group, lane, level, count(*) AS events,
+    SELECT run_id, lane_group, lane, level, bucket, count(*) AS events,
            CASE WHEN count(*) = 1 THEN any_value(kind) ELSE 'merged' END AS kind,
            CASE WHEN count(*) = 1 THEN any_value(name) ELSE count(*) || ' short events' END AS name,
            min(ts_ns) AS ts_ns,
@@ -86,10 +88,25 @@ WITH p0 AS (
     FROM rows
     WHERE dur_ns < bucket_ns
     GROUP BY run_id, lane_group, lane, level, bucket
-), kept AS (
-    SELECT run_id, lane_group, lane, level, events, kind, name, ts_ns, dur_ns, correlation,
-           external_id, grid, block, registers_per_thread, shared_mem_bytes, est_occupancy_pct, launch_api
+), runs AS (    -- buckets of a row next to each other share an island number
+    SELECT *, bucket - row_number() OVER (PARTITION BY run_id, lane ORDER BY bucket) AS island
     FROM small
+), kept AS (
+    SELECT run_id, lane_group, lane, level, sum(events)::BIGINT AS events,
+           CASE WHEN sum(events) = 1 THEN any_value(kind) ELSE 'merged' END AS kind,
+           CASE WHEN sum(events) = 1 THEN any_value(name) ELSE sum(events) || ' short events' END AS name,
+           min(ts_ns) AS ts_ns,
+           CASE WHEN sum(events) = 1 THEN any_value(dur_ns) ELSE max(ts_ns + dur_ns) - min(ts_ns) END AS dur_ns,
+           CASE WHEN sum(events) = 1 THEN any_value(correlation) END AS correlation,
+           CASE WHEN sum(events) = 1 THEN any_value(external_id) END AS external_id,
+           CASE WHEN sum(events) = 1 THEN any_value(grid) END AS grid,
+           CASE WHEN sum(events) = 1 THEN any_value(block) END AS block,
+           CASE WHEN sum(events) = 1 THEN any_value(registers_per_thread) END AS registers_per_thread,
+           CASE WHEN sum(events) = 1 THEN any_value(shared_mem_bytes) END AS shared_mem_bytes,
+           CASE WHEN sum(events) = 1 THEN any_value(est_occupancy_pct) END AS est_occupancy_pct,
+           CASE WHEN sum(events) = 1 THEN any_value(launch_api) END AS launch_api
+    FROM runs
+    GROUP BY run_id, lane_group, lane, level, island
     UNION ALL
     SELECT run_id, lane_group, lane, level, 1, kind, name, ts_ns, dur_ns, correlation, external_id,
            grid, block,

@@ -59,7 +59,8 @@ from profiler.present.ui.session import (PROJECT_ERRORS, WRITING_PAGES, db_path,
 from profiler.present.ui.tables import (CATALOG_COLUMNS, RUN_COLUMN_PX, csv_download, kept_chart, pick_row, pick_rows,
                                        ranked_runs, run_column, table)
 from profiler.present.ui.view import (PAGE_FILES, PAGE_ICONS, app_base, chart_move, copy_link, entered_through_app, guard,
-                                     guard_quietly, link_to, log_axis, require_runs, select_runs, set_view, show_error,
+                                     guard_quietly, link_to, linked_event, linked_range, log_axis, require_runs,
+                                     select_runs, set_view, show_error,
                                      update_view, view_state)
 from profiler.present.ui.work import (capture_runs, ingest_files, ingest_graph_pair, ingest_job_upload,
                                      trace_download, upload_limit_mb)
@@ -67,7 +68,8 @@ from profiler.present.ui.work import (capture_runs, ingest_files, ingest_graph_p
 __all__ = ["BREAKDOWN_COLUMNS", "CATALOG_COLUMNS", "KERNEL_COLUMNS", "KERNEL_EVENT_COLUMNS", "OP_EVENT_COLUMNS", "PAGE_FILES", "PAGE_ICONS", "PROJECT_ERRORS",
            "RANGE_COLUMNS", "ROOF_COLUMNS", "RUN_COLUMN_PX", "WRITING_PAGES", "app_base", "capture_runs",
            "chart_move", "copy_link", "csv_download", "db_path", "entered_through_app", "get_store", "guard",
-           "guard_quietly", "ingest_files", "ingest_graph_pair", "ingest_job_upload", "kept_chart", "link_to", "log_axis", "page_run",
+           "guard_quietly", "ingest_files", "ingest_graph_pair", "ingest_job_upload", "kept_chart", "link_to",
+           "linked_event", "linked_range", "log_axis", "page_run",
            "pick_row", "pick_rows", "preload_capture", "ranked_runs", "require_runs", "run_column", "seeding",
            "seeding_progress", "select_runs", "set_view", "show_error", "table", "trace_download", "traces_dir",
            "update_view", "upload_limit_mb", "view_state"]

@@ -12,7 +12,7 @@ from streamlit.runtime.pages_manager import PagesManager
 
 from profiler.analysis import queries
 from profiler.errors import StoreError
-from profiler.present import markup, share, sitemap, timeline_view
+from profiler.present import markup, share, sitemap, timeline_window
 from profiler.present.share import ShareError, ViewState, app_root, decode, encode, share_url
 from profiler.present.ui.session import PROJECT_ERRORS, get_store, page_viewed
 
@@ -185,14 +185,33 @@ def chart_move(state: ViewState, key: str, selection: dict, extent: int) -> View
     for name in ("zoom", "brush"):
         if name not in selection:
             continue
-        seen, now = f"{key}-{name}", timeline_view.brushed_ns(selection, name)
+        seen, now = f"{key}-{name}", timeline_window.brushed_ns(selection, name)
         first = seen not in st.session_state
         if first or st.session_state[seen] == now:
             st.session_state[seen] = now
             continue
         st.session_state[seen] = now
         if name == "zoom" and now:
-            new = new.with_(window_ns=timeline_view.zoom_window(now, extent, 1.0))
+            new = new.with_(window_ns=timeline_window.zoom_window(now, extent, 1.0))
         elif name == "brush":
             new = share.with_span(new, "range", now)
     return None if new == state else new
+
+
+def linked_range(state: ViewState) -> tuple[int, int] | None:
+    """The Timeline's dragged range the URL keeps (None, with a warning, when it is not a range)."""
+    try:
+        return share.span_ns(state, "range")
+    except ShareError as err:
+        st.warning(f"The link's range is ignored: {markup.md(err)}")
+        return None
+
+
+def linked_event(state: ViewState) -> tuple[str, int] | None:
+    """The event a link picks on the Timeline (the Events page's rows): (run id, external id),
+    or None (with a warning when the link's is not one)."""
+    try:
+        return share.picked_event(state)
+    except ShareError as err:
+        st.warning(f"The link's event is ignored: {markup.md(err)}")
+        return None
