@@ -10,9 +10,8 @@ import streamlit as st
 from streamlit import config as st_config
 from streamlit.runtime.pages_manager import PagesManager
 
-from profiler.analysis import queries
 from profiler.errors import StoreError
-from profiler.present import markup, share, sitemap, timeline_view
+from profiler.present import markup, share, sitemap
 from profiler.present.share import ShareError, ViewState, app_root, decode, encode, share_url
 from profiler.present.ui.session import PROJECT_ERRORS, get_store, page_viewed
 
@@ -96,6 +95,8 @@ def _known(runs: tuple[str, ...]) -> tuple[str, ...]:
     """``runs`` that are in the store; warns about the others (deleted, or another deployment)."""
     if not runs:
         return runs
+    from profiler.analysis import queries  # pandas: not before a page with runs needs it (first paint)
+
     try:
         known = set(queries.run_labels(get_store(), runs)["run_id"])
     except StoreError as err:  # e.g. the store file is locked by a long command-line ingest
@@ -181,6 +182,8 @@ def chart_move(state: ViewState, key: str, selection: dict, extent: int) -> View
     """The Timeline's view after a wheel zoom, pan or drag on its chart (`key`), or None when
     nothing new happened there. Streamlit keeps reporting a chart's last selection (and an empty
     one at first), so each is taken once: only a change from the last one seen moves the view."""
+    from profiler.present import timeline_view  # Altair: loaded by the Timeline page, not by the first page
+
     new = state
     for name in ("zoom", "brush"):
         if name not in selection:
