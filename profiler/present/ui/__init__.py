@@ -49,6 +49,8 @@ Tables, files, captures:
         or a zip) stored as one joined run (``profiler.storage.graph_pair``).
     ``upload_limit_mb() -> int``  the server's per-file upload limit.
     ``trace_download(run_id)``  download the run's original ``.json.gz`` (for Perfetto).
+    ``capture_layer() -> bool``  the profile page's door to torch: a "Set up a capture" button,
+        then the capture layer loads under a progress message (True once loaded in this server).
     ``capture_runs(config) -> (results, skipped outcomes)``  a ``profiler.capture.recorder`` capture with
         a live bar per variant, then ingest; one capture per server at a time (others wait).
 """
@@ -61,7 +63,7 @@ _HOME = {
     **dict.fromkeys(("PROJECT_ERRORS", "WRITING_PAGES", "db_path", "get_store", "page_run", "preload", "seeding", "seeding_progress", "traces_dir"), "session"),
     **dict.fromkeys(("CATALOG_COLUMNS", "RUN_COLUMN_PX", "csv_download", "kept_chart", "pick_row", "pick_rows", "ranked_runs", "run_column", "table"), "tables"),
     **dict.fromkeys(("PAGE_FILES", "PAGE_ICONS", "app_base", "chart_move", "copy_link", "entered_through_app", "guard", "guard_quietly", "link_to", "log_axis", "require_runs", "select_runs", "set_view", "show_error", "update_view", "view_state"), "view"),
-    **dict.fromkeys(("capture_runs", "ingest_files", "ingest_graph_pair", "ingest_job_upload", "trace_download", "upload_limit_mb"), "work"),
+    **dict.fromkeys(("capture_layer", "capture_runs", "ingest_files", "ingest_graph_pair", "ingest_job_upload", "trace_download", "upload_limit_mb"), "work"),
 }
 __all__ = sorted(_HOME)
 
