@@ -123,14 +123,18 @@ def require_runs(state: ViewState, minimum: int = 1, purpose: str = "this page")
     st.stop()
 
 
-def log_axis(state: ViewState, key: str = "log") -> tuple[ViewState, bool]:
-    """A "log axis" toggle for a page's bar charts (off by default, kept in the URL as ``key=1``):
-    the view (updated when it changed) and whether to draw a log axis."""
-    on = st.toggle("Log axis", value=state.filter(key) == "1", key=f"log-axis-{key}",
-                   help="Bars on a logarithmic axis (labelled so): small values become visible, "
-                        "but lengths no longer compare. Linear by default.")
-    if on != (state.filter(key) == "1"):
-        state = update_view(state, filters=state.with_filter(key, "1" if on else None).filters)
+def log_axis(state: ViewState, key: str = "log", default: bool = False, label: str = "Log axis",
+             help: str | None = None) -> tuple[ViewState, bool]:
+    """A "log axis" toggle for a page's charts, `default` when the URL does not say (kept in the
+    URL as ``key=1`` or ``key=0`` when it differs from the default): the view (updated when it
+    changed) and whether to draw a log axis."""
+    stored = state.filter(key)
+    now = default if stored not in ("0", "1") else stored == "1"
+    on = st.toggle(label, value=now, key=f"log-axis-{key}",
+                   help=help or "Bars on a logarithmic axis (labelled so): small values become visible, "
+                                "but lengths no longer compare. Linear by default.")
+    if on != now:
+        state = update_view(state, filters=state.with_filter(key, None if on == default else str(int(on))).filters)
     return state, on
 
 
