@@ -59,16 +59,24 @@ import importlib
 # each name ▶ the module that defines it, imported on first use (PEP 562): a page pays only for the
 # modules it reads, and the first page's title draws before pandas and Altair are loaded
 _HOME = {
-    **dict.fromkeys(("BREAKDOWN_COLUMNS", "KERNEL_COLUMNS", "KERNEL_EVENT_COLUMNS", "OP_EVENT_COLUMNS", "RANGE_COLUMNS", "ROOF_COLUMNS"), "columns"),
-    **dict.fromkeys(("PROJECT_ERRORS", "WRITING_PAGES", "db_path", "get_store", "page_run", "preload", "seeding", "seeding_progress", "traces_dir"), "session"),
-    **dict.fromkeys(("CATALOG_COLUMNS", "RUN_COLUMN_PX", "csv_download", "kept_chart", "pick_row", "pick_rows", "ranked_runs", "run_column", "table"), "tables"),
-    **dict.fromkeys(("PAGE_FILES", "PAGE_ICONS", "app_base", "chart_move", "copy_link", "entered_through_app", "guard", "guard_quietly", "link_to", "log_axis", "require_runs", "select_runs", "set_view", "show_error", "update_view", "view_state"), "view"),
-    **dict.fromkeys(("capture_layer", "capture_runs", "ingest_files", "ingest_graph_pair", "ingest_job_upload", "trace_download", "upload_limit_mb"), "work"),
+    **dict.fromkeys(("BREAKDOWN_COLUMNS", "KERNEL_COLUMNS", "KERNEL_EVENT_COLUMNS", "OP_EVENT_COLUMNS", "RANGE_COLUMNS",
+                     "ROOF_COLUMNS"), "columns"),
+    **dict.fromkeys(("PROJECT_ERRORS", "WRITING_PAGES", "db_path", "get_store", "page_run", "preload", "seeding",
+                     "seeding_progress", "traces_dir"), "session"),
+    **dict.fromkeys(("CATALOG_COLUMNS", "RUN_COLUMN_PX", "csv_download", "kept_chart", "pick_row", "pick_rows",
+                     "ranked_runs", "run_column", "table"), "tables"),
+    **dict.fromkeys(("PAGE_FILES", "PAGE_ICONS", "app_base", "chart_move", "copy_link", "entered_through_app", "guard",
+                     "guard_quietly", "link_to", "log_axis", "require_runs", "select_runs", "set_view", "show_error",
+                     "update_view", "view_state"), "view"),
+    **dict.fromkeys(("capture_layer", "capture_runs", "ingest_files", "ingest_graph_pair", "ingest_job_upload",
+                     "trace_download", "upload_limit_mb"), "work"),
 }
 __all__ = sorted(_HOME)
 
 
 def __getattr__(name: str):
+    if name in _HOME.values():  # a module of the package itself (ui.session, as tests reach into it)
+        return importlib.import_module(f"{__name__}.{name}")
     if name not in _HOME:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
