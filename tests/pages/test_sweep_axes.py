@@ -92,3 +92,17 @@ def test_peak_memory_log_axes_are_labelled_at_log_steps(pages, sweep_store):  # 
     assert x["axis"]["values"] == [512, 1024]      # the lengths measured, not 0, 200, 400 ...
     ticks = y["axis"]["values"]
     assert ticks and all(f"{t:g}"[0] in "125" and set(f"{t:g}"[1:].replace(".", "")) <= {"0"} for t in ticks), ticks
+
+
+def test_a_log_axis_off_by_default_is_kept_as_log_1_only_when_on(pages, page_store, run_ids):
+    """The same toggle (ui.log_axis) where linear is the default (Launches): on writes log=1,
+    off again takes it out of the URL."""
+    runs = ",".join(list(run_ids.values())[:2])
+    at = pages.open("launches", runs=runs)
+    toggle = next(t for t in at.toggle if t.label == "Log axis")
+    assert not toggle.value and "log" not in at.query_params
+    toggle.set_value(True).run()
+    assert at.query_params["log"] == "1"
+    next(t for t in at.toggle if t.label == "Log axis").set_value(False).run()
+    pages.assert_clean(at)
+    assert "log" not in at.query_params
