@@ -141,7 +141,7 @@ def capture_layer() -> bool:
         return True
     if not st.session_state.get(_CAPTURE_ASKED):
         st.markdown("Capturing profiles attention variants with torch.profiler on this machine. PyTorch "
-                    "loads when you set up a capture (a few seconds, once per server).")
+                    "loads when a capture is set up (a few seconds, once per server).")
         if not st.button("Set up a capture", type="primary", icon=":material/play_arrow:"):
             return False
         st.session_state[_CAPTURE_ASKED] = True
