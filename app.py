@@ -6,7 +6,7 @@ sidebar group); shared links use those paths. The first, the runs page, is the d
 import streamlit as st
 
 from profiler.present.sitemap import DEFAULT_PAGE, groups
-from profiler.present.ui import entered_through_app, page_run, preload_capture
+from profiler.present.ui import entered_through_app, page_run, preload
 
 st.set_page_config(page_title="Attention trace dashboard", page_icon="⏱️",  # an emoji: nothing fetched
                    layout="wide")
@@ -18,7 +18,7 @@ st.html("<style>[data-testid='stMarkdownContainer'], [data-testid='stText'], "
         "[data-testid='stMainBlockContainer'] {padding-top: 4rem; padding-bottom: 2rem;}</style>")
 
 entered_through_app()
-preload_capture()
+preload()
 page = st.navigation({
     group: [st.Page(p.file, title=p.title, icon=p.icon, url_path=p.url_path, default=p.url_path == DEFAULT_PAGE)
             for p in pages]

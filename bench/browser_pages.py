@@ -81,13 +81,13 @@ def seeding_alone() -> tuple[float, int]:
         return time.monotonic() - t0, added
 
 
-def start(db: Path) -> tuple[subprocess.Popen, str]:
+def start(db: Path, app_dir: Path = ROOT) -> tuple[subprocess.Popen, str]:
     port = first_page._port()
     env = {**os.environ, "PROFILER_DB": str(db), "PROFILER_SEED": "0"}
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
                              "--server.port", str(port), "--server.address", "127.0.0.1",
                              "--server.fileWatcherType", "none"],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            cwd=app_dir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     while True:
         try:

@@ -7,7 +7,7 @@ flash at B=8 H=16 L=1024 D=64). The time runs from `goto` until the server said 
 finished and the page shows its title with every chart drawn (bench/browser_pages.py's `drawn`).
 The 1-minute load average is read before each run and written beside it. Target: <= 2 s. Usage:
 
-    python -m bench.deep_link [--pages timeline,kernels,compare] [--repeat 3] [--write-results]
+    python -m bench.deep_link [--pages timeline,kernels,compare] [--repeat 3] [--before DIR] [--write-results]
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ LIMIT_S = 2.0
 SECTION = "Cold deep link"
 
 
-def one_link(db: Path, path: str, browser) -> tuple[float, float]:
+def one_link(db: Path, path: str, browser, app_dir: Path = browser_pages.ROOT) -> tuple[float, float]:
     """(seconds until drawn, load average before) for `path` opened on a fresh server."""
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / "store.duckdb"
@@ -42,7 +42,7 @@ def one_link(db: Path, path: str, browser) -> tuple[float, float]:
         names = queries.run_catalog(Store(copy)).set_index("name")["run_id"]
         runs = ",".join(names[v + browser_pages.SHAPE] for v in browser_pages.FOUR)
         load = os.getloadavg()[0]
-        proc, url = browser_pages.start(copy)
+        proc, url = browser_pages.start(copy, app_dir)
         try:
             page = browser.new_page(viewport={"width": 1600, "height": 1000})
             browser_pages.listen(page)
@@ -81,6 +81,9 @@ def main() -> None:
     ap.add_argument("--pages", default="timeline,kernels,compare")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--write-results", action="store_true")
+    ap.add_argument("--before", type=Path, default=None,
+                    help="another checkout of the app (an older commit): each run is paired with one of it, "
+                         "printed (not written) beside, the same page just before")
     opts = ap.parse_args()
     pages = opts.pages.split(",")
     if unknown := [p for p in pages if p not in BY_PATH]:
@@ -91,6 +94,9 @@ def main() -> None:
         browser = p.chromium.launch(executable_path=first_page.CHROMIUM, args=first_page.ARGS)
         for path in pages:
             for _ in range(opts.repeat):
+                if opts.before:
+                    was, load = one_link(db, path, browser, opts.before.resolve())
+                    print(f"{path:10s} {was:.2f} s before (load {load:.2f})", flush=True)
                 took, load = one_link(db, path, browser)
                 rows.append((path, took, load))
                 print(f"{path:10s} {took:.2f} s (load {load:.2f})", flush=True)

@@ -30,7 +30,7 @@ from bench.results import write_section
 from profiler.analysis import job_queries, queries
 from profiler.capture.samples import seed_if_empty
 from profiler.present.share import PAGES as ALL_PAGES
-from profiler.present.ui import preload_capture
+from profiler.present.ui import preload
 from profiler.storage import job_ingest
 from profiler.storage.store import Store
 
@@ -147,7 +147,7 @@ def main() -> None:
     events = int(store.query("SELECT events FROM traces WHERE run_id = $id", {"id": large}).iloc[0, 0])
     os.environ["PROFILER_DB"], os.environ["PROFILER_SEED"] = str(db), "0"
     warm_up_s = time_page("kernels", {"runs": large}, 1)["max_s"]   # imports, store cache
-    preload_capture().join()  # the app imports torch on a helper thread at start (ui.preload_capture)
+    preload().join()  # the app warms the chart modules on a helper thread at start (ui.preload)
     rows, plan = [], scenarios(small, large)
     check_coverage({page for page, _, _ in plan})
     for page, runs, params in plan:
@@ -166,9 +166,9 @@ def main() -> None:
         rows.append((page, "4 of the H200 samples", time_page(page, {"runs": four}, args.repeat)))
     notes = [timeline_stress(store, large),
              f"Warm-up (the first script run in a fresh process: imports of streamlit, altair, "
-             f"pandas, duckdb and opening the store): {warm_up_s:.2f} s, not counted above; torch and "
-             f"the variants' compiler probe load on a helper thread when the app starts "
-             f"(ui.preload_capture), awaited before timing"]
+             f"pandas, duckdb and opening the store): {warm_up_s:.2f} s, not counted above; the chart modules "
+             f"load on a helper thread when the app starts (ui.preload), awaited before timing; torch "
+             f"loads only when a capture starts"]
     text = report(rows, notes, events, args.repeat)
     print(text)
     if args.write_results:

@@ -1,10 +1,19 @@
-"""Profile: capture attention variants with torch.profiler on this machine; new runs are selected."""
+"""Profile: capture attention variants with torch.profiler on this machine; new runs are selected.
+
+torch loads when the user sets up a capture (`ui.capture_layer`), not when the page opens.
+"""
 import streamlit as st
 
-from profiler.capture.recorder import CaptureConfig
-from profiler.capture.variants import (DTYPES, MODES, VARIANTS, Setting, availability, availability_by_mode,
-                                       default_device)
 from profiler.present import markup, ui
+
+st.title("Profile attention variants")
+state = ui.view_state("profile")
+if not ui.capture_layer():
+    st.stop()
+
+from profiler.capture.recorder import CaptureConfig  # noqa: E402 (torch: loaded by ui.capture_layer)
+from profiler.capture.variants import (DTYPES, MODES, VARIANTS, Setting, availability,  # noqa: E402
+                                       availability_by_mode, default_device)
 
 SEQ_LENS = (1, 4, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 MODE_HELP = ("prefill: a forward over the whole sequence; decode: the chosen query lengths (1 = one new token) "
@@ -96,8 +105,6 @@ def show_results(state, results, skipped) -> None:
         ui.copy_link(state.with_(page="kernels"))
 
 
-st.title("Profile attention variants")
-state = ui.view_state("profile")
 device = default_device()
 device_note(device)
 shape = shape_inputs(DEFAULTS[device])

@@ -1,9 +1,23 @@
-"""Runs: every captured and uploaded run in the store; pick the runs to compare, rename, delete."""
+"""Runs: every captured and uploaded run in the store; pick the runs to compare, rename, delete.
+
+The first page a new server draws: its title, and on a new store the samples' progress line, go
+out before the modules of its table (pandas, Altair: ~1 s of imports) are loaded below them.
+"""
 import streamlit as st
 
-from profiler.analysis import completeness, conditions, findings, queries, repeats, timings
-from profiler.present import charts, markup, run_filters, sitemap, ui
-from profiler.storage import catalog
+from profiler.present import markup, sitemap, ui  # light: ui loads each of its modules when first read
+
+st.title("Runs")
+state = ui.view_state("runs")
+loading = False
+with ui.guard():
+    loading = ui.seeding_progress()
+    if loading:  # the progress line is out: the samples start landing while the modules below load
+        ui.seeding().page_drawn()
+
+from profiler.analysis import completeness, conditions, findings, queries, repeats, timings  # noqa: E402
+from profiler.present import charts, run_filters  # noqa: E402
+from profiler.storage import catalog  # noqa: E402
 
 # filter widgets whose label is not their URL key; the first row's filters, the rest folded
 LABELS = {"len": "query length", "kv": "KV length", "kvh": "K/V heads", "temp": "warm / cold", "dim": "head dim",
@@ -147,10 +161,7 @@ def delete(state) -> None:
         st.rerun()
 
 
-st.title("Runs")
-state = ui.view_state("runs")
 with ui.guard():
-    loading = ui.seeding_progress()
     with queries.session(ui.get_store()) as store:  # one connection for the page's reads
         runs = queries.run_catalog(store)
         if runs.empty and loading:

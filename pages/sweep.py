@@ -3,7 +3,7 @@ sweep varies (length, KV length, window, head dim or K/V heads), the crossovers 
 linked to its run's timeline."""
 import streamlit as st
 
-from profiler.analysis import memory, queries, sweep_leads, sweeps
+from profiler.analysis import memory, queries, sweep_leads, sweep_roofs, sweeps
 from profiler.present import curve_charts, markup, memory_charts, ui
 
 Col = st.column_config
@@ -65,6 +65,9 @@ with ui.guard(), queries.session(ui.get_store()) as store:
                "cross, the faster variant changes (dotted rules), through ties: two variants whose "
                "repeats overlap, or differ by less than the noise floor (the larger spread of their "
                "repeats), are tied.")
+    state, log_y = ui.log_axis(state, "ylog", default=True, label="Log y axis",
+                               help="TFLOP/s and TB/s on a logarithmic axis (decode spans 0.01-10 TB/s); "
+                                    "off: a linear axis from 0, where the band near the roof reads better.")
     base = ui.app_base()
     for n, sweep in enumerate(curves["sweep"].unique()):
         mine = curves[curves["sweep"] == sweep]
@@ -72,9 +75,15 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         st.subheader(markup.md(sweeps.sweep_title(points, sweep)), divider="gray")
         crossed = crossings[crossings["sweep"] == sweep]
         drawn = points[points["sweep"] == sweep]
-        ui.kept_chart(store, ("sweep", sweep, base), drawn["run_id"],
-                        lambda mine=mine, drawn=drawn, crossed=crossed: curve_charts.sweep_chart(mine, drawn, crossed, base),
-                        width="stretch")
+        roofs = sweep_roofs.bandwidth_roofs(store, drawn["run_id"]) if unit == "TB/s" else None
+        roof_key = () if roofs is None else tuple(roofs["text"])  # measured ceilings are not per run
+        ui.kept_chart(store, ("sweep", sweep, base, log_y, roof_key), drawn["run_id"],
+                      lambda mine=mine, drawn=drawn, crossed=crossed, roofs=roofs: curve_charts.sweep_chart(
+                          mine, drawn, crossed, base, log_y=log_y, roofs=roofs),
+                      width="stretch")
+        if roofs is not None and not roofs.empty:
+            st.caption(markup.md("Dashed: " + "; ".join(roofs["text"]) + " (the GPU's HBM bandwidth; "
+                                 "measured where the store keeps the GPU's ceilings)."))
         lead = sweep_leads.lead_sentence(leading[leading["sweep"] == sweep], axis)
         if lead:
             st.markdown(markup.md(lead))

@@ -42,7 +42,8 @@ else:
     UPLOADS = [SAMPLES / "default" / "naive_b8_h16_s1024_d64_bf16_causal_warm.json.gz",
                SAMPLES / "default" / "sdpa_cudnn_b8_h16_s1024_d64_bf16_causal_warm.json.gz"]
 # what each page must show once rendered, besides its title
-PAGE_TEXT = {"runs": "runs in the store", "profile": "Run capture", "upload": "MB per file",
+PAGE_TEXT = {"runs": "runs in the store", "profile": "Set up a capture",  # torch loads on that click
+             "upload": "MB per file",
              "attention": "Roofline"}
 WAIT_MS = 90_000
 

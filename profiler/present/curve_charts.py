@@ -124,35 +124,39 @@ PLOT_PX = 220
 LABEL_PX = style.FONT_PX + 5   # the least distance between two end-of-line labels (a line of text and a gap)
 
 
-def label_positions(values: list[float], lo: float, hi: float, height_px: int = PLOT_PX) -> list[float]:
-    """Where each line's end label sits on a log axis from ``lo`` to ``hi`` drawn ``height_px``
-    high: at its line's end, pushed up (in the values' order) until it is at least `LABEL_PX`
-    from the label below, so no two labels overlap. The axis grows to hold the top label, which
-    squeezes the pixels a decade takes: the positions are computed again on the grown axis until
+def label_positions(values: list[float], lo: float, hi: float, height_px: int = PLOT_PX,
+                    log: bool = True) -> list[float]:
+    """Where each line's end label sits on an axis from ``lo`` to ``hi`` (log or linear) drawn
+    ``height_px`` high: at its line's end, pushed up (in the values' order) until it is at least
+    `LABEL_PX` from the label below, so no two labels overlap. The axis grows to hold the top label, which
+    squeezes the pixels a unit takes: the positions are computed again on the grown axis until
     they hold."""
     if not values:
         return []
+    to, back = (math.log10, lambda y: 10 ** y) if log else (float, float)
     order = sorted(range(len(values)), key=lambda i: values[i])
     top, out = hi, list(values)
     for _ in range(20):
-        span = math.log10(top / lo) if top > lo > 0 else 1.0
-        gap = span * LABEL_PX / height_px                       # LABEL_PX in log10 units
+        span = (to(top) - to(lo)) if top > lo and (lo > 0 or not log) else 1.0
+        gap = span * LABEL_PX / height_px                       # LABEL_PX in axis units
         below = -math.inf
         for i in order:
-            y = max(math.log10(values[i]), below + gap)
-            out[i], below = 10 ** y, y
+            y = max(to(values[i]), below + gap)
+            out[i], below = back(y), y
         if max(out) <= top * 1.0001:
             break
         top = max(out)
     return out
 
 
-def sweep_chart(curves: pd.DataFrame, points: pd.DataFrame, crossings: pd.DataFrame, base: str = "") -> alt.Chart:
+def sweep_chart(curves: pd.DataFrame, points: pd.DataFrame, crossings: pd.DataFrame, base: str = "",
+                log_y: bool = True, roofs: pd.DataFrame | None = None) -> alt.Chart:
     """One sweep (`sweeps.sweep_curves` rows of one sweep, its `sweep_points` and `crossovers`):
     TFLOP/s or TB/s against the axis, a line per variant in its colour through the medians of the
     repeats, a rule from the least to the most of them, every repeat a dot; a click on a dot or a
     median point opens that run's timeline (under the app's root URL `base`). Dotted rules mark
-    where two variants swap the lead."""
+    where two variants swap the lead. The y axis is log (`log_y`) or linear from 0; `roofs`
+    (`sweep_roofs.bandwidth_roofs`, TB/s) are drawn as dashed horizontal lines, labelled."""
     axis, metric = curves["axis"].iloc[0], curves["metric"].iloc[0]
     unit = sweeps.METRICS[metric]
     data = curves.assign(timeline=[timeline_link(r, base) for r in curves["run_id"]])
@@ -163,12 +167,15 @@ def sweep_chart(curves: pd.DataFrame, points: pd.DataFrame, crossings: pd.DataFr
                else alt.Scale(domain=[xs[0], xs[-1] * 1.25], nice=False))
     x = alt.X("x:Q", title=sweeps.AXIS_NAMES[axis] + (" (log)" if log_x else ""), scale=x_scale,
               axis=alt.Axis(values=xs))
-    lo = float(min(data["min"].min(), dots["value"].min()))
-    hi = float(max(data["max"].max(), dots["value"].max()))
+    roofs = roofs if roofs is not None and metric == "tbps" else pd.DataFrame(columns=["tbps", "text"])
+    lo = float(min(data["min"].min(), dots["value"].min())) if log_y else 0.0
+    hi = float(max(data["max"].max(), dots["value"].max(), *roofs["tbps"]))
     ends = data.sort_values("x").groupby("variant", as_index=False).last()
-    ends["label_y"] = label_positions(ends["median"].tolist(), lo, hi)
-    y_scale = alt.Scale(type="log", domain=[lo, max(hi, float(ends["label_y"].max()))], nice=False)
-    y_title = f"{unit} (log): " + ("the shape's bytes over GPU time" if metric == "tbps" else "the shape's FLOPs over GPU time")
+    ends["label_y"] = label_positions(ends["median"].tolist(), lo, hi, log=log_y)
+    top = max(hi, float(ends["label_y"].max())) * (1.0 if log_y else 1.05)
+    y_scale = (alt.Scale(type="log", domain=[lo, top], nice=False) if log_y
+               else alt.Scale(domain=[0, top], nice=False))
+    y_title = f"{unit}{' (log)' if log_y else ''}: " + ("the shape's bytes over GPU time" if metric == "tbps" else "the shape's FLOPs over GPU time")
     colour = style.series_scale(dict(zip(data["variant"], data["variant"])))
     legend = style.side_legend(data["variant"].nunique(), "variant")
     color = alt.Color("variant:N", scale=colour, legend=legend)
@@ -185,6 +192,13 @@ def sweep_chart(curves: pd.DataFrame, points: pd.DataFrame, crossings: pd.DataFr
         x=x, y=alt.Y("label_y:Q", scale=y_scale), text="variant:N",
         color=alt.Color("variant:N", scale=colour, legend=None))
     layers = [bands, repeats, lines, names]
+    if not roofs.empty:  # the GPU's bandwidth: datasheet and measured, what the decode band is read against
+        roof = alt.Chart(roofs).mark_rule(strokeDash=[6, 4], color="#444", strokeWidth=1.5).encode(
+            y=alt.Y("tbps:Q", scale=y_scale), tooltip=[alt.Tooltip("text:N", title="roof")])
+        roof_text = alt.Chart(roofs).mark_text(align="left", baseline="bottom", dx=4, dy=-2, color="#444",
+                                               fontSize=style.FONT_PX - 1).encode(
+            x=alt.value(0), y=alt.Y("tbps:Q", scale=y_scale), text="text:N")
+        layers += [roof, roof_text]
     if not crossings.empty:
         cross = pd.DataFrame({"x": [(lo * hi) ** 0.5 if log_x else (lo + hi) / 2
                                     for lo, hi in zip(crossings["x_lo"], crossings["x_hi"])],

@@ -2,6 +2,8 @@
 axis with the iterations marked, and peak allocated bytes against sequence length."""
 from __future__ import annotations
 
+import math
+
 import altair as alt
 import pandas as pd
 
@@ -41,17 +43,35 @@ def iteration_starts(iterations: pd.DataFrame, timeline: pd.DataFrame, labels: d
     return starts[starts["run_id"].isin(timeline["run_id"].unique())][["run", "iteration", "t_ms"]]
 
 
+def log_ticks(lo: float, hi: float) -> list[float]:
+    """Tick values of a log axis from `lo` to `hi` (> 0): 1, 2 and 5 times the powers of ten
+    within it, only the powers of ten when it spans more than three decades (a log axis labelled
+    at even steps reads like a linear one)."""
+    if not (lo > 0 and hi >= lo):
+        return []
+    steps = (1,) if hi / lo > 1e3 else (1, 2, 5)
+    first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    return [m * 10.0 ** e for e in range(first, last + 1) for m in steps if lo <= m * 10.0 ** e <= hi]
+
+
 def peak_vs_length_chart(points: pd.DataFrame) -> alt.LayerChart:
     """Peak allocated MiB against sequence length per variant (log-log), every run a point and
-    the median per length a line, each variant in its own colour (``style.variant_colour``)."""
+    the median per length a line, each variant in its own colour (``style.variant_colour``). The
+    x axis is labelled at the lengths measured, the y axis at 1-2-5 steps (`log_ticks`)."""
     data = points.assign(peak_mib=points["peak_allocated_bytes"] / MIB)
     colour = style.series_scale({v: v for v in data["variant"].dropna().unique()})
+    lengths = sorted(int(v) for v in data["seq_len"].dropna().unique())
+    peaks = data["peak_mib"][data["peak_mib"] > 0]
+    lo, hi = (float(peaks.min()), float(peaks.max())) if len(peaks) else (1.0, 1.0)
+    ticks = log_ticks(lo / 1.5, hi * 1.5) or None
     base = alt.Chart(data).encode(
-        x=alt.X("seq_len:Q", title="sequence length L", scale=alt.Scale(type="log", base=2)),
+        x=alt.X("seq_len:Q", title="sequence length L (log)", scale=alt.Scale(type="log", base=2),
+                axis=alt.Axis(values=lengths, format="d")),
         color=alt.Color("variant:N", scale=colour,
                         legend=style.side_legend(data["variant"].nunique(), "variant")))
     dots = base.mark_circle(size=40, opacity=0.6).encode(
-        y=alt.Y("peak_mib:Q", title="peak allocated (MiB)", scale=alt.Scale(type="log")),
+        y=alt.Y("peak_mib:Q", title="peak allocated (MiB, log)", scale=alt.Scale(type="log"),
+                axis=alt.Axis(values=ticks, format=",~g")),
         tooltip=["variant:N", "seq_len:Q", alt.Tooltip("peak_mib:Q", format=",.1f", title="peak MiB"), "run_id:N"])
     median = base.mark_line().encode(y="median(peak_mib):Q")
     return alt.layer(median, dots).properties(height=320)

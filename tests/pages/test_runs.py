@@ -157,9 +157,9 @@ def test_no_findings_without_a_selection(pages, page_store):
     assert "What stands out in each selected run" not in [t.label for t in at.toggle]
 
 
-def test_the_capture_preload_waits_while_a_page_is_drawn(monkeypatch):
-    """ui.preload_capture's steps wait until no page is being drawn (app.py runs each page in
-    ui.page_run) and none has begun or ended for QUIET_S: torch's import would slow that page."""
+def test_the_preload_waits_while_a_page_is_drawn(monkeypatch):
+    """ui.preload's steps wait until no page is being drawn (app.py runs each page in
+    ui.page_run) and none has begun or ended for QUIET_S: its imports and reads would slow that page."""
     from profiler.present import ui
 
     monkeypatch.setattr(ui.session, "QUIET_S", 0.3)

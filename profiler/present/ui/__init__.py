@@ -49,27 +49,40 @@ Tables, files, captures:
         or a zip) stored as one joined run (``profiler.storage.graph_pair``).
     ``upload_limit_mb() -> int``  the server's per-file upload limit.
     ``trace_download(run_id)``  download the run's original ``.json.gz`` (for Perfetto).
+    ``capture_layer() -> bool``  the profile page's door to torch: a "Set up a capture" button,
+        then the capture layer loads under a progress message (True once loaded in this server).
     ``capture_runs(config) -> (results, skipped outcomes)``  a ``profiler.capture.recorder`` capture with
         a live bar per variant, then ingest; one capture per server at a time (others wait).
 """
-from profiler.present.ui.columns import (BREAKDOWN_COLUMNS, KERNEL_COLUMNS, KERNEL_EVENT_COLUMNS, OP_EVENT_COLUMNS,
-                                        RANGE_COLUMNS, ROOF_COLUMNS)
-from profiler.present.ui.session import (PROJECT_ERRORS, WRITING_PAGES, db_path, get_store, page_run,
-                                        preload_capture, seeding, seeding_progress, traces_dir)
-from profiler.present.ui.tables import (CATALOG_COLUMNS, RUN_COLUMN_PX, csv_download, kept_chart, pick_row, pick_rows,
-                                       ranked_runs, run_column, table)
-from profiler.present.ui.view import (PAGE_FILES, PAGE_ICONS, app_base, chart_move, copy_link, entered_through_app, guard,
-                                     guard_quietly, link_to, linked_event, linked_range, log_axis, require_runs,
-                                     select_runs, set_view, show_error,
-                                     update_view, view_state)
-from profiler.present.ui.work import (capture_runs, ingest_files, ingest_graph_pair, ingest_job_upload,
-                                     trace_download, upload_limit_mb)
+import importlib
 
-__all__ = ["BREAKDOWN_COLUMNS", "CATALOG_COLUMNS", "KERNEL_COLUMNS", "KERNEL_EVENT_COLUMNS", "OP_EVENT_COLUMNS", "PAGE_FILES", "PAGE_ICONS", "PROJECT_ERRORS",
-           "RANGE_COLUMNS", "ROOF_COLUMNS", "RUN_COLUMN_PX", "WRITING_PAGES", "app_base", "capture_runs",
-           "chart_move", "copy_link", "csv_download", "db_path", "entered_through_app", "get_store", "guard",
-           "guard_quietly", "ingest_files", "ingest_graph_pair", "ingest_job_upload", "kept_chart", "link_to",
-           "linked_event", "linked_range", "log_axis", "page_run",
-           "pick_row", "pick_rows", "preload_capture", "ranked_runs", "require_runs", "run_column", "seeding",
-           "seeding_progress", "select_runs", "set_view", "show_error", "table", "trace_download", "traces_dir",
-           "update_view", "upload_limit_mb", "view_state"]
+# each name ▶ the module that defines it, imported on first use (PEP 562): a page pays only for the
+# modules it reads, and the first page's title draws before pandas and Altair are loaded
+_HOME = {
+    **dict.fromkeys(("BREAKDOWN_COLUMNS", "KERNEL_COLUMNS", "KERNEL_EVENT_COLUMNS", "OP_EVENT_COLUMNS", "RANGE_COLUMNS",
+                     "ROOF_COLUMNS"), "columns"),
+    **dict.fromkeys(("PROJECT_ERRORS", "WRITING_PAGES", "db_path", "get_store", "page_run", "preload", "seeding",
+                     "seeding_progress", "traces_dir"), "session"),
+    **dict.fromkeys(("CATALOG_COLUMNS", "RUN_COLUMN_PX", "csv_download", "kept_chart", "pick_row", "pick_rows",
+                     "ranked_runs", "run_column", "table"), "tables"),
+    **dict.fromkeys(("PAGE_FILES", "PAGE_ICONS", "app_base", "chart_move", "copy_link", "entered_through_app", "guard",
+                     "guard_quietly", "link_to", "linked_event", "linked_range", "log_axis", "require_runs", "select_runs", "set_view", "show_error",
+                     "update_view", "view_state"), "view"),
+    **dict.fromkeys(("capture_layer", "capture_runs", "ingest_files", "ingest_graph_pair", "ingest_job_upload",
+                     "trace_download", "upload_limit_mb"), "work"),
+}
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str):
+    if name in _HOME.values():  # a module of the package itself (ui.session, as tests reach into it)
+        return importlib.import_module(f"{__name__}.{name}")
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -3,7 +3,7 @@
 ``get_store()`` is the store at ``db_path()`` (``PROFILER_DB``, default ``data/traces.duckdb``),
 cached per process and seeded from ``data/samples/`` on a background thread when empty (unless
 ``PROFILER_SEED=0``; ``seeding()`` tells how far it got). ``page_run(page)`` wraps one page's
-script run (app.py); ``preload_capture()`` warms what later pages need once the server is quiet.
+script run (app.py); ``preload()`` warms what later pages need once the server is quiet.
 """
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from pathlib import Path
 
 import streamlit as st
 
-from profiler.analysis import queries, timings
 from profiler.capture.samples import Seeding, seed_in_background
 from profiler.errors import ProfilerError
 from profiler.present import markup
@@ -28,6 +27,7 @@ PROJECT_ERRORS = (ProfilerError, ShareError)  # TraceError, StoreError, ... all 
 WRITING_PAGES = ("profile", "upload")  # page_run leaves these pages' store calls their own
 # and the SQL page's: its query runs in a child process that must open the file itself
 OWN_CALLS_PAGES = (*WRITING_PAGES, "sql")
+FIRST_RUNS_EVERY_S = 0.2  # an empty runs table looks for the first samples this often
 TABLE_EVERY_S = 5.0  # while the samples land, the runs table is redrawn at most this often
 QUIET_S = 3.0  # the preload waits until no page has been drawn for this long (it would slow that page)
 _PAGES = {"running": 0, "last": time.monotonic()}  # page script runs in flight (page_run), and when one last began or ended
@@ -36,11 +36,11 @@ _PAGES_LOCK = threading.Lock()
 
 @st.cache_resource(show_spinner="Opening the trace store…")
 def _store_at(path: str) -> tuple[Store, Seeding]:
-    store = Store(path)
+    store = Store(path)  # opens nothing yet
     if os.environ.get("PROFILER_SEED", "1") == "0":
         return store, Seeding()
-    try:
-        return store, seed_in_background(store)
+    try:  # a store file not made yet is made by the seeding thread, after the first page's title
+        return store, seed_in_background(store, new_file=not Path(path).exists())
     except ProfilerError:  # not a store (a SQLite file, a folder): each page says so in one sentence
         return store, Seeding()
 
@@ -63,12 +63,13 @@ def page_run(page: str) -> Iterator[None]:
     writes a checkpoint) for each: ~40-80 ms a page. Not held on the pages that capture or
     ingest (`WRITING_PAGES`): they run for minutes, and other processes (the command line) get
     the file between their calls; nor on the SQL page, whose query runs in a process of its own
-    (`OWN_CALLS_PAGES`). A store that cannot be opened is left to the page, whose
-    reads say why."""
+    (`OWN_CALLS_PAGES`); nor while the samples are seeded: the seeding thread holds it, and opens
+    a new store's file itself (the runs page's title draws first). A store that cannot be opened
+    is left to the page, whose reads say why."""
     _page_started()
     try:
         with ExitStack() as stack:
-            if page not in OWN_CALLS_PAGES:
+            if page not in OWN_CALLS_PAGES and not seeding().running:  # else the seeding thread holds it
                 try:
                     stack.enter_context(get_store().connect())
                 except PROJECT_ERRORS:
@@ -106,16 +107,15 @@ def seeding_progress() -> bool:
         st.warning(markup.fmt("The shipped samples could not all be loaded: {}", samples.error))
     if not samples.running:
         return False
-    _watch_seeding(samples.done, time.monotonic())
+    (_watch_first_runs if samples.done == 0 else _watch_seeding)(samples.done, time.monotonic())
     return True
 
 
-@st.fragment(run_every=1.0)
-def _watch_seeding(shown: int, drawn_at: float) -> None:
-    """The progress line, redrawn alone every second (cheap: the seeding thread keeps the CPU).
-    The whole page reruns, to show the runs that landed since it was drawn with `shown` of them at
-    `drawn_at`, only when seeding has ended, when the first runs arrive in an empty table, or at
-    most every `TABLE_EVERY_S` seconds: a rerun every second took the CPU from the seeding."""
+def _progress(shown: int, drawn_at: float) -> None:
+    """The progress line (redrawn alone, cheap: the seeding thread keeps the CPU). The whole page
+    reruns, to show the runs that landed since it was drawn with `shown` of them at `drawn_at`,
+    only when seeding has ended, when the first runs arrive in an empty table, or at most every
+    `TABLE_EVERY_S` seconds: a rerun every second took the CPU from the seeding."""
     samples = seeding()
     landed = samples.done != shown
     if not samples.running or (landed and (shown == 0 or time.monotonic() - drawn_at >= TABLE_EVERY_S)):
@@ -123,6 +123,18 @@ def _watch_seeding(shown: int, drawn_at: float) -> None:
     st.progress(samples.done / max(samples.total, 1),
                 text=f"Loading the shipped H200 sample runs: {samples.done:,} of {samples.total:,} in "
                      "the store. The table fills in as they land.")
+
+
+@st.fragment(run_every=FIRST_RUNS_EVERY_S)
+def _watch_first_runs(shown: int, drawn_at: float) -> None:
+    """Before the first runs: looked at often (the first batch is small), so they show at once."""
+    _progress(shown, drawn_at)
+
+
+@st.fragment(run_every=1.0)
+def _watch_seeding(shown: int, drawn_at: float) -> None:
+    """Once the table has runs: every second."""
+    _progress(shown, drawn_at)
 
 
 def traces_dir() -> Path:
@@ -141,36 +153,29 @@ def _wait_until_quiet() -> None:
 
 
 @st.cache_resource
-def preload_capture() -> threading.Thread:
-    """Import the chart modules (Altair) once the first page is drawn (on a new store, once the
-    samples are in). Then import the capture
-    layer (torch, and the compiler probe behind the variants' availability:
-    seconds of CPU, most of it holding the interpreter's lock) on a helper thread once per server,
-    so the profile page's first visitor does not wait for it. Before that, the runs page's figures
-    of every run are computed once (kept per run, profiler/analysis/kept.py), so that its first
-    visit reads them. Each step waits for the first page to be drawn, for the samples of a new
-    store to be in, and then until no page has been drawn for `QUIET_S` seconds: run while pages
-    were drawn, it took the cores and the interpreter's lock from them.
-    Then the objects alive (the imported modules: ~0.5 M with torch) are frozen out of the garbage
-    collector, whose full collections otherwise walked them all, pausing a page for ~0.3 s now
-    and then (bench/RESULTS.md, "Pages")."""
+def preload() -> threading.Thread:
+    """Warm what the next pages read, on a helper thread once per server, after the first page:
+    the chart modules (Altair and its schema: ~0.3 s), then the runs page's figures of every run
+    (kept per run, profiler/analysis/kept.py), so that its next visit reads them. Each step waits
+    for the first page to be drawn, for the samples of a new store to be in, and then until no
+    page has been drawn for `QUIET_S` seconds: run while pages were drawn, it took the cores and
+    the interpreter's lock from them. Then the objects alive (the imported modules) are frozen out
+    of the garbage collector, whose full collections otherwise walked them all, pausing a page for
+    ~0.3 s now and then (bench/RESULTS.md, "Pages"). torch is not among them: the capture layer
+    loads when a capture starts (the profile page, `work.capture_runs`), nowhere else."""
     def load() -> None:
         seeding().wait_first_page()
         seeding().wait()  # a new store: its first runs come first (no chart page has runs before)
-        # the chart modules (Altair and its schema: ~0.3 s), loaded while the runs page is on screen
+        from profiler.analysis import queries, timings
         from profiler.present import charts, curve_charts, memory_charts, timeline_view  # noqa: F401
 
         _wait_until_quiet()
-        try:  # the runs page's per-run figures, kept per run: its first visit reads them
+        try:  # the runs page's per-run figures, kept per run: its next visit reads them
             timings.catalog_with_timings(get_store(), queries.run_catalog(get_store()))
         except PROJECT_ERRORS:  # the page computes them again and says why
             pass
-        _wait_until_quiet()
-        from profiler.capture import variants
-
-        variants.availability(variants.Setting(device=variants.default_device()))
         gc.freeze()
 
-    thread = threading.Thread(target=load, name="preload-capture", daemon=True)
+    thread = threading.Thread(target=load, name="preload", daemon=True)
     thread.start()
     return thread

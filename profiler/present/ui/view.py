@@ -10,9 +10,8 @@ import streamlit as st
 from streamlit import config as st_config
 from streamlit.runtime.pages_manager import PagesManager
 
-from profiler.analysis import queries
 from profiler.errors import StoreError
-from profiler.present import markup, share, sitemap, timeline_window
+from profiler.present import markup, share, sitemap
 from profiler.present.share import ShareError, ViewState, app_root, decode, encode, share_url
 from profiler.present.ui.session import PROJECT_ERRORS, get_store, page_viewed
 
@@ -96,6 +95,8 @@ def _known(runs: tuple[str, ...]) -> tuple[str, ...]:
     """``runs`` that are in the store; warns about the others (deleted, or another deployment)."""
     if not runs:
         return runs
+    from profiler.analysis import queries  # pandas: not before a page with runs needs it (first paint)
+
     try:
         known = set(queries.run_labels(get_store(), runs)["run_id"])
     except StoreError as err:  # e.g. the store file is locked by a long command-line ingest
@@ -122,14 +123,18 @@ def require_runs(state: ViewState, minimum: int = 1, purpose: str = "this page")
     st.stop()
 
 
-def log_axis(state: ViewState, key: str = "log") -> tuple[ViewState, bool]:
-    """A "log axis" toggle for a page's bar charts (off by default, kept in the URL as ``key=1``):
-    the view (updated when it changed) and whether to draw a log axis."""
-    on = st.toggle("Log axis", value=state.filter(key) == "1", key=f"log-axis-{key}",
-                   help="Bars on a logarithmic axis (labelled so): small values become visible, "
-                        "but lengths no longer compare. Linear by default.")
-    if on != (state.filter(key) == "1"):
-        state = update_view(state, filters=state.with_filter(key, "1" if on else None).filters)
+def log_axis(state: ViewState, key: str = "log", default: bool = False, label: str = "Log axis",
+             help: str | None = None) -> tuple[ViewState, bool]:
+    """A "log axis" toggle for a page's charts, `default` when the URL does not say (kept in the
+    URL as ``key=1`` or ``key=0`` when it differs from the default): the view (updated when it
+    changed) and whether to draw a log axis."""
+    stored = state.filter(key)
+    now = default if stored not in ("0", "1") else stored == "1"
+    on = st.toggle(label, value=now, key=f"log-axis-{key}",
+                   help=help or "Bars on a logarithmic axis (labelled so): small values become visible, "
+                                "but lengths no longer compare. Linear by default.")
+    if on != now:
+        state = update_view(state, filters=state.with_filter(key, None if on == default else str(int(on))).filters)
     return state, on
 
 
@@ -181,6 +186,8 @@ def chart_move(state: ViewState, key: str, selection: dict, extent: int) -> View
     """The Timeline's view after a wheel zoom, pan or drag on its chart (`key`), or None when
     nothing new happened there. Streamlit keeps reporting a chart's last selection (and an empty
     one at first), so each is taken once: only a change from the last one seen moves the view."""
+    from profiler.present import timeline_window  # pandas: the Timeline page's, not the first page's
+
     new = state
     for name in ("zoom", "brush"):
         if name not in selection:

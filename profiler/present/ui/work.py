@@ -2,6 +2,7 @@
 `profiler.present.ui`): uploads, jobs, captures, and a run's original trace to download."""
 from __future__ import annotations
 
+import sys
 import tempfile
 import threading
 from collections.abc import Iterable
@@ -127,6 +128,29 @@ class _VariantBars:
             share = min(1.0, self.done[variant] / self.runs_each)
             self.bars[variant].progress(share, text=markup.fmt("{}: {}", variant, message))
         self.seen = max(self.seen, finished)
+
+
+_CAPTURE_ASKED = "_capture_layer_asked"
+
+
+def capture_layer() -> bool:
+    """The profile page's door to the capture layer: torch and the variants' checks (seconds of
+    CPU) load when the user sets up a capture, with a progress message while they do, never when
+    a page merely opens. True once they are loaded in this server (then at once)."""
+    if "profiler.capture.variants" in sys.modules:
+        return True
+    if not st.session_state.get(_CAPTURE_ASKED):
+        st.markdown("Capturing profiles attention variants with torch.profiler on this machine. PyTorch "
+                    "loads when a capture is set up (a few seconds, once per server).")
+        if not st.button("Set up a capture", type="primary", icon=":material/play_arrow:"):
+            return False
+        st.session_state[_CAPTURE_ASKED] = True
+    with st.status("Loading PyTorch and checking which attention variants run here…") as status:
+        from profiler.capture import variants
+
+        variants.availability(variants.Setting(device=variants.default_device()))
+        status.update(label="PyTorch loaded.", state="complete", expanded=False)
+    return True
 
 
 def capture_runs(config) -> tuple[list, list]:
