@@ -10,7 +10,8 @@ shapes; the capture trace holds the launch calls recorded into each graph (betwe
 3. events and launches aligned in order by name (difflib's longest matching blocks), tolerating a
    few unmatched on either side;
 4. for each matched event, the capture's ops that enclosed its launch (outermost first, with
-   their args: shapes, types, concrete inputs) are written into the replay inside its graph
+   their args: shapes, types, concrete inputs; not the capture's `ProfilerStep#N`, whose copies
+   would cut the replay into one step per replayed call) are written into the replay inside its graph
    launch's span, on the launching thread, under fresh External ids, and the event takes the
    innermost one's External id; the graph launch's own External id is dropped (the kernels belong
    to the captured ops, not to the replay call). Consecutive events that the same captured call
@@ -32,6 +33,7 @@ from profiler import errors
 RUNTIME = ("cuda_runtime", "cuda_driver", "Runtime", "Driver")
 GPU = ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset")
 OPS = ("cpu_op", "user_annotation", "Operator")
+CAPTURE_STEP = "ProfilerStep#"   # the capture's profiler step: not copied (the replay's steps are its own)
 
 
 @dataclass
@@ -123,7 +125,8 @@ def join(replay_bytes: bytes, capture_bytes: bytes, replay_label: str, capture_l
         gpu[e["args"].get("correlation")].append(e)
     cap_ops = defaultdict(list)
     for o in _x(capture["traceEvents"], OPS):
-        cap_ops[(o.get("pid"), o.get("tid"))].append(o)
+        if not str(o.get("name", "")).startswith(CAPTURE_STEP):   # the capture's own step is no op of the replay
+            cap_ops[(o.get("pid"), o.get("tid"))].append(o)
     next_id = 1 + max((int(e["args"]["External id"]) for e in events if isinstance(e, dict)
                        and isinstance(e.get("args"), dict) and isinstance(e["args"].get("External id"), int)),
                       default=0)
