@@ -101,6 +101,13 @@ def test_a_joined_pair_prices_its_attention_calls_in_the_cost_rows(tmp_path, pai
     assert set(rows["backend"]) == {pair}
     table = op_costs.ops_table(store, [run_id], "attention")
     assert table["calls"].sum() == int(ref["name_count"]) and (table["tflops"] > 0).all()
+    # the roofline sums the same rows: the run's one step (its serving annotation) holds them all
+    from profiler.analysis import roofline
+
+    (roof,) = roofline.roofline_table(store, [run_id]).itertuples()
+    every = op_costs.op_calls(store, [run_id])
+    assert roof.iterations == 1 and roof.flops_per_iter == pytest.approx(every["flops"].sum())
+    assert roof.flops_per_iter >= rows["flops"].sum() > 0
     # the serving module's own per-call figure is the same definition
     got = [c for c in serving_costs.calls(store, run_id) if c["op"].startswith(op)]
     assert sorted(c["flops"] for c in got) == pytest.approx(sorted(rows["flops"].tolist()))
