@@ -26,7 +26,8 @@ COLUMNS = {
     "intensity": Col.NumberColumn("FLOP / byte", format="%.1f"),
     "bound": Col.TextColumn("bound", help="memory below the ridge point, compute above it"),
     "kernels": Col.TextColumn("kernels [library, arch, instruction, tile]"),
-    "shape_source": Col.TextColumn("shapes from", help="trace: record_shapes; run shape: the captured run's description"),
+    "shape_source": Col.TextColumn("shapes from", help="trace: record_shapes; run shape: the captured run's description; "
+                                   "step annotation: a serving engine's step batch (vLLM, SGLang)"),
     "suspect": Col.TextColumn("share above 100 %", width="medium",
                               help="Never shown: the model (FLOPs / bytes) or the peak (SKU) is wrong; this says which."),
 }

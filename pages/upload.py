@@ -23,14 +23,17 @@ with st.form("upload", clear_on_submit=True, border=False):
     skip_bad = st.checkbox("Store the job without files that cannot be read",
                            help="Otherwise one bad file stops the whole job and nothing is stored.")
     graph_pair = st.checkbox("A graph replay and its capture trace: join them into one run",
-                             help="Two files, or one .zip holding both: the replay's kernels get the "
-                                  "captured ops, shapes and FLOPs (as `ingest REPLAY --capture CAPTURE`).")
+                             help="Files chosen together, or one .zip holding them: the replay's kernels get "
+                                  "the captured ops, shapes and FLOPs (as `ingest REPLAY --capture CAPTURE`). "
+                                  "Several files or a zip holding one capture and one replay are joined "
+                                  "without it when no job name is given.")
     submitted = st.form_submit_button("Add to the store", type="primary", icon=":material/upload:")
 
 if submitted and not files:
     st.warning("Choose at least one trace file first.")
-if submitted and files and graph_pair:
-    joined = ui.ingest_graph_pair(files)
+paired, joined = (ui.ingest_graph_pair(files, asked=graph_pair) if submitted and files and
+                  (graph_pair or not job.strip()) else (False, None))
+if paired:
     if joined:
         state = ui.update_view(state, runs=(joined.run_id,))
         st.success("The joined run is ready and selected. Open it in:")

@@ -208,7 +208,7 @@ def _choose(page, paths) -> None:
         timeout=WAIT_MS)
 
 
-def _upload(page, path: Path) -> None:
+def _upload(page, path) -> None:
     _choose(page, path)
     page.get_by_role("button", name="Add to the store").click()
 
@@ -247,6 +247,28 @@ def test_a_bad_upload_is_a_plain_sentence(server, browser, tmp_path):
         alert.first.wait_for(timeout=WAIT_MS)
         assert "notes.json: is not JSON" in alert.first.inner_text()
         _assert_no_exception(page, "bad upload")
+    finally:
+        page.close()
+
+
+@pytest.mark.third_party
+@pytest.mark.skipif(not (SHARED_TRACES / "graphs").is_dir(), reason="needs the shared graph pairs")
+def test_a_graph_replay_and_its_capture_chosen_together_become_one_run(server, browser):
+    """Both files chosen in the uploader, no box ticked: the capture is told by its content and the
+    joined run opens (issue 37)."""
+    url, store, _ = server
+    folder = SHARED_TRACES / "graphs" / "sglang_decode"
+    replay, capture = folder / "sglang_Qwen3-8B_decode.json.gz", folder / "capture" / "bs_32_rank0.json.gz"
+    page = _open(browser, f"{url}/upload", expect=PAGE_TEXT["upload"])
+    try:
+        _upload(page, [capture, replay])
+        page.wait_for_selector("text=The joined run is ready and selected", timeout=WAIT_MS)
+        _settle(page)
+        _assert_no_exception(page, "graph pair upload")
+        page.screenshot(path=str(ARTIFACTS / "upload-graph-pair.png"), full_page=True)
+        run_id = queries.run_catalog(store).set_index("name").loc[f"{replay.name} (joined with {capture.name})", "run_id"]
+        assert parse_url(page.url).runs == (run_id,)
+        assert page.get_by_text("replayed GPU events matched to captured launches").count() == 1
     finally:
         page.close()
 

@@ -92,3 +92,23 @@ def test_the_replayed_gemms_are_priced_by_the_cost_model(tmp_path, pair, gemm, c
     ref = pd.read_csv(REFERENCE[pair] / "ops_summary.csv")
     assert sum(r["calls"] for r in rows) == ref.loc[ref["name"] == gemm, "Count"].sum()
     assert all(r["flops"] > 0 and r["kind"] == "gemm" for r in rows), rows
+
+
+@pytest.mark.parametrize("pair", sorted(PAIRS))
+def test_a_joined_replay_is_not_said_to_lack_ops(tmp_path, pair, capsys):
+    """Joined, the replayed events have the captured ops: the completeness limit `graph_replayed`
+    (events with no op) is gone and the graph sentence says how many were given ops, as many as
+    the raw replay's replayed events; the replay alone keeps both."""
+    from profiler.analysis import completeness, graphs
+
+    store, run_id = _joined(tmp_path, pair, capsys)
+    replay, _ = PAIRS[pair]
+    _, replayed = raw_replay(replay)
+    alone = store.ingest(replay).run_id
+    rows = completeness.verdicts(store, [run_id, alone])
+    assert "graph_replayed" not in {r["reason"] for r in rows[run_id]["limits"]}
+    (kept,) = [r for r in rows[alone]["limits"] if r["reason"] == "graph_replayed"]
+    assert kept["count"] == replayed
+    said = graphs.describe(store, [run_id, alone])
+    assert f"{replayed:,} of them given their captured ops" in said[run_id]["text"]
+    assert "with no op or shapes of their own" in said[alone]["text"]

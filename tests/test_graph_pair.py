@@ -43,3 +43,26 @@ def test_wrong_pairs_are_refused_with_the_files_named(tmp_path):
     broken.write_bytes(capture.read_bytes()[:500])
     with pytest.raises(TraceError, match="cut.json.gz"):
         graph_pair.pair([replay, broken])
+
+
+def test_several_files_give_their_pair_and_name_the_others(tmp_path):
+    """An upload's files: one capture and one replay among other files (the shared folder's
+    execution_details.json is no trace of either kind) are the pair, the rest named."""
+    replay, capture = PAIRS["sglang"]
+    details = capture.parent / "execution_details.json"
+    kinds = graph_pair.classify([details, capture, replay])
+    assert kinds == {details: None, capture: "capture", replay: "replay"}
+    assert graph_pair.pair_of(kinds) == (replay, capture, [details])
+
+
+def test_an_unpaired_upload_is_refused_saying_what_is_missing(tmp_path):
+    replay, capture = PAIRS["sglang"]
+    with pytest.raises(TraceError, match=r"bs_32_rank0.json.gz: a capture trace with no graph replay beside it"):
+        graph_pair.pair_of(graph_pair.classify([capture]))
+    with pytest.raises(TraceError, match=r"no capture trace among them \(one recorded while the graph was captured"):
+        graph_pair.pair_of(graph_pair.classify([replay]))
+    twice = shutil.copy(capture, tmp_path / "again.json.gz")
+    with pytest.raises(TraceError, match="2 capture traces among the files: join one replay with its capture"):
+        graph_pair.pair_of(graph_pair.classify([capture, twice, replay]))
+    with pytest.raises(TraceError, match="nor a graph replay"):
+        graph_pair.pair_of(graph_pair.classify([capture.parent / "execution_details.json"]))

@@ -196,7 +196,7 @@ def as_schema_v3(root: Path) -> int:
     column called trace_id; the metrics rows kept run_id). Returns how many files changed."""
     changed = 0
     for path in root.rglob("*.parquet"):
-        if path.parts[-4] == jobs.METRICS_TABLE:
+        if path.parts[-4] in (jobs.METRICS_TABLE, jobs.VERDICT_TABLE):   # neither was written then
             continue
         table = pq.read_table(path)
         pq.write_table(table.rename_columns([jobs.OLD_RUN_ID if n == "run_id" else n for n in table.column_names]),

@@ -10,6 +10,7 @@ import json
 import pytest
 
 from profiler.analysis import serving_steps
+from profiler.cli.main import main
 from tests.conftest import SHARED_TRACES
 
 GRAPHS = SHARED_TRACES / "graphs"
@@ -78,19 +79,51 @@ JOINED = {"sglang": "sglang_decode", "vllm": "vllm_prefilldecode_piecewise"}
 
 @pytest.mark.third_party
 @pytest.mark.parametrize("pair", sorted(JOINED))
-def test_a_joined_pair_prices_its_attention_calls_and_says_so(tmp_path, pair, capsys):
-    """Every attention call of the joined pair priced as the reference prices one call, as many
-    calls as the reference counts, and the op's unmodelled reason is the figure."""
-    from profiler.analysis import serving_costs, unmodelled
+def test_a_joined_pair_prices_its_attention_calls_in_the_cost_rows(tmp_path, pair, capsys):
+    """Every attention call of the joined pair is a cost-model row (`op_costs.op_calls`, which the
+    Attention page, `ops`, `summary --json` and the roofline read) priced as the reference prices one
+    call, as many calls as the reference counts, shape_source 'step annotation' and the shape naming
+    the annotation; none is left among the unmodelled ops."""
+    from profiler.analysis import op_costs, serving_costs, unmodelled
     from tests.test_graph_join import _joined
 
     store, run_id = _joined(tmp_path, pair, capsys)
     op = PAIRS[JOINED[pair]][2]
     ref = _reference(JOINED[pair], op)
+    rows = op_costs.op_calls(store, [run_id])
+    rows = rows[rows["op"].str.startswith(op)]
+    assert len(rows) == int(ref["name_count"])
+    assert (rows["flops"] / 1e9).tolist() == pytest.approx([float(ref["GFLOPS_first"])] * len(rows), rel=1e-6)
+    assert (rows["bytes"] / 2**20).tolist() == pytest.approx([float(ref["Data Moved (MB)_first"])] * len(rows), rel=1e-4)
+    assert set(rows["shape_source"]) == {"step annotation"} and set(rows["kind"]) == {"attention"}
+    (annotation,) = set(serving_costs.annotations(store, run_id).values())
+    assert all(annotation in s and "priced from the step annotation" in s for s in rows["shape"])
+    assert set(rows["backend"]) == {pair}
+    table = op_costs.ops_table(store, [run_id], "attention")
+    assert table["calls"].sum() == int(ref["name_count"]) and (table["tflops"] > 0).all()
+    # the roofline sums the same rows: the run's one step (its serving annotation) holds them all
+    from profiler.analysis import roofline
+
+    (roof,) = roofline.roofline_table(store, [run_id]).itertuples()
+    every = op_costs.op_calls(store, [run_id])
+    assert roof.iterations == 1 and roof.flops_per_iter == pytest.approx(every["flops"].sum())
+    assert roof.flops_per_iter >= rows["flops"].sum() > 0
+    # the serving module's own per-call figure is the same definition
     got = [c for c in serving_costs.calls(store, run_id) if c["op"].startswith(op)]
-    assert len(got) == int(ref["name_count"])
-    assert all(c["flops"] / 1e9 == pytest.approx(float(ref["GFLOPS_first"]), rel=1e-6) for c in got)
-    assert all(c["bytes"] / 2**20 == pytest.approx(float(ref["Data Moved (MB)_first"]), rel=1e-4) for c in got)
-    rows = [r for r in unmodelled.unmodelled(store, run_id) if (r["op"] or "").startswith(op)]
-    assert rows and all(r["reason"].startswith("priced from the step annotation") for r in rows), rows
-    assert not any("not among them" in r["reason"] for r in rows)
+    assert sorted(c["flops"] for c in got) == pytest.approx(sorted(rows["flops"].tolist()))
+    left = [r for r in unmodelled.unmodelled(store, run_id) if (r["op"] or "").startswith(op)]
+    assert not left, left
+
+
+@pytest.mark.third_party
+def test_the_ops_command_shows_the_annotation_priced_row(tmp_path, capsys):
+    from tests.test_graph_join import _joined
+
+    store, run_id = _joined(tmp_path, "sglang", capsys)
+    assert main(["ops", run_id, "--db", str(store.path), "--kind", "attention", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    ref = _reference("sglang_decode", PAIRS["sglang_decode"][2])
+    assert row["op"].startswith("sglang_profiler::attention_paged_attention_ragged")
+    assert row["shape_source"] == "step annotation" and "execute_32_context_0(" in row["shape"]
+    assert row["flops"] / 1e9 == pytest.approx(float(ref["GFLOPS_first"]), rel=1e-6)
+    assert row["calls"] == int(ref["name_count"])

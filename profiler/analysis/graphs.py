@@ -34,6 +34,9 @@ def text(role: str, g: dict) -> str:
                      f"the capture's, not a slow run's")
     if g["graph_launches"]:
         share = 100 * g["replayed_gpu_us"] / g["gpu_us"] if g["gpu_us"] else 0.0
+        own = g.get("replayed_with_op", 0)
+        whose = (f"{own:,} of them given their captured ops (joined with its capture trace)" if own
+                 else "with no op or shapes of their own")
         parts.append(f"a graph replay: {g['graph_launches']:,} graph launch(es) replayed {g['replayed_events']:,} "
-                     f"GPU events, {share:.1f} % of its GPU time, with no op or shapes of their own")
+                     f"GPU events, {share:.1f} % of its GPU time, {whose}")
     return "; ".join(parts)

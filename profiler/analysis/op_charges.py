@@ -13,6 +13,7 @@ from functools import lru_cache
 import numpy as np
 
 from profiler.analysis import arrays, costmodel as cm, graph_owners, reads, run_shape, tensor_cores
+from profiler.vocab import attention
 
 FLEX_KERNEL, ATTENTION_KERNEL = run_shape.FLEX_KERNEL, run_shape.ATTENTION_KERNEL
 # every op that can own a call or be its backend (sql/op_inputs.sql reads these)
@@ -85,7 +86,8 @@ def op_trees(store, run_ids) -> dict[str, dict]:
     """{run_id: `op_tree` of the run} for many runs in one read."""
     got = reads.arrays(store, reads.sql_text("op_tree"), {
         "run_ids": [str(r) for r in run_ids], "attention_ops": [o for o in cm.ATTENTION if o not in cm.DECOMPOSED],
-        "model_ops": [*cm.GEMMS, *cm.MEMORY], "decomposed_ops": list(cm.DECOMPOSED)})
+        "model_ops": [*cm.GEMMS, *cm.MEMORY], "decomposed_ops": list(cm.DECOMPOSED),
+        "serving_prefixes": list(attention.SERVING_OPS)})
     return {r: _tree(part) for r, part in by_run(got, run_ids).items()}
 
 
@@ -288,8 +290,11 @@ def kernel_name_map(store, run_id: str) -> dict:
 
 
 def op_inputs(store, run_ids, names=MODEL_NAMES) -> dict[str, dict]:
-    """{run_id: sql/op_inputs.sql's columns of the run (by op_id)}: its ops named in ``names``."""
-    got = reads.arrays(store, reads.sql_text("op_inputs"), {"run_ids": [str(r) for r in run_ids], "names": list(names)})
+    """{run_id: sql/op_inputs.sql's columns of the run (by op_id)}: its ops named in ``names``,
+    and with the default names the serving engines' attention ops (`attention.SERVING_OPS`)."""
+    serving = list(attention.SERVING_OPS) if names is MODEL_NAMES else []
+    got = reads.arrays(store, reads.sql_text("op_inputs"), {"run_ids": [str(r) for r in run_ids], "names": list(names),
+                                                            "serving_prefixes": serving})
     return by_run(got, run_ids)
 
 

@@ -3,7 +3,8 @@ keeps the results and builds the tables).
 
 Each call found by profiler/analysis/op_charges.py is priced with `profiler.analysis.costmodel`
 from its recorded inputs (or, captured without `record_shapes`, from the run's own attention
-shape: `shape_source = 'run shape'`), given the engine and precision of its longest kernel
+shape: `shape_source = 'run shape'`; a serving engine's attention call from the step annotation
+around it, `profiler.analysis.serving_steps`: `shape_source = 'step annotation'`), given the engine and precision of its longest kernel
 (`profiler.analysis.tensor_cores`), and rated against the device's datasheet peak for that
 precision on that engine. Numpy columns, no pandas.
 """
@@ -15,7 +16,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from profiler.analysis import arrays, costmodel as cm, gpus, kernel_names, modes, reads, run_shape, tensor_cores
+from profiler.analysis import (arrays, costmodel as cm, gpus, kernel_names, modes, reads, run_shape, serving_costs,
+                               serving_steps, tensor_cores)
 from profiler.analysis.costmodel import OpCost
 from profiler.analysis.op_charges import (ATTENTION_KERNEL, charged_calls, charged_kernels, kernel_name_map,
                                           kernel_name_maps, launched_work, op_inputs, op_trees, thread_ops)
@@ -74,8 +76,19 @@ def _calls(store, run_id: str, work: dict | None = None, read: Read | None = Non
     return calls, kernels
 
 
-def _priced(calls: dict, shape: dict | None, backward_ops: int = 0) -> dict:
-    """The calls the model prices (recorded inputs, else the run's shape), with kind, flops,
+def _served(calls: dict, costs: list, source: list, steps: dict[int, str]) -> None:
+    """A serving engine's attention call (`serving_steps.backend`) unpriced by its inputs, priced
+    in place from the step annotation around it (``steps``: {op_id: annotation})."""
+    for i, op in enumerate(calls["op"].tolist()):
+        if costs[i] is None and serving_steps.backend(op):
+            step = serving_steps.parse(steps.get(int(calls["op_id"][i]), ""))
+            costs[i] = serving_steps.cost(step, op, calls["input_dims"][i], calls["input_types"][i])
+            source[i] = serving_steps.SOURCE if costs[i] else None
+
+
+def _priced(calls: dict, shape: dict | None, backward_ops: int = 0, steps: dict[int, str] | None = None) -> dict:
+    """The calls the model prices (recorded inputs, a serving step's annotation (``steps``:
+    {op_id: annotation}), else the run's shape), with kind, flops,
     bytes, dtype, shape, backend, shape_source, mode (`profiler.analysis.modes`; the run's
     for a call that is not attention, ``backward_ops``: the run's autograd backward ops),
     flops_useful and flops_issued (`issued`)."""
@@ -85,6 +98,8 @@ def _priced(calls: dict, shape: dict | None, backward_ops: int = 0) -> dict:
     for i in np.flatnonzero(np.array([d is not None for d in dims], dtype=bool)).tolist():
         costs[i] = _recorded(calls["op"][i], dims[i], calls["input_types"][i], calls["concrete_inputs"][i])
     source = ["trace" if c else None for c in costs]
+    if steps:
+        _served(calls, costs, source, steps)
     if shape is not None and shape.get("seq_len") is not None and any(d is None for d in dims):
         rows = [Call(*r) for r in zip(calls["op"].tolist(), calls["iteration"].tolist(),
                                       calls["kernel_precision"].tolist(), calls["main_kernel"].tolist())]
@@ -201,7 +216,9 @@ def run_op_calls(db, run_id: str, known: tuple[dict, dict, dict] | None = None) 
     calls, kernels = _calls(db, run_id, known.launched.get(run_id) if known else None, read)
     if arrays.rows(calls):
         shapes, devices = (known or about(db, [run_id]))[:2]
-        calls = _priced(calls, shapes.get(run_id), read.backward_ops if read else backward_ops(db, run_id))
+        served = any(serving_steps.backend(op) for op in set(calls["op"].tolist()))
+        steps = serving_costs.annotations(db, run_id) if served else None
+        calls = _priced(calls, shapes.get(run_id), read.backward_ops if read else backward_ops(db, run_id), steps)
     if arrays.rows(calls):
         calls = {**calls, **rated(calls["run_id"], calls["engine"], calls["dtype"], calls["flops"], calls["bytes"],
                                   calls["kernel_ns"] / 1e9, {run_id: devices.get(run_id)} if run_id in devices else {})}

@@ -2,19 +2,32 @@
 item 3): `sql/serving_attention_calls.sql` finds each call and the `execute_…` annotation around it,
 `serving_steps` parses and prices it. `calls(store, run_id)`: one dict per call (op_id, op,
 annotation, kind, flops, bytes, reason; flops None with a reason when it cannot be priced);
-`priced(store, run_id)`: {op_id: reason} of those priced, which `unmodelled` gives as the op's
-reason in place of "not among them"."""
+`annotations(store, run_id)`: {op_id: its annotation},
+which the cost model (`op_pricing`) prices each call from with `serving_steps.cost`."""
 from __future__ import annotations
 
-from profiler.analysis import serving_steps
+from profiler.analysis import reads, serving_steps
 from profiler.analysis.reads import sql_text
+from profiler.vocab import attention
 
 NO_ANNOTATION = "no serving step annotation (execute_…) encloses the call: the cached context is not in the trace"
 NO_HEADS = "its inputs do not give the heads and head size ([tokens, heads, head size] first)"
 
 
+def _params(run_id: str) -> dict:
+    return {"run_id": run_id, "prefixes": list(attention.SERVING_OPS), "step": attention.SERVING_STEP}
+
+
+def annotations(store, run_id: str) -> dict[int, str]:
+    """{op_id: the step annotation enclosing it} of the run's serving attention calls in one
+    (numpy, no pandas: the cost model reads it)."""
+    got = reads.arrays(store, sql_text("serving_attention_calls"), _params(run_id))
+    return {int(i): a for i, a in zip(reads.column(got["op_id"]).tolist(), reads.column(got["annotation"]).tolist())
+            if isinstance(a, str)}
+
+
 def calls(store, run_id: str) -> list[dict]:
-    df = store.query(sql_text("serving_attention_calls"), {"run_id": run_id})
+    df = store.query(sql_text("serving_attention_calls"), _params(run_id))
     out = []
     for r in df.itertuples(index=False):
         step = serving_steps.parse(r.annotation) if isinstance(r.annotation, str) else None
@@ -25,7 +38,3 @@ def calls(store, run_id: str) -> list[dict]:
         out.append(row | (got or {}))
     return out
 
-
-def priced(store, run_id: str) -> dict[int, str]:
-    """{op_id: the priced figure's sentence} of the run's serving attention calls that have one."""
-    return {c["op_id"]: c["reason"] for c in calls(store, run_id) if c["flops"] is not None}

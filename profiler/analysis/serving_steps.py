@@ -16,6 +16,10 @@ attend to. `price` prices one call of the op from it, with the heads and head si
   element of the input's dtype: every cached key and value read once.
 A layer that attends a sliding window (the window is not in the trace) reads and multiplies
 fewer keys: its figure is an upper bound (`UPPER_BOUND`).
+
+`cost` gives the same figure as the cost model's `costmodel.OpCost` (kind 'attention', the shape
+naming the annotation): `op_pricing` puts it in the cost rows (`shape_source` 'step annotation'),
+so the Attention page, `ops`, `summary --json` and the roofline read this one definition.
 """
 from __future__ import annotations
 
@@ -23,7 +27,11 @@ import ast
 import re
 from dataclasses import dataclass
 
-STEP = re.compile(r"^execute(?:_(\d+))?_context_(\d+)\(([^)]*)\)_generation_(\d+)\(([^)]*)\)$")
+from profiler.analysis.costmodel import PRECISION, OpCost
+from profiler.vocab import attention
+
+STEP = re.compile(attention.SERVING_STEP)
+SOURCE = "step annotation"    # the cost rows' shape_source of a call priced here
 SUMS = re.compile(r"^sq(\d+)sk(\d+)sqsq(\d+)sqsk(\d+)$")
 OLD_SUMS = re.compile(r"^(\d+)_(\d+)$")      # older vLLM: tokens_ΣN², no cache
 DTYPE_BYTES = {"c10::BFloat16": 2, "c10::Half": 2, "float": 4, "double": 8, "c10::Float8_e4m3fn": 1,
@@ -112,6 +120,28 @@ def flops(step: StepBatch, h: Heads) -> float:
 def bytes_moved(step: StepBatch, h: Heads) -> float:
     c, g = step.context, step.generation
     return float(h.elem_bytes * h.head_dim * (2 * (c.sq + g.sq) * h.q_heads + 2 * (c.sk + g.sk) * h.kv_heads))
+
+
+def backend(op: str | None) -> str | None:
+    """The serving engine whose attention op `op` is (`attention.SERVING_OPS`), or None."""
+    if not isinstance(op, str):
+        return None
+    return next((engine for prefix, engine in attention.SERVING_OPS.items() if op.startswith(prefix)), None)
+
+
+def cost(step: StepBatch | None, op: str | None, dims_text: str | None, types_text: str | None) -> OpCost | None:
+    """One call of the serving attention op `op` in `step` as the cost model's `OpCost`, or None
+    when there is no step or its inputs do not give the heads. `shape` names the annotation."""
+    h = heads(dims_text, types_text) if step is not None else None
+    if h is None:
+        return None
+    c, g = step.context, step.generation
+    kv = h.elem_bytes * h.head_dim * 2 * (c.sk + g.sk) * h.kv_heads
+    types = ast.literal_eval(types_text)
+    shape = (f"{step.kind}: {c.sq + g.sq:,} queries over {c.sk + g.sk:,} keys, {h.q_heads}/{h.kv_heads} heads "
+             f"of {h.head_dim} (priced from the step annotation {step.annotation})")
+    return OpCost("attention", round(flops(step, h)), round(bytes_moved(step, h)), PRECISION.get(types[0]), shape,
+                  backend=backend(op), direction="forward", kv_bytes=kv, kv_group=h.q_heads // max(h.kv_heads, 1))
 
 
 def price(step: StepBatch, dims_text: str | None, types_text: str | None) -> dict | None:

@@ -16,9 +16,10 @@ one reason (`reason`), so no output claims a cause that is not the real one:
 * **no launching op**: no CPU op encloses the launch (launched before the trace window, or
   from code outside any op).
 
-A serving attention call inside a serving step annotation (`serving_costs.priced`) is given that
-annotation's figure as its reason ("priced from the step annotation …: N GFLOP, M MiB") in place
-of "not among them".
+A serving engine's attention call (vLLM's unified attention, SGLang's paged attention) inside a
+serving step annotation is priced by the cost model from it (`serving_steps.cost`) and is not
+listed here; one outside every annotation, or whose inputs do not give its heads, is listed with
+that reason (`serving_costs.NO_ANNOTATION`, `NO_HEADS`) in place of "not among them".
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ import json
 
 import numpy as np
 
-from profiler.analysis import arrays, costmodel as cm, op_charges, op_costs, reads, serving_costs
+from profiler.analysis import arrays, costmodel as cm, op_charges, op_costs, reads, serving_costs, serving_steps
 
 OP_NOT_MODELLED, DIMS_MISSING, DTYPE_UNKNOWN = "op not modelled", "dims missing", "dtype unknown"
 UNREADABLE, NO_OP = "inputs unreadable", "no launching op"
@@ -89,11 +90,15 @@ def _dropped(db, run_id: str, charged: dict, done: set) -> list[tuple]:
     calls = op_charges.charged_calls(db, run_id, charged)
     if not calls:
         return []
-    out = []
+    out, steps = [], None
     for i in range(arrays.rows(calls)):
         if int(calls["op_id"][i]) in done or int(calls["op_id"][i]) < 0:   # < 0: by launching op
             continue
-        why = reason(calls["op"][i], calls["input_dims"][i], calls["input_types"][i])
+        if serving_steps.backend(calls["op"][i]):
+            steps = serving_costs.annotations(db, run_id) if steps is None else steps
+            why = serving_costs.NO_HEADS if int(calls["op_id"][i]) in steps else serving_costs.NO_ANNOTATION
+        else:
+            why = reason(calls["op"][i], calls["input_dims"][i], calls["input_types"][i])
         out.append((calls["op"][i], why, calls["kernel_ns"][i]))
     return out
 
@@ -111,8 +116,7 @@ def _unowned(db, run_id: str, work: dict, charged: dict, done: set) -> list[tupl
     got = reads.arrays(db, "SELECT op_id, name FROM ops WHERE run_id = $run_id AND op_id IN (SELECT unnest($ids))",
                        {"run_id": run_id, "ids": ids}) if ids else {"op_id": [], "name": []}
     op_name = dict(zip(np.asarray(got["op_id"]).tolist(), np.asarray(reads.column(got["name"]), dtype=object).tolist()))
-    annotated = serving_costs.priced(db, run_id) if ids else {}
-    return [(op_name.get(int(i)), annotated.get(int(i)) or reason(op_name.get(int(i)), None, None), ns)
+    return [(op_name.get(int(i)), reason(op_name.get(int(i)), None, None), ns)
             for i, ns in zip(launching[rest].tolist(), work["dur_ns"][rest].tolist())]
 
 

@@ -3,14 +3,20 @@
 A replay trace holds `cudaGraphLaunch`/`hipGraphLaunch` and the kernels it replayed, with no op or
 shapes; the capture trace holds the launch calls recorded into each graph (between a thread's
 `…StreamBeginCapture` and `…StreamEndCapture`) and the ops, with shapes, that made them. The join:
-1. each graph launch's replayed GPU events (their correlation is the launch's), in start order;
+1. each graph launch's replayed GPU events (their correlation is the launch's), in start order, or,
+   where every one carries Kineto's `graph id` and `graph node id` (CUDA 12+ Kineto writes them on
+   replayed kernels, copies and sets; `GRAPH_ID`, `NODE_ID`), in node order: a graph's nodes are
+   numbered as they were captured, so node order is capture order even where the replay ran
+   nodes on several streams at once and start order is not;
 2. the captured graph it replays: the one whose launches, in order, best match those events by
    kernel name (ROCm writes the kernel's name on its launch call, `args.kernel`; where a launch
    has none, by order alone), ties to the graph of the same size;
-3. events and launches aligned in order by name (difflib's longest matching blocks), tolerating a
-   few unmatched on either side;
+3. events and launches aligned: by node id (the i-th node of the graph, the i-th captured launch)
+   where the ids are there and the counts agree; else in order by name (difflib's longest
+   matching blocks), tolerating a few unmatched on either side;
 4. for each matched event, the capture's ops that enclosed its launch (outermost first, with
-   their args: shapes, types, concrete inputs) are written into the replay inside its graph
+   their args: shapes, types, concrete inputs; not the capture's `ProfilerStep#N`, whose copies
+   would cut the replay into one step per replayed call) are written into the replay inside its graph
    launch's span, on the launching thread, under fresh External ids, and the event takes the
    innermost one's External id; the graph launch's own External id is dropped (the kernels belong
    to the captured ops, not to the replay call). Consecutive events that the same captured call
@@ -32,6 +38,8 @@ from profiler import errors
 RUNTIME = ("cuda_runtime", "cuda_driver", "Runtime", "Driver")
 GPU = ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset")
 OPS = ("cpu_op", "user_annotation", "Operator")
+GRAPH_ID, NODE_ID = "graph id", "graph node id"   # Kineto's args on a replayed GPU event (CUDA 12+)
+CAPTURE_STEP = "ProfilerStep#"   # the capture's profiler step: not copied (the replay's steps are its own)
 
 
 @dataclass
@@ -42,11 +50,14 @@ class JoinResult:
     matched: int            # of those, matched to a captured launch (and given its ops)
     replayed_us: float
     matched_us: float
+    by_node_id: int = 0     # of the matched, those matched by graph node id (the rest by order)
 
     def notes(self) -> list[str]:
         share = 100 * self.matched_us / self.replayed_us if self.replayed_us else 0.0
+        how = (f" ({self.by_node_id:,} by graph node id, {self.matched - self.by_node_id:,} by order)"
+               if self.by_node_id else "")
         return [f"graph join: {self.matched:,} of {self.replayed:,} replayed GPU events matched to captured "
-                f"launches ({share:.1f} % of their time) over {self.graph_launches:,} graph launches; "
+                f"launches{how} ({share:.1f} % of their time) over {self.graph_launches:,} graph launches; "
                 f"{self.replayed - self.matched:,} not matched"]
 
 
@@ -104,6 +115,15 @@ def _enclosing(ops_by_thread, launch) -> list[dict]:
     return sorted(found, key=lambda o: (o["ts"], -o.get("dur", 0)))
 
 
+def node_ids(ran: list[dict]) -> list[int] | None:
+    """The graph node id of each replayed event, or None unless every one has a graph id and a
+    node id (integers) and all share one graph id."""
+    ids = [(e["args"].get(GRAPH_ID), e["args"].get(NODE_ID)) for e in ran]
+    if not ids or not all(isinstance(g, int) and isinstance(n, int) for g, n in ids) or len({g for g, _ in ids}) != 1:
+        return None
+    return [n for _, n in ids]
+
+
 def _name(e) -> str:
     return str(e.get("args", {}).get("kernel") or e.get("name", ""))
 
@@ -123,19 +143,26 @@ def join(replay_bytes: bytes, capture_bytes: bytes, replay_label: str, capture_l
         gpu[e["args"].get("correlation")].append(e)
     cap_ops = defaultdict(list)
     for o in _x(capture["traceEvents"], OPS):
-        cap_ops[(o.get("pid"), o.get("tid"))].append(o)
+        if not str(o.get("name", "")).startswith(CAPTURE_STEP):   # the capture's own step is no op of the replay
+            cap_ops[(o.get("pid"), o.get("tid"))].append(o)
     next_id = 1 + max((int(e["args"]["External id"]) for e in events if isinstance(e, dict)
                        and isinstance(e.get("args"), dict) and isinstance(e["args"].get("External id"), int)),
                       default=0)
-    added, replayed, matched, replayed_us, matched_us = [], 0, 0, Decimal(0), Decimal(0)
+    added, replayed, matched, by_id, replayed_us, matched_us = [], 0, 0, 0, Decimal(0), Decimal(0)
     for launch in launches:
         ran = sorted(gpu.get(launch["args"].get("correlation"), ()), key=lambda e: e["ts"])
+        nodes = node_ids(ran)
+        if nodes is not None:   # capture order: node order
+            ran = [e for _, e in sorted(zip(nodes, ran), key=lambda t: t[0])]
         replayed += len(ran)
         replayed_us += sum(Decimal(e.get("dur", 0)) for e in ran)
         names = [_name(e) for e in ran]
         best = max(graphs, key=lambda g: (difflib.SequenceMatcher(None, [_name(c) for c in g], names,
                                                                   autojunk=False).ratio(), len(g) == len(ran)))
-        pairs = _align([_name(c) for c in best], names)
+        if nodes is not None and len(best) == len(ran):
+            pairs = list(zip(range(len(ran)), range(len(ran))))
+        else:
+            pairs = _align([_name(c) for c in best], names)
         launch["args"].pop("External id", None)
         slot = Decimal(launch.get("dur", 0)) / max(len(pairs), 1)
         last: tuple[list, list, int | None] = ([], [], None)   # the previous stack, its copies, its owner
@@ -163,9 +190,11 @@ def join(replay_bytes: bytes, capture_bytes: bytes, replay_label: str, capture_l
                 last = ([id(o) for o in stack], copies, owner)
             ran[ri]["args"]["External id"] = owner  # the innermost CPU op (not an annotation)
             matched += 1
+            by_id += nodes is not None and len(best) == len(ran)
             matched_us += Decimal(ran[ri].get("dur", 0))
     replay["traceEvents"] = events + added
-    return JoinResult(_dump(replay).encode(), len(launches), replayed, matched, float(replayed_us), float(matched_us))
+    return JoinResult(_dump(replay).encode(), len(launches), replayed, matched, float(replayed_us), float(matched_us),
+                      by_id)
 
 
 def _align(captured: list[str], ran: list[str]) -> list[tuple[int, int]]:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from profiler import errors
 from profiler.storage import tables
+from profiler.vocab import attention
 
 if TYPE_CHECKING:
     import duckdb
@@ -46,7 +47,7 @@ def insert(con: duckdb.DuckDBPyConnection, rows: list[dict], batch: StagedBatch)
     statement per table for all its runs (sql/ingest/*.sql: their iteration windows and the
     launches' iterations first, per run)."""
     batch.register(con)  # on a failure these go with the cursor, the temp tables with the rollback
-    con.execute(ingest_sql("stage_iterations"))
+    con.execute(ingest_sql("stage_iterations"), {"serving_step": attention.SERVING_STEP})
     con.execute(ingest_sql("stage_launch_iteration"))
     _insert_traces(con, rows)
     for table in tables.INSERTED:  # in order (tables.py): memory_events reads stage_ops

@@ -7,7 +7,8 @@ is told from one not checked yet. A writing handle's upkeep (`install`, from
 `migrations.upkeep`) checks the runs that have no rows (stores older than schema version 11) and,
 when the definition changed (its digest, in `store_meta`), every run again. Reads never write:
 `read` gives the kept rows and computes, without keeping them, those of runs that have none (a
-job's ranks, whose rows live in their Parquet files).
+job's ranks checked under another definition, or in a job ingested before ranks kept their
+rows: a rank's rows are kept in its job's files, `stored_completeness/`, read through job_views.py).
 """
 from __future__ import annotations
 

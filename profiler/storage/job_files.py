@@ -184,6 +184,7 @@ def manifest_doc(result: jobs.JobResult, under: str) -> dict:
         "ranks": [{"rank": r.rank, "rank_from": r.rank_from, "run_id": r.run_id, "trace_id": r.trace_id,
                    "file": utf8_text(Path(r.file).name), "size_bytes": r.size_bytes, "events": r.events,
                    "kernels": r.kernels, "metrics_digest": r.metrics_digest,
+                   "completeness_digest": r.completeness_digest,
                    "files": {t: p[len(under) + 1:] for t, p in r.files.items()}}
                   for r in sorted(result.ranks, key=lambda r: r.rank)],
     }

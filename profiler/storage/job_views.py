@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from profiler.storage import job_check, jobs, metrics
+from profiler.storage import completeness, job_check, jobs, metrics
 
 if TYPE_CHECKING:  # pyarrow loads only when the store has jobs
     import pyarrow as pa
@@ -58,6 +58,7 @@ def _attach(con: duckdb.DuckDBPyConnection, root: str, found: job_check.JobsRead
     if view_sql:
         con.execute(view_sql[0][0].replace("CREATE VIEW", "CREATE OR REPLACE TEMP VIEW", 1))
     _attach_metrics(con, db, manifests, fs, base, found.layouts)
+    _attach_verdicts(con, db, manifests, fs, base, found.layouts)
     con.register("job_ranks", job_ranks_table(manifests))
 
 
@@ -118,3 +119,22 @@ def _attach_metrics(con: duckdb.DuckDBPyConnection, db: str, manifests: list[dic
         ids = ", ".join("'" + str(rid).replace("'", "''") + "'" for rid in stale)
         parts.append(f"SELECT {_columns(schema)} FROM iteration_metrics([{ids}]::VARCHAR[])")
     con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS " + " UNION ALL ".join(parts))
+
+
+def _attach_verdicts(con: duckdb.DuckDBPyConnection, db: str, manifests: list[dict], fs, base: str,
+                     layouts: dict[str, str]) -> None:
+    """`stored_completeness`: the store's rows and the rows each rank's worker checked at ingest
+    under the current definition of completeness.sql. A rank checked under another one (or before
+    ranks kept them) has no row, so `completeness.read` checks it when read."""
+    import pyarrow.dataset as pads
+
+    table = jobs.VERDICT_TABLE
+    current = completeness.definition_digest()
+    kept = [f"{base}/{r['files'][table]}" for m in manifests for r in m["ranks"]
+            if r.get("completeness_digest") == current and layouts.get(r["files"].get(table)) == "current"]
+    if not kept:
+        return
+    schema = _schema(con, db, table)
+    con.register("job_parquet_verdicts", pads.dataset(kept, schema=schema, format="parquet", filesystem=fs))
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS SELECT {_columns(schema)} FROM \"{db}\".main.{table} "
+                f"UNION ALL SELECT {_columns(schema)} FROM job_parquet_verdicts")

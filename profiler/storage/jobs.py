@@ -41,7 +41,11 @@ TABLES = tables.PARSED_TABLES  # a rank's tables from its trace (tables.py)
 # the metrics layer's per-iteration rows of each rank (sql/metrics.sql), computed at ingest like a
 # single upload's; a rank computed under another definition is recomputed when read (job_views.py)
 METRICS_TABLE = tables.METRICS_TABLE
-WRITTEN = TABLES + (METRICS_TABLE,)
+# the completeness verdict's rows of each rank (storage/sql/completeness.sql), checked at ingest like
+# a single upload's; a rank checked under another definition (or before ranks kept them) is checked
+# again when read (completeness.read finds no `checked` row for it)
+VERDICT_TABLE = tables.VERDICT_TABLE
+WRITTEN = TABLES + (METRICS_TABLE, VERDICT_TABLE)
 TRACE_SUFFIXES = (".json", ".json.gz")
 _RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,119}")
@@ -242,6 +246,7 @@ class RankResult:
     peak_rss: int             # the worker process's peak RSS during this file (since start_rss), bytes
     start_rss: int = 0        # the worker process's RSS when it took this file, bytes
     metrics_digest: str = ""  # metrics.definition_digest() of the worker that computed its metrics
+    completeness_digest: str = ""  # completeness.definition_digest() of the worker that checked it
     chunks: int = 1           # how many pieces the file was parsed in (profiler/storage/chunks.py)
     notes: tuple = ()         # events skipped, values stored as missing (IngestResult.notes)
     # the rows of its tables that the job's summary reads ({table: Arrow table}, SUMMARY_INPUTS),

@@ -87,10 +87,11 @@ def _rank(r: Any, key: str, world: int, rel: str) -> dict:
             raise Damage(rel, f"{where}files name an unknown table")
         if path != jobs.rank_file("", table, key, rank, rid)[1:]:
             raise Damage(rel, f"{where}{table} file is not where this job's files are")
-    digest = r.get("metrics_digest", "")
+    digest, checked = r.get("metrics_digest", ""), r.get("completeness_digest", "")
     name = r.get("file", "")
     return {**r, "rank": rank, "run_id": rid, "files": dict(files),
             "file": name if isinstance(name, str) else str(name)[:200],
             "metrics_digest": digest if isinstance(digest, str) else "",
+            "completeness_digest": checked if isinstance(checked, str) else "",
             "size_bytes": _count(r, "size_bytes", rel, where), "events": _count(r, "events", rel, where),
             "kernels": _count(r, "kernels", rel, where)}

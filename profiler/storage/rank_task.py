@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from profiler import errors
-from profiler.storage import chunks, jobs, metrics
+from profiler.storage import chunks, completeness, jobs, metrics
 from profiler.storage.rss import peak_rss, reset_peak_rss
 
 RANK_TASK_THREADS = 4
@@ -138,14 +138,14 @@ def _write_batch(con, files: list[str], ingested: list, base: str,
         raise
     finally:
         con.unregister("batch_ranks")
-    digest = metrics.definition_digest()
+    digest, checked = metrics.definition_digest(), completeness.definition_digest()
     for n, (i, own, rid, rank, rank_from, world) in enumerate(placed):
         got = ingested[i]
         outcomes[i] = jobs.RankResult(
             file=str(files[i]), rank=rank, rank_from=rank_from, world_size=world, backend=jobs.backend(files[i]),
             run_id=rid, trace_id=own, size_bytes=_size(files[i]), events=got.events, kernels=got.kernels,
             files=files_of[n], seconds=0.0, peak_rss=peak_rss(), start_rss=start_rss, metrics_digest=digest,
-            notes=tuple(got.notes), summary_rows=inputs)
+            completeness_digest=checked, notes=tuple(got.notes), summary_rows=inputs)
     return outcomes
 
 
@@ -268,7 +268,7 @@ def _rank_task(file: str, base: str, key: str, ingest: Callable,
             run_id=rid, trace_id=result.run_id, size_bytes=_size(file), events=result.events,
             kernels=result.kernels, files=files, seconds=time.perf_counter() - started,
             peak_rss=peak_rss(), start_rss=start_rss, metrics_digest=metrics.definition_digest(),
-            notes=tuple(result.notes), summary_rows=summary_rows, cpu_seconds=time.process_time() - cpu_started)
+            completeness_digest=completeness.definition_digest(), notes=tuple(result.notes), summary_rows=summary_rows, cpu_seconds=time.process_time() - cpu_started)
     except errors.TraceError as e:
         _remove(fs, written)
         return e

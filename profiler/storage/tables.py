@@ -7,7 +7,8 @@ A per-run table holds rows of many runs, each with its `run_id`. Four kinds:
 * METRICS: the metrics layer's rows (metrics.py), computed at ingest from the parsed tables; a job
   keeps one file per rank too.
 * VERDICT: the completeness verdict's rows (completeness.py), computed at ingest after the
-  metrics; not in a job's files (a rank's verdict is computed when read).
+  metrics; a job keeps one file per rank too (a rank checked under another definition is
+  checked again when read).
 * COUNTERS: attached later by `python -m profiler counters` (counters.py); never in a job.
 
 The readers: `catalog.RUN_TABLES` (what deleting a run deletes), `jobs.TABLES` / `jobs.WRITTEN`
@@ -56,6 +57,7 @@ TABLES = (
 
 PARSED_TABLES = tuple(t.name for t in TABLES if t.kind == PARSED)
 METRICS_TABLE = next(t.name for t in TABLES if t.kind == METRICS)
+VERDICT_TABLE = next(t.name for t in TABLES if t.kind == VERDICT)
 IN_FIRST_JOBS = tuple(t.name for t in TABLES if t.in_first_jobs)
 # the ingest transaction's copies from staging, in order (traces' row goes in before them)
 INSERTED = tuple(sorted((t for t in TABLES if t.insert_step), key=lambda t: t.insert_step))

@@ -55,5 +55,38 @@ def test_one_file_is_refused_in_words(pages, empty_store):
     replay, _, files = _files()
     at = _upload(pages, files[1:])
     assert not at.exception
-    assert len(at.error) == 1 and "a graph pair is two traces" in at.error[0].value
+    assert len(at.error) == 1 and "no capture trace among them" in at.error[0].value
     assert queries.run_catalog(empty_store).empty
+
+
+def test_an_unpaired_capture_is_refused_saying_to_choose_its_replay(pages, empty_store):
+    _, capture, files = _files()
+    at = _upload(pages, files[:1])
+    assert not at.exception
+    shown = at.error[0].value.replace("\\_", "_")   # the file's name is data: escaped for Markdown
+    assert len(at.error) == 1 and f"{capture.name}: a capture trace with no graph replay beside it" in shown
+    assert queries.run_catalog(empty_store).empty
+
+
+def test_a_zip_of_the_pair_folder_is_joined_without_being_asked(pages, empty_store):
+    """The shared pair's folder zipped as it is (capture, replay, execution_details.json), no box
+    ticked and no job name: the files tell which is the capture; the other file is named."""
+    replay, capture, files = _files()
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, data, _ in files:
+            z.writestr(f"sglang_decode/{name}", data)
+        z.writestr("sglang_decode/execution_details.json", (capture.parent / "execution_details.json").read_bytes())
+    at = _upload(pages, [("sglang_decode.zip", buf.getvalue(), "application/zip")], pair=False)
+    _check(pages, at, empty_store, replay, capture)
+    assert "Left out of the join: execution_details.json (neither a graph capture nor a graph replay trace)" \
+        in pages.texts(at)
+
+
+def test_ordinary_files_are_not_taken_for_a_pair(pages, empty_store):
+    from tests.conftest import FIXTURES
+
+    files = [(n, (FIXTURES / n).read_bytes(), "application/json") for n in ("tiny_naive.json", "tiny_inplace.json")]
+    at = _upload(pages, files, pair=False)
+    assert not at.exception and not at.error
+    assert sorted(queries.run_catalog(empty_store)["name"]) == ["tiny_inplace.json", "tiny_naive.json"]

@@ -6,6 +6,8 @@
 --   graph_launches        …GraphLaunch calls (replays)
 --   replayed_events       GPU events replayed by them (their correlation is a graph launch's)
 --   replayed_gpu_us       the replayed events' summed time; gpu_us: every GPU event's
+--   replayed_with_op      of the replayed events, those given a CPU op (their External id is a
+--                         cpu_op's: a replay joined with its capture, parse/graph_join.py)
 -- includes: metrics, graph_capture
 -- params: $run_ids VARCHAR[]
 WITH per_graph AS (
@@ -19,16 +21,23 @@ WITH per_graph AS (
 ), gl AS (
     SELECT run_id, correlation FROM launches
     WHERE run_id IN (SELECT unnest($run_ids)) AND name ILIKE '%graphlaunch%'
+), cpu_ops AS (
+    SELECT DISTINCT run_id, external_id FROM ops
+    WHERE run_id IN (SELECT unnest($run_ids)) AND cat = 'cpu_op' AND external_id IS NOT NULL
 ), gpu AS (
-    SELECT run_id, dur_ns, correlation FROM kernels WHERE run_id IN (SELECT unnest($run_ids))
-    UNION ALL
-    SELECT run_id, dur_ns, correlation FROM memops WHERE run_id IN (SELECT unnest($run_ids))
+    SELECT g.run_id, g.dur_ns, g.correlation, o.external_id IS NOT NULL AS has_op
+    FROM (SELECT run_id, dur_ns, correlation, external_id FROM kernels WHERE run_id IN (SELECT unnest($run_ids))
+          UNION ALL
+          SELECT run_id, dur_ns, correlation, external_id FROM memops WHERE run_id IN (SELECT unnest($run_ids))) g
+    LEFT JOIN cpu_ops o ON o.run_id = g.run_id AND o.external_id = g.external_id
 ), rep AS (
     SELECT g.run_id, (SELECT count(*) FROM gl WHERE gl.run_id = g.run_id) AS graph_launches,
            count(*) FILTER (WHERE g.correlation IN (SELECT correlation FROM gl WHERE gl.run_id = g.run_id))
                AS replayed_events,
            coalesce(sum(g.dur_ns) FILTER (WHERE g.correlation IN (SELECT correlation FROM gl WHERE gl.run_id = g.run_id)), 0)
                / 1e3 AS replayed_gpu_us,
+           count(*) FILTER (WHERE g.has_op AND g.correlation IN (SELECT correlation FROM gl WHERE gl.run_id = g.run_id))
+               AS replayed_with_op,
            sum(g.dur_ns) / 1e3 AS gpu_us
     FROM gpu g GROUP BY g.run_id
 )
@@ -38,7 +47,8 @@ SELECT t.run_id, coalesce(cap.graphs_captured, 0) AS graphs_captured,
        coalesce(cap.launches_per_graph_median, 0)::DOUBLE AS launches_per_graph_median,
        coalesce(cap.launches_per_graph_max, 0) AS launches_per_graph_max,
        coalesce(rep.graph_launches, 0) AS graph_launches, coalesce(rep.replayed_events, 0) AS replayed_events,
-       coalesce(rep.replayed_gpu_us, 0) AS replayed_gpu_us, coalesce(rep.gpu_us, 0) AS gpu_us
+       coalesce(rep.replayed_gpu_us, 0) AS replayed_gpu_us, coalesce(rep.gpu_us, 0) AS gpu_us,
+       coalesce(rep.replayed_with_op, 0) AS replayed_with_op
 FROM traces t LEFT JOIN cap USING (run_id) LEFT JOIN rep USING (run_id)
 WHERE t.run_id IN (SELECT unnest($run_ids)) AND (cap.graphs_captured > 0 OR rep.graph_launches > 0)
 ORDER BY t.run_id

@@ -45,8 +45,9 @@ Tables, files, captures:
         toolbar downloads them); pages show every table through it.
     ``csv_download(df, name, label=...)``  ``name.csv`` download button (cells made safe alike).
     ``ingest_files(files) -> list[IngestResult]``  one progress bar per upload, errors per file.
-    ``ingest_graph_pair(files) -> IngestResult | None``  a graph replay and its capture (two files
-        or a zip) stored as one joined run (``profiler.storage.graph_pair``).
+    ``ingest_graph_pair(files, asked) -> (handled, IngestResult | None)``  a graph replay and its
+        capture (files chosen together or a zip; asked, or found among several files) stored as
+        one joined run (``profiler.storage.graph_pair``).
     ``upload_limit_mb() -> int``  the server's per-file upload limit.
     ``trace_download(run_id)``  download the run's original ``.json.gz`` (for Perfetto).
     ``capture_layer() -> bool``  the profile page's door to torch: a "Set up a capture" button,

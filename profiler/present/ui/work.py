@@ -54,26 +54,38 @@ def ingest_files(files, source: str = "uploaded") -> list:
     return results
 
 
-def ingest_graph_pair(files):
-    """Store an uploaded CUDA/HIP-graph replay and its capture trace (two files, or a zip holding
-    both) as one joined run (profiler/storage/graph_pair.py). Returns the IngestResult, or None
-    after showing the error; the counts of the join are shown as captions."""
+def ingest_graph_pair(files, asked: bool = True) -> tuple[bool, object]:
+    """Store an uploaded CUDA/HIP-graph replay and its capture trace (files chosen together, or a
+    zip holding them; which is the capture is told by the traces, profiler/storage/graph_pair.py)
+    as one joined run. ``asked``: the user said the files are a pair (an error is shown when they
+    are not); else they are joined only when they hold exactly one capture and one replay (several
+    files or a zip), and left to the other uploads otherwise. Returns (handled, the IngestResult or
+    None): handled is False when the files were not taken as a pair; other files are named as left
+    out, the join's counts shown as captions."""
     from profiler.storage import graph_pair, jobs
 
-    bar = st.progress(0.0, text=markup.fmt("graph pair: joining {} file(s)…", len(files)))
+    if not asked and len(files) < 2 and not any(f.name.endswith(".zip") for f in files):
+        return False, None
+    bar = st.progress(0.0, text=markup.fmt("graph pair: reading {} file(s)…", len(files)))
     with tempfile.TemporaryDirectory(prefix="graph-pair-") as folder:
         try:
-            replay, capture = graph_pair.pair(jobs.save_uploads(files, folder))
+            kinds = graph_pair.classify(jobs.save_uploads(files, folder))
+            if not asked and sorted(k for k in kinds.values() if k) != ["capture", "replay"]:
+                bar.empty()
+                return False, None
+            replay, capture, others = graph_pair.pair_of(kinds)
             result, joined = graph_pair.ingest(get_store(), replay, capture)
         except PROJECT_ERRORS as err:
             bar.empty()
             show_error(err)
-            return None
+            return True, None
     bar.progress(1.0, text=markup.fmt("{}: {:,} events, {:,} kernels in {:.1f} s", result.name, result.events,
                                       result.kernels, result.seconds) + " (already in the store)" * result.duplicate)
     for note in [*joined.notes(), *result.notes]:
         st.caption(markup.fmt("{}", note))
-    return result
+    for other in others:
+        st.caption(markup.fmt("Left out of the join: {} (neither a graph capture nor a graph replay trace)", other.name))
+    return True, result
 
 
 def ingest_job_upload(files, job: str, skip_bad: bool = False):

@@ -21,17 +21,19 @@
 --                         step of its run (at least 3 steps) (of: that median)
 --   step_one_event        (per step) one GPU event longer than its step's window that holds more
 --                         than half the step's GPU time (count: its length in µs; of: the window's)
---   graph_replayed        GPU events replayed from a graph (their correlation is a …GraphLaunch's):
---                         no op, shapes or module of their own (of: GPU events)
+--   graph_replayed        GPU events replayed from a graph (their correlation is a …GraphLaunch's)
+--                         that no CPU op owns (their External id is no cpu_op's; a replay joined
+--                         with its capture gives them the captured ops): no op, shapes or module
+--                         (of: GPU events)
 --   shapes_off            record_shapes off: no CPU op has input shapes (of: CPU ops)
 --   memory_off            expected: profile_memory off (no memory events)
 -- includes: metrics, windows, graph_capture
 -- params: $run_ids VARCHAR[]
 WITH gpu AS (
-    SELECT run_id, device, stream, ts_ns, dur_ns, correlation, iteration FROM kernels
+    SELECT run_id, device, stream, ts_ns, dur_ns, correlation, iteration, external_id FROM kernels
     WHERE run_id IN (SELECT unnest($run_ids))
     UNION ALL
-    SELECT run_id, device, stream, ts_ns, dur_ns, correlation, iteration FROM memops
+    SELECT run_id, device, stream, ts_ns, dur_ns, correlation, iteration, external_id FROM memops
     WHERE run_id IN (SELECT unnest($run_ids))
 ), calls AS (
     SELECT l.run_id, l.name, l.ts_ns, l.correlation, l.iteration, api_category(l.name) AS cat,
@@ -95,9 +97,12 @@ WITH gpu AS (
     SELECT run_id, iteration, 'step_one_event', (top_ns // 1000)::BIGINT, (wall_ns // 1000)::BIGINT, false
     FROM steps WHERE top_ns > wall_ns AND 2 * top_ns > gpu_ns
     UNION ALL
-    SELECT g.run_id, NULL, 'graph_replayed', count(*) FILTER (WHERE c.graph), count(*), false
+    SELECT g.run_id, NULL, 'graph_replayed', count(*) FILTER (WHERE c.graph AND o.external_id IS NULL), count(*), false
     FROM gpu g LEFT JOIN (SELECT DISTINCT run_id, correlation, graph FROM calls WHERE graph) c
       ON c.run_id = g.run_id AND c.correlation = g.correlation
+    LEFT JOIN (SELECT DISTINCT run_id, external_id FROM ops WHERE run_id IN (SELECT unnest($run_ids))
+               AND cat = 'cpu_op' AND external_id IS NOT NULL) o
+      ON o.run_id = g.run_id AND o.external_id = g.external_id
     GROUP BY g.run_id
     UNION ALL
     SELECT run_id, NULL, 'shapes_off', count(*), count(*), false

@@ -1,19 +1,30 @@
 -- The iteration windows of every run of the staged batch (stage_* tables: one or more runs, each
 -- row tagged with its run_id), picked per run: its ProfilerStep#N annotations on the CPU side;
--- else the occurrences of its most repeated top-level CPU user annotation (at least 2); else its
--- whole trace as one window. Numbered per run in time order.
+-- else a serving engine's step annotations (user annotations matching $serving_step, vLLM's
+-- `execute_…_context_…(…)_generation_…(…)`, even one: each is an engine step; one inside another
+-- is not a step of its own); else the occurrences of its most repeated top-level CPU user
+-- annotation (at least 2); else its whole trace as one window. Numbered per run in time order.
 -- includes: none
--- params: none
+-- params: $serving_step VARCHAR
 CREATE OR REPLACE TEMP TABLE stage_iterations AS
 WITH steps AS (
     SELECT run_id, name, ts_ns, dur_ns
     FROM stage_ops
     WHERE cat <> 'gpu_user_annotation' AND name LIKE 'ProfilerStep#%'
+), serving_all AS (
+    SELECT run_id, name, ts_ns, dur_ns
+    FROM stage_ops
+    WHERE cat = 'user_annotation' AND starts_with(name, 'execute_') AND regexp_matches(name, $serving_step)
+      AND run_id NOT IN (SELECT run_id FROM steps)
+), serving AS (
+    SELECT s.* FROM serving_all s
+    WHERE NOT EXISTS (SELECT 1 FROM serving_all o WHERE o.run_id = s.run_id AND o.ts_ns <= s.ts_ns
+                      AND s.ts_ns + s.dur_ns <= o.ts_ns + o.dur_ns AND (o.ts_ns, -o.dur_ns) < (s.ts_ns, -s.dur_ns))
 ), top_level AS (
     SELECT o.run_id, o.name, o.ts_ns, o.dur_ns
     FROM stage_ops o
     WHERE o.cat = 'user_annotation' AND o.depth = 0
-      AND o.run_id NOT IN (SELECT run_id FROM steps)
+      AND o.run_id NOT IN (SELECT run_id FROM steps) AND o.run_id NOT IN (SELECT run_id FROM serving)
 ), best AS (
     SELECT run_id, name,
            row_number() OVER (PARTITION BY run_id ORDER BY count(*) DESC, sum(dur_ns) DESC, name) AS place
@@ -23,6 +34,8 @@ WITH steps AS (
     FROM top_level t JOIN best b ON b.run_id = t.run_id AND b.name = t.name AND b.place = 1
 ), windows AS (
     SELECT run_id, name, ts_ns AS start_ns, ts_ns + dur_ns AS end_ns FROM steps
+    UNION ALL
+    SELECT run_id, name, ts_ns, ts_ns + dur_ns FROM serving
     UNION ALL
     SELECT run_id, name, ts_ns, ts_ns + dur_ns FROM repeated
 ), spans AS (
