@@ -2,7 +2,7 @@
 
 A value type on its own, so that every module that finds something (`findings`, `why`, `memory`,
 `counters`, `finding_kinds`) can make one without importing the module that ranks them all;
-`_Runs` is the runs' tables the kinds read.
+`Runs` is the runs' tables the kinds read.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ class Finding:
 
 
 @dataclass(frozen=True)
-class _Runs:
+class Runs:
     ids: list[str]
     labels: dict[str, str]
     kernels: pd.DataFrame        # queries.kernel_details

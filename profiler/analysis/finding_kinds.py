@@ -8,8 +8,8 @@ import pandas as pd
 
 from profiler.analysis import gpus, occupancy, queries, tensor_cores
 from profiler.analysis.diff import kernel_family
-from profiler.analysis.finding import Finding, _Runs
-from profiler.analysis.units import binary_size
+from profiler.analysis.finding import Finding, Runs
+from profiler.analysis.units import binary_size, json_value
 from profiler.analysis.verdict import BOUND_EVIDENCE, bound_sentence
 from profiler.parse import demangled
 
@@ -17,7 +17,7 @@ MATH_OPS = ("gemm", "conv", "attention")
 MAX_NAMES = 5
 
 
-def _kernels_per_iteration(runs: _Runs) -> list[Finding]:
+def kernels_per_iteration(runs: Runs) -> list[Finding]:
     counts = {r: float(runs.kernels.loc[runs.kernels["run_id"] == r, "calls_per_iter"].sum())
               for r in runs.ids}
     distinct = {r: int((runs.kernels["run_id"] == r).sum()) for r in runs.ids}
@@ -27,7 +27,7 @@ def _kernels_per_iteration(runs: _Runs) -> list[Finding]:
                     {"kernels_per_iter": counts, "distinct_kernels": distinct})]
 
 
-def _memcpy_only_in_one(runs: _Runs) -> list[Finding]:
+def memcpy_only_in_one(runs: Runs) -> list[Finding]:
     parts, items = [], []
     for run, other in (runs.ids, runs.ids[::-1]):
         mine = runs.memops[runs.memops["run_id"] == run]
@@ -52,7 +52,7 @@ def _memop_verb(name: str) -> str:
     return "sets" if name.startswith("Memset") else "copies"
 
 
-def _launch_api(store, runs: _Runs) -> list[Finding]:
+def launch_api(store, runs: Runs) -> list[Finding]:
     a, b = runs.ids
     delta = queries.launch_api_delta(store, a, b)
     parts, apis, impact = [], {}, 0.0
@@ -72,7 +72,7 @@ def _launch_api(store, runs: _Runs) -> list[Finding]:
     return [Finding("launch_api", "; ".join(parts) + ".", {"apis": apis}, impact)]
 
 
-def _cpu_ops_only_in_one(store, runs: _Runs) -> list[Finding]:
+def cpu_ops_only_in_one(store, runs: Runs) -> list[Finding]:
     a, b = runs.ids
     delta = queries.cpu_op_delta(store, a, b)
     parts, ops, impact = [], {}, 0.0
@@ -93,17 +93,17 @@ def _cpu_ops_only_in_one(store, runs: _Runs) -> list[Finding]:
                     {"ops": ops}, impact)]
 
 
-def _bound(runs: _Runs) -> list[Finding]:
+def bound(runs: Runs) -> list[Finding]:
     """What bounds each run (the metrics layer's verdict), one sentence per run, one finding."""
     rows = [(run, runs.metrics.loc[run]) for run in runs.ids if run in runs.metrics.index]
     if not rows:
         return []
     text = " ".join(bound_sentence(row, runs.labels[run]) for run, row in rows)
-    evidence = {"runs": {run: {k: _plain(row[k]) for k in BOUND_EVIDENCE} for run, row in rows}}
+    evidence = {"runs": {run: {k: json_value(row[k]) for k in BOUND_EVIDENCE} for run, row in rows}}
     return [Finding("bound", text, evidence, max(float(row["gpu_idle_us_per_iter"]) for _, row in rows))]
 
 
-def _cuda_core_math(runs: _Runs) -> list[Finding]:
+def cuda_core_math(runs: Runs) -> list[Finding]:
     parts, evidence, impact = [], {}, 0.0
     math = runs.kernels[runs.kernels["tc_op"].isin(MATH_OPS)
                         & runs.kernels["tc_engine"].isin(tensor_cores.VECTOR_ENGINES)]
@@ -132,7 +132,7 @@ def _share(pct: float) -> str:
     return "under 0.1%" if pct < 0.05 else f"{pct:.1f}%"
 
 
-def _zero_occupancy(runs: _Runs, store) -> list[Finding]:
+def zero_occupancy(runs: Runs, store) -> list[Finding]:
     """Kernels the trace reports at 0 % occupancy that really ran, each name once: one finding
     for those that need opt-in shared memory (or cannot fit Kineto's limits), one for tiny grids."""
     zero = runs.kernels[(runs.kernels["est_occupancy_pct"] == 0)].sort_values("us_per_iter", ascending=False)
@@ -204,13 +204,6 @@ def _tiny_grid_finding(tiny) -> Finding:
 
 
 # ── formatting ───────────────────────────────────────────────────────────────────────────────
-
-def _plain(value):
-    """A number or flag as plain JSON data (None for NaN)."""
-    if value is None or pd.isna(value):
-        return None
-    return value.item() if hasattr(value, "item") else value
-
 
 def _int(value) -> int | None:
     return None if value is None or pd.isna(value) else int(value)

@@ -17,9 +17,10 @@ from dataclasses import replace
 import pandas as pd
 
 from profiler.analysis import counters, kept, mode_findings, queries, sweep_leads, sweeps, timings, why
-from profiler.analysis.finding import Finding, _Runs
-from profiler.analysis.finding_kinds import (_bound, _cpu_ops_only_in_one, _cuda_core_math, _kernels_per_iteration,
-                                             _launch_api, _memcpy_only_in_one, _plain, _zero_occupancy)
+from profiler.analysis.finding import Finding, Runs
+from profiler.analysis.finding_kinds import (bound, cpu_ops_only_in_one, cuda_core_math, kernels_per_iteration,
+                                             launch_api, memcpy_only_in_one, zero_occupancy)
+from profiler.analysis.units import duration, json_value
 from profiler.analysis.verdict import BOUND_EVIDENCE, BOUND_WORDS, bound_sentence  # noqa: F401 (re-exported)
 from profiler.errors import UnknownRunError
 from profiler.parse import demangled
@@ -32,13 +33,13 @@ WHY = ("bytes_moved", "fp32_cuda_core_gemm", "kernel_arch")
 SAME_TIME_RATIO = 1.05  # GPU times closer than this read as "about the same"
 
 
-def _load(store, run_ids: list[str]) -> _Runs:
+def _load(store, run_ids: list[str]) -> Runs:
     labels = queries.run_labels(store, run_ids)
     missing = set(run_ids) - set(labels["run_id"])
     if missing:
         raise UnknownRunError(f"run {sorted(missing)[0]} is not in the store {store.path}")
     metrics = queries.run_metrics(store, run_ids).set_index("run_id")
-    return _Runs(run_ids, dict(zip(labels["run_id"], labels["label"])),
+    return Runs(run_ids, dict(zip(labels["run_id"], labels["label"])),
                  queries.kernel_details(store, run_ids), queries.memop_table(store, run_ids), metrics)
 
 
@@ -50,8 +51,8 @@ def run_findings(store, run_id: str) -> list[Finding]:
 
 def _run_findings(store, run_id: str) -> list[Finding]:
     runs = _load(store, [run_id])
-    return _ranked([*_bound(runs), *_kernels_per_iteration(runs), *_cuda_core_math(runs),
-                    *_zero_occupancy(runs, store), *_counters(runs), *mode_findings.mode_findings(store, runs)])
+    return _ranked([*bound(runs), *kernels_per_iteration(runs), *cuda_core_math(runs),
+                    *zero_occupancy(runs, store), *_counters(runs), *mode_findings.mode_findings(store, runs)])
 
 
 def compare_findings(store, run_a: str, run_b: str, limit: int | None = MAX_FINDINGS) -> list[Finding]:
@@ -65,10 +66,10 @@ def _compare_findings(store, run_a: str, run_b: str, limit: int | None) -> list[
     runs = _load(store, [run_a, run_b])
     gap = max((f.impact_us for f in _gpu_time(runs)), default=0.0)
     why = [replace(f, impact_us=gap) if f.kind in WHY else f for f in _why(store, run_a, run_b)]
-    return _ranked([*_cold_start(store, runs), *_gpu_time(runs), *_kernel_delta(store, runs), *_bound(runs),
-                    *_kernels_per_iteration(runs), *_memcpy_only_in_one(runs),
-                    *_launch_api(store, runs), *_cpu_ops_only_in_one(store, runs),
-                    *_cuda_core_math(runs), *_zero_occupancy(runs, store), *why,
+    return _ranked([*_cold_start(store, runs), *_gpu_time(runs), *_kernel_delta(store, runs), *bound(runs),
+                    *kernels_per_iteration(runs), *memcpy_only_in_one(runs),
+                    *launch_api(store, runs), *cpu_ops_only_in_one(store, runs),
+                    *cuda_core_math(runs), *zero_occupancy(runs, store), *why,
                     *mode_findings.mode_findings(store, runs),
                     *(replace(f, impact_us=gap) for f in _counters(runs))], limit)
 
@@ -98,7 +99,7 @@ def _sweep_findings(store, run_ids) -> list[Finding]:
     for row in sweeps.crossovers(curves).to_dict("records"):
         gpu = curves[(curves["sweep"] == row["sweep"]) & (curves["x"] == row["x_hi"])
                      & curves["variant"].isin([row["leader"], row["trailer"]])]["gpu_work_us_per_iter"]
-        found.append(Finding("crossover", row.pop("text"), {k: v if isinstance(v, list) else _plain(v)
+        found.append(Finding("crossover", row.pop("text"), {k: v if isinstance(v, list) else json_value(v)
                                                             for k, v in row.items()},
                              float(gpu.max() - gpu.min()) if len(gpu) else 0.0))
     return found
@@ -106,7 +107,7 @@ def _sweep_findings(store, run_ids) -> list[Finding]:
 
 # ── one finding kind per function ─────────────────────────────────────────────────────────────
 
-def _gpu_time(runs: _Runs) -> list[Finding]:
+def _gpu_time(runs: Runs) -> list[Finding]:
     a, b = runs.ids
     gpu = {r: _gpu_us(runs, r) for r in runs.ids}
     if not gpu[a] or not gpu[b]:
@@ -125,7 +126,7 @@ def _gpu_time(runs: _Runs) -> list[Finding]:
                     abs(gpu[a] - gpu[b]))]
 
 
-def _counters(runs: _Runs) -> list[Finding]:
+def _counters(runs: Runs) -> list[Finding]:
     """What Nsight Compute measured on each run's main kernel (only runs with counters attached):
     one run's kernel alone, or two runs' side by side (ranked with the GPU-time gap they explain)."""
     tops = {r: counters.main_kernel(runs.kernels, r) for r in runs.ids}
@@ -144,7 +145,7 @@ COLD_CAUSES = {"_cudnn_attention": "the plan build, where cuDNN builds the execu
                "flash_attn_4": "FlashAttention 4 compiling its CuTe DSL kernel on first use"}
 
 
-def _cold_start(store, runs: _Runs) -> list[Finding]:
+def _cold_start(store, runs: Runs) -> list[Finding]:
     """A cold and a warm run of the same variant and shape: the cold first call against a warm
     call (wall time per call), the CPU work that makes the difference, named, and the kernels."""
     shapes = queries.run_shapes(store, runs.ids).set_index("run_id")
@@ -165,29 +166,25 @@ def _cold_start(store, runs: _Runs) -> list[Finding]:
     first, per_call = timed.loc[cold, "wall_us_per_call"], timed.loc[warm, "wall_us_per_call"]
     text = f"{runs.labels[cold]}: "
     if pd.notna(first) and pd.notna(per_call):
-        text += (f"the first call takes {_time(first)} against {_time(per_call)} per warm call; ")
-    text += f"{_time(top['extra_us'])} more CPU time is spent in {top['op']}" + (f": {cause}." if cause else ".")
+        text += (f"the first call takes {duration(first)} against {duration(per_call)} per warm call; ")
+    text += f"{duration(top['extra_us'])} more CPU time is spent in {top['op']}" + (f": {cause}." if cause else ".")
     k_cold, k_warm = timed.loc[cold, "kernel_us_per_call"], timed.loc[warm, "kernel_us_per_call"]
     if pd.notna(k_cold) and pd.notna(k_warm):
         text += f" Its kernels take {k_cold:.1f} µs against {k_warm:.1f} µs warm."
     return [Finding("cold_start", text, {
-        "cold_run": cold, "warm_run": warm, "first_call_us": _plain(first), "warm_call_us": _plain(per_call),
+        "cold_run": cold, "warm_run": warm, "first_call_us": json_value(first), "warm_call_us": json_value(per_call),
         "top_op": top["op"], "top_extra_us": float(top["extra_us"]), "cause": cause,
-        "kernel_us_per_call": {"cold": _plain(k_cold), "warm": _plain(k_warm)}})]
+        "kernel_us_per_call": {"cold": json_value(k_cold), "warm": json_value(k_warm)}})]
 
 
-def _time(us: float) -> str:
-    return f"{us / 1e3:,.1f} ms" if abs(us) >= 1000 else f"{us:,.1f} µs"
-
-
-def _gpu_us(runs: _Runs, run: str) -> float:
+def _gpu_us(runs: Runs, run: str) -> float:
     """The GPU work one iteration launched (the metrics layer's gpu_work_us_per_iter)."""
     if run not in runs.metrics.index:
         return 0.0
     return float(runs.metrics.loc[run, "gpu_work_us_per_iter"])
 
 
-def _kernel_delta(store, runs: _Runs) -> list[Finding]:
+def _kernel_delta(store, runs: Runs) -> list[Finding]:
     """The kernel (or copy) whose GPU time per iteration changes most between the two runs."""
     a, b = runs.ids
     delta = queries.kernel_delta(store, a, b)

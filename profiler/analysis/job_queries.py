@@ -15,6 +15,7 @@ import pandas as pd
 
 from profiler.analysis import job_clocks, verdict
 from profiler.analysis.reads import sql_text
+from profiler.analysis.units import json_value
 from profiler.storage import job_check, job_summary, jobs, tables
 
 SUMMARY_QUERIES = tuple(t.query for t in tables.JOB_SUMMARIES)
@@ -215,18 +216,18 @@ def job_report(store, job: str) -> dict:
     return {
         "job": job, "world_size": m["world_size"], "backend": m["backend"],
         "ranks_present": m["ranks_present"], "ranks_missing": m["ranks_missing"],
-        "iterations": [{k: _plain(v) for k, v in row.items()} for row in per_rank[
+        "iterations": [{k: json_value(v) for k, v in row.items()} for row in per_rank[
             ["rank", "iteration", "step_us", "gpu_work_us", "gpu_busy_us", "carried_us", "gpu_idle_us", "collective_us",
              "longest_step_rank"]
         ].to_dict("records")],
-        "longest_step": [{k: _plain(v) for k, v in row.items()} for row in longest_steps(per_rank).to_dict("records")],
-        "clock": [{k: _plain(v) for k, v in row.items()} for row in clock.to_dict("records")],
+        "longest_step": [{k: json_value(v) for k, v in row.items()} for row in longest_steps(per_rank).to_dict("records")],
+        "clock": [{k: json_value(v) for k, v in row.items()} for row in clock.to_dict("records")],
         "clock_verdict": job_clocks.verdict(clock), "waits_withheld": withheld,
-        "waits": [{k: _plain(v) for k, v in row.items()} for row in waits.to_dict("records")],
-        "stragglers": [{k: _plain(v) for k, v in row.items()} for row in stragglers(clean).to_dict("records")],
+        "waits": [{k: json_value(v) for k, v in row.items()} for row in waits.to_dict("records")],
+        "stragglers": [{k: json_value(v) for k, v in row.items()} for row in stragglers(clean).to_dict("records")],
         "straggler_ranking": straggler_ranking(clean),
         "rank_waits": [{"rank": rank, "sentence": text} for rank, text in sorted(said.items())],
-        "collectives": [{k: _plain(v) for k, v in row.items()} for row in coll.to_dict("records")],
+        "collectives": [{k: json_value(v) for k, v in row.items()} for row in coll.to_dict("records")],
     }
 
 
@@ -256,17 +257,6 @@ def compare(store, job_a: str, job_b: str) -> pd.DataFrame:
         ratio = b[key] / a[key] if a[key] and b[key] is not None else None
         rows.append({"measure": key, job_a: a[key], job_b: b[key], "b_over_a": ratio})
     return pd.DataFrame(rows)
-
-
-def _plain(value):
-    """numpy scalars, NaN and pandas' NA as JSON values."""
-    if value is None or value is pd.NA:
-        return None
-    if hasattr(value, "item"):
-        value = value.item()
-    if isinstance(value, float) and value != value:
-        return None
-    return value
 
 
 def straggler_sentences(report: dict) -> list[str]:

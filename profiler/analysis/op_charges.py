@@ -130,11 +130,11 @@ def launching_ops(tree, work) -> np.ndarray:
     cur = np.where(ok, ext, np.asarray(work["before_op_id"]))
     need = ~ok & (cur >= 0) & (at >= 0)
     if need.any():
-        cur[need] = _enclosing(parent, end, cur[need], at[need])
+        cur[need] = enclosing_ops(parent, end, cur[need], at[need])
     return np.where(ok | (at >= 0), cur, -1)
 
 
-def _enclosing(parent: np.ndarray, end: np.ndarray, ops: np.ndarray, at: np.ndarray) -> np.ndarray:
+def enclosing_ops(parent: np.ndarray, end: np.ndarray, ops: np.ndarray, at: np.ndarray) -> np.ndarray:
     """For each op, the first of it and its ancestors that ends at or after `at`, or -1. By binary
     lifting: level k holds each op's 2^k-th ancestor and the latest end among it and the 2^k - 1
     above it, so a walk of d parents takes log2(d) steps, not d (a chain of ops a million deep)."""

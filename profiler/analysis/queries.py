@@ -28,6 +28,7 @@ from profiler.analysis.run_queries import (  # noqa: F401 (re-exported)
 from profiler.analysis.timeline_queries import (  # noqa: F401 (re-exported)
     TIMELINE_MAX_MARKS, TIMELINE_PAGE_MARKS, TIMELINE_WIDTH_PX, timeline_extent_ns, timeline_marks,
     timeline_panels, timeline_range_stats)
+from profiler.analysis.units import json_value
 
 
 # ── launches ─────────────────────────────────────────────────────────────────────────────────
@@ -135,16 +136,6 @@ def trace_summary(store) -> list[dict]:
             row[key] = json_value(value)
         row["launch_apis"] = {} if apis is None else {str(k): float(v) for k, v in dict(apis).items()}
     return rows
-
-
-def json_value(value):
-    """A DataFrame cell as plain JSON data: NaN/NA/NaT → None, numpy scalars → Python,
-    timestamps → ISO text."""
-    if value is None or (not isinstance(value, (list, dict, str)) and pd.isna(value)):
-        return None
-    if isinstance(value, pd.Timestamp):
-        return value.isoformat()
-    return value.item() if hasattr(value, "item") else value
 
 
 # ── analysis (findings, compare CLI) ─────────────────────────────────────────────────────────

@@ -17,6 +17,7 @@ from __future__ import annotations
 import pandas as pd
 
 from profiler.analysis import memory, queries
+from profiler.analysis.units import json_value
 
 COLUMNS = ["run_id", "cold", "gpu_us_per_call", "kernel_us_per_call", "wall_us_per_call", "wall_calls", "graph_us_per_call",
            "graph_calls", "graph_note", "peak_allocated_bytes"]
@@ -52,21 +53,12 @@ def catalog_with_timings(store, runs: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def _plain(value):
-    """A JSON-ready value: None for NaN/NA, Python numbers otherwise."""
-    if value is None or (not isinstance(value, str) and pd.isna(value)):
-        return None
-    if hasattr(value, "item"):
-        return value.item()
-    return value
-
-
 def timing_records(store, run_ids) -> dict[str, dict]:
     """run id -> {column: plain value} for the CLI's summary JSON; ``gpu_us_per_call`` is left out:
     the summary gives it already, as the metrics layer's ``gpu_work_us_per_iter``."""
     table = run_timings(store, run_ids)
     columns = [c for c in COLUMNS[2:] if c != "gpu_us_per_call"]
-    return {row["run_id"]: {c: _plain(row[c]) for c in columns} for row in table.to_dict("records")}
+    return {row["run_id"]: {c: json_value(row[c]) for c in columns} for row in table.to_dict("records")}
 
 
 def fastest_run(store, run_ids) -> str | None:

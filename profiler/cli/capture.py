@@ -269,11 +269,11 @@ def measure_ceilings(store, device: str) -> None:
           + "".join(f"; {w}: {printable(why)}" for w, why in measured.skipped.items()))
 def _joined(outcome) -> bytes:
     """A graph-mode run's replay trace joined with its capture-side trace (parse/graph_join.py)."""
-    from profiler.cli.graph_ingest import _read
+    from profiler.storage.graph_pair import read
     from profiler.parse import graph_join
 
     capture_side = outcome.path.with_name(outcome.meta["capture_trace"])
-    result = graph_join.join(_read(str(outcome.path)), _read(str(capture_side)), outcome.path.name, capture_side.name)
+    result = graph_join.join(read(outcome.path), read(capture_side), outcome.path.name, capture_side.name)
     print(f"{outcome.name}: {result.notes()[0]}")
     return result.trace
 

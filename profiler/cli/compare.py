@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 
 from profiler.cli import conditions, terminal
 from profiler.cli.numbers import whole
+from profiler.analysis.units import json_value
 from profiler.errors import UnknownRunError
 
 # Nsight Compute's counters each kernel carries per run (queries.COUNTER_COLUMNS but the mean time under ncu)
@@ -101,44 +101,24 @@ def compare_report(store, run_a: str, run_b: str, iteration: int = 0) -> dict:
                                           queries.kernel_sequence(store, run_b, iteration))
     metrics = queries.run_metrics(store, [run_a, run_b]).set_index("run_id")
     return {"run_a": run_a, "run_b": run_b, "iteration": iteration,
-            "metrics": {side: _clean(metrics.loc[run].to_dict()) if run in metrics.index else None
+            "metrics": {side: json_value(metrics.loc[run].to_dict()) if run in metrics.index else None
                         for side, run in (("a", run_a), ("b", run_b))},
             "findings": [f.text for f in found],
-            "evidence": [_clean(f.evidence | {"kind": f.kind, "impact_us": f.impact_us}) for f in found],
+            "evidence": [json_value(f.evidence | {"kind": f.kind, "impact_us": f.impact_us}) for f in found],
             "kernels": [_kernel_item(row) for row in kernels.to_dict("records")],
-            "alignment": [_clean(row) for row in aligned.to_dict("records")]}
+            "alignment": [json_value(row) for row in aligned.to_dict("records")]}
 
 
 def _kernel_item(row: dict) -> dict:
     per_run = {"occupancy_reported_pct": "est_occupancy_pct", "occupancy_theoretical_pct":
                "theory_occupancy_pct", "occupancy_limiter": "occupancy_limiter",
                **{c: c for c in COUNTERS_SHOWN}}
-    item = {k: _clean_value(row[k]) for k in ("kernel", "family", "presence", "calls_a", "calls_b",
+    item = {k: json_value(row[k]) for k in ("kernel", "family", "presence", "calls_a", "calls_b",
                                                "us_a", "us_b")}
-    item["tensor_cores"], item["precision"] = _clean_value(row["tc_engine"]), _clean_value(row["tc_precision"])
+    item["tensor_cores"], item["precision"] = json_value(row["tc_engine"]), json_value(row["tc_precision"])
     for key, column in per_run.items():
-        item[key] = {side: _clean_value(row[f"{column}_{side}"]) for side in ("a", "b")}
+        item[key] = {side: json_value(row[f"{column}_{side}"]) for side in ("a", "b")}
     return item
-
-
-def _clean(row: dict) -> dict:
-    return {str(k): _clean_value(v) for k, v in row.items()}
-
-
-def _clean_value(value):
-    """Plain JSON data: NaN, ±Infinity and NA become None; numpy scalars Python numbers."""
-    import pandas as pd
-
-    if isinstance(value, dict):
-        return _clean(value)
-    if isinstance(value, (list, tuple)):
-        return [_clean_value(v) for v in value]
-    if value is None or value is pd.NA or value is pd.NaT:
-        return None
-    value = value.item() if hasattr(value, "item") else value
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def _json_default(value):

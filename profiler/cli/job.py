@@ -32,6 +32,7 @@ def add_ingest_options(ingest: argparse.ArgumentParser) -> None:
 
 def ingest_job(args: argparse.Namespace) -> int:
     from profiler.analysis import job_queries
+    from profiler.analysis.units import json_value
     from profiler.storage import job_ingest, jobs
     from profiler.storage.store import Store
 
@@ -65,6 +66,7 @@ def ingest_job(args: argparse.Namespace) -> int:
 
 def _job(args: argparse.Namespace) -> int:
     from profiler.analysis import job_queries
+    from profiler.analysis.units import json_value
     from profiler.storage.store import Store
 
     store = Store(args.db)
@@ -77,7 +79,7 @@ def _job(args: argparse.Namespace) -> int:
     if args.compare:
         table = job_queries.compare(store, args.name, args.compare)
         if args.json:
-            print(json.dumps(table.to_dict("records"), indent=2, default=job_queries._plain))
+            print(json.dumps(json_value(table.to_dict("records")), indent=2, allow_nan=False))
         else:
             print(terminal.inert(table).to_string(index=False, float_format=lambda v: f"{v:,.1f}"))
         return 0

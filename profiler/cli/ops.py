@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 
 from profiler.cli import terminal
+from profiler.analysis.units import json_value
 from profiler.errors import StoreOutdatedError
 from profiler.storage.store import Store, default_db_path
 
@@ -54,7 +54,7 @@ def rows(store, run_id: str, kind: str) -> list[dict]:
         return []
     names = COLUMNS + EXTRA
     step = {RUN_FIGURE: step_gpu_work_us(store, run_id)}
-    return [{**{k: _plain(v) for k, v in zip(names, row)}, **step}
+    return [{**{k: json_value(v) for k, v in zip(names, row)}, **step}
             for row in zip(*(table[k].tolist() for k in names))]
 
 
@@ -63,15 +63,7 @@ def step_gpu_work_us(store, run_id: str) -> float | None:
     from profiler.analysis import reads
 
     got = reads.arrays(store, reads.sql_text("run_metrics"), {"run_ids": [run_id]})[RUN_FIGURE]
-    return _plain(got[0]) if len(got) else None
-
-
-def _plain(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if hasattr(value, "item"):
-        return _plain(value.item())
-    return None if value is None or value != value else value
+    return json_value(got[0]) if len(got) else None
 
 
 def _lookup(store: Store, args: argparse.Namespace) -> tuple[str, list[dict], list[dict]]:

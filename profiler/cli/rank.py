@@ -110,10 +110,10 @@ def run_rank(args: argparse.Namespace) -> int:
 
 def rank_json(ranked, alone) -> dict:
     """The JSON `rank --json` prints: the first set on top, every set under `sets` when several."""
-    from profiler.cli.compare import _clean_value
+    from profiler.analysis.units import json_value
 
-    out = [{"set": r.title, "runs": [{k: _clean_value(v) for k, v in row.items()} for row in r.table[SHOWN].to_dict("records")],
-            "sentence": r.sentence, "evidence": _clean_value(r.evidence)} for r in ranked]
+    out = [{"set": r.title, "runs": [{k: json_value(v) for k, v in row.items()} for row in r.table[SHOWN].to_dict("records")],
+            "sentence": r.sentence, "evidence": json_value(r.evidence)} for r in ranked]
     first = dict(out[0]) if out else {"set": None, "runs": [], "sentence": "Nothing to rank: fewer than two variants "
                                       "of one workload.", "evidence": {}}
     if len(out) > 1:
@@ -143,7 +143,7 @@ def _print_table(table, sentence: str) -> None:
 
 def _cold(us) -> str:
     """A cold run's first call in the unit that reads best ('2.24 s', '850 µs'); '-' without one."""
-    from profiler.present.style import duration
+    from profiler.analysis.units import duration
 
     return "-" if us is None or us != us else duration(float(us))
 

@@ -94,12 +94,12 @@ def csv_download(df: pd.DataFrame, name: str, label: str = "Download CSV") -> No
     """A button that downloads ``df`` as ``name.csv`` (no rerun on click; the CSV is written when
     the button is clicked, not on every script run)."""
     st.download_button(
-        markup.md(label), lambda: markup.to_csv(df), file_name=_file_name(name, ".csv"), mime="text/csv",
+        markup.md(label), lambda: markup.to_csv(df), file_name=download_name(name, ".csv"), mime="text/csv",
         key=f"csv-{name}", on_click="ignore", icon=":material/download:",
     )
 
 
-def _file_name(stem: str, suffix: str) -> str:
+def download_name(stem: str, suffix: str) -> str:
     """A download's file name from trace or user text (a job or file name): no control characters,
     slashes or quotes, at most 120 characters before the suffix."""
     return re.sub(r"[\x00-\x1f\x7f-\x9f/\\\"'<>:|?*]+", "_", str(stem))[:120] + suffix

@@ -13,7 +13,7 @@ from profiler.analysis import job_queries, queries
 from profiler.errors import StoreError, TraceError
 from profiler.present import markup
 from profiler.present.ui.session import PROJECT_ERRORS, db_path, get_store, traces_dir
-from profiler.present.ui.tables import _file_name
+from profiler.present.ui.tables import download_name
 from profiler.present.ui.view import show_error
 from profiler.storage import catalog
 
@@ -107,7 +107,7 @@ def trace_download(run_id: str) -> None:
     name = queries.run_labels(get_store(), [run_id])["name"].iloc[0]
     stem = name.removesuffix(".gz").removesuffix(".json")
     st.download_button("Download the trace (.json.gz, opens in ui.perfetto.dev)",
-                       data=path.read_bytes, file_name=_file_name(stem, ".json.gz"),
+                       data=path.read_bytes, file_name=download_name(stem, ".json.gz"),
                        mime="application/gzip", key=f"trace-{run_id}", on_click="ignore",
                        icon=":material/download:")
 
