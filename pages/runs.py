@@ -1,7 +1,7 @@
 """Runs: every captured and uploaded run in the store; pick the runs to compare, rename, delete."""
 import streamlit as st
 
-from profiler.analysis import completeness, conditions, findings, queries, repeats, timings
+from profiler.analysis import completeness, conditions, findings, repeats, run_queries, timings
 from profiler.present import charts, markup, run_filters, sitemap, ui
 from profiler.storage import catalog
 
@@ -105,7 +105,7 @@ def measured(state, store) -> None:
     if not state.runs:
         return
     with st.expander("How the selected runs were measured", icon=":material/speed:"):
-        labels = queries.run_labels(store, list(state.runs)).set_index("run_id")["label"].to_dict()
+        labels = run_queries.run_labels(store, list(state.runs)).set_index("run_id")["label"].to_dict()
         for sentence in conditions.warnings(store, state.runs) + completeness.warnings(store, state.runs, labels):
             st.warning(markup.md(sentence))
         ui.table(conditions.record_table(store, state.runs), hide_index=True, column_config=RECORD_COLUMNS)
@@ -151,15 +151,15 @@ st.title("Runs")
 state = ui.view_state("runs")
 with ui.guard():
     loading = ui.seeding_progress()
-    with queries.session(ui.get_store()) as store:  # one connection for the page's reads
-        runs = queries.run_catalog(store)
+    with ui.get_store().session() as store:  # one connection for the page's reads
+        runs = run_queries.run_catalog(store)
         if runs.empty and loading:
             ui.seeding().page_drawn()
             st.stop()
         if runs.empty:
             empty_store()
         runs = completeness.with_badge(store, timings.catalog_with_timings(store, runs))
-        labels = charts.label_map(queries.run_labels(store, list(runs["run_id"])))
+        labels = charts.label_map(run_queries.run_labels(store, list(runs["run_id"])))
         runs = run_filters.finder_columns(runs, labels)
         filtered, shown = filters(state, runs)
         one_per_variant(filtered, shown)

@@ -9,7 +9,7 @@ events stay quick. The window (wheel zoom, pan, buttons) and the dragged range l
 """
 import streamlit as st
 
-from profiler.analysis import queries
+from profiler.analysis import run_queries, timeline_queries
 from profiler.errors import ShareError
 from profiler.present import charts, markup, narrative, share, style, timeline_view, ui
 
@@ -29,7 +29,7 @@ def controls(store, state, runs):
                              placeholder="part of a name, e.g. flash, Memcpy, aten::mm")
     collapse = far.toggle("One CPU lane per thread", value=state.filter("cpu") == "one",
                           help="All nesting depths of a thread's ops in one lane, inner ops on top.")
-    extent = int(queries.timeline_extent_ns(store, runs, iteration))
+    extent = int(timeline_queries.timeline_extent_ns(store, runs, iteration))
     window = state.window_ns or (0, extent)
     window = timeline_view.zoom_window(window, extent, 1.0) if window[1] > window[0] else (0, extent)
     window = window_buttons(window, extent)
@@ -83,7 +83,7 @@ def range_section(store, runs, labels, iteration, picked, state) -> None:
     if st.button("Zoom to the selected range"):
         ui.set_view(state.with_(window_ns=picked))
         st.rerun()
-    stats = timeline_view.range_table(queries.timeline_range_stats(store, runs, iteration, picked),
+    stats = timeline_view.range_table(timeline_queries.timeline_range_stats(store, runs, iteration, picked),
                                       labels)
     ui.table(stats, column_config=ui.RANGE_COLUMNS, column_order=list(ui.RANGE_COLUMNS),
                  hide_index=True, width="stretch", height=320)
@@ -102,11 +102,11 @@ st.caption("GPU lanes of every run first, next to each other; then each run's CP
            "pan. Hover or click an event for its "
            "flow: CPU op → launch → kernel. Grey bars merge events shorter than a pixel.")
 
-with ui.guard(), queries.session(ui.get_store()) as store:
-    labels = charts.label_map(queries.run_labels(store, runs))
+with ui.guard(), ui.get_store().session() as store:
+    labels = charts.label_map(run_queries.run_labels(store, runs))
     state, iteration, window, shared, found, collapse, extent = controls(store, state, runs)
     picked, linked = url_range(state), url_event(state)
-    panels = queries.timeline_panels(store, runs, iteration, window, shared)
+    panels = timeline_queries.timeline_panels(store, runs, iteration, window, shared)
     if shared and (ratio := timeline_view.scale_hint(panels)):
         st.info(f"These iterations differ {ratio:,.0f}× in length: on the shared scale the short "
                 "ones are slivers. Pick **Each run its own scale** to see each in full.")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import queries as q
+from profiler.analysis import kernel_queries, pair_queries, queries as q
 from profiler.present import charts, curve_charts, style
 from tests.tiny_store import RUNS
 
@@ -32,7 +32,7 @@ def test_kernel_time_chart_keeps_the_top_kernels_of_each_run(tiny, labels):
     with tiny.connect() as con:     # a second, shorter kernel in runa
         con.execute("INSERT INTO kernels (run_id, name, ts_ns, dur_ns, iteration)"
                     " VALUES ('runa', 'softmax', 60000, 10000, 0)")
-    spec = _spec(charts.kernel_time_chart(q.kernel_table(tiny, RUNS), labels, top_n=1))
+    spec = _spec(charts.kernel_time_chart(kernel_queries.kernel_table(tiny, RUNS), labels, top_n=1))
     rows = _rows(spec)
     assert {(r["run"], r["kernel"]) for r in rows} == {(labels["runa"], "cudnn_fwd"),
                                                        (labels["runb"], "flash_fwd")}
@@ -83,16 +83,16 @@ def _runc(tiny) -> None:
 
 def test_alignment_views(tiny):
     _runc(tiny)
-    aligned = q.kernel_alignment(tiny, "runa", "runc", 0)
+    aligned = pair_queries.kernel_alignment(tiny, "runa", "runc", 0)
     spec = _spec(charts.alignment_chart(aligned, "A", "B"))
     assert [(r["run"], r["status"]) for r in _rows(spec)] == [("A", "same"), ("A", "only in a"),
                                                                ("B", "same")]
-    delta = _spec(charts.delta_chart(q.kernel_delta(tiny, "runa", "runc"), top_n=2))
+    delta = _spec(charts.delta_chart(pair_queries.kernel_delta(tiny, "runa", "runc"), top_n=2))
     assert [r["kernel"] for r in _rows(delta)] == ["cudnn_fwd", "Memcpy DtoD (Device -> Device)"]
 
 
 def test_per_run_and_search(tiny):
-    table = q.kernel_table(tiny, RUNS)
+    table = kernel_queries.kernel_table(tiny, RUNS)
     parts = charts.per_run(table, ["runb", "runa"])
     assert [r for r, _ in parts] == ["runb", "runa"] and "run_id" not in parts[0][1].columns
     assert charts.search(table, "kernel", "FLASH")["kernel"].tolist() == ["flash_fwd"]

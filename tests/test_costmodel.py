@@ -127,10 +127,10 @@ def test_qwen_gemms_are_priced_from_their_shapes(qwen):
 
 
 def test_samples_naive_moves_ten_times_the_bytes_of_flash(sample_store):
-    from profiler.analysis import roofline, queries
+    from profiler.analysis import roofline, run_queries
     store, ids = sample_store
     calls = op_costs.op_calls(store, [ids["naive"], ids["sdpa_flash"]])
-    totals = roofline.run_totals(calls, queries.run_iterations(store, list(ids.values()))).set_index("run_id")
+    totals = roofline.run_totals(calls, run_queries.run_iterations(store, list(ids.values()))).set_index("run_id")
     naive, flash = totals.at[ids["naive"], "bytes_per_iter"], totals.at[ids["sdpa_flash"], "bytes_per_iter"]
     assert flash == 4 * 8 * 16 * 1024 * 64 * 2           # Q, K, V, O once
     assert naive >= 10 * flash

@@ -20,7 +20,7 @@ import json
 
 import pandas as pd
 
-from profiler.analysis import queries, timings
+from profiler.analysis import run_queries, timings
 
 CLOCK_SPREAD_PCT = 5.0
 VERSION_KEYS = ("driver", "torch", "cuda", "cudnn", "flashinfer-python", "flash-attn-4", "triton")
@@ -41,7 +41,7 @@ def records(store, run_ids) -> dict:
 
 
 def _labels(store, ids) -> dict:
-    found = queries.run_labels(store, ids)
+    found = run_queries.run_labels(store, ids)
     return dict(zip(found["run_id"], found["label"]))
 
 

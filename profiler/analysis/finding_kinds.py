@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import gpus, occupancy, queries, tensor_cores
+from profiler.analysis import gpus, kernel_queries, occupancy, pair_queries, tensor_cores
 from profiler.analysis.diff import kernel_family
 from profiler.analysis.finding import Finding, Runs
 from profiler.analysis.units import binary_size, json_value
@@ -54,7 +54,7 @@ def _memop_verb(name: str) -> str:
 
 def launch_api(store, runs: Runs) -> list[Finding]:
     a, b = runs.ids
-    delta = queries.launch_api_delta(store, a, b)
+    delta = pair_queries.launch_api_delta(store, a, b)
     parts, apis, impact = [], {}, 0.0
     for presence, run, other, side in (("only in a", a, b, "a"), ("only in b", b, a, "b")):
         only = delta[delta["presence"] == presence].sort_values(f"cpu_us_{side}", ascending=False)
@@ -74,7 +74,7 @@ def launch_api(store, runs: Runs) -> list[Finding]:
 
 def cpu_ops_only_in_one(store, runs: Runs) -> list[Finding]:
     a, b = runs.ids
-    delta = queries.cpu_op_delta(store, a, b)
+    delta = pair_queries.cpu_op_delta(store, a, b)
     parts, ops, impact = [], {}, 0.0
     for presence, run, side in (("only in a", a, "a"), ("only in b", b, "b")):
         only = delta[delta["presence"] == presence].sort_values(f"self_us_{side}", ascending=False)
@@ -136,7 +136,7 @@ def zero_occupancy(runs: Runs, store) -> list[Finding]:
     """Kernels the trace reports at 0 % occupancy that really ran, each name once: one finding
     for those that need opt-in shared memory (or cannot fit Kineto's limits), one for tiny grids."""
     zero = runs.kernels[(runs.kernels["est_occupancy_pct"] == 0)].sort_values("us_per_iter", ascending=False)
-    devices = queries.run_devices(store, runs.ids)
+    devices = kernel_queries.run_devices(store, runs.ids)
     explained, tiny, seen = [], [], set()
     for row in zero.itertuples():
         if row.kernel in seen:
@@ -154,7 +154,7 @@ def zero_occupancy(runs: Runs, store) -> list[Finding]:
 
 
 def _theory(row, device_info) -> tuple[gpus.Device | None, occupancy.Launch, occupancy.Occupancy]:
-    device = queries.run_device(device_info, row.device)
+    device = kernel_queries.run_device(device_info, row.device)
     launch = occupancy.Launch(_int(row.threads_per_block) or 0, _int(row.registers_per_thread),
                               _int(row.shared_mem_bytes), _int(row.grid_blocks))
     return device, launch, occupancy.occupancy(launch, device)

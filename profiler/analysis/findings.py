@@ -17,6 +17,7 @@ from dataclasses import replace
 import pandas as pd
 
 from profiler.analysis import counters, kept, mode_findings, queries, sweep_leads, sweeps, timings, why
+from profiler.analysis import kernel_queries, pair_queries, query_files, run_queries
 from profiler.analysis.finding import Finding, Runs
 from profiler.analysis.finding_kinds import (bound, cpu_ops_only_in_one, cuda_core_math, kernels_per_iteration,
                                              launch_api, memcpy_only_in_one, zero_occupancy)
@@ -34,13 +35,13 @@ SAME_TIME_RATIO = 1.05  # GPU times closer than this read as "about the same"
 
 
 def _load(store, run_ids: list[str]) -> Runs:
-    labels = queries.run_labels(store, run_ids)
+    labels = run_queries.run_labels(store, run_ids)
     missing = set(run_ids) - set(labels["run_id"])
     if missing:
         raise UnknownRunError(f"run {sorted(missing)[0]} is not in the store {store.path}")
-    metrics = queries.run_metrics(store, run_ids).set_index("run_id")
+    metrics = run_queries.run_metrics(store, run_ids).set_index("run_id")
     return Runs(run_ids, dict(zip(labels["run_id"], labels["label"])),
-                 queries.kernel_details(store, run_ids), queries.memop_table(store, run_ids), metrics)
+                 kernel_queries.kernel_details(store, run_ids), queries.memop_table(store, run_ids), metrics)
 
 
 def run_findings(store, run_id: str) -> list[Finding]:
@@ -88,7 +89,7 @@ def _why(store, run_a: str, run_b: str) -> list[Finding]:
 def sweep_findings(store, run_ids) -> list[Finding]:
     """Where variants of a sweep (over any axis, per mode: `sweeps`) swap the lead in throughput
     (kept per set of runs)."""
-    run_ids = queries._ids(run_ids)
+    run_ids = query_files.ids(run_ids)
     return kept.value(store, ("sweep_findings",), run_ids, lambda: _sweep_findings(store, run_ids))
 
 
@@ -157,7 +158,7 @@ def _cold_start(store, runs: Runs) -> list[Finding]:
     cold = shapes.index[shapes["cold"].astype(bool)][0]
     warm = shapes.index[~shapes["cold"].astype(bool)][0]
     timed = timings.run_timings(store, [cold, warm]).set_index("run_id")
-    extra = queries._run(store, "cold_extra_cpu", cold=cold, warm=warm)
+    extra = query_files.run(store, "cold_extra_cpu", cold=cold, warm=warm)
     if extra.empty:
         return []
     top = extra.iloc[0]
@@ -187,7 +188,7 @@ def _gpu_us(runs: Runs, run: str) -> float:
 def _kernel_delta(store, runs: Runs) -> list[Finding]:
     """The kernel (or copy) whose GPU time per iteration changes most between the two runs."""
     a, b = runs.ids
-    delta = queries.kernel_delta(store, a, b)
+    delta = pair_queries.kernel_delta(store, a, b)
     if delta.empty:
         return []
     top = delta.iloc[0]

@@ -28,7 +28,7 @@ def launched_work(store, run_ids) -> dict:
     """Every kernel and copy with the CPU op that launched it (sql/op_kernels.sql): run_id,
     launch_op_id, launch_ts_ns (-1: none), launch_pid, launch_tid (None: none), kernel_hash,
     dur_ns, iteration (float, NaN: none), flex."""
-    got = reads.arrays(store, reads.sql_text("op_kernels"), _params(run_ids))
+    got = store.arrays(reads.sql_text("op_kernels"), _params(run_ids))
     out = {k: reads.column(got[k], -1).astype(np.int64) for k in ("launch_op_id", "launch_ts_ns")}
     out.update({k: reads.column(got[k]) for k in ("launch_pid", "launch_tid")})
     return {"run_id": reads.column(got["run_id"]), **out, "kernel_hash": reads.column(got["kernel_hash"], 0),
@@ -83,7 +83,7 @@ def by_run(got: dict, run_ids) -> dict[str, dict]:
 
 def op_trees(store, run_ids) -> dict[str, dict]:
     """{run_id: `op_tree` of the run} for many runs in one read."""
-    got = reads.arrays(store, reads.sql_text("op_tree"), {
+    got = store.arrays(reads.sql_text("op_tree"), {
         "run_ids": [str(r) for r in run_ids], "attention_ops": [o for o in cm.ATTENTION if o not in cm.DECOMPOSED],
         "model_ops": [*cm.GEMMS, *cm.MEMORY], "decomposed_ops": list(cm.DECOMPOSED)})
     return {r: _tree(part) for r, part in by_run(got, run_ids).items()}
@@ -172,7 +172,7 @@ def thread_ops(store, runs: dict) -> dict[str, dict]:
     threads = {r: t for r, t in threads.items() if t}
     if not threads:
         return {}
-    got = reads.arrays(store, reads.sql_text("thread_ops"), {
+    got = store.arrays(reads.sql_text("thread_ops"), {
         "run_ids": list(threads), "pids": sorted({p for t in threads.values() for p, _ in t}),
         "tids": sorted({q for t in threads.values() for _, q in t})})
     return by_run(got, list(threads))
@@ -187,7 +187,7 @@ def ops_before(store, run_id: str, work: dict, need: np.ndarray, got: dict | Non
     if not rows_of:
         return before
     if got is None:
-        got = reads.arrays(store, reads.sql_text("thread_ops"), {
+        got = store.arrays(reads.sql_text("thread_ops"), {
             "run_ids": [run_id], "pids": sorted({p for p, _ in rows_of}), "tids": sorted({t for _, t in rows_of})})
     pid, tid, ts, ids = reads.column(got["pid"]), reads.column(got["tid"]), got["ts_ns"], got["op_id"]
     starts = np.flatnonzero(np.r_[True, (pid[1:] != pid[:-1]) | (tid[1:] != tid[:-1])]) if len(ts) else np.array([], int)
@@ -278,7 +278,7 @@ def _kernel_op(name: str | None) -> str | None:
 
 def kernel_name_maps(store, run_ids) -> dict[str, dict]:
     """{run_id: `kernel_name_map` of the run} for many runs in one read."""
-    got = reads.arrays(store, reads.sql_text("kernel_name_hashes"), {"run_ids": [str(r) for r in run_ids]})
+    got = store.arrays(reads.sql_text("kernel_name_hashes"), {"run_ids": [str(r) for r in run_ids]})
     return {r: dict(zip(part["kernel_hash"].tolist(), part["kernel"].tolist())) for r, part in by_run(got, run_ids).items()}
 
 
@@ -289,7 +289,7 @@ def kernel_name_map(store, run_id: str) -> dict:
 
 def op_inputs(store, run_ids, names=MODEL_NAMES) -> dict[str, dict]:
     """{run_id: sql/op_inputs.sql's columns of the run (by op_id)}: its ops named in ``names``."""
-    got = reads.arrays(store, reads.sql_text("op_inputs"), {"run_ids": [str(r) for r in run_ids], "names": list(names)})
+    got = store.arrays(reads.sql_text("op_inputs"), {"run_ids": [str(r) for r in run_ids], "names": list(names)})
     return by_run(got, run_ids)
 
 

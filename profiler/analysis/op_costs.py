@@ -175,14 +175,14 @@ def attention_in_trace(store, run_ids, top_gemms: int = 5) -> pd.DataFrame:
 def _attention_in_trace(store, run_ids: list, top_gemms: int) -> pd.DataFrame:
     import pandas as pd
 
-    from profiler.analysis import queries
+    from profiler.analysis import run_queries
 
     run_ids = list(run_ids)
     table = ops_table(store, run_ids)
     if table.empty:
         return table.assign(share_of_gpu_pct=pd.Series(dtype=float))
-    gpu_us = queries.run_metrics(store, run_ids).set_index("run_id")["kernel_sum_us_per_iter"]
-    iterations = queries.run_iterations(store, run_ids).groupby("run_id")["iteration"].nunique()
+    gpu_us = run_queries.run_metrics(store, run_ids).set_index("run_id")["kernel_sum_us_per_iter"]
+    iterations = run_queries.run_iterations(store, run_ids).groupby("run_id")["iteration"].nunique()
     us_per_iter = table["kernel_ns"] / 1e3 / table["run_id"].map(iterations).fillna(1)
     table["share_of_gpu_pct"] = 100 * us_per_iter / table["run_id"].map(gpu_us)
     gemms = table[table["kind"] == "gemm"].groupby("run_id", sort=False).head(top_gemms)

@@ -143,7 +143,7 @@ def _backend(cost: OpCost, backend_op, op=None, kernel=None) -> str | None:
 
 def backward_ops_of(db, run_ids) -> dict[str, int]:
     """{run_id: the count of the run's autograd backward ops} (sql/run_backward_ops.sql), 0 for none."""
-    got = reads.arrays(db, reads.sql_text("run_backward_ops"), {"run_ids": [str(r) for r in run_ids],
+    got = db.arrays(reads.sql_text("run_backward_ops"), {"run_ids": [str(r) for r in run_ids],
                                                                 "prefix": modes.AUTOGRAD_PREFIX})
     found = dict(zip(got["run_id"].tolist(), got["backward_ops"].tolist()))
     return {str(r): int(found.get(str(r), 0)) for r in run_ids}

@@ -6,28 +6,17 @@ its column names (``*_ns``, ``*_us``, ``*_pct``, ``*_bytes``). A file's header n
 includes (profiler/storage/sql/lib/, sql_library.py); a read installs them on its cursor first. Times "per iteration" divide by the
 run's ProfilerStep count; a run without iterations counts as one iteration spanning the trace.
 
-Every read is importable from here; by duty they live in `run_queries` (runs & iterations, the
-metrics layer), `kernel_queries`, `timeline_queries`, `pair_queries` (compare) and, below, launches,
+The reads live by duty, each imported from its own module: `run_queries` (runs & iterations, the
+metrics layer), `kernel_queries`, `timeline_queries`, `pair_queries` (compare) and, here, launches,
 CPU cost and the store summary; `query_files.run` runs a file and keeps its rows per run. Add a
-query to the module of its section, with its own ``.sql`` file, and re-export it here.
+query to the module of its section, with its own ``.sql`` file; callers import it from there.
 """
 from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis.counters import COUNTER_COLUMNS  # noqa: F401 (re-exported)
-from profiler.analysis.kernel_queries import (  # noqa: F401 (re-exported)
-    DETAIL_COLUMNS, kernel_counters, kernel_details, kernel_table, run_device, run_devices)
-from profiler.analysis.pair_queries import (  # noqa: F401 (re-exported)
-    ALIGN_MAX_KERNELS, cpu_op_delta, kernel_alignment, kernel_delta, kernel_sequence, launch_api_delta)
-from profiler.analysis.query_files import PAIRS, PER_RUN  # noqa: F401 (re-exported)
-from profiler.analysis.query_files import ids as _ids, read as _read, run as _run  # noqa: F401
-from profiler.analysis.reads import SQL_DIR, QueryError, Session, session, sql_text  # noqa: F401 (re-exported)
-from profiler.analysis.run_queries import (  # noqa: F401 (re-exported)
-    iteration_bounds, iteration_metrics, run_catalog, run_iterations, run_labels, run_metrics)
-from profiler.analysis.timeline_queries import (  # noqa: F401 (re-exported)
-    TIMELINE_MAX_MARKS, TIMELINE_PAGE_MARKS, TIMELINE_WIDTH_PX, timeline_extent_ns, timeline_marks,
-    timeline_panels, timeline_range_stats)
+from profiler.analysis.query_files import ids as _ids, run as _run
+from profiler.analysis.run_queries import run_labels, run_metrics
 from profiler.analysis.units import json_value
 
 

@@ -28,6 +28,7 @@ import pandas as pd
 
 from profiler.analysis import (op_pricing, queries, query_files, rank_sentences, rank_why, reads, repeats, roofline,
                                timings)
+from profiler.analysis import run_queries
 
 COLD_SQL = """
 SELECT w.run_id, TRY_CAST(c.run_meta->>'wall_us_per_call' AS DOUBLE) AS cold_us
@@ -56,7 +57,7 @@ COLUMNS = ["set", "rank", "variant", "label", "run_id", "us_per_call", "us_min",
 def per_call(store, run_ids) -> pd.DataFrame:
     """run_id, us_per_call, timed_on ('GPU' | `CPU` | None when neither recorded a time)."""
     ids = list(dict.fromkeys(query_files.ids(run_ids)))
-    metrics = queries.run_metrics(store, ids).set_index("run_id")   # all it needs of `timings.run_timings`
+    metrics = run_queries.run_metrics(store, ids).set_index("run_id")   # all it needs of `timings.run_timings`
     table = pd.DataFrame({"run_id": ids})
     gpu = table["run_id"].map(timings.gpu_us_per_call(metrics))
     cpu_rows = table.loc[gpu.isna(), "run_id"].tolist()
@@ -151,7 +152,7 @@ def rank_table(store, run_ids, compare_devices: bool = False) -> pd.DataFrame:
     rank_why.work(store, found["run_id"])        # every group's work in one read, before the sets use it
     table = order(store, found)
     reps = table["run_id"].tolist()
-    labels = queries.run_labels(store, reps).set_index("run_id")["label"]
+    labels = run_queries.run_labels(store, reps).set_index("run_id")["label"]
     table["label"] = [group_label(labels.get(r, r), n) for r, n in zip(reps, table["runs"])]
     timed = timings.run_timings(store, reps).set_index("run_id")
     for column in ("kernel_us_per_call", "peak_allocated_bytes", "wall_us_per_call", "graph_us_per_call"):
@@ -164,7 +165,7 @@ def rank_table(store, run_ids, compare_devices: bool = False) -> pd.DataFrame:
         table[column] = table["run_id"].map(rated[source]) if rated is not None else None
     cold = store.query(COLD_SQL, {"run_ids": reps}).set_index("run_id")["cold_us"]
     table["cold_us"] = table["run_id"].map(cold)
-    table["bound"] = table["run_id"].map(queries.run_metrics(store, reps).set_index("run_id")["bound"])
+    table["bound"] = table["run_id"].map(run_queries.run_metrics(store, reps).set_index("run_id")["bound"])
     archs = {r: op_pricing.arch_of(op_pricing.device_of(i)) for r, i in reads.run_devices(store, reps).items()}
     table["arch"] = table["run_id"].map(archs)       # the "why" parses kernel names with it: read once, not per pair
     return table[COLUMNS + ["figure", "outlier_us", "arch"]]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from profiler.analysis import kept, op_costs, queries, rating, tensor_cores
+from profiler.analysis import kept, kernel_queries, op_costs, rating, run_queries, tensor_cores
 from profiler.storage import ceilings as measured_ceilings
 
 CEILINGS = (("matrix", "bf16"), ("vector", "fp32"))   # one line each on the chart, per vendor's names
@@ -50,11 +50,11 @@ def roofline_table(store, run_ids) -> pd.DataFrame:
 
 def _roofline_table(store, run_ids) -> pd.DataFrame:
     run_ids = list(run_ids)
-    totals = run_totals(op_costs.op_calls(store, run_ids), queries.run_iterations(store, run_ids))
+    totals = run_totals(op_costs.op_calls(store, run_ids), run_queries.run_iterations(store, run_ids))
     if totals.empty:
         return totals
     frame = totals.rename(columns={"flops_per_iter": "flops", "bytes_per_iter": "bytes"})
-    found = queries.run_devices(store, run_ids)
+    found = kernel_queries.run_devices(store, run_ids)
     devices = {r: op_costs.device_of(i) for r, i in found.items()}
     rated = op_costs.rate(frame, frame["kernel_us_per_iter"] / 1e6, devices)
     rated["gpu_name"] = [_sku_name(devices.get(r)) for r in rated["run_id"]]

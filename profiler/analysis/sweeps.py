@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import queries, repeats, run_shape
+from profiler.analysis import queries, repeats, run_queries, run_shape
 
 AXES = ("seq_len", "kv_len", "window", "head_dim", "kv_heads")
 SHAPE = [k for k in queries.SHAPE_KEYS if k != "variant"]   # what a sweep holds fixed, but its axis
@@ -132,7 +132,7 @@ def sweep_points(store, run_ids) -> pd.DataFrame:
     if shapes.empty:
         return pd.DataFrame(columns=columns)
     ids = list(shapes["run_id"])
-    busy = queries.run_metrics(store, ids)[["run_id", "gpu_work_us_per_iter"]]
+    busy = run_queries.run_metrics(store, ids)[["run_id", "gpu_work_us_per_iter"]]
     rows = shapes.merge(ranking.per_call(store, ids), on="run_id").merge(busy, on="run_id")
     rows["metric"] = rows["mode"].map(metric_of)
     rows["value"] = [useful_rate(shape, metric, us) for shape, metric, us in

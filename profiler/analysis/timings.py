@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import memory, queries
+from profiler.analysis import memory, query_files, run_queries
 from profiler.analysis.units import json_value
 
 COLUMNS = ["run_id", "cold", "gpu_us_per_call", "kernel_us_per_call", "wall_us_per_call", "wall_calls", "graph_us_per_call",
@@ -33,9 +33,9 @@ def gpu_us_per_call(metrics: pd.DataFrame) -> pd.Series:
 
 def run_timings(store, run_ids) -> pd.DataFrame:
     """One row per run in ``run_ids`` order, with COLUMNS (NaN/None where a run lacks a value)."""
-    ids = queries._ids(run_ids)
-    table = queries._run(store, "run_timings", run_ids=ids)
-    metrics = queries.run_metrics(store, ids).set_index("run_id")
+    ids = query_files.ids(run_ids)
+    table = query_files.run(store, "run_timings", run_ids=ids)
+    metrics = run_queries.run_metrics(store, ids).set_index("run_id")
     kernel = metrics["kernel_work_us_per_iter"]
     peaks = memory.memory_summary(store, ids).set_index("run_id")["peak_allocated_bytes"]
     table["gpu_us_per_call"] = table["run_id"].map(gpu_us_per_call(metrics))

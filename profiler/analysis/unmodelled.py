@@ -108,7 +108,7 @@ def _unowned(db, run_id: str, work: dict, charged: dict, done: set) -> list[tupl
     owner, _ = op_charges.owners(np.asarray(tree["parent_id"]), np.asarray(tree["family"]), launching)
     rest = (owner < 0) & ~_alone(work, charged, done)
     ids = sorted({int(i) for i in launching[rest] if i >= 0})
-    got = reads.arrays(db, "SELECT op_id, name FROM ops WHERE run_id = $run_id AND op_id IN (SELECT unnest($ids))",
+    got = db.arrays("SELECT op_id, name FROM ops WHERE run_id = $run_id AND op_id IN (SELECT unnest($ids))",
                        {"run_id": run_id, "ids": ids}) if ids else {"op_id": [], "name": []}
     op_name = dict(zip(np.asarray(got["op_id"]).tolist(), np.asarray(reads.column(got["name"]), dtype=object).tolist()))
     annotated = serving_costs.priced(db, run_id) if ids else {}

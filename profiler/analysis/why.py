@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import kept, kernel_names, op_costs, queries, rating, roofline
+from profiler.analysis import kept, kernel_names, op_costs, rating, roofline, run_queries
 from profiler.analysis.costmodel import PRECISION_BYTES
 from profiler.analysis.finding import Finding
 
@@ -175,10 +175,10 @@ def compare(store, run_a: str, run_b: str) -> list[Finding]:
     calls = op_costs.op_calls(store, [run_a, run_b])
     if calls.empty:
         return []
-    labels = dict(queries.run_labels(store, [run_a, run_b])[["run_id", "label"]].values)
-    totals = roofline.run_totals(calls, queries.run_iterations(store, [run_a, run_b]))
+    labels = dict(run_queries.run_labels(store, [run_a, run_b])[["run_id", "label"]].values)
+    totals = roofline.run_totals(calls, run_queries.run_iterations(store, [run_a, run_b]))
     archs = {r: op_costs.run_arch(store, r) for r in (run_a, run_b)}
-    kernel_us = queries.run_metrics(store, [run_a, run_b]).set_index("run_id")["kernel_sum_us_per_iter"].to_dict()
+    kernel_us = run_queries.run_metrics(store, [run_a, run_b]).set_index("run_id")["kernel_sum_us_per_iter"].to_dict()
     covered = coverage(totals, kernel_us)
     return [*_bytes_finding(labels, totals, calls, run_a, run_b, covered), *_fp32_gemms(labels, calls, archs),
             *_arch_finding(labels, calls, run_a, run_b, archs)]
@@ -193,5 +193,5 @@ def _one_run(store, run_id: str) -> list[Finding]:
     calls = op_costs.op_calls(store, [run_id])
     if calls.empty or _fp32_cuda_core(calls).empty:
         return []
-    labels = dict(queries.run_labels(store, [run_id])[["run_id", "label"]].values)
+    labels = dict(run_queries.run_labels(store, [run_id])[["run_id", "label"]].values)
     return _fp32_gemms(labels, calls, {run_id: op_costs.run_arch(store, run_id)})

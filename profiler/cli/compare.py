@@ -63,9 +63,8 @@ def run(args: argparse.Namespace) -> int:
 
 def resolve_run(store, text: str) -> str:
     """The run id that `text` is, or uniquely starts; UnknownRunError otherwise."""
-    from profiler.analysis import reads  # no pandas: `ops` resolves its run with this too
 
-    found = reads.arrays(store, "SELECT run_id FROM traces ORDER BY added_at DESC, run_id")["run_id"]
+    found = store.arrays("SELECT run_id FROM traces ORDER BY added_at DESC, run_id")["run_id"]
     ids = [str(r) for r in found.tolist()]
     matches = [r for r in ids if r == text] or [r for r in ids if r.startswith(text)]
     if len(matches) == 1:
@@ -92,14 +91,14 @@ def damaged_run(store, text: str) -> str | None:
 
 def compare_report(store, run_a: str, run_b: str, iteration: int = 0) -> dict:
     """Everything `compare` prints, as plain JSON-ready data."""
-    from profiler.analysis import diff, findings, queries
+    from profiler.analysis import diff, findings, kernel_queries, pair_queries, run_queries
 
     found = findings.compare_findings(store, run_a, run_b)
-    details = queries.kernel_details(store, [run_a, run_b])
-    kernels = diff.kernel_comparison(queries.kernel_delta(store, run_a, run_b), details, run_a, run_b)
-    aligned = diff.align_kernel_sequences(queries.kernel_sequence(store, run_a, iteration),
-                                          queries.kernel_sequence(store, run_b, iteration))
-    metrics = queries.run_metrics(store, [run_a, run_b]).set_index("run_id")
+    details = kernel_queries.kernel_details(store, [run_a, run_b])
+    kernels = diff.kernel_comparison(pair_queries.kernel_delta(store, run_a, run_b), details, run_a, run_b)
+    aligned = diff.align_kernel_sequences(pair_queries.kernel_sequence(store, run_a, iteration),
+                                          pair_queries.kernel_sequence(store, run_b, iteration))
+    metrics = run_queries.run_metrics(store, [run_a, run_b]).set_index("run_id")
     return {"run_a": run_a, "run_b": run_b, "iteration": iteration,
             "metrics": {side: json_value(metrics.loc[run].to_dict()) if run in metrics.index else None
                         for side, run in (("a", run_a), ("b", run_b))},

@@ -32,7 +32,6 @@ def add_ingest_options(ingest: argparse.ArgumentParser) -> None:
 
 def ingest_job(args: argparse.Namespace) -> int:
     from profiler.analysis import job_queries
-    from profiler.analysis.units import json_value
     from profiler.storage import job_ingest, jobs
     from profiler.storage.store import Store
 

@@ -62,15 +62,15 @@ def step_gpu_work_us(store, run_id: str) -> float | None:
     """The run's GPU work per step, read from the metrics layer (no pandas)."""
     from profiler.analysis import reads
 
-    got = reads.arrays(store, reads.sql_text("run_metrics"), {"run_ids": [run_id]})[RUN_FIGURE]
+    got = store.arrays(reads.sql_text("run_metrics"), {"run_ids": [run_id]})[RUN_FIGURE]
     return json_value(got[0]) if len(got) else None
 
 
 def _lookup(store: Store, args: argparse.Namespace) -> tuple[str, list[dict], list[dict]]:
-    from profiler.analysis import reads, unmodelled
+    from profiler.analysis import unmodelled
     from profiler.cli.compare import resolve_run
 
-    with reads.session(store) as db:     # one connection for the lookup and the model
+    with store.session() as db:     # one connection for the lookup and the model
         run_id = resolve_run(db, args.run)
         table = rows(db, run_id, args.kind)
         # the reasons cover the whole run: shown with every kind of op, or when nothing is modelled

@@ -71,10 +71,10 @@ def against_baseline(store, run_ids, baseline: str) -> pd.DataFrame:
     """The metrics layer's row of each run (``queries.run_metrics``) with ``times_baseline``: its
     time per call (`ranking.per_call`, what the ranking sorts by) over the baseline's, for the runs
     of the baseline's workload, device and state only (missing for the others: not comparable)."""
-    from profiler.analysis import queries, ranking
+    from profiler.analysis import ranking, run_queries
 
     ids = list(dict.fromkeys(run_ids))
-    metrics = queries.run_metrics(store, ids)
+    metrics = run_queries.run_metrics(store, ids)
     runs = ranking.runs_of(store, ids).set_index("run_id")
     per_call = runs["us_per_call"]
     same = runs.index[runs["set"] == runs.at[baseline, "set"]] if baseline in runs.index else [baseline]

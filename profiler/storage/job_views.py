@@ -1,7 +1,7 @@
 """Read jobs back: the Parquet rows of every committed job beside the store's own tables.
 
 `attach_views` runs on each read cursor (`Store.connect(jobs=True)`: `Store.query`,
-`queries.session`): temporary views named like the store's tables put both together, so every
+`store.session()`): temporary views named like the store's tables put both together, so every
 query and page reads a job's ranks like any other run.
 """
 from __future__ import annotations

@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from profiler.analysis import queries
+from profiler.analysis import run_queries
 from tests.test_graphs_described import G, PAIRS, raw_replay
 
 pytestmark = [pytest.mark.third_party, pytest.mark.skipif(not G.is_dir(), reason="needs the shared graph pairs")]
@@ -30,7 +30,7 @@ def _files():
 
 def _check(pages, at, store, replay, capture):
     assert not at.exception and not at.error, [e.value for e in at.error]
-    catalog = queries.run_catalog(store)
+    catalog = run_queries.run_catalog(store)
     assert catalog["name"].tolist() == [f"{replay.name} (joined with {capture.name})"]
     assert at.query_params["runs"] == catalog["run_id"].iloc[0]
     _, replayed = raw_replay(replay)
@@ -56,4 +56,4 @@ def test_one_file_is_refused_in_words(pages, empty_store):
     at = _upload(pages, files[1:])
     assert not at.exception
     assert len(at.error) == 1 and "a graph pair is two traces" in at.error[0].value
-    assert queries.run_catalog(empty_store).empty
+    assert run_queries.run_catalog(empty_store).empty

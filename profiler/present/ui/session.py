@@ -17,7 +17,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from profiler.analysis import queries, timings
+from profiler.analysis import run_queries, timings
 from profiler.capture.samples import Seeding, seed_in_background
 from profiler.errors import ProfilerError
 from profiler.present import markup
@@ -162,7 +162,7 @@ def preload_capture() -> threading.Thread:
 
         _wait_until_quiet()
         try:  # the runs page's per-run figures, kept per run: its first visit reads them
-            timings.catalog_with_timings(get_store(), queries.run_catalog(get_store()))
+            timings.catalog_with_timings(get_store(), run_queries.run_catalog(get_store()))
         except PROJECT_ERRORS:  # the page computes them again and says why
             pass
         _wait_until_quiet()

@@ -10,7 +10,7 @@ import streamlit as st
 from streamlit import config as st_config
 from streamlit.runtime.pages_manager import PagesManager
 
-from profiler.analysis import queries
+from profiler.analysis import run_queries
 from profiler.errors import StoreError
 from profiler.present import markup, share, sitemap, timeline_view
 from profiler.present.share import ShareError, ViewState, app_root, decode, encode, share_url
@@ -97,7 +97,7 @@ def _known(runs: tuple[str, ...]) -> tuple[str, ...]:
     if not runs:
         return runs
     try:
-        known = set(queries.run_labels(get_store(), runs)["run_id"])
+        known = set(run_queries.run_labels(get_store(), runs)["run_id"])
     except StoreError as err:  # e.g. the store file is locked by a long command-line ingest
         show_error(err)
         st.stop()

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from profiler.analysis import job_queries, queries
+from profiler.analysis import job_queries, run_queries
 from profiler.errors import StoreError, TraceError
 from profiler.present import markup
 from profiler.present.ui.session import PROJECT_ERRORS, db_path, get_store, traces_dir
@@ -104,7 +104,7 @@ def trace_download(run_id: str) -> None:
         st.caption("This server has no copy of this run's original trace (only runs uploaded "
                    "or captured in the dashboard keep one).")
         return
-    name = queries.run_labels(get_store(), [run_id])["name"].iloc[0]
+    name = run_queries.run_labels(get_store(), [run_id])["name"].iloc[0]
     stem = name.removesuffix(".gz").removesuffix(".json")
     st.download_button("Download the trace (.json.gz, opens in ui.perfetto.dev)",
                        data=path.read_bytes, file_name=download_name(stem, ".json.gz"),
