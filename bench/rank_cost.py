@@ -46,7 +46,8 @@ from bench.results import run_report, write_section
 from profiler.parse import trace
 from profiler.storage import jobs, metadata, metrics, rank_task
 from profiler.storage.staging import Staging
-from profiler.storage.store import Staged, Store
+from profiler.storage.store import Store
+from profiler.storage.commit import Staged
 
 PHASES = ("parse", "stage", "insert", "write")
 
@@ -78,7 +79,7 @@ def _stage_one(path: Path, cpu: dict) -> Staged:
 def one_way(files: list[Path], batched: bool, base: Path) -> dict:
     """CPU seconds per rank of each phase, storing the ranks one by one or batched."""
     cpu = dict.fromkeys(PHASES, 0.0)
-    store = Store(base / "scratch.duckdb", threads=rank_task._task_threads(2), in_memory=True)
+    store = Store(base / "scratch.duckdb", threads=rank_task.task_threads(2), in_memory=True)
     with store.connect() as con:
         staged = [_stage_one(f, cpu) for f in files]
         c0 = time.process_time()

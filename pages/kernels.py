@@ -1,7 +1,7 @@
 """Kernels: what ran on the GPU in each selected run, per iteration, side by side."""
 import streamlit as st
 
-from profiler.analysis import counters, findings, kernel_queries, roofline, run_queries, unmodelled
+from profiler.analysis import counters, kernel_queries, roofline, run_queries, unmodelled, verdict
 from profiler.present import charts, curve_charts, markup, ui
 
 def breakdown_section(store, runs, labels) -> None:
@@ -12,7 +12,7 @@ def breakdown_section(store, runs, labels) -> None:
     ui.table(metrics, column_config=ui.BREAKDOWN_COLUMNS, column_order=list(ui.BREAKDOWN_COLUMNS),
                  hide_index=True, placeholder="—")
     for row in metrics.itertuples():
-        st.text(markup.printable(findings.bound_sentence(row._asdict(), row.label)))
+        st.text(markup.printable(verdict.bound_sentence(row._asdict(), row.label)))
 
 
 def roofline_section(store, runs, labels) -> None:

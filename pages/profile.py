@@ -1,9 +1,9 @@
 """Profile: capture attention variants with torch.profiler on this machine; new runs are selected."""
 import streamlit as st
 
-from profiler.capture.recorder import CaptureConfig
-from profiler.capture.variants import (DTYPES, MODES, VARIANTS, Setting, availability, availability_by_mode,
-                                       default_device)
+from profiler.capture.config import CaptureConfig
+from profiler.capture.setting import DTYPES, MODES, Setting
+from profiler.capture.variants import VARIANTS, availability, availability_by_mode, default_device
 from profiler.present import markup, ui
 
 SEQ_LENS = (1, 4, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)

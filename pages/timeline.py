@@ -9,9 +9,9 @@ events stay quick. The window (wheel zoom, pan, buttons) and the dragged range l
 """
 import streamlit as st
 
-from profiler.analysis import run_queries, timeline_queries
+from profiler.analysis import run_queries, timeline_queries, units
 from profiler.errors import ShareError
-from profiler.present import charts, markup, narrative, share, style, timeline_view, ui
+from profiler.present import charts, markup, narrative, share, timeline_view, ui
 
 SCALES = {"shared": "Shared time scale", "independent": "Each run its own scale"}
 
@@ -53,8 +53,8 @@ def window_buttons(window, extent):
     for col, (label, move) in zip(cols, moves.items()):
         if col.button(markup.md(label), width="stretch"):
             window = move(window)
-    cols[-1].caption(markup.fmt("Window {} – {} of {}", style.duration(window[0] / 1e3),
-                                style.duration(window[1] / 1e3), style.duration(extent / 1e3)))
+    cols[-1].caption(markup.fmt("Window {} – {} of {}", units.duration(window[0] / 1e3),
+                                units.duration(window[1] / 1e3), units.duration(extent / 1e3)))
     return window
 
 
@@ -78,8 +78,8 @@ def url_event(state):
 
 def range_section(store, runs, labels, iteration, picked, state) -> None:
     """Perfetto's area selection: what ran inside the dragged range, per run and name."""
-    st.subheader(markup.fmt("Selected range {} – {}", style.duration(picked[0] / 1e3),
-                            style.duration(picked[1] / 1e3)), divider="gray")
+    st.subheader(markup.fmt("Selected range {} – {}", units.duration(picked[0] / 1e3),
+                            units.duration(picked[1] / 1e3)), divider="gray")
     if st.button("Zoom to the selected range"):
         ui.set_view(state.with_(window_ns=picked))
         st.rerun()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import kernel_queries, pair_queries, queries as q
+from profiler.analysis import kernel_queries, pair_queries, queries as q, units
 from profiler.present import charts, curve_charts, style
 from tests.tiny_store import RUNS
 
@@ -106,7 +106,7 @@ def test_grouped_bars_give_every_bar_its_own_row_and_its_own_label(labels):
     data = pd.DataFrame({"name": ["k1", "k1", "k2", "k3"], "run": [runs[1], runs[0], runs[1], runs[0]],
                          "us": [2.0, 500.0, 1.0, 30.0]})
     chart = charts.grouped_bars(data, "name", "run", "us", style.run_scale(labels), "t", "µs",
-                                ["name", "run", "us"], fmt=style.duration)
+                                ["name", "run", "us"], fmt=units.duration)
     spec = _spec(style.configure(chart))
     rows = [(r["row"], r["run"]) for r in _rows(spec)]
     # heaviest group first; inside it the runs in selection order; a blank-labelled second row
@@ -192,5 +192,5 @@ def test_the_roofline_fits_its_axes_to_the_points(labels):
     assert spec["layer"][0]["mark"]["clip"] is True                     # roofs cut at the axes
     assert spec["layer"][2]["encoding"]["x"]["scale"]["domain"] == [x_lo, x_hi]
     # below the ridge (206 FLOP/B) the roof is the memory slope: 4.8 TB/s × 60 FLOP/B
-    low = curve_charts._ceiling_names(lines, 60.0)["tflops"].iloc[0]
+    low = curve_charts.ceiling_names(lines, 60.0)["tflops"].iloc[0]
     assert abs(low - 0.048 / 0.01 * 60.0) < 1e-6

@@ -71,7 +71,8 @@ def test_ops_on_an_older_store_migrates_it_as_before(tmp_path, capsys):
     migrates), so the command works on it as it did."""
     import duckdb
 
-    from profiler.storage.store import SCHEMA_VERSION, Store
+    from profiler.storage.store import Store
+    from profiler.storage.migrations import SCHEMA_VERSION
     from tests.conftest import SAMPLES
 
     store = Store(tmp_path / "old.duckdb")

@@ -133,4 +133,4 @@ def test_a_kept_chart_is_built_once_and_again_after_a_rename(fixture_store):
     catalog.rename_run(store, upload, "renamed run")
     again = kept.value(store, ("chart", "test"), runs, build)
     assert len(built) == 2 and any(label.startswith("renamed run") for label in again.data["label"])
-    assert kept._size(again) == len(again.data) * len(again.data.columns) * kept.CELL_BYTES > 0
+    assert kept.frame_size(again) == len(again.data) * len(again.data.columns) * kept.CELL_BYTES > 0

@@ -6,7 +6,8 @@ import json
 import pandas as pd
 import pytest
 
-from profiler.analysis import kernel_queries, pair_queries, queries as q, reads, run_queries, timeline_queries
+from profiler.analysis import kernel_queries, pair_queries, queries as q, run_queries, timeline_queries
+from profiler import errors
 from profiler.analysis.units import binary_size
 from profiler.errors import UnknownRunError
 from tests.tiny_store import RUNS
@@ -128,7 +129,7 @@ def test_timeline_panels_read_every_run_in_one_query(tiny):
 
 
 def test_timeline_rejects_an_empty_window(tiny):
-    with pytest.raises(reads.QueryError, match="empty"):
+    with pytest.raises(errors.QueryError, match="empty"):
         timeline_queries.timeline_marks(tiny, "runa", 0, (500, 500))
 
 
@@ -253,7 +254,7 @@ def test_kernel_and_api_deltas(tiny):
     api = pair_queries.launch_api_delta(tiny, "runa", "runb").set_index("api")
     assert api.loc["cudaLaunchKernel", "calls_delta"] == 2.0
     assert api.loc["cuLaunchKernel", "presence"] == "only in a"
-    with pytest.raises(reads.QueryError, match="two different runs"):
+    with pytest.raises(errors.QueryError, match="two different runs"):
         pair_queries.kernel_delta(tiny, "runa", "runa")
 
 

@@ -14,7 +14,8 @@ import pytest
 
 from profiler import errors
 from profiler.analysis import kernel_queries, queries, run_queries
-from profiler.storage.store import SCHEMA_VERSION, Store
+from profiler.storage.store import Store
+from profiler.storage.migrations import SCHEMA_VERSION
 from tests.conftest import FIXTURES, SAMPLES
 
 OLD_SCHEMAS = sorted((FIXTURES / "store").glob("schema_v*.sql"))

@@ -67,8 +67,8 @@ def test_a_million_ops_at_one_timestamp_and_a_million_deep(tmp_path):
 
 
 def _walk_owners(parent, family, starts):
-    """op_costs.owners as its doc reads, one op and one parent at a time."""
-    from profiler.analysis.op_costs import ATTENTION, DECOMPOSED, MODEL
+    """op_charges.owners as its doc reads, one op and one parent at a time."""
+    from profiler.analysis.op_charges import ATTENTION, DECOMPOSED, MODEL
     charged, backends = [], []
     for s in starts:
         nearest = inner = outer = -1
@@ -85,7 +85,7 @@ def _walk_owners(parent, family, starts):
 
 
 def test_op_owners_by_pointer_jumping_match_the_walk_up():
-    from profiler.analysis.op_costs import owners
+    from profiler.analysis.op_charges import owners
     rng = np.random.default_rng(7)
     for _ in range(500):
         n = int(rng.integers(1, 30))

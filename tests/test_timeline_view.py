@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from profiler.analysis import timeline_queries
-from profiler.present import style, timeline_view as tv
+from profiler.analysis import timeline_queries, units
+from profiler.present import timeline_view as tv
 
 
 def _panels(tiny, shared=True, window=(0, 100_000)):
@@ -110,7 +110,7 @@ def test_scale_hint_only_past_a_hundredfold():
     short, long = pd.DataFrame({"end_us": [2.0]}), pd.DataFrame({"end_us": [500.0]})
     assert tv.scale_hint([(0, 0, 0, short), (0, 0, 0, long)]) == 250
     assert tv.scale_hint([(0, 0, 0, short), (0, 0, 0, short)]) is None
-    assert style.duration(1_050_000) == "1.05 s"
+    assert units.duration(1_050_000) == "1.05 s"
 
 
 def test_collapsed_cpu_lanes_name_only_the_innermost_ops(tiny):

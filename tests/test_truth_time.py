@@ -13,7 +13,7 @@ from decimal import Decimal
 
 import pytest
 
-from profiler.analysis import findings, run_queries
+from profiler.analysis import run_queries, verdict
 from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES
 from tests.raw_step_work import union as _union  # the raw JSON's interval union, one for every truth test
@@ -91,7 +91,7 @@ def test_qwen_work_launched_before_profiling_is_carried(db):
     # TraceLens's figure: busy between the first and the last GPU event, named apart
     assert run["span_busy_pct"] == pytest.approx(100 * step["active"] / step["span"], abs=0.01)
     assert run["span_busy_pct"] > run["gpu_busy_pct"]
-    sentence = findings.bound_sentence(run, "qwen")
+    sentence = verdict.bound_sentence(run, "qwen")
     assert f"{100 * step['carried'] / step['wall']:.1f}%" in sentence
     assert f"{100 * step['own'] / step['wall']:.1f}%" in sentence
     assert f"{100 * step['unattributed'] / step['wall']:.1f}% work with no launch call" in sentence
@@ -123,7 +123,7 @@ def test_checkpointed_steps_own_nothing_and_the_sentence_says_carried(db):
     assert all(w["own"] == 0 and w["carried"] > 0.8 * w["wall"] for w in want)
     assert run["gpu_busy_pct"] == 0 and run["carried_pct"] == pytest.approx(
         100 * sum(w["carried"] for w in want) / sum(w["wall"] for w in want))
-    sentence = findings.bound_sentence(run, "ckpt")
+    sentence = verdict.bound_sentence(run, "ckpt")
     assert f"{run['carried_pct']:.1f}%" in sentence and "launched before" in sentence
 
 

@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from profiler.analysis import findings, kernel_queries, op_costs, run_queries
+from profiler.analysis import findings, kernel_queries, op_costs, run_queries, verdict
 from profiler.parse import demangled
 from profiler.present import markup
 from profiler.storage.store import Store
@@ -55,8 +55,8 @@ def test_the_bound_rule_reads_a_busy_gpu_as_gpu_bound_with_its_evidence(db, shar
     assert run["bound"] == bound
     assert run["gpu_active_pct"] == pytest.approx(100 * share)
     assert run["idle_gaps_per_iter"] == 4 and run["max_gap_us"] == pytest.approx((1 - share) * 10_000 / 4)
-    text = findings.bound_sentence(run, "r")
-    assert text.startswith(f"r is {findings.BOUND_WORDS[bound]}")
+    text = verdict.bound_sentence(run, "r")
+    assert text.startswith(f"r is {verdict.BOUND_WORDS[bound]}")
     assert f"runs work {100 * share:.1f}%" in text and f"idle {100 - 100 * share:.1f}%" in text
     assert f"the longest {(1 - share) * 10_000 / 4:,.1f} µs" in text
 
@@ -70,7 +70,7 @@ def test_the_naive_sample_busy_89_percent_reads_gpu_bound(db):
     assert 0.85 <= active / wall < 0.90  # busy, yet idle above the old 10 % line
     run = run_queries.run_metrics(db, [db.ingest(NAIVE).run_id]).iloc[0]
     assert raw["bound"] == run["bound"] == "gpu"
-    text = findings.bound_sentence(run, "naive")
+    text = verdict.bound_sentence(run, "naive")
     assert "GPU-bound" in text and f"{100 * active / wall:.1f}%" in text and "synchronize" in text
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import gpus, kernel_queries, occupancy, pair_queries, tensor_cores
+from profiler.analysis import kernel_queries, occupancy, pair_queries, tensor_cores
+from profiler.analysis.device import Device
 from profiler.analysis.diff import kernel_family
 from profiler.analysis.finding import Finding, Runs
 from profiler.analysis.units import binary_size, json_value
@@ -153,7 +154,7 @@ def zero_occupancy(runs: Runs, store) -> list[Finding]:
         ([_tiny_grid_finding(tiny)] if tiny else [])
 
 
-def _theory(row, device_info) -> tuple[gpus.Device | None, occupancy.Launch, occupancy.Occupancy]:
+def _theory(row, device_info) -> tuple[Device | None, occupancy.Launch, occupancy.Occupancy]:
     device = kernel_queries.run_device(device_info, row.device)
     launch = occupancy.Launch(_int(row.threads_per_block) or 0, _int(row.registers_per_thread),
                               _int(row.shared_mem_bytes), _int(row.grid_blocks))

@@ -22,7 +22,6 @@ from profiler.analysis.finding import Finding, Runs
 from profiler.analysis.finding_kinds import (bound, cpu_ops_only_in_one, cuda_core_math, kernels_per_iteration,
                                              launch_api, memcpy_only_in_one, zero_occupancy)
 from profiler.analysis.units import duration, json_value
-from profiler.analysis.verdict import BOUND_EVIDENCE, BOUND_WORDS, bound_sentence  # noqa: F401 (re-exported)
 from profiler.errors import UnknownRunError
 from profiler.parse import demangled
 

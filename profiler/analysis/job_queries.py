@@ -56,13 +56,13 @@ def manifest(store, job: str) -> dict:
     raise jobs.JobError(f"job {job!r} is not in the store (stored jobs: {known}{broken})")
 
 
-def _summary_stamp(m: dict) -> str:
+def summary_stamp(m: dict) -> str:
     """The stamp of job `m`'s summary: its manifest (with `files_seen`, its files as they are) and
     the queries' definitions."""
     return job_summary.stamp(m, {q: sql_text(q) for q in SUMMARY_QUERIES})
 
 
-def _kept_manifest(store, job: str) -> dict | None:
+def kept_manifest(store, job: str) -> dict | None:
     """Job `job`'s manifest, read without opening its rank files (their presence is checked), or
     None when it does not read that way (`manifest` then says why, or the job is damaged)."""
     root = jobs.job_root(store)
@@ -75,8 +75,8 @@ def _kept_manifest(store, job: str) -> dict | None:
 
 def _kept(store, job: str) -> dict | None:
     """The job's kept summary ({query: rows}), or None when none is kept for it as it is now."""
-    m = _kept_manifest(store, job)
-    return job_summary.read(store, job, _summary_stamp(m)) if m is not None else None
+    m = kept_manifest(store, job)
+    return job_summary.read(store, job, summary_stamp(m)) if m is not None else None
 
 
 def _rows(store, job: str, query: str) -> pd.DataFrame:
@@ -87,22 +87,35 @@ def _rows(store, job: str, query: str) -> pd.DataFrame:
     return store.query(sql_text(query), {"job": job})
 
 
+def ingest_job(store, paths, job: str, **options) -> jobs.JobResult:
+    """Ingest the rank traces in `paths` as job `job` and keep its summary: the one call every
+    caller makes (the command line, the upload page), so no job lands without the summary its
+    reads take (without it every read goes back to the ranks' Parquet files). `options` are
+    `job_ingest.ingest_job`'s (skip_bad, workers, engine, ray_address, keep_python, progress,
+    chunk_bytes); its errors (`JobError`, `TraceError`) pass through."""
+    from profiler.storage import job_ingest
+
+    result = job_ingest.ingest_job(store, paths, job, **options)
+    keep_summary(store, result.job, result.ranks)
+    return result
+
+
 def keep_summary(store, job: str, ranks: list | None = None) -> None:
     """Compute job `job`'s summary with the job queries and keep it in the store (`store`: a
     writing `Store`). Called when a job has been ingested: `ranks`, its ingest's results
     (`JobResult.ranks`), when each brought back the rows the queries read (`summary_rows`), are
     what they run on; else they run over the ranks' files."""
     if ranks and all(r.summary_rows is not None for r in ranks):
-        m = _kept_manifest(store, job)  # just written by this ingest: its files are not opened again
+        m = kept_manifest(store, job)  # just written by this ingest: its files are not opened again
         if m is not None and sorted(r["run_id"] for r in m["ranks"]) == sorted(r.run_id for r in ranks):
             with job_summary.from_rows(m, ranks) as db:
                 frames = {q: db.query(sql_text(q), {"job": job}) for q in SUMMARY_QUERIES}
-            job_summary.write(store, job, _summary_stamp(m), frames)
+            job_summary.write(store, job, summary_stamp(m), frames)
             return
     m = manifest(store, job)
     with store.session() as db:
         frames = {q: db.query(sql_text(q), {"job": job}) for q in SUMMARY_QUERIES}
-    job_summary.write(store, job, _summary_stamp(m), frames)
+    job_summary.write(store, job, summary_stamp(m), frames)
 
 
 def rank_iterations(store, job: str) -> pd.DataFrame:
@@ -203,8 +216,8 @@ def _sized(df: pd.DataFrame) -> pd.DataFrame:
 
 def job_report(store, job: str) -> dict:
     """Everything `python -m profiler job NAME --json` prints."""
-    m = _kept_manifest(store, job)
-    kept = job_summary.read(store, job, _summary_stamp(m)) if m is not None else None
+    m = kept_manifest(store, job)
+    kept = job_summary.read(store, job, summary_stamp(m)) if m is not None else None
     if kept is None:  # no summary kept for the job as it is: its ranks' files, checked
         m = manifest(store, job)
         kept = {q: store.query(sql_text(q), {"job": job}) for q in SUMMARY_QUERIES}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from profiler.analysis import gpus, kept, occupancy, query_files, reads, tensor_cores
+from profiler.analysis.device import Device
 from profiler.analysis.counters import COUNTER_COLUMNS
 from profiler.analysis.units import binary_size
 
@@ -48,7 +49,7 @@ def _kernel_details(store, run_ids) -> pd.DataFrame:
                for run, names in kernels.groupby("run_id")["kernel"]}
     table = tensor_cores.classify_frame(kernels, "kernel", vendors)
     configs = query_files.run(store, "kernel_configs", run_ids=query_files.ids(run_ids))
-    resolved: dict[tuple, gpus.Device | None] = {}  # one lookup per run and device, not per configuration
+    resolved: dict[tuple, Device | None] = {}  # one lookup per run and device, not per configuration
     for run, device in configs[["run_id", "device"]].drop_duplicates().itertuples(index=False):
         resolved[(run, None if pd.isna(device) else int(device))] = run_device(devices.get(run), device)
     theory = [_theory(row, resolved[(row.run_id, None if pd.isna(row.device) else int(row.device))])
@@ -92,7 +93,7 @@ def _config_text(c) -> str:
 run_devices = reads.run_devices
 
 
-def run_device(device_info, device_index=None) -> gpus.Device | None:
+def run_device(device_info, device_index=None) -> Device | None:
     """The one device lookup: the ``Device`` a run's kernel ran on, from a ``run_devices`` value
     (deviceProperties list, GPU name) and the kernel's device index; None when unknown."""
     props, gpu = device_info or (None, None)
@@ -103,7 +104,7 @@ def run_device(device_info, device_index=None) -> gpus.Device | None:
         return None
 
 
-def _theory(row, device: gpus.Device | None) -> occupancy.Occupancy:
+def _theory(row, device: Device | None) -> occupancy.Occupancy:
     """The calculator on one launch configuration (a kernel_configs row) on its device."""
     threads = None if pd.isna(row.block_x) else int(row.block_x * row.block_y * row.block_z)
     blocks = None if pd.isna(row.grid_x) else int(row.grid_x * row.grid_y * row.grid_z)

@@ -26,11 +26,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from profiler.analysis import arrays, kernel_names, op_pricing, reads
+from profiler import errors
 # the model's parts, named here by their callers
-from profiler.analysis.op_charges import (ATTENTION, DECOMPOSED, MODEL, charged_calls,  # noqa: F401
-                                          charged_kernels, launched_work, owners)
-from profiler.analysis.op_pricing import device_of, run_arch  # noqa: F401
-from profiler.analysis.rating import rate, rated  # noqa: F401  (rate: the roofline's)
+from profiler.analysis.rating import rated
 
 if TYPE_CHECKING:  # pandas loads only where a DataFrame is asked for
     import pandas as pd
@@ -60,11 +58,11 @@ def op_calls(store, run_ids) -> pd.DataFrame:
     import pandas as pd
 
     with store.session() as db:
-        calls = _op_calls(db, list(run_ids))[0]
+        calls = op_call_columns(db, list(run_ids))[0]
     return pd.DataFrame(calls, columns=CALL_ORDER) if calls else pd.DataFrame(columns=CALL_COLUMNS)
 
 
-def _op_calls(db, run_ids: list) -> tuple[dict, list[dict]]:
+def op_call_columns(db, run_ids: list) -> tuple[dict, list[dict]]:
     """(op_calls' columns, {} when none; the kernels charged to them, per run: run_id, op_id,
     kernel_hash, dur_ns, names); read-only. Each run's part is kept in the store's cache."""
     parts = db.cache.per_run(db, "op_costs", run_ids, lambda todo: _compute(db, todo), _nbytes)
@@ -91,7 +89,7 @@ def _compute(db, run_ids: list) -> dict:
 def ops_columns(store, run_ids, kind: str = "all") -> dict:
     """`ops_table` as numpy columns ({} when no op is modelled); needs no pandas."""
     if kind not in KINDS:
-        raise reads.QueryError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
+        raise errors.QueryError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
     with store.session() as db:
         return _ops_table(db, list(run_ids), kind)
 
@@ -109,7 +107,7 @@ def ops_table(store, run_ids, kind: str = "all") -> pd.DataFrame:
 
 
 def _ops_table(db, run_ids: list, kind: str) -> dict:
-    calls, kernels = _op_calls(db, run_ids)
+    calls, kernels = op_call_columns(db, run_ids)
     if calls and kind != "all":
         calls = arrays.take(calls, calls["kind"] == kind)
     if not arrays.rows(calls):

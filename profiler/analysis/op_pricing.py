@@ -16,6 +16,7 @@ from functools import lru_cache
 import numpy as np
 
 from profiler.analysis import arrays, costmodel as cm, gpus, kernel_names, modes, reads, run_shape, tensor_cores
+from profiler.analysis.device import Device
 from profiler.analysis.costmodel import OpCost
 from profiler.analysis.op_charges import (ATTENTION_KERNEL, charged_calls, charged_kernels, kernel_name_map,
                                           kernel_name_maps, launched_work, op_inputs, op_trees, thread_ops)
@@ -167,7 +168,7 @@ def run_arch(store, run_id: str) -> str | None:
     return arch_of(device_of(reads.run_devices(store, [run_id]).get(run_id)))
 
 
-def device_of(info) -> gpus.Device | None:
+def device_of(info) -> Device | None:
     """The device of a `reads.run_devices` value (deviceProperties, GPU name): its first device,
     else the built-in one of that name (None when unknown)."""
     props, gpu_name = info or (None, None)

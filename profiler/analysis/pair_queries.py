@@ -5,9 +5,8 @@ from __future__ import annotations
 import pandas as pd
 
 from profiler.analysis import diff, kept, query_files
-from profiler.analysis.reads import QueryError
+from profiler.errors import QueryError, UnknownRunError
 from profiler.analysis.run_queries import iteration_bounds
-from profiler.errors import UnknownRunError
 
 ALIGN_MAX_KERNELS = 4000      # longer iterations are cut before alignment
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import kept, kernel_names, op_costs, query_files, why
+from profiler.analysis import kept, kernel_names, op_pricing, query_files, why
 from profiler.vocab.attention import SDPA_BACKENDS
 
 FORCED = {f"sdpa_{name}" for name in SDPA_BACKENDS}
@@ -66,7 +66,7 @@ def main_kernel(rows: pd.DataFrame) -> str | None:
 def arch(store, row: pd.Series) -> str | None:
     """The architecture of a group's run: the rank table's ``arch`` (read once for every group),
     else read for it."""
-    return row["arch"] if "arch" in row.index else op_costs.run_arch(store, row["run_id"])
+    return row["arch"] if "arch" in row.index else op_pricing.run_arch(store, row["run_id"])
 
 
 def library_of(store, row: pd.Series) -> str | None:

@@ -11,7 +11,6 @@ from functools import cache
 from pathlib import Path
 
 from profiler.errors import QueryError
-from profiler.storage.session import READS, Session  # noqa: F401 (re-exported)
 
 SQL_DIR = Path(__file__).resolve().parent / "sql"
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from profiler.analysis import kept, kernel_queries, op_costs, rating, run_queries, tensor_cores
+from profiler.analysis import kept, kernel_queries, op_costs, op_pricing, rating, run_queries, tensor_cores
 from profiler.storage import ceilings as measured_ceilings
 
 CEILINGS = (("matrix", "bf16"), ("vector", "fp32"))   # one line each on the chart, per vendor's names
@@ -42,7 +42,7 @@ def run_totals(calls: pd.DataFrame, iterations: pd.DataFrame) -> pd.DataFrame:
 
 
 def roofline_table(store, run_ids) -> pd.DataFrame:
-    """One row per run with modelled ops: run_totals' columns plus op_costs.rate's (tflops, tbps,
+    """One row per run with modelled ops: run_totals' columns plus rating.rate's (tflops, tbps,
     intensity, peak_tflops, peak_tbps, ridge, roof_tflops, bound, pct_of_peak, pct_of_roof).
     Kept per run (profiler/analysis/kept.py)."""
     return kept.per_run(store, "roofline_table", run_ids, lambda ids: _roofline_table(store, ids), "run_id")
@@ -55,8 +55,8 @@ def _roofline_table(store, run_ids) -> pd.DataFrame:
         return totals
     frame = totals.rename(columns={"flops_per_iter": "flops", "bytes_per_iter": "bytes"})
     found = kernel_queries.run_devices(store, run_ids)
-    devices = {r: op_costs.device_of(i) for r, i in found.items()}
-    rated = op_costs.rate(frame, frame["kernel_us_per_iter"] / 1e6, devices)
+    devices = {r: op_pricing.device_of(i) for r, i in found.items()}
+    rated = rating.rate(frame, frame["kernel_us_per_iter"] / 1e6, devices)
     rated["gpu_name"] = [_sku_name(devices.get(r)) for r in rated["run_id"]]
     measured = measured_ceilings.latest(store)
     rated = rating.against_measured(rated, {r: measured.get((info or (None, None))[1]) for r, info in found.items()})

@@ -71,7 +71,7 @@ def unmodelled(store, run_id: str) -> list[dict]:
         work = op_charges.launched_work(db, [run_id])
         names = op_charges.kernel_name_map(db, run_id)
         charged = op_charges.charged_kernels(db, run_id, {k: v.copy() for k, v in work.items()}, names)
-        priced = op_costs._op_calls(db, [run_id])[0]
+        priced = op_costs.op_call_columns(db, [run_id])[0]
         done = set(priced["op_id"].tolist()) if priced else set()
         rows = _dropped(db, run_id, charged, done) + _unowned(db, run_id, work, charged, done)
     merged: dict[tuple, list[int]] = {}

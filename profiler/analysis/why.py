@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import kept, kernel_names, op_costs, rating, roofline, run_queries
+from profiler.analysis import kept, kernel_names, op_costs, op_pricing, rating, roofline, run_queries
 from profiler.analysis.costmodel import PRECISION_BYTES
 from profiler.analysis.finding import Finding
 
@@ -177,7 +177,7 @@ def compare(store, run_a: str, run_b: str) -> list[Finding]:
         return []
     labels = dict(run_queries.run_labels(store, [run_a, run_b])[["run_id", "label"]].values)
     totals = roofline.run_totals(calls, run_queries.run_iterations(store, [run_a, run_b]))
-    archs = {r: op_costs.run_arch(store, r) for r in (run_a, run_b)}
+    archs = {r: op_pricing.run_arch(store, r) for r in (run_a, run_b)}
     kernel_us = run_queries.run_metrics(store, [run_a, run_b]).set_index("run_id")["kernel_sum_us_per_iter"].to_dict()
     covered = coverage(totals, kernel_us)
     return [*_bytes_finding(labels, totals, calls, run_a, run_b, covered), *_fp32_gemms(labels, calls, archs),
@@ -194,4 +194,4 @@ def _one_run(store, run_id: str) -> list[Finding]:
     if calls.empty or _fp32_cuda_core(calls).empty:
         return []
     labels = dict(run_queries.run_labels(store, [run_id])[["run_id", "label"]].values)
-    return _fp32_gemms(labels, calls, {run_id: op_costs.run_arch(store, run_id)})
+    return _fp32_gemms(labels, calls, {run_id: op_pricing.run_arch(store, run_id)})

@@ -23,7 +23,9 @@ import sys
 
 import torch
 
-from profiler.capture.variants import Setting, get_variant, make_inputs, train_step
+from profiler.capture.variants import get_variant
+from profiler.capture.attention_fns import make_inputs, train_step
+from profiler.capture.setting import Setting
 
 
 def setting_of(request: dict, device: str) -> Setting:

@@ -32,17 +32,16 @@ def add_ingest_options(ingest: argparse.ArgumentParser) -> None:
 
 def ingest_job(args: argparse.Namespace) -> int:
     from profiler.analysis import job_queries
-    from profiler.storage import job_ingest, jobs
+    from profiler.storage import jobs
     from profiler.storage.store import Store
 
     store = Store(args.db)
     bar = ProgressBar(f"job {args.job}", delay_s=1.0)
     try:
-        result = job_ingest.ingest_job(store, args.files, args.job, skip_bad=args.skip_bad, workers=args.workers,
-                                 engine="in-process" if args.in_process else "ray",
-                                 ray_address=args.ray_address, keep_python=args.python_functions,
-                                 progress=bar.update)
-        job_queries.keep_summary(store, result.job, result.ranks)
+        result = job_queries.ingest_job(store, args.files, args.job, skip_bad=args.skip_bad, workers=args.workers,
+                                        engine="in-process" if args.in_process else "ray",
+                                        ray_address=args.ray_address, keep_python=args.python_functions,
+                                        progress=bar.update)
     except (jobs.JobError, errors.TraceError) as e:  # the job was not stored: exit 1, as any failed ingest
         bar.close()
         print(f"error: {e}", file=sys.stderr)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.present import style
+from profiler.analysis import units
 
 COLUMNS = ["rank", "label", "us_per_call", "interval", "repeats", "times_fastest", "versus", "run_id", "rate",
            "pct_of_roof", "roof_bound", "peak_allocated_mib", "cold_first_call", "bound", "outliers"]
@@ -56,7 +56,7 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
     shown["versus"] = [versus(r) for r in records]
     shown["outliers"] = [", ".join(o) or None for o in shown["outliers"]]
     shown["peak_allocated_mib"] = shown["peak_allocated_bytes"] / 2**20
-    shown["cold_first_call"] = [None if pd.isna(us) else style.duration(float(us)) for us in shown["cold_us"]]
+    shown["cold_first_call"] = [None if pd.isna(us) else units.duration(float(us)) for us in shown["cold_us"]]
     return shown[COLUMNS]
 
 

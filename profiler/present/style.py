@@ -12,7 +12,6 @@ and tables.
 from __future__ import annotations
 
 import hashlib
-import math
 import re
 
 import altair as alt
@@ -154,18 +153,7 @@ def category_scale(values) -> alt.Scale:
     return alt.Scale(**category_colours(values))
 
 
-def duration(us: float | None) -> str:
-    """A duration in microseconds, in the unit that reads best: '850 ns', '12.3 µs', '1.05 s'."""
-    if us is None or (isinstance(us, float) and math.isnan(us)):
-        return "—"
-    a = abs(us)
-    for limit, div, unit in ((1e6, 1e6, "s"), (1e3, 1e3, "ms"), (1, 1, "µs")):
-        if a >= limit:
-            return f"{us / div:.3g} {unit}"
-    return f"{us * 1e3:.3g} ns" if us else "0"
-
-
-# Vega expression: the same units for axis labels (the value is in µs)
+# Vega expression: units.duration's units for axis labels (the value is in µs)
 DURATION_LABEL = (
     "abs(datum.value) >= 1e6 ? format(datum.value / 1e6, '.4~r') + ' s' : "
     "abs(datum.value) >= 1e3 ? format(datum.value / 1e3, '.4~r') + ' ms' : "

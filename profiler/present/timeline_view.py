@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from profiler.analysis import units
 from profiler.present import style
 
 EVENT_KINDS = ["op", "runtime", "driver", "kernel", "memcpy", "memset", "merged"]
@@ -78,7 +79,7 @@ def panel_data(marks: pd.DataFrame | list[dict], panel: int, search: str | None,
         out.append({
             "lane": r["lane"], "kind": r["kind"], "start_us": r["start_us"], "end_us": r["end_us"],
             "name": name, "what": f"{r['kind']} on {r['lane']}",
-            "duration": style.duration(r["dur_us"]), "starts": style.duration(r["start_us"]),
+            "duration": units.duration(r["dur_us"]), "starts": units.duration(r["start_us"]),
             "details": _details(r), "link": f"{panel}:{ext}" if ext is not None else f"{panel}{part}:m{i}",
             "hit": not needle or (needle in name.lower() and r["kind"] != "merged"),
             "label": name if r.get("labelled", True) and r["kind"] != "merged" else "",
@@ -199,7 +200,7 @@ def _names_layer(x: dict, y: dict, scale: str) -> dict:
 def _boundary_layers(x: dict, step: str, step_end_us: float) -> list[dict]:
     """Where the step ends: a dashed rule labelled with the step's name and length; what lies
     past it is the step's own GPU work still running (the next step's events are not drawn)."""
-    text = f"{step} ends at {style.duration(step_end_us)} · later steps not drawn"
+    text = f"{step} ends at {units.duration(step_end_us)} · later steps not drawn"
     data = {"values": [{"start_us": step_end_us, "text": text}]}
     enc = {"x": x}
     return [{"data": data, "mark": {"type": "rule", "clip": True, "color": "#444",
@@ -340,14 +341,14 @@ def empty_note(label: str, panel) -> str:
     """Why a run's panel is empty: its step ended before the window, or nothing ran in it."""
     lo, hi = panel.domain
     if lo >= panel.step_end_us:
-        return (f"{label}: {panel.step} ends at {style.duration(panel.step_end_us)}, before this "
-                f"window ({style.duration(lo)} – {style.duration(hi)}); later steps are not drawn.")
+        return (f"{label}: {panel.step} ends at {units.duration(panel.step_end_us)}, before this "
+                f"window ({units.duration(lo)} – {units.duration(hi)}); later steps are not drawn.")
     return f"{label}: {panel.step} has no events in this window."
 
 
 def range_table(stats: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
     """``queries.timeline_range_stats`` for the page: run label, readable total and self time."""
     return stats.assign(run=stats["run_id"].map(labels).fillna(stats["run_id"]),
-                        total=(stats["total_ns"] / 1e3).map(style.duration),
-                        self_time=(stats["self_ns"] / 1e3).map(style.duration),
+                        total=(stats["total_ns"] / 1e3).map(units.duration),
+                        self_time=(stats["self_ns"] / 1e3).map(units.duration),
                         total_us=stats["total_ns"] / 1e3, self_us=stats["self_ns"] / 1e3)

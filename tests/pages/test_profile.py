@@ -4,7 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from profiler.analysis import run_queries
-from profiler.capture.variants import Setting, availability, default_device
+from profiler.capture.variants import availability, default_device
+from profiler.capture.setting import Setting
 from tests.pages.conftest import shown
 
 DEVICE = default_device()

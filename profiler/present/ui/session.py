@@ -166,9 +166,9 @@ def preload_capture() -> threading.Thread:
         except PROJECT_ERRORS:  # the page computes them again and says why
             pass
         _wait_until_quiet()
-        from profiler.capture import variants
+        from profiler.capture import setting, variants
 
-        variants.availability(variants.Setting(device=variants.default_device()))
+        variants.availability(setting.Setting(device=variants.default_device()))
         gc.freeze()
 
     thread = threading.Thread(target=load, name="preload-capture", daemon=True)
