@@ -13,6 +13,7 @@ from profiler.analysis.finding import Finding, Runs
 from profiler.analysis.units import binary_size, json_value
 from profiler.analysis.verdict import BOUND_EVIDENCE, bound_sentence
 from profiler.parse import demangled
+from profiler.storage.session import StoreHandle
 
 MATH_OPS = ("gemm", "conv", "attention")
 MAX_NAMES = 5
@@ -53,7 +54,7 @@ def _memop_verb(name: str) -> str:
     return "sets" if name.startswith("Memset") else "copies"
 
 
-def launch_api(store, runs: Runs) -> list[Finding]:
+def launch_api(store: StoreHandle, runs: Runs) -> list[Finding]:
     a, b = runs.ids
     delta = pair_queries.launch_api_delta(store, a, b)
     parts, apis, impact = [], {}, 0.0
@@ -73,7 +74,7 @@ def launch_api(store, runs: Runs) -> list[Finding]:
     return [Finding("launch_api", "; ".join(parts) + ".", {"apis": apis}, impact)]
 
 
-def cpu_ops_only_in_one(store, runs: Runs) -> list[Finding]:
+def cpu_ops_only_in_one(store: StoreHandle, runs: Runs) -> list[Finding]:
     a, b = runs.ids
     delta = pair_queries.cpu_op_delta(store, a, b)
     parts, ops, impact = [], {}, 0.0
@@ -133,7 +134,7 @@ def _share(pct: float) -> str:
     return "under 0.1%" if pct < 0.05 else f"{pct:.1f}%"
 
 
-def zero_occupancy(runs: Runs, store) -> list[Finding]:
+def zero_occupancy(runs: Runs, store: StoreHandle) -> list[Finding]:
     """Kernels the trace reports at 0 % occupancy that really ran, each name once: one finding
     for those that need opt-in shared memory (or cannot fit Kineto's limits), one for tiny grids."""
     zero = runs.kernels[(runs.kernels["est_occupancy_pct"] == 0)].sort_values("us_per_iter", ascending=False)

@@ -24,6 +24,7 @@ from profiler.analysis.finding_kinds import (bound, cpu_ops_only_in_one, cuda_co
 from profiler.analysis.units import duration, json_value
 from profiler.errors import UnknownRunError
 from profiler.parse import demangled
+from profiler.storage.session import StoreHandle
 
 MAX_FINDINGS = 8
 ALWAYS = ("cold_start", "gpu_time", "kernel_delta")  # kept whatever their impact
@@ -43,7 +44,7 @@ def _load(store, run_ids: list[str]) -> Runs:
                  kernel_queries.kernel_details(store, run_ids), queries.memop_table(store, run_ids), metrics)
 
 
-def run_findings(store, run_id: str) -> list[Finding]:
+def run_findings(store: StoreHandle, run_id: str) -> list[Finding]:
     """Findings about one run: what bounds it, kernels per iteration, CUDA-core math,
     0 %-occupancy kernels explained, what its mode costs (`mode_findings`). Kept per run (profiler/analysis/kept.py)."""
     return kept.value(store, ("run_findings",), [run_id], lambda: _run_findings(store, run_id))
@@ -55,7 +56,7 @@ def _run_findings(store, run_id: str) -> list[Finding]:
                     *zero_occupancy(runs, store), *_counters(runs), *mode_findings.mode_findings(store, runs)])
 
 
-def compare_findings(store, run_a: str, run_b: str, limit: int | None = MAX_FINDINGS) -> list[Finding]:
+def compare_findings(store: StoreHandle, run_a: str, run_b: str, limit: int | None = MAX_FINDINGS) -> list[Finding]:
     """Findings that explain the difference between two runs (a first, then b), ranked; the
     first `limit` of them (all with None). Kept per pair."""
     return kept.value(store, ("compare_findings", limit), [run_a, run_b],
@@ -85,7 +86,7 @@ def _why(store, run_a: str, run_b: str) -> list[Finding]:
     return why.compare(store, run_a, run_b)
 
 
-def sweep_findings(store, run_ids) -> list[Finding]:
+def sweep_findings(store: StoreHandle, run_ids) -> list[Finding]:
     """Where variants of a sweep (over any axis, per mode: `sweeps`) swap the lead in throughput
     (kept per set of runs)."""
     run_ids = query_files.ids(run_ids)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from profiler import errors
 from profiler.analysis import pair_queries, ranking, repeats
+from profiler.storage.session import StoreHandle
 
 
 class Refusal(errors.ProfilerError):
@@ -80,7 +81,7 @@ def _workload(row) -> str:
     return ranking.set_title(row).rsplit(", ", 2)[0] + f", {row['device']}"
 
 
-def check(store, baseline: list[str], candidate: list[str], max_slowdown_pct: float,
+def check(store: StoreHandle, baseline: list[str], candidate: list[str], max_slowdown_pct: float,
           allow_different_workloads: bool = False, most: int = 5) -> Verdict:
     """The verdict of the candidate's runs against the baseline's (see the module docstring)."""
     runs = ranking.runs_of(store, [*baseline, *candidate])

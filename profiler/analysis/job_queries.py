@@ -11,12 +11,18 @@ the queries run over the ranks' files, as they did at ingest.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pandas as pd
 
 from profiler.analysis import job_clocks, verdict
 from profiler.analysis.reads import sql_text
 from profiler.analysis.units import json_value
 from profiler.storage import job_check, job_summary, jobs, tables
+from profiler.storage.session import StoreHandle
+
+if TYPE_CHECKING:  # a writing store; its module is not needed to run these
+    from profiler.storage.store import Store
 
 SUMMARY_QUERIES = tuple(t.query for t in tables.JOB_SUMMARIES)
 
@@ -24,7 +30,7 @@ SUMMARY_QUERIES = tuple(t.query for t in tables.JOB_SUMMARIES)
 LIST_COLUMNS = ["job", "world_size", "backend", "ranks_present", "ranks_missing", "added_at", "damaged"]
 
 
-def job_list(store) -> pd.DataFrame:
+def job_list(store: StoreHandle) -> pd.DataFrame:
     """One row per stored job: job, world_size, backend, ranks_present, ranks_missing (as ranges,
     '3-7'), added_at, damaged (why the job cannot be read, naming its file; empty when it reads)."""
     store.query("SELECT 1")  # jobs are read beside the store: a store that cannot be opened says why
@@ -41,7 +47,7 @@ def missing_text(ranges) -> str:
     return jobs.ranges_text(ranges)
 
 
-def manifest(store, job: str) -> dict:
+def manifest(store: StoreHandle, job: str) -> dict:
     """Job `job`'s manifest (checked); a `JobError` when it is not stored or cannot be read."""
     root = jobs.job_root(store)
     found = job_check.read_jobs(root)
@@ -62,7 +68,7 @@ def summary_stamp(m: dict) -> str:
     return job_summary.stamp(m, {q: sql_text(q) for q in SUMMARY_QUERIES})
 
 
-def kept_manifest(store, job: str) -> dict | None:
+def kept_manifest(store: StoreHandle, job: str) -> dict | None:
     """Job `job`'s manifest, read without opening its rank files (their presence is checked), or
     None when it does not read that way (`manifest` then says why, or the job is damaged)."""
     root = jobs.job_root(store)
@@ -87,7 +93,7 @@ def _rows(store, job: str, query: str) -> pd.DataFrame:
     return store.query(sql_text(query), {"job": job})
 
 
-def ingest_job(store, paths, job: str, **options) -> jobs.JobResult:
+def ingest_job(store: Store, paths, job: str, **options) -> jobs.JobResult:
     """Ingest the rank traces in `paths` as job `job` and keep its summary: the one call every
     caller makes (the command line, the upload page), so no job lands without the summary its
     reads take (without it every read goes back to the ranks' Parquet files). `options` are
@@ -100,7 +106,7 @@ def ingest_job(store, paths, job: str, **options) -> jobs.JobResult:
     return result
 
 
-def keep_summary(store, job: str, ranks: list | None = None) -> None:
+def keep_summary(store: Store, job: str, ranks: list | None = None) -> None:
     """Compute job `job`'s summary with the job queries and keep it in the store (`store`: a
     writing `Store`). Called when a job has been ingested: `ranks`, its ingest's results
     (`JobResult.ranks`), when each brought back the rows the queries read (`summary_rows`), are
@@ -118,7 +124,7 @@ def keep_summary(store, job: str, ranks: list | None = None) -> None:
     job_summary.write(store, job, summary_stamp(m), frames)
 
 
-def rank_iterations(store, job: str) -> pd.DataFrame:
+def rank_iterations(store: StoreHandle, job: str) -> pd.DataFrame:
     """rank, iteration, iteration_name, run_id, step_us, gpu_work_us, gpu_busy_us, carried_us,
     gpu_idle_us, collective_us (the metrics layer's wall, the step's GPU work (step_work.sql), its
     own busy, carried, idle and communication time),
@@ -146,7 +152,7 @@ def longest_steps(per_rank: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def rank_waits(store, job: str) -> pd.DataFrame:
+def rank_waits(store: StoreHandle, job: str) -> pd.DataFrame:
     """Per rank and iteration: collectives, arrived_last, wait_us (time it waited for the others),
     late_us (how long after the first rank it arrived), caused_wait_us (time the others waited
     for it); definitions in sql/job_rank_waits.sql."""
@@ -197,13 +203,13 @@ def stated_wait_table(report: dict) -> pd.DataFrame:
                                                   "late_us", "caused_wait_us", "flag"])
 
 
-def clock(store, job: str) -> pd.DataFrame:
+def clock(store: StoreHandle, job: str) -> pd.DataFrame:
     """Per rank: matched, offset_us, uncertainty_us, applied_us, impossible, worst_excess_us
     (sql/job_clock.sql; job_clocks says what they mean)."""
     return _rows(store, job, "job_clock").reindex(columns=job_clocks.CLOCK_COLUMNS)
 
 
-def collectives(store, job: str) -> pd.DataFrame:
+def collectives(store: StoreHandle, job: str) -> pd.DataFrame:
     """Each collective across ranks: iteration, name, seq, ranks, last_rank, skew_us, wait_us,
     mean_dur_us; and where the trace gives its size: collective, group_size, bytes, algbw_gbps,
     busbw_gbps (missing otherwise; definitions in sql/job_collectives.sql)."""
@@ -214,7 +220,7 @@ def _sized(df: pd.DataFrame) -> pd.DataFrame:
     return df.astype({"bytes": "Int64", "group_size": "Int64"})
 
 
-def job_report(store, job: str) -> dict:
+def job_report(store: StoreHandle, job: str) -> dict:
     """Everything `python -m profiler job NAME --json` prints."""
     m = kept_manifest(store, job)
     kept = job_summary.read(store, job, summary_stamp(m)) if m is not None else None
@@ -261,7 +267,7 @@ def summary(report: dict) -> dict:
     }
 
 
-def compare(store, job_a: str, job_b: str) -> pd.DataFrame:
+def compare(store: StoreHandle, job_a: str, job_b: str) -> pd.DataFrame:
     """Two jobs side by side: one row per measure, columns job_a, job_b and b / a."""
     a, b = summary(job_report(store, job_a)), summary(job_report(store, job_b))
     rows = []

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 
 import pandas as pd
+from profiler.storage.session import StoreHandle
 
 MAX_ROWS = 200_000
 CELL_BYTES = 8
@@ -51,7 +52,7 @@ def _copy(result):
 BULK = 2_048
 
 
-def per_run(store, name: Hashable, run_ids, compute: Callable[[list[str]], pd.DataFrame],
+def per_run(store: StoreHandle, name: Hashable, run_ids, compute: Callable[[list[str]], pd.DataFrame],
             order: str = "given") -> pd.DataFrame:
     """``compute(run_ids)`` (a frame with a ``run_id`` column, each run's rows independent of the
     other runs) with each run's rows kept under ``name``; see the module docstring."""
@@ -70,7 +71,7 @@ def per_run(store, name: Hashable, run_ids, compute: Callable[[list[str]], pd.Da
     return pd.concat(frames, ignore_index=True)
 
 
-def value(store, key: tuple, run_ids, compute: Callable[[], object]):
+def value(store: StoreHandle, key: tuple, run_ids, compute: Callable[[], object]):
     """``compute()``, kept under ``key`` and the stamps of ``run_ids`` (computed afresh, and not
     kept, when one of them is not in the store)."""
     return _copy(store.cache.value(store, ("value", *key), run_ids, compute, frame_size))

@@ -8,11 +8,12 @@ from profiler.analysis import gpus, kept, occupancy, query_files, reads, tensor_
 from profiler.analysis.device import Device
 from profiler.analysis.counters import COUNTER_COLUMNS
 from profiler.analysis.units import binary_size
+from profiler.storage.session import StoreHandle
 
 
 # ── kernels ──────────────────────────────────────────────────────────────────────────────────
 
-def kernel_table(store, run_ids) -> pd.DataFrame:
+def kernel_table(store: StoreHandle, run_ids) -> pd.DataFrame:
     """Kernels per run by name: calls_per_iter, calls, total_us, us_per_iter, mean_us,
     gpu_time_share_pct, grid, block, registers_per_thread, shared_mem_bytes, est_occupancy_pct."""
     return query_files.run(store, "kernel_table", run_ids=query_files.ids(run_ids))
@@ -23,13 +24,13 @@ DETAIL_COLUMNS = ["tc_engine", "tc_precision", "tc_op", "tc_rule", "theory_occup
                   *COUNTER_COLUMNS]
 
 
-def kernel_counters(store, run_ids) -> pd.DataFrame:
+def kernel_counters(store: StoreHandle, run_ids) -> pd.DataFrame:
     """Per run and kernel name, the hardware counters attached to the run (``COUNTER_COLUMNS``;
     no rows for a run without counters)."""
     return query_files.run(store, "kernel_counters", run_ids=query_files.ids(run_ids))
 
 
-def kernel_details(store, run_ids) -> pd.DataFrame:
+def kernel_details(store: StoreHandle, run_ids) -> pd.DataFrame:
     """``kernel_table`` plus, per kernel name: the theoretical occupancy letting kernels opt into
     large shared memory, time-weighted over its launches like the reported value
     (theory_occupancy_pct; occupancy_limiter: that of its most-used launch configuration, what

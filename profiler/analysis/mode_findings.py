@@ -25,9 +25,10 @@ import pandas as pd
 
 from profiler.analysis import costmodel as cm, modes, op_costs, rating, reads
 from profiler.analysis.finding import Finding, Runs
+from profiler.storage.session import StoreHandle
 
 
-def mode_findings(store, runs: Runs) -> list[Finding]:
+def mode_findings(store: StoreHandle, runs: Runs) -> list[Finding]:
     """The mode findings about the runs (one run, or a pair)."""
     calls = op_costs.op_calls(store, runs.ids)
     if calls.empty:

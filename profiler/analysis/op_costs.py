@@ -29,6 +29,7 @@ from profiler.analysis import arrays, kernel_names, op_pricing, reads
 from profiler import errors
 # the model's parts, named here by their callers
 from profiler.analysis.rating import rated
+from profiler.storage.session import StoreHandle
 
 if TYPE_CHECKING:  # pandas loads only where a DataFrame is asked for
     import pandas as pd
@@ -51,7 +52,7 @@ TABLE_COLUMNS = [*GROUP_KEYS, "flops", "flops_useful", "flops_issued", "bytes", 
                  "pct_of_peak", "pct_of_bandwidth", "pct_of_roof", "peak_source", "suspect", "kernels"]
 
 
-def op_calls(store, run_ids) -> pd.DataFrame:
+def op_calls(store: StoreHandle, run_ids) -> pd.DataFrame:
     """One row per modelled op call that launched GPU work: run_id, op_id, op, backend, kind,
     shape, dtype, flops, bytes, kernel_ns, main_kernel (its longest), engine, shape_source,
     iteration, and `rated`'s columns (TFLOP/s and TB/s over the call's own kernel time)."""
@@ -86,7 +87,7 @@ def _compute(db, run_ids: list) -> dict:
     return {r: op_pricing.run_op_calls(db, r, known) for r in run_ids}
 
 
-def ops_columns(store, run_ids, kind: str = "all") -> dict:
+def ops_columns(store: StoreHandle, run_ids, kind: str = "all") -> dict:
     """`ops_table` as numpy columns ({} when no op is modelled); needs no pandas."""
     if kind not in KINDS:
         raise errors.QueryError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
@@ -94,7 +95,7 @@ def ops_columns(store, run_ids, kind: str = "all") -> dict:
         return _ops_table(db, list(run_ids), kind)
 
 
-def ops_table(store, run_ids, kind: str = "all") -> pd.DataFrame:
+def ops_table(store: StoreHandle, run_ids, kind: str = "all") -> pd.DataFrame:
     """One row per (run, op, backend, shape, dtype): calls aggregated; flops and bytes per call,
     kernel_us_mean per call, tflops / tbps from that mean, pct_of_peak for the dtype on the engine
     its kernels ran on, intensity, bound, kernels (parsed: library, arch, instruction, tile)."""
@@ -157,7 +158,7 @@ def _kernel_lists(kernels: list[dict], calls: dict, group: np.ndarray, n: int) -
     return out
 
 
-def attention_in_trace(store, run_ids, top_gemms: int = 5) -> pd.DataFrame:
+def attention_in_trace(store: StoreHandle, run_ids, top_gemms: int = 5) -> pd.DataFrame:
     """Every attention op of each run and its top GEMMs (by kernel time): `ops_table` rows plus
     share_of_gpu_pct, the op's kernel time per iteration over the run's summed kernel time per
     iteration (the metrics layer's kernel_sum_us_per_iter: the same denominator as the Kernels

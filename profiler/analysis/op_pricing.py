@@ -22,6 +22,7 @@ from profiler.analysis.op_charges import (ATTENTION_KERNEL, charged_calls, charg
                                           kernel_name_maps, launched_work, op_inputs, op_trees, thread_ops)
 from profiler.analysis.rating import rated
 from profiler.vocab import attention
+from profiler.storage.session import StoreHandle
 
 KERNEL_COLUMNS = ["run_id", "op_id", "kernel_hash", "dur_ns"]
 CPU = "CPU"    # the engine of a call in a run without GPU work (timed by the op itself)
@@ -163,7 +164,7 @@ def arch_of(device) -> str | None:
     return kernel_names.device_arch(device.compute_major, device.compute_minor)
 
 
-def run_arch(store, run_id: str) -> str | None:
+def run_arch(store: StoreHandle, run_id: str) -> str | None:
     """`arch_of` the device a run ran on."""
     return arch_of(device_of(reads.run_devices(store, [run_id]).get(run_id)))
 

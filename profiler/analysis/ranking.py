@@ -29,6 +29,7 @@ import pandas as pd
 from profiler.analysis import (op_pricing, queries, query_files, rank_sentences, rank_why, reads, repeats, roofline,
                                timings)
 from profiler.analysis import run_queries
+from profiler.storage.session import StoreHandle
 
 COLD_SQL = """
 SELECT w.run_id, TRY_CAST(c.run_meta->>'wall_us_per_call' AS DOUBLE) AS cold_us
@@ -54,7 +55,7 @@ COLUMNS = ["set", "rank", "variant", "label", "run_id", "us_per_call", "us_min",
            "peak_allocated_bytes", "cold_us", "wall_us_per_call", "graph_us_per_call", "bound", "device", "cold"]
 
 
-def per_call(store, run_ids) -> pd.DataFrame:
+def per_call(store: StoreHandle, run_ids) -> pd.DataFrame:
     """run_id, us_per_call, timed_on ('GPU' | `CPU` | None when neither recorded a time)."""
     ids = list(dict.fromkeys(query_files.ids(run_ids)))
     metrics = run_queries.run_metrics(store, ids).set_index("run_id")   # all it needs of `timings.run_timings`
@@ -68,7 +69,7 @@ def per_call(store, run_ids) -> pd.DataFrame:
     return table[["run_id", "us_per_call", "timed_on"]]
 
 
-def runs_of(store, run_ids) -> pd.DataFrame:
+def runs_of(store: StoreHandle, run_ids) -> pd.DataFrame:
     """One row per run: run_id, variant, `SHAPE`, device, cold, us_per_call, timed_on, and
     ``set`` / ``group``: the text keys of its set and group (`compare_devices` off)."""
     ids = list(dict.fromkeys(query_files.ids(run_ids)))
@@ -117,7 +118,7 @@ def groups(runs: pd.DataFrame) -> pd.DataFrame:
                                        "timed_on", "figure"])
 
 
-def order(store, found: pd.DataFrame) -> pd.DataFrame:
+def order(store: StoreHandle, found: pd.DataFrame) -> pd.DataFrame:
     """Each set's groups fastest first with rank, times_fastest, tied_with, same_kernels_as and the
     set's noise_pct; groups without a figure last, unranked."""
     parts = []
@@ -146,7 +147,7 @@ def order(store, found: pd.DataFrame) -> pd.DataFrame:
         rank=pd.array([], dtype="Int64"), tied_with=None, same_kernels_as=None, times_fastest=None, noise_pct=None)
 
 
-def rank_table(store, run_ids, compare_devices: bool = False) -> pd.DataFrame:
+def rank_table(store: StoreHandle, run_ids, compare_devices: bool = False) -> pd.DataFrame:
     """One row per group (`COLUMNS`), sets in the order of their first run, fastest first in each."""
     found = groups(keyed(runs_of(store, run_ids), compare_devices))
     rank_why.work(store, found["run_id"])        # every group's work in one read, before the sets use it
@@ -198,7 +199,7 @@ def set_title(row) -> str:
             f"{'causal' if s['causal'] == 'True' else 'not causal'}{extra}, {state}, {row['device']}")
 
 
-def rank_sets(store, run_ids, compare_devices: bool = False) -> tuple[list[Ranked], list[str]]:
+def rank_sets(store: StoreHandle, run_ids, compare_devices: bool = False) -> tuple[list[Ranked], list[str]]:
     """(each set of two or more groups ranked with its sentence; the titles of the sets of one group)."""
     table = rank_table(store, run_ids, compare_devices)
     ranked, alone = [], []
@@ -213,6 +214,6 @@ def rank_sets(store, run_ids, compare_devices: bool = False) -> tuple[list[Ranke
     return ranked, alone
 
 
-def rank_sentence(store, table: pd.DataFrame) -> tuple[str, dict]:
+def rank_sentence(store: StoreHandle, table: pd.DataFrame) -> tuple[str, dict]:
     """(the sentence, its evidence) for one set's rows of a `rank_table`."""
     return rank_sentences.sentence(store, table)

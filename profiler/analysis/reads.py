@@ -11,6 +11,7 @@ from functools import cache
 from pathlib import Path
 
 from profiler.errors import QueryError
+from profiler.storage.session import StoreHandle
 
 SQL_DIR = Path(__file__).resolve().parent / "sql"
 
@@ -38,7 +39,7 @@ def column(values, fill=None):
     return out
 
 
-def run_devices(store, run_ids) -> dict[str, tuple[list | None, str | None]]:
+def run_devices(store: StoreHandle, run_ids) -> dict[str, tuple[list | None, str | None]]:
     """{run_id: (deviceProperties list or None, gpu_name)}."""
     got = store.arrays(sql_text("run_devices"), {"run_ids": [str(r) for r in run_ids]})
     props, names = column(got["device_properties"]), column(got["gpu_name"])
@@ -46,7 +47,7 @@ def run_devices(store, run_ids) -> dict[str, tuple[list | None, str | None]]:
             for r, p, n in zip(got["run_id"], props, names)}
 
 
-def run_shape_records(store, run_ids) -> dict[str, dict]:
+def run_shape_records(store: StoreHandle, run_ids) -> dict[str, dict]:
     """{run_id: sql/run_shapes.sql's row as a dict} (NULL: None)."""
     got = store.arrays(sql_text("run_shapes"), {"run_ids": [str(r) for r in run_ids]})
     cols = {k: column(v).tolist() for k, v in got.items()}

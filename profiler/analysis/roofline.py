@@ -19,6 +19,7 @@ import pandas as pd
 
 from profiler.analysis import kept, kernel_queries, op_costs, op_pricing, rating, run_queries, tensor_cores
 from profiler.storage import ceilings as measured_ceilings
+from profiler.storage.session import StoreHandle
 
 CEILINGS = (("matrix", "bf16"), ("vector", "fp32"))   # one line each on the chart, per vendor's names
 
@@ -41,7 +42,7 @@ def run_totals(calls: pd.DataFrame, iterations: pd.DataFrame) -> pd.DataFrame:
     return out.join(main.set_index("run_id")[["engine", "dtype"]]).reset_index()
 
 
-def roofline_table(store, run_ids) -> pd.DataFrame:
+def roofline_table(store: StoreHandle, run_ids) -> pd.DataFrame:
     """One row per run with modelled ops: run_totals' columns plus rating.rate's (tflops, tbps,
     intensity, peak_tflops, peak_tbps, ridge, roof_tflops, bound, pct_of_peak, pct_of_roof).
     Kept per run (profiler/analysis/kept.py)."""

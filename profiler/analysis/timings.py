@@ -18,6 +18,7 @@ import pandas as pd
 
 from profiler.analysis import memory, query_files, run_queries
 from profiler.analysis.units import json_value
+from profiler.storage.session import StoreHandle
 
 COLUMNS = ["run_id", "cold", "gpu_us_per_call", "kernel_us_per_call", "wall_us_per_call", "wall_calls", "graph_us_per_call",
            "graph_calls", "graph_note", "peak_allocated_bytes"]
@@ -31,7 +32,7 @@ def gpu_us_per_call(metrics: pd.DataFrame) -> pd.Series:
     return busy.where(busy > 0)
 
 
-def run_timings(store, run_ids) -> pd.DataFrame:
+def run_timings(store: StoreHandle, run_ids) -> pd.DataFrame:
     """One row per run in ``run_ids`` order, with COLUMNS (NaN/None where a run lacks a value)."""
     ids = query_files.ids(run_ids)
     table = query_files.run(store, "run_timings", run_ids=ids)
@@ -44,7 +45,7 @@ def run_timings(store, run_ids) -> pd.DataFrame:
     return table[COLUMNS]
 
 
-def catalog_with_timings(store, runs: pd.DataFrame) -> pd.DataFrame:
+def catalog_with_timings(store: StoreHandle, runs: pd.DataFrame) -> pd.DataFrame:
     """The runs page's table: the catalog rows ``runs`` (``queries.run_catalog``) with each run's
     timings and its peak allocated memory in MiB beside them."""
     measured = run_timings(store, runs["run_id"]).drop(columns=["cold"])
@@ -53,7 +54,7 @@ def catalog_with_timings(store, runs: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def timing_records(store, run_ids) -> dict[str, dict]:
+def timing_records(store: StoreHandle, run_ids) -> dict[str, dict]:
     """run id -> {column: plain value} for the CLI's summary JSON; ``gpu_us_per_call`` is left out:
     the summary gives it already, as the metrics layer's ``gpu_work_us_per_iter``."""
     table = run_timings(store, run_ids)
@@ -61,7 +62,7 @@ def timing_records(store, run_ids) -> dict[str, dict]:
     return {row["run_id"]: {c: json_value(row[c]) for c in columns} for row in table.to_dict("records")}
 
 
-def fastest_run(store, run_ids) -> str | None:
+def fastest_run(store: StoreHandle, run_ids) -> str | None:
     """The run of ``run_ids`` with the least GPU time per call (``gpu_us_per_call``, what runs are
     ranked by; the first of a tie, in ``run_ids`` order); None when none has a time."""
     table = run_timings(store, run_ids).dropna(subset=["gpu_us_per_call"])

@@ -27,6 +27,7 @@ import json
 import numpy as np
 
 from profiler.analysis import arrays, costmodel as cm, op_charges, op_costs, reads, serving_costs
+from profiler.storage.session import StoreHandle
 
 OP_NOT_MODELLED, DIMS_MISSING, DTYPE_UNKNOWN = "op not modelled", "dims missing", "dtype unknown"
 UNREADABLE, NO_OP = "inputs unreadable", "no launching op"
@@ -64,7 +65,7 @@ def reason(op: str | None, dims: str | None, types: str | None) -> str:
     return UNREADABLE
 
 
-def unmodelled(store, run_id: str) -> list[dict]:
+def unmodelled(store: StoreHandle, run_id: str) -> list[dict]:
     """One row per (op, reason) of the run's GPU work that has no cost, most GPU time first:
     op (None: no launching op), reason, calls (kernels and copies), kernel_ns."""
     with store.session() as db:
@@ -135,7 +136,7 @@ def lines(rows: list[dict], limit: int = 8) -> list[str]:
     return out
 
 
-def sentence(store, run_id: str, limit: int = 3) -> str:
+def sentence(store: StoreHandle, run_id: str, limit: int = 3) -> str:
     """Why a run's GPU time has no cost, in one sentence for a page (the heaviest ops first)."""
     rows = unmodelled(store, run_id)
     if not rows:

@@ -18,6 +18,7 @@ import pandas as pd
 from profiler.analysis import kept, kernel_names, op_costs, op_pricing, rating, roofline, run_queries
 from profiler.analysis.costmodel import PRECISION_BYTES
 from profiler.analysis.finding import Finding
+from profiler.storage.session import StoreHandle
 
 GIB, MIB = 2**30, 2**20
 SAME_BYTES_RATIO = 1.5   # closer than this, bytes moved do not explain a difference
@@ -170,7 +171,7 @@ def _a_kernel(summary: str) -> str:
     return f"{'an' if summary[0].lower() in 'aeiou' else 'a'} {summary} kernel"
 
 
-def compare(store, run_a: str, run_b: str) -> list[Finding]:
+def compare(store: StoreHandle, run_a: str, run_b: str) -> list[Finding]:
     """Cost-model findings for a pair of runs (empty when neither has modelled ops)."""
     calls = op_costs.op_calls(store, [run_a, run_b])
     if calls.empty:
@@ -184,7 +185,7 @@ def compare(store, run_a: str, run_b: str) -> list[Finding]:
             *_arch_finding(labels, calls, run_a, run_b, archs)]
 
 
-def one_run(store, run_id: str) -> list[Finding]:
+def one_run(store: StoreHandle, run_id: str) -> list[Finding]:
     """Cost-model findings for one run: fp32 CUDA-core GEMMs (kept per run)."""
     return kept.value(store, ("why_one_run",), [run_id], lambda: _one_run(store, run_id))
 

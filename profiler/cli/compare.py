@@ -25,16 +25,18 @@ from __future__ import annotations
 import argparse
 import json
 
+from profiler.analysis.units import json_value
 from profiler.cli import conditions, terminal
 from profiler.cli.numbers import whole
-from profiler.analysis.units import json_value
 from profiler.errors import UnknownRunError
+from profiler.parse import demangled
 
-# Nsight Compute's counters each kernel carries per run (queries.COUNTER_COLUMNS but the mean time under ncu)
+# Nsight Compute's counters each kernel carries per run (counters.COUNTER_COLUMNS but the mean time under ncu)
 COUNTERS_SHOWN = ("occupancy_achieved_pct", "occupancy_theoretical_ncu_pct", "sm_throughput_pct",
                   "dram_throughput_pct", "l2_throughput_pct", "tensor_pipe_active_pct", "local_memory_instructions",
                   "ncu_limiter", "ncu_limit_blocks_per_sm", "counted_launches")
 from profiler.storage.store import Store, default_db_path
+from profiler.storage.session import StoreHandle
 
 
 def register(subparsers) -> None:
@@ -61,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def resolve_run(store, text: str) -> str:
+def resolve_run(store: StoreHandle, text: str) -> str:
     """The run id that `text` is, or uniquely starts; UnknownRunError otherwise."""
 
     found = store.arrays("SELECT run_id FROM traces ORDER BY added_at DESC, run_id")["run_id"]
@@ -76,7 +78,7 @@ def resolve_run(store, text: str) -> str:
                           "give more of the id")
 
 
-def damaged_run(store, text: str) -> str | None:
+def damaged_run(store: StoreHandle, text: str) -> str | None:
     """Why run `text` cannot be read when it is a rank of a damaged job (its file and reason), else None."""
     from profiler.storage import job_check, jobs
 
@@ -89,7 +91,7 @@ def damaged_run(store, text: str) -> str | None:
     return None
 
 
-def compare_report(store, run_a: str, run_b: str, iteration: int = 0) -> dict:
+def compare_report(store: StoreHandle, run_a: str, run_b: str, iteration: int = 0) -> dict:
     """Everything `compare` prints, as plain JSON-ready data."""
     from profiler.analysis import diff, findings, kernel_queries, pair_queries, run_queries
 
@@ -154,12 +156,12 @@ def _kernel_line(k: dict) -> str:
     return (f"  {k['presence']:9s} {k['calls_a']:7.1f} {k['calls_b']:7.1f} {k['us_a']:9.1f} "
             f"{k['us_b']:9.1f}  {k['tensor_cores'] or '-':13s} {_pct(occ):>6s} {_pct(theory):>6s} "
             f"{_pct(achieved):>6s}  "
-            f"{k['kernel'][:90]}")
+            f"{demangled.short(k['kernel'], 90)}")
 
 
 def _slot_line(s: dict) -> str:
-    left = (s["name_a"] or "")[:50]
-    right = (s["name_b"] or "")[:50]
+    left = demangled.short(s["name_a"] or "", 50)
+    right = demangled.short(s["name_b"] or "", 50)
     return f"  {s['slot']:4d} {s['status']:11s} {left:50s} | {right}"
 
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 import sys
 
 from profiler.cli.terminal import printable
+from profiler.storage.session import StoreHandle
 
 
-def warn(store, run_ids) -> None:
+def warn(store: StoreHandle, run_ids) -> None:
     from profiler.analysis import completeness, conditions, run_queries
 
     labels = run_queries.run_labels(store, list(run_ids)).set_index("run_id")["label"].to_dict()

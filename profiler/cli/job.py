@@ -9,6 +9,7 @@ from profiler import errors
 
 from profiler.cli import terminal
 from profiler.cli.numbers import whole
+from profiler.parse import demangled
 from profiler.present.progress import ProgressBar
 
 
@@ -111,14 +112,14 @@ def _job(args: argparse.Namespace) -> int:
     if report["collectives"]:
         worst = max(report["collectives"], key=lambda c: c["skew_us"])
         print(f"{len(report['collectives'])} collectives; largest start skew {worst['skew_us']:,.1f} µs "
-              f"(iteration {worst['iteration']}, rank {worst['last_rank']} last to start: {worst['name'][:60]})")
+              f"(iteration {worst['iteration']}, rank {worst['last_rank']} last to start: {demangled.short(worst['name'], 60)})")
         sized = [c for c in report["collectives"] if c["algbw_gbps"] is not None]
         if sized:
             print(f"{'collective':<14s} {'bytes':>14s} {'algbw GB/s':>11s} {'busbw GB/s':>11s}  kernel")
             for c in sized:
                 busbw = f"{c['busbw_gbps']:>11,.3f}" if c["busbw_gbps"] is not None else f"{'-':>11s}"
                 print(f"{str(c['collective'])[:14]:<14s} {c['bytes']:>14,d} {c['algbw_gbps']:>11,.3f} {busbw}  "
-                      f"{c['name'][:50]}")
+                      f"{demangled.short(c['name'], 50)}")
     return 0
 
 

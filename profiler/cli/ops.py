@@ -24,6 +24,7 @@ from profiler.cli import terminal
 from profiler.analysis.units import json_value
 from profiler.errors import StoreOutdatedError
 from profiler.storage.store import Store, default_db_path
+from profiler.storage.session import StoreHandle
 
 COLUMNS = ("op", "backend", "shape", "dtype", "calls", "flops", "bytes", "kernel_us_mean", "tflops",
            "tbps", "pct_of_peak", "intensity", "bound", "kernels")
@@ -44,7 +45,7 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def rows(store, run_id: str, kind: str) -> list[dict]:
+def rows(store: StoreHandle, run_id: str, kind: str) -> list[dict]:
     """The table as plain dicts (None for numbers the model has no peak or time for), each with
     the run's step GPU work (`RUN_FIGURE`)."""
     from profiler.analysis import op_costs  # numpy and duckdb; no pandas
@@ -58,7 +59,7 @@ def rows(store, run_id: str, kind: str) -> list[dict]:
             for row in zip(*(table[k].tolist() for k in names))]
 
 
-def step_gpu_work_us(store, run_id: str) -> float | None:
+def step_gpu_work_us(store: StoreHandle, run_id: str) -> float | None:
     """The run's GPU work per step, read from the metrics layer (no pandas)."""
     from profiler.analysis import reads
 

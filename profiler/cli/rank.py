@@ -27,6 +27,7 @@ from profiler import errors
 from profiler.cli import conditions, run_args
 from profiler.cli.terminal import printable
 from profiler.storage.store import default_db_path
+from profiler.storage.session import StoreHandle
 
 SHOWN = ["rank", "variant", "label", "run_id", "us_per_call", "us_min", "us_max", "repeats", "runs", "run_ids",
          "outliers", "timed_on", "times_fastest", "tied_with", "same_kernels_as", "noise_pct", "gpu_us_per_call",
@@ -66,7 +67,7 @@ def _percent(text: str) -> float:
     return value
 
 
-def chosen_runs(store, texts, ingested, filters: dict) -> list[str]:
+def chosen_runs(store: StoreHandle, texts, ingested, filters: dict) -> list[str]:
     """The run ids the arguments name (all runs when none), kept where every filter matches."""
     from profiler.analysis import queries
 

@@ -10,6 +10,7 @@ import pandas as pd
 
 from profiler.analysis import units
 from profiler.analysis.queries import SHAPE_KEYS
+from profiler.parse import demangled
 from profiler.present.markup import code, md
 
 
@@ -40,7 +41,7 @@ def alignment_summary(aligned: pd.DataFrame, label_a: str, label_b: str) -> str:
     for status, label, column in (("only in a", label_a, "name_a"), ("only in b", label_b, "name_b")):
         names = aligned.loc[aligned["status"] == status, column].value_counts()
         if not names.empty:
-            listed = ", ".join(f"`{code(n[:60])}` ×{c}" for n, c in names.head(5).items())
+            listed = ", ".join(f"`{code(demangled.short(n, 60))}` ×{c}" for n, c in names.head(5).items())
             more = f" and {len(names) - 5} more" if len(names) > 5 else ""
             parts.append(f"Only in **{md(label)}**: {listed}{more}.")
     return " ".join(parts)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from profiler.analysis import units
+from profiler.storage.session import StoreHandle
 
 COLUMNS = ["rank", "label", "us_per_call", "interval", "repeats", "times_fastest", "versus", "run_id", "rate",
            "pct_of_roof", "roof_bound", "peak_allocated_mib", "cold_first_call", "bound", "outliers"]
@@ -67,7 +68,7 @@ def alone_note(titles: list[str]) -> str | None:
     return f"Not ranked, one variant alone in its workload: {'; '.join(titles)}."
 
 
-def against_baseline(store, run_ids, baseline: str) -> pd.DataFrame:
+def against_baseline(store: StoreHandle, run_ids, baseline: str) -> pd.DataFrame:
     """The metrics layer's row of each run (``queries.run_metrics``) with ``times_baseline``: its
     time per call (`ranking.per_call`, what the ranking sorts by) over the baseline's, for the runs
     of the baseline's workload, device and state only (missing for the others: not comparable)."""
