@@ -11,7 +11,7 @@ written. The phases, CPU seconds of this process (all its threads, `time.process
   insert  into the scratch store with the metrics rows: `one by one`, one transaction and one
           INSERT per table per rank, then one metrics statement for all (the code before batching);
           `batched`, `Store.commit_batch`: one transaction, one statement per table for them all
-  write   the ranks' Parquet files and the rows the job summary reads (`rank_task._write_batch`)
+  write   the ranks' Parquet files and the rows the job summary reads (`rank_task.write_batch`)
 Each way runs `--repeat` times after a warm-up; the median of each phase is shown.
 
 `--against DIR` (another checkout, e.g. `git worktree add --detach DIR <commit>`): the whole batch
@@ -93,7 +93,7 @@ def one_way(files: list[Path], batched: bool, base: Path) -> dict:
         cpu["insert"] += time.process_time() - c0
         del staged
         c0 = time.process_time()
-        out = rank_task._write_batch(con, [str(f) for f in files], results, str(base / "job"), "cost")
+        out = rank_task.write_batch(con, [str(f) for f in files], results, str(base / "job"), "cost")
         cpu["write"] += time.process_time() - c0
     assert all(isinstance(r, jobs.RankResult) for r in out), out
     shutil.rmtree(base / "job", ignore_errors=True)

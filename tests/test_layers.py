@@ -66,8 +66,6 @@ KNOWN_PRIVATE: dict[tuple[str, str], str] = {
     ("tests/test_graph_capture.py", "profiler.capture.worker._from_json"): "capture's worker, tested from outside",
     ("tests/test_graph_capture.py", "profiler.capture.worker._to_json"): "capture's worker, tested from outside",
     ("tests/test_counters_capture.py", "profiler.capture.counters._failure"): "capture's ncu runner, tested from outside",
-    ("bench/rank_cost.py", "profiler.storage.rank_task._write_batch"):
-        "the bench times the batch writer alone",
 }
 
 

@@ -42,7 +42,7 @@ def parse_ranks(files: list[str], base: str, key: str, keep_python: bool = False
     then their staged rows stored together: one statement per table for the whole batch, and one
     for their metrics rows (`Store.commit_batch`; a batch the store refuses is stored one by one,
     so the refused file is named). Each table is read out once for the whole batch and cut into
-    its ranks' Parquet files (`_write_batch`): the files `parse_rank` writes, same rows and types.
+    its ranks' Parquet files (`write_batch`): the files `parse_rank` writes, same rows and types.
     The outcomes are in file order, a bad file's TraceError among them."""
     from profiler.storage.store import Store
 
@@ -57,7 +57,7 @@ def parse_ranks(files: list[str], base: str, key: str, keep_python: bool = False
             ok = sum(1 for got in ingested if not isinstance(got, BaseException))
             timings = [(seconds, grown) for _, seconds, grown in parsed]
             del parsed  # the staged rows: in the store now
-            out = _write_batch(con, files, ingested, base, key)
+            out = write_batch(con, files, ingested, base, key)
             shared_s = (time.perf_counter() - started) / max(1, ok)
             cpu_s = (time.process_time() - cpu_started) / len(files)
             for r, (seconds, grown) in zip(out, timings):
@@ -105,7 +105,7 @@ def place(file: str, rank: int | None, world: int | None) -> tuple[int, str] | e
     return int(rank), rank_from
 
 
-def _write_batch(con, files: list[str], ingested: list, base: str,
+def write_batch(con, files: list[str], ingested: list, base: str,
                  key: str) -> list[jobs.RankResult | errors.TraceError]:
     """Each ingested file's rank placed (`place`), then its tables written under `base` as
     `_rank_task` writes them: one query per table for the whole batch (`_by_rank`). The ranks'
