@@ -57,7 +57,7 @@ step varlen 40 $C --out-dir "$DIR/varlen" --variants sdpa_cudnn,sdpa_efficient \
 step cold 150 $PY -m profiler capture --counters --cold --repeats 1 --isolate ${STORE[*]} \
     --out-dir "$DIR/cold" --variants sdpa_flash,sdpa_cudnn --batch 8 --heads 16 --seq 1024 --head-dim 64
 # the same run as default/'s sdpa_flash, captured while another process drives the GPU with GEMMs
-$PY bench/gpu_load.py 45 > "$WORK/load.log" 2>&1 & LOAD=$!
+$PY -m bench.gpu_load 45 > "$WORK/load.log" 2>&1 & LOAD=$!
 sleep 5
 step loaded 40 $PY -m profiler capture --no-cold --repeats 1 --no-isolate --compile-cache $CACHE \
     ${STORE[*]} --out-dir "$DIR/loaded" --variants sdpa_flash --batch 8 --heads 16 --seq 1024 --head-dim 64
