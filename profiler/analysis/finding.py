@@ -27,6 +27,6 @@ class Finding:
 class Runs:
     ids: list[str]
     labels: dict[str, str]
-    kernels: pd.DataFrame        # queries.kernel_details
+    kernels: pd.DataFrame        # kernel_queries.kernel_details
     memops: pd.DataFrame         # queries.memop_table
-    metrics: pd.DataFrame        # queries.run_metrics, indexed by run_id
+    metrics: pd.DataFrame        # run_queries.run_metrics, indexed by run_id

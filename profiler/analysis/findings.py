@@ -7,7 +7,7 @@ run_ids)` says where variants of a sweep (any axis, per mode) cross over. Each `
 NaN), and its `impact_us`: the GPU or CPU time per iteration it is about. Findings come ranked by
 impact, at most `MAX_FINDINGS` of them, each kind once (repeated cases of a kind are listed in one
 sentence); the GPU-time comparison and the kernel with the largest GPU-time change are always
-there. Every number comes from the metrics layer (`queries.run_metrics`) or the per-name tables.
+there. Every number comes from the metrics layer (`run_queries.run_metrics`) or the per-name tables.
 The rules behind each kind are in `docs/analysis.md`.
 """
 from __future__ import annotations

@@ -25,7 +25,7 @@ COLUMNS = ["run_id", "cold", "gpu_us_per_call", "kernel_us_per_call", "wall_us_p
 
 
 def gpu_us_per_call(metrics: pd.DataFrame) -> pd.Series:
-    """``gpu_us_per_call`` by run id from `queries.run_metrics` rows (indexed by run_id): a run that
+    """``gpu_us_per_call`` by run id from `run_queries.run_metrics` rows (indexed by run_id): a run that
     launched no GPU work has none (NaN, not 0: nothing to rank by). `run_timings` and the ranking's
     read of thousands of runs (`ranking.per_call`, which needs no other timing) both take it here."""
     busy = metrics["gpu_work_us_per_iter"]
@@ -46,7 +46,7 @@ def run_timings(store: StoreHandle, run_ids) -> pd.DataFrame:
 
 
 def catalog_with_timings(store: StoreHandle, runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs page's table: the catalog rows ``runs`` (``queries.run_catalog``) with each run's
+    """The runs page's table: the catalog rows ``runs`` (``run_queries.run_catalog``) with each run's
     timings and its peak allocated memory in MiB beside them."""
     measured = run_timings(store, runs["run_id"]).drop(columns=["cold"])
     table = runs.merge(measured, on="run_id", how="left")

@@ -6,7 +6,7 @@ sequences aligned by family. `--json` prints the same as one object of strict JS
 Infinity: a missing number is null):
 
 * `run_a`, `run_b`, `iteration` (the aligned iteration);
-* `metrics`: {"a": ..., "b": ...}, each the run's `queries.run_metrics` row (per-iteration µs,
+* `metrics`: {"a": ..., "b": ...}, each the run's `run_queries.run_metrics` row (per-iteration µs,
   among them `gpu_work_us_per_iter`, the step's GPU work; shares of the iteration in %, `bound`,
   `profiler_overhead_likely`);
 * `findings`: the sentences, ranked by impact; `evidence`: one dict per finding with its `kind`

@@ -4,7 +4,7 @@ Charts use no fixed text or background colours, so the Streamlit theme (light or
 axes and labels; mark colours, type sizes and units come from ``style`` (a run keeps its colour on
 every page; categories have fixed colours of their own). Functions
 are named after the query whose DataFrame they draw (``kernel_table`` ▶ ``kernel_time_chart``).
-``labels`` arguments map run ids to the labels of ``queries.run_labels``.
+``labels`` arguments map run ids to the labels of ``run_queries.run_labels``.
 """
 from __future__ import annotations
 

@@ -69,7 +69,7 @@ def alone_note(titles: list[str]) -> str | None:
 
 
 def against_baseline(store: StoreHandle, run_ids, baseline: str) -> pd.DataFrame:
-    """The metrics layer's row of each run (``queries.run_metrics``) with ``times_baseline``: its
+    """The metrics layer's row of each run (``run_queries.run_metrics``) with ``times_baseline``: its
     time per call (`ranking.per_call`, what the ranking sorts by) over the baseline's, for the runs
     of the baseline's workload, device and state only (missing for the others: not comparable)."""
     from profiler.analysis import ranking, run_queries

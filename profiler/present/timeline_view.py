@@ -273,7 +273,7 @@ def timeline_spec(panels: list, titles: list[str], subtitles: list[str], shared:
                   search: str | None = None, collapse: bool = False,
                   brush_us: tuple[float, float] | None = None, picked: str | None = None) -> dict:
     """Every run in one Vega-Lite spec (a plain dict: Altair's validation of a layered concat
-    costs ~0.5 s). ``panels`` are ``queries.timeline_panels`` entries that have marks. The GPU
+    costs ~0.5 s). ``panels`` are ``timeline_queries.timeline_panels`` entries that have marks. The GPU
     lanes of all runs come first, next to each other, then each run's CPU lanes (with
     ``collapse``, one lane of ops per thread). ``shared``: one x scale (linked zoom), else each
     run its own (its GPU and CPU views zoom together). ``brush_us``: a range to start with;
@@ -347,7 +347,7 @@ def empty_note(label: str, panel) -> str:
 
 
 def range_table(stats: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
-    """``queries.timeline_range_stats`` for the page: run label, readable total and self time."""
+    """``timeline_queries.timeline_range_stats`` for the page: run label, readable total and self time."""
     return stats.assign(run=stats["run_id"].map(labels).fillna(stats["run_id"]),
                         total=(stats["total_ns"] / 1e3).map(units.duration),
                         self_time=(stats["self_ns"] / 1e3).map(units.duration),
