@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 from bench import first_page
 from bench.results import write_section
 
-from profiler.analysis import queries
+from profiler.analysis import run_queries
 from profiler.capture.samples import seed_if_empty
 from profiler.present.sitemap import BY_PATH
 from profiler.storage.store import Store
@@ -157,7 +157,7 @@ def pages_bench(repeat: int, pages: tuple[str, ...] = TOUR) -> tuple[dict, float
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / "store.duckdb"
         shutil.copyfile(db, copy)
-        names = queries.run_catalog(Store(copy)).set_index("name")["run_id"]
+        names = run_queries.run_catalog(Store(copy)).set_index("name")["run_id"]
         runs = ",".join(names[v + SHAPE] for v in FOUR)
         proc, url = start(copy)
         try:

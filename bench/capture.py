@@ -24,7 +24,8 @@ from pathlib import Path
 
 import torch
 
-from profiler.capture.recorder import CaptureConfig, capture
+from profiler.capture.recorder import capture
+from profiler.capture.config import CaptureConfig
 
 IMPORTED = time.perf_counter()
 

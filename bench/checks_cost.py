@@ -4,7 +4,7 @@ on and with them switched off, in pairs whose order alternates (on/off, off/on, 
 load of a shared machine falls on both sides alike.
 
 The checks on this path, and how the 'off' side skips them (the same code otherwise): the store
-path refused when it is a URL (`store._URL` never matches), the file name made UTF-8 text
+path refused when it is a URL (`store.URL_SCHEME` never matches), the file name made UTF-8 text
 (`source.utf8_text` returns the name as given), and the writer's turn at the store file
 (`turns.take` takes none: no open, no flock; the stat that decides whether to take one stays). Both sides start the same way, through this module
 (`python -m bench.checks_cost --side on|off -- ingest ...`), so they differ only by the checks.
@@ -40,7 +40,7 @@ def checks_off() -> None:
     from profiler.parse import source
     from profiler.storage import store, turns
 
-    store._URL = re.compile(r"(?!)")  # matches nothing
+    store.URL_SCHEME = re.compile(r"(?!)")  # matches nothing
     source.utf8_text = lambda name: name
     turns.take = lambda *args, **kw: None
 
@@ -76,7 +76,7 @@ def checks_timed() -> dict:
                 spent["seconds"] += time.perf_counter() - started
         return call
 
-    store._URL = _TimedPattern(store._URL, spent)
+    store.URL_SCHEME = _TimedPattern(store.URL_SCHEME, spent)
     source.utf8_text = timed(source.utf8_text)
     turns.take, turns.release = timed(turns.take), timed(turns.release)
     return spent

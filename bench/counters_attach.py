@@ -5,7 +5,7 @@ Generates a trace of 99,999 launches of one kernel (grid and block as flash's) a
 data/samples/default/sdpa_flash_*.ncu.csv), ingests the trace, then times in process: reading the
 export (`read_report`), and `main(["counters", ...])` (read, plan on a read-only handle, insert).
 
-Usage: python bench/counters_attach.py [--rows 99999] [--write-results]
+Usage: python -m bench.counters_attach [--rows 99999] [--write-results]
 """
 from __future__ import annotations
 
@@ -21,15 +21,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.results import run_report, write_section
+from profiler.cli.main import main
+from profiler.parse.ncu import ALIASES, DEVICE_COLUMNS, METRICS, REQUIRED, read_report
+from profiler.storage.store import Store
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from results import run_report, write_section  # noqa: E402
-
-from profiler.cli.main import main  # noqa: E402
-from profiler.parse.ncu import ALIASES, DEVICE_COLUMNS, METRICS, REQUIRED, read_report  # noqa: E402
-from profiler.storage.store import Store  # noqa: E402
 
 SAMPLE = ROOT / "data/samples/default/sdpa_flash_b8_h16_s1024_d64_bf16_causal_warm.ncu.csv"
 KERNEL = "void flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, cutlass::bfloat16_t>>(Flash_fwd_params)"

@@ -26,7 +26,7 @@ from playwright import sync_api
 
 from bench import browser_pages, first_page
 from bench.results import write_section
-from profiler.analysis import queries
+from profiler.analysis import run_queries
 from profiler.present.sitemap import BY_PATH
 from profiler.storage.store import Store
 
@@ -39,7 +39,7 @@ def one_link(db: Path, path: str, browser, app_dir: Path = browser_pages.ROOT) -
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / "store.duckdb"
         shutil.copyfile(db, copy)
-        names = queries.run_catalog(Store(copy)).set_index("name")["run_id"]
+        names = run_queries.run_catalog(Store(copy)).set_index("name")["run_id"]
         runs = ",".join(names[v + browser_pages.SHAPE] for v in browser_pages.FOUR)
         load = os.getloadavg()[0]
         proc, url = browser_pages.start(copy, app_dir)

@@ -13,7 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from profiler.capture.recorder import CaptureConfig, capture
+from profiler.capture.recorder import capture
+from profiler.capture.config import CaptureConfig
 
 DECODE_SWEEP = "sweep-20261203T191146Z"  # the sweep id of modes/decode/ (its 8k and 32k caches)
 SHAPES = {  # folder -> capture fields: modes_gpu.sh's shapes

@@ -9,7 +9,7 @@
 # Traces and their .ncu.csv go under data/samples_<gpu>/<part>/ (the H100's are data/samples_h100/);
 # runs, counters and ceilings are also ingested into /tmp/issue38_store.duckdb when duckdb is
 # importable (the capture's own path; wheels in .whl/ are installed first when it is not).
-# OUT_DIR holds 4 files: log.txt (how), summary.txt and summary.json (what: bench/gpu_issue38_check.py)
+# OUT_DIR holds 4 files: log.txt (how), summary.txt and summary.json (what: python -m bench.gpu_issue38_check)
 # and samples_<gpu>.tgz (the samples folder, and work/: ceilings_{1,2}.json, the plain ncu CSVs,
 # progress.log); nothing deeper than OUT_DIR itself, each well under 16 MiB.
 set -uo pipefail
@@ -57,13 +57,13 @@ step varlen 40 $C --out-dir "$DIR/varlen" --variants sdpa_cudnn,sdpa_efficient \
 step cold 150 $PY -m profiler capture --counters --cold --repeats 1 --isolate ${STORE[*]} \
     --out-dir "$DIR/cold" --variants sdpa_flash,sdpa_cudnn --batch 8 --heads 16 --seq 1024 --head-dim 64
 # the same run as default/'s sdpa_flash, captured while another process drives the GPU with GEMMs
-$PY bench/gpu_load.py 45 > "$WORK/load.log" 2>&1 & LOAD=$!
+$PY -m bench.gpu_load 45 > "$WORK/load.log" 2>&1 & LOAD=$!
 sleep 5
 step loaded 40 $PY -m profiler capture --no-cold --repeats 1 --no-isolate --compile-cache $CACHE \
     ${STORE[*]} --out-dir "$DIR/loaded" --variants sdpa_flash --batch 8 --heads 16 --seq 1024 --head-dim 64
 kill "$LOAD" 2>/dev/null; wait "$LOAD" 2>/dev/null; cat "$WORK/load.log"
 step ceilings-2 60 $PY -m profiler.capture.ceilings --out "$WORK/ceilings_2.json"
-step check 60 $PY bench/gpu_issue38_check.py "$DIR" "$WORK" "$OUT"
+step check 60 $PY -m bench.gpu_issue38_check "$DIR" "$WORK" "$OUT"
 } 2> "$WORK/progress.log" | tee "$OUT/log.txt"
 tar -czf "$OUT/samples_$GPU.tgz" --exclude="*.duckdb" "$DIR" -C /tmp issue38_work
 echo "done in $(( $(date +%s) - START )) s" | tee -a "$OUT/log.txt"

@@ -1,7 +1,7 @@
 """What bench/gpu_issue38.sh measured, checked (run on the GPU machine, after the captures).
 
-    python bench/gpu_issue38_check.py SAMPLES_DIR WORK_DIR OUT_DIR
-    python bench/gpu_issue38_check.py --plain SAMPLES_DIR OUT_DIR     # 3. alone, over committed samples
+    python -m bench.gpu_issue38_check SAMPLES_DIR WORK_DIR OUT_DIR
+    python -m bench.gpu_issue38_check --plain SAMPLES_DIR OUT_DIR     # 3. alone, over committed samples
 
 1. Ceilings: WORK_DIR/ceilings_1.json against ceilings_2.json (two measurements minutes apart):
    each value's difference in %, ok within 3 %.
@@ -29,12 +29,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from profiler.capture import counters
+from profiler.parse.ncu import read_report
+from profiler.storage.counters import match
 
-from profiler.capture import counters  # noqa: E402
-from profiler.parse.ncu import read_report  # noqa: E402
-from profiler.storage.counters import match  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 COMPARED = {"occupancy_achieved": "sm__warps_active.avg.pct_of_peak_sustained_active",
             "sm_throughput": "sm__throughput.avg.pct_of_peak_sustained_elapsed",

@@ -2,7 +2,7 @@
 measured under another process's load (bench/gpu_issue38.sh: its record should show the other
 process, and its clocks or power what the load did to them).
 
-    python bench/gpu_load.py SECONDS
+    python -m bench.gpu_load SECONDS
 """
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 from bench.make_large_trace import make_large_trace
 from bench.results import write_section
 
-from profiler.analysis import job_queries, queries
+from profiler.analysis import job_queries, queries, run_queries, timeline_queries
 from profiler.capture.samples import seed_if_empty
 from profiler.present.share import PAGES as ALL_PAGES
 from profiler.present.ui import preload
@@ -100,13 +100,13 @@ def check_coverage(pages: set[str]) -> None:
 
 def timeline_stress(store: Store, large: str) -> str:
     """One timeline panel over the whole large trace (every event in the window)."""
-    with queries.session(store) as db:
+    with store.session() as db:
         bounds = db.query("SELECT start_ns, end_ns, events FROM traces WHERE run_id = $id",
                           {"id": large}).iloc[0]
         span = int(bounds.end_ns - bounds.start_ns)
         store.cache.clear()  # time the query, not what the pages kept
         start = time.perf_counter()
-        marks = queries.timeline_marks(db, large, int(bounds.start_ns), (0, span))
+        marks = timeline_queries.timeline_marks(db, large, int(bounds.start_ns), (0, span))
         seconds = time.perf_counter() - start
     return (f"timeline_marks over the whole large trace ({int(bounds.events):,} events, "
             f"{span / 1e9:.1f} s of trace time): {len(marks):,} marks sent of "
@@ -156,7 +156,7 @@ def main() -> None:
     samples_db = OUT / "pages-samples.duckdb"
     seed_if_empty(Store(samples_db), SAMPLES)
     os.environ["PROFILER_DB"] = str(samples_db)
-    catalog = queries.run_catalog(Store(samples_db))
+    catalog = run_queries.run_catalog(Store(samples_db))
     shapes = queries.run_shapes(Store(samples_db), catalog["run_id"])
     warm = shapes[(shapes["cold"] == False) & shapes["seq_len"].notna()]  # noqa: E712
     four = ",".join(catalog["run_id"][:4])

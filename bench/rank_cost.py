@@ -11,7 +11,7 @@ written. The phases, CPU seconds of this process (all its threads, `time.process
   insert  into the scratch store with the metrics rows: `one by one`, one transaction and one
           INSERT per table per rank, then one metrics statement for all (the code before batching);
           `batched`, `Store.commit_batch`: one transaction, one statement per table for them all
-  write   the ranks' Parquet files and the rows the job summary reads (`rank_task._write_batch`)
+  write   the ranks' Parquet files and the rows the job summary reads (`rank_task.write_batch`)
 Each way runs `--repeat` times after a warm-up; the median of each phase is shown.
 
 `--against DIR` (another checkout, e.g. `git worktree add --detach DIR <commit>`): the whole batch
@@ -46,7 +46,8 @@ from bench.results import run_report, write_section
 from profiler.parse import trace
 from profiler.storage import jobs, metadata, metrics, rank_task
 from profiler.storage.staging import Staging
-from profiler.storage.store import Staged, Store
+from profiler.storage.store import Store
+from profiler.storage.commit import Staged
 
 PHASES = ("parse", "stage", "insert", "write")
 
@@ -78,7 +79,7 @@ def _stage_one(path: Path, cpu: dict) -> Staged:
 def one_way(files: list[Path], batched: bool, base: Path) -> dict:
     """CPU seconds per rank of each phase, storing the ranks one by one or batched."""
     cpu = dict.fromkeys(PHASES, 0.0)
-    store = Store(base / "scratch.duckdb", threads=rank_task._task_threads(2), in_memory=True)
+    store = Store(base / "scratch.duckdb", threads=rank_task.task_threads(2), in_memory=True)
     with store.connect() as con:
         staged = [_stage_one(f, cpu) for f in files]
         c0 = time.process_time()
@@ -92,7 +93,7 @@ def one_way(files: list[Path], batched: bool, base: Path) -> dict:
         cpu["insert"] += time.process_time() - c0
         del staged
         c0 = time.process_time()
-        out = rank_task._write_batch(con, [str(f) for f in files], results, str(base / "job"), "cost")
+        out = rank_task.write_batch(con, [str(f) for f in files], results, str(base / "job"), "cost")
         cpu["write"] += time.process_time() - c0
     assert all(isinstance(r, jobs.RankResult) for r in out), out
     shutil.rmtree(base / "job", ignore_errors=True)

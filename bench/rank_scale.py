@@ -26,14 +26,12 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-from ingest import code_version, machine, uptime  # noqa: E402
-from results import run_report, write_section  # noqa: E402
+from bench.ingest import code_version, machine, uptime
+from bench.results import run_report, write_section
+from profiler.capture import samples
+from profiler.storage.store import Store
 
-from profiler.capture import samples  # noqa: E402
-from profiler.storage.store import Store  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 SECTION = "Rank: every sample and 10,000 run ids"
 

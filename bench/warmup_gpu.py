@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 
 from profiler.analysis import timings
-from profiler.capture.recorder import CaptureConfig, capture, ingest_outcomes
+from profiler.capture.recorder import capture, ingest_outcomes
+from profiler.capture.config import CaptureConfig
 from profiler.storage.store import Store
 
 out = Path(tempfile.mkdtemp(prefix="warmup-"))

@@ -2,7 +2,7 @@
 FLOPs, bytes and % of peak from the op-level cost model; the roofline of the selected runs."""
 import streamlit as st
 
-from profiler.analysis import op_costs, queries, roofline, unmodelled, why
+from profiler.analysis import op_costs, roofline, run_queries, unmodelled, why
 from profiler.present import charts, curve_charts, markup, ui
 
 Col = st.column_config
@@ -52,8 +52,8 @@ st.caption("Attention ops and the top GEMMs of each selected run, priced from th
            "the trace recorded (record_shapes) and the kernels each op launched. Peaks are datasheet "
            "figures for the op's dtype on the engine its kernel ran on.")
 
-with ui.guard(), queries.session(ui.get_store()) as store:
-    labels = charts.label_map(queries.run_labels(store, runs))
+with ui.guard(), ui.get_store().session() as store:
+    labels = charts.label_map(run_queries.run_labels(store, runs))
     if len(runs) > 1:
         ui.ranked_runs(store, runs, "Which variant wins")   # within one mode and shape, never across
     table = op_costs.attention_in_trace(store, runs)

@@ -3,7 +3,7 @@ baseline and one other run side by side — one iteration's kernel sequences ali
 of them launches, and how counts, GPU time and launch APIs change from run a to run b."""
 import streamlit as st
 
-from profiler.analysis import completeness, findings, memory, queries, timings
+from profiler.analysis import completeness, findings, memory, pair_queries, run_queries, timings
 from profiler.present import charts, markup, memory_charts, narrative, rank_view, ui
 
 Col = st.column_config
@@ -76,8 +76,8 @@ st.title("Compare")
 state = ui.view_state("compare")
 runs = list(ui.require_runs(state, minimum=2, purpose="comparing"))
 
-with ui.guard(), queries.session(ui.get_store()) as store:
-    labels = charts.label_map(queries.run_labels(store, runs))
+with ui.guard(), ui.get_store().session() as store:
+    labels = charts.label_map(run_queries.run_labels(store, runs))
     whole, said = completeness.compare_line(store, runs, labels)
     if whole:
         st.caption(markup.md(said))
@@ -96,7 +96,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         st.markdown(markup.bullets(finding.text for finding in found))
     if any(f.evidence.get("page") == "attention" for f in found):  # the op-level cost model's evidence
         ui.link_to("attention", state, "Ops, kernels, FLOPs and bytes behind these findings")
-    aligned = queries.kernel_alignment(store, a, b, iteration)
+    aligned = pair_queries.kernel_alignment(store, a, b, iteration)
     st.subheader("Kernel sequence of one iteration", divider="gray")
     st.markdown(narrative.alignment_summary(aligned, label_a, label_b))
     if not aligned.empty:
@@ -107,14 +107,14 @@ with ui.guard(), queries.session(ui.get_store()) as store:
                          hide_index=True, placeholder="—")
             ui.csv_download(aligned, f"aligned-{a}-{b}")
     st.subheader("Kernels per iteration, b − a", divider="gray")
-    delta = queries.kernel_delta(store, a, b)
+    delta = pair_queries.kernel_delta(store, a, b)
     if not delta.empty:
         ui.kept_chart(store, ("kernel_delta", a, b), runs, lambda: charts.delta_chart(delta), width="stretch")
     with st.expander(f"Kernel table, b − a (kernels: {len(delta)})", expanded=delta.empty):
         ui.table(delta, column_config=DELTA_COLUMNS, column_order=list(DELTA_COLUMNS),
                  hide_index=True, placeholder="—")
         ui.csv_download(delta, f"kernel-delta-{a}-{b}")
-    api_delta = queries.launch_api_delta(store, a, b)
+    api_delta = pair_queries.launch_api_delta(store, a, b)
     with st.expander(f"Launch APIs per iteration, b − a (APIs: {len(api_delta)})"):
         ui.table(api_delta, column_config=API_COLUMNS, column_order=list(API_COLUMNS),
                  hide_index=True, placeholder="—")
@@ -124,7 +124,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         st.text(markup.printable(finding.text))
     timeline = memory.memory_timeline(store, [a, b])
     if not timeline.empty:
-        starts = memory_charts.iteration_starts(queries.run_iterations(store, [a, b]), timeline, labels)
+        starts = memory_charts.iteration_starts(run_queries.run_iterations(store, [a, b]), timeline, labels)
         with st.expander("Allocated memory over time"):
             ui.kept_chart(store, ("allocated_over_time", a, b), runs,
                             lambda: memory_charts.allocated_over_time_chart(timeline, starts, labels), width="stretch")

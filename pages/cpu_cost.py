@@ -1,7 +1,7 @@
 """CPU cost: how much CPU each selected run spends to keep the GPU busy, per iteration, and why."""
 import streamlit as st
 
-from profiler.analysis import queries
+from profiler.analysis import queries, run_queries
 from profiler.present import charts, narrative, ui
 
 Col = st.column_config
@@ -53,8 +53,8 @@ st.caption("CPU µs is the wall time of the thread that launches the GPU work; C
            "time (time not spent in child ops) is summed over threads, the ProfilerStep "
            "annotation left out. GPU busy time counts overlapping streams once.")
 
-with ui.guard(), queries.session(ui.get_store()) as store:
-    labels = charts.label_map(queries.run_labels(store, runs))
+with ui.guard(), ui.get_store().session() as store:
+    labels = charts.label_map(run_queries.run_labels(store, runs))
     per_iter = queries.iteration_cpu_gpu(store, runs)
     summary = queries.run_cpu_summary(store, runs, per_iter)
     st.subheader("Is it CPU-bound?", divider="gray")

@@ -3,7 +3,7 @@ Kernels and CPU cost pages sum them per name), longest first; a picked row opens
 that event with its flow drawn."""
 import streamlit as st
 
-from profiler.analysis import event_queries, queries
+from profiler.analysis import event_queries, run_queries
 from profiler.present import charts, event_rows, markup, ui
 
 KINDS = {"kernels": "Kernel launches", "ops": "CPU ops"}
@@ -32,8 +32,8 @@ st.caption("Every kernel launch or CPU op call of the selected runs, one row eac
            "(click a column header to sort by it). Pick a row to open the Timeline at that event, "
            "its flow (CPU op → launch → kernel) drawn.")
 
-with ui.guard(), queries.session(ui.get_store()) as store:
-    labels = charts.label_map(queries.run_labels(store, runs))
+with ui.guard(), ui.get_store().session() as store:
+    labels = charts.label_map(run_queries.run_labels(store, runs))
     state, kind, found = controls(state)
     read = event_queries.kernel_instances if kind == "kernels" else event_queries.op_instances
     rows = event_rows.event_table(read(store, runs, found), labels)

@@ -3,7 +3,7 @@
 the last rank; and two jobs compared."""
 import streamlit as st
 
-from profiler.analysis import job_queries, queries
+from profiler.analysis import job_queries
 from profiler.present import job_charts, markup, ui
 
 Col = st.column_config
@@ -66,7 +66,7 @@ st.title("Job")
 state = ui.view_state("job")
 # one connection for the page's reads (a damaged or locked store says so here, as on every other
 # page); the report and the tables below read the same rows, answered once per script run
-with ui.guard(), queries.session(ui.get_store()) as store:
+with ui.guard(), ui.get_store().session() as store:
     listed = job_queries.job_list(store)
     for row in listed[listed["damaged"] != ""].itertuples():
         st.warning(f"Job {markup.md(row.job)} cannot be read and is left out: {markup.md(row.damaged)}")

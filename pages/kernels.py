@@ -1,18 +1,18 @@
 """Kernels: what ran on the GPU in each selected run, per iteration, side by side."""
 import streamlit as st
 
-from profiler.analysis import counters, findings, queries, roofline, unmodelled
+from profiler.analysis import counters, kernel_queries, roofline, run_queries, unmodelled, verdict
 from profiler.present import charts, curve_charts, markup, ui
 
 def breakdown_section(store, runs, labels) -> None:
     """Where each run's iteration goes on the GPU, and what bounds it."""
     st.subheader("GPU time per iteration", divider="gray")
-    metrics = queries.run_metrics(store, runs)
+    metrics = run_queries.run_metrics(store, runs)
     metrics = metrics.assign(label=metrics["run_id"].map(labels).fillna(metrics["run_id"]))
     ui.table(metrics, column_config=ui.BREAKDOWN_COLUMNS, column_order=list(ui.BREAKDOWN_COLUMNS),
                  hide_index=True, placeholder="—")
     for row in metrics.itertuples():
-        st.text(markup.printable(findings.bound_sentence(row._asdict(), row.label)))
+        st.text(markup.printable(verdict.bound_sentence(row._asdict(), row.label)))
 
 
 def roofline_section(store, runs, labels) -> None:
@@ -39,14 +39,14 @@ st.caption("GPU kernels of each selected run grouped by name. Per-iteration numb
            "run's ProfilerStep count (a run without steps counts as one iteration). Click a column "
            "header to sort.")
 
-with ui.guard(), queries.session(ui.get_store()) as store:
-    labels = charts.label_map(queries.run_labels(store, runs))
+with ui.guard(), ui.get_store().session() as store:
+    labels = charts.label_map(run_queries.run_labels(store, runs))
     found = st.text_input("Search kernels", value=state.filter("q", ""),
                           placeholder="part of a kernel name, e.g. flash, gemm, Memcpy")
     if found != (state.filter("q") or ""):
         state = ui.update_view(state, filters=state.with_filter("q", found).filters)
     breakdown_section(store, runs, labels)
-    table = charts.search(queries.kernel_details(store, runs), "kernel", found)
+    table = charts.search(kernel_queries.kernel_details(store, runs), "kernel", found)
     table = counters.with_limiter_text(table.assign(shared_mem_kib=table["shared_mem_bytes"] / 1024))
     counted = counters.counted_kernels(table)
     if table.empty:

@@ -2,7 +2,7 @@
 long the GPU took to start the work (launch latency)."""
 import streamlit as st
 
-from profiler.analysis import queries
+from profiler.analysis import queries, run_queries
 from profiler.present import charts, ui
 
 Col = st.column_config
@@ -51,8 +51,8 @@ st.caption("Every CUDA/HIP runtime and driver API call, grouped by API. Launch A
            "cuLaunchKernel(Ex). Launch latency is how long a kernel waited after its launch call "
            "started: microseconds when the GPU is idle, much longer when work is queued ahead.")
 
-with ui.guard(), queries.session(ui.get_store()) as store:
-    labels = charts.label_map(queries.run_labels(store, runs))
+with ui.guard(), ui.get_store().session() as store:
+    labels = charts.label_map(run_queries.run_labels(store, runs))
     apis = queries.launch_api_table(store, runs)
     if apis.empty:
         st.info("The selected runs recorded no runtime or driver API calls.")

@@ -2,7 +2,7 @@
 blocks live at each run's peak with the CPU op that made them (profile_memory traces)."""
 import streamlit as st
 
-from profiler.analysis import memory, queries
+from profiler.analysis import memory, run_queries
 from profiler.present import charts, markup, memory_charts, ui
 
 Col = st.column_config
@@ -48,8 +48,8 @@ st.caption("From the trace's [memory] events (captured with profile_memory=True)
            "and free on the GPU with the allocator's running totals. Time runs from each run's "
            "first iteration start, so runs share one axis; dashed rules mark iteration starts.")
 
-with ui.guard(), queries.session(ui.get_store()) as store:
-    labels = charts.label_map(queries.run_labels(store, runs))
+with ui.guard(), ui.get_store().session() as store:
+    labels = charts.label_map(run_queries.run_labels(store, runs))
     summary = memory.memory_summary(store, runs)
     missing = memory.runs_without_memory(store, runs)
     for run in missing:
@@ -61,7 +61,7 @@ with ui.guard(), queries.session(ui.get_store()) as store:
         st.text(markup.printable(finding.text))
     st.subheader("Allocated over time", divider="gray")
     timeline = memory.memory_timeline(store, summary["run_id"])
-    starts = memory_charts.iteration_starts(queries.run_iterations(store, summary["run_id"]), timeline, labels)
+    starts = memory_charts.iteration_starts(run_queries.run_iterations(store, summary["run_id"]), timeline, labels)
     ui.kept_chart(store, ("allocated_over_time",), runs,
                     lambda: memory_charts.allocated_over_time_chart(timeline, starts, labels), width="stretch")
     table = summary_table(summary, labels)

@@ -11,9 +11,9 @@ state = ui.view_state("profile")
 if not ui.capture_layer():
     st.stop()
 
-from profiler.capture.recorder import CaptureConfig  # noqa: E402 (torch: loaded by ui.capture_layer)
-from profiler.capture.variants import (DTYPES, MODES, VARIANTS, Setting, availability,  # noqa: E402
-                                       availability_by_mode, default_device)
+from profiler.capture.config import CaptureConfig  # noqa: E402 (torch: loaded by ui.capture_layer)
+from profiler.capture.setting import DTYPES, MODES, Setting  # noqa: E402
+from profiler.capture.variants import VARIANTS, availability, availability_by_mode, default_device  # noqa: E402
 
 SEQ_LENS = (1, 4, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 MODE_HELP = ("prefill: a forward over the whole sequence; decode: the chosen query lengths (1 = one new token) "

@@ -15,7 +15,7 @@ with ui.guard():
     if loading:  # the progress line is out: the samples start landing while the modules below load
         ui.seeding().page_drawn()
 
-from profiler.analysis import completeness, conditions, findings, queries, repeats, timings  # noqa: E402
+from profiler.analysis import completeness, conditions, findings, repeats, run_queries, timings  # noqa: E402
 from profiler.present import charts, run_filters  # noqa: E402
 from profiler.storage import catalog  # noqa: E402
 
@@ -119,7 +119,7 @@ def measured(state, store) -> None:
     if not state.runs:
         return
     with st.expander("How the selected runs were measured", icon=":material/speed:"):
-        labels = queries.run_labels(store, list(state.runs)).set_index("run_id")["label"].to_dict()
+        labels = run_queries.run_labels(store, list(state.runs)).set_index("run_id")["label"].to_dict()
         for sentence in conditions.warnings(store, state.runs) + completeness.warnings(store, state.runs, labels):
             st.warning(markup.md(sentence))
         ui.table(conditions.record_table(store, state.runs), hide_index=True, column_config=RECORD_COLUMNS)
@@ -162,15 +162,15 @@ def delete(state) -> None:
 
 
 with ui.guard():
-    with queries.session(ui.get_store()) as store:  # one connection for the page's reads
-        runs = queries.run_catalog(store)
+    with ui.get_store().session() as store:  # one connection for the page's reads
+        runs = run_queries.run_catalog(store)
         if runs.empty and loading:
             ui.seeding().page_drawn()
             st.stop()
         if runs.empty:
             empty_store()
         runs = completeness.with_badge(store, timings.catalog_with_timings(store, runs))
-        labels = charts.label_map(queries.run_labels(store, list(runs["run_id"])))
+        labels = charts.label_map(run_queries.run_labels(store, list(runs["run_id"])))
         runs = run_filters.finder_columns(runs, labels)
         filtered, shown = filters(state, runs)
         one_per_variant(filtered, shown)

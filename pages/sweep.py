@@ -3,7 +3,7 @@ sweep varies (length, KV length, window, head dim or K/V heads), the crossovers 
 linked to its run's timeline."""
 import streamlit as st
 
-from profiler.analysis import memory, queries, sweep_leads, sweep_roofs, sweeps
+from profiler.analysis import memory, queries, run_queries, sweep_leads, sweep_roofs, sweeps
 from profiler.present import curve_charts, markup, memory_charts, ui
 
 Col = st.column_config
@@ -43,8 +43,8 @@ def no_sweep() -> None:
 
 st.title("Sweep")
 state = ui.view_state("sweep")
-with ui.guard(), queries.session(ui.get_store()) as store:
-    every = list(queries.run_catalog(store)["run_id"])
+with ui.guard(), ui.get_store().session() as store:
+    every = list(run_queries.run_catalog(store)["run_id"])
     runs = sweeps.sweep_runs(store, state.runs, every) if state.runs else every
     points = sweeps.sweep_points(store, runs)
     if points.empty:

@@ -9,8 +9,8 @@ events stay quick. The window (wheel zoom, pan, buttons) and the dragged range l
 """
 import streamlit as st
 
-from profiler.analysis import queries
-from profiler.present import (charts, markup, narrative, style, timeline_steps, timeline_view,
+from profiler.analysis import run_queries, timeline_queries, units
+from profiler.present import (charts, markup, narrative, timeline_steps, timeline_view,
                               timeline_window, ui)
 
 SCALES = {"shared": "Shared time scale", "independent": "Each run its own scale"}
@@ -35,8 +35,8 @@ def controls(store, state, runs):
                              placeholder="part of a name, e.g. flash, Memcpy, aten::mm")
     collapse = far.toggle("One CPU lane per thread", value=state.filter("cpu") == "one",
                           help="All nesting depths of a thread's ops in one lane, inner ops on top.")
-    extent = int(queries.trace_extent_ns(store, runs) if whole
-                 else queries.timeline_extent_ns(store, runs, iteration))
+    extent = int(timeline_queries.trace_extent_ns(store, runs) if whole
+                 else timeline_queries.timeline_extent_ns(store, runs, iteration))
     window = state.window_ns or (0, extent)
     window = timeline_window.zoom_window(window, extent, 1.0) if window[1] > window[0] else (0, extent)
     window = window_buttons(window, extent, whole)
@@ -60,19 +60,19 @@ def window_buttons(window, extent, whole: bool):
     for col, (label, move) in zip(cols, moves.items()):
         if col.button(markup.md(label), width="stretch"):
             window = move(window)
-    cols[-1].caption(markup.fmt("Window {} – {} of {}", style.duration(window[0] / 1e3),
-                                style.duration(window[1] / 1e3), style.duration(extent / 1e3)))
+    cols[-1].caption(markup.fmt("Window {} – {} of {}", units.duration(window[0] / 1e3),
+                                units.duration(window[1] / 1e3), units.duration(extent / 1e3)))
     return window
 
 
 def range_section(store, runs, labels, iteration, picked, state) -> None:
     """Perfetto's area selection: what ran inside the dragged range, per run and name."""
-    st.subheader(markup.fmt("Selected range {} – {}", style.duration(picked[0] / 1e3),
-                            style.duration(picked[1] / 1e3)), divider="gray")
+    st.subheader(markup.fmt("Selected range {} – {}", units.duration(picked[0] / 1e3),
+                            units.duration(picked[1] / 1e3)), divider="gray")
     if st.button("Zoom to the selected range"):
         ui.set_view(state.with_(window_ns=picked))
         st.rerun()
-    stats = timeline_window.range_table(queries.timeline_range_stats(store, runs, iteration, picked),
+    stats = timeline_window.range_table(timeline_queries.timeline_range_stats(store, runs, iteration, picked),
                                       labels)
     ui.table(stats, column_config=ui.RANGE_COLUMNS, column_order=list(ui.RANGE_COLUMNS),
                  hide_index=True, width="stretch", height=320)
@@ -92,12 +92,12 @@ st.caption("GPU lanes of every run first, next to each other; then each run's CP
            "pan. Hover or click an event for its "
            "flow: CPU op → launch → kernel. Grey bars merge events shorter than a pixel.")
 
-with ui.guard(), queries.session(ui.get_store()) as store:
-    labels = charts.label_map(queries.run_labels(store, runs))
+with ui.guard(), ui.get_store().session() as store:
+    labels = charts.label_map(run_queries.run_labels(store, runs))
     state, iteration, window, shared, found, collapse, extent = controls(store, state, runs)
     picked, linked = ui.linked_range(state), ui.linked_event(state)
-    panels = (queries.trace_panels(store, runs, window, shared) if iteration is None
-              else queries.timeline_panels(store, runs, iteration, window, shared))
+    panels = (timeline_queries.trace_panels(store, runs, window, shared) if iteration is None
+              else timeline_queries.timeline_panels(store, runs, iteration, window, shared))
     if shared and (ratio := timeline_steps.scale_hint(panels)):
         st.info(f"These {'traces' if iteration is None else 'iterations'} differ {ratio:,.0f}× in length: "
                 "on the shared scale the short "

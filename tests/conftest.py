@@ -167,10 +167,10 @@ def tiny(db_path, template_store):
 def labels(tiny) -> dict[str, str]:
     """{run id: label} of the tiny store's runs."""
     from profiler.present import charts
-    from profiler.analysis import queries
+    from profiler.analysis import run_queries
     from tests.tiny_store import RUNS
 
-    return charts.label_map(queries.run_labels(tiny, RUNS))
+    return charts.label_map(run_queries.run_labels(tiny, RUNS))
 
 
 SAMPLE_VARIANTS = ("naive", "sdpa_flash", "sdpa_math", "sdpa_cudnn", "sdpa_efficient", "flex")

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from playwright import sync_api
 
-from profiler.analysis import queries
+from profiler.analysis import run_queries
 from profiler.present.share import PAGES, ViewState, parse_url, share_url
 from profiler.storage.store import Store
 from tests.conftest import ARTIFACTS, HAVE_SHARED, SAMPLES, SHARED_TRACES
@@ -222,7 +222,7 @@ def test_upload_through_the_uploader_opens_the_new_run(server, browser):
         _settle(page)
         _assert_no_exception(page, "upload")
         page.screenshot(path=str(ARTIFACTS / "upload-done.png"), full_page=True)
-        run_id = queries.run_catalog(store).set_index("name").loc[SINGLE_UPLOAD.name, "run_id"]
+        run_id = run_queries.run_catalog(store).set_index("name").loc[SINGLE_UPLOAD.name, "run_id"]
         assert parse_url(page.url).runs == (run_id,)
         page.locator('[data-testid="stPageLink"]').get_by_text("Runs", exact=True).click()
         page.get_by_text("runs in the store").first.wait_for(timeout=WAIT_MS)
@@ -266,7 +266,7 @@ def test_a_graph_replay_and_its_capture_chosen_together_become_one_run(server, b
         _settle(page)
         _assert_no_exception(page, "graph pair upload")
         page.screenshot(path=str(ARTIFACTS / "upload-graph-pair.png"), full_page=True)
-        run_id = queries.run_catalog(store).set_index("name").loc[f"{replay.name} (joined with {capture.name})", "run_id"]
+        run_id = run_queries.run_catalog(store).set_index("name").loc[f"{replay.name} (joined with {capture.name})", "run_id"]
         assert parse_url(page.url).runs == (run_id,)
         assert page.get_by_text("replayed GPU events matched to captured launches").count() == 1
     finally:
@@ -284,7 +284,7 @@ def test_two_sessions_upload_at_once_and_keep_both(server, browser):
         for page in sessions:
             page.wait_for_selector("text=run(s) ready and selected", timeout=WAIT_MS)
             _assert_no_exception(page, "concurrent upload")
-        names = set(queries.run_catalog(store)["name"])
+        names = set(run_queries.run_catalog(store)["name"])
         assert {p.name for p in UPLOADS} <= names
     finally:
         for page in sessions:

@@ -7,7 +7,6 @@ import pytest
 
 from profiler.analysis import job_queries
 from profiler.present.share import ViewState, share_url
-from profiler.storage import job_ingest
 from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES
 from tests.test_browser import (
@@ -25,8 +24,7 @@ def job_server(tmp_path_factory):
         pytest.skip("needs the DLRM rank traces of ../shared/traces (PROFILER_TEST_TRACES)")
     db = tmp_path_factory.mktemp("browser-job") / "store.duckdb"
     store = Store(db)
-    result = job_ingest.ingest_job(store, [str(p) for p in DLRM], "dlrm", engine="in-process")
-    job_queries.keep_summary(store, "dlrm", result.ranks)  # as the CLI and the upload page do: the page reads it
+    job_queries.ingest_job(store, [str(p) for p in DLRM], "dlrm", engine="in-process")  # as the CLI and the upload page do
     with streamlit_app(db) as url:
         yield url, store
 

@@ -7,8 +7,10 @@ from dataclasses import replace
 
 import pytest
 
-from profiler.capture.recorder import TOLERANCE, CaptureConfig, CaptureError, capture, ingest_outcomes
-from profiler.capture.variants import VARIANTS, Variant, availability, naive_attention
+from profiler.capture.recorder import capture, ingest_outcomes
+from profiler.capture.config import CaptureConfig, CaptureError, TOLERANCE
+from profiler.capture.variants import VARIANTS, Variant, availability
+from profiler.capture.attention_fns import naive_attention
 from profiler.cli.main import main
 from profiler.storage.store import Store
 

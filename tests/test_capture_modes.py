@@ -14,10 +14,14 @@ import pytest
 import torch
 
 from profiler.capture import masks
-from profiler.capture.recorder import CaptureConfig, CaptureError, capture, ingest_outcomes, run_name, validate
-from profiler.capture.variants import Setting, availability_by_mode, make_inputs, naive_attention
+from profiler.capture.recorder import capture, ingest_outcomes
+from profiler.capture.config import CaptureConfig, CaptureError, run_name, validate
+from profiler.capture.variants import availability_by_mode
+from profiler.capture.attention_fns import make_inputs, naive_attention
+from profiler.capture.setting import Setting
 from profiler.cli.main import main
-from profiler.storage.store import SCHEMA_VERSION, Store
+from profiler.storage.store import Store
+from profiler.storage.migrations import SCHEMA_VERSION
 from tests.conftest import SAMPLES
 
 PLAIN = ("naive", "naive_inplace", "sdpa_math", "sdpa_auto", "sdpa_flash")
@@ -242,7 +246,7 @@ def test_a_store_from_before_modes_gets_the_columns_and_their_defaults(tmp_path)
 
 
 def test_a_sweep_over_another_axis_shares_one_id_and_repeats_each_point_three_times():
-    from profiler.capture.recorder import sweep_points
+    from profiler.capture.config import sweep_points
 
     points = sweep_points(CaptureConfig(mode="decode", kv_len=1024), "kv_len", (1024, 4096, 16384))
     assert [p.kv_len for p in points] == [1024, 4096, 16384]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import queries as q
+from profiler.analysis import kernel_queries, pair_queries, queries as q, units
 from profiler.present import charts, curve_charts, style
 from tests.tiny_store import RUNS
 
@@ -32,7 +32,7 @@ def test_kernel_time_chart_keeps_the_top_kernels_of_each_run(tiny, labels):
     with tiny.connect() as con:     # a second, shorter kernel in runa
         con.execute("INSERT INTO kernels (run_id, name, ts_ns, dur_ns, iteration)"
                     " VALUES ('runa', 'softmax', 60000, 10000, 0)")
-    spec = _spec(charts.kernel_time_chart(q.kernel_table(tiny, RUNS), labels, top_n=1))
+    spec = _spec(charts.kernel_time_chart(kernel_queries.kernel_table(tiny, RUNS), labels, top_n=1))
     rows = _rows(spec)
     assert {(r["run"], r["kernel"]) for r in rows} == {(labels["runa"], "cudnn_fwd"),
                                                        (labels["runb"], "flash_fwd")}
@@ -83,16 +83,16 @@ def _runc(tiny) -> None:
 
 def test_alignment_views(tiny):
     _runc(tiny)
-    aligned = q.kernel_alignment(tiny, "runa", "runc", 0)
+    aligned = pair_queries.kernel_alignment(tiny, "runa", "runc", 0)
     spec = _spec(charts.alignment_chart(aligned, "A", "B"))
     assert [(r["run"], r["status"]) for r in _rows(spec)] == [("A", "same"), ("A", "only in a"),
                                                                ("B", "same")]
-    delta = _spec(charts.delta_chart(q.kernel_delta(tiny, "runa", "runc"), top_n=2))
+    delta = _spec(charts.delta_chart(pair_queries.kernel_delta(tiny, "runa", "runc"), top_n=2))
     assert [r["kernel"] for r in _rows(delta)] == ["cudnn_fwd", "Memcpy DtoD (Device -> Device)"]
 
 
 def test_per_run_and_search(tiny):
-    table = q.kernel_table(tiny, RUNS)
+    table = kernel_queries.kernel_table(tiny, RUNS)
     parts = charts.per_run(table, ["runb", "runa"])
     assert [r for r, _ in parts] == ["runb", "runa"] and "run_id" not in parts[0][1].columns
     assert charts.search(table, "kernel", "FLASH")["kernel"].tolist() == ["flash_fwd"]
@@ -106,7 +106,7 @@ def test_grouped_bars_give_every_bar_its_own_row_and_its_own_label(labels):
     data = pd.DataFrame({"name": ["k1", "k1", "k2", "k3"], "run": [runs[1], runs[0], runs[1], runs[0]],
                          "us": [2.0, 500.0, 1.0, 30.0]})
     chart = charts.grouped_bars(data, "name", "run", "us", style.run_scale(labels), "t", "µs",
-                                ["name", "run", "us"], fmt=style.duration)
+                                ["name", "run", "us"], fmt=units.duration)
     spec = _spec(style.configure(chart))
     rows = [(r["row"], r["run"]) for r in _rows(spec)]
     # heaviest group first; inside it the runs in selection order; a blank-labelled second row
@@ -147,13 +147,14 @@ def test_short_kernel_names_fold_templates_and_stay_unique():
     flash = ("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, false, "
              "false, cutlass::bfloat16_t, Flash_kernel_traits<64, 128, 128, 4, cutlass::bfloat16_t> >, "
              "false, true, false, false, true, true, false, false>(pytorch_flash::Flash_fwd_params)")
-    assert style.short_name(flash) == "flash_fwd_kernel<…>"
-    assert style.short_name("Memcpy DtoD (Device -> Device)") == "Memcpy DtoD (Device -> Device)"
-    assert style.short_name("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, "
-                            "ncclWork*)") == "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t"
-    names = pd.Series([flash, flash.replace("64, 128", "128, 64"), "triton_tem_fused_0", flash])
-    assert list(style.short_names(names)) == ["flash_fwd_kernel<…>", "flash_fwd_kernel<…> #2",
-                                              "triton_tem_fused_0", "flash_fwd_kernel<…>"]
+    nccl = "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)"
+    names = pd.Series([flash, flash.replace("64, 128", "128, 64"), "triton_tem_fused_0", flash,
+                       "Memcpy DtoD (Device -> Device)", nccl])
+    short = "flash_fwd_kernel<Flash_fwd_kernel_traits<…>, false, …>"  # demangled.short at 56 characters
+    assert list(style.short_names(names)) == [short, f"{short} #2", "triton_tem_fused_0", short,
+                                              "Memcpy DtoD (Device -> Device)",
+                                              "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t"]
+    assert max(len(n) for n in style.short_names(names)) <= style.SHORT_NAME_CHARS + len(" #2")
 
 
 def test_roofline_and_memory_charts_colour_runs_as_every_other_chart(labels):
@@ -192,5 +193,5 @@ def test_the_roofline_fits_its_axes_to_the_points(labels):
     assert spec["layer"][0]["mark"]["clip"] is True                     # roofs cut at the axes
     assert spec["layer"][2]["encoding"]["x"]["scale"]["domain"] == [x_lo, x_hi]
     # below the ridge (206 FLOP/B) the roof is the memory slope: 4.8 TB/s × 60 FLOP/B
-    low = curve_charts._ceiling_names(lines, 60.0)["tflops"].iloc[0]
+    low = curve_charts.ceiling_names(lines, 60.0)["tflops"].iloc[0]
     assert abs(low - 0.048 / 0.01 * 60.0) < 1e-6

@@ -127,9 +127,9 @@ def test_progress_bar_appears_only_for_slow_work():
 
 
 def test_help_of_the_command_and_every_subcommand_prints(capsys):
-    from profiler.cli.main import _parser, main
+    from profiler.cli.main import build_parser, main
 
-    commands = list(_parser()._subparsers._group_actions[0].choices)
+    commands = list(build_parser()._subparsers._group_actions[0].choices)
     assert "ops" in commands and "ingest" in commands
     for argv in [["--help"]] + [[c, "--help"] for c in commands]:
         with pytest.raises(SystemExit) as stopped:

@@ -8,7 +8,7 @@ import shlex
 
 import pytest
 
-from profiler.cli.main import EXAMPLES, _parser, main
+from profiler.cli.main import EXAMPLES, build_parser, main
 
 
 def _commands() -> list[str]:
@@ -29,5 +29,5 @@ def test_help_shows_the_examples():
 
 @pytest.mark.parametrize("command", _commands())
 def test_each_example_parses(command):
-    args = _parser().parse_args(shlex.split(command))
+    args = build_parser().parse_args(shlex.split(command))
     assert args.command == command.split()[0]

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from profiler.analysis import queries
+from profiler.analysis import run_queries
 from profiler.cli.main import main
 from profiler.cli.ops import COLUMNS
 
@@ -29,7 +29,7 @@ def test_ops_kind_filters_and_text_table(sample_store, capsys):
     lines = table.splitlines()
     assert lines[0].split()[:4] == ["op", "backend", "shape", "dtype"]
     assert len(lines) == 3 and all(line.startswith("aten::bmm") for line in lines[1:])
-    figure = queries.run_metrics(store, [ids["naive"]]).iloc[0]["gpu_work_us_per_iter"]  # the one figure
+    figure = run_queries.run_metrics(store, [ids["naive"]]).iloc[0]["gpu_work_us_per_iter"]  # the one figure
     assert f"each step launches {figure:,.1f} µs of GPU work" in step
     assert main(["ops", ids["naive"], "--kind", "attention", "--db", str(store.path)]) == 0
     assert "no modelled attention op" in capsys.readouterr().out
@@ -71,7 +71,8 @@ def test_ops_on_an_older_store_migrates_it_as_before(tmp_path, capsys):
     migrates), so the command works on it as it did."""
     import duckdb
 
-    from profiler.storage.store import SCHEMA_VERSION, Store
+    from profiler.storage.store import Store
+    from profiler.storage.migrations import SCHEMA_VERSION
     from tests.conftest import SAMPLES
 
     store = Store(tmp_path / "old.duckdb")

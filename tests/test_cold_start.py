@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from profiler.analysis import findings
+from profiler.analysis import findings, units
 from profiler.capture.samples import SAMPLES_DIR
 from profiler.storage.store import Store
 
@@ -51,10 +51,10 @@ def test_cudnn_cold_start_names_the_plan_build_and_its_time(cudnn):
     assert finding.evidence["top_op"] == OP
     assert finding.evidence["top_extra_us"] == pytest.approx(extra_us, rel=1e-6)
     assert extra_us > 500_000  # the plan build: most of a second on this H200
-    assert f"{extra_us / 1e3:,.1f} ms more CPU time is spent in {OP}: the plan build" in finding.text
+    assert f"{units.duration(extra_us)} more CPU time is spent in {OP}: the plan build" in finding.text
     with gzip.open(_path("sdpa_cudnn", True), "rt") as f:
         meta = json.load(f)["attention_run"]
-    assert f"the first call takes {meta['wall_us_per_call'] / 1e3:,.1f} ms" in finding.text
+    assert f"the first call takes {units.duration(meta['wall_us_per_call'])}" in finding.text
 
 
 def test_the_cold_run_holds_no_copy_or_check_of_ours(cudnn):

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from profiler.analysis import queries
+from profiler.analysis import run_queries
 from profiler.capture.variants import VARIANTS
 from profiler.present import charts, style
 from profiler.storage.store import Store
@@ -77,7 +77,7 @@ def test_a_sample_run_keeps_its_colour_in_every_selection(tmp_path):
     ids = [store.ingest(f, source="captured").run_id for f in files]
     seen: dict[str, set[str]] = {}
     for selection in (ids, ids[::-1], ids[1:2], [ids[3], ids[0]], ids[2:]):
-        labels = charts.label_map(queries.run_labels(store, selection))
+        labels = charts.label_map(run_queries.run_labels(store, selection))
         scale = style.run_scale(labels).to_dict()
         for run in selection:
             seen.setdefault(run, set()).add(dict(zip(scale["domain"], scale["range"]))[labels[run]])

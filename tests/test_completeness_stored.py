@@ -10,9 +10,9 @@ import pytest
 
 from profiler.analysis import completeness
 from profiler.errors import StoreOutdatedError
-from profiler.storage import catalog
-from profiler.storage import completeness as stored
-from profiler.storage.store import SCHEMA_VERSION, Store
+from profiler.storage import catalog, completeness as stored
+from profiler.storage.store import Store
+from profiler.storage.migrations import SCHEMA_VERSION
 from tests.test_completeness import HTA, QWEN, _dump, _load
 
 needs = pytest.mark.skipif(not QWEN.is_file() or not HTA.is_file(), reason="needs the shared traces")

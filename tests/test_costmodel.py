@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from profiler.analysis import costmodel as cm, op_costs
+from profiler.analysis import costmodel as cm, op_charges, op_costs
 from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES
 
@@ -127,10 +127,10 @@ def test_qwen_gemms_are_priced_from_their_shapes(qwen):
 
 
 def test_samples_naive_moves_ten_times_the_bytes_of_flash(sample_store):
-    from profiler.analysis import roofline, queries
+    from profiler.analysis import roofline, run_queries
     store, ids = sample_store
     calls = op_costs.op_calls(store, [ids["naive"], ids["sdpa_flash"]])
-    totals = roofline.run_totals(calls, queries.run_iterations(store, list(ids.values()))).set_index("run_id")
+    totals = roofline.run_totals(calls, run_queries.run_iterations(store, list(ids.values()))).set_index("run_id")
     naive, flash = totals.at[ids["naive"], "bytes_per_iter"], totals.at[ids["sdpa_flash"], "bytes_per_iter"]
     assert flash == 4 * 8 * 16 * 1024 * 64 * 2           # Q, K, V, O once
     assert naive >= 10 * flash
@@ -155,9 +155,9 @@ def test_owners_walk_up_the_op_tree():
     # 0 sdpa -> 1 _sdpa_flash -> 2 _flash_fwd (launches); 3 sdpa -> 4 math -> 5 matmul -> 6 bmm
     # (launches); 7 clone -> 8 copy_ (launches); 9 relu (launches, not modelled)
     parent = np.array([-1, 0, 1, -1, 3, 4, 5, -1, 7, -1])
-    A, M, X = op_costs.ATTENTION, op_costs.MODEL, op_costs.DECOMPOSED
+    A, M, X = op_charges.ATTENTION, op_charges.MODEL, op_charges.DECOMPOSED
     family = np.array([A, A, A, A, X, M, M, M, M, 0])
-    owner, backend = op_costs.owners(parent, family, np.array([2, 6, 8, 9, -1]))
+    owner, backend = op_charges.owners(parent, family, np.array([2, 6, 8, 9, -1]))
     assert owner.tolist() == [0, 6, 8, -1, -1]          # SDPA owns flash; math's bmm owns itself
     assert backend.tolist() == [2, -1, -1, -1, -1]      # the innermost attention op: _flash_fwd
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler.analysis import findings, queries
+from profiler.analysis import findings, kernel_queries
 from profiler.cli.main import main
 from profiler.parse.ncu import METRICS, CountersFileError, read_report
 from profiler.storage import catalog
@@ -149,7 +149,7 @@ def test_each_row_joins_the_launch_of_the_first_counted_call(counted, variant):
 
 def test_kernel_details_show_the_counters_weighted_by_time_under_ncu(counted):
     store, ids = counted
-    details = queries.kernel_details(store, [ids["sdpa_math"]])
+    details = kernel_queries.kernel_details(store, [ids["sdpa_math"]])
     rows = _rows("sdpa_math")
     stored = store.query("SELECT name, report_id FROM kernel_counters WHERE run_id = ?", [ids["sdpa_math"]])
     by_name: dict[str, list[dict]] = {}
@@ -203,7 +203,7 @@ def test_a_run_alone_gets_the_counters_of_its_main_kernel(counted):
 def test_runs_without_counters_look_as_before(counted, tmp_path):
     store = Store(tmp_path / "plain.duckdb")
     run = store.ingest(_trace("sdpa_flash")).run_id
-    details = queries.kernel_details(store, [run])
+    details = kernel_queries.kernel_details(store, [run])
     assert details["occupancy_achieved_pct"].isna().all() and details["ncu_limiter"].isna().all()
     assert not [f for f in findings.run_findings(store, run) if f.kind == "counters"]
 
@@ -211,9 +211,9 @@ def test_runs_without_counters_look_as_before(counted, tmp_path):
 def test_counters_attached_later_are_shown_at_once_and_leave_with_the_run(tmp_path):
     store = Store(tmp_path / "later.duckdb")
     run = store.ingest(_trace("sdpa_cudnn")).run_id
-    assert queries.kernel_details(store, [run])["occupancy_achieved_pct"].isna().all()   # now kept
+    assert kernel_queries.kernel_details(store, [run])["occupancy_achieved_pct"].isna().all()   # now kept
     store.attach_counters(run, _csv("sdpa_cudnn"))
-    assert queries.kernel_details(store, [run])["occupancy_achieved_pct"].tolist() == \
+    assert kernel_queries.kernel_details(store, [run])["occupancy_achieved_pct"].tolist() == \
         [_value(_rows("sdpa_cudnn")[0], "occupancy_achieved_pct")]
     store.attach_counters(run, _csv("sdpa_auto"))   # the same cuDNN kernel: replaces, never adds
     assert store.query("SELECT count(*) AS n FROM kernel_counters")["n"][0] == 1

@@ -1,10 +1,10 @@
 """Every file path and every `module.name` that docs/ (and the README) names in backticks exists.
 
-A doc that names `queries.kernel_table` or `profiler/storage/commit.py` sends a reader to it; when
+A doc that names `kernel_queries.kernel_table` or `profiler/storage/commit.py` sends a reader to it; when
 code moves, the doc must move with it. Read from the source with `ast` (nothing is imported):
 - a path (`profiler/storage/schema.sql`, `sql/metrics.sql`, `why.py`, `sql/ingest/*.sql`) must be a
   file (or match files) of the repository, whole or as the tail of a path;
-- `module.name` or `Class.name` (`queries.kernel_details`, `Store.ingest`, `store.upkeep()`), where
+- `module.name` or `Class.name` (`kernel_queries.kernel_details`, `Store.ingest`, `store.upkeep()`), where
   `module` is a module of the project and `Class` a class of it, must be defined there: a top-level
   function, class or assignment of the module, or a method or attribute of one of its classes.
 Dotted names whose first part is no project module or class (`torch.compile`, `tl.dot`) are

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from profiler.analysis import event_queries, queries
+from profiler.analysis import event_queries, timeline_queries
 from profiler.present import event_rows, share, timeline_view
 from profiler.storage.store import Store
 from tests import raw_trace
@@ -103,7 +103,7 @@ def test_a_row_opens_the_timeline_at_its_event_with_the_event_picked(stored):
     assert start <= top["start_in_step_ns"] and top["start_in_step_ns"] + top["dur_ns"] <= end
     assert share.decode(share.encode(view), "timeline") == view
     assert share.picked_event(view) == (run, int(top["external_id"]))
-    panels = queries.timeline_panels(store, [run], view.iteration, view.window_ns, True)
+    panels = timeline_queries.timeline_panels(store, [run], view.iteration, view.window_ns, True)
     link = timeline_view.event_link(panels, *share.picked_event(view))
     assert link is not None
     spec = timeline_view.timeline_spec(panels, ["naive"], [""], True, picked=link)

@@ -8,7 +8,8 @@ import torch
 
 from profiler.capture.attention_fns import fa_window
 from profiler.capture.masks import MaskSpec
-from profiler.capture.variants import Setting, availability_by_mode
+from profiler.capture.variants import availability_by_mode
+from profiler.capture.setting import Setting
 
 
 def _fa_keeps(q_len: int, kv_len: int, causal: bool, window: tuple) -> torch.Tensor:

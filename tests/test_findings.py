@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler.analysis import queries
+from profiler.analysis import kernel_queries
 from profiler.analysis.findings import MAX_FINDINGS, compare_findings, run_findings
 from profiler.errors import UnknownRunError
 from profiler.storage.store import Store
@@ -153,7 +153,7 @@ def test_real_h100_trace_zero_occupancy_gemm(db_path):
     # 132 SMs empty, which lowers the GPU's average, not an SM's occupancy). The finding states the
     # Kernels table's figure (one figure: issue 35)
     assert gemm[0]["blocks_per_sm"] == 1
-    details = queries.kernel_details(store, [run]).set_index("kernel")
+    details = kernel_queries.kernel_details(store, [run]).set_index("kernel")
     table = float(details.loc[gemm[0]["kernel"], "theory_occupancy_pct"])
     assert gemm[0]["occupancy_theoretical_pct"] == pytest.approx(table)
     assert table == pytest.approx(100 * 12 / 64) and f"{table:.1f}% theoretical occupancy" in zero.text

@@ -11,7 +11,8 @@ import torch
 from profiler.capture import paged
 from profiler.capture.flashinfer_fns import window_left
 from profiler.capture.masks import MaskSpec
-from profiler.capture.variants import Setting, availability_by_mode, get_variant
+from profiler.capture.variants import availability_by_mode, get_variant
+from profiler.capture.setting import Setting
 from profiler.cli.main import main
 from profiler.errors import CaptureError
 

@@ -63,8 +63,7 @@ DAMAGE = {
 
 def _ingest_kept(store: Store, folder: Path, job: str, world: int) -> None:
     files = write_ranks(folder / job, {f"{job}{r}.json": rank_trace(r, world, 30 + 3 * r) for r in range(2)})
-    result = job_ingest.ingest_job(store, files, job, engine="in-process")
-    job_queries.keep_summary(store, job, result.ranks)  # as the command line does: a kept summary
+    job_queries.ingest_job(store, files, job, engine="in-process")  # as the command line does: a kept summary
 
 
 @pytest.fixture(autouse=True)
@@ -123,10 +122,10 @@ def test_a_damaged_rank_file_is_named_by_job_summary_and_ops(stored, tmp_path, c
 def test_a_summary_is_kept_while_the_files_are_as_they_were(stored):
     """The check above costs a stat per file: an intact job is still read from its kept summary."""
     db, root, _ = stored
-    m = job_queries._kept_manifest(Store(db), "good")
+    m = job_queries.kept_manifest(Store(db), "good")
     assert m is not None and m["files_seen"]
     os.utime(rank_path(root, "good", 0, "ops"), ns=(1, 1))  # rewritten in place, same size
-    assert job_queries._kept_manifest(Store(db), "good")["files_seen"] != m["files_seen"]
+    assert job_queries.kept_manifest(Store(db), "good")["files_seen"] != m["files_seen"]
 
 
 def _fresh(*args: str, timeout: float = 60, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -13,7 +13,8 @@ import pytest
 
 from profiler.analysis import job_queries
 from profiler.storage import job_ingest, job_summary, jobs, tables
-from profiler.storage.store import SCHEMA_VERSION, Store
+from profiler.storage.store import Store
+from profiler.storage.migrations import SCHEMA_VERSION
 from tests.conftest import SHARED_TRACES
 from tests.raw_clocks import raw_offsets
 from tests.test_truth_stragglers import raw_waits
@@ -80,7 +81,7 @@ def test_summary_of_the_dlrm_ranks_is_the_queries_rows_and_the_raw_json(job_stor
     job_ingest.ingest_job(job_store, DLRM, "dlrm", engine="in-process")
     job_queries.keep_summary(job_store, "dlrm")
     m = job_queries.manifest(job_store, "dlrm")
-    kept = job_summary.read(job_store, "dlrm", job_queries._summary_stamp(m))
+    kept = job_summary.read(job_store, "dlrm", job_queries.summary_stamp(m))
     assert kept is not None and len(kept["job_rank_waits"]) == 7
     report = job_queries.job_report(job_store, "dlrm")
     assert json.dumps(report) == json.dumps(_from_files(job_store, "dlrm"))

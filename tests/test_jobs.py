@@ -167,10 +167,10 @@ def test_job_figures_are_the_metrics_layers_even_when_computed_under_another_def
     """A rank's figures are the metrics layer's rows of that trace (one definition): the rows its
     worker kept, and the same macro's rows computed on read for a rank kept under another
     definition of metrics.sql. ns_resolution has GPU work carried into its iterations."""
-    from profiler.analysis import queries
+    from profiler.analysis import run_queries
 
     single = job_store.ingest(NS_RESOLUTION)
-    want = queries.iteration_metrics(job_store, [single.run_id]).drop(columns="run_id")
+    want = run_queries.iteration_metrics(job_store, [single.run_id]).drop(columns="run_id")
     assert (want["carried_ns"] > 0).any() and len(want) > 1
     job_ingest.ingest_job(job_store, [NS_RESOLUTION], "ns", engine="in-process")
 
@@ -181,7 +181,7 @@ def test_job_figures_are_the_metrics_layers_even_when_computed_under_another_def
                             ("gpu_idle_us", "gpu_idle_ns"), ("collective_us", "comm_ns")):
             assert got[col].tolist() == pytest.approx((want[source] / 1e3).tolist(), abs=1e-9), col
         rid = got["run_id"][0]
-        kept = queries.iteration_metrics(job_store, [rid]).drop(columns="run_id")
+        kept = run_queries.iteration_metrics(job_store, [rid]).drop(columns="run_id")
         assert kept.equals(want)
 
     check()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from profiler.analysis import findings, kept, queries
+from profiler.analysis import findings, kept, kernel_queries, query_files, run_queries
 from profiler.errors import UnknownRunError
 from profiler.storage import catalog
 
@@ -26,26 +26,26 @@ def test_kept_rows_equal_the_query(fixture_store, monkeypatch, name):
     store, ids = fixture_store
     runs = list(ids.values())
     for selection in (runs, runs[::-1], runs[1:], [runs[2], runs[0]]):
-        want = uncached(monkeypatch, lambda: queries._run(store, name, run_ids=selection))
+        want = uncached(monkeypatch, lambda: query_files.run(store, name, run_ids=selection))
         for _ in range(2):  # computed, then kept
-            got = queries._run(store, name, run_ids=selection)
+            got = query_files.run(store, name, run_ids=selection)
             pd.testing.assert_frame_equal(got, want.reset_index(drop=True), check_dtype=False)
 
 
 def test_kernel_details_kept_per_run(fixture_store, monkeypatch):
     store, ids = fixture_store
     runs = list(ids.values())
-    want = uncached(monkeypatch, lambda: queries.kernel_details(store, runs))
-    queries.kernel_details(store, runs[:1])          # one run kept, the others computed together
-    pd.testing.assert_frame_equal(queries.kernel_details(store, runs), want, check_dtype=False)
+    want = uncached(monkeypatch, lambda: kernel_queries.kernel_details(store, runs))
+    kernel_queries.kernel_details(store, runs[:1])          # one run kept, the others computed together
+    pd.testing.assert_frame_equal(kernel_queries.kernel_details(store, runs), want, check_dtype=False)
 
 
 def test_a_caller_changing_a_kept_frame_changes_nothing_kept(fixture_store):
     store, ids = fixture_store
     runs = list(ids.values())
-    first = queries.run_metrics(store, runs)
+    first = run_queries.run_metrics(store, runs)
     first["gpu_busy_us_per_iter"] = -1.0
-    assert (queries.run_metrics(store, runs)["gpu_busy_us_per_iter"] >= 0).all()
+    assert (run_queries.run_metrics(store, runs)["gpu_busy_us_per_iter"] >= 0).all()
 
 
 def test_a_rename_shows_in_kept_findings(fixture_store):
@@ -60,16 +60,16 @@ def test_a_rename_shows_in_kept_findings(fixture_store):
 def test_a_deleted_run_is_not_served_from_what_was_kept(fixture_store):
     store, ids = fixture_store
     run = ids["tiny_naive.json"]
-    assert len(queries.kernel_table(store, [run])) and findings.run_findings(store, run)
+    assert len(kernel_queries.kernel_table(store, [run])) and findings.run_findings(store, run)
     catalog.delete_runs(store, [run])
-    assert queries.kernel_table(store, [run]).empty
+    assert kernel_queries.kernel_table(store, [run]).empty
     with pytest.raises(UnknownRunError):
         findings.run_findings(store, run)
 
 
 def test_a_session_reads_once_and_forgets_after_a_write(fixture_store):
     store, _ = fixture_store
-    with queries.session(store) as db:
+    with store.session() as db:
         first = db.query("SELECT count(*) AS n FROM traces")
         assert db.query("SELECT count(*) AS n FROM traces") is not first   # a copy
         db.query("CREATE TEMP TABLE t AS SELECT 1 AS x")
@@ -83,8 +83,8 @@ def test_kept_frames_stay_under_the_byte_limit(fixture_store, monkeypatch):
     store, ids = fixture_store
     runs = list(ids.values())
     monkeypatch.setattr(store.cache, "max_bytes", 1)   # every new frame pushes the older ones out
-    first = queries.kernel_table(store, runs)
-    again = queries.kernel_table(store, runs)
+    first = kernel_queries.kernel_table(store, runs)
+    again = kernel_queries.kernel_table(store, runs)
     pd.testing.assert_frame_equal(first, again)
     assert len(store.cache) == 1
 
@@ -123,7 +123,7 @@ def test_a_kept_chart_is_built_once_and_again_after_a_rename(fixture_store):
     built = []
 
     def build():
-        labels = queries.run_labels(store, runs)
+        labels = run_queries.run_labels(store, runs)
         built.append(1)
         return alt.Chart(labels).mark_point().encode(x="run_id", color="label")
 
@@ -133,4 +133,4 @@ def test_a_kept_chart_is_built_once_and_again_after_a_rename(fixture_store):
     catalog.rename_run(store, upload, "renamed run")
     again = kept.value(store, ("chart", "test"), runs, build)
     assert len(built) == 2 and any(label.startswith("renamed run") for label in again.data["label"])
-    assert kept._size(again) == len(again.data) * len(again.data.columns) * kept.CELL_BYTES > 0
+    assert kept.frame_size(again) == len(again.data) * len(again.data.columns) * kept.CELL_BYTES > 0

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler.analysis import queries
+from profiler.analysis import run_queries, timeline_queries
 from profiler.storage.store import Store
 from tests.conftest import SAMPLES, SHARED_TRACES, real_traces, trace_params
 
@@ -30,7 +30,7 @@ def _ingest(store: Store, events: list, tmp_path: Path, name: str = "t.json") ->
 
 
 def _lanes(store: Store, run_id: str) -> set[str]:
-    return set(queries.timeline_marks(store, run_id, 0, (0, 100_000))["lane"])  # the first 100 µs
+    return set(timeline_queries.timeline_marks(store, run_id, 0, (0, 100_000))["lane"])  # the first 100 µs
 
 
 def test_names_label_lanes_and_the_last_name_wins(db_path, tmp_path):
@@ -110,8 +110,8 @@ def test_backward_thread_is_named_on_the_timeline(db_path):
     path = SHARED_TRACES / "hta__ns_resolution__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
     store = Store(db_path)
     run = store.ingest(path).run_id
-    bounds = queries.iteration_bounds(store, [run], 0)
+    bounds = run_queries.iteration_bounds(store, [run], 0)
     start, end = int(bounds["start_ns"][0]), int(bounds["end_ns"][0])
-    lanes = set(queries.timeline_marks(store, run, start, (0, end - start))["lane"])
+    lanes = set(timeline_queries.timeline_marks(store, run, start, (0, end - start))["lane"])
     assert "thread 1262 (pt_autograd_0) · depth 0" in lanes
     assert not any("pt_main_thread" in lane and "1262" in lane for lane in lanes)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler.analysis import queries
+from profiler.analysis import run_queries
 from profiler.storage.store import Store
 from tests.conftest import SAMPLES, real_traces, trace_params
 
@@ -181,7 +181,7 @@ def store(tmp_path_factory):
 def _check(store, path: Path) -> None:
     db, ids = store
     expected = independent(path)
-    got = queries.iteration_metrics(db, [ids[path]])
+    got = run_queries.iteration_metrics(db, [ids[path]])
     assert len(got) == len(expected["iterations"])
     for row, want in zip(got.itertuples(), expected["iterations"]):
         assert row.wall_ns == want["wall"]
@@ -189,7 +189,7 @@ def _check(store, path: Path) -> None:
                             ("cpu_busy_ns", "cpu"), *((f"idle_{k}_ns", f"idle_{k}") for k in (*KINDS, "unrecorded"))):
             assert getattr(row, column) == pytest.approx(want[key], rel=1e-3, abs=1), (row.iteration, column)
         assert row.carried_ns == pytest.approx(want["attributed"] - want["busy"], rel=1e-3, abs=1)
-    run = queries.run_metrics(db, [ids[path]]).iloc[0]
+    run = run_queries.run_metrics(db, [ids[path]]).iloc[0]
     assert run["bound"] == expected["bound"]
     shares = ["gpu_busy_pct", "gpu_idle_pct", "carried_pct", "kernel_pct", "comm_pct",
               "exposed_copy_pct", "cpu_busy_pct"]
@@ -215,5 +215,5 @@ def test_ns_resolution_runs_ahead_and_is_gpu_bound(store):
     window runs work launched in an earlier one; the GPU is never starved."""
     db, ids = store
     (path,) = [p for p in ids if p.name.startswith("hta__ns_resolution")]
-    run = queries.run_metrics(db, [ids[path]]).iloc[0]
+    run = run_queries.run_metrics(db, [ids[path]]).iloc[0]
     assert run["bound"] == "gpu" and run["carried_pct"] > 50 and run["gpu_idle_pct"] < 10

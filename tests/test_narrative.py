@@ -3,7 +3,7 @@ store of test_queries (a real DuckDB file); every number in them is checked by h
 from __future__ import annotations
 
 
-from profiler.analysis import queries as q
+from profiler.analysis import pair_queries, queries as q, run_queries, timeline_queries
 from profiler.present import charts, narrative
 from tests.tiny_store import RUNS
 
@@ -11,7 +11,7 @@ from tests.tiny_store import RUNS
 
 
 def test_timeline_caption_says_what_was_left_out(tiny):
-    marks = q.timeline_marks(tiny, "runa", 0, (0, 200_000), max_marks=3)
+    marks = timeline_queries.timeline_marks(tiny, "runa", 0, (0, 200_000), max_marks=3)
     text = narrative.timeline_caption(marks, "ProfilerStep#1")
     assert "3 marks" in text and "12 shortest of 15 are left out" in text
     assert "no events" in narrative.timeline_caption(marks.iloc[0:0], "ProfilerStep#1")
@@ -24,7 +24,7 @@ def test_alignment_summary_names_kernels_in_one_run_only(tiny):
                     " VALUES ('runc', 'c.json', 'uploaded', now(), 1, 1, 1, 0, 0, 100000)")
         con.execute("INSERT INTO kernels (run_id, name, ts_ns, dur_ns) VALUES ('runc', 'cudnn_fwd', 0, 9000)")
     tiny.upkeep()
-    aligned = q.kernel_alignment(tiny, "runa", "runc", 0)
+    aligned = pair_queries.kernel_alignment(tiny, "runa", "runc", 0)
     text = narrative.alignment_summary(aligned, "A", "B")
     assert text.startswith("Kernels in both runs (same job): 1; replaced by another kind of kernel: 0.")
     assert "Only in **A**: `Memcpy DtoD (Device -> Device)` ×1." in text
@@ -52,7 +52,7 @@ def test_cudnn_story_of_warm_runs_and_a_cold_partner(tiny):
                     " VALUES ('runk', 1, 0, 'cpu_op', 'aten::_cudnn_attention_forward', '7', 0,"
                     " 400000, 400000)")
     tiny.upkeep()
-    labels = charts.label_map(q.run_labels(tiny, ["runa", "runk"]))
+    labels = charts.label_map(run_queries.run_labels(tiny, ["runa", "runk"]))
     warm, cold = _story(tiny, ["runa", "runk"], labels)
     # runa warm: 5 µs per later call, the first 10 µs, 15 µs of kernels per call
     assert "costs 5 µs of CPU time (the first profiled call 10 µs) for 15 µs of GPU work" in warm

@@ -6,7 +6,8 @@ import json
 import pandas as pd
 import pytest
 
-from profiler.analysis import queries as q
+from profiler.analysis import kernel_queries, pair_queries, queries as q, run_queries, timeline_queries
+from profiler import errors
 from profiler.analysis.units import binary_size
 from profiler.errors import UnknownRunError
 from tests.tiny_store import RUNS
@@ -14,27 +15,27 @@ from tests.tiny_store import RUNS
 
 
 def test_run_iterations_gives_whole_trace_to_runs_without_steps(tiny):
-    it = q.run_iterations(tiny, RUNS)
+    it = run_queries.run_iterations(tiny, RUNS)
     assert it[["run_id", "iteration", "dur_us"]].values.tolist() == [
         ["runa", 0, 100.0], ["runa", 1, 100.0], ["runb", 0, 50.0]]
     assert it.loc[2, "name"] == "(whole trace)"
 
 
 def test_iteration_bounds_clips_to_last_iteration(tiny):
-    b = q.iteration_bounds(tiny, RUNS, 5)
+    b = run_queries.iteration_bounds(tiny, RUNS, 5)
     assert b[["run_id", "iteration", "start_ns"]].values.tolist() == [["runa", 1, 100_000],
                                                                      ["runb", 0, 0]]
-    assert q.iteration_bounds(tiny, ["runb", "runa"], 0)["run_id"].tolist() == ["runb", "runa"]
+    assert run_queries.iteration_bounds(tiny, ["runb", "runa"], 0)["run_id"].tolist() == ["runb", "runa"]
 
 
 def test_run_labels_in_requested_order(tiny):
-    labels = q.run_labels(tiny, ["runb", "runa"])
+    labels = run_queries.run_labels(tiny, ["runb", "runa"])
     assert labels["run_id"].tolist() == ["runb", "runa"]
     assert labels.loc[1, "label"].startswith("cudnn bf16 L=1024 (cold)")
 
 
 def test_kernel_table_per_iteration(tiny):
-    k = q.kernel_table(tiny, RUNS).set_index("run_id")
+    k = kernel_queries.kernel_table(tiny, RUNS).set_index("run_id")
     assert k.loc["runa", ["calls", "calls_per_iter", "us_per_iter", "mean_us"]].tolist() == [
         2, 1.0, 15.0, 15.0]
     assert k.loc["runb", ["calls", "calls_per_iter", "us_per_iter", "mean_us"]].tolist() == [
@@ -53,7 +54,7 @@ def test_kernel_details_adds_theoretical_occupancy_and_math_class(tiny):
     with tiny.connect() as con:
         con.execute("UPDATE traces SET device_properties = ? WHERE run_id = 'runa'",
                     [json.dumps([H200])])
-    k = q.kernel_details(tiny, RUNS).set_index("run_id")
+    k = kernel_queries.kernel_details(tiny, RUNS).set_index("run_id")
     # per SM as Nsight Compute defines it: ~100 KB of shared memory allows 2 blocks of 4 warps of 64
     # (8 blocks over 132 SMs lower the GPU's average, not the occupancy of an SM that runs one)
     assert k.loc["runa", "occupancy_limiter"] == "shared memory"
@@ -67,7 +68,7 @@ def test_occupancy_per_name_is_time_weighted_over_launch_configs(tiny):
         con.execute("UPDATE traces SET device_properties = ? WHERE run_id = 'runa'", [json.dumps([H200])])
         con.execute("UPDATE kernels SET grid_x = 264, est_occupancy_pct = 12.5 WHERE run_id = 'runa' "
                     "AND ts_ns = 120000")
-    k = q.kernel_details(tiny, ["runa"]).iloc[0]
+    k = kernel_queries.kernel_details(tiny, ["runa"]).iloc[0]
     assert k["est_occupancy_pct"] == pytest.approx((0 * 20 + 12.5 * 10) / 30)
     # per SM both configurations run 2 blocks of 4 warps (shared memory allows 2): 12.5 % each
     assert k["theory_occupancy_pct"] == pytest.approx(12.5)
@@ -80,12 +81,12 @@ def test_occupancy_per_name_is_time_weighted_over_launch_configs(tiny):
 def test_kernel_details_of_runs_without_kernels(tiny):
     with tiny.connect() as con:
         con.execute("DELETE FROM kernels WHERE run_id = 'runb'")
-    k = q.kernel_details(tiny, ["runb"])
+    k = kernel_queries.kernel_details(tiny, ["runb"])
     assert k.empty and {"kernel", "theory_occupancy_pct", "tc_engine"} <= set(k.columns)
 
 
 def test_timeline_marks_are_relative_to_the_origin(tiny):
-    m = q.timeline_marks(tiny, "runa", 100_000, (0, 100_000))
+    m = timeline_queries.timeline_marks(tiny, "runa", 100_000, (0, 100_000))
     kernel = m[m["kind"] == "kernel"].iloc[0]
     assert (kernel["start_us"], kernel["end_us"], kernel["launch_api"]) == (20.0, 30.0, "cuLaunchKernel")
     assert kernel["registers_per_thread"] == 168 and kernel["shared_mem_bytes"] == 100_000
@@ -95,13 +96,13 @@ def test_timeline_marks_are_relative_to_the_origin(tiny):
 
 
 def test_timeline_marks_share_correlation_between_launch_and_kernel(tiny):
-    m = q.timeline_marks(tiny, "runa", 0, (0, 100_000))
+    m = timeline_queries.timeline_marks(tiny, "runa", 0, (0, 100_000))
     pair = m[m["correlation"] == 1]
     assert sorted(pair["kind"]) == ["driver", "kernel"]
 
 
 def test_timeline_merges_sub_pixel_events(tiny):
-    m = q.timeline_marks(tiny, "runa", 0, (0, 100_000), width_px=4)   # 25 µs buckets
+    m = timeline_queries.timeline_marks(tiny, "runa", 0, (0, 100_000), width_px=4)   # 25 µs buckets
     merged = m[m["kind"] == "merged"]
     # two API calls in one bucket; a kernel (30–50 µs) and a copy (50–55 µs), each alone in its
     # bucket but in buckets next to each other, merge into one mark too
@@ -110,29 +111,29 @@ def test_timeline_merges_sub_pixel_events(tiny):
 
 
 def test_timeline_caps_marks_longest_first(tiny):
-    m = q.timeline_marks(tiny, "runa", 0, (0, 200_000), max_marks=3)
+    m = timeline_queries.timeline_marks(tiny, "runa", 0, (0, 200_000), max_marks=3)
     assert len(m) == 3 and m["marks_before_cap"].iloc[0] == 6 + 5 + 2 + 2   # ops, APIs, kernels, copies
     assert m["dur_us"].tolist() == sorted(m["dur_us"], reverse=True)
 
 
 def test_timeline_panels_read_every_run_in_one_query(tiny):
-    shared = q.timeline_panels(tiny, ["runb", "runa"], 0, (0, 100_000), shared_scale=True)
+    shared = timeline_queries.timeline_panels(tiny, ["runb", "runa"], 0, (0, 100_000), shared_scale=True)
     assert [(run, step, domain) for run, step, domain, *_ in shared] == [
         ("runb", "(whole trace)", (0.0, 100.0)), ("runa", "ProfilerStep#1", (0.0, 100.0))]
     runb_marks = shared[0][3]
     assert sorted(runb_marks["kind"]) == ["kernel", "kernel", "op", "runtime", "runtime"]
     assert "run_id" not in runb_marks.columns
-    own = q.timeline_panels(tiny, ["runb", "runa"], 0, (0, 100_000), shared_scale=False)
+    own = timeline_queries.timeline_panels(tiny, ["runb", "runa"], 0, (0, 100_000), shared_scale=False)
     # each run its own scale: the window is a share of each run's own iteration (runb: 50 µs
     # long, runa: 100 µs), so the whole window shows each run whole
     assert own[0].domain == (0.0, 50.0) and own[1].domain == (0.0, 100.0)
-    capped = q.timeline_panels(tiny, RUNS, 1, (0, 100_000), True, max_marks_total=600)
+    capped = timeline_queries.timeline_panels(tiny, RUNS, 1, (0, 100_000), True, max_marks_total=600)
     assert [len(p.marks) for p in capped] == [8, 5]   # 300 per panel: nothing is cut here
 
 
 def test_timeline_rejects_an_empty_window(tiny):
-    with pytest.raises(q.QueryError, match="empty"):
-        q.timeline_marks(tiny, "runa", 0, (500, 500))
+    with pytest.raises(errors.QueryError, match="empty"):
+        timeline_queries.timeline_marks(tiny, "runa", 0, (500, 500))
 
 
 def test_launch_api_table(tiny):
@@ -167,7 +168,7 @@ def test_iteration_cpu_gpu(tiny):
 
 
 def test_run_metrics_per_iteration_means_and_verdict(tiny):
-    m = q.run_metrics(tiny, ["runb", "runa"])
+    m = run_queries.run_metrics(tiny, ["runb", "runa"])
     assert m["run_id"].tolist() == ["runb", "runa"]
     a = m.set_index("run_id").loc["runa"]
     assert (a["iterations"], a["wall_us_per_iter"], a["gpu_busy_us_per_iter"]) == (2, 100.0, 20.0)
@@ -224,7 +225,7 @@ def test_cudnn_op_time_counts_outermost_ops_and_their_kernels(tiny):
 
 
 def test_kernel_sequence_of_one_iteration(tiny):
-    a = q.kernel_sequence(tiny, "runa", 1)
+    a = pair_queries.kernel_sequence(tiny, "runa", 1)
     assert a[["seq", "name", "start_us", "launch_api"]].values.tolist() == [
         [0, "cudnn_fwd", 20.0, "cuLaunchKernel"],
         [1, "Memcpy DtoD (Device -> Device)", 35.0, "cudaMemcpyAsync"]]
@@ -238,7 +239,7 @@ def test_kernel_alignment_marks_work_in_one_run_only(tiny):
         con.execute("INSERT INTO kernels (run_id, name, ts_ns, dur_ns, correlation)"
                     " VALUES ('runc', 'cudnn_fwd', 5000, 9000, 1)")
     tiny.upkeep()
-    aligned = q.kernel_alignment(tiny, "runa", "runc", 1)
+    aligned = pair_queries.kernel_alignment(tiny, "runa", "runc", 1)
     assert aligned["status"].tolist() == ["same", "only in a"]
     assert aligned.loc[1, "name_a"].startswith("Memcpy") and pd.isna(aligned.loc[1, "name_b"])
     assert aligned.loc[0, ["dur_us_a", "dur_us_b"]].tolist() == [10.0, 9.0]
@@ -246,23 +247,23 @@ def test_kernel_alignment_marks_work_in_one_run_only(tiny):
 
 def test_kernel_sequence_of_an_unknown_run(tiny):
     with pytest.raises(UnknownRunError, match="nope"):
-        q.kernel_sequence(tiny, "nope", 0)
+        pair_queries.kernel_sequence(tiny, "nope", 0)
 
 
 def test_kernel_and_api_deltas(tiny):
-    k = q.kernel_delta(tiny, "runa", "runb").set_index("kernel")
+    k = pair_queries.kernel_delta(tiny, "runa", "runb").set_index("kernel")
     assert k.loc["flash_fwd", ["calls_b", "us_b", "presence"]].tolist() == [2.0, 10.0, "only in b"]
     assert k.loc["cudnn_fwd", ["calls_a", "us_delta", "presence"]].tolist() == [1.0, -15.0, "only in a"]
-    api = q.launch_api_delta(tiny, "runa", "runb").set_index("api")
+    api = pair_queries.launch_api_delta(tiny, "runa", "runb").set_index("api")
     assert api.loc["cudaLaunchKernel", "calls_delta"] == 2.0
     assert api.loc["cuLaunchKernel", "presence"] == "only in a"
-    with pytest.raises(q.QueryError, match="two different runs"):
-        q.kernel_delta(tiny, "runa", "runa")
+    with pytest.raises(errors.QueryError, match="two different runs"):
+        pair_queries.kernel_delta(tiny, "runa", "runa")
 
 
 def test_kernel_details_flags_a_reported_zero_that_really_ran(fixture_store):
     store, ids = fixture_store
-    details = q.kernel_details(store, [ids["tiny_naive.json"]]).set_index("kernel")
+    details = kernel_queries.kernel_details(store, [ids["tiny_naive.json"]]).set_index("kernel")
     cudnn = details.loc["cudnn_generated_fort_native_sdpa_sm90_flash_fprop"]
     # 196,608 B of shared memory per block: Kineto's 48 KB default fits none, so it reports 0 %
     assert cudnn["est_occupancy_pct"] == 0 and cudnn["theory_occupancy_pct"] > 0

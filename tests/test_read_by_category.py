@@ -133,4 +133,4 @@ def test_timestamps_read_many_at_once_equal_those_read_one_by_one():
             texts[rng.randrange(len(texts))] = rng.choice(shapes)
         events = [columns.ExactEvent(ts=msgspec.Raw(t.encode())) for t in texts]
         assert columns.timestamps(events, True) == [columns.to_ns(msgspec.Raw(t.encode())) for t in texts]
-    assert columns._kineto_ns([msgspec.Raw(b"1733000000000999.000")] * 3) == [1733000000000999000] * 3
+    assert columns.kineto_ns([msgspec.Raw(b"1733000000000999.000")] * 3) == [1733000000000999000] * 3

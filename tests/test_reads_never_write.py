@@ -7,7 +7,7 @@ import hashlib
 
 import duckdb
 
-from profiler.analysis import queries
+from profiler.analysis import queries, run_queries
 from profiler.storage.store import Store
 
 
@@ -29,11 +29,11 @@ def _without_metrics(path, run_id: str) -> None:
 
 
 def _read_everything(store, ids) -> None:
-    with queries.session(store) as db:
-        queries.run_metrics(db, ids)
-        queries.iteration_metrics(db, ids)
+    with store.session() as db:
+        run_queries.run_metrics(db, ids)
+        run_queries.iteration_metrics(db, ids)
         queries.iteration_cpu_gpu(db, ids)
-        queries.run_catalog(db)
+        run_queries.run_catalog(db)
     queries.trace_summary(store)
 
 
@@ -44,7 +44,7 @@ def test_a_read_only_session_over_a_store_missing_metrics_writes_nothing(fixture
     before = (hashlib.sha256(store.path.read_bytes()).hexdigest(), store.path.stat().st_mtime_ns)
     reader = Store(store.path, read_only=True)
     _read_everything(reader, list(ids.values()))
-    assert run not in set(queries.run_metrics(reader, [run])["run_id"])   # nothing made up either
+    assert run not in set(run_queries.run_metrics(reader, [run])["run_id"])   # nothing made up either
     assert (hashlib.sha256(store.path.read_bytes()).hexdigest(), store.path.stat().st_mtime_ns) == before
     assert _metric_rows(store.path, run) == 0
 
@@ -61,12 +61,12 @@ def test_reads_through_a_writing_handle_do_not_insert_metrics(fixture_store):
 def test_opening_for_writing_fills_the_missing_metrics(fixture_store):
     store, ids = fixture_store
     run = ids["tiny_naive.json"]
-    want = queries.run_metrics(store, [run])
+    want = run_queries.run_metrics(store, [run])
     _without_metrics(store.path, run)
     writer = Store(store.path)
     writer.schema_version()             # the first connection of a writing handle: its upkeep
     assert _metric_rows(store.path, run) > 0
-    assert queries.run_metrics(writer, [run]).equals(want)
+    assert run_queries.run_metrics(writer, [run]).equals(want)
 
 
 def test_upkeep_fills_the_metrics_of_rows_written_other_than_by_ingest(fixture_store):

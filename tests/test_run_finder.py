@@ -12,7 +12,7 @@ import statistics
 import pandas as pd
 import pytest
 
-from profiler.analysis import queries, repeats, timings
+from profiler.analysis import repeats, run_queries, timings
 from profiler.capture.samples import SAMPLES_DIR, sample_files, seed_if_empty
 from profiler.present import charts, run_filters
 from profiler.storage.store import Store
@@ -23,8 +23,8 @@ from tests import raw_trace
 def catalog(tmp_path_factory):
     store = Store(tmp_path_factory.mktemp("finder") / "store.duckdb")
     seed_if_empty(store, SAMPLES_DIR)
-    runs = timings.catalog_with_timings(store, queries.run_catalog(store))
-    labels = charts.label_map(queries.run_labels(store, list(runs["run_id"])))
+    runs = timings.catalog_with_timings(store, run_queries.run_catalog(store))
+    labels = charts.label_map(run_queries.run_labels(store, list(runs["run_id"])))
     return run_filters.finder_columns(runs, labels)
 
 

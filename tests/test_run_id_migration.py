@@ -13,8 +13,9 @@ import pandas as pd
 import pytest
 
 from profiler import errors
-from profiler.analysis import queries
-from profiler.storage.store import SCHEMA_VERSION, Store
+from profiler.analysis import kernel_queries, queries, run_queries
+from profiler.storage.store import Store
+from profiler.storage.migrations import SCHEMA_VERSION
 from tests.conftest import FIXTURES, SAMPLES
 
 OLD_SCHEMAS = sorted((FIXTURES / "store").glob("schema_v*.sql"))
@@ -74,8 +75,8 @@ def test_an_old_store_migrates_and_reads_like_a_new_one(stores):
                         "WHERE table_schema = 'main' AND column_name IN ('trace_id', 'run_id')")
     assert "trace_id" not in set(columns["column_name"])
     assert {"traces", "kernels", "ops", "launches", "iterations", "memops"} <= set(columns["table_name"])
-    for read in (queries.run_catalog, lambda s: queries.run_metrics(s, ids),
-                 lambda s: queries.kernel_table(s, ids), lambda s: queries.launch_targets_table(s, ids)):
+    for read in (run_queries.run_catalog, lambda s: run_queries.run_metrics(s, ids),
+                 lambda s: kernel_queries.kernel_table(s, ids), lambda s: queries.launch_targets_table(s, ids)):
         want, got = read(new), read(old)
         assert len(want) > 0
         pd.testing.assert_frame_equal(got, want)
@@ -83,6 +84,6 @@ def test_an_old_store_migrates_and_reads_like_a_new_one(stores):
     assert old.ingest(SAMPLE_FILES[0]).duplicate
     second = old.ingest(SAMPLE_FILES[1])
     assert not second.duplicate
-    assert set(queries.run_catalog(old)["run_id"]) == {ids[0], second.run_id}
+    assert set(run_queries.run_catalog(old)["run_id"]) == {ids[0], second.run_id}
     # and it reads read-only now
     assert Store(old_path, read_only=True).schema_version() == SCHEMA_VERSION

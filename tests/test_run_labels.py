@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from profiler.analysis import queries
+from profiler.analysis import run_queries
 from profiler.storage.store import Store
 from tests.conftest import SAMPLES
 from tests.crafted import GOOD_KERNEL
@@ -82,7 +82,7 @@ def test_the_runs_table_holds_what_each_sample_declares(picked):
 def test_each_mode_gets_the_label_of_its_fields(picked):
     store, ids = picked
     rows = _fields(store, list(ids.values()))
-    labels = queries.run_labels(store, [r["run_id"] for r in rows]).set_index("run_id")["label"]
+    labels = run_queries.run_labels(store, [r["run_id"] for r in rows]).set_index("run_id")["label"]
     for row in rows:
         assert labels[row["run_id"]] == expected(row)
     for stem, run_id in ids.items():   # and what the file name says
@@ -93,7 +93,7 @@ def test_each_mode_gets_the_label_of_its_fields(picked):
 def test_a_prefill_label_is_as_it_was_before_modes(picked):
     store, ids = picked
     run_id = ids["default/naive_b8_h16_s1024_d64_bf16_causal_warm"]
-    assert queries.run_labels(store, [run_id])["label"].iloc[0] == f"naive bf16 L=1024 · {run_id[:6]}"
+    assert run_queries.run_labels(store, [run_id])["label"].iloc[0] == f"naive bf16 L=1024 · {run_id[:6]}"
 
 
 def _captured(tmp_path, name: str, **run) -> bytes:
@@ -113,9 +113,9 @@ def test_many_packed_lengths_are_shortened_and_decode_names_its_queries(tmp_path
                                   kv_len=8192, kv_heads=2)).run_id
     mqa = store.ingest(_captured(tmp_path, "mqa.json", variant="flex", mode="train", seq_len=2048,
                                  kv_heads=1, window=256)).run_id
-    labels = queries.run_labels(store, [many, four, mqa])["label"].tolist()
+    labels = run_queries.run_labels(store, [many, four, mqa])["label"].tolist()
     assert labels == [f"flex bf16 L=512+1536+… (8 seqs, 8192) · {many[:6]}",
                       f"sdpa_flash bf16 decode KV=8192 Q=4 GQA 8/2 · {four[:6]}",
                       f"flex bf16 train L=2048 W=256 GQA 8/1 · {mqa[:6]}"]
     for row in _fields(store, [many, four, mqa]):
-        assert queries.run_labels(store, [row["run_id"]])["label"].iloc[0] == expected(row)
+        assert run_queries.run_labels(store, [row["run_id"]])["label"].iloc[0] == expected(row)

@@ -267,11 +267,11 @@ def test_a_page_over_every_sample_run_is_kept_whole_between_visits(seeded, monke
     """The Sweep page's points over every shipped run (about 5 kept entries a run) stay in the
     store's cache: a second visit prices no run's ops again. With room for 1,024 entries the first
     visit evicted its own entries, and every visit computed them again (3.3-4.6 s against 1.1 s)."""
-    from profiler.analysis import op_pricing, queries, sweeps
+    from profiler.analysis import op_pricing, run_queries, sweeps
     from profiler.storage import run_cache
 
     store = seeded[0]
-    every = list(queries.run_catalog(store)["run_id"])
+    every = list(run_queries.run_catalog(store)["run_id"])
     first = sweeps.sweep_points(store, every)
     priced = []
     real = op_pricing.run_op_calls

@@ -301,9 +301,9 @@ def test_every_connection_refuses_to_load_or_install_extensions(hostile_store, t
 
 @pytest.mark.parametrize("stem", [payload("F"), "job-" + CONTROLS, "../../etc/passwd", 'a"b\\c', "x" * 500])
 def test_download_file_names_hold_no_path_or_control_character(stem):
-    from profiler.present.ui.tables import _file_name
+    from profiler.present.ui.tables import download_name
 
-    name = _file_name(stem, ".csv")
+    name = download_name(stem, ".csv")
     assert name.endswith(".csv") and len(name) <= 124
     assert not re.search(r'[\x00-\x1f\x7f-\x9f/\\"]', name), name
 

@@ -112,7 +112,7 @@ def _example(name: str, type_: str, field: str) -> str:
 
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_module_outputs_are_the_documented_types(store, module):
-    with reads.session(store) as db:
+    with store.session() as db:
         db._con.execute(JOB_RANKS)   # the job modules read the job views (a table macro binds when made)
         sql_library.install(db._con, f"-- check\n-- includes: {module}\n", set())
         for name, doc in _macro_docs(MODULES[module].read_text()).items():
@@ -131,7 +131,7 @@ def test_module_outputs_are_the_documented_types(store, module):
 def test_every_query_runs_on_an_empty_store_with_its_includes(store, name):
     text = reads.sql_text(name)
     params = {p: EXAMPLES[t] for p, t in _typed(sql_library.header(text)["params"])}
-    with reads.session(store) as db:   # a new connection: only what this query includes is there
+    with store.session() as db:   # a new connection: only what this query includes is there
         db._con.execute(JOB_RANKS)
         db.query(text, params)
 
@@ -142,7 +142,7 @@ def test_a_query_fails_without_its_includes(store, name):
     text = reads.sql_text(name)
     params = {p: EXAMPLES[t] for p, t in _typed(sql_library.header(text)["params"])}
     bare = re.sub(r"^-- includes: .*$", "-- includes: none", text, flags=re.M)
-    with reads.session(store) as db, pytest.raises(Exception, match="(?i)macro|function|does not exist"):
+    with store.session() as db, pytest.raises(Exception, match="(?i)macro|function|does not exist"):
         db.query(bare, params)
 
 

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from profiler.analysis import queries, timings, verdict
+from profiler.analysis import kernel_queries, run_queries, timings, verdict
 from profiler.cli.main import main
 from profiler.storage.store import Store
 from tests import raw_step_work as raw
@@ -36,7 +36,7 @@ def test_each_steps_gpu_work_is_what_it_launched(stored):
     db, ids = stored
     for path, run in ids.items():
         want = raw.step_work(path)["steps"]
-        got = queries.iteration_metrics(db, [run])
+        got = run_queries.iteration_metrics(db, [run])
         assert [int(v) for v in got["gpu_work_ns"]] == [s["work"] for s in want], path.name
         assert [int(v) for v in got["gpu_work_sum_ns"]] == [s["sum"] for s in want], path.name
         # the step's end: the store's window may differ from ts + dur by the rounding of either
@@ -50,7 +50,7 @@ def test_ns_resolution_step_needs_its_launched_work_not_the_part_inside_it(store
     step's window; the figure is within 1 % of the raw per-step launched work, per step."""
     db, ids = stored
     want = [s["work"] / 1e3 for s in raw.step_work(V100)["steps"]]
-    run = queries.run_metrics(db, [ids[V100]]).iloc[0]
+    run = run_queries.run_metrics(db, [ids[V100]]).iloc[0]
     assert run["gpu_work_us_per_iter"] == pytest.approx(sum(want) / len(want), rel=0.01)
     assert run["gpu_work_min_us"] == pytest.approx(min(want), rel=0.01)
     assert run["gpu_work_max_us"] == pytest.approx(max(want), rel=0.01)
@@ -62,9 +62,9 @@ def test_one_step_gpu_work_figure_per_run_in_every_output(stored, capsys):
     db, ids = stored
     runs = list(ids.values())
     summary = {r["run_id"]: r for r in _cli(capsys, "summary", "--json", "--db", str(db.path))}
-    catalog = queries.run_catalog(db).set_index("run_id")
+    catalog = run_queries.run_catalog(db).set_index("run_id")
     per_call = timings.run_timings(db, runs).set_index("run_id")
-    kernel_table = queries.kernel_table(db, runs).groupby("run_id")["us_per_iter"].sum()
+    kernel_table = kernel_queries.kernel_table(db, runs).groupby("run_id")["us_per_iter"].sum()
     out = _cli(capsys, "rank", *runs, "--json", "--db", str(db.path))
     sets = out.get("sets", [out])   # rank groups repeats: each group shows the repeat nearest its median
     ranked = {r["run_id"]: r for g in sets for r in g["runs"]}
@@ -80,7 +80,7 @@ def test_one_step_gpu_work_figure_per_run_in_every_output(stored, capsys):
             assert ranked[run]["gpu_us_per_call"] == (pytest.approx(figure, rel=1e-9) if figure else None), path.name
         # the Kernels table's per-iteration rows add up to the step's summed kernel work
         kernels = kernel_table.get(run, 0.0)
-        assert kernels == pytest.approx(queries.run_metrics(db, [run]).iloc[0]["kernel_sum_us_per_iter"], rel=1e-9)
+        assert kernels == pytest.approx(run_queries.run_metrics(db, [run]).iloc[0]["kernel_sum_us_per_iter"], rel=1e-9)
         # ops --json: every modelled op's row carries the run's one figure
         for row in _cli(capsys, "ops", run, "--json", "--db", str(db.path)):
             assert row["gpu_work_us_per_iter"] == pytest.approx(figure, rel=1e-9), path.name
@@ -100,7 +100,7 @@ def test_mi250_no_part_larger_than_its_whole(stored):
     and window: checked on the raw trace by hand (every thread that launches, unions clipped to
     the steps), and the sentence never states the part above its whole."""
     db, ids = stored
-    run = queries.run_metrics(db, [ids[MI250]]).iloc[0]
+    run = run_queries.run_metrics(db, [ids[MI250]]).iloc[0]
     evs = raw.events(MI250)
     steps = [(raw._ns(e["ts"]), raw._ns(e["ts"]) + raw._ns(e["dur"])) for e in evs
              if str(e.get("name", "")).startswith("ProfilerStep#") and e.get("cat") != "gpu_user_annotation"]

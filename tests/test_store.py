@@ -11,8 +11,9 @@ import duckdb
 import pytest
 
 from profiler import errors
-from profiler.storage import store as store_mod
-from profiler.storage.store import SCHEMA_VERSION, Store, default_db_path
+from profiler.storage import connection
+from profiler.storage.store import Store, default_db_path
+from profiler.storage.migrations import SCHEMA_VERSION
 from tests.conftest import FIXTURES
 
 
@@ -310,13 +311,13 @@ def test_a_version_1_store_gets_the_collective_columns(db_path):
 
 
 def test_duckdb_gets_its_threads_and_128_mb_for_each(tmp_path, monkeypatch):
-    monkeypatch.delenv(store_mod.MEMORY_ENV, raising=False)
+    monkeypatch.delenv(connection.MEMORY_ENV, raising=False)
     for threads, limit in ((1, 256), (2, 256), (3, 384), (16, 2048)):
         with Store(tmp_path / f"t{threads}.duckdb", threads=threads).connect() as con:
             got = con.execute("SELECT current_setting('threads'), current_setting('memory_limit')").fetchone()
         assert got[0] == threads
         assert _mib(got[1]) == pytest.approx(limit * 1e6 / 2**20, rel=0.03), (threads, got)
-    monkeypatch.setenv(store_mod.MEMORY_ENV, "1GB")
+    monkeypatch.setenv(connection.MEMORY_ENV, "1GB")
     with Store(tmp_path / "env.duckdb", threads=16).connect() as con:
         assert _mib(con.execute("SELECT current_setting('memory_limit')").fetchone()[0]) == pytest.approx(1e9 / 2**20, rel=0.03)
 

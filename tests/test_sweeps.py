@@ -12,7 +12,7 @@ import sys
 import pandas as pd
 import pytest
 
-from profiler.analysis import findings, queries, sweeps
+from profiler.analysis import findings, queries, run_queries, sweeps
 from profiler.present import curve_charts
 from profiler.storage.store import Store
 from tests import raw_trace
@@ -212,7 +212,7 @@ def test_a_cpu_capture_swept_over_an_axis_is_found_on_that_axis(axis, tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     store = Store(db)
     with store.session() as s:
-        ids = list(queries.run_catalog(s)["run_id"])
+        ids = list(run_queries.run_catalog(s)["run_id"])
         points = sweeps.sweep_points(s, ids)
         curves = sweeps.sweep_curves(points)
         shapes = queries.run_shapes(s, ids)

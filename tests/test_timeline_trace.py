@@ -12,7 +12,7 @@ from decimal import Decimal
 
 import pytest
 
-from profiler.analysis import queries as q
+from profiler.analysis import timeline_queries as q
 from profiler.analysis.timeline_queries import TIMELINE_WIDTH_PX
 from profiler.present import narrative
 from profiler.storage.store import Store

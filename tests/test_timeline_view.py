@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 
-from profiler.analysis import queries as q
-from profiler.present import style, timeline_steps, timeline_view as tv, timeline_window as tw
+from profiler.analysis import timeline_queries, units
+from profiler.present import timeline_steps, timeline_view as tv, timeline_window as tw
 
 
 def _panels(tiny, shared=True, window=(0, 100_000)):
-    return q.timeline_panels(tiny, ["runa", "runb"], 0, window, shared)
+    return timeline_queries.timeline_panels(tiny, ["runa", "runb"], 0, window, shared)
 
 
 def test_links_join_an_op_with_its_launches_and_kernels(tiny):
@@ -62,7 +62,7 @@ def test_brushed_range_from_the_selection_state():
 
 
 def test_range_stats_count_total_and_self_time_inside_the_range(tiny):
-    stats = q.timeline_range_stats(tiny, ["runa"], 0, (10_000, 20_000))
+    stats = timeline_queries.timeline_range_stats(tiny, ["runa"], 0, (10_000, 20_000))
     got = {r.name: (r.events, r.total_ns, r.self_ns) for r in stats.itertuples()}
     # by hand from tiny_store: an event's time inside [10, 20) µs; ops' self time scaled by that share
     assert got == {
@@ -100,7 +100,7 @@ def test_spec_links_zoom_on_a_shared_scale_and_not_on_independent_ones(tiny):
 
 def test_each_panel_draws_only_its_own_iteration(tiny):
     # runa's iteration 0 is 100 µs; a 150 µs window must not draw iteration 1's ops
-    (_, _, domain, marks, _, *_), _ = q.timeline_panels(tiny, ["runa", "runb"], 0, (0, 150_000), True)
+    (_, _, domain, marks, _, *_), _ = timeline_queries.timeline_panels(tiny, ["runa", "runb"], 0, (0, 150_000), True)
     assert domain == (0.0, 150.0) and "ProfilerStep#2" not in set(marks["name"])
     assert marks["start_us"].max() < 100
 
@@ -110,7 +110,7 @@ def test_scale_hint_only_past_a_hundredfold():
     short, long = pd.DataFrame({"end_us": [2.0]}), pd.DataFrame({"end_us": [500.0]})
     assert timeline_steps.scale_hint([(0, 0, 0, short), (0, 0, 0, long)]) == 250
     assert timeline_steps.scale_hint([(0, 0, 0, short), (0, 0, 0, short)]) is None
-    assert style.duration(1_050_000) == "1.05 s"
+    assert units.duration(1_050_000) == "1.05 s"
 
 
 def test_collapsed_cpu_lanes_name_only_the_innermost_ops(tiny):
@@ -133,7 +133,7 @@ def test_collapsed_cpu_lanes_name_only_the_innermost_ops(tiny):
 
 def test_a_panel_past_its_steps_end_says_so(tiny):
     # runa's ProfilerStep#1 is 100 µs long: a window from 120 µs draws none of it (nor step 2)
-    panel = q.timeline_panels(tiny, ["runa"], 0, (120_000, 180_000), True)[0]
+    panel = timeline_queries.timeline_panels(tiny, ["runa"], 0, (120_000, 180_000), True)[0]
     assert panel.marks.empty and panel.step_end_us == 100
     assert tw.empty_note("A", panel) == ("A: ProfilerStep#1 ends at 100 µs, before this window "
                                          "(120 µs – 180 µs); later steps are not drawn.")

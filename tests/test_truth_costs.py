@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from profiler.analysis import op_costs, queries, roofline, skus, unmodelled
+from profiler.analysis import kernel_queries, op_costs, op_pricing, roofline, skus, unmodelled
 from profiler.analysis.kernel_names import parse
 from profiler.analysis.tensor_cores import classify
 from profiler.cli import ops as ops_cli
@@ -142,7 +142,7 @@ def test_real_traces_rated_against_their_sku(real, path):
     store, ids = real
     props = raw(path)["deviceProperties"][0]
     expected = SHEET_GBPS[(props["name"], props["totalGlobalMem"], props["numSms"])]
-    device = op_costs.device_of(queries.run_devices(store, [ids[path.name]])[ids[path.name]])
+    device = op_pricing.device_of(kernel_queries.run_devices(store, [ids[path.name]])[ids[path.name]])
     assert device.peaks.memory_gbps == pytest.approx(expected)
     for r in ops_cli.rows(store, ids[path.name], "all"):
         assert all(r[k] is None or r[k] <= 100 for k in ("pct_of_peak", "pct_of_bandwidth", "pct_of_roof")), r

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler.analysis import kernel_names, op_costs, queries, roofline
+from profiler.analysis import kernel_names, kernel_queries, op_costs, roofline
 from profiler.analysis.kernel_names import parse
 from profiler.analysis.tensor_cores import AMD, CUDA, NVIDIA, TENSOR, VECTOR_AMD, classify
 from profiler.cli import ops as ops_cli
@@ -44,7 +44,7 @@ def test_amd_run_has_no_nvidia_term_in_ops_kernels_or_roofline(real):
     for r in rows:     # a row whose kernels are MFMA GEMMs runs on the matrix cores
         if any(k in r["kernels"] for k in mfma):
             assert r["engine"] == "matrix core", r
-    details = queries.kernel_details(store, [run])          # the kernels page: the same classifier
+    details = kernel_queries.kernel_details(store, [run])          # the kernels page: the same classifier
     by_name = dict(zip(details["kernel"], details["tc_engine"]))
     calls = op_costs.op_calls(store, [run])
     pairs = [(by_name[k], e) for k, e in zip(calls["main_kernel"], calls["engine"]) if k in by_name]  # memcpys aside

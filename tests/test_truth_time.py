@@ -13,7 +13,7 @@ from decimal import Decimal
 
 import pytest
 
-from profiler.analysis import findings, queries
+from profiler.analysis import run_queries, verdict
 from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES
 from tests.raw_step_work import union as _union  # the raw JSON's interval union, one for every truth test
@@ -69,14 +69,14 @@ def db(tmp_path):
 def _check_against_raw(db, raw: bytes) -> tuple[list[dict], object]:
     run = db.ingest(raw).run_id
     want = raw_truth(raw)
-    got = queries.iteration_metrics(db, [run]).sort_values("iteration")
+    got = run_queries.iteration_metrics(db, [run]).sort_values("iteration")
     assert len(got) == len(want)
     for row, w in zip(got.itertuples(), want):
         assert row.wall_ns == w["wall"]
         assert row.gpu_busy_ns == pytest.approx(w["own"], abs=1)
         assert row.carried_ns == pytest.approx(w["carried"], abs=1)
         assert row.gpu_span_ns == w["span"]
-    return want, queries.run_metrics(db, [run]).iloc[0]
+    return want, run_queries.run_metrics(db, [run]).iloc[0]
 
 
 @pytest.mark.third_party
@@ -91,7 +91,7 @@ def test_qwen_work_launched_before_profiling_is_carried(db):
     # TraceLens's figure: busy between the first and the last GPU event, named apart
     assert run["span_busy_pct"] == pytest.approx(100 * step["active"] / step["span"], abs=0.01)
     assert run["span_busy_pct"] > run["gpu_busy_pct"]
-    sentence = findings.bound_sentence(run, "qwen")
+    sentence = verdict.bound_sentence(run, "qwen")
     assert f"{100 * step['carried'] / step['wall']:.1f}%" in sentence
     assert f"{100 * step['own'] / step['wall']:.1f}%" in sentence
     assert f"{100 * step['unattributed'] / step['wall']:.1f}% work with no launch call" in sentence
@@ -123,7 +123,7 @@ def test_checkpointed_steps_own_nothing_and_the_sentence_says_carried(db):
     assert all(w["own"] == 0 and w["carried"] > 0.8 * w["wall"] for w in want)
     assert run["gpu_busy_pct"] == 0 and run["carried_pct"] == pytest.approx(
         100 * sum(w["carried"] for w in want) / sum(w["wall"] for w in want))
-    sentence = findings.bound_sentence(run, "ckpt")
+    sentence = verdict.bound_sentence(run, "ckpt")
     assert f"{run['carried_pct']:.1f}%" in sentence and "launched before" in sentence
 
 
@@ -133,7 +133,7 @@ def test_no_launch_inside_the_step_is_unattributed_when_the_trace_records_launch
     t.kernel("own", 600, 200, launch_at=500)
     want, run = _check_against_raw(db, t.bytes())
     assert want[0]["own"] == 200_000 and want[0]["carried"] == 0 and want[0]["unattributed"] == 300_000
-    row = queries.iteration_metrics(db, [run["run_id"]]).iloc[0]
+    row = run_queries.iteration_metrics(db, [run["run_id"]]).iloc[0]
     assert row["unattributed_ns"] == 300_000 and row["unattributed"] == 1 and row["gpu_work_ns"] == 200_000
 
 
@@ -144,7 +144,7 @@ def test_a_trace_without_launch_calls_falls_back_to_the_start_time(db):
     t.kernel("running_before", 50, 150)
     t.kernel("inside", 400, 200)
     run = db.ingest(t.bytes()).run_id
-    row = queries.iteration_metrics(db, [run]).iloc[0]
+    row = run_queries.iteration_metrics(db, [run]).iloc[0]
     assert row.gpu_busy_ns == 200_000 and row.carried_ns == 100_000
 
 

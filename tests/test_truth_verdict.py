@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from profiler.analysis import findings, op_costs, queries
+from profiler.analysis import findings, kernel_queries, op_costs, run_queries, verdict
 from profiler.parse import demangled
 from profiler.present import markup
 from profiler.storage.store import Store
@@ -51,12 +51,12 @@ def _busy_step(gpu_share: float, gaps: int = 4) -> Timeline:
 
 @pytest.mark.parametrize("share, bound", [(0.90, "gpu"), (0.86, "gpu"), (0.80, "cpu"), (0.30, "cpu")])
 def test_the_bound_rule_reads_a_busy_gpu_as_gpu_bound_with_its_evidence(db, share, bound):
-    run = queries.run_metrics(db, [db.ingest(_busy_step(share).bytes()).run_id]).iloc[0]
+    run = run_queries.run_metrics(db, [db.ingest(_busy_step(share).bytes()).run_id]).iloc[0]
     assert run["bound"] == bound
     assert run["gpu_active_pct"] == pytest.approx(100 * share)
     assert run["idle_gaps_per_iter"] == 4 and run["max_gap_us"] == pytest.approx((1 - share) * 10_000 / 4)
-    text = findings.bound_sentence(run, "r")
-    assert text.startswith(f"r is {findings.BOUND_WORDS[bound]}")
+    text = verdict.bound_sentence(run, "r")
+    assert text.startswith(f"r is {verdict.BOUND_WORDS[bound]}")
     assert f"runs work {100 * share:.1f}%" in text and f"idle {100 - 100 * share:.1f}%" in text
     assert f"the longest {(1 - share) * 10_000 / 4:,.1f} µs" in text
 
@@ -68,9 +68,9 @@ def test_the_naive_sample_busy_89_percent_reads_gpu_bound(db):
     wall = sum(r["wall"] for r in raw["iterations"])
     active = sum(r["active"] for r in raw["iterations"])
     assert 0.85 <= active / wall < 0.90  # busy, yet idle above the old 10 % line
-    run = queries.run_metrics(db, [db.ingest(NAIVE).run_id]).iloc[0]
+    run = run_queries.run_metrics(db, [db.ingest(NAIVE).run_id]).iloc[0]
     assert raw["bound"] == run["bound"] == "gpu"
-    text = findings.bound_sentence(run, "naive")
+    text = verdict.bound_sentence(run, "naive")
     assert "GPU-bound" in text and f"{100 * active / wall:.1f}%" in text and "synchronize" in text
 
 
@@ -79,7 +79,7 @@ def test_recorded_cpu_time_is_ops_and_calls_not_an_annotation_spanning_the_step(
     t.op("## whole trace ##", 0, 10_000, cat="user_annotation")
     t.op("aten::mm", 1_000, 2_000).op("aten::add", 2_500, 1_000)   # union 1,000-3,500
     t.kernel("k", 6_000, 100, launch_at=5_000, launch_dur=300)       # a call 5,000-5,300
-    row = queries.iteration_metrics(db, [db.ingest(t.bytes()).run_id]).iloc[0]
+    row = run_queries.iteration_metrics(db, [db.ingest(t.bytes()).run_id]).iloc[0]
     assert row.cpu_busy_ns == (2_500 + 300) * 1000
 
 
@@ -90,7 +90,7 @@ def test_qwen_annotation_is_not_cpu_time(db):
     of its cpu_op events and runtime / driver calls (computed from the raw JSON), not more."""
     events = [e for e in json.loads(gzip.decompress(QWEN.read_bytes()))["traceEvents"] if e.get("ph") == "X"]
     assert any(e.get("cat") == "user_annotation" for e in events)
-    got = queries.iteration_metrics(db, [db.ingest(QWEN).run_id]).iloc[0]
+    got = run_queries.iteration_metrics(db, [db.ingest(QWEN).run_id]).iloc[0]
     assert got.cpu_busy_ns == pytest.approx(independent(QWEN)["iterations"][0]["cpu"], rel=1e-3)
 
 
@@ -161,12 +161,12 @@ def test_compare_sentences_name_kernels_whole_and_hold_no_joiner_in_kernel_names
 @pytest.mark.skipif(not NAIVE.exists(), reason="needs the shipped samples")
 def test_one_share_one_denominator(db):
     run = db.ingest(NAIVE).run_id
-    total = float(queries.run_metrics(db, [run]).iloc[0]["kernel_sum_us_per_iter"])
-    kernels = queries.kernel_table(db, [run])
+    total = float(run_queries.run_metrics(db, [run]).iloc[0]["kernel_sum_us_per_iter"])
+    kernels = kernel_queries.kernel_table(db, [run])
     assert kernels["gpu_time_share_pct"].sum() == pytest.approx(100)
     assert (kernels["gpu_time_share_pct"] * total / 100).tolist() == pytest.approx(kernels["us_per_iter"].tolist())
     ops = op_costs.attention_in_trace(db, [run])
-    iterations = queries.run_metrics(db, [run]).iloc[0]["iterations"]
+    iterations = run_queries.run_metrics(db, [run]).iloc[0]["iterations"]
     assert (ops["share_of_gpu_pct"] * total / 100).tolist() == pytest.approx(
         (ops["kernel_ns"] / 1e3 / iterations).tolist())
     # the issue's case: a GEMM op that ran one kernel has that kernel's share on both pages

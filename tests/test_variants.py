@@ -5,8 +5,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from profiler.capture.variants import (VARIANTS, Setting, VariantError, availability, get_variant, make_inputs,
-                               naive_attention, reference_attention, relative_error)
+from profiler.capture.variants import VARIANTS, availability, get_variant
+from profiler.capture.attention_fns import make_inputs, naive_attention, reference_attention, relative_error
+from profiler.capture.setting import Setting
+from profiler.errors import VariantError
 
 PUBLIC_NAMES = {"naive", "naive_inplace", "naive_compiled", "sdpa_auto", "sdpa_math", "sdpa_efficient",
                 "sdpa_flash", "sdpa_cudnn", "flex", "hub_flash", "flashinfer_fa2", "flashinfer_fa3",

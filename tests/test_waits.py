@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from profiler.analysis import findings, job_queries, queries, verdict
+from profiler.analysis import job_queries, run_queries, verdict
 from profiler.cli import ops
 from profiler.cli.main import main as cli_main
 from profiler.storage import job_ingest, jobs
@@ -66,9 +66,9 @@ def test_dlrm_ranks_wait_in_collectives_for_rank_7(db):
 def test_a_capture_trace_is_described_as_a_capture(db, path):
     captures = sum(1 for e in _events(path) if "begincapture" in str(e.get("name", "")).lower())
     assert captures > 0
-    run = queries.run_metrics(db, [db.ingest(path).run_id]).iloc[0]
+    run = run_queries.run_metrics(db, [db.ingest(path).run_id]).iloc[0]
     assert run["bound"] == "capture" and run["capture_calls"] == captures
-    text = findings.bound_sentence(run, "c")
+    text = verdict.bound_sentence(run, "c")
     assert text.startswith("c is a graph capture") and "CPU-bound" not in text
 
 
@@ -102,7 +102,7 @@ def test_a_slow_dataloader_is_named_and_counted(db):
 
     path = GPU_WAITS / "slow_loader.pt.trace.json.gz"
     raw = independent(path)
-    run = queries.run_metrics(db, [db.ingest(path).run_id]).iloc[0]
+    run = run_queries.run_metrics(db, [db.ingest(path).run_id]).iloc[0]
     n = len(raw["iterations"])
     want = sum(r["idle_input"] for r in raw["iterations"]) / n / 1e3
     assert raw["bound"] == run["bound"] == "input"
@@ -110,7 +110,7 @@ def test_a_slow_dataloader_is_named_and_counted(db):
     assert want > 0.9 * run["gpu_idle_us_per_iter"]
     loader = [e for e in _events(path) if "DataLoader" in str(e["name"]) and e.get("cat") == "user_annotation"]
     assert len(loader) == n
-    text = findings.bound_sentence(run, "loader")
+    text = verdict.bound_sentence(run, "loader")
     assert text.startswith("loader is input-bound") and "in the DataLoader (waiting for input)" in text
     assert "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__=" in text
     assert f"{run['idle_input_us_per_iter']:,.1f} µs" in text
@@ -128,13 +128,13 @@ def test_every_launching_thread_counts(db):
     assert len(threads) == 2
     raw = independent(path)
     run_id = db.ingest(path).run_id
-    got = queries.iteration_metrics(db, [run_id])
+    got = run_queries.iteration_metrics(db, [run_id])
     assert [int(v) for v in got["cpu_busy_ns"]] == pytest.approx([r["cpu"] for r in raw["iterations"]], rel=1e-3)
-    run = queries.run_metrics(db, [run_id]).iloc[0]
+    run = run_queries.run_metrics(db, [run_id]).iloc[0]
     assert run["launching_threads"] == 2
     assert run["launch_api_us_per_iter"] <= run["cpu_busy_us_per_iter"] <= run["wall_us_per_iter"]
     assert raw["bound"] == run["bound"]
-    text = findings.bound_sentence(run, "train")
+    text = verdict.bound_sentence(run, "train")
     assert "2 launching threads" in text or "launches from 2 threads" in text
 
 
@@ -177,9 +177,9 @@ def test_sdpa_math_is_cpu_bound_and_says_its_synchronize_time_is_waiting_for_the
     n = len(steps)
     assert waiting / n > 1900 and _overlap(sync, gpu) > 0.9 * sum(b - a for a, b in sync)  # waiting for the GPU
     assert in_ops > 0.5 * idle   # the GPU idles while the host runs CPU ops
-    run = queries.run_metrics(db, [db.ingest(SDPA_MATH).run_id]).iloc[0]
+    run = run_queries.run_metrics(db, [db.ingest(SDPA_MATH).run_id]).iloc[0]
     assert run["bound"] == "cpu"
-    text = findings.bound_sentence(run, "m")
+    text = verdict.bound_sentence(run, "m")
     said = float(text.split("at least ")[1].split(" µs of it while the GPU ran")[0].replace(",", ""))
     assert 0.9 * waiting / n <= said <= waiting / n + 0.1, (said, waiting / n)   # a lower bound, and close
     assert "waiting for the GPU, not a cause of its idle time" in text and "running other CPU ops" in text

@@ -17,6 +17,7 @@ import pandas as pd
 
 from profiler.analysis import kept
 from profiler.storage import completeness as stored
+from profiler.storage.session import StoreHandle
 
 DAMAGE, LIMIT, NOTE = "damage", "limit", "note"
 # reason: (weight, sentence with {count} {of} {pct}, what it costs)
@@ -49,7 +50,7 @@ REASONS = {
 }
 
 
-def rows(store, run_ids) -> pd.DataFrame:
+def rows(store: StoreHandle, run_ids) -> pd.DataFrame:
     """run_id, iteration (None: the whole run), reason, count, of_count, expected: the checks of
     storage/sql/completeness.sql that found something, as stored at ingest (computed now for a
     run that has none stored: a job's rank), kept per run."""
@@ -66,7 +67,7 @@ def _item(r) -> dict:
             "text": text.format(count=int(r.count), of=of, pct=pct, iteration=it), "costs": cost}
 
 
-def verdicts(store, run_ids) -> dict[str, dict]:
+def verdicts(store: StoreHandle, run_ids) -> dict[str, dict]:
     """{run_id: {"complete", "damage", "limits", "notes", "steps", "qualifier"}} : complete when no
     damage; each list holds {reason, iteration, count, of, weight, text, costs}; the run-wide checks
     first, `steps` {iteration: [damage of that step]} (a launch check per step is in steps only);
@@ -97,7 +98,7 @@ def qualifier(verdict: dict) -> str | None:
     return "incomplete trace: " + "; ".join(dict.fromkeys(i["costs"] for i in verdict["damage"]))
 
 
-def warnings(store, run_ids, labels: dict | None = None) -> list[str]:
+def warnings(store: StoreHandle, run_ids, labels: dict | None = None) -> list[str]:
     """One sentence per incomplete run among `run_ids` (`line`), for the warnings that rank, check
     and compare print and the Runs page shows; none when every run is whole."""
     found = verdicts(store, list(dict.fromkeys(run_ids)))
@@ -120,7 +121,7 @@ def line(name: str, verdict: dict) -> str:
     return f"{name}: INCOMPLETE: " + "; ".join(f"{i['text']} ({i['costs']})" for i in verdict["damage"])
 
 
-def compare_line(store, run_ids, labels: dict) -> tuple[bool, str]:
+def compare_line(store: StoreHandle, run_ids, labels: dict) -> tuple[bool, str]:
     """(all complete, one sentence) for the top of Compare: which of the runs are incomplete and
     why, or that all are whole (limits named)."""
     found = verdicts(store, list(run_ids))
@@ -131,7 +132,7 @@ def compare_line(store, run_ids, labels: dict) -> tuple[bool, str]:
     return True, "Every trace compared is complete" + (f" (limits: {'; '.join(limits)})" if limits else "") + "."
 
 
-def with_badge(store, runs: pd.DataFrame) -> pd.DataFrame:
+def with_badge(store: StoreHandle, runs: pd.DataFrame) -> pd.DataFrame:
     """The runs table with a `completeness` column: `badge` of each run's verdict."""
     found = verdicts(store, list(runs["run_id"]))
     return runs.assign(completeness=[badge(found[r]) for r in runs["run_id"]])

@@ -20,13 +20,14 @@ import json
 
 import pandas as pd
 
-from profiler.analysis import queries, timings
+from profiler.analysis import run_queries, timings
+from profiler.storage.session import StoreHandle
 
 CLOCK_SPREAD_PCT = 5.0
 VERSION_KEYS = ("driver", "torch", "cuda", "cudnn", "flashinfer-python", "flash-attn-4", "triton")
 
 
-def records(store, run_ids) -> dict:
+def records(store: StoreHandle, run_ids) -> dict:
     ids = list(run_ids)
     metas = store.query("SELECT run_id, run_meta FROM traces WHERE run_id IN (SELECT unnest($ids::VARCHAR[]))",
                         {"ids": ids})
@@ -41,7 +42,7 @@ def records(store, run_ids) -> dict:
 
 
 def _labels(store, ids) -> dict:
-    found = queries.run_labels(store, ids)
+    found = run_queries.run_labels(store, ids)
     return dict(zip(found["run_id"], found["label"]))
 
 
@@ -51,7 +52,7 @@ def _pct(a, b) -> float | None:
     return 100.0 * (float(a) - float(b)) / float(b)
 
 
-def timing_check(store, run_ids) -> pd.DataFrame:
+def timing_check(store: StoreHandle, run_ids) -> pd.DataFrame:
     t = timings.run_timings(store, run_ids)
     return pd.DataFrame({"run_id": t["run_id"], "kernel_us_per_call": t["kernel_us_per_call"],
                          "wall_us_per_call": t["wall_us_per_call"], "graph_us_per_call": t["graph_us_per_call"],
@@ -75,7 +76,7 @@ def l2_text(check: dict | None) -> str | None:
     return f"{where} (DRAM reads {share * 100:.0f} % of a flushed L2's)" if share is not None else where
 
 
-def record_table(store, run_ids) -> pd.DataFrame:
+def record_table(store: StoreHandle, run_ids) -> pd.DataFrame:
     """run_id, label, sampled (source and count, or why not), sm_clock_mhz, mem_clock_mhz, power_w,
     temp_c (means), throttled, throttle_reasons, clocks_locked, l2_flushed, l2_cold_check (a cold
     run's first kernel: missed L2 or not, `l2_text`), other_processes,
@@ -104,7 +105,7 @@ def record_table(store, run_ids) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def warnings(store, run_ids) -> list[str]:
+def warnings(store: StoreHandle, run_ids) -> list[str]:
     """Why the runs' numbers may not be comparable, one sentence each (none when they may be)."""
     ids = list(dict.fromkeys(run_ids))
     recs = records(store, ids)

@@ -2,7 +2,7 @@
 the finding that compares two runs' main kernels by what they achieved.
 
 The counters are attached to a run by `python -m profiler counters` or `capture --counters`
-(profiler/storage/counters.py) and read per kernel name by `queries.kernel_counters`. Runs
+(profiler/storage/counters.py) and read per kernel name by `kernel_queries.kernel_counters`. Runs
 without counters have none of these columns filled, and nothing here says anything about them.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ SHOWN_ON_KERNELS = ("occupancy_achieved_pct", "ncu_limiter_text", "sm_throughput
 
 
 def counted_kernels(kernels: pd.DataFrame) -> int:
-    """How many rows of a `queries.kernel_details` frame carry counters."""
+    """How many rows of a `kernel_queries.kernel_details` frame carry counters."""
     return int(kernels["occupancy_achieved_pct"].notna().sum()) if "occupancy_achieved_pct" in kernels else 0
 
 
@@ -50,7 +50,7 @@ def limiter_text(limiter, blocks) -> str | None:
 
 
 def main_kernel(kernels: pd.DataFrame, run_id: str) -> dict | None:
-    """The run's kernel with the most GPU time per iteration (a `queries.kernel_details` row), when
+    """The run's kernel with the most GPU time per iteration (a `kernel_queries.kernel_details` row), when
     it has counters; None otherwise."""
     mine = kernels[kernels["run_id"] == run_id]
     if mine.empty or "occupancy_achieved_pct" not in mine:

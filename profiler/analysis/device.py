@@ -74,7 +74,7 @@ def reserved_shared_mem_bytes(major: int) -> int:
     return KB if major >= 8 else 0
 
 
-def _peaks(matrix: dict, vector: dict, gbps: float, cite: str, per_package: int = 1) -> Peaks:
+def make_peaks(matrix: dict, vector: dict, gbps: float, cite: str, per_package: int = 1) -> Peaks:
     """Datasheet figures: `matrix` TFLOP/s of the tensor / matrix cores by precision, `vector`
     TFLOP/s of the CUDA cores / vector units, `gbps` memory bandwidth; `cite` is the datasheet."""
     note = f"{DATASHEET}: {cite}" + ("" if per_package == 1 else f"; module figure / {per_package} GCDs")
@@ -82,7 +82,7 @@ def _peaks(matrix: dict, vector: dict, gbps: float, cite: str, per_package: int 
                  source=note, vector_tflops={k: v / per_package for k, v in vector.items()})
 
 
-def _nv(name, cc, sms, threads_sm, smem_sm_kb, optin_kb, peaks):
+def nvidia_device(name, cc, sms, threads_sm, smem_sm_kb, optin_kb, peaks):
     major, minor = cc
     return Device(
         name=name, vendor="nvidia", compute_major=major, compute_minor=minor, num_sms=sms,
@@ -93,7 +93,7 @@ def _nv(name, cc, sms, threads_sm, smem_sm_kb, optin_kb, peaks):
         max_blocks_per_sm=max_blocks_per_sm(major, minor), peaks=peaks)
 
 
-def _amd(name, cus, peaks):
+def amd_device(name, cus, peaks):
     return Device(
         name=name, vendor="amd", compute_major=9, compute_minor=0, num_sms=cus, warp_size=64,
         max_threads_per_sm=2048, max_threads_per_block=1024, regs_per_sm=None,

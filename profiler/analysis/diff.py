@@ -153,7 +153,7 @@ def _backtrace(cost, a, b, i0, j0) -> list[tuple[int | None, int | None]]:
 
 def align_kernel_sequences(seq_a: pd.DataFrame, seq_b: pd.DataFrame) -> pd.DataFrame:
     """Align two iterations' kernel sequences (columns seq, name, dur_us, as
-    `queries.kernel_sequence` returns) by family. One row per slot: slot, seq_a, name_a,
+    `pair_queries.kernel_sequence` returns) by family. One row per slot: slot, seq_a, name_a,
     dur_us_a, seq_b, name_b, dur_us_b, family, status ('same' | 'same family' | 'replaced' |
     'only in a' | 'only in b')."""
     cols = ["seq", "name", "dur_us"]
@@ -177,7 +177,7 @@ def _slot(k, a, b, fam_a, fam_b, i, j) -> tuple:
 
 
 def family_delta(kernel_delta: pd.DataFrame) -> pd.DataFrame:
-    """`queries.kernel_delta` (per kernel name) summed per family: family, kernels (names),
+    """`pair_queries.kernel_delta` (per kernel name) summed per family: family, kernels (names),
     calls_a, calls_b, calls_delta, us_a, us_b, us_delta, presence."""
     df = kernel_delta.assign(family=kernel_delta["kernel"].map(kernel_family))
     out = df.groupby("family", as_index=False).agg(
@@ -191,10 +191,10 @@ def family_delta(kernel_delta: pd.DataFrame) -> pd.DataFrame:
 
 def kernel_comparison(kernel_delta: pd.DataFrame, details: pd.DataFrame, run_a: str,
                       run_b: str) -> pd.DataFrame:
-    """Per kernel (or copy) name: `queries.kernel_delta` joined with each run's
-    `queries.kernel_details`: kernel, family, presence, calls_a, calls_b, us_a, us_b,
+    """Per kernel (or copy) name: `pair_queries.kernel_delta` joined with each run's
+    `kernel_queries.kernel_details`: kernel, family, presence, calls_a, calls_b, us_a, us_b,
     tc_engine, tc_precision, est_occupancy_pct_a/_b (reported), theory_occupancy_pct_a/_b,
-    occupancy_limiter_a/_b, and Nsight Compute's counters (`queries.COUNTER_COLUMNS`) _a/_b
+    occupancy_limiter_a/_b, and Nsight Compute's counters (`counters.COUNTER_COLUMNS`) _a/_b
     (NaN/None where the run lacks the kernel, has no counters for it, or it is a copy)."""
     cols = ["kernel", "tc_engine", "tc_precision", "est_occupancy_pct", "theory_occupancy_pct",
             "occupancy_limiter", *COUNTER_COLUMNS]

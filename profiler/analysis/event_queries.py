@@ -6,11 +6,12 @@ from __future__ import annotations
 import pandas as pd
 
 from profiler.analysis import query_files
+from profiler.storage.session import StoreHandle
 
 MAX_EVENTS = 2_000   # rows a page lists (the longest); `matching` counts them all
 
 
-def kernel_instances(store, run_ids, search: str = "", limit: int = MAX_EVENTS) -> pd.DataFrame:
+def kernel_instances(store: StoreHandle, run_ids, search: str = "", limit: int = MAX_EVENTS) -> pd.DataFrame:
     """One row per kernel launch (sql/kernel_instances.sql): run_id, name, dur_ns, start_ns,
     step, start_in_step_ns, device, stream, grid, block, api, launch_op, external_id,
     correlation, matching; `search` keeps those whose kernel, launching op or API contains it."""
@@ -18,7 +19,7 @@ def kernel_instances(store, run_ids, search: str = "", limit: int = MAX_EVENTS) 
                             search=search.strip(), limit=int(limit))
 
 
-def op_instances(store, run_ids, search: str = "", limit: int = MAX_EVENTS) -> pd.DataFrame:
+def op_instances(store: StoreHandle, run_ids, search: str = "", limit: int = MAX_EVENTS) -> pd.DataFrame:
     """One row per CPU op or annotation call that is work (sql/op_instances.sql): run_id, name,
     cat, dur_ns, self_ns, start_ns, step, start_in_step_ns, thread, depth, parent, input_dims,
     kernels, external_id, matching; `search` keeps those whose name contains it."""

@@ -2,7 +2,7 @@
 
 A value type on its own, so that every module that finds something (`findings`, `why`, `memory`,
 `counters`, `finding_kinds`) can make one without importing the module that ranks them all;
-`_Runs` is the runs' tables the kinds read.
+`Runs` is the runs' tables the kinds read.
 """
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ class Finding:
 
 
 @dataclass(frozen=True)
-class _Runs:
+class Runs:
     ids: list[str]
     labels: dict[str, str]
-    kernels: pd.DataFrame        # queries.kernel_details
+    kernels: pd.DataFrame        # kernel_queries.kernel_details
     memops: pd.DataFrame         # queries.memop_table
-    metrics: pd.DataFrame        # queries.run_metrics, indexed by run_id
+    metrics: pd.DataFrame        # run_queries.run_metrics, indexed by run_id

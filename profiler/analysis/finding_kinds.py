@@ -6,18 +6,20 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import gpus, occupancy, queries, tensor_cores
+from profiler.analysis import kernel_queries, occupancy, pair_queries, tensor_cores
+from profiler.analysis.device import Device
 from profiler.analysis.diff import kernel_family
-from profiler.analysis.finding import Finding, _Runs
-from profiler.analysis.units import binary_size
+from profiler.analysis.finding import Finding, Runs
+from profiler.analysis.units import binary_size, json_value
 from profiler.analysis.verdict import BOUND_EVIDENCE, bound_sentence
 from profiler.parse import demangled
+from profiler.storage.session import StoreHandle
 
 MATH_OPS = ("gemm", "conv", "attention")
 MAX_NAMES = 5
 
 
-def _kernels_per_iteration(runs: _Runs) -> list[Finding]:
+def kernels_per_iteration(runs: Runs) -> list[Finding]:
     counts = {r: float(runs.kernels.loc[runs.kernels["run_id"] == r, "calls_per_iter"].sum())
               for r in runs.ids}
     distinct = {r: int((runs.kernels["run_id"] == r).sum()) for r in runs.ids}
@@ -27,7 +29,7 @@ def _kernels_per_iteration(runs: _Runs) -> list[Finding]:
                     {"kernels_per_iter": counts, "distinct_kernels": distinct})]
 
 
-def _memcpy_only_in_one(runs: _Runs) -> list[Finding]:
+def memcpy_only_in_one(runs: Runs) -> list[Finding]:
     parts, items = [], []
     for run, other in (runs.ids, runs.ids[::-1]):
         mine = runs.memops[runs.memops["run_id"] == run]
@@ -52,9 +54,9 @@ def _memop_verb(name: str) -> str:
     return "sets" if name.startswith("Memset") else "copies"
 
 
-def _launch_api(store, runs: _Runs) -> list[Finding]:
+def launch_api(store: StoreHandle, runs: Runs) -> list[Finding]:
     a, b = runs.ids
-    delta = queries.launch_api_delta(store, a, b)
+    delta = pair_queries.launch_api_delta(store, a, b)
     parts, apis, impact = [], {}, 0.0
     for presence, run, other, side in (("only in a", a, b, "a"), ("only in b", b, a, "b")):
         only = delta[delta["presence"] == presence].sort_values(f"cpu_us_{side}", ascending=False)
@@ -72,9 +74,9 @@ def _launch_api(store, runs: _Runs) -> list[Finding]:
     return [Finding("launch_api", "; ".join(parts) + ".", {"apis": apis}, impact)]
 
 
-def _cpu_ops_only_in_one(store, runs: _Runs) -> list[Finding]:
+def cpu_ops_only_in_one(store: StoreHandle, runs: Runs) -> list[Finding]:
     a, b = runs.ids
-    delta = queries.cpu_op_delta(store, a, b)
+    delta = pair_queries.cpu_op_delta(store, a, b)
     parts, ops, impact = [], {}, 0.0
     for presence, run, side in (("only in a", a, "a"), ("only in b", b, "b")):
         only = delta[delta["presence"] == presence].sort_values(f"self_us_{side}", ascending=False)
@@ -93,17 +95,17 @@ def _cpu_ops_only_in_one(store, runs: _Runs) -> list[Finding]:
                     {"ops": ops}, impact)]
 
 
-def _bound(runs: _Runs) -> list[Finding]:
+def bound(runs: Runs) -> list[Finding]:
     """What bounds each run (the metrics layer's verdict), one sentence per run, one finding."""
     rows = [(run, runs.metrics.loc[run]) for run in runs.ids if run in runs.metrics.index]
     if not rows:
         return []
     text = " ".join(bound_sentence(row, runs.labels[run]) for run, row in rows)
-    evidence = {"runs": {run: {k: _plain(row[k]) for k in BOUND_EVIDENCE} for run, row in rows}}
+    evidence = {"runs": {run: {k: json_value(row[k]) for k in BOUND_EVIDENCE} for run, row in rows}}
     return [Finding("bound", text, evidence, max(float(row["gpu_idle_us_per_iter"]) for _, row in rows))]
 
 
-def _cuda_core_math(runs: _Runs) -> list[Finding]:
+def cuda_core_math(runs: Runs) -> list[Finding]:
     parts, evidence, impact = [], {}, 0.0
     math = runs.kernels[runs.kernels["tc_op"].isin(MATH_OPS)
                         & runs.kernels["tc_engine"].isin(tensor_cores.VECTOR_ENGINES)]
@@ -132,11 +134,11 @@ def _share(pct: float) -> str:
     return "under 0.1%" if pct < 0.05 else f"{pct:.1f}%"
 
 
-def _zero_occupancy(runs: _Runs, store) -> list[Finding]:
+def zero_occupancy(runs: Runs, store: StoreHandle) -> list[Finding]:
     """Kernels the trace reports at 0 % occupancy that really ran, each name once: one finding
     for those that need opt-in shared memory (or cannot fit Kineto's limits), one for tiny grids."""
     zero = runs.kernels[(runs.kernels["est_occupancy_pct"] == 0)].sort_values("us_per_iter", ascending=False)
-    devices = queries.run_devices(store, runs.ids)
+    devices = kernel_queries.run_devices(store, runs.ids)
     explained, tiny, seen = [], [], set()
     for row in zero.itertuples():
         if row.kernel in seen:
@@ -153,8 +155,8 @@ def _zero_occupancy(runs: _Runs, store) -> list[Finding]:
         ([_tiny_grid_finding(tiny)] if tiny else [])
 
 
-def _theory(row, device_info) -> tuple[gpus.Device | None, occupancy.Launch, occupancy.Occupancy]:
-    device = queries.run_device(device_info, row.device)
+def _theory(row, device_info) -> tuple[Device | None, occupancy.Launch, occupancy.Occupancy]:
+    device = kernel_queries.run_device(device_info, row.device)
     launch = occupancy.Launch(_int(row.threads_per_block) or 0, _int(row.registers_per_thread),
                               _int(row.shared_mem_bytes), _int(row.grid_blocks))
     return device, launch, occupancy.occupancy(launch, device)
@@ -204,13 +206,6 @@ def _tiny_grid_finding(tiny) -> Finding:
 
 
 # ── formatting ───────────────────────────────────────────────────────────────────────────────
-
-def _plain(value):
-    """A number or flag as plain JSON data (None for NaN)."""
-    if value is None or pd.isna(value):
-        return None
-    return value.item() if hasattr(value, "item") else value
-
 
 def _int(value) -> int | None:
     return None if value is None or pd.isna(value) else int(value)

@@ -7,7 +7,7 @@ run_ids)` says where variants of a sweep (any axis, per mode) cross over. Each `
 NaN), and its `impact_us`: the GPU or CPU time per iteration it is about. Findings come ranked by
 impact, at most `MAX_FINDINGS` of them, each kind once (repeated cases of a kind are listed in one
 sentence); the GPU-time comparison and the kernel with the largest GPU-time change are always
-there. Every number comes from the metrics layer (`queries.run_metrics`) or the per-name tables.
+there. Every number comes from the metrics layer (`run_queries.run_metrics`) or the per-name tables.
 The rules behind each kind are in `docs/analysis.md`.
 """
 from __future__ import annotations
@@ -17,12 +17,14 @@ from dataclasses import replace
 import pandas as pd
 
 from profiler.analysis import counters, kept, mode_findings, queries, sweep_leads, sweeps, timings, why
-from profiler.analysis.finding import Finding, _Runs
-from profiler.analysis.finding_kinds import (_bound, _cpu_ops_only_in_one, _cuda_core_math, _kernels_per_iteration,
-                                             _launch_api, _memcpy_only_in_one, _plain, _zero_occupancy)
-from profiler.analysis.verdict import BOUND_EVIDENCE, BOUND_WORDS, bound_sentence  # noqa: F401 (re-exported)
+from profiler.analysis import kernel_queries, pair_queries, query_files, run_queries
+from profiler.analysis.finding import Finding, Runs
+from profiler.analysis.finding_kinds import (bound, cpu_ops_only_in_one, cuda_core_math, kernels_per_iteration,
+                                             launch_api, memcpy_only_in_one, zero_occupancy)
+from profiler.analysis.units import duration, json_value
 from profiler.errors import UnknownRunError
 from profiler.parse import demangled
+from profiler.storage.session import StoreHandle
 
 MAX_FINDINGS = 8
 ALWAYS = ("cold_start", "gpu_time", "kernel_delta")  # kept whatever their impact
@@ -32,17 +34,17 @@ WHY = ("bytes_moved", "fp32_cuda_core_gemm", "kernel_arch")
 SAME_TIME_RATIO = 1.05  # GPU times closer than this read as "about the same"
 
 
-def _load(store, run_ids: list[str]) -> _Runs:
-    labels = queries.run_labels(store, run_ids)
+def _load(store, run_ids: list[str]) -> Runs:
+    labels = run_queries.run_labels(store, run_ids)
     missing = set(run_ids) - set(labels["run_id"])
     if missing:
         raise UnknownRunError(f"run {sorted(missing)[0]} is not in the store {store.path}")
-    metrics = queries.run_metrics(store, run_ids).set_index("run_id")
-    return _Runs(run_ids, dict(zip(labels["run_id"], labels["label"])),
-                 queries.kernel_details(store, run_ids), queries.memop_table(store, run_ids), metrics)
+    metrics = run_queries.run_metrics(store, run_ids).set_index("run_id")
+    return Runs(run_ids, dict(zip(labels["run_id"], labels["label"])),
+                 kernel_queries.kernel_details(store, run_ids), queries.memop_table(store, run_ids), metrics)
 
 
-def run_findings(store, run_id: str) -> list[Finding]:
+def run_findings(store: StoreHandle, run_id: str) -> list[Finding]:
     """Findings about one run: what bounds it, kernels per iteration, CUDA-core math,
     0 %-occupancy kernels explained, what its mode costs (`mode_findings`). Kept per run (profiler/analysis/kept.py)."""
     return kept.value(store, ("run_findings",), [run_id], lambda: _run_findings(store, run_id))
@@ -50,11 +52,11 @@ def run_findings(store, run_id: str) -> list[Finding]:
 
 def _run_findings(store, run_id: str) -> list[Finding]:
     runs = _load(store, [run_id])
-    return _ranked([*_bound(runs), *_kernels_per_iteration(runs), *_cuda_core_math(runs),
-                    *_zero_occupancy(runs, store), *_counters(runs), *mode_findings.mode_findings(store, runs)])
+    return _ranked([*bound(runs), *kernels_per_iteration(runs), *cuda_core_math(runs),
+                    *zero_occupancy(runs, store), *_counters(runs), *mode_findings.mode_findings(store, runs)])
 
 
-def compare_findings(store, run_a: str, run_b: str, limit: int | None = MAX_FINDINGS) -> list[Finding]:
+def compare_findings(store: StoreHandle, run_a: str, run_b: str, limit: int | None = MAX_FINDINGS) -> list[Finding]:
     """Findings that explain the difference between two runs (a first, then b), ranked; the
     first `limit` of them (all with None). Kept per pair."""
     return kept.value(store, ("compare_findings", limit), [run_a, run_b],
@@ -65,10 +67,10 @@ def _compare_findings(store, run_a: str, run_b: str, limit: int | None) -> list[
     runs = _load(store, [run_a, run_b])
     gap = max((f.impact_us for f in _gpu_time(runs)), default=0.0)
     why = [replace(f, impact_us=gap) if f.kind in WHY else f for f in _why(store, run_a, run_b)]
-    return _ranked([*_cold_start(store, runs), *_gpu_time(runs), *_kernel_delta(store, runs), *_bound(runs),
-                    *_kernels_per_iteration(runs), *_memcpy_only_in_one(runs),
-                    *_launch_api(store, runs), *_cpu_ops_only_in_one(store, runs),
-                    *_cuda_core_math(runs), *_zero_occupancy(runs, store), *why,
+    return _ranked([*_cold_start(store, runs), *_gpu_time(runs), *_kernel_delta(store, runs), *bound(runs),
+                    *kernels_per_iteration(runs), *memcpy_only_in_one(runs),
+                    *launch_api(store, runs), *cpu_ops_only_in_one(store, runs),
+                    *cuda_core_math(runs), *zero_occupancy(runs, store), *why,
                     *mode_findings.mode_findings(store, runs),
                     *(replace(f, impact_us=gap) for f in _counters(runs))], limit)
 
@@ -84,10 +86,10 @@ def _why(store, run_a: str, run_b: str) -> list[Finding]:
     return why.compare(store, run_a, run_b)
 
 
-def sweep_findings(store, run_ids) -> list[Finding]:
+def sweep_findings(store: StoreHandle, run_ids) -> list[Finding]:
     """Where variants of a sweep (over any axis, per mode: `sweeps`) swap the lead in throughput
     (kept per set of runs)."""
-    run_ids = queries._ids(run_ids)
+    run_ids = query_files.ids(run_ids)
     return kept.value(store, ("sweep_findings",), run_ids, lambda: _sweep_findings(store, run_ids))
 
 
@@ -98,7 +100,7 @@ def _sweep_findings(store, run_ids) -> list[Finding]:
     for row in sweeps.crossovers(curves).to_dict("records"):
         gpu = curves[(curves["sweep"] == row["sweep"]) & (curves["x"] == row["x_hi"])
                      & curves["variant"].isin([row["leader"], row["trailer"]])]["gpu_work_us_per_iter"]
-        found.append(Finding("crossover", row.pop("text"), {k: v if isinstance(v, list) else _plain(v)
+        found.append(Finding("crossover", row.pop("text"), {k: v if isinstance(v, list) else json_value(v)
                                                             for k, v in row.items()},
                              float(gpu.max() - gpu.min()) if len(gpu) else 0.0))
     return found
@@ -106,7 +108,7 @@ def _sweep_findings(store, run_ids) -> list[Finding]:
 
 # ── one finding kind per function ─────────────────────────────────────────────────────────────
 
-def _gpu_time(runs: _Runs) -> list[Finding]:
+def _gpu_time(runs: Runs) -> list[Finding]:
     a, b = runs.ids
     gpu = {r: _gpu_us(runs, r) for r in runs.ids}
     if not gpu[a] or not gpu[b]:
@@ -125,7 +127,7 @@ def _gpu_time(runs: _Runs) -> list[Finding]:
                     abs(gpu[a] - gpu[b]))]
 
 
-def _counters(runs: _Runs) -> list[Finding]:
+def _counters(runs: Runs) -> list[Finding]:
     """What Nsight Compute measured on each run's main kernel (only runs with counters attached):
     one run's kernel alone, or two runs' side by side (ranked with the GPU-time gap they explain)."""
     tops = {r: counters.main_kernel(runs.kernels, r) for r in runs.ids}
@@ -144,7 +146,7 @@ COLD_CAUSES = {"_cudnn_attention": "the plan build, where cuDNN builds the execu
                "flash_attn_4": "FlashAttention 4 compiling its CuTe DSL kernel on first use"}
 
 
-def _cold_start(store, runs: _Runs) -> list[Finding]:
+def _cold_start(store, runs: Runs) -> list[Finding]:
     """A cold and a warm run of the same variant and shape: the cold first call against a warm
     call (wall time per call), the CPU work that makes the difference, named, and the kernels."""
     shapes = queries.run_shapes(store, runs.ids).set_index("run_id")
@@ -156,7 +158,7 @@ def _cold_start(store, runs: _Runs) -> list[Finding]:
     cold = shapes.index[shapes["cold"].astype(bool)][0]
     warm = shapes.index[~shapes["cold"].astype(bool)][0]
     timed = timings.run_timings(store, [cold, warm]).set_index("run_id")
-    extra = queries._run(store, "cold_extra_cpu", cold=cold, warm=warm)
+    extra = query_files.run(store, "cold_extra_cpu", cold=cold, warm=warm)
     if extra.empty:
         return []
     top = extra.iloc[0]
@@ -165,32 +167,28 @@ def _cold_start(store, runs: _Runs) -> list[Finding]:
     first, per_call = timed.loc[cold, "wall_us_per_call"], timed.loc[warm, "wall_us_per_call"]
     text = f"{runs.labels[cold]}: "
     if pd.notna(first) and pd.notna(per_call):
-        text += (f"the first call takes {_time(first)} against {_time(per_call)} per warm call; ")
-    text += f"{_time(top['extra_us'])} more CPU time is spent in {top['op']}" + (f": {cause}." if cause else ".")
+        text += (f"the first call takes {duration(first)} against {duration(per_call)} per warm call; ")
+    text += f"{duration(top['extra_us'])} more CPU time is spent in {top['op']}" + (f": {cause}." if cause else ".")
     k_cold, k_warm = timed.loc[cold, "kernel_us_per_call"], timed.loc[warm, "kernel_us_per_call"]
     if pd.notna(k_cold) and pd.notna(k_warm):
         text += f" Its kernels take {k_cold:.1f} µs against {k_warm:.1f} µs warm."
     return [Finding("cold_start", text, {
-        "cold_run": cold, "warm_run": warm, "first_call_us": _plain(first), "warm_call_us": _plain(per_call),
+        "cold_run": cold, "warm_run": warm, "first_call_us": json_value(first), "warm_call_us": json_value(per_call),
         "top_op": top["op"], "top_extra_us": float(top["extra_us"]), "cause": cause,
-        "kernel_us_per_call": {"cold": _plain(k_cold), "warm": _plain(k_warm)}})]
+        "kernel_us_per_call": {"cold": json_value(k_cold), "warm": json_value(k_warm)}})]
 
 
-def _time(us: float) -> str:
-    return f"{us / 1e3:,.1f} ms" if abs(us) >= 1000 else f"{us:,.1f} µs"
-
-
-def _gpu_us(runs: _Runs, run: str) -> float:
+def _gpu_us(runs: Runs, run: str) -> float:
     """The GPU work one iteration launched (the metrics layer's gpu_work_us_per_iter)."""
     if run not in runs.metrics.index:
         return 0.0
     return float(runs.metrics.loc[run, "gpu_work_us_per_iter"])
 
 
-def _kernel_delta(store, runs: _Runs) -> list[Finding]:
+def _kernel_delta(store, runs: Runs) -> list[Finding]:
     """The kernel (or copy) whose GPU time per iteration changes most between the two runs."""
     a, b = runs.ids
-    delta = queries.kernel_delta(store, a, b)
+    delta = pair_queries.kernel_delta(store, a, b)
     if delta.empty:
         return []
     top = delta.iloc[0]

@@ -18,7 +18,8 @@ import math
 from dataclasses import dataclass, field
 
 from profiler import errors
-from profiler.analysis import queries, ranking, repeats
+from profiler.analysis import pair_queries, ranking, repeats
+from profiler.storage.session import StoreHandle
 
 
 class Refusal(errors.ProfilerError):
@@ -80,7 +81,7 @@ def _workload(row) -> str:
     return ranking.set_title(row).rsplit(", ", 2)[0] + f", {row['device']}"
 
 
-def check(store, baseline: list[str], candidate: list[str], max_slowdown_pct: float,
+def check(store: StoreHandle, baseline: list[str], candidate: list[str], max_slowdown_pct: float,
           allow_different_workloads: bool = False, most: int = 5) -> Verdict:
     """The verdict of the candidate's runs against the baseline's (see the module docstring)."""
     runs = ranking.runs_of(store, [*baseline, *candidate])
@@ -94,7 +95,7 @@ def check(store, baseline: list[str], candidate: list[str], max_slowdown_pct: fl
         raise Refusal(f"the baseline is timed on the {base['timed_on']} and the candidate on the "
                       f"{cand['timed_on']}: the two times do not compare")
     noise = repeats.pair_noise(base["figure"], cand["figure"])
-    delta = queries.kernel_delta(store, base["run_id"], cand["run_id"])
+    delta = pair_queries.kernel_delta(store, base["run_id"], cand["run_id"])
     grown = delta.assign(grew=delta["us_b"] - delta["us_a"]).sort_values(["grew", "kernel"], ascending=[False, True])
     grew = [{"kernel": r["kernel"], "us_per_iter_baseline": float(r["us_a"]), "us_per_iter_candidate": float(r["us_b"])}
             for r in grown[grown["grew"] > 0].head(most).to_dict("records")]

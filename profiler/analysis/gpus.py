@@ -18,8 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from profiler.analysis import skus
-from profiler.analysis.device import (  # noqa: F401 (the value types, re-exported)
-    DATASHEET, KB, Device, Peaks, max_blocks_per_sm, reserved_shared_mem_bytes)
+from profiler.analysis.device import Device, Peaks, max_blocks_per_sm, reserved_shared_mem_bytes
 
 
 def builtin_device(name: str | None) -> Device | None:

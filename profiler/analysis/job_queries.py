@@ -11,11 +11,18 @@ the queries run over the ranks' files, as they did at ingest.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pandas as pd
 
 from profiler.analysis import job_clocks, verdict
 from profiler.analysis.reads import sql_text
+from profiler.analysis.units import json_value
 from profiler.storage import job_check, job_summary, jobs, tables
+from profiler.storage.session import StoreHandle
+
+if TYPE_CHECKING:  # a writing store; its module is not needed to run these
+    from profiler.storage.store import Store
 
 SUMMARY_QUERIES = tuple(t.query for t in tables.JOB_SUMMARIES)
 
@@ -23,7 +30,7 @@ SUMMARY_QUERIES = tuple(t.query for t in tables.JOB_SUMMARIES)
 LIST_COLUMNS = ["job", "world_size", "backend", "ranks_present", "ranks_missing", "added_at", "damaged"]
 
 
-def job_list(store) -> pd.DataFrame:
+def job_list(store: StoreHandle) -> pd.DataFrame:
     """One row per stored job: job, world_size, backend, ranks_present, ranks_missing (as ranges,
     '3-7'), added_at, damaged (why the job cannot be read, naming its file; empty when it reads)."""
     store.query("SELECT 1")  # jobs are read beside the store: a store that cannot be opened says why
@@ -40,7 +47,7 @@ def missing_text(ranges) -> str:
     return jobs.ranges_text(ranges)
 
 
-def manifest(store, job: str) -> dict:
+def manifest(store: StoreHandle, job: str) -> dict:
     """Job `job`'s manifest (checked); a `JobError` when it is not stored or cannot be read."""
     root = jobs.job_root(store)
     found = job_check.read_jobs(root)
@@ -55,13 +62,13 @@ def manifest(store, job: str) -> dict:
     raise jobs.JobError(f"job {job!r} is not in the store (stored jobs: {known}{broken})")
 
 
-def _summary_stamp(m: dict) -> str:
+def summary_stamp(m: dict) -> str:
     """The stamp of job `m`'s summary: its manifest (with `files_seen`, its files as they are) and
     the queries' definitions."""
     return job_summary.stamp(m, {q: sql_text(q) for q in SUMMARY_QUERIES})
 
 
-def _kept_manifest(store, job: str) -> dict | None:
+def kept_manifest(store: StoreHandle, job: str) -> dict | None:
     """Job `job`'s manifest, read without opening its rank files (their presence is checked), or
     None when it does not read that way (`manifest` then says why, or the job is damaged)."""
     root = jobs.job_root(store)
@@ -74,8 +81,8 @@ def _kept_manifest(store, job: str) -> dict | None:
 
 def _kept(store, job: str) -> dict | None:
     """The job's kept summary ({query: rows}), or None when none is kept for it as it is now."""
-    m = _kept_manifest(store, job)
-    return job_summary.read(store, job, _summary_stamp(m)) if m is not None else None
+    m = kept_manifest(store, job)
+    return job_summary.read(store, job, summary_stamp(m)) if m is not None else None
 
 
 def _rows(store, job: str, query: str) -> pd.DataFrame:
@@ -86,25 +93,38 @@ def _rows(store, job: str, query: str) -> pd.DataFrame:
     return store.query(sql_text(query), {"job": job})
 
 
-def keep_summary(store, job: str, ranks: list | None = None) -> None:
+def ingest_job(store: Store, paths, job: str, **options) -> jobs.JobResult:
+    """Ingest the rank traces in `paths` as job `job` and keep its summary: the one call every
+    caller makes (the command line, the upload page), so no job lands without the summary its
+    reads take (without it every read goes back to the ranks' Parquet files). `options` are
+    `job_ingest.ingest_job`'s (skip_bad, workers, engine, ray_address, keep_python, progress,
+    chunk_bytes); its errors (`JobError`, `TraceError`) pass through."""
+    from profiler.storage import job_ingest
+
+    result = job_ingest.ingest_job(store, paths, job, **options)
+    keep_summary(store, result.job, result.ranks)
+    return result
+
+
+def keep_summary(store: Store, job: str, ranks: list | None = None) -> None:
     """Compute job `job`'s summary with the job queries and keep it in the store (`store`: a
     writing `Store`). Called when a job has been ingested: `ranks`, its ingest's results
     (`JobResult.ranks`), when each brought back the rows the queries read (`summary_rows`), are
     what they run on; else they run over the ranks' files."""
     if ranks and all(r.summary_rows is not None for r in ranks):
-        m = _kept_manifest(store, job)  # just written by this ingest: its files are not opened again
+        m = kept_manifest(store, job)  # just written by this ingest: its files are not opened again
         if m is not None and sorted(r["run_id"] for r in m["ranks"]) == sorted(r.run_id for r in ranks):
             with job_summary.from_rows(m, ranks) as db:
                 frames = {q: db.query(sql_text(q), {"job": job}) for q in SUMMARY_QUERIES}
-            job_summary.write(store, job, _summary_stamp(m), frames)
+            job_summary.write(store, job, summary_stamp(m), frames)
             return
     m = manifest(store, job)
     with store.session() as db:
         frames = {q: db.query(sql_text(q), {"job": job}) for q in SUMMARY_QUERIES}
-    job_summary.write(store, job, _summary_stamp(m), frames)
+    job_summary.write(store, job, summary_stamp(m), frames)
 
 
-def rank_iterations(store, job: str) -> pd.DataFrame:
+def rank_iterations(store: StoreHandle, job: str) -> pd.DataFrame:
     """rank, iteration, iteration_name, run_id, step_us, gpu_work_us, gpu_busy_us, carried_us,
     gpu_idle_us, collective_us (the metrics layer's wall, the step's GPU work (step_work.sql), its
     own busy, carried, idle and communication time),
@@ -132,7 +152,7 @@ def longest_steps(per_rank: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def rank_waits(store, job: str) -> pd.DataFrame:
+def rank_waits(store: StoreHandle, job: str) -> pd.DataFrame:
     """Per rank and iteration: collectives, arrived_last, wait_us (time it waited for the others),
     late_us (how long after the first rank it arrived), caused_wait_us (time the others waited
     for it); definitions in sql/job_rank_waits.sql."""
@@ -183,13 +203,13 @@ def stated_wait_table(report: dict) -> pd.DataFrame:
                                                   "late_us", "caused_wait_us", "flag"])
 
 
-def clock(store, job: str) -> pd.DataFrame:
+def clock(store: StoreHandle, job: str) -> pd.DataFrame:
     """Per rank: matched, offset_us, uncertainty_us, applied_us, impossible, worst_excess_us
     (sql/job_clock.sql; job_clocks says what they mean)."""
     return _rows(store, job, "job_clock").reindex(columns=job_clocks.CLOCK_COLUMNS)
 
 
-def collectives(store, job: str) -> pd.DataFrame:
+def collectives(store: StoreHandle, job: str) -> pd.DataFrame:
     """Each collective across ranks: iteration, name, seq, ranks, last_rank, skew_us, wait_us,
     mean_dur_us; and where the trace gives its size: collective, group_size, bytes, algbw_gbps,
     busbw_gbps (missing otherwise; definitions in sql/job_collectives.sql)."""
@@ -200,10 +220,10 @@ def _sized(df: pd.DataFrame) -> pd.DataFrame:
     return df.astype({"bytes": "Int64", "group_size": "Int64"})
 
 
-def job_report(store, job: str) -> dict:
+def job_report(store: StoreHandle, job: str) -> dict:
     """Everything `python -m profiler job NAME --json` prints."""
-    m = _kept_manifest(store, job)
-    kept = job_summary.read(store, job, _summary_stamp(m)) if m is not None else None
+    m = kept_manifest(store, job)
+    kept = job_summary.read(store, job, summary_stamp(m)) if m is not None else None
     if kept is None:  # no summary kept for the job as it is: its ranks' files, checked
         m = manifest(store, job)
         kept = {q: store.query(sql_text(q), {"job": job}) for q in SUMMARY_QUERIES}
@@ -215,18 +235,18 @@ def job_report(store, job: str) -> dict:
     return {
         "job": job, "world_size": m["world_size"], "backend": m["backend"],
         "ranks_present": m["ranks_present"], "ranks_missing": m["ranks_missing"],
-        "iterations": [{k: _plain(v) for k, v in row.items()} for row in per_rank[
+        "iterations": [{k: json_value(v) for k, v in row.items()} for row in per_rank[
             ["rank", "iteration", "step_us", "gpu_work_us", "gpu_busy_us", "carried_us", "gpu_idle_us", "collective_us",
              "longest_step_rank"]
         ].to_dict("records")],
-        "longest_step": [{k: _plain(v) for k, v in row.items()} for row in longest_steps(per_rank).to_dict("records")],
-        "clock": [{k: _plain(v) for k, v in row.items()} for row in clock.to_dict("records")],
+        "longest_step": [{k: json_value(v) for k, v in row.items()} for row in longest_steps(per_rank).to_dict("records")],
+        "clock": [{k: json_value(v) for k, v in row.items()} for row in clock.to_dict("records")],
         "clock_verdict": job_clocks.verdict(clock), "waits_withheld": withheld,
-        "waits": [{k: _plain(v) for k, v in row.items()} for row in waits.to_dict("records")],
-        "stragglers": [{k: _plain(v) for k, v in row.items()} for row in stragglers(clean).to_dict("records")],
+        "waits": [{k: json_value(v) for k, v in row.items()} for row in waits.to_dict("records")],
+        "stragglers": [{k: json_value(v) for k, v in row.items()} for row in stragglers(clean).to_dict("records")],
         "straggler_ranking": straggler_ranking(clean),
         "rank_waits": [{"rank": rank, "sentence": text} for rank, text in sorted(said.items())],
-        "collectives": [{k: _plain(v) for k, v in row.items()} for row in coll.to_dict("records")],
+        "collectives": [{k: json_value(v) for k, v in row.items()} for row in coll.to_dict("records")],
     }
 
 
@@ -247,7 +267,7 @@ def summary(report: dict) -> dict:
     }
 
 
-def compare(store, job_a: str, job_b: str) -> pd.DataFrame:
+def compare(store: StoreHandle, job_a: str, job_b: str) -> pd.DataFrame:
     """Two jobs side by side: one row per measure, columns job_a, job_b and b / a."""
     a, b = summary(job_report(store, job_a)), summary(job_report(store, job_b))
     rows = []
@@ -256,17 +276,6 @@ def compare(store, job_a: str, job_b: str) -> pd.DataFrame:
         ratio = b[key] / a[key] if a[key] and b[key] is not None else None
         rows.append({"measure": key, job_a: a[key], job_b: b[key], "b_over_a": ratio})
     return pd.DataFrame(rows)
-
-
-def _plain(value):
-    """numpy scalars, NaN and pandas' NA as JSON values."""
-    if value is None or value is pd.NA:
-        return None
-    if hasattr(value, "item"):
-        value = value.item()
-    if isinstance(value, float) and value != value:
-        return None
-    return value
 
 
 def straggler_sentences(report: dict) -> list[str]:

@@ -18,19 +18,20 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 
 import pandas as pd
+from profiler.storage.session import StoreHandle
 
 MAX_ROWS = 200_000
 CELL_BYTES = 8
 
 
-def _size(result) -> int | None:
+def frame_size(result) -> int | None:
     """The bytes a kept result counts for (None: too many rows to keep): a frame's cells, a
     chart's by the frames it holds (its data and its layers')."""
     if not isinstance(result, pd.DataFrame):
         layers = getattr(result, "layer", None)
         parts = [result, *(layers if isinstance(layers, list) else ())]
         frames = [getattr(part, "data", None) for part in parts]
-        sizes = [_size(f) for f in frames if isinstance(f, pd.DataFrame)]
+        sizes = [frame_size(f) for f in frames if isinstance(f, pd.DataFrame)]
         return None if None in sizes else sum(sizes)
     if len(result) > MAX_ROWS:
         return None
@@ -51,7 +52,7 @@ def _copy(result):
 BULK = 2_048
 
 
-def per_run(store, name: Hashable, run_ids, compute: Callable[[list[str]], pd.DataFrame],
+def per_run(store: StoreHandle, name: Hashable, run_ids, compute: Callable[[list[str]], pd.DataFrame],
             order: str = "given") -> pd.DataFrame:
     """``compute(run_ids)`` (a frame with a ``run_id`` column, each run's rows independent of the
     other runs) with each run's rows kept under ``name``; see the module docstring."""
@@ -64,13 +65,13 @@ def per_run(store, name: Hashable, run_ids, compute: Callable[[list[str]], pd.Da
         parts = dict(tuple(fresh.groupby("run_id", sort=False))) if len(fresh) else {}
         empty = fresh.iloc[0:0]
         return {r: parts.get(r, empty).reset_index(drop=True) for r in missing}
-    parts = store.cache.per_run(store, ("table", name), ids, split, _size)
+    parts = store.cache.per_run(store, ("table", name), ids, split, frame_size)
     ordered = sorted(parts) if order == "run_id" else ids
     frames = [parts[r] for r in ordered if len(parts[r])] or [parts[ordered[0]]]
     return pd.concat(frames, ignore_index=True)
 
 
-def value(store, key: tuple, run_ids, compute: Callable[[], object]):
+def value(store: StoreHandle, key: tuple, run_ids, compute: Callable[[], object]):
     """``compute()``, kept under ``key`` and the stamps of ``run_ids`` (computed afresh, and not
     kept, when one of them is not in the store)."""
-    return _copy(store.cache.value(store, ("value", *key), run_ids, compute, _size))
+    return _copy(store.cache.value(store, ("value", *key), run_ids, compute, frame_size))

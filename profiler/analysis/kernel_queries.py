@@ -5,13 +5,15 @@ from __future__ import annotations
 import pandas as pd
 
 from profiler.analysis import gpus, kept, occupancy, query_files, reads, tensor_cores
+from profiler.analysis.device import Device
 from profiler.analysis.counters import COUNTER_COLUMNS
 from profiler.analysis.units import binary_size
+from profiler.storage.session import StoreHandle
 
 
 # ── kernels ──────────────────────────────────────────────────────────────────────────────────
 
-def kernel_table(store, run_ids) -> pd.DataFrame:
+def kernel_table(store: StoreHandle, run_ids) -> pd.DataFrame:
     """Kernels per run by name: calls_per_iter, calls, total_us, us_per_iter, mean_us,
     gpu_time_share_pct, grid, block, registers_per_thread, shared_mem_bytes, est_occupancy_pct."""
     return query_files.run(store, "kernel_table", run_ids=query_files.ids(run_ids))
@@ -22,13 +24,13 @@ DETAIL_COLUMNS = ["tc_engine", "tc_precision", "tc_op", "tc_rule", "theory_occup
                   *COUNTER_COLUMNS]
 
 
-def kernel_counters(store, run_ids) -> pd.DataFrame:
+def kernel_counters(store: StoreHandle, run_ids) -> pd.DataFrame:
     """Per run and kernel name, the hardware counters attached to the run (``COUNTER_COLUMNS``;
     no rows for a run without counters)."""
     return query_files.run(store, "kernel_counters", run_ids=query_files.ids(run_ids))
 
 
-def kernel_details(store, run_ids) -> pd.DataFrame:
+def kernel_details(store: StoreHandle, run_ids) -> pd.DataFrame:
     """``kernel_table`` plus, per kernel name: the theoretical occupancy letting kernels opt into
     large shared memory, time-weighted over its launches like the reported value
     (theory_occupancy_pct; occupancy_limiter: that of its most-used launch configuration, what
@@ -48,7 +50,7 @@ def _kernel_details(store, run_ids) -> pd.DataFrame:
                for run, names in kernels.groupby("run_id")["kernel"]}
     table = tensor_cores.classify_frame(kernels, "kernel", vendors)
     configs = query_files.run(store, "kernel_configs", run_ids=query_files.ids(run_ids))
-    resolved: dict[tuple, gpus.Device | None] = {}  # one lookup per run and device, not per configuration
+    resolved: dict[tuple, Device | None] = {}  # one lookup per run and device, not per configuration
     for run, device in configs[["run_id", "device"]].drop_duplicates().itertuples(index=False):
         resolved[(run, None if pd.isna(device) else int(device))] = run_device(devices.get(run), device)
     theory = [_theory(row, resolved[(row.run_id, None if pd.isna(row.device) else int(row.device))])
@@ -92,7 +94,7 @@ def _config_text(c) -> str:
 run_devices = reads.run_devices
 
 
-def run_device(device_info, device_index=None) -> gpus.Device | None:
+def run_device(device_info, device_index=None) -> Device | None:
     """The one device lookup: the ``Device`` a run's kernel ran on, from a ``run_devices`` value
     (deviceProperties list, GPU name) and the kernel's device index; None when unknown."""
     props, gpu = device_info or (None, None)
@@ -103,7 +105,7 @@ def run_device(device_info, device_index=None) -> gpus.Device | None:
         return None
 
 
-def _theory(row, device: gpus.Device | None) -> occupancy.Occupancy:
+def _theory(row, device: Device | None) -> occupancy.Occupancy:
     """The calculator on one launch configuration (a kernel_configs row) on its device."""
     threads = None if pd.isna(row.block_x) else int(row.block_x * row.block_y * row.block_z)
     blocks = None if pd.isna(row.grid_x) else int(row.grid_x * row.grid_y * row.grid_z)

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import kept, queries, reads
+from profiler.analysis import kept, queries, query_files, reads, run_queries
 from profiler.analysis.finding import Finding
+from profiler.storage.session import StoreHandle
 
 MIB = 2**20
 SCORE_ITEM_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
@@ -23,31 +24,31 @@ NO_EVENTS = ("has no memory events: its trace was recorded without profile_memor
              "allocations cannot be shown")
 
 
-def memory_summary(store, run_ids) -> pd.DataFrame:
+def memory_summary(store: StoreHandle, run_ids) -> pd.DataFrame:
     """Per run with memory events: run_id, device_type (1 CUDA, 0 CPU), device, events,
     peak_allocated_bytes, peak_reserved_bytes, held_at_start_bytes, peak_event_idx, peak_ts_ns,
     peak_iteration. Runs without memory events are absent (see ``runs_without_memory``)."""
-    return queries._run(store, "memory_summary", run_ids=queries._ids(run_ids))
+    return query_files.run(store, "memory_summary", run_ids=query_files.ids(run_ids))
 
 
-def runs_without_memory(store, run_ids) -> list[str]:
+def runs_without_memory(store: StoreHandle, run_ids) -> list[str]:
     """The runs among ``run_ids`` whose traces hold no memory events, in order."""
     have = set(memory_summary(store, run_ids)["run_id"])
-    return [r for r in queries._ids(run_ids) if r not in have]
+    return [r for r in query_files.ids(run_ids) if r not in have]
 
 
-def memory_timeline(store, run_ids) -> pd.DataFrame:
+def memory_timeline(store: StoreHandle, run_ids) -> pd.DataFrame:
     """Allocated bytes after each memory event: run_id, event_idx, t_us (from the run's first
     iteration start), iteration, change_bytes, total_allocated_bytes, total_reserved_bytes."""
-    return queries._run(store, "memory_timeline", run_ids=queries._ids(run_ids))
+    return query_files.run(store, "memory_timeline", run_ids=query_files.ids(run_ids))
 
 
-def iteration_peaks(store, run_ids) -> pd.DataFrame:
+def iteration_peaks(store: StoreHandle, run_ids) -> pd.DataFrame:
     """run_id, iteration, events, peak_allocated_bytes, start_allocated_bytes, peak_above_start_bytes."""
-    return queries._run(store, "memory_iteration_peaks", run_ids=queries._ids(run_ids))
+    return query_files.run(store, "memory_iteration_peaks", run_ids=query_files.ids(run_ids))
 
 
-def live_at_peak(store, run_id: str, limit: int = 10) -> pd.DataFrame:
+def live_at_peak(store: StoreHandle, run_id: str, limit: int = 10) -> pd.DataFrame:
     """The largest blocks live at the run's peak: event_idx, ts_ns, iteration, size_bytes,
     op_name (None when no CPU op encloses the allocation), op_input_dims (JSON text or None)."""
     return store.query(reads.sql_text("memory_live_at_peak"), {"run_id": str(run_id), "limit": int(limit)})
@@ -78,12 +79,12 @@ def _scores_at_peak(store, run_id: str, shape: dict) -> tuple[int, list[str]]:
     return int(scores["size_bytes"].sum()), makers
 
 
-def memory_findings(store, run_ids) -> list:
+def memory_findings(store: StoreHandle, run_ids) -> list:
     """One 'memory' finding for the selected runs that have memory events: the run with the
     highest peak, how much of it score-matrix-sized blocks and which ops made them, and each
     other run's peak; plus one 'no_memory' finding naming runs without memory events. Kept per
     set of runs (profiler/analysis/kept.py)."""
-    run_ids = queries._ids(run_ids)
+    run_ids = query_files.ids(run_ids)
     return kept.value(store, ("memory_findings",), run_ids, lambda: _memory_findings(store, run_ids))
 
 
@@ -91,7 +92,7 @@ def _memory_findings(store, run_ids: list[str]) -> list:
 
     summary = memory_summary(store, run_ids).set_index("run_id")
     summary = summary[summary["peak_allocated_bytes"].notna()]  # events without totals say no peak
-    labels = queries.run_labels(store, run_ids).set_index("run_id")["label"].to_dict()
+    labels = run_queries.run_labels(store, run_ids).set_index("run_id")["label"].to_dict()
     found = []
     if not summary.empty:
         shapes = queries.run_shapes(store, run_ids).set_index("run_id")

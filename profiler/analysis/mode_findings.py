@@ -24,10 +24,11 @@ import numpy as np
 import pandas as pd
 
 from profiler.analysis import costmodel as cm, modes, op_costs, rating, reads
-from profiler.analysis.finding import Finding, _Runs
+from profiler.analysis.finding import Finding, Runs
+from profiler.storage.session import StoreHandle
 
 
-def mode_findings(store, runs: _Runs) -> list[Finding]:
+def mode_findings(store: StoreHandle, runs: Runs) -> list[Finding]:
     """The mode findings about the runs (one run, or a pair)."""
     calls = op_costs.op_calls(store, runs.ids)
     if calls.empty:
@@ -44,7 +45,7 @@ def _per_iter_us(calls: pd.DataFrame) -> float:
     return float(calls["kernel_ns"].sum()) / 1e3 / n
 
 
-def _decode_bandwidth(runs: _Runs, mine: dict, mode: dict) -> list[Finding]:
+def _decode_bandwidth(runs: Runs, mine: dict, mode: dict) -> list[Finding]:
     parts, evidence = [], {}
     for run in runs.ids:
         attention = mine[run][(mine[run]["kind"] == "attention") & (mine[run]["mode"] == "decode")]
@@ -77,7 +78,7 @@ def _decode_bandwidth(runs: _Runs, mine: dict, mode: dict) -> list[Finding]:
                     max(e["impact_us"] for e in evidence.values()))]
 
 
-def _probability_matrix(runs: _Runs, mine: dict, mode: dict) -> list[Finding]:
+def _probability_matrix(runs: Runs, mine: dict, mode: dict) -> list[Finding]:
     parts, evidence, impact = [], {}, 0.0
     for run in runs.ids:
         if mode[run] != "train":
@@ -114,7 +115,7 @@ def _expanded_kv(calls: pd.DataFrame, shape: dict | None) -> pd.DataFrame:
     return copies[[expands(d) for d in copies["input_dims"]]]
 
 
-def _gqa_bytes(runs: _Runs, mine: dict, shapes: dict) -> list[Finding]:
+def _gqa_bytes(runs: Runs, mine: dict, shapes: dict) -> list[Finding]:
     parts, evidence, impact, profit, lose = [], {}, 0.0, [], []
     for run in runs.ids:
         gqa = mine[run][(mine[run]["kind"] == "attention") & (mine[run]["kv_group"] > 1)]

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from profiler.analysis.gpus import Device
+from profiler.analysis.device import Device
 
 NO_LIMIT = 2**31 - 1  # INT_MAX in cuda_occupancy.h: the resource is not used
 REG_GRANULARITY = 256

@@ -14,6 +14,7 @@ import numpy as np
 
 from profiler.analysis import arrays, costmodel as cm, graph_owners, reads, run_shape, tensor_cores
 from profiler.vocab import attention
+from profiler.storage.session import StoreHandle
 
 FLEX_KERNEL, ATTENTION_KERNEL = run_shape.FLEX_KERNEL, run_shape.ATTENTION_KERNEL
 # every op that can own a call or be its backend (sql/op_inputs.sql reads these)
@@ -25,11 +26,11 @@ def _params(run_ids, **extra) -> dict:
     return {"run_ids": list(run_ids), **extra}
 
 
-def launched_work(store, run_ids) -> dict:
+def launched_work(store: StoreHandle, run_ids) -> dict:
     """Every kernel and copy with the CPU op that launched it (sql/op_kernels.sql): run_id,
     launch_op_id, launch_ts_ns (-1: none), launch_pid, launch_tid (None: none), kernel_hash,
     dur_ns, iteration (float, NaN: none), flex."""
-    got = reads.arrays(store, reads.sql_text("op_kernels"), _params(run_ids))
+    got = store.arrays(reads.sql_text("op_kernels"), _params(run_ids))
     out = {k: reads.column(got[k], -1).astype(np.int64) for k in ("launch_op_id", "launch_ts_ns")}
     out.update({k: reads.column(got[k]) for k in ("launch_pid", "launch_tid")})
     return {"run_id": reads.column(got["run_id"]), **out, "kernel_hash": reads.column(got["kernel_hash"], 0),
@@ -82,16 +83,16 @@ def by_run(got: dict, run_ids) -> dict[str, dict]:
     return {r: {k: v[rows] for k, v in got.items() if k != "run_id"} for r, rows in at.items()}
 
 
-def op_trees(store, run_ids) -> dict[str, dict]:
+def op_trees(store: StoreHandle, run_ids) -> dict[str, dict]:
     """{run_id: `op_tree` of the run} for many runs in one read."""
-    got = reads.arrays(store, reads.sql_text("op_tree"), {
+    got = store.arrays(reads.sql_text("op_tree"), {
         "run_ids": [str(r) for r in run_ids], "attention_ops": [o for o in cm.ATTENTION if o not in cm.DECOMPOSED],
         "model_ops": [*cm.GEMMS, *cm.MEMORY], "decomposed_ops": list(cm.DECOMPOSED),
         "serving_prefixes": list(attention.SERVING_OPS)})
     return {r: _tree(part) for r, part in by_run(got, run_ids).items()}
 
 
-def op_tree(store, run_id: str) -> dict:
+def op_tree(store: StoreHandle, run_id: str) -> dict:
     """parent_id, ts_ns, end_ns, family of every op of the run, indexed by op_id (sql/op_tree.sql)."""
     return op_trees(store, [run_id])[str(run_id)]
 
@@ -132,11 +133,11 @@ def launching_ops(tree, work) -> np.ndarray:
     cur = np.where(ok, ext, np.asarray(work["before_op_id"]))
     need = ~ok & (cur >= 0) & (at >= 0)
     if need.any():
-        cur[need] = _enclosing(parent, end, cur[need], at[need])
+        cur[need] = enclosing_ops(parent, end, cur[need], at[need])
     return np.where(ok | (at >= 0), cur, -1)
 
 
-def _enclosing(parent: np.ndarray, end: np.ndarray, ops: np.ndarray, at: np.ndarray) -> np.ndarray:
+def enclosing_ops(parent: np.ndarray, end: np.ndarray, ops: np.ndarray, at: np.ndarray) -> np.ndarray:
     """For each op, the first of it and its ancestors that ends at or after `at`, or -1. By binary
     lifting: level k holds each op's 2^k-th ancestor and the latest end among it and the 2^k - 1
     above it, so a walk of d parents takes log2(d) steps, not d (a chain of ops a million deep)."""
@@ -167,20 +168,20 @@ def needs_thread_ops(tree: dict, work: dict) -> np.ndarray:
     return ~launch_in_op(tree, work) & (work["launch_ts_ns"] >= 0)
 
 
-def thread_ops(store, runs: dict) -> dict[str, dict]:
+def thread_ops(store: StoreHandle, runs: dict) -> dict[str, dict]:
     """{run_id: sql/thread_ops.sql's rows of the run} for ``runs`` ({run_id: (its op_tree, its
     launched_work)}) in one read; a run none of whose launches needs them is left out."""
     threads = {r: _threads(work, needs_thread_ops(tree, work)) for r, (tree, work) in runs.items()}
     threads = {r: t for r, t in threads.items() if t}
     if not threads:
         return {}
-    got = reads.arrays(store, reads.sql_text("thread_ops"), {
+    got = store.arrays(reads.sql_text("thread_ops"), {
         "run_ids": list(threads), "pids": sorted({p for t in threads.values() for p, _ in t}),
         "tids": sorted({q for t in threads.values() for _, q in t})})
     return by_run(got, list(threads))
 
 
-def ops_before(store, run_id: str, work: dict, need: np.ndarray, got: dict | None = None) -> np.ndarray:
+def ops_before(store: StoreHandle, run_id: str, work: dict, need: np.ndarray, got: dict | None = None) -> np.ndarray:
     """For the rows of `work` in `need`, the last CPU op their launching thread (launch_pid,
     launch_tid) started at or before the launch call (sql/thread_ops.sql; ``got``: the run's rows
     of it, when read already); -1 elsewhere or none."""
@@ -189,7 +190,7 @@ def ops_before(store, run_id: str, work: dict, need: np.ndarray, got: dict | Non
     if not rows_of:
         return before
     if got is None:
-        got = reads.arrays(store, reads.sql_text("thread_ops"), {
+        got = store.arrays(reads.sql_text("thread_ops"), {
             "run_ids": [run_id], "pids": sorted({p for p, _ in rows_of}), "tids": sorted({t for _, t in rows_of})})
     pid, tid, ts, ids = reads.column(got["pid"]), reads.column(got["tid"]), got["ts_ns"], got["op_id"]
     starts = np.flatnonzero(np.r_[True, (pid[1:] != pid[:-1]) | (tid[1:] != tid[:-1])]) if len(ts) else np.array([], int)
@@ -205,7 +206,7 @@ def ops_before(store, run_id: str, work: dict, need: np.ndarray, got: dict | Non
     return before
 
 
-def charged_kernels(store, run_id: str, work: dict | None = None, names: dict | None = None,
+def charged_kernels(store: StoreHandle, run_id: str, work: dict | None = None, names: dict | None = None,
                     tree: dict | None = None, threads: dict | None = None) -> dict:
     """`launched_work` of one run (a run with none: `cpu_work`) with op_id, the op the model charges each kernel to (negative
     for a call no modelled op owns, `alone_calls`: a flex kernel, or the attention kernels (by the
@@ -239,7 +240,7 @@ def alone_calls(flex: np.ndarray, launched_by: np.ndarray, n_ops: int) -> np.nda
     return np.where(grouped, -1 - launched_by, -1 - n_ops - rows)
 
 
-def cpu_work(store, tree: dict, run_id: str) -> dict:
+def cpu_work(store: StoreHandle, tree: dict, run_id: str) -> dict:
     """A run without GPU work (recorded on the CPU): each op with no child stands for a kernel,
     charged by `owners` as a kernel it launched would be; an owner with an owner of its kind
     (GEMM or not) for a child is dropped (it would launch no kernel of its own), and each owning call is timed by its own
@@ -278,23 +279,23 @@ def _kernel_op(name: str | None) -> str | None:
     return tensor_cores.classify(name).op if isinstance(name, str) else None
 
 
-def kernel_name_maps(store, run_ids) -> dict[str, dict]:
+def kernel_name_maps(store: StoreHandle, run_ids) -> dict[str, dict]:
     """{run_id: `kernel_name_map` of the run} for many runs in one read."""
-    got = reads.arrays(store, reads.sql_text("kernel_name_hashes"), {"run_ids": [str(r) for r in run_ids]})
+    got = store.arrays(reads.sql_text("kernel_name_hashes"), {"run_ids": [str(r) for r in run_ids]})
     return {r: dict(zip(part["kernel_hash"].tolist(), part["kernel"].tolist())) for r, part in by_run(got, run_ids).items()}
 
 
-def kernel_name_map(store, run_id: str) -> dict:
+def kernel_name_map(store: StoreHandle, run_id: str) -> dict:
     """{kernel_hash: kernel name} of the run's kernels."""
     return kernel_name_maps(store, [run_id])[str(run_id)]
 
 
-def op_inputs(store, run_ids, names=MODEL_NAMES) -> dict[str, dict]:
+def op_inputs(store: StoreHandle, run_ids, names=MODEL_NAMES) -> dict[str, dict]:
     """{run_id: sql/op_inputs.sql's columns of the run (by op_id)}: its ops named in ``names``,
     and with the default names the serving engines' attention ops (`attention.SERVING_OPS`)."""
     serving = list(attention.SERVING_OPS) if names is MODEL_NAMES else []
-    got = reads.arrays(store, reads.sql_text("op_inputs"), {"run_ids": [str(r) for r in run_ids], "names": list(names),
-                                                            "serving_prefixes": serving})
+    got = store.arrays(reads.sql_text("op_inputs"), {"run_ids": [str(r) for r in run_ids], "names": list(names),
+                                                   "serving_prefixes": serving})
     return by_run(got, run_ids)
 
 
@@ -310,7 +311,7 @@ def _joined(values: np.ndarray, at: np.ndarray, found: np.ndarray) -> np.ndarray
     return out
 
 
-def charged_calls(store, run_id: str, kernels: dict | None = None, names: dict | None = None,
+def charged_calls(store: StoreHandle, run_id: str, kernels: dict | None = None, names: dict | None = None,
                   inputs: dict | None = None) -> dict:
     """One row per op call of one run that owns GPU work, in time order (iteration, ts_ns): op_id,
     kernel_ns, iteration, backend_id, main_kernel (its longest kernel), op, ts_ns, op_iteration,

@@ -26,11 +26,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from profiler.analysis import arrays, kernel_names, op_pricing, reads
+from profiler import errors
 # the model's parts, named here by their callers
-from profiler.analysis.op_charges import (ATTENTION, DECOMPOSED, MODEL, charged_calls,  # noqa: F401
-                                          charged_kernels, launched_work, owners)
-from profiler.analysis.op_pricing import device_of, run_arch  # noqa: F401
-from profiler.analysis.rating import rate, rated  # noqa: F401  (rate: the roofline's)
+from profiler.analysis.rating import rated
+from profiler.storage.session import StoreHandle
 
 if TYPE_CHECKING:  # pandas loads only where a DataFrame is asked for
     import pandas as pd
@@ -53,18 +52,18 @@ TABLE_COLUMNS = [*GROUP_KEYS, "flops", "flops_useful", "flops_issued", "bytes", 
                  "pct_of_peak", "pct_of_bandwidth", "pct_of_roof", "peak_source", "suspect", "kernels"]
 
 
-def op_calls(store, run_ids) -> pd.DataFrame:
+def op_calls(store: StoreHandle, run_ids) -> pd.DataFrame:
     """One row per modelled op call that launched GPU work: run_id, op_id, op, backend, kind,
     shape, dtype, flops, bytes, kernel_ns, main_kernel (its longest), engine, shape_source,
     iteration, and `rated`'s columns (TFLOP/s and TB/s over the call's own kernel time)."""
     import pandas as pd
 
     with store.session() as db:
-        calls = _op_calls(db, list(run_ids))[0]
+        calls = op_call_columns(db, list(run_ids))[0]
     return pd.DataFrame(calls, columns=CALL_ORDER) if calls else pd.DataFrame(columns=CALL_COLUMNS)
 
 
-def _op_calls(db, run_ids: list) -> tuple[dict, list[dict]]:
+def op_call_columns(db, run_ids: list) -> tuple[dict, list[dict]]:
     """(op_calls' columns, {} when none; the kernels charged to them, per run: run_id, op_id,
     kernel_hash, dur_ns, names); read-only. Each run's part is kept in the store's cache."""
     parts = db.cache.per_run(db, "op_costs", run_ids, lambda todo: _compute(db, todo), _nbytes)
@@ -88,15 +87,15 @@ def _compute(db, run_ids: list) -> dict:
     return {r: op_pricing.run_op_calls(db, r, known) for r in run_ids}
 
 
-def ops_columns(store, run_ids, kind: str = "all") -> dict:
+def ops_columns(store: StoreHandle, run_ids, kind: str = "all") -> dict:
     """`ops_table` as numpy columns ({} when no op is modelled); needs no pandas."""
     if kind not in KINDS:
-        raise reads.QueryError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
+        raise errors.QueryError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
     with store.session() as db:
         return _ops_table(db, list(run_ids), kind)
 
 
-def ops_table(store, run_ids, kind: str = "all") -> pd.DataFrame:
+def ops_table(store: StoreHandle, run_ids, kind: str = "all") -> pd.DataFrame:
     """One row per (run, op, backend, shape, dtype): calls aggregated; flops and bytes per call,
     kernel_us_mean per call, tflops / tbps from that mean, pct_of_peak for the dtype on the engine
     its kernels ran on, intensity, bound, kernels (parsed: library, arch, instruction, tile)."""
@@ -109,7 +108,7 @@ def ops_table(store, run_ids, kind: str = "all") -> pd.DataFrame:
 
 
 def _ops_table(db, run_ids: list, kind: str) -> dict:
-    calls, kernels = _op_calls(db, run_ids)
+    calls, kernels = op_call_columns(db, run_ids)
     if calls and kind != "all":
         calls = arrays.take(calls, calls["kind"] == kind)
     if not arrays.rows(calls):
@@ -159,7 +158,7 @@ def _kernel_lists(kernels: list[dict], calls: dict, group: np.ndarray, n: int) -
     return out
 
 
-def attention_in_trace(store, run_ids, top_gemms: int = 5) -> pd.DataFrame:
+def attention_in_trace(store: StoreHandle, run_ids, top_gemms: int = 5) -> pd.DataFrame:
     """Every attention op of each run and its top GEMMs (by kernel time): `ops_table` rows plus
     share_of_gpu_pct, the op's kernel time per iteration over the run's summed kernel time per
     iteration (the metrics layer's kernel_sum_us_per_iter: the same denominator as the Kernels
@@ -175,14 +174,14 @@ def attention_in_trace(store, run_ids, top_gemms: int = 5) -> pd.DataFrame:
 def _attention_in_trace(store, run_ids: list, top_gemms: int) -> pd.DataFrame:
     import pandas as pd
 
-    from profiler.analysis import queries
+    from profiler.analysis import run_queries
 
     run_ids = list(run_ids)
     table = ops_table(store, run_ids)
     if table.empty:
         return table.assign(share_of_gpu_pct=pd.Series(dtype=float))
-    gpu_us = queries.run_metrics(store, run_ids).set_index("run_id")["kernel_sum_us_per_iter"]
-    iterations = queries.run_iterations(store, run_ids).groupby("run_id")["iteration"].nunique()
+    gpu_us = run_queries.run_metrics(store, run_ids).set_index("run_id")["kernel_sum_us_per_iter"]
+    iterations = run_queries.run_iterations(store, run_ids).groupby("run_id")["iteration"].nunique()
     us_per_iter = table["kernel_ns"] / 1e3 / table["run_id"].map(iterations).fillna(1)
     table["share_of_gpu_pct"] = 100 * us_per_iter / table["run_id"].map(gpu_us)
     gemms = table[table["kind"] == "gemm"].groupby("run_id", sort=False).head(top_gemms)

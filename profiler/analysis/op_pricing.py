@@ -18,11 +18,13 @@ import numpy as np
 
 from profiler.analysis import (arrays, costmodel as cm, gpus, kernel_names, modes, reads, run_shape, serving_costs,
                                serving_steps, tensor_cores)
+from profiler.analysis.device import Device
 from profiler.analysis.costmodel import OpCost
 from profiler.analysis.op_charges import (ATTENTION_KERNEL, charged_calls, charged_kernels, kernel_name_map,
                                           kernel_name_maps, launched_work, op_inputs, op_trees, thread_ops)
 from profiler.analysis.rating import rated
 from profiler.vocab import attention
+from profiler.storage.session import StoreHandle
 
 KERNEL_COLUMNS = ["run_id", "op_id", "kernel_hash", "dur_ns"]
 CPU = "CPU"    # the engine of a call in a run without GPU work (timed by the op itself)
@@ -158,7 +160,7 @@ def _backend(cost: OpCost, backend_op, op=None, kernel=None) -> str | None:
 
 def backward_ops_of(db, run_ids) -> dict[str, int]:
     """{run_id: the count of the run's autograd backward ops} (sql/run_backward_ops.sql), 0 for none."""
-    got = reads.arrays(db, reads.sql_text("run_backward_ops"), {"run_ids": [str(r) for r in run_ids],
+    got = db.arrays(reads.sql_text("run_backward_ops"), {"run_ids": [str(r) for r in run_ids],
                                                                 "prefix": modes.AUTOGRAD_PREFIX})
     found = dict(zip(got["run_id"].tolist(), got["backward_ops"].tolist()))
     return {str(r): int(found.get(str(r), 0)) for r in run_ids}
@@ -177,12 +179,12 @@ def arch_of(device) -> str | None:
     return kernel_names.device_arch(device.compute_major, device.compute_minor)
 
 
-def run_arch(store, run_id: str) -> str | None:
+def run_arch(store: StoreHandle, run_id: str) -> str | None:
     """`arch_of` the device a run ran on."""
     return arch_of(device_of(reads.run_devices(store, [run_id]).get(run_id)))
 
 
-def device_of(info) -> gpus.Device | None:
+def device_of(info) -> Device | None:
     """The device of a `reads.run_devices` value (deviceProperties, GPU name): its first device,
     else the built-in one of that name (None when unknown)."""
     props, gpu_name = info or (None, None)

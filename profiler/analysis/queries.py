@@ -6,76 +6,67 @@ its column names (``*_ns``, ``*_us``, ``*_pct``, ``*_bytes``). A file's header n
 includes (profiler/storage/sql/lib/, sql_library.py); a read installs them on its cursor first. Times "per iteration" divide by the
 run's ProfilerStep count; a run without iterations counts as one iteration spanning the trace.
 
-Every read is importable from here; by duty they live in `run_queries` (runs & iterations, the
-metrics layer), `kernel_queries`, `timeline_queries`, `pair_queries` (compare) and, below, launches,
+The reads live by duty, each imported from its own module: `run_queries` (runs & iterations, the
+metrics layer), `kernel_queries`, `timeline_queries`, `pair_queries` (compare) and, here, launches,
 CPU cost and the store summary; `query_files.run` runs a file and keeps its rows per run. Add a
-query to the module of its section, with its own ``.sql`` file, and re-export it here.
+query to the module of its section, with its own ``.sql`` file; callers import it from there.
 """
 from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis.counters import COUNTER_COLUMNS  # noqa: F401 (re-exported)
-from profiler.analysis.kernel_queries import (  # noqa: F401 (re-exported)
-    DETAIL_COLUMNS, kernel_counters, kernel_details, kernel_table, run_device, run_devices)
-from profiler.analysis.pair_queries import (  # noqa: F401 (re-exported)
-    ALIGN_MAX_KERNELS, cpu_op_delta, kernel_alignment, kernel_delta, kernel_sequence, launch_api_delta)
-from profiler.analysis.query_files import PAIRS, PER_RUN  # noqa: F401 (re-exported)
-from profiler.analysis.query_files import ids as _ids, read as _read, run as _run  # noqa: F401
-from profiler.analysis.reads import SQL_DIR, QueryError, Session, session, sql_text  # noqa: F401 (re-exported)
-from profiler.analysis.run_queries import (  # noqa: F401 (re-exported)
-    iteration_bounds, iteration_metrics, run_catalog, run_iterations, run_labels, run_metrics)
-from profiler.analysis.timeline_queries import (  # noqa: F401 (re-exported)
-    TIMELINE_MAX_MARKS, TIMELINE_PAGE_MARKS, TIMELINE_WIDTH_PX, timeline_extent_ns, timeline_marks,
-    timeline_panels, timeline_range_stats, trace_extent_ns, trace_panels)
+from profiler.analysis.query_files import ids as _ids, run as _run
+from profiler.analysis.run_queries import run_labels, run_metrics
+from profiler.analysis.units import json_value
+from profiler.storage.session import StoreHandle
 
 
 # ── launches ─────────────────────────────────────────────────────────────────────────────────
 
-def launch_api_table(store, run_ids) -> pd.DataFrame:
+def launch_api_table(store: StoreHandle, run_ids) -> pd.DataFrame:
     """API calls per run by name: api_kind, category (launch/memcpy/memset/sync/other),
     calls_per_iter, calls, api_us_per_iter, mean_us, kernels_launched_per_iter,
     memops_launched_per_iter."""
     return _run(store, "launch_api_table", run_ids=_ids(run_ids))
 
 
-def launch_targets_table(store, run_ids) -> pd.DataFrame:
+def launch_targets_table(store: StoreHandle, run_ids) -> pd.DataFrame:
     """What each API launched: run_id, api, api_kind, target_kind, target_name,
     launches_per_iter, launches, mean_target_us."""
     return _run(store, "launch_targets_table", run_ids=_ids(run_ids))
 
 
-def launch_latency_histogram(store, run_ids) -> pd.DataFrame:
+def launch_latency_histogram(store: StoreHandle, run_ids) -> pd.DataFrame:
     """API start → kernel start: run_id, api, bin_start_us, bin_end_us, launches."""
     return _run(store, "launch_latency_histogram", run_ids=_ids(run_ids))
 
 
-def launch_latency_stats(store, run_ids) -> pd.DataFrame:
+def launch_latency_stats(store: StoreHandle, run_ids) -> pd.DataFrame:
     """API start → kernel start: run_id, api, launches, p50_us, p90_us, p99_us, max_us."""
     return _run(store, "launch_latency_stats", run_ids=_ids(run_ids))
 
 
 # ── CPU cost ─────────────────────────────────────────────────────────────────────────────────
 
-def iteration_cpu_gpu(store, run_ids) -> pd.DataFrame:
+def iteration_cpu_gpu(store: StoreHandle, run_ids) -> pd.DataFrame:
     """Per run and iteration: wall_us, cpu_busy_us (launching thread), cpu_op_self_us (all
     threads), launch_api_us, sync_us, gpu_busy_us, gpu_idle_us, gpu_kernel_us, gpu_memop_us."""
     return _run(store, "iteration_cpu_gpu", run_ids=_ids(run_ids))
 
 
-def op_self_time(store, run_ids, limit: int = 15) -> pd.DataFrame:
+def op_self_time(store: StoreHandle, run_ids, limit: int = 15) -> pd.DataFrame:
     """The ``limit`` heaviest CPU ops per run: op, calls_per_iter, self_us_per_iter,
     total_us_per_iter, self_share_pct."""
     return _run(store, "op_self_time", run_ids=_ids(run_ids), limit=int(limit))
 
 
-def cudnn_op_time(store, run_ids) -> pd.DataFrame:
+def cudnn_op_time(store: StoreHandle, run_ids) -> pd.DataFrame:
     """Per run and iteration: cudnn_calls, cudnn_cpu_us (outermost cuDNN ops),
     cudnn_kernel_us (kernels they launched)."""
     return _run(store, "cudnn_op_time", run_ids=_ids(run_ids))
 
 
-def run_cpu_summary(store, run_ids, per_iter: pd.DataFrame | None = None) -> pd.DataFrame:
+def run_cpu_summary(store: StoreHandle, run_ids, per_iter: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per run: label, cold, iterations, mean per-iteration cpu_busy_us (launching
     thread), cpu_op_self_us, launch_api_us, sync_us, gpu_busy_us and gpu_kernel_us,
     first_iter_cpu_us vs later_iter_cpu_us (CPU op self time), gpu_busy_pct, gpu_idle_pct and
@@ -99,7 +90,7 @@ SHAPE_KEYS = ["variant", "mode", "batch", "heads", "kv_heads", "seq_len", "kv_le
               "varlen", "dtype", "causal"]
 
 
-def cold_warm_table(store, run_ids, per_iter: pd.DataFrame | None = None) -> pd.DataFrame:
+def cold_warm_table(store: StoreHandle, run_ids, per_iter: pd.DataFrame | None = None) -> pd.DataFrame:
     """Captured runs of the same variant and shape, cold (first call of a fresh shape) against
     warm: the SHAPE_KEYS, cold_runs, warm_runs, mean per-iteration cold/warm cpu_op_self_us and
     gpu_kernel_us, and cpu_cold_over_warm. Only shapes with both a cold and a warm run."""
@@ -120,7 +111,7 @@ def cold_warm_table(store, run_ids, per_iter: pd.DataFrame | None = None) -> pd.
 
 # ── store summary (command line) ─────────────────────────────────────────────────────────────
 
-def trace_summary(store) -> list[dict]:
+def trace_summary(store: StoreHandle) -> list[dict]:
     """One dict per run, oldest first, JSON-ready (no NaN: missing values are None): run_id,
     name, source, variant, gpu, events, kernels, iterations, the metrics layer's per-iteration
     figures (kernels_per_iter, wall_us_per_iter, gpu_busy_us_per_iter, kernel_us_per_iter,
@@ -137,23 +128,13 @@ def trace_summary(store) -> list[dict]:
     return rows
 
 
-def json_value(value):
-    """A DataFrame cell as plain JSON data: NaN/NA/NaT → None, numpy scalars → Python,
-    timestamps → ISO text."""
-    if value is None or (not isinstance(value, (list, dict, str)) and pd.isna(value)):
-        return None
-    if isinstance(value, pd.Timestamp):
-        return value.isoformat()
-    return value.item() if hasattr(value, "item") else value
-
-
 # ── analysis (findings, compare CLI) ─────────────────────────────────────────────────────────
 
-def memop_table(store, run_ids) -> pd.DataFrame:
+def memop_table(store: StoreHandle, run_ids) -> pd.DataFrame:
     """Copies and sets per run by name: kind, calls_per_iter, bytes_per_iter, us_per_iter."""
     return _run(store, "memop_table", run_ids=_ids(run_ids))
 
 
-def run_shapes(store, run_ids) -> pd.DataFrame:
+def run_shapes(store: StoreHandle, run_ids) -> pd.DataFrame:
     """run_id, variant, batch, heads, seq_len, head_dim, dtype, causal, cold, gpu_name."""
     return _run(store, "run_shapes", run_ids=_ids(run_ids))

@@ -9,6 +9,7 @@ import pandas as pd
 
 from profiler.analysis import kept
 from profiler.analysis.reads import sql_text
+from profiler.storage.session import StoreHandle
 
 
 # queries whose rows for a run depend only on that run's stored rows: kept per run between page
@@ -26,7 +27,7 @@ PAIRS = {"kernel_delta": ("run_a", "run_b"), "launch_api_delta": ("run_a", "run_
          "cold_extra_cpu": ("cold", "warm")}
 
 
-def run(store, name: str, **params) -> pd.DataFrame:
+def run(store: StoreHandle, name: str, **params) -> pd.DataFrame:
     """The rows of ``sql/<name>.sql``; those of the PER_RUN and PAIRS queries are kept."""
     if name in PER_RUN:
         rest = tuple(sorted((k, v) for k, v in params.items() if k != "run_ids"))
@@ -38,7 +39,7 @@ def run(store, name: str, **params) -> pd.DataFrame:
     return read(store, name, **params)
 
 
-def read(store, name: str, **params) -> pd.DataFrame:
+def read(store: StoreHandle, name: str, **params) -> pd.DataFrame:
     """The rows of ``sql/<name>.sql``. Only reads: the metrics layer's rows were written at ingest
     (or by a writing handle's upkeep, profiler/storage/migrations.py)."""
     return store.query(sql_text(name), params)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from profiler.analysis import completeness, rank_why, repeats
+from profiler.storage.session import StoreHandle
 
 CPU_NOTE = " (the CPU time of the attention call: these runs recorded no GPU work)"
 
@@ -60,7 +61,7 @@ def _outliers(part: pd.DataFrame) -> tuple[list[str], list[dict]]:
     return words, evidence
 
 
-def sentence(store, part: pd.DataFrame) -> tuple[str, dict]:
+def sentence(store: StoreHandle, part: pd.DataFrame) -> tuple[str, dict]:
     """(the sentence, its evidence) for one set's rows of a rank table."""
     timed = part[part["figure"].map(lambda f: f.known)]
     if timed.empty:

@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import kept, kernel_names, op_costs, query_files, why
+from profiler.analysis import kept, kernel_names, op_pricing, query_files, why
 from profiler.vocab.attention import SDPA_BACKENDS
+from profiler.storage.session import StoreHandle
 
 FORCED = {f"sdpa_{name}" for name in SDPA_BACKENDS}
 CAUSES = ("bytes_moved", "fp32_cuda_core_gemm")   # the cost model's findings that explain a gap
 SAME_KERNEL_SHARE = 0.1   # a shared kernel explains a gap when its change is at least this share of it
 
 
-def work(store, run_ids) -> pd.DataFrame:
+def work(store: StoreHandle, run_ids) -> pd.DataFrame:
     """run_id, name, calls_per_iter, us_per_iter of each run's GPU work inside its iterations (kept
     per run: `ranking.rank_table` reads every group's run once, the sets and sentences reuse them)."""
     return kept.per_run(store, ("gpu_work_names",), list(dict.fromkeys(run_ids)),
@@ -36,7 +37,7 @@ def signature(rows: pd.DataFrame) -> tuple:
     return tuple(sorted(zip(rows["name"], rows["calls_per_iter"].round(3))))
 
 
-def same_work(store, part: pd.DataFrame) -> dict[int, int]:
+def same_work(store: StoreHandle, part: pd.DataFrame) -> dict[int, int]:
     """{position of a group: position of the group whose work it runs} over one set's groups
     (`ranking.groups` rows, fastest first)."""
     timed = [i for i in range(len(part)) if part["figure"].iloc[i].known and part["timed_on"].iloc[i] == "GPU"]
@@ -63,13 +64,13 @@ def main_kernel(rows: pd.DataFrame) -> str | None:
     return None if kernels.empty else kernels.sort_values(["us_per_iter", "name"], ascending=[False, True])["name"].iloc[0]
 
 
-def arch(store, row: pd.Series) -> str | None:
+def arch(store: StoreHandle, row: pd.Series) -> str | None:
     """The architecture of a group's run: the rank table's ``arch`` (read once for every group),
     else read for it."""
-    return row["arch"] if "arch" in row.index else op_costs.run_arch(store, row["run_id"])
+    return row["arch"] if "arch" in row.index else op_pricing.run_arch(store, row["run_id"])
 
 
-def library_of(store, row: pd.Series) -> str | None:
+def library_of(store: StoreHandle, row: pd.Series) -> str | None:
     """The library of the main kernel of a group's run ('cuDNN', 'FlashAttention-2 (PyTorch)', ...)."""
     name = main_kernel(work(store, [row["run_id"]]))
     return kernel_names.parse(name, arch(store, row)).library if name else None
@@ -85,7 +86,7 @@ def _kernel_text(fast: str, slow: str, a, b) -> str | None:
             f"(they differ in {', '.join(differ)})")
 
 
-def cause(store, fast: pd.Series, slow: pd.Series) -> tuple[str, str] | None:
+def cause(store: StoreHandle, fast: pd.Series, slow: pd.Series) -> tuple[str, str] | None:
     """(kind, text) of the first property that differs between two groups' representative runs."""
     a, b = fast["run_id"], slow["run_id"]
     found = work(store, [a, b])

@@ -27,7 +27,8 @@ import numpy as np
 import pandas as pd
 
 from profiler.analysis import (op_pricing, queries, query_files, rank_sentences, rank_why, rating, reads, repeats,
-                               roofline, timings)
+                               roofline, run_queries, timings)
+from profiler.storage.session import StoreHandle
 
 COLD_SQL = """
 SELECT w.run_id, TRY_CAST(c.run_meta->>'wall_us_per_call' AS DOUBLE) AS cold_us
@@ -54,10 +55,10 @@ COLUMNS = ["set", "rank", "variant", "label", "run_id", "us_per_call", "us_min",
            "pct_of_measured_peak", "pct_of_measured_bandwidth", "pct_of_measured_roof"]
 
 
-def per_call(store, run_ids) -> pd.DataFrame:
+def per_call(store: StoreHandle, run_ids) -> pd.DataFrame:
     """run_id, us_per_call, timed_on ('GPU' | `CPU` | None when neither recorded a time)."""
     ids = list(dict.fromkeys(query_files.ids(run_ids)))
-    metrics = queries.run_metrics(store, ids).set_index("run_id")   # all it needs of `timings.run_timings`
+    metrics = run_queries.run_metrics(store, ids).set_index("run_id")   # all it needs of `timings.run_timings`
     table = pd.DataFrame({"run_id": ids})
     gpu = table["run_id"].map(timings.gpu_us_per_call(metrics))
     cpu_rows = table.loc[gpu.isna(), "run_id"].tolist()
@@ -68,7 +69,7 @@ def per_call(store, run_ids) -> pd.DataFrame:
     return table[["run_id", "us_per_call", "timed_on"]]
 
 
-def runs_of(store, run_ids) -> pd.DataFrame:
+def runs_of(store: StoreHandle, run_ids) -> pd.DataFrame:
     """One row per run: run_id, variant, `SHAPE`, device, cold, us_per_call, timed_on, and
     ``set`` / ``group``: the text keys of its set and group (`compare_devices` off)."""
     ids = list(dict.fromkeys(query_files.ids(run_ids)))
@@ -117,7 +118,7 @@ def groups(runs: pd.DataFrame) -> pd.DataFrame:
                                        "timed_on", "figure"])
 
 
-def order(store, found: pd.DataFrame) -> pd.DataFrame:
+def order(store: StoreHandle, found: pd.DataFrame) -> pd.DataFrame:
     """Each set's groups fastest first with rank, times_fastest, tied_with, same_kernels_as and the
     set's noise_pct; groups without a figure last, unranked."""
     parts = []
@@ -146,13 +147,13 @@ def order(store, found: pd.DataFrame) -> pd.DataFrame:
         rank=pd.array([], dtype="Int64"), tied_with=None, same_kernels_as=None, times_fastest=None, noise_pct=None)
 
 
-def rank_table(store, run_ids, compare_devices: bool = False) -> pd.DataFrame:
+def rank_table(store: StoreHandle, run_ids, compare_devices: bool = False) -> pd.DataFrame:
     """One row per group (`COLUMNS`), sets in the order of their first run, fastest first in each."""
     found = groups(keyed(runs_of(store, run_ids), compare_devices))
     rank_why.work(store, found["run_id"])        # every group's work in one read, before the sets use it
     table = order(store, found)
     reps = table["run_id"].tolist()
-    labels = queries.run_labels(store, reps).set_index("run_id")["label"]
+    labels = run_queries.run_labels(store, reps).set_index("run_id")["label"]
     table["label"] = [group_label(labels.get(r, r), n) for r, n in zip(reps, table["runs"])]
     several = table.groupby("set", sort=False)["device"].transform("nunique") > 1    # --compare-gpus: name each GPU
     table.loc[several, "label"] = table.loc[several, "label"] + " on " + table.loc[several, "device"].astype(str)
@@ -170,7 +171,7 @@ def rank_table(store, run_ids, compare_devices: bool = False) -> pd.DataFrame:
                                                                 table["pct_of_measured_bandwidth"])
     cold = store.query(COLD_SQL, {"run_ids": reps}).set_index("run_id")["cold_us"]
     table["cold_us"] = table["run_id"].map(cold)
-    table["bound"] = table["run_id"].map(queries.run_metrics(store, reps).set_index("run_id")["bound"])
+    table["bound"] = table["run_id"].map(run_queries.run_metrics(store, reps).set_index("run_id")["bound"])
     archs = {r: op_pricing.arch_of(op_pricing.device_of(i)) for r, i in reads.run_devices(store, reps).items()}
     table["arch"] = table["run_id"].map(archs)       # the "why" parses kernel names with it: read once, not per pair
     return table[COLUMNS + ["figure", "outlier_us", "arch"]]
@@ -204,7 +205,7 @@ def set_title(row, devices=None) -> str:
             f"{' and '.join(devices) if devices and len(devices) > 1 else row['device']}")
 
 
-def rank_sets(store, run_ids, compare_devices: bool = False) -> tuple[list[Ranked], list[str]]:
+def rank_sets(store: StoreHandle, run_ids, compare_devices: bool = False) -> tuple[list[Ranked], list[str]]:
     """(each set of two or more groups ranked with its sentence; the titles of the sets of one group)."""
     table = rank_table(store, run_ids, compare_devices)
     ranked, alone = [], []
@@ -220,6 +221,6 @@ def rank_sets(store, run_ids, compare_devices: bool = False) -> tuple[list[Ranke
     return ranked, alone
 
 
-def rank_sentence(store, table: pd.DataFrame) -> tuple[str, dict]:
+def rank_sentence(store: StoreHandle, table: pd.DataFrame) -> tuple[str, dict]:
     """(the sentence, its evidence) for one set's rows of a `rank_table`."""
     return rank_sentences.sentence(store, table)

@@ -1,19 +1,17 @@
 """Reads that need no pandas: the query files (a file's header names the SQL modules it includes,
 which the session running it installs first: profiler/storage/sql_library.py), one connection for
-several queries (a store's `Session`, profiler/storage/session.py), and results as numpy columns (the `ops` command imports
-this, not `profiler.analysis.queries`, so it starts without loading pandas). `queries`
-re-exports everything here.
+several queries (``store.session()``, a `Session`: profiler/storage/session.py), and results as numpy
+columns through ``db.arrays(sql, params)`` (the `ops` command imports this, not
+`profiler.analysis.queries`, so it starts without loading pandas).
 """
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
 from profiler.errors import QueryError
-from profiler.storage.session import READS, Session  # noqa: F401 (re-exported)
+from profiler.storage.session import StoreHandle
 
 SQL_DIR = Path(__file__).resolve().parent / "sql"
 
@@ -25,19 +23,6 @@ def sql_text(name: str) -> str:
     if not path.is_file():
         raise QueryError(f"no query file {path.name} in {SQL_DIR}")
     return path.read_text(encoding="utf-8")
-
-
-@contextmanager
-def session(store) -> Iterator[Session]:
-    """``store.session()``: a `Session` on one short-lived cursor of a `Store` (duckdb errors
-    become ``StoreError``), or, handed a `Session`, that session itself."""
-    with store.session() as db:
-        yield db
-
-
-def arrays(db, sql: str, params=None) -> dict:
-    """{column: numpy array} from a store handle, a `Store` or a `Session` (NULLs masked: see `column`)."""
-    return db.arrays(sql, params)
 
 
 def column(values, fill=None):
@@ -54,16 +39,16 @@ def column(values, fill=None):
     return out
 
 
-def run_devices(store, run_ids) -> dict[str, tuple[list | None, str | None]]:
+def run_devices(store: StoreHandle, run_ids) -> dict[str, tuple[list | None, str | None]]:
     """{run_id: (deviceProperties list or None, gpu_name)}."""
-    got = arrays(store, sql_text("run_devices"), {"run_ids": [str(r) for r in run_ids]})
+    got = store.arrays(sql_text("run_devices"), {"run_ids": [str(r) for r in run_ids]})
     props, names = column(got["device_properties"]), column(got["gpu_name"])
     return {r: (json.loads(p) if isinstance(p, str) else None, n if isinstance(n, str) else None)
             for r, p, n in zip(got["run_id"], props, names)}
 
 
-def run_shape_records(store, run_ids) -> dict[str, dict]:
+def run_shape_records(store: StoreHandle, run_ids) -> dict[str, dict]:
     """{run_id: sql/run_shapes.sql's row as a dict} (NULL: None)."""
-    got = arrays(store, sql_text("run_shapes"), {"run_ids": [str(r) for r in run_ids]})
+    got = store.arrays(sql_text("run_shapes"), {"run_ids": [str(r) for r in run_ids]})
     cols = {k: column(v).tolist() for k, v in got.items()}
     return {r: {k: cols[k][i] for k in cols} for i, r in enumerate(cols.get("run_id", []))}

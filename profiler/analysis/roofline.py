@@ -17,8 +17,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from profiler.analysis import kept, op_costs, queries, rating, tensor_cores
+from profiler.analysis import kept, kernel_queries, op_costs, op_pricing, rating, run_queries, tensor_cores
 from profiler.storage import ceilings as measured_ceilings
+from profiler.storage.session import StoreHandle
 
 CEILINGS = (("matrix", "bf16"), ("vector", "fp32"))   # one line each on the chart, per vendor's names
 
@@ -41,8 +42,8 @@ def run_totals(calls: pd.DataFrame, iterations: pd.DataFrame) -> pd.DataFrame:
     return out.join(main.set_index("run_id")[["engine", "dtype"]]).reset_index()
 
 
-def roofline_table(store, run_ids) -> pd.DataFrame:
-    """One row per run with modelled ops: run_totals' columns plus op_costs.rate's (tflops, tbps,
+def roofline_table(store: StoreHandle, run_ids) -> pd.DataFrame:
+    """One row per run with modelled ops: run_totals' columns plus rating.rate's (tflops, tbps,
     intensity, peak_tflops, peak_tbps, ridge, roof_tflops, bound, pct_of_peak, pct_of_roof).
     Kept per run (profiler/analysis/kept.py)."""
     return kept.per_run(store, "roofline_table", run_ids, lambda ids: _roofline_table(store, ids), "run_id")
@@ -50,13 +51,13 @@ def roofline_table(store, run_ids) -> pd.DataFrame:
 
 def _roofline_table(store, run_ids) -> pd.DataFrame:
     run_ids = list(run_ids)
-    totals = run_totals(op_costs.op_calls(store, run_ids), queries.run_iterations(store, run_ids))
+    totals = run_totals(op_costs.op_calls(store, run_ids), run_queries.run_iterations(store, run_ids))
     if totals.empty:
         return totals
     frame = totals.rename(columns={"flops_per_iter": "flops", "bytes_per_iter": "bytes"})
-    found = queries.run_devices(store, run_ids)
-    devices = {r: op_costs.device_of(i) for r, i in found.items()}
-    rated = op_costs.rate(frame, frame["kernel_us_per_iter"] / 1e6, devices)
+    found = kernel_queries.run_devices(store, run_ids)
+    devices = {r: op_pricing.device_of(i) for r, i in found.items()}
+    rated = rating.rate(frame, frame["kernel_us_per_iter"] / 1e6, devices)
     rated["gpu_name"] = [_sku_name(devices.get(r)) for r in rated["run_id"]]
     measured = measured_ceilings.latest(store)
     rated = rating.against_measured(rated, {r: measured.get((info or (None, None))[1]) for r, info in found.items()})

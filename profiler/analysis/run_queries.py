@@ -5,11 +5,12 @@ from __future__ import annotations
 import pandas as pd
 
 from profiler.analysis import query_files
+from profiler.storage.session import StoreHandle
 
 
 # ── runs & iterations ────────────────────────────────────────────────────────────────────────
 
-def run_catalog(store) -> pd.DataFrame:
+def run_catalog(store: StoreHandle) -> pd.DataFrame:
     """Every run, newest first: run_id, name, variant, shape (B×H×L×D), batch, heads, seq_len,
     head_dim, mode, kv_heads, kv_len, window, varlen (as `run_shapes` gives them), dtype, causal, cold,
     gpu_name, versions, iterations, kernels_per_iter, gpu_busy_us_per_iter, gpu_busy_pct,
@@ -21,7 +22,7 @@ def run_catalog(store) -> pd.DataFrame:
 
 # ── the metrics layer (definitions in sql/metrics.sql) ──────────────────────────────────────
 
-def run_metrics(store, run_ids) -> pd.DataFrame:
+def run_metrics(store: StoreHandle, run_ids) -> pd.DataFrame:
     """One row per run (in ``run_ids`` order), means per iteration: wall_us_per_iter,
     gpu_busy_us_per_iter, gpu_idle_us_per_iter, carried_us_per_iter (GPU work launched before
     the iteration), kernel_us_per_iter, copy_us_per_iter, exposed_copy_us_per_iter,
@@ -34,24 +35,24 @@ def run_metrics(store, run_ids) -> pd.DataFrame:
     return query_files.run(store, "run_metrics", run_ids=query_files.ids(run_ids))
 
 
-def iteration_metrics(store, run_ids) -> pd.DataFrame:
+def iteration_metrics(store: StoreHandle, run_ids) -> pd.DataFrame:
     """Per run and iteration, in ns: name, start_ns, end_ns, wall_ns, gpu_active_ns, gpu_busy_ns,
     carried_ns, gpu_idle_ns, idle_sync_ns, idle_cpu_ns, kernel_ns, copy_ns, comm_ns,
     kernel_sum_ns, kernels, cpu_busy_ns, cpu_events, launch_api_ns, launch_calls, sync_ns."""
     return query_files.run(store, "iteration_metrics", run_ids=query_files.ids(run_ids))
 
 
-def run_labels(store, run_ids) -> pd.DataFrame:
+def run_labels(store: StoreHandle, run_ids) -> pd.DataFrame:
     """run_id, label (variant/shape or file name + short id), name, source, gpu_name, cold."""
     return query_files.run(store, "run_labels", run_ids=query_files.ids(run_ids))
 
 
-def run_iterations(store, run_ids) -> pd.DataFrame:
+def run_iterations(store: StoreHandle, run_ids) -> pd.DataFrame:
     """run_id, iteration, name, start_ns, end_ns, dur_us (whole trace when none recorded)."""
     return query_files.run(store, "run_iterations", run_ids=query_files.ids(run_ids))
 
 
-def iteration_bounds(store, run_ids, iteration: int) -> pd.DataFrame:
+def iteration_bounds(store: StoreHandle, run_ids, iteration: int) -> pd.DataFrame:
     """Per run, in ``run_ids`` order, the chosen iteration (its last one when it has fewer):
     run_id, iteration, name, start_ns, end_ns, dur_us. Runs missing from the store are left out."""
     iters = run_iterations(store, run_ids)

@@ -10,6 +10,7 @@ import pandas as pd
 
 from profiler.storage import console, sql_docs
 from profiler.storage.console import MAX_QUERY_CHARS, MAX_ROWS, TIME_LIMIT_S, ConsoleResult
+from profiler.storage.session import StoreHandle
 
 __all__ = ["EXAMPLE", "MAX_QUERY_CHARS", "MAX_ROWS", "TIME_LIMIT_S", "ConsoleResult", "column_table",
            "run_select", "schema_table"]
@@ -31,7 +32,7 @@ def schema_table() -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["name", "kind", "module", "about", "call"])
 
 
-def column_table(store, name: str) -> pd.DataFrame:
+def column_table(store: StoreHandle, name: str) -> pd.DataFrame:
     """The columns of table or view `name`: column, type (the store's), and its documented meaning."""
     notes = {e.name: dict(e.columns) for e in sql_docs.entries() if e.columns}.get(name, {})
     found = store.query(COLUMNS_SQL)
@@ -40,7 +41,7 @@ def column_table(store, name: str) -> pd.DataFrame:
                          "meaning": [notes.get(c, "") for c in found["column_name"]]}).reset_index(drop=True)
 
 
-def run_select(store, sql: str, *, max_rows: int = console.MAX_ROWS,
+def run_select(store: StoreHandle, sql: str, *, max_rows: int = console.MAX_ROWS,
                time_limit_s: float = console.TIME_LIMIT_S) -> ConsoleResult:
     """Run one SELECT over the store's file in the console's child process (a `QueryError`
     sentence when it is refused, fails or runs too long)."""

@@ -21,7 +21,7 @@ def _params(run_id: str) -> dict:
 def annotations(store, run_id: str) -> dict[int, str]:
     """{op_id: the step annotation enclosing it} of the run's serving attention calls in one
     (numpy, no pandas: the cost model reads it)."""
-    got = reads.arrays(store, sql_text("serving_attention_calls"), _params(run_id))
+    got = store.arrays(sql_text("serving_attention_calls"), _params(run_id))
     return {int(i): a for i, a in zip(reads.column(got["op_id"]).tolist(), reads.column(got["annotation"]).tolist())
             if isinstance(a, str)}
 

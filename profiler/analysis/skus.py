@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from profiler.analysis.device import Device, _amd, _nv, _peaks
+from profiler.analysis.device import Device, amd_device, nvidia_device, make_peaks
 
 NV = "nvidia.com/en-us/data-center"
 H100_SHEET = f"NVIDIA H100 datasheet + H100 whitepaper table 3, {NV}/h100"
@@ -57,7 +57,7 @@ class Sku:
 
 
 def _h(name, sms, optin, figures, gbps, sheet):
-    return _nv(name, (9, 0), sms, 2048, 228, optin, _peaks(*figures, gbps, sheet))
+    return nvidia_device(name, (9, 0), sms, 2048, 228, optin, make_peaks(*figures, gbps, sheet))
 
 
 SKUS: tuple[Sku, ...] = (   # most specific first within a name family
@@ -68,31 +68,31 @@ SKUS: tuple[Sku, ...] = (   # most specific first within a name family
         {"tf32": 378, "bf16": 756, "fp16": 756, "fp8": 1513, "fp64": 51},
         {"fp32": 51, "bf16": 102.4, "fp16": 102.4, "fp64": 25.6}), 2000, H100_SHEET)),
     Sku(r"h100", 80, 132, 1980, _h("NVIDIA H100 SXM", 132, 227, _HOPPER_SXM, 3350, H100_SHEET)),
-    Sku(r"b200", 180, 148, 1965, _nv("NVIDIA B200", (10, 0), 148, 2048, 228, 227, _peaks(
+    Sku(r"b200", 180, 148, 1965, nvidia_device("NVIDIA B200", (10, 0), 148, 2048, 228, 227, make_peaks(
         {"tf32": 1100, "bf16": 2250, "fp16": 2250, "fp8": 4500, "fp4": 9000, "fp64": 37},
         {"fp32": 75, "fp64": 37}, 8000, B200_SHEET))),
     Sku(r"a100.*pcie.*80|a100.*80.*pcie", 80, 108, 1410,
-        _nv("NVIDIA A100 80GB PCIe", (8, 0), 108, 2048, 164, 163, _peaks(*_A100, 1935, A100_SHEET))),
+        nvidia_device("NVIDIA A100 80GB PCIe", (8, 0), 108, 2048, 164, 163, make_peaks(*_A100, 1935, A100_SHEET))),
     Sku(r"a100", 80, 108, 1410,
-        _nv("NVIDIA A100 80GB", (8, 0), 108, 2048, 164, 163, _peaks(*_A100, 2039, A100_SHEET))),
+        nvidia_device("NVIDIA A100 80GB", (8, 0), 108, 2048, 164, 163, make_peaks(*_A100, 2039, A100_SHEET))),
     Sku(r"a100", 40, 108, 1410,
-        _nv("NVIDIA A100 40GB", (8, 0), 108, 2048, 164, 163, _peaks(*_A100, 1555, A100_SHEET))),
-    Sku(r"v100s", 32, 80, 1597, _nv("NVIDIA V100S PCIe", (7, 0), 80, 2048, 96, 96, _peaks(
+        nvidia_device("NVIDIA A100 40GB", (8, 0), 108, 2048, 164, 163, make_peaks(*_A100, 1555, A100_SHEET))),
+    Sku(r"v100s", 32, 80, 1597, nvidia_device("NVIDIA V100S PCIe", (7, 0), 80, 2048, 96, 96, make_peaks(
         {"fp16": 130}, {"fp32": 16.4, "fp16": 32.8, "fp64": 8.2}, 1134, V100_SHEET))),
-    Sku(r"v100.*pcie", 32, 80, 1380, _nv("NVIDIA V100 PCIe", (7, 0), 80, 2048, 96, 96, _peaks(
+    Sku(r"v100.*pcie", 32, 80, 1380, nvidia_device("NVIDIA V100 PCIe", (7, 0), 80, 2048, 96, 96, make_peaks(
         {"fp16": 112}, {"fp32": 14, "fp16": 28, "fp64": 7}, 900, V100_SHEET))),
-    Sku(r"v100", 32, 80, 1530, _nv("NVIDIA V100", (7, 0), 80, 2048, 96, 96, _peaks(
+    Sku(r"v100", 32, 80, 1530, nvidia_device("NVIDIA V100", (7, 0), 80, 2048, 96, 96, make_peaks(
         {"fp16": 125}, {"fp32": 15.7, "fp16": 31.4, "fp64": 7.8}, 900, V100_SHEET))),
-    Sku(r"v100", 16, 80, 1530, _nv("NVIDIA V100 16GB", (7, 0), 80, 2048, 96, 96, _peaks(
+    Sku(r"v100", 16, 80, 1530, nvidia_device("NVIDIA V100 16GB", (7, 0), 80, 2048, 96, 96, make_peaks(
         {"fp16": 125}, {"fp32": 15.7, "fp16": 31.4, "fp64": 7.8}, 900, V100_SHEET))),
-    Sku(r"\bl4\b", 24, 58, 2040, _nv("NVIDIA L4", (8, 9), 58, 1536, 100, 99, _peaks(
+    Sku(r"\bl4\b", 24, 58, 2040, nvidia_device("NVIDIA L4", (8, 9), 58, 1536, 100, 99, make_peaks(
         {"tf32": 60, "bf16": 121, "fp16": 121, "fp8": 242.5}, {"fp32": 30.3}, 300, L4_SHEET))),
-    Sku(r"mi325x", 256, 304, 2100, _amd("AMD Instinct MI325X", 304, _peaks(*_MI300, 6000, MI325X_SHEET))),
-    Sku(r"mi300x", 192, 304, 2100, _amd("AMD Instinct MI300X", 304, _peaks(*_MI300, 5300, MI300X_SHEET))),
-    Sku(r"mi250x", 64, 110, 1700, _amd("AMD Instinct MI250X (one GCD)", 110, _peaks(
+    Sku(r"mi325x", 256, 304, 2100, amd_device("AMD Instinct MI325X", 304, make_peaks(*_MI300, 6000, MI325X_SHEET))),
+    Sku(r"mi300x", 192, 304, 2100, amd_device("AMD Instinct MI300X", 304, make_peaks(*_MI300, 5300, MI300X_SHEET))),
+    Sku(r"mi250x", 64, 110, 1700, amd_device("AMD Instinct MI250X (one GCD)", 110, make_peaks(
         {"fp32": 95.7, "bf16": 383, "fp16": 383, "fp64": 95.7}, {"fp32": 47.9, "fp64": 47.9},
         3276.8, MI250X_SHEET, per_package=2))),
-    Sku(r"mi250", 64, 104, 1700, _amd("AMD Instinct MI250 (one GCD)", 104, _peaks(
+    Sku(r"mi250", 64, 104, 1700, amd_device("AMD Instinct MI250 (one GCD)", 104, make_peaks(
         {"fp32": 90.5, "bf16": 362.1, "fp16": 362.1, "fp64": 90.5}, {"fp32": 45.3, "fp64": 45.3},
         3276.8, MI250_SHEET, per_package=2))),
 )

@@ -15,9 +15,10 @@ import pandas as pd
 
 from profiler.analysis import ranking, repeats
 from profiler.analysis.sweeps import AXIS_NAMES, amount
+from profiler.storage.session import StoreHandle
 
 
-def ranked_curves(store, curves: pd.DataFrame, points: pd.DataFrame) -> pd.DataFrame:
+def ranked_curves(store: StoreHandle, curves: pd.DataFrame, points: pd.DataFrame) -> pd.DataFrame:
     """``curves`` with each point's variants ranked as `ranking.order` ranks groups (the one
     definition: ties, a variant that runs the same kernels as another): rank, tied_with and
     same_kernels_as (the variant whose kernels this one runs at that point: not a rival there, so

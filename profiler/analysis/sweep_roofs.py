@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import op_costs, queries
+from profiler.analysis import op_pricing, reads
 from profiler.storage import ceilings as measured_ceilings
 
 COLUMNS = ["gpu_name", "roof", "tbps", "text"]
@@ -16,11 +16,11 @@ COLUMNS = ["gpu_name", "roof", "tbps", "text"]
 def bandwidth_roofs(store, run_ids) -> pd.DataFrame:
     """gpu_name, roof ('datasheet' or 'measured'), tbps (TB/s) and text (its label, e.g. 'NVIDIA
     H200 datasheet 4.8 TB/s'), one row per roof known; no row for a GPU without a datasheet."""
-    found = queries.run_devices(store, list(run_ids))
+    found = reads.run_devices(store, list(run_ids))
     measured = measured_ceilings.latest(store)
     rows, seen = [], set()
     for info in found.values():
-        device = op_costs.device_of(info)
+        device = op_pricing.device_of(info)
         name = getattr(device, "sku_name", None) or getattr(device, "name", None) or (info or (None, None))[1]
         if name is None or name in seen:
             continue

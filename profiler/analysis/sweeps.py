@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import queries, repeats, run_shape
+from profiler.analysis import queries, repeats, run_queries, run_shape
+from profiler.storage.session import StoreHandle
 
 AXES = ("seq_len", "kv_len", "window", "head_dim", "kv_heads")
 SHAPE = [k for k in queries.SHAPE_KEYS if k != "variant"]   # what a sweep holds fixed, but its axis
@@ -116,7 +117,7 @@ def sweep_members(shapes: pd.DataFrame, per=("variant",)) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True).astype({"x": "int64"})
 
 
-def sweep_points(store, run_ids) -> pd.DataFrame:
+def sweep_points(store: StoreHandle, run_ids) -> pd.DataFrame:
     """One row per warm captured run with a shape and a time per call, per axis it is swept on
     (`sweep_members`: a variant with two or more values of that axis, all other shape keys and the
     device equal): run_id, variant, the shape keys, axis, x (its value), sweep (a key naming the
@@ -132,7 +133,7 @@ def sweep_points(store, run_ids) -> pd.DataFrame:
     if shapes.empty:
         return pd.DataFrame(columns=columns)
     ids = list(shapes["run_id"])
-    busy = queries.run_metrics(store, ids)[["run_id", "gpu_work_us_per_iter"]]
+    busy = run_queries.run_metrics(store, ids)[["run_id", "gpu_work_us_per_iter"]]
     rows = shapes.merge(ranking.per_call(store, ids), on="run_id").merge(busy, on="run_id")
     rows["metric"] = rows["mode"].map(metric_of)
     rows["value"] = [useful_rate(shape, metric, us) for shape, metric, us in
@@ -144,7 +145,7 @@ def sweep_points(store, run_ids) -> pd.DataFrame:
     return out[columns].sort_values(["sweep", "variant", "x"], ignore_index=True)
 
 
-def sweep_runs(store, selected, every) -> list[str]:
+def sweep_runs(store: StoreHandle, selected, every) -> list[str]:
     """The runs of ``every`` in the sweeps the ``selected`` runs can belong to: those of a selected
     run's variant, mode, batch, heads, packed lengths, dtype and causality, at any value of the
     axes. Selecting runs narrows the sweeps to their variants rather than to the few points picked."""

@@ -10,6 +10,7 @@ import pandas as pd
 from profiler.analysis import kept, query_files
 from profiler.analysis.run_queries import iteration_bounds, run_iterations
 from profiler.errors import QueryError
+from profiler.storage.session import StoreHandle
 
 TIMELINE_MAX_MARKS = 3000     # marks per panel the browser draws quickly
 TIMELINE_PAGE_MARKS = 8000    # marks per timeline page: many panels share it (keeps a run < 1 s)
@@ -33,7 +34,7 @@ class Panel(NamedTuple):
     lanes: pd.DataFrame | None = None
 
 
-def timeline_marks(store, run_id: str, origin_ns: int, window_ns: tuple[int, int],
+def timeline_marks(store: StoreHandle, run_id: str, origin_ns: int, window_ns: tuple[int, int],
                    width_px: int = TIMELINE_WIDTH_PX, max_depth: int = 6,
                    max_marks: int = TIMELINE_MAX_MARKS, step: int | None = None) -> pd.DataFrame:
     """The marks of one timeline panel: ``window_ns`` is (start, end) relative to ``origin_ns``.
@@ -69,13 +70,13 @@ def _read_panel_marks(store, panels, width_px: int, max_depth: int, max_marks: i
                 steps=[None if p[3] is None else int(p[3]) for p in panels], max_depth=max_depth, max_marks=max_marks)
 
 
-def timeline_extent_ns(store, run_ids, iteration: int) -> int:
+def timeline_extent_ns(store: StoreHandle, run_ids, iteration: int) -> int:
     """Length of the longest chosen iteration among the runs (the default time window)."""
     bounds = iteration_bounds(store, run_ids, iteration)
     return max(int((bounds["end_ns"] - bounds["start_ns"]).max()), 1) if len(bounds) else 1
 
 
-def timeline_panels(store, run_ids, iteration: int, window_ns: tuple[int, int],
+def timeline_panels(store: StoreHandle, run_ids, iteration: int, window_ns: tuple[int, int],
                     shared_scale: bool, max_marks_total: int = TIMELINE_PAGE_MARKS) -> list[Panel]:
     """A ``Panel`` per run, aligned at the start of its ``iteration`` (its last when it has
     fewer), all read in one query. A panel draws only its own step's events: those of the
@@ -168,7 +169,7 @@ def _share_of(window_ns: tuple[int, int], share: float) -> tuple[int, int]:
     return start, max(end, start + 1)
 
 
-def timeline_range_stats(store, run_ids, iteration: int | None, range_ns: tuple[int, int],
+def timeline_range_stats(store: StoreHandle, run_ids, iteration: int | None, range_ns: tuple[int, int],
                          limit: int = 40) -> pd.DataFrame:
     """Per run, what ran inside ``range_ns`` (ns from the start of its ``iteration``; like its
     panel, only that iteration's events; ``iteration=None``: ns from the start of the whole trace,

@@ -16,25 +16,27 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import memory, queries
+from profiler.analysis import memory, query_files, run_queries
+from profiler.analysis.units import json_value
+from profiler.storage.session import StoreHandle
 
 COLUMNS = ["run_id", "cold", "gpu_us_per_call", "kernel_us_per_call", "wall_us_per_call", "wall_calls", "graph_us_per_call",
            "graph_calls", "graph_note", "peak_allocated_bytes"]
 
 
 def gpu_us_per_call(metrics: pd.DataFrame) -> pd.Series:
-    """``gpu_us_per_call`` by run id from `queries.run_metrics` rows (indexed by run_id): a run that
+    """``gpu_us_per_call`` by run id from `run_queries.run_metrics` rows (indexed by run_id): a run that
     launched no GPU work has none (NaN, not 0: nothing to rank by). `run_timings` and the ranking's
     read of thousands of runs (`ranking.per_call`, which needs no other timing) both take it here."""
     busy = metrics["gpu_work_us_per_iter"]
     return busy.where(busy > 0)
 
 
-def run_timings(store, run_ids) -> pd.DataFrame:
+def run_timings(store: StoreHandle, run_ids) -> pd.DataFrame:
     """One row per run in ``run_ids`` order, with COLUMNS (NaN/None where a run lacks a value)."""
-    ids = queries._ids(run_ids)
-    table = queries._run(store, "run_timings", run_ids=ids)
-    metrics = queries.run_metrics(store, ids).set_index("run_id")
+    ids = query_files.ids(run_ids)
+    table = query_files.run(store, "run_timings", run_ids=ids)
+    metrics = run_queries.run_metrics(store, ids).set_index("run_id")
     kernel = metrics["kernel_work_us_per_iter"]
     peaks = memory.memory_summary(store, ids).set_index("run_id")["peak_allocated_bytes"]
     table["gpu_us_per_call"] = table["run_id"].map(gpu_us_per_call(metrics))
@@ -43,8 +45,8 @@ def run_timings(store, run_ids) -> pd.DataFrame:
     return table[COLUMNS]
 
 
-def catalog_with_timings(store, runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs page's table: the catalog rows ``runs`` (``queries.run_catalog``) with each run's
+def catalog_with_timings(store: StoreHandle, runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs page's table: the catalog rows ``runs`` (``run_queries.run_catalog``) with each run's
     timings and its peak allocated memory in MiB beside them."""
     measured = run_timings(store, runs["run_id"]).drop(columns=["cold"])
     table = runs.merge(measured, on="run_id", how="left")
@@ -52,24 +54,15 @@ def catalog_with_timings(store, runs: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def _plain(value):
-    """A JSON-ready value: None for NaN/NA, Python numbers otherwise."""
-    if value is None or (not isinstance(value, str) and pd.isna(value)):
-        return None
-    if hasattr(value, "item"):
-        return value.item()
-    return value
-
-
-def timing_records(store, run_ids) -> dict[str, dict]:
+def timing_records(store: StoreHandle, run_ids) -> dict[str, dict]:
     """run id -> {column: plain value} for the CLI's summary JSON; ``gpu_us_per_call`` is left out:
     the summary gives it already, as the metrics layer's ``gpu_work_us_per_iter``."""
     table = run_timings(store, run_ids)
     columns = [c for c in COLUMNS[2:] if c != "gpu_us_per_call"]
-    return {row["run_id"]: {c: _plain(row[c]) for c in columns} for row in table.to_dict("records")}
+    return {row["run_id"]: {c: json_value(row[c]) for c in columns} for row in table.to_dict("records")}
 
 
-def fastest_run(store, run_ids) -> str | None:
+def fastest_run(store: StoreHandle, run_ids) -> str | None:
     """The run of ``run_ids`` with the least GPU time per call (``gpu_us_per_call``, what runs are
     ranked by; the first of a tie, in ``run_ids`` order); None when none has a time."""
     table = run_timings(store, run_ids).dropna(subset=["gpu_us_per_call"])

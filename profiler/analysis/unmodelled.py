@@ -28,6 +28,7 @@ import json
 import numpy as np
 
 from profiler.analysis import arrays, costmodel as cm, op_charges, op_costs, reads, serving_costs, serving_steps
+from profiler.storage.session import StoreHandle
 
 OP_NOT_MODELLED, DIMS_MISSING, DTYPE_UNKNOWN = "op not modelled", "dims missing", "dtype unknown"
 UNREADABLE, NO_OP = "inputs unreadable", "no launching op"
@@ -65,14 +66,14 @@ def reason(op: str | None, dims: str | None, types: str | None) -> str:
     return UNREADABLE
 
 
-def unmodelled(store, run_id: str) -> list[dict]:
+def unmodelled(store: StoreHandle, run_id: str) -> list[dict]:
     """One row per (op, reason) of the run's GPU work that has no cost, most GPU time first:
     op (None: no launching op), reason, calls (kernels and copies), kernel_ns."""
     with store.session() as db:
         work = op_charges.launched_work(db, [run_id])
         names = op_charges.kernel_name_map(db, run_id)
         charged = op_charges.charged_kernels(db, run_id, {k: v.copy() for k, v in work.items()}, names)
-        priced = op_costs._op_calls(db, [run_id])[0]
+        priced = op_costs.op_call_columns(db, [run_id])[0]
         done = set(priced["op_id"].tolist()) if priced else set()
         rows = _dropped(db, run_id, charged, done) + _unowned(db, run_id, work, charged, done)
     merged: dict[tuple, list[int]] = {}
@@ -113,7 +114,7 @@ def _unowned(db, run_id: str, work: dict, charged: dict, done: set) -> list[tupl
     owner, _ = op_charges.owners(np.asarray(tree["parent_id"]), np.asarray(tree["family"]), launching)
     rest = (owner < 0) & ~_alone(work, charged, done)
     ids = sorted({int(i) for i in launching[rest] if i >= 0})
-    got = reads.arrays(db, "SELECT op_id, name FROM ops WHERE run_id = $run_id AND op_id IN (SELECT unnest($ids))",
+    got = db.arrays("SELECT op_id, name FROM ops WHERE run_id = $run_id AND op_id IN (SELECT unnest($ids))",
                        {"run_id": run_id, "ids": ids}) if ids else {"op_id": [], "name": []}
     op_name = dict(zip(np.asarray(got["op_id"]).tolist(), np.asarray(reads.column(got["name"]), dtype=object).tolist()))
     return [(op_name.get(int(i)), reason(op_name.get(int(i)), None, None), ns)
@@ -139,7 +140,7 @@ def lines(rows: list[dict], limit: int = 8) -> list[str]:
     return out
 
 
-def sentence(store, run_id: str, limit: int = 3) -> str:
+def sentence(store: StoreHandle, run_id: str, limit: int = 3) -> str:
     """Why a run's GPU time has no cost, in one sentence for a page (the heaviest ops first)."""
     rows = unmodelled(store, run_id)
     if not rows:

@@ -1,6 +1,6 @@
 """The verdict of a run in words: what bounds it, with the evidence an engineer would ask for.
 
-Every number is a column of the metrics layer's per-run row (`queries.run_metrics`, defined in
+Every number is a column of the metrics layer's per-run row (`run_queries.run_metrics`, defined in
 `profiler/storage/sql/metrics.sql`, `step_work.sql` and `idle_causes.sql`); the rule itself
 (`bound`) is defined there and written out in docs/analysis.md. This module only says it: the
 GPU's time split into its own work, work launched before the iteration began (carried) and idle;
@@ -89,7 +89,7 @@ def idle_split(row) -> str:
 
 
 def bound_sentence(row, label: str) -> str:
-    """The verdict of one run (a ``queries.run_metrics`` row, or a dict of it) in words."""
+    """The verdict of one run (a ``run_queries.run_metrics`` row, or a dict of it) in words."""
     bound, wall = row["bound"], _get(row, "wall_us_per_iter")
     if bound == "none":
         return f"{label} ran no GPU work."

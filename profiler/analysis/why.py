@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import kept, kernel_names, op_costs, queries, rating, roofline
+from profiler.analysis import kept, kernel_names, op_costs, op_pricing, rating, roofline, run_queries
 from profiler.analysis.costmodel import PRECISION_BYTES
 from profiler.analysis.finding import Finding
+from profiler.storage.session import StoreHandle
 
 GIB, MIB = 2**30, 2**20
 SAME_BYTES_RATIO = 1.5   # closer than this, bytes moved do not explain a difference
@@ -170,21 +171,21 @@ def _a_kernel(summary: str) -> str:
     return f"{'an' if summary[0].lower() in 'aeiou' else 'a'} {summary} kernel"
 
 
-def compare(store, run_a: str, run_b: str) -> list[Finding]:
+def compare(store: StoreHandle, run_a: str, run_b: str) -> list[Finding]:
     """Cost-model findings for a pair of runs (empty when neither has modelled ops)."""
     calls = op_costs.op_calls(store, [run_a, run_b])
     if calls.empty:
         return []
-    labels = dict(queries.run_labels(store, [run_a, run_b])[["run_id", "label"]].values)
-    totals = roofline.run_totals(calls, queries.run_iterations(store, [run_a, run_b]))
-    archs = {r: op_costs.run_arch(store, r) for r in (run_a, run_b)}
-    kernel_us = queries.run_metrics(store, [run_a, run_b]).set_index("run_id")["kernel_sum_us_per_iter"].to_dict()
+    labels = dict(run_queries.run_labels(store, [run_a, run_b])[["run_id", "label"]].values)
+    totals = roofline.run_totals(calls, run_queries.run_iterations(store, [run_a, run_b]))
+    archs = {r: op_pricing.run_arch(store, r) for r in (run_a, run_b)}
+    kernel_us = run_queries.run_metrics(store, [run_a, run_b]).set_index("run_id")["kernel_sum_us_per_iter"].to_dict()
     covered = coverage(totals, kernel_us)
     return [*_bytes_finding(labels, totals, calls, run_a, run_b, covered), *_fp32_gemms(labels, calls, archs),
             *_arch_finding(labels, calls, run_a, run_b, archs)]
 
 
-def one_run(store, run_id: str) -> list[Finding]:
+def one_run(store: StoreHandle, run_id: str) -> list[Finding]:
     """Cost-model findings for one run: fp32 CUDA-core GEMMs (kept per run)."""
     return kept.value(store, ("why_one_run",), [run_id], lambda: _one_run(store, run_id))
 
@@ -193,5 +194,5 @@ def _one_run(store, run_id: str) -> list[Finding]:
     calls = op_costs.op_calls(store, [run_id])
     if calls.empty or _fp32_cuda_core(calls).empty:
         return []
-    labels = dict(queries.run_labels(store, [run_id])[["run_id", "label"]].values)
-    return _fp32_gemms(labels, calls, {run_id: op_costs.run_arch(store, run_id)})
+    labels = dict(run_queries.run_labels(store, [run_id])[["run_id", "label"]].values)
+    return _fp32_gemms(labels, calls, {run_id: op_pricing.run_arch(store, run_id)})

@@ -14,8 +14,8 @@ from typing import Callable
 import torch
 
 from profiler.errors import CaptureError
-from profiler.capture.setting import MODES
-from profiler.capture.variants import DTYPES, VARIANTS, Setting, default_device
+from profiler.capture.setting import DTYPES, MODES, Setting
+from profiler.capture.variants import VARIANTS, default_device
 
 Progress = Callable[[str, float, str], None]
 METADATA_KEY = "attention_run"

@@ -23,8 +23,10 @@ import sys
 
 import torch
 
+from profiler.capture.attention_fns import make_inputs, train_step
 from profiler.capture.record import flush_l2
-from profiler.capture.variants import Setting, get_variant, make_inputs, train_step
+from profiler.capture.setting import Setting
+from profiler.capture.variants import get_variant
 
 
 def setting_of(request: dict, device: str) -> Setting:

@@ -40,13 +40,12 @@ from typing import Iterable
 import torch
 from torch.profiler import ProfilerAction, ProfilerActivity, profile, record_function
 
-from profiler.capture import graphed
-from profiler.capture import record as measurement
+from profiler.capture import graphed, record as measurement
 from profiler.capture.config import MAX_WARMUP_CALLS, CaptureConfig, Progress, RunOutcome, run_name, runs_per_variant
 from profiler.capture.measure import (_attempt, _clear_cublas_workspaces, _sync, graph_time, label, run_meta,
                                       time_calls, write_meta)
-from profiler.capture.variants import (Variant, get_variant, make_inputs, reference_attention, reference_train,
-                                      relative_error, train_step)
+from profiler.capture.variants import Variant, get_variant
+from profiler.capture.attention_fns import make_inputs, reference_attention, reference_train, relative_error, train_step
 
 
 # ---- one profiler, many runs --------------------------------------------------------------

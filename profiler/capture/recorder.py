@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from profiler.capture.config import (  # noqa: F401 (re-exported: the capture's public types)
-    METADATA_KEY, SWEEP_REPEATS, TOLERANCE, CaptureConfig, CaptureError, Progress, RunOutcome, run_name,
-    runs_per_variant, sweep_points, validate)
+from profiler.capture.config import CaptureConfig, Progress, RunOutcome, validate
 from profiler.capture.inprocess import _Capture
 from profiler.capture.variants import Variant
 from profiler.capture.worker import capture_isolated

@@ -16,16 +16,11 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from profiler.capture import attention_fns as fns
-from profiler.capture import flashinfer_fns
-from profiler.capture import variant_checks as checks
+from profiler.capture import attention_fns as fns, flashinfer_fns, variant_checks as checks
 from profiler.capture.setting import MODES, Builder, Check, Setting
 from profiler.errors import VariantError
 
 # the parts, importable from here as before: inputs, the reference and the error of a run
-from profiler.capture.attention_fns import (COMPILER_MODULES, make_inputs, naive_attention,  # noqa: F401
-                                            reference_attention, reference_train, relative_error, train_step)
-from profiler.capture.setting import DTYPES  # noqa: F401
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,7 @@ from pathlib import Path
 
 import torch
 
-from profiler.capture import config as cap
-from profiler.capture import variants
+from profiler.capture import attention_fns, config as cap, variants
 from profiler.capture.inprocess import _Capture
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -130,7 +129,7 @@ class _Worker:
             [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
         self.stderr = open(private / "stderr.txt", "w+b")
         variant = variants.get_variant(job.variants[0])
-        preload = ",".join(dict.fromkeys(variants.COMPILER_MODULES + variant.preload))
+        preload = ",".join(dict.fromkeys(attention_fns.COMPILER_MODULES + variant.preload))
         self.proc = subprocess.Popen([sys.executable, "-m", "profiler.capture.worker", preload], env=env,
                                      cwd=os.getcwd(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.stderr, bufsize=0)

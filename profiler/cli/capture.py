@@ -95,7 +95,8 @@ def register(subparsers) -> None:
 
 
 def run_variants(args: argparse.Namespace) -> int:
-    from profiler.capture.variants import Setting, availability_by_mode, default_device
+    from profiler.capture.variants import availability_by_mode, default_device
+    from profiler.capture.setting import Setting
 
     setting = Setting(device=args.device or default_device(), dtype=args.dtype, head_dim=args.head_dim,
                       causal=args.causal, mode=args.mode, gqa=args.kv_heads not in (None, args.heads),
@@ -145,7 +146,7 @@ SWEEP_AXES = {"kv_heads": "--kv-heads", "kv_len": "--kv-len", "window": "--windo
 def _configs(args: argparse.Namespace) -> list:
     """The capture's configs: one, or one per point of a sweep over --kv-heads, --kv-len, --window
     or --head-dim (--seq sweeps inside one config). A sweep is over one axis at a time."""
-    from profiler.capture.recorder import CaptureConfig, CaptureError, sweep_points
+    from profiler.capture.config import CaptureConfig, CaptureError, sweep_points
     from profiler.capture.variants import VARIANTS, default_device
 
     seq = args.seq or ((1,) if args.mode == "decode" else (1024,))
@@ -171,8 +172,7 @@ def _configs(args: argparse.Namespace) -> list:
 
 def _check_count(configs: list) -> None:
     """Refuse a command that asks for more than MAX_CAPTURES traces, before any is captured."""
-    from profiler.capture.config import runs_per_variant
-    from profiler.capture.recorder import CaptureError
+    from profiler.capture.config import CaptureError, runs_per_variant
 
     total = sum(len(c.variants) * runs_per_variant(c) for c in configs)
     if total > MAX_CAPTURES:
@@ -181,7 +181,7 @@ def _check_count(configs: list) -> None:
 
 
 def _sweep_id(given: str | None) -> str | bool:
-    from profiler.capture.recorder import CaptureError
+    from profiler.capture.config import CaptureError
 
     if given is None:
         return False
@@ -215,7 +215,8 @@ def timing_text(meta: dict) -> str:
 
 
 def run_capture(args: argparse.Namespace) -> int:
-    from profiler.capture.recorder import CaptureError, capture, ingest_outcomes
+    from profiler.capture.recorder import capture, ingest_outcomes
+    from profiler.capture.config import CaptureError
 
     started = time.perf_counter()
     bar = _Bar()
@@ -272,11 +273,11 @@ def measure_ceilings(store, device: str) -> None:
           + "".join(f"; {w}: {printable(why)}" for w, why in measured.skipped.items()))
 def _joined(outcome) -> bytes:
     """A graph-mode run's replay trace joined with its capture-side trace (parse/graph_join.py)."""
-    from profiler.cli.graph_ingest import _read
+    from profiler.storage.graph_pair import read
     from profiler.parse import graph_join
 
     capture_side = outcome.path.with_name(outcome.meta["capture_trace"])
-    result = graph_join.join(_read(str(outcome.path)), _read(str(capture_side)), outcome.path.name, capture_side.name)
+    result = graph_join.join(read(outcome.path), read(capture_side), outcome.path.name, capture_side.name)
     print(f"{outcome.name}: {result.notes()[0]}")
     return result.trace
 

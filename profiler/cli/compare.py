@@ -6,7 +6,7 @@ sequences aligned by family. `--json` prints the same as one object of strict JS
 Infinity: a missing number is null):
 
 * `run_a`, `run_b`, `iteration` (the aligned iteration);
-* `metrics`: {"a": ..., "b": ...}, each the run's `queries.run_metrics` row (per-iteration µs,
+* `metrics`: {"a": ..., "b": ...}, each the run's `run_queries.run_metrics` row (per-iteration µs,
   among them `gpu_work_us_per_iter`, the step's GPU work; shares of the iteration in %, `bound`,
   `profiler_overhead_likely`);
 * `findings`: the sentences, ranked by impact; `evidence`: one dict per finding with its `kind`
@@ -24,17 +24,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 
+from profiler.analysis.units import json_value
 from profiler.cli import conditions, terminal
 from profiler.cli.numbers import whole
 from profiler.errors import UnknownRunError
+from profiler.parse import demangled
 
-# Nsight Compute's counters each kernel carries per run (queries.COUNTER_COLUMNS but the mean time under ncu)
+# Nsight Compute's counters each kernel carries per run (counters.COUNTER_COLUMNS but the mean time under ncu)
 COUNTERS_SHOWN = ("occupancy_achieved_pct", "occupancy_theoretical_ncu_pct", "sm_throughput_pct",
                   "dram_throughput_pct", "l2_throughput_pct", "tensor_pipe_active_pct", "local_memory_instructions",
                   "ncu_limiter", "ncu_limit_blocks_per_sm", "counted_launches")
 from profiler.storage.store import Store, default_db_path
+from profiler.storage.session import StoreHandle
 
 
 def register(subparsers) -> None:
@@ -61,11 +63,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def resolve_run(store, text: str) -> str:
+def resolve_run(store: StoreHandle, text: str) -> str:
     """The run id that `text` is, or uniquely starts; UnknownRunError otherwise."""
-    from profiler.analysis import reads  # no pandas: `ops` resolves its run with this too
 
-    found = reads.arrays(store, "SELECT run_id FROM traces ORDER BY added_at DESC, run_id")["run_id"]
+    found = store.arrays("SELECT run_id FROM traces ORDER BY added_at DESC, run_id")["run_id"]
     ids = [str(r) for r in found.tolist()]
     matches = [r for r in ids if r == text] or [r for r in ids if r.startswith(text)]
     if len(matches) == 1:
@@ -77,7 +78,7 @@ def resolve_run(store, text: str) -> str:
                           "give more of the id")
 
 
-def damaged_run(store, text: str) -> str | None:
+def damaged_run(store: StoreHandle, text: str) -> str | None:
     """Why run `text` cannot be read when it is a rank of a damaged job (its file and reason), else None."""
     from profiler.storage import job_check, jobs
 
@@ -90,55 +91,35 @@ def damaged_run(store, text: str) -> str | None:
     return None
 
 
-def compare_report(store, run_a: str, run_b: str, iteration: int = 0) -> dict:
+def compare_report(store: StoreHandle, run_a: str, run_b: str, iteration: int = 0) -> dict:
     """Everything `compare` prints, as plain JSON-ready data."""
-    from profiler.analysis import diff, findings, queries
+    from profiler.analysis import diff, findings, kernel_queries, pair_queries, run_queries
 
     found = findings.compare_findings(store, run_a, run_b)
-    details = queries.kernel_details(store, [run_a, run_b])
-    kernels = diff.kernel_comparison(queries.kernel_delta(store, run_a, run_b), details, run_a, run_b)
-    aligned = diff.align_kernel_sequences(queries.kernel_sequence(store, run_a, iteration),
-                                          queries.kernel_sequence(store, run_b, iteration))
-    metrics = queries.run_metrics(store, [run_a, run_b]).set_index("run_id")
+    details = kernel_queries.kernel_details(store, [run_a, run_b])
+    kernels = diff.kernel_comparison(pair_queries.kernel_delta(store, run_a, run_b), details, run_a, run_b)
+    aligned = diff.align_kernel_sequences(pair_queries.kernel_sequence(store, run_a, iteration),
+                                          pair_queries.kernel_sequence(store, run_b, iteration))
+    metrics = run_queries.run_metrics(store, [run_a, run_b]).set_index("run_id")
     return {"run_a": run_a, "run_b": run_b, "iteration": iteration,
-            "metrics": {side: _clean(metrics.loc[run].to_dict()) if run in metrics.index else None
+            "metrics": {side: json_value(metrics.loc[run].to_dict()) if run in metrics.index else None
                         for side, run in (("a", run_a), ("b", run_b))},
             "findings": [f.text for f in found],
-            "evidence": [_clean(f.evidence | {"kind": f.kind, "impact_us": f.impact_us}) for f in found],
+            "evidence": [json_value(f.evidence | {"kind": f.kind, "impact_us": f.impact_us}) for f in found],
             "kernels": [_kernel_item(row) for row in kernels.to_dict("records")],
-            "alignment": [_clean(row) for row in aligned.to_dict("records")]}
+            "alignment": [json_value(row) for row in aligned.to_dict("records")]}
 
 
 def _kernel_item(row: dict) -> dict:
     per_run = {"occupancy_reported_pct": "est_occupancy_pct", "occupancy_theoretical_pct":
                "theory_occupancy_pct", "occupancy_limiter": "occupancy_limiter",
                **{c: c for c in COUNTERS_SHOWN}}
-    item = {k: _clean_value(row[k]) for k in ("kernel", "family", "presence", "calls_a", "calls_b",
+    item = {k: json_value(row[k]) for k in ("kernel", "family", "presence", "calls_a", "calls_b",
                                                "us_a", "us_b")}
-    item["tensor_cores"], item["precision"] = _clean_value(row["tc_engine"]), _clean_value(row["tc_precision"])
+    item["tensor_cores"], item["precision"] = json_value(row["tc_engine"]), json_value(row["tc_precision"])
     for key, column in per_run.items():
-        item[key] = {side: _clean_value(row[f"{column}_{side}"]) for side in ("a", "b")}
+        item[key] = {side: json_value(row[f"{column}_{side}"]) for side in ("a", "b")}
     return item
-
-
-def _clean(row: dict) -> dict:
-    return {str(k): _clean_value(v) for k, v in row.items()}
-
-
-def _clean_value(value):
-    """Plain JSON data: NaN, ±Infinity and NA become None; numpy scalars Python numbers."""
-    import pandas as pd
-
-    if isinstance(value, dict):
-        return _clean(value)
-    if isinstance(value, (list, tuple)):
-        return [_clean_value(v) for v in value]
-    if value is None or value is pd.NA or value is pd.NaT:
-        return None
-    value = value.item() if hasattr(value, "item") else value
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def _json_default(value):
@@ -175,12 +156,12 @@ def _kernel_line(k: dict) -> str:
     return (f"  {k['presence']:9s} {k['calls_a']:7.1f} {k['calls_b']:7.1f} {k['us_a']:9.1f} "
             f"{k['us_b']:9.1f}  {k['tensor_cores'] or '-':13s} {_pct(occ):>6s} {_pct(theory):>6s} "
             f"{_pct(achieved):>6s}  "
-            f"{k['kernel'][:90]}")
+            f"{demangled.short(k['kernel'], 90)}")
 
 
 def _slot_line(s: dict) -> str:
-    left = (s["name_a"] or "")[:50]
-    right = (s["name_b"] or "")[:50]
+    left = demangled.short(s["name_a"] or "", 50)
+    right = demangled.short(s["name_b"] or "", 50)
     return f"  {s['slot']:4d} {s['status']:11s} {left:50s} | {right}"
 
 

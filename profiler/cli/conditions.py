@@ -8,11 +8,12 @@ from __future__ import annotations
 import sys
 
 from profiler.cli.terminal import printable
+from profiler.storage.session import StoreHandle
 
 
-def warn(store, run_ids) -> None:
-    from profiler.analysis import completeness, conditions, queries
+def warn(store: StoreHandle, run_ids) -> None:
+    from profiler.analysis import completeness, conditions, run_queries
 
-    labels = queries.run_labels(store, list(run_ids)).set_index("run_id")["label"].to_dict()
+    labels = run_queries.run_labels(store, list(run_ids)).set_index("run_id")["label"].to_dict()
     for sentence in conditions.warnings(store, run_ids) + completeness.warnings(store, run_ids, labels):
         print(f"warning: {printable(sentence)}", file=sys.stderr)

@@ -9,6 +9,7 @@ from profiler import errors
 
 from profiler.cli import terminal
 from profiler.cli.numbers import whole
+from profiler.parse import demangled
 from profiler.present.progress import ProgressBar
 
 
@@ -32,17 +33,16 @@ def add_ingest_options(ingest: argparse.ArgumentParser) -> None:
 
 def ingest_job(args: argparse.Namespace) -> int:
     from profiler.analysis import job_queries
-    from profiler.storage import job_ingest, jobs
+    from profiler.storage import jobs
     from profiler.storage.store import Store
 
     store = Store(args.db)
     bar = ProgressBar(f"job {args.job}", delay_s=1.0)
     try:
-        result = job_ingest.ingest_job(store, args.files, args.job, skip_bad=args.skip_bad, workers=args.workers,
-                                 engine="in-process" if args.in_process else "ray",
-                                 ray_address=args.ray_address, keep_python=args.python_functions,
-                                 progress=bar.update)
-        job_queries.keep_summary(store, result.job, result.ranks)
+        result = job_queries.ingest_job(store, args.files, args.job, skip_bad=args.skip_bad, workers=args.workers,
+                                        engine="in-process" if args.in_process else "ray",
+                                        ray_address=args.ray_address, keep_python=args.python_functions,
+                                        progress=bar.update)
     except (jobs.JobError, errors.TraceError) as e:  # the job was not stored: exit 1, as any failed ingest
         bar.close()
         print(f"error: {e}", file=sys.stderr)
@@ -65,6 +65,7 @@ def ingest_job(args: argparse.Namespace) -> int:
 
 def _job(args: argparse.Namespace) -> int:
     from profiler.analysis import job_queries
+    from profiler.analysis.units import json_value
     from profiler.storage.store import Store
 
     store = Store(args.db)
@@ -77,7 +78,7 @@ def _job(args: argparse.Namespace) -> int:
     if args.compare:
         table = job_queries.compare(store, args.name, args.compare)
         if args.json:
-            print(json.dumps(table.to_dict("records"), indent=2, default=job_queries._plain))
+            print(json.dumps(json_value(table.to_dict("records")), indent=2, allow_nan=False))
         else:
             print(terminal.inert(table).to_string(index=False, float_format=lambda v: f"{v:,.1f}"))
         return 0
@@ -111,14 +112,14 @@ def _job(args: argparse.Namespace) -> int:
     if report["collectives"]:
         worst = max(report["collectives"], key=lambda c: c["skew_us"])
         print(f"{len(report['collectives'])} collectives; largest start skew {worst['skew_us']:,.1f} µs "
-              f"(iteration {worst['iteration']}, rank {worst['last_rank']} last to start: {worst['name'][:60]})")
+              f"(iteration {worst['iteration']}, rank {worst['last_rank']} last to start: {demangled.short(worst['name'], 60)})")
         sized = [c for c in report["collectives"] if c["algbw_gbps"] is not None]
         if sized:
             print(f"{'collective':<14s} {'bytes':>14s} {'algbw GB/s':>11s} {'busbw GB/s':>11s}  kernel")
             for c in sized:
                 busbw = f"{c['busbw_gbps']:>11,.3f}" if c["busbw_gbps"] is not None else f"{'-':>11s}"
                 print(f"{str(c['collective'])[:14]:<14s} {c['bytes']:>14,d} {c['algbw_gbps']:>11,.3f} {busbw}  "
-                      f"{c['name'][:50]}")
+                      f"{demangled.short(c['name'], 50)}")
     return 0
 
 

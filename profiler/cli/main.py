@@ -143,7 +143,7 @@ Runs are named by their id or any unique prefix of it. The store is $PROFILER_DB
 data/traces.duckdb; every command takes --db. `python -m profiler COMMAND --help` for the rest."""
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m profiler", description=__doc__.splitlines()[0],
                                      epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -181,7 +181,7 @@ def _extensions() -> list:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     with terminal.printable_output():  # trace text never drives the terminal (cli/terminal.py)
         return _run(args)
 

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 
 from profiler.cli import terminal
+from profiler.analysis.units import json_value
 from profiler.errors import StoreOutdatedError
 from profiler.storage.store import Store, default_db_path
+from profiler.storage.session import StoreHandle
 
 COLUMNS = ("op", "backend", "shape", "dtype", "calls", "flops", "bytes", "kernel_us_mean", "tflops",
            "tbps", "pct_of_peak", "intensity", "bound", "kernels")
@@ -44,7 +45,7 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def rows(store, run_id: str, kind: str) -> list[dict]:
+def rows(store: StoreHandle, run_id: str, kind: str) -> list[dict]:
     """The table as plain dicts (None for numbers the model has no peak or time for), each with
     the run's step GPU work (`RUN_FIGURE`)."""
     from profiler.analysis import op_costs  # numpy and duckdb; no pandas
@@ -54,31 +55,23 @@ def rows(store, run_id: str, kind: str) -> list[dict]:
         return []
     names = COLUMNS + EXTRA
     step = {RUN_FIGURE: step_gpu_work_us(store, run_id)}
-    return [{**{k: _plain(v) for k, v in zip(names, row)}, **step}
+    return [{**{k: json_value(v) for k, v in zip(names, row)}, **step}
             for row in zip(*(table[k].tolist() for k in names))]
 
 
-def step_gpu_work_us(store, run_id: str) -> float | None:
+def step_gpu_work_us(store: StoreHandle, run_id: str) -> float | None:
     """The run's GPU work per step, read from the metrics layer (no pandas)."""
     from profiler.analysis import reads
 
-    got = reads.arrays(store, reads.sql_text("run_metrics"), {"run_ids": [run_id]})[RUN_FIGURE]
-    return _plain(got[0]) if len(got) else None
-
-
-def _plain(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if hasattr(value, "item"):
-        return _plain(value.item())
-    return None if value is None or value != value else value
+    got = store.arrays(reads.sql_text("run_metrics"), {"run_ids": [run_id]})[RUN_FIGURE]
+    return json_value(got[0]) if len(got) else None
 
 
 def _lookup(store: Store, args: argparse.Namespace) -> tuple[str, list[dict], list[dict]]:
-    from profiler.analysis import reads, unmodelled
+    from profiler.analysis import unmodelled
     from profiler.cli.compare import resolve_run
 
-    with reads.session(store) as db:     # one connection for the lookup and the model
+    with store.session() as db:     # one connection for the lookup and the model
         run_id = resolve_run(db, args.run)
         table = rows(db, run_id, args.kind)
         # the reasons cover the whole run: shown with every kind of op, or when nothing is modelled

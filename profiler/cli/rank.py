@@ -27,6 +27,7 @@ from profiler import errors
 from profiler.cli import conditions, run_args
 from profiler.cli.terminal import printable
 from profiler.storage.store import default_db_path
+from profiler.storage.session import StoreHandle
 
 SHOWN = ["rank", "variant", "label", "run_id", "us_per_call", "us_min", "us_max", "repeats", "runs", "run_ids",
          "outliers", "timed_on", "times_fastest", "tied_with", "same_kernels_as", "noise_pct", "gpu_us_per_call",
@@ -67,7 +68,7 @@ def _percent(text: str) -> float:
     return value
 
 
-def chosen_runs(store, texts, ingested, filters: dict) -> list[str]:
+def chosen_runs(store: StoreHandle, texts, ingested, filters: dict) -> list[str]:
     """The run ids the arguments name (all runs when none), kept where every filter matches."""
     from profiler.analysis import queries
 
@@ -111,10 +112,10 @@ def run_rank(args: argparse.Namespace) -> int:
 
 def rank_json(ranked, alone) -> dict:
     """The JSON `rank --json` prints: the first set on top, every set under `sets` when several."""
-    from profiler.cli.compare import _clean_value
+    from profiler.analysis.units import json_value
 
-    out = [{"set": r.title, "runs": [{k: _clean_value(v) for k, v in row.items()} for row in r.table[SHOWN].to_dict("records")],
-            "sentence": r.sentence, "evidence": _clean_value(r.evidence)} for r in ranked]
+    out = [{"set": r.title, "runs": [{k: json_value(v) for k, v in row.items()} for row in r.table[SHOWN].to_dict("records")],
+            "sentence": r.sentence, "evidence": json_value(r.evidence)} for r in ranked]
     first = dict(out[0]) if out else {"set": None, "runs": [], "sentence": "Nothing to rank: fewer than two variants "
                                       "of one workload.", "evidence": {}}
     if len(out) > 1:
@@ -146,7 +147,7 @@ def _print_table(table, sentence: str) -> None:
 
 def _cold(us) -> str:
     """A cold run's first call in the unit that reads best ('2.24 s', '850 µs'); '-' without one."""
-    from profiler.present.style import duration
+    from profiler.analysis.units import duration
 
     return "-" if us is None or us != us else duration(float(us))
 

@@ -173,7 +173,7 @@ def timestamps(events: list, exact: bool) -> list:
     """Start times in ns (None where missing or unreadable); `exact`: `ExactEvent`s, ts as text."""
     if exact:
         raw = list(map(_ts, events))
-        fast = _kineto_ns(raw)
+        fast = kineto_ns(raw)
         return fast if fast is not None else [to_ns(t) for t in raw]
     return [None if t is None else round(t * 1000) for t in map(_ts, events)]
 
@@ -181,7 +181,7 @@ def timestamps(events: list, exact: bool) -> list:
 _DIGIT_WEIGHTS = 10 ** np.arange(18, -1, -1, dtype=np.uint64)  # of up to 19 digits
 
 
-def _kineto_ns(raw: list) -> list | None:
+def kineto_ns(raw: list) -> list | None:
     """`to_ns` of many timestamps at once when all are written as Kineto writes them, digits, a
     point and three decimals, all of one width (as in '1733000000000999.000'); else None."""
     if not raw or None in raw:

@@ -4,7 +4,7 @@ Charts use no fixed text or background colours, so the Streamlit theme (light or
 axes and labels; mark colours, type sizes and units come from ``style`` (a run keeps its colour on
 every page; categories have fixed colours of their own). Functions
 are named after the query whose DataFrame they draw (``kernel_table`` ▶ ``kernel_time_chart``).
-``labels`` arguments map run ids to the labels of ``queries.run_labels``.
+``labels`` arguments map run ids to the labels of ``run_queries.run_labels``.
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import math
 import altair as alt
 import pandas as pd
 
+from profiler.analysis import units
 from profiler.present import style
 from profiler.present.tooltips import tips
 
@@ -135,7 +136,7 @@ def kernel_time_chart(kernels: pd.DataFrame, labels: dict[str, str], top_n: int 
         data, "name", "run", "us_per_iter", style.run_scale(labels, data["run"]),
         f"GPU time per iteration, top {top_n} kernels of each run", "µs per iteration",
         ["run", "kernel", "us_per_iter", "gpu_time_share_pct", "calls_per_iter", "mean_us",
-         "grid", "block", "est_occupancy_pct"], log=log, fmt=style.duration))
+         "grid", "block", "est_occupancy_pct"], log=log, fmt=units.duration))
 
 
 # ── launches ─────────────────────────────────────────────────────────────────────────────────
@@ -203,7 +204,7 @@ def op_self_time_chart(ops: pd.DataFrame, labels: dict[str, str], log: bool = Fa
         data, "op", "run", "self_us_per_iter", style.run_scale(labels, data["run"]),
         "Self CPU time per iteration by op", "self µs per iteration",
         ["run", "op", "calls_per_iter", "self_us_per_iter", "total_us_per_iter", "self_share_pct"],
-        log=log, fmt=style.duration))
+        log=log, fmt=units.duration))
 
 
 COLD_WARM = {"first_iter_cpu_us": "CPU, first iteration", "later_iter_cpu_us": "CPU, later (mean)",
@@ -221,7 +222,7 @@ def cold_warm_chart(summary: pd.DataFrame, log: bool = False) -> alt.Chart:
     return style.configure(grouped_bars(
         data, "label", "metric", "us", style.category_scale(list(COLD_WARM.values())),
         "Cold vs warm: time per iteration", "µs per iteration",
-        ["label", "temperature", "metric", "us"], log=log, fmt=style.duration))
+        ["label", "temperature", "metric", "us"], log=log, fmt=units.duration))
 
 
 # ── compare ──────────────────────────────────────────────────────────────────────────────────

@@ -48,7 +48,7 @@ def roofline_chart(roof: pd.DataFrame, lines: pd.DataFrame, labels: dict[str, st
     colour = style.run_scale(labels, drawn["run"])
     roof_lines = alt.Chart(lines).mark_line(strokeDash=[6, 3], color="#555", clip=True).encode(
         x=x, y=y, detail="ceiling:N", tooltip=tips(lines, ["gpu_name", "ceiling", "intensity", "tflops"]))
-    names = _ceiling_names(lines, x_hi)
+    names = ceiling_names(lines, x_hi)
     names = names[(names["tflops"] >= y_lo) & (names["tflops"] <= y_hi)]
     label = alt.Chart(names).mark_text(align="right", dy=-8, color="#555").encode(x=x, y=y, text="ceiling:N")
     runs = alt.Chart(points).mark_point(filled=True, size=110).encode(
@@ -78,11 +78,11 @@ def roofline_domain(points: pd.DataFrame, lines: pd.DataFrame) -> tuple[tuple[fl
     x_lo, x_hi = pts["intensity"].min() / ROOF_MARGIN, pts["intensity"].max() * ROOF_MARGIN
     top = pts["tflops"].max() * ROOF_MARGIN
     if not lines.empty:
-        top = max(top, _ceiling_names(lines, x_hi)["tflops"].max() * 1.5)
+        top = max(top, ceiling_names(lines, x_hi)["tflops"].max() * 1.5)
     return (float(x_lo), float(x_hi)), (float(pts["tflops"].min() / ROOF_MARGIN), float(top))
 
 
-def _ceiling_names(lines: pd.DataFrame, x: float) -> pd.DataFrame:
+def ceiling_names(lines: pd.DataFrame, x: float) -> pd.DataFrame:
     """Each ceiling's height at intensity ``x`` (log-log interpolation of its samples)."""
     rows = []
     for (gpu, ceiling), line in lines.groupby(["gpu_name", "ceiling"], sort=False):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.present import share, style
+from profiler.analysis import units
+from profiler.present import share
 
 
 def event_table(df: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
@@ -31,9 +32,9 @@ def picked_fields(row, kind: str) -> tuple[str, ...]:
     """A picked row's words, plain text for `markup.fmt`: kernels: (name, time, launching op,
     API, step); ops: (name, time, self time, the op it sits inside, step)."""
     if kind == "kernels":
-        return (str(row["name"]), style.duration(row["dur_us"]), _or(row["launch_op"], "no recorded op"),
+        return (str(row["name"]), units.duration(row["dur_us"]), _or(row["launch_op"], "no recorded op"),
                 _or(row["api"], "no recorded call"), _or(row["step"], "none"))
-    return (str(row["name"]), style.duration(row["dur_us"]), style.duration(row["self_us"]),
+    return (str(row["name"]), units.duration(row["dur_us"]), units.duration(row["self_us"]),
             _or(row["parent"], "nothing"), _or(row["step"], "none"))
 
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from profiler.analysis import units
 from profiler.analysis.queries import SHAPE_KEYS
+from profiler.parse import demangled
 from profiler.present.markup import code, md
 
 
@@ -69,7 +71,7 @@ def alignment_summary(aligned: pd.DataFrame, label_a: str, label_b: str) -> str:
     for status, label, column in (("only in a", label_a, "name_a"), ("only in b", label_b, "name_b")):
         names = aligned.loc[aligned["status"] == status, column].value_counts()
         if not names.empty:
-            listed = ", ".join(f"`{code(n[:60])}` ×{c}" for n, c in names.head(5).items())
+            listed = ", ".join(f"`{code(demangled.short(n, 60))}` ×{c}" for n, c in names.head(5).items())
             more = f" and {len(names) - 5} more" if len(names) > 5 else ""
             parts.append(f"Only in **{md(label)}**: {listed}{more}.")
     return " ".join(parts)
@@ -107,16 +109,12 @@ def _cudnn_calls(rows: pd.DataFrame) -> tuple[float, float | None, float]:
     return cpu.iloc[0], later, (rows["cudnn_kernel_us"] / rows["cudnn_calls"]).mean()
 
 
-def _us(value: float) -> str:
-    return f"{value / 1e3:,.1f} ms" if value >= 1e3 else f"{value:,.0f} µs"
-
-
 def _warm_paragraph(label: str, first: float, later: float | None, kernel: float) -> str:
     per_call = later if later is not None else first
-    text = f"**{md(label)}**: a cuDNN attention call costs {_us(per_call)} of CPU time"
+    text = f"**{md(label)}**: a cuDNN attention call costs {units.duration(per_call)} of CPU time"
     if later is not None and first > 1.5 * later:
-        text += f" (the first profiled call {_us(first)})"
-    text += f" for {_us(kernel)} of GPU work. "
+        text += f" (the first profiled call {units.duration(first)})"
+    text += f" for {units.duration(kernel)} of GPU work. "
     if per_call > kernel:
         return text + ("The CPU needs longer to issue a call than the GPU needs to run it: unless "
                        "the CPU runs ahead (more work per call, a CUDA graph, or a path with less "
@@ -129,7 +127,7 @@ def _warm_paragraph(label: str, first: float, later: float | None, kernel: float
 def _cold_paragraph(run: str, calls: dict, info: pd.DataFrame, labels: dict[str, str]) -> str:
     first, _, kernel = calls[run]
     text = (f"**{md(labels.get(run, run))}** (cold: the first call of this shape in the process): "
-            f"the cuDNN call took {_us(first)} of CPU time for {_us(kernel)} of GPU work. cuDNN "
+            f"the cuDNN call took {units.duration(first)} of CPU time for {units.duration(kernel)} of GPU work. cuDNN "
             "spends it building and compiling an execution plan for the new shape. The plan is "
             "cached, so this is paid once per shape and process: it matters for short jobs, for "
             "many distinct shapes (varying sequence lengths) and for a service's first request, "
@@ -140,5 +138,5 @@ def _cold_paragraph(run: str, calls: dict, info: pd.DataFrame, labels: dict[str,
         _, later, _ = calls[warm[0]]
         per_call = later if later is not None else calls[warm[0]][0]
         text += (f" The warm run of this shape ({md(labels.get(warm[0], warm[0]))}) needs "
-                 f"{_us(per_call)} per call, {first / per_call:,.0f}× less.")
+                 f"{units.duration(per_call)} per call, {first / per_call:,.0f}× less.")
     return text

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.present import style
+from profiler.analysis import units
+from profiler.storage.session import StoreHandle
 
 COLUMNS = ["rank", "label", "us_per_call", "interval", "repeats", "times_fastest", "versus", "run_id", "rate",
            "pct_of_roof", "roof_bound", "peak_allocated_mib", "cold_first_call", "bound", "outliers"]
@@ -56,7 +57,7 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
     shown["versus"] = [versus(r) for r in records]
     shown["outliers"] = [", ".join(o) or None for o in shown["outliers"]]
     shown["peak_allocated_mib"] = shown["peak_allocated_bytes"] / 2**20
-    shown["cold_first_call"] = [None if pd.isna(us) else style.duration(float(us)) for us in shown["cold_us"]]
+    shown["cold_first_call"] = [None if pd.isna(us) else units.duration(float(us)) for us in shown["cold_us"]]
     return shown[COLUMNS]
 
 
@@ -67,14 +68,14 @@ def alone_note(titles: list[str]) -> str | None:
     return f"Not ranked, one variant alone in its workload: {'; '.join(titles)}."
 
 
-def against_baseline(store, run_ids, baseline: str) -> pd.DataFrame:
-    """The metrics layer's row of each run (``queries.run_metrics``) with ``times_baseline``: its
+def against_baseline(store: StoreHandle, run_ids, baseline: str) -> pd.DataFrame:
+    """The metrics layer's row of each run (``run_queries.run_metrics``) with ``times_baseline``: its
     time per call (`ranking.per_call`, what the ranking sorts by) over the baseline's, for the runs
     of the baseline's workload, device and state only (missing for the others: not comparable)."""
-    from profiler.analysis import queries, ranking
+    from profiler.analysis import ranking, run_queries
 
     ids = list(dict.fromkeys(run_ids))
-    metrics = queries.run_metrics(store, ids)
+    metrics = run_queries.run_metrics(store, ids)
     runs = ranking.runs_of(store, ids).set_index("run_id")
     per_call = runs["us_per_call"]
     same = runs.index[runs["set"] == runs.at[baseline, "set"]] if baseline in runs.index else [baseline]

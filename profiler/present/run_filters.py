@@ -4,7 +4,7 @@
 run's label as every page shows it (`flex bf16 decode KV=32768 GQA 32/8 · 1a2b3c`), warm or cold,
 packed or not, the capture date, and the text the search reads. `RunFilter` is what the filter
 widgets hold (each an empty tuple / text for "all"); `apply(runs, f)` keeps the catalog rows
-(`queries.run_catalog`) that match all of them; `choices(runs)` lists the values each filter
+(`run_queries.run_catalog`) that match all of them; `choices(runs)` lists the values each filter
 offers. The text search matches words: every word typed must occur in the run's label, name,
 mode, warm/cold, GPU, run id or `repeat N`, and a word ending in a number ends where that number
 does (`L=1024` finds `L=1024`, not `L=10240`; `KV=32768 GQA 32/8` finds the decode runs labelled

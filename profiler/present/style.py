@@ -12,11 +12,11 @@ and tables.
 from __future__ import annotations
 
 import hashlib
-import math
-import re
 
 import altair as alt
 import pandas as pd
+
+from profiler.parse import demangled
 
 # Altair validates a chart against the Vega-Lite schema when it is turned into a spec (once per
 # chart drawn); in its debug mode it also validated every layer, encoding and copy as it was
@@ -154,55 +154,22 @@ def category_scale(values) -> alt.Scale:
     return alt.Scale(**category_colours(values))
 
 
-def duration(us: float | None) -> str:
-    """A duration in microseconds, in the unit that reads best: '850 ns', '12.3 µs', '1.05 s'."""
-    if us is None or (isinstance(us, float) and math.isnan(us)):
-        return "—"
-    a = abs(us)
-    for limit, div, unit in ((1e6, 1e6, "s"), (1e3, 1e3, "ms"), (1, 1, "µs")):
-        if a >= limit:
-            return f"{us / div:.3g} {unit}"
-    return f"{us * 1e3:.3g} ns" if us else "0"
-
-
-# Vega expression: the same units for axis labels (the value is in µs)
+# Vega expression: units.duration's units for axis labels (the value is in µs)
 DURATION_LABEL = (
     "abs(datum.value) >= 1e6 ? format(datum.value / 1e6, '.4~r') + ' s' : "
     "abs(datum.value) >= 1e3 ? format(datum.value / 1e3, '.4~r') + ' ms' : "
     "datum.value == 0 ? '0' : abs(datum.value) >= 1 ? format(datum.value, '.4~r') + ' µs' : "
     "format(datum.value * 1e3, '.4~r') + ' ns'")
 
-_TEMPLATE = re.compile(r"<[^<>]*>")
-_CALL = re.compile(r"^[\w:]+\(.*\)$")  # ncclKernel_…_int8_t(ncclDevComm*, …): a parameter list
-_ONE_ARG = re.compile(r"^(?:void\s+)?(?:[\w:]+::)?(\w+)<(\w+)>\(")
-
-
-def short_name(name: str, limit: int = 56) -> str:
-    """A readable name for a C++ kernel: no return type, template arguments folded to ``<…>``,
-    no parameter list, no namespaces: ``void at::native::(anonymous namespace)::
-    flash_fwd_kernel<Traits<…>, true>(Params)`` ▶ ``flash_fwd_kernel<…>``. Other names (Memcpy,
-    Triton, cuDNN) are kept, cut at ``limit`` characters."""
-    text = str(name).strip()
-    folded = text.replace("(anonymous namespace)::", "")
-    if one := _ONE_ARG.match(folded):  # cutlass::Kernel2<cutlass_80_…_tn_align8>(…): keep the argument
-        return _cut(f"{one[1]}<{one[2]}>", limit)
-    while (nxt := _TEMPLATE.sub("\x00", folded)) != folded:
-        folded = nxt
-    folded = folded.replace("\x00", "<…>")
-    if "::" in folded or "<" in folded or folded.startswith("void ") or _CALL.match(folded):
-        folded = folded.split("(", 1)[0].strip()
-        folded = re.sub(r"^(void|static|__global__)\s+", "", folded).rpartition("::")[2]
-    return _cut(folded or text, limit)
-
-
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+SHORT_NAME_CHARS = 56  # a kernel name on a chart axis or beside the full name in a table
 
 
 def short_names(names: pd.Series) -> pd.Series:
-    """``short_name`` of each, made unique: names that shorten alike get ' #2', ' #3' in order."""
+    """The one kernel-name shortener (``demangled.short``: the function and the template arguments
+    that fit, no namespaces, return type or parameters) of each name, at most SHORT_NAME_CHARS,
+    made unique: names that shorten alike get ' #2', ' #3' in order."""
     distinct = pd.Series(pd.unique(names.astype(str)))
-    shorts = distinct.map(short_name)
+    shorts = distinct.map(lambda name: demangled.short(name, SHORT_NAME_CHARS))
     rank = shorts.groupby(shorts).cumcount()
     unique = shorts.where(rank == 0, shorts + " #" + (rank + 1).astype(str))
     return names.astype(str).map(dict(zip(distinct, unique)))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.present import style
+from profiler.analysis import units
 
 SCALE_HINT_RATIO = 100  # runs whose iterations differ more than this read better on their own scales
 STEP_BAND = {"type": "rect", "clip": True, "color": "#7f7f7f", "opacity": 0.09}
@@ -20,7 +20,7 @@ def step_values(steps: pd.DataFrame | None) -> list[dict]:
     if steps is None or steps.empty:
         return []
     return [{"start_us": float(s), "end_us": float(e), "odd": i % 2 == 1,
-             "text": f"{n} · {style.duration(float(e) - float(s))}"}
+             "text": f"{n} · {units.duration(float(e) - float(s))}"}
             for i, (n, s, e) in enumerate(zip(steps["name"], steps["start_us"], steps["end_us"]))]
 
 
@@ -70,7 +70,7 @@ def scale_hint(panels: list) -> float | None:
 def end_layers(x: dict, step: str, step_end_us: float) -> list[dict]:
     """Where the step ends: a dashed rule labelled with the step's name and length; what lies
     past it is the step's own GPU work still running (the next step's events are not drawn)."""
-    text = f"{step} ends at {style.duration(step_end_us)} · later steps not drawn"
+    text = f"{step} ends at {units.duration(step_end_us)} · later steps not drawn"
     data = {"values": [{"start_us": step_end_us, "text": text}]}
     enc = {"x": x}
     return [{"data": data, "mark": {"type": "rule", "clip": True, "color": "#444",

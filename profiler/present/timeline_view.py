@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from profiler.analysis import units
 from profiler.present import style, timeline_steps
 
 EVENT_KINDS = ["op", "runtime", "driver", "kernel", "memcpy", "memset", "merged"]
@@ -67,7 +68,7 @@ def panel_data(marks: pd.DataFrame | list[dict], panel: int, search: str | None,
         out.append({
             "lane": r["lane"], "kind": r["kind"], "start_us": r["start_us"], "end_us": r["end_us"],
             "name": name, "what": f"{r['kind']} on {r['lane']}",
-            "duration": style.duration(r["dur_us"]), "starts": style.duration(r["start_us"]),
+            "duration": units.duration(r["dur_us"]), "starts": units.duration(r["start_us"]),
             "details": _details(r), "link": f"{panel}:{ext}" if ext is not None else f"{panel}{part}:m{i}",
             "hit": not needle or (needle in name.lower() and r["kind"] != "merged"),
             "label": name if r.get("labelled", True) and r["kind"] != "merged" else "",
@@ -261,7 +262,7 @@ def timeline_spec(panels: list, titles: list[str], subtitles: list[str], shared:
                   search: str | None = None, collapse: bool = False,
                   brush_us: tuple[float, float] | None = None, picked: str | None = None) -> dict:
     """Every run in one Vega-Lite spec (a plain dict: Altair's validation of a layered concat
-    costs ~0.5 s). ``panels`` are ``queries.timeline_panels`` entries that have marks. The GPU
+    costs ~0.5 s). ``panels`` are ``timeline_queries.timeline_panels`` entries that have marks. The GPU
     lanes of all runs come first, next to each other, then each run's CPU lanes (with
     ``collapse``, one lane of ops per thread). ``shared``: one x scale (linked zoom), else each
     run its own (its GPU and CPU views zoom together). ``brush_us``: a range to start with;

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.present import style
+from profiler.analysis import units
 
 def zoom_window(window: tuple[int, int], extent: int, factor: float) -> tuple[int, int]:
     """``window`` scaled by ``factor`` about its centre (0.5: zoom in twice), kept in [0, extent]."""
@@ -42,14 +42,14 @@ def empty_note(label: str, panel) -> str:
     """Why a run's panel is empty: its step ended before the window, or nothing ran in it."""
     lo, hi = panel.domain
     if lo >= panel.step_end_us:
-        return (f"{label}: {panel.step} ends at {style.duration(panel.step_end_us)}, before this "
-                f"window ({style.duration(lo)} – {style.duration(hi)}); later steps are not drawn.")
+        return (f"{label}: {panel.step} ends at {units.duration(panel.step_end_us)}, before this "
+                f"window ({units.duration(lo)} – {units.duration(hi)}); later steps are not drawn.")
     return f"{label}: {panel.step} has no events in this window."
 
 
 def range_table(stats: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
     """``queries.timeline_range_stats`` for the page: run label, readable total and self time."""
     return stats.assign(run=stats["run_id"].map(labels).fillna(stats["run_id"]),
-                        total=(stats["total_ns"] / 1e3).map(style.duration),
-                        self_time=(stats["self_ns"] / 1e3).map(style.duration),
+                        total=(stats["total_ns"] / 1e3).map(units.duration),
+                        self_time=(stats["self_ns"] / 1e3).map(units.duration),
                         total_us=stats["total_ns"] / 1e3, self_us=stats["self_ns"] / 1e3)

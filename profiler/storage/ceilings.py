@@ -13,6 +13,7 @@ import datetime as dt
 import json
 
 from profiler.errors import StoreError
+from profiler.storage.session import StoreHandle
 
 COLUMNS = ("gpu_name", "stack", "what", "value", "unit", "device", "measured_at", "detail")
 WHATS = ("gemm_bf16", "gemm_fp16", "gemm_fp8", "hbm_read", "hbm_copy")
@@ -49,7 +50,7 @@ def has(store, gpu_name: str, stack: str) -> bool:
                            [gpu_name, stack]).fetchone() is not None
 
 
-def latest(store) -> dict:
+def latest(store: StoreHandle) -> dict:
     """Per GPU name, the values of its most recently measured stack (see the module docstring)."""
     try:
         rows = store.query("SELECT gpu_name, stack, what, value, measured_at FROM gpu_ceilings "

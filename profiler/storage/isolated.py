@@ -34,7 +34,7 @@ def ingest_upload(f: BinaryIO, db: str | os.PathLike, *, source: str = "uploaded
                   progress: Callable[[float], None] | None = None, name: str | None = None):
     """Ingest the binary file-like `f` (e.g. a Streamlit upload) into the store at `db` in a
     child process; returns its `IngestResult`, raises the child's `ProfilerError`."""
-    from profiler.storage.store import IngestResult
+    from profiler.storage.commit import IngestResult
 
     name = name or getattr(f, "name", None) or "uploaded trace"
     with tempfile.TemporaryDirectory(prefix="profiler-upload-") as tmp:

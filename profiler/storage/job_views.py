@@ -1,7 +1,7 @@
 """Read jobs back: the Parquet rows of every committed job beside the store's own tables.
 
 `attach_views` runs on each read cursor (`Store.connect(jobs=True)`: `Store.query`,
-`queries.session`): temporary views named like the store's tables put both together, so every
+`store.session()`): temporary views named like the store's tables put both together, so every
 query and page reads a job's ranks like any other run.
 """
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from profiler.storage import completeness, job_check, jobs, metrics
+from profiler.storage.session import StoreHandle
 
 if TYPE_CHECKING:  # pyarrow loads only when the store has jobs
     import pyarrow as pa
@@ -20,7 +21,7 @@ def _schema(con: duckdb.DuckDBPyConnection, db: str, table: str) -> pa.Schema:
     return job_check.table_schemas(con)[table]
 
 
-def attach_views(con: duckdb.DuckDBPyConnection, store) -> None:
+def attach_views(con: duckdb.DuckDBPyConnection, store: StoreHandle) -> None:
     """On this cursor, make `traces`, `kernels`, ... (and `launch_targets`) read the store's rows
     plus the Parquet rows of every committed job that reads whole, and add `job_ranks` (one row per
     rank of such a job). Damaged jobs are left out (`job_check.read_jobs` says which and why). Nothing is

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from profiler import errors
 from profiler.errors import JobError
 from profiler.storage import tables
+from profiler.storage.session import StoreHandle
 
 if TYPE_CHECKING:  # pyarrow loads only where job files are read or written
     import pyarrow.fs as pafs
@@ -58,7 +59,7 @@ _BACKEND = re.compile(rb'"distributedInfo"\s*:\s*\{[^{}]*?"backend"\s*:\s*"([^"\
 
 # --- where jobs live -----------------------------------------------------------------------------
 
-def job_root(store) -> str:
+def job_root(store: StoreHandle) -> str:
     """$PROFILER_JOBS if set, else `<store file stem>-jobs/` beside the store file."""
     named = os.environ.get(JOB_ROOT_ENV)
     if named:

@@ -5,7 +5,7 @@ synchronisation time, the verdict), `sql/step_work.sql` a step's GPU work (what 
 table, `stored_iteration_metrics`, filled: one row per iteration of every run, computed once when
 the run is ingested (or, for runs that lack them, when a writing handle opens the store:
 `migrations.upkeep`), and all of them again when `metrics.sql` changes. Reads never write them.
-Readers go through `queries.run_metrics` / `queries.iteration_metrics`.
+Readers go through `run_queries.run_metrics` / `run_queries.iteration_metrics`.
 """
 from __future__ import annotations
 

@@ -42,14 +42,14 @@ def parse_ranks(files: list[str], base: str, key: str, keep_python: bool = False
     then their staged rows stored together: one statement per table for the whole batch, and one
     for their metrics rows (`Store.commit_batch`; a batch the store refuses is stored one by one,
     so the refused file is named). Each table is read out once for the whole batch and cut into
-    its ranks' Parquet files (`_write_batch`): the files `parse_rank` writes, same rows and types.
+    its ranks' Parquet files (`write_batch`): the files `parse_rank` writes, same rows and types.
     The outcomes are in file order, a bad file's TraceError among them."""
     from profiler.storage.store import Store
 
     cpu_started = time.process_time()
     scratch = tempfile.mkdtemp(prefix="ranks-")
     try:
-        store = Store(Path(scratch) / "ranks.duckdb", threads=_task_threads(sharing), in_memory=True)
+        store = Store(Path(scratch) / "ranks.duckdb", threads=task_threads(sharing), in_memory=True)
         with store.connect() as con:  # held open: each call reuses the database
             parsed = [_stage(store, f, keep_python) for f in files]  # (Staged or exception, seconds, RSS)
             started = time.perf_counter()
@@ -57,7 +57,7 @@ def parse_ranks(files: list[str], base: str, key: str, keep_python: bool = False
             ok = sum(1 for got in ingested if not isinstance(got, BaseException))
             timings = [(seconds, grown) for _, seconds, grown in parsed]
             del parsed  # the staged rows: in the store now
-            out = _write_batch(con, files, ingested, base, key)
+            out = write_batch(con, files, ingested, base, key)
             shared_s = (time.perf_counter() - started) / max(1, ok)
             cpu_s = (time.process_time() - cpu_started) / len(files)
             for r, (seconds, grown) in zip(out, timings):
@@ -90,9 +90,24 @@ def _commit(store, parsed: list) -> list:
     return [got if isinstance(got, BaseException) else next(staged) for got in parsed]
 
 
-def _write_batch(con, files: list[str], ingested: list, base: str,
+def place(file: str, rank: int | None, world: int | None) -> tuple[int, str] | errors.TraceError:
+    """Where a rank file sits in its job, the one rule of every rank task: (rank, where it was read)
+    from the trace's distributedInfo, else from 'rank<N>' / 'worker<N>' in the file name; a
+    TraceError naming the file when neither says, or the rank is impossible (`jobs.check_rank`)."""
+    rank_from = "distributedInfo"
+    if rank is None:
+        rank, rank_from = jobs.rank_from_name(file), "file name"
+    if rank is None:
+        return errors.TraceError(Path(file).name, "does not say its rank (no distributedInfo, "
+                                                  "and no 'rank<N>' or 'worker<N>' in its name)")
+    if (absurd := jobs.check_rank(Path(file).name, rank, world)) is not None:
+        return absurd
+    return int(rank), rank_from
+
+
+def write_batch(con, files: list[str], ingested: list, base: str,
                  key: str) -> list[jobs.RankResult | errors.TraceError]:
-    """Each ingested file's rank named and checked, then its tables written under `base` as
+    """Each ingested file's rank placed (`place`), then its tables written under `base` as
     `_rank_task` writes them: one query per table for the whole batch (`_by_rank`). The ranks'
     results share one dict of the batch's rows that the job's summary reads (`_summary_rows`)."""
     start_rss = reset_peak_rss()
@@ -107,16 +122,11 @@ def _write_batch(con, files: list[str], ingested: list, base: str,
             outcomes[i] = _failed(f, got)
             continue
         rank, world = stored[got.run_id]
-        rank_from = "distributedInfo"
-        if rank is None:
-            rank, rank_from = jobs.rank_from_name(f), "file name"
-        if rank is None:
-            outcomes[i] = errors.TraceError(Path(f).name, "does not say its rank (no distributedInfo, "
-                                                          "and no 'rank<N>' or 'worker<N>' in its name)")
-        elif (absurd := jobs.check_rank(Path(f).name, rank, world)) is not None:
-            outcomes[i] = absurd
+        where = place(f, rank, world)
+        if isinstance(where, errors.TraceError):
+            outcomes[i] = where
         else:
-            placed.append((i, got.run_id, jobs.run_id(key, got.run_id), int(rank), rank_from, world))
+            placed.append((i, got.run_id, jobs.run_id(key, got.run_id), *where, world))
     if not placed:
         return outcomes
     con.register("batch_ranks", _batch_ranks([p[1:4] for p in placed]))
@@ -191,8 +201,8 @@ def _by_rank(con, table: str, where: str) -> list:
 
 
 def _failed(file: str, e: BaseException) -> errors.TraceError:
-    """A file's ingest that raised, as its outcome (as `_rank_task` names it)."""
-    from profiler.storage.store import one_line
+    """A file's ingest that raised, as its outcome: a TraceError as it is, anything else in one line."""
+    from profiler.storage.connection import one_line
 
     if isinstance(e, errors.TraceError):
         return e
@@ -223,8 +233,8 @@ def _rank_task(file: str, base: str, key: str, ingest: Callable,
                sharing: int = 1) -> jobs.RankResult | errors.TraceError:
     """Run `ingest(scratch store)` and write the rank's tables under `base` (see parse_rank).
 
-    Its scratch store's DuckDB threads: `_task_threads(sharing)`."""
-    from profiler.storage.store import Store, one_line
+    Its scratch store's DuckDB threads: `task_threads(sharing)`."""
+    from profiler.storage.store import Store
 
     started, cpu_started = time.perf_counter(), time.process_time()
     start_rss = reset_peak_rss()
@@ -232,19 +242,15 @@ def _rank_task(file: str, base: str, key: str, ingest: Callable,
     written: list[str] = []
     fs, _ = jobs.filesystem(base)
     try:
-        store = Store(Path(scratch) / "rank.duckdb", threads=_task_threads(sharing))
+        store = Store(Path(scratch) / "rank.duckdb", threads=task_threads(sharing))
         result = ingest(store)
         with store.connect() as con:
             rank, world = con.execute("SELECT rank, world_size FROM traces WHERE run_id = ?",
                                       [result.run_id]).fetchall()[0]
-            rank_from = "distributedInfo"
-            if rank is None:
-                rank, rank_from = jobs.rank_from_name(file), "file name"
-            if rank is None:
-                return errors.TraceError(Path(file).name, "does not say its rank (no distributedInfo, "
-                                                          "and no 'rank<N>' or 'worker<N>' in its name)")
-            if (absurd := jobs.check_rank(Path(file).name, rank, world)) is not None:
-                return absurd
+            where = place(file, rank, world)
+            if isinstance(where, errors.TraceError):
+                return where
+            rank, rank_from = where
             rid = jobs.run_id(key, result.run_id)
             files = {}
             for table in jobs.WRITTEN:
@@ -263,21 +269,19 @@ def _rank_task(file: str, base: str, key: str, ingest: Callable,
             summary_rows = _summary_rows(con)
             con.unregister("batch_ranks")
         return jobs.RankResult(
-            file=str(file), rank=int(rank), rank_from=rank_from, world_size=world,
+            file=str(file), rank=rank, rank_from=rank_from, world_size=world,
             backend=jobs.backend(file),
             run_id=rid, trace_id=result.run_id, size_bytes=_size(file), events=result.events,
             kernels=result.kernels, files=files, seconds=time.perf_counter() - started,
             peak_rss=peak_rss(), start_rss=start_rss, metrics_digest=metrics.definition_digest(),
-            completeness_digest=completeness.definition_digest(), notes=tuple(result.notes), summary_rows=summary_rows, cpu_seconds=time.process_time() - cpu_started)
-    except errors.TraceError as e:
-        _remove(fs, written)
-        return e
+            completeness_digest=completeness.definition_digest(), notes=tuple(result.notes),
+            summary_rows=summary_rows, cpu_seconds=time.process_time() - cpu_started)
     except (errors.StoreError, KeyboardInterrupt, SystemExit):
         _remove(fs, written)
         raise
-    except Exception as e:  # noqa: BLE001 - a file this program did not foresee: its own one line
+    except Exception as e:  # noqa: BLE001 - a bad file, or one this program did not foresee: its own one line
         _remove(fs, written)
-        return errors.TraceError(Path(file).name, f"could not be ingested ({type(e).__name__}: {one_line(e)[:200]})")
+        return _failed(file, e)
     except BaseException:
         _remove(fs, written)
         raise
@@ -285,7 +289,7 @@ def _rank_task(file: str, base: str, key: str, ingest: Callable,
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _task_threads(sharing: int) -> int:
+def task_threads(sharing: int) -> int:
     """DuckDB threads for a rank task when `sharing` tasks run at once: this machine's cores divided
     among them (16 tasks each starting 16 threads, and DuckDB's memory for each, only compete), at
     most RANK_TASK_THREADS: more bought little and cost memory (a 500 MB rank alone on 16 cores,

@@ -2,18 +2,48 @@
 store's job views attached. Opening the store file costs ~50-80 ms, so a page that runs many
 queries opens it once.
 
-A `Session` reads like its `Store` (`query`, `arrays`, `stamps`, `session`, `cache`), so every
-read function takes either and never asks which one it was given.
+A `Session` reads like its `Store` (`query`, `arrays`, `stamps`, `session`, `cache`, `path`), so
+every read function takes either and never asks which one it was given: `StoreHandle` is that
+shared shape, the type of the `store` parameter of every read (a function that writes takes a
+`Store`).
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from profiler.storage import sql_library
 from profiler.storage.run_cache import STAMPS_SQL, stamps_of
 
+if TYPE_CHECKING:
+    from profiler.storage.run_cache import RunCache
+
 READS = ("SELECT", "WITH", "--", "FROM")  # statements that only read (query files start with comments)
+
+
+class StoreHandle(Protocol):
+    """What a read needs of the store it is handed: a `Store` or one of its `Session`s."""
+
+    path: Path          # the store file, for messages
+    cache: RunCache     # results kept per run and stamp (profiler/storage/run_cache.py)
+
+    def session(self) -> AbstractContextManager[StoreHandle]:
+        """Several reads over one cursor (a session hands back itself)."""
+        ...
+
+    def query(self, sql: str, params: Any = None) -> Any:
+        """The rows as a pandas DataFrame."""
+        ...
+
+    def arrays(self, sql: str, params: Any = None) -> dict:
+        """The rows as {column: numpy array}, NULLs masked; no pandas."""
+        ...
+
+    def stamps(self, run_ids) -> dict[str, tuple]:
+        """{run_id: its stamp} of those of ``run_ids`` in the store."""
+        ...
 
 
 def _frozen(value):

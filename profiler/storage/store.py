@@ -22,10 +22,8 @@ import duckdb
 from profiler import errors
 from profiler.storage import commit, completeness, connection, metrics, migrations
 # re-exported: callers name them from here
-from profiler.storage.commit import IngestResult, Staged  # noqa: F401
-from profiler.storage.connection import (LOCK_TIMEOUT_S, MEMORY_ENV, duckdb_config, not_a_store,  # noqa: F401
-                                         one_line)
-from profiler.storage.migrations import SCHEMA_VERSION  # noqa: F401
+from profiler.storage.commit import IngestResult, Staged
+from profiler.storage.connection import LOCK_TIMEOUT_S, one_line
 from profiler.storage.run_cache import RunCache
 from profiler.storage.session import Session
 
@@ -41,7 +39,7 @@ DEFAULT_DB = Path(__file__).resolve().parents[2] / "data" / "traces.duckdb"
 _init_lock = threading.Lock()
 
 
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 def default_db_path() -> Path:
@@ -65,7 +63,7 @@ class Store:
     def __init__(self, path: str | os.PathLike | None = None, *, lock_timeout_s: float = LOCK_TIMEOUT_S,
                  read_only: bool = False, threads: int | None = None, in_memory: bool = False):
         named = os.fspath(path) if path is not None else os.environ.get("PROFILER_DB") or ""
-        if _URL.match(named):  # never a folder named 'http:' made for it in the working directory
+        if URL_SCHEME.match(named):  # never a folder named 'http:' made for it in the working directory
             raise errors.StoreError(f"{named[:120]!r} is a URL: a store is a local file; give its path.")
         self.path = Path(path) if path is not None else default_db_path()
         self.threads = threads  # DuckDB threads (default: one per core); a job's worker takes its share

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from profiler.capture.recorder import CaptureConfig, capture
-from profiler.capture.variants import VARIANTS, Setting, availability
+from profiler.capture.recorder import capture
+from profiler.capture.config import CaptureConfig
+from profiler.capture.variants import VARIANTS, availability
+from profiler.capture.setting import Setting
 
 pytestmark = pytest.mark.gpu
 

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from profiler.analysis import skus, timings
-from profiler.capture.recorder import CaptureConfig, capture, ingest_outcomes
+from profiler.capture.recorder import capture, ingest_outcomes
+from profiler.capture.config import CaptureConfig
 from profiler.storage.store import Store
 
 pytestmark = [pytest.mark.gpu,

@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from profiler.capture.recorder import CaptureConfig, capture
+from profiler.capture.recorder import capture
+from profiler.capture.config import CaptureConfig
 
 pytestmark = pytest.mark.gpu
 

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from profiler.analysis import queries
-from profiler.capture.variants import Setting, availability, default_device
+from profiler.analysis import run_queries
+from profiler.capture.variants import availability, default_device
+from profiler.capture.setting import Setting
 from tests.pages.conftest import shown
 
 DEVICE = default_device()
@@ -28,14 +29,14 @@ def test_the_device_is_named_and_skipped_variants_say_why(pages, page_store):
 
 
 def test_capture_adds_selected_runs_with_a_live_bar_per_variant(pages, page_store):
-    before = set(queries.run_catalog(page_store)["run_id"])
+    before = set(run_queries.run_catalog(page_store)["run_id"])
     at = pages.open("profile")
     next(m for m in at.multiselect if m.label == "variants").set_value(["sdpa_math", "naive"])
     next(m for m in at.multiselect if m.label.startswith("sequence lengths")).set_value([128])
     next(b for b in at.button if b.label == "Run capture").click()
     at.run(timeout=300)
     pages.assert_clean(at)
-    catalog = queries.run_catalog(page_store)
+    catalog = run_queries.run_catalog(page_store)
     new = catalog[~catalog["run_id"].isin(before)]
     # a cold and a warm run of each variant, described by the trace's own metadata
     assert sorted(zip(new["variant"], new["cold"])) == [
@@ -60,7 +61,7 @@ def test_no_sequence_length_disables_the_button(pages, page_store):
 
 
 def test_a_decode_capture_from_the_page_is_stored_with_its_mode_and_kv_cache(pages, page_store):
-    before = set(queries.run_catalog(page_store)["run_id"])
+    before = set(run_queries.run_catalog(page_store)["run_id"])
     at = pages.open("profile")
     next(s for s in at.selectbox if s.label == "mode").set_value("decode").run()
     expander = [e for e in at.expander if "which mode" in e.label]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from profiler.analysis import queries
+from profiler.analysis import run_queries
 from profiler.capture.samples import sample_files
 from profiler.storage import catalog
 from tests.pages.conftest import FLASH, NAIVE, ROCM
@@ -61,7 +61,7 @@ def test_rename_changes_the_name_everywhere(pages, page_store, run_ids):
     next(b for b in at.button if b.label == "Rename").click()
     at.run()
     pages.assert_clean(at)
-    labels = queries.run_labels(page_store, [run_ids[FLASH]])
+    labels = run_queries.run_labels(page_store, [run_ids[FLASH]])
     assert labels["name"].tolist() == ["flash after the fix"]
     assert "flash after the fix" in set(_catalog(at)["name"])
 
@@ -99,10 +99,10 @@ def test_delete_needs_confirmation_then_removes_the_runs(pages, page_store, run_
     at.checkbox[0].check().run()
     next(b for b in at.button if b.label == "Delete").click().run()
     pages.assert_clean(at)
-    left = set(queries.run_catalog(page_store)["run_id"])
+    left = set(run_queries.run_catalog(page_store)["run_id"])
     assert run_ids[FLASH] not in left and run_ids[NAIVE] not in left and len(left) == len(run_ids) - 2
     assert not kept.exists(), "the kept trace goes with the run"
-    assert queries.run_metrics(page_store, [run_ids[FLASH], run_ids[NAIVE]]).empty  # and its metrics
+    assert run_queries.run_metrics(page_store, [run_ids[FLASH], run_ids[NAIVE]]).empty  # and its metrics
     assert "runs" not in at.query_params
 
 

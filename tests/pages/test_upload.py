@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-from profiler.analysis import queries
+from profiler.analysis import run_queries
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "pages"
 
@@ -34,7 +34,7 @@ def test_good_and_bad_files_each_get_their_own_outcome(pages, empty_store):
     errors = [e.value for e in at.error]
     assert len(errors) == 2
     assert errors[0].startswith("cut.json: ") and errors[1].startswith("notes.json: ")
-    catalog = queries.run_catalog(empty_store)
+    catalog = run_queries.run_catalog(empty_store)
     assert catalog["name"].tolist() == ["flash.json.gz"]
     assert at.query_params["runs"] == catalog["run_id"].iloc[0]
     assert "1 run(s) ready and selected" in pages.texts(at)
@@ -50,7 +50,7 @@ def test_same_file_twice_is_the_same_run(pages, page_store, run_ids):
     pages.assert_clean(at)
     assert at.query_params["runs"] == run_ids["naive_small.json"]
     assert "(already in the store)" in at.get("progress")[0].proto.text
-    assert len(queries.run_catalog(page_store)) == len(run_ids)
+    assert len(run_queries.run_catalog(page_store)) == len(run_ids)
     kept = Path(page_store.path).parent / "traces" / f"{run_ids['naive_small.json']}.json.gz"
     assert gzip.decompress(kept.read_bytes()) == raw, "plain JSON is kept gzipped"
 

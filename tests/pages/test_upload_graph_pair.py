@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from profiler.analysis import queries
+from profiler.analysis import run_queries
 from tests.test_graphs_described import G, PAIRS, raw_replay
 
 pytestmark = [pytest.mark.third_party, pytest.mark.skipif(not G.is_dir(), reason="needs the shared graph pairs")]
@@ -30,7 +30,7 @@ def _files():
 
 def _check(pages, at, store, replay, capture):
     assert not at.exception and not at.error, [e.value for e in at.error]
-    catalog = queries.run_catalog(store)
+    catalog = run_queries.run_catalog(store)
     assert catalog["name"].tolist() == [f"{replay.name} (joined with {capture.name})"]
     assert at.query_params["runs"] == catalog["run_id"].iloc[0]
     _, replayed = raw_replay(replay)
@@ -56,7 +56,7 @@ def test_one_file_is_refused_in_words(pages, empty_store):
     at = _upload(pages, files[1:])
     assert not at.exception
     assert len(at.error) == 1 and "no capture trace among them" in at.error[0].value
-    assert queries.run_catalog(empty_store).empty
+    assert run_queries.run_catalog(empty_store).empty
 
 
 def test_an_unpaired_capture_is_refused_saying_to_choose_its_replay(pages, empty_store):
@@ -65,7 +65,7 @@ def test_an_unpaired_capture_is_refused_saying_to_choose_its_replay(pages, empty
     assert not at.exception
     shown = at.error[0].value.replace("\\_", "_")   # the file's name is data: escaped for Markdown
     assert len(at.error) == 1 and f"{capture.name}: a capture trace with no graph replay beside it" in shown
-    assert queries.run_catalog(empty_store).empty
+    assert run_queries.run_catalog(empty_store).empty
 
 
 def test_a_zip_of_the_pair_folder_is_joined_without_being_asked(pages, empty_store):
@@ -89,4 +89,4 @@ def test_ordinary_files_are_not_taken_for_a_pair(pages, empty_store):
     files = [(n, (FIXTURES / n).read_bytes(), "application/json") for n in ("tiny_naive.json", "tiny_inplace.json")]
     at = _upload(pages, files, pair=False)
     assert not at.exception and not at.error
-    assert sorted(queries.run_catalog(empty_store)["name"]) == ["tiny_inplace.json", "tiny_naive.json"]
+    assert sorted(run_queries.run_catalog(empty_store)["name"]) == ["tiny_inplace.json", "tiny_naive.json"]

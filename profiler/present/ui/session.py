@@ -166,12 +166,12 @@ def preload() -> threading.Thread:
     def load() -> None:
         seeding().wait_first_page()
         seeding().wait()  # a new store: its first runs come first (no chart page has runs before)
-        from profiler.analysis import queries, timings
+        from profiler.analysis import run_queries, timings
         from profiler.present import charts, curve_charts, memory_charts, timeline_view  # noqa: F401
 
         _wait_until_quiet()
         try:  # the runs page's per-run figures, kept per run: its next visit reads them
-            timings.catalog_with_timings(get_store(), queries.run_catalog(get_store()))
+            timings.catalog_with_timings(get_store(), run_queries.run_catalog(get_store()))
         except PROJECT_ERRORS:  # the page computes them again and says why
             pass
         gc.freeze()

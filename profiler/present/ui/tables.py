@@ -10,6 +10,7 @@ import streamlit as st
 
 from profiler.analysis import kept
 from profiler.present import markup
+from profiler.storage.session import StoreHandle
 
 Col = st.column_config
 RUN_COLUMN_PX = 470  # a run label in full: 'variant dtype L=… (cold) · id', or an upload's file name
@@ -94,12 +95,12 @@ def csv_download(df: pd.DataFrame, name: str, label: str = "Download CSV") -> No
     """A button that downloads ``df`` as ``name.csv`` (no rerun on click; the CSV is written when
     the button is clicked, not on every script run)."""
     st.download_button(
-        markup.md(label), lambda: markup.to_csv(df), file_name=_file_name(name, ".csv"), mime="text/csv",
+        markup.md(label), lambda: markup.to_csv(df), file_name=download_name(name, ".csv"), mime="text/csv",
         key=f"csv-{name}", on_click="ignore", icon=":material/download:",
     )
 
 
-def _file_name(stem: str, suffix: str) -> str:
+def download_name(stem: str, suffix: str) -> str:
     """A download's file name from trace or user text (a job or file name): no control characters,
     slashes or quotes, at most 120 characters before the suffix."""
     return re.sub(r"[\x00-\x1f\x7f-\x9f/\\\"'<>:|?*]+", "_", str(stem))[:120] + suffix
@@ -160,7 +161,7 @@ _RANK_COLUMNS = {
 }
 
 
-def ranked_runs(store, run_ids, title: str) -> None:
+def ranked_runs(store: StoreHandle, run_ids, title: str) -> None:
     """The selected runs grouped into repeats and ranked by time per call within each workload and
     state, under the heading `title` (how runs are grouped and ranked in its help): per workload
     its title, the sentence (winner, margin within the noise, or a tie; cause), the table; then
@@ -180,7 +181,7 @@ def ranked_runs(store, run_ids, title: str) -> None:
         st.caption(markup.md(note))
 
 
-def kept_chart(store, key: tuple, run_ids: Iterable[str], build, **kwargs) -> None:
+def kept_chart(store: StoreHandle, key: tuple, run_ids: Iterable[str], build, **kwargs) -> None:
     """Draw the Altair chart `build()` makes, built once: kept with the runs' results
     (`kept.value`, keyed by `key` and the stamps of `run_ids`, so a run ingested again, renamed or
     given counters is drawn afresh). Building a chart (layers, encodings, copies) took a page

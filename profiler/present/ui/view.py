@@ -95,10 +95,10 @@ def _known(runs: tuple[str, ...]) -> tuple[str, ...]:
     """``runs`` that are in the store; warns about the others (deleted, or another deployment)."""
     if not runs:
         return runs
-    from profiler.analysis import queries  # pandas: not before a page with runs needs it (first paint)
+    from profiler.analysis import run_queries  # pandas: not before a page with runs needs it (first paint)
 
     try:
-        known = set(queries.run_labels(get_store(), runs)["run_id"])
+        known = set(run_queries.run_labels(get_store(), runs)["run_id"])
     except StoreError as err:  # e.g. the store file is locked by a long command-line ingest
         show_error(err)
         st.stop()

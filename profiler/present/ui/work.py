@@ -10,11 +10,11 @@ from dataclasses import replace
 
 import streamlit as st
 
-from profiler.analysis import job_queries, queries
+from profiler.analysis import job_queries, run_queries
 from profiler.errors import StoreError, TraceError
 from profiler.present import markup
 from profiler.present.ui.session import PROJECT_ERRORS, db_path, get_store, traces_dir
-from profiler.present.ui.tables import _file_name
+from profiler.present.ui.tables import download_name
 from profiler.present.ui.view import show_error
 from profiler.storage import catalog
 
@@ -91,16 +91,15 @@ def ingest_graph_pair(files, asked: bool = True) -> tuple[bool, object]:
 def ingest_job_upload(files, job: str, skip_bad: bool = False):
     """Store uploaded rank traces (several files, or zips of them) as one job, with one progress
     bar; parsed in this process. Returns the JobResult, or None after showing the error."""
-    from profiler.storage import job_ingest, jobs
+    from profiler.storage import jobs
 
     bar = st.progress(0.0, text=markup.fmt("job {}: reading {} file(s)…", job, len(files)))
     with tempfile.TemporaryDirectory(prefix="job-upload-") as folder:
         try:
             paths = jobs.save_uploads(files, folder)
-            result = job_ingest.ingest_job(get_store(), paths, job, skip_bad=skip_bad, engine="in-process",
-                                     progress=lambda done: bar.progress(min(max(done, 0.0), 1.0),
-                                                                        text=markup.fmt("job {}: {:.0%}", job, done)))
-            job_queries.keep_summary(get_store(), result.job, result.ranks)
+            result = job_queries.ingest_job(get_store(), paths, job, skip_bad=skip_bad, engine="in-process",
+                                            progress=lambda done: bar.progress(min(max(done, 0.0), 1.0),
+                                                                               text=markup.fmt("job {}: {:.0%}", job, done)))
         except PROJECT_ERRORS as err:
             bar.empty()
             show_error(err)
@@ -117,10 +116,10 @@ def trace_download(run_id: str) -> None:
         st.caption("This server has no copy of this run's original trace (only runs uploaded "
                    "or captured in the dashboard keep one).")
         return
-    name = queries.run_labels(get_store(), [run_id])["name"].iloc[0]
+    name = run_queries.run_labels(get_store(), [run_id])["name"].iloc[0]
     stem = name.removesuffix(".gz").removesuffix(".json")
     st.download_button("Download the trace (.json.gz, opens in ui.perfetto.dev)",
-                       data=path.read_bytes, file_name=_file_name(stem, ".json.gz"),
+                       data=path.read_bytes, file_name=download_name(stem, ".json.gz"),
                        mime="application/gzip", key=f"trace-{run_id}", on_click="ignore",
                        icon=":material/download:")
 
@@ -168,20 +167,21 @@ def capture_layer() -> bool:
 def capture_runs(config) -> tuple[list, list]:
     """Capture ``config`` (a ``capture.CaptureConfig``) with live bars, then ingest the traces."""
     from profiler.capture import recorder as capture  # torch loads only when someone captures
+    from profiler.capture.config import CaptureError, runs_per_variant
 
     if not _CAPTURE_LOCK.acquire(blocking=False):
         with st.spinner("Another session is capturing on this machine; waiting for it to finish…"):
             _CAPTURE_LOCK.acquire()
     try:
         config = replace(config, out_dir=traces_dir())
-        bars = _VariantBars(config.variants, capture.runs_per_variant(config))
+        bars = _VariantBars(config.variants, runs_per_variant(config))
         outcomes = capture.capture(config, progress=bars)
         with st.spinner("Adding the traces to the store…"):
             results = capture.ingest_outcomes(get_store(), outcomes)
         profiled = [o for o in outcomes if o.path is not None]
         for outcome, result in zip(profiled, results):  # same order: ingest_outcomes' contract
             catalog.adopt_trace(outcome.path, traces_dir(), result.run_id)
-    except capture.CaptureError as err:
+    except CaptureError as err:
         show_error(err)
         return [], []
     finally:
