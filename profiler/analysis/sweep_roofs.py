@@ -9,11 +9,12 @@ import pandas as pd
 
 from profiler.analysis import op_pricing, reads
 from profiler.storage import ceilings as measured_ceilings
+from profiler.storage.session import StoreHandle
 
 COLUMNS = ["gpu_name", "roof", "tbps", "text"]
 
 
-def bandwidth_roofs(store, run_ids) -> pd.DataFrame:
+def bandwidth_roofs(store: StoreHandle, run_ids) -> pd.DataFrame:
     """gpu_name, roof ('datasheet' or 'measured'), tbps (TB/s) and text (its label, e.g. 'NVIDIA
     H200 datasheet 4.8 TB/s'), one row per roof known; no row for a GPU without a datasheet."""
     found = reads.run_devices(store, list(run_ids))

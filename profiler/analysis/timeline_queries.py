@@ -107,7 +107,7 @@ def timeline_panels(store: StoreHandle, run_ids, iteration: int, window_ns: tupl
 WHOLE_TRACE = "whole trace"  # the step name of a whole-trace panel
 
 
-def trace_bounds(store, run_ids) -> pd.DataFrame:
+def trace_bounds(store: StoreHandle, run_ids) -> pd.DataFrame:
     """Per run, in ``run_ids`` order: run_id, start_ns and end_ns of its trace (the events the
     timeline draws); runs without events are left out."""
     bounds = query_files.run(store, "timeline_trace_bounds", run_ids=query_files.ids(run_ids))
@@ -115,13 +115,13 @@ def trace_bounds(store, run_ids) -> pd.DataFrame:
     return bounds.sort_values("run_id", key=lambda ids: ids.map(order), ignore_index=True)
 
 
-def trace_extent_ns(store, run_ids) -> int:
+def trace_extent_ns(store: StoreHandle, run_ids) -> int:
     """Length of the longest chosen trace (the whole-trace view's default window)."""
     bounds = trace_bounds(store, run_ids)
     return max(int((bounds["end_ns"] - bounds["start_ns"]).max()), 1) if len(bounds) else 1
 
 
-def trace_lanes(store, run_id: str, origin_ns: int, length_ns: int,
+def trace_lanes(store: StoreHandle, run_id: str, origin_ns: int, length_ns: int,
                 read: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every lane of a run's whole trace (lane_group, lane, level): the marks of the whole trace
     merged into one bucket, so one row a lane (the very query the panels draw, so the names agree).
@@ -131,7 +131,7 @@ def trace_lanes(store, run_id: str, origin_ns: int, length_ns: int,
     return read[["lane_group", "lane", "level"]].drop_duplicates("lane", ignore_index=True)
 
 
-def trace_panels(store, run_ids, window_ns: tuple[int, int], shared_scale: bool,
+def trace_panels(store: StoreHandle, run_ids, window_ns: tuple[int, int], shared_scale: bool,
                  max_marks_total: int = TIMELINE_PAGE_MARKS) -> list[Panel]:
     """A ``Panel`` per run over its whole trace, times from the trace's start: every event in the
     window, whatever its step (only those are read; shorter than a pixel merged per lane, at most
