@@ -64,9 +64,12 @@ def pytest_collection_modifyitems(config, items):
     """Tests of third-party traces skip with a reason when the traces are missing. GPU tests need
     CUDA; on a machine without it they are deselected, not silently passed. Browser tests and
     tests on the local Ray cluster are `slow` whether or not they say so (the quick tier,
-    `-m "not slow"`, leaves them out)."""
+    `-m "not slow"`, leaves them out); a test that takes the `browser` fixture is a browser test."""
     for item in items:
-        if "browser" in item.keywords or "ray_cluster" in getattr(item, "fixturenames", ()):
+        fixtures = getattr(item, "fixturenames", ())
+        if "browser" in fixtures and "browser" not in item.keywords:
+            item.add_marker(pytest.mark.browser)
+        if "browser" in item.keywords or "ray_cluster" in fixtures:
             item.add_marker(pytest.mark.slow)
     if not HAVE_SHARED:
         skip = pytest.mark.skip(reason=MISSING_REASON)
