@@ -18,13 +18,12 @@ from pathlib import Path
 import pytest
 
 from profiler.analysis import queries
-from profiler.storage.store import Store
-from tests.conftest import SAMPLES, real_traces, trace_params
+from tests.conftest import DEPTH_ONE_SAMPLES, SAMPLES, real_traces, trace_params
 
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"}
 API_CATS = {"cuda_runtime", "cuda_driver", "runtime"}
 CPU_CATS = {"cpu_op", "operator"}  # recorded CPU work: ops, not user annotations (labels)
-SAMPLE_TRACES = sorted(SAMPLES.glob("*/*.json.gz"))
+SAMPLE_TRACES = DEPTH_ONE_SAMPLES
 
 
 def _ns(value) -> int:
@@ -171,10 +170,11 @@ def independent(path: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    """One store holding every real trace and every sample: {path: run id}, and the store."""
-    db = Store(tmp_path_factory.mktemp("metrics") / "store.duckdb")
-    ids = {p: db.ingest(p).run_id for p in [*real_traces(), *SAMPLE_TRACES]}
+def store(real_and_samples):
+    """One store holding every real trace and every sample of SAMPLE_TRACES (a copy of one built
+    once per test process, tests/conftest.py): the store, and {path: run id}."""
+    db, ids = real_and_samples
+    assert set(SAMPLE_TRACES) <= set(ids)
     return db, ids
 
 
