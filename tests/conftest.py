@@ -177,18 +177,19 @@ def labels(tiny) -> dict[str, str]:
 
 
 DEPTH_ONE_SAMPLES = sorted(SAMPLES.glob("*/*.json.gz"))  # default/ and sweep/, not modes/*/
+TRAIN_SAMPLES = sorted((SAMPLES / "modes" / "train").glob("*.json.gz"))
 
 
 def _real_and_samples(path: Path) -> dict[str, str]:
     """Every third-party trace through `Store.ingest` (an upload's path), then every sample of
-    DEPTH_ONE_SAMPLES through `Store.ingest_many` in the seeding's batches (the samples' path):
-    {file path: run id}."""
+    DEPTH_ONE_SAMPLES and TRAIN_SAMPLES through `Store.ingest_many` in the seeding's batches (the
+    samples' path): {file path: run id}."""
     from profiler.capture import samples
     from profiler.storage.store import Store
 
     store = Store(path)
     ids = {str(p): store.ingest(p).run_id for p in real_traces()}
-    for batch in samples.batches(DEPTH_ONE_SAMPLES):
+    for batch in samples.batches(DEPTH_ONE_SAMPLES + TRAIN_SAMPLES):
         ids.update((str(p), got.run_id) for p, got in zip(batch, store.ingest_many([(p, None) for p in batch])))
     return ids
 
@@ -196,7 +197,7 @@ def _real_and_samples(path: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def real_and_samples(tmp_path_factory, template_store):
     """A copy, per test module, of a store holding every third-party trace and every sample of
-    DEPTH_ONE_SAMPLES, ingested once per test process: (store, {path: run id})."""
+    DEPTH_ONE_SAMPLES and TRAIN_SAMPLES, ingested once per test process: (store, {path: run id})."""
     from profiler.storage.store import Store
 
     path = tmp_path_factory.mktemp("real-and-samples") / "store.duckdb"
