@@ -205,6 +205,27 @@ def real_and_samples(tmp_path_factory, template_store):
     return Store(path), {Path(k): v for k, v in ids.items()}
 
 
+def _seeded(path: Path) -> tuple[int, list[float]]:
+    from profiler.capture.samples import seed_if_empty
+    from profiler.storage.store import Store
+
+    reports: list[float] = []
+    added = seed_if_empty(Store(path), progress=lambda name, fraction, message: reports.append(fraction))
+    return added, reports
+
+
+@pytest.fixture(scope="module")
+def seeded_samples(tmp_path_factory, template_store):
+    """A copy, per test module, of an empty store seeded from every shipped sample
+    (`samples.seed_if_empty`), seeded once per test process: (store, how many the seeding added,
+    the fractions its progress reported)."""
+    from profiler.storage.store import Store
+
+    path = tmp_path_factory.mktemp("seeded") / "store.duckdb"
+    added, reports = template_store("seeded-samples", _seeded, path)
+    return Store(path), added, list(reports)
+
+
 SAMPLE_VARIANTS = ("naive", "sdpa_flash", "sdpa_math", "sdpa_cudnn", "sdpa_efficient", "flex")
 
 
