@@ -10,6 +10,7 @@ thread, annotations and collectives of any thread) and the verdict. The store mu
 """
 from __future__ import annotations
 
+import bisect
 import gzip
 import json
 from decimal import Decimal
@@ -92,15 +93,35 @@ def _host(events, apis, threads, cat) -> list[tuple[str, int, int]]:
     return out
 
 
+def _by_kind(host) -> dict:
+    """{kind: (starts, (start, end) pairs sorted by start, the longest one's length)}: each gap then
+    looks only at the intervals that can reach it, not at every host interval."""
+    out = {}
+    for kind in KINDS:
+        spans = sorted((s, e) for k, s, e in host if k == kind)
+        out[kind] = ([s for s, _ in spans], spans, max((e - s for s, e in spans), default=0))
+    return out
+
+
+def _near(index, start: int, end: int) -> list[tuple[int, int]]:
+    """The intervals of one kind that start before `end` and no earlier than `start` less the
+    longest one (an interval starting earlier ends before `start`): a superset of those that meet
+    [start, end]."""
+    starts, spans, longest = index
+    return spans[bisect.bisect_left(starts, start - longest):bisect.bisect_right(starts, end)]
+
+
 def _idle_parts(gaps, host) -> dict:
     """Each gap's time to the first kind (KINDS order) the host was in, capped at what is left; a
     gap that opened while the host sat in a synchronize or copy call is all sync."""
     parts = dict.fromkeys((*KINDS, "unrecorded"), 0)
+    kinds = _by_kind(host)
     for start, length in gaps:
         end, left = start + length, length
-        opened_in_sync = any(k == "sync" and s <= start <= e for k, s, e in host)
+        opened_in_sync = any(s <= start <= e for s, e in _near(kinds["sync"], start, start))
         for kind in KINDS:
-            t = _merged_length((max(s, start), min(e, end)) for k, s, e in host if k == kind and s < end and e > start)
+            t = _merged_length((max(s, start), min(e, end)) for s, e in _near(kinds[kind], start, end)
+                               if s < end and e > start)
             t = length if kind == "sync" and opened_in_sync else t
             parts[kind] += min(t, left)
             left -= min(t, left)
