@@ -64,9 +64,12 @@ def pytest_collection_modifyitems(config, items):
     """Tests of third-party traces skip with a reason when the traces are missing. GPU tests need
     CUDA; on a machine without it they are deselected, not silently passed. Browser tests and
     tests on the local Ray cluster are `slow` whether or not they say so (the quick tier,
-    `-m "not slow"`, leaves them out)."""
+    `-m "not slow"`, leaves them out); a test that takes the `browser` fixture is a browser test."""
     for item in items:
-        if "browser" in item.keywords or "ray_cluster" in getattr(item, "fixturenames", ()):
+        fixtures = getattr(item, "fixturenames", ())
+        if "browser" in fixtures and "browser" not in item.keywords:
+            item.add_marker(pytest.mark.browser)
+        if "browser" in item.keywords or "ray_cluster" in fixtures:
             item.add_marker(pytest.mark.slow)
     if not HAVE_SHARED:
         skip = pytest.mark.skip(reason=MISSING_REASON)
@@ -171,6 +174,56 @@ def labels(tiny) -> dict[str, str]:
     from tests.tiny_store import RUNS
 
     return charts.label_map(run_queries.run_labels(tiny, RUNS))
+
+
+DEPTH_ONE_SAMPLES = sorted(SAMPLES.glob("*/*.json.gz"))  # default/ and sweep/, not modes/*/
+TRAIN_SAMPLES = sorted((SAMPLES / "modes" / "train").glob("*.json.gz"))
+
+
+def _real_and_samples(path: Path) -> dict[str, str]:
+    """Every third-party trace through `Store.ingest` (an upload's path), then every sample of
+    DEPTH_ONE_SAMPLES and TRAIN_SAMPLES through `Store.ingest_many` in the seeding's batches (the
+    samples' path): {file path: run id}."""
+    from profiler.capture import samples
+    from profiler.storage.store import Store
+
+    store = Store(path)
+    ids = {str(p): store.ingest(p).run_id for p in real_traces()}
+    for batch in samples.batches(DEPTH_ONE_SAMPLES + TRAIN_SAMPLES):
+        ids.update((str(p), got.run_id) for p, got in zip(batch, store.ingest_many([(p, None) for p in batch])))
+    return ids
+
+
+@pytest.fixture(scope="module")
+def real_and_samples(tmp_path_factory, template_store):
+    """A copy, per test module, of a store holding every third-party trace and every sample of
+    DEPTH_ONE_SAMPLES and TRAIN_SAMPLES, ingested once per test process: (store, {path: run id})."""
+    from profiler.storage.store import Store
+
+    path = tmp_path_factory.mktemp("real-and-samples") / "store.duckdb"
+    ids = template_store("real-and-samples", _real_and_samples, path)
+    return Store(path), {Path(k): v for k, v in ids.items()}
+
+
+def _seeded(path: Path) -> tuple[int, list[float]]:
+    from profiler.capture.samples import seed_if_empty
+    from profiler.storage.store import Store
+
+    reports: list[float] = []
+    added = seed_if_empty(Store(path), progress=lambda name, fraction, message: reports.append(fraction))
+    return added, reports
+
+
+@pytest.fixture(scope="module")
+def seeded_samples(tmp_path_factory, template_store):
+    """A copy, per test module, of an empty store seeded from every shipped sample
+    (`samples.seed_if_empty`), seeded once per test process: (store, how many the seeding added,
+    the fractions its progress reported)."""
+    from profiler.storage.store import Store
+
+    path = tmp_path_factory.mktemp("seeded") / "store.duckdb"
+    added, reports = template_store("seeded-samples", _seeded, path)
+    return Store(path), added, list(reports)
 
 
 SAMPLE_VARIANTS = ("naive", "sdpa_flash", "sdpa_math", "sdpa_cudnn", "sdpa_efficient", "flex")

@@ -57,6 +57,7 @@ def test_the_cpu_variants_include_the_compiled_ones():
                         "flash_attn_4"}
 
 
+@pytest.mark.slow  # a real torch capture
 def test_every_cpu_variant_is_profiled_cold_and_warm(captured):
     runs = captured[0]
     for name in CPU_CAPABLE | {"wrong_scale"}:
@@ -66,12 +67,14 @@ def test_every_cpu_variant_is_profiled_cold_and_warm(captured):
             assert outcome.path.read_bytes()[:2] == b"\x1f\x8b"
 
 
+@pytest.mark.slow  # a real torch capture
 def test_gpu_only_variants_are_skipped_with_their_reason(captured):
     runs = captured[0]
     for name in GPU_ONLY:
         assert runs[(name, True)].path is None and "needs CUDA" in runs[(name, False)].skipped
 
 
+@pytest.mark.slow  # a real torch capture
 def test_a_variant_that_fails_is_skipped_without_a_trace_and_others_go_on(captured):
     runs = captured[0]
     assert runs[("broken", False)].skipped == "RuntimeError: no kernel image is available"
@@ -79,6 +82,7 @@ def test_a_variant_that_fails_is_skipped_without_a_trace_and_others_go_on(captur
     assert not list(runs[("naive", True)].path.parent.glob("broken_*"))
 
 
+@pytest.mark.slow  # a real torch capture
 def test_the_trace_describes_itself_at_top_level(captured):
     outcome = captured[0][("sdpa_math", False)]
     with gzip.open(outcome.path, "rt") as f:
@@ -92,12 +96,14 @@ def test_the_trace_describes_itself_at_top_level(captured):
     assert meta["profile_memory"] is True and meta["repeats"] == 1 and meta["process"]["fresh"] is False
 
 
+@pytest.mark.slow  # a real torch capture
 def test_a_wrong_result_is_flagged_not_hidden(captured):
     meta = captured[0][("wrong_scale", False)].meta
     assert meta["ok"] is False and meta["rel_error"] > TOLERANCE["fp32"]
     assert captured[0][("naive", False)].meta["rel_error"] < TOLERANCE["fp32"]
 
 
+@pytest.mark.slow  # a real torch capture
 def test_runs_land_in_the_store_with_iterations_and_cpu_ops(captured):
     runs, _, store, results = captured
     assert len(results) == sum(o.path is not None for o in runs.values())
@@ -111,6 +117,7 @@ def test_runs_land_in_the_store_with_iterations_and_cpu_ops(captured):
     assert labels["n"][0] == 3
 
 
+@pytest.mark.slow  # a real torch capture
 def test_cold_runs_keep_the_cold_call_and_no_check_of_ours(captured):
     store = captured[2]
     names = set(store.query("SELECT o.name FROM ops o JOIN traces t USING (run_id) "
@@ -120,6 +127,7 @@ def test_cold_runs_keep_the_cold_call_and_no_check_of_ours(captured):
     assert meta["wall_us_per_call"] > 0 and meta["wall_calls"] == 1 and meta["rel_error"] is not None
 
 
+@pytest.mark.slow  # a real torch capture
 def test_captures_record_memory_events_with_the_ops_that_made_them(captured):
     store = captured[2]
     rows = store.query("SELECT m.op_name, m.change_bytes FROM memory_events m JOIN traces t USING (run_id) "
@@ -127,6 +135,7 @@ def test_captures_record_memory_events_with_the_ops_that_made_them(captured):
     assert len(rows) > 0 and "aten::bmm" in set(rows["op_name"])
 
 
+@pytest.mark.slow  # a real torch capture
 def test_progress_moves_forward_to_one(captured):
     reports = captured[1]
     fractions = [fraction for _, fraction, _ in reports]
@@ -135,6 +144,7 @@ def test_progress_moves_forward_to_one(captured):
     assert any("skipped" in message for _, _, message in reports)
 
 
+@pytest.mark.slow  # a real torch capture
 def test_a_sweep_shares_one_id_and_repeats_each_point_three_times(tmp_path):
     outcomes = capture(_base(tmp_path, variants=("naive",), seq_lens=(16, 32), cold=False, isolate=False))
     sweeps = {o.meta["sweep"] for o in outcomes}
@@ -156,6 +166,7 @@ def _fails_while_profiled(setting):
     return attend
 
 
+@pytest.mark.slow  # a real torch capture
 def test_a_failure_inside_a_profiled_cycle_drops_that_run_only(tmp_path):
     flaky = Variant("flaky", "fails once profiled", (), _fails_while_profiled)
     outcomes = capture(_base(tmp_path, variants=("naive",), seq_lens=(16, 32), cold=False, repeats=1),
@@ -184,6 +195,7 @@ def test_bad_requests_are_clear_errors(tmp_path, changes, words):
         capture(_base(tmp_path, **changes))
 
 
+@pytest.mark.slow  # a real torch capture
 def test_cli_capture_ingests_and_summary_shows_the_variant(tmp_path, capsys):
     db = tmp_path / "cli.duckdb"
     args = ["capture", "--variants", "naive,sdpa_cudnn", "--batch", "1", "--heads", "2", "--seq", "16",
@@ -209,6 +221,7 @@ def test_cli_variants_json(capsys):
     assert {r["name"] for r in rows if not r["available"]} == GPU_ONLY
 
 
+@pytest.mark.slow  # a real torch capture in a fresh process
 def test_an_isolated_capture_runs_each_cold_shape_first_in_a_fresh_process_with_empty_caches(tmp_path):
     reports = []
     outcomes = capture(_base(tmp_path, variants=("naive", "sdpa_cudnn")), progress=lambda *r: reports.append(r))
@@ -227,6 +240,7 @@ def test_an_isolated_capture_runs_each_cold_shape_first_in_a_fresh_process_with_
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
 
 
+@pytest.mark.slow  # a real torch capture
 def test_captures_record_the_shapes_the_cost_model_reads(captured):
     import json
 
@@ -253,6 +267,7 @@ def test_a_worker_preloads_its_variants_modules_and_leaves_failures_to_the_build
     assert VARIANTS["naive"].preload == ()
 
 
+@pytest.mark.slow  # a real torch capture
 def test_a_warm_run_warms_up_for_warmup_s_one_call_at_a_time(tmp_path):
     """On an H200, 3 warm-up calls left the first repeat of a decode 8-14 % slower under the profiler
     than in graph replay right after; 0.1 s of calls brought every repeat within 2 %."""

@@ -63,6 +63,7 @@ def _stored(store, run_id) -> dict:
                        "FROM traces WHERE run_id = ?", [run_id]).iloc[0].to_dict()
 
 
+@pytest.mark.slow  # a real torch capture
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_every_mode_runs_its_cpu_variants_correctly_and_is_stored_with_its_shape(captured, name):
     store, found = captured
@@ -88,6 +89,7 @@ def _attention_input_dims(store, run_id) -> list:
     return [json.loads(d) for d in dims]
 
 
+@pytest.mark.slow  # a real torch capture
 @pytest.mark.parametrize("name", ["decode_q1", "decode_q4"])
 def test_a_decode_trace_has_fewer_queries_than_keys(captured, name):
     store, found = captured
@@ -99,6 +101,7 @@ def test_a_decode_trace_has_fewer_queries_than_keys(captured, name):
     assert k[1] == (config.kv_heads or config.heads) and q[1] == config.heads
 
 
+@pytest.mark.slow  # a real torch capture
 def test_a_train_trace_holds_the_backward_and_the_gradients_are_checked(captured):
     store, found = captured
     _, outcomes, ids = found["train"]
@@ -115,6 +118,7 @@ def test_a_train_trace_holds_the_backward_and_the_gradients_are_checked(captured
     assert forward == 0
 
 
+@pytest.mark.slow  # a real torch capture
 def test_a_prefill_of_gqa_repeats_kv_in_naive_and_in_the_math_backend(captured):
     """naive spreads K/V to the query heads by repeat_interleave; so does SDPA's math backend
     inside its op for enable_gqa (seen here): neither saves K/V traffic."""
@@ -125,6 +129,7 @@ def test_a_prefill_of_gqa_repeats_kv_in_naive_and_in_the_math_backend(captured):
     assert count(ids["naive"]) > 0 and count(ids["sdpa_math"]) > 0
 
 
+@pytest.mark.slow  # a real torch capture
 def test_a_window_or_packing_skips_sdpa_flash_with_its_reason(captured):
     for name in MASK_ONLY:
         skipped = {o.variant: o.skipped for o in captured[1][name][1] if o.skipped}
@@ -256,6 +261,7 @@ def test_a_sweep_over_another_axis_shares_one_id_and_repeats_each_point_three_ti
         sweep_points(CaptureConfig(), "dtype", (1, 2))
 
 
+@pytest.mark.slow  # a real torch capture in a fresh process
 def test_an_isolated_worker_carries_the_mode_and_packed_lengths(tmp_path):
     config = CaptureConfig(variants=("naive",), batch=1, heads=2, head_dim=8, dtype="fp32", device="cpu",
                            mode="train", varlen=(4, 12), window=3, cold=False, repeats=1, timing_calls=2,

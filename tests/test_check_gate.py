@@ -141,6 +141,7 @@ def test_no_time_and_unknown_runs_are_a_clear_refusal(store, tmp_path):
     assert code == 2 and json.loads(out)["status"] == "refused" and "no-such-run" in err
 
 
+@pytest.mark.slow  # a CPU capture by the command, in a process of its own
 def test_cpu_runs_rank_and_check_by_the_attention_calls_cpu_time(tmp_path):
     db = tmp_path / "cpu.duckdb"
     done = subprocess.run([sys.executable, "-m", "profiler", "capture", "--device", "cpu", "--variants",

@@ -157,6 +157,7 @@ def v3_store_with_jobs(tmp_path: Path) -> tuple[Path, Store]:
     return old, new
 
 
+@pytest.mark.slow  # fresh processes: the upgrade and the reads
 def test_a_schema_v3_store_holding_a_job_reads_its_ranks_in_a_fresh_process(tmp_path):
     """The migrated `traces` table orders its columns otherwise than a fresh one (run_meta at 26,
     not 31): every rank file was refused for its columns, and the union read them by position."""
@@ -185,6 +186,7 @@ def test_a_schema_v3_store_holding_a_job_reads_its_ranks_in_a_fresh_process(tmp_
     assert got.to_dict("records") == [{"mode": "decode", "run_meta": None, "kv_heads": None}]
 
 
+@pytest.mark.slow  # each command in a process of its own, with a limit
 @pytest.mark.parametrize("where", ["manifest", "rank_file"])
 def test_a_pipe_in_the_job_directory_is_never_opened(stored, tmp_path, where):
     """A FIFO in place of a manifest hung `job`, `summary`, `compare` and `ops` until killed (its
@@ -215,6 +217,7 @@ def test_a_pipe_in_the_job_directory_is_never_opened(stored, tmp_path, where):
     assert f"note: job 'bad': {rel}: {reason}" in done.stderr.decode()
 
 
+@pytest.mark.slow  # bytes on a real command line: processes of their own
 def test_names_that_are_not_utf8(tmp_path):
     """A job name that is not UTF-8 (bytes from the command line) is one line; a valid trace whose
     file name is not UTF-8 is ingested, alone or as a rank, its name's stray bytes shown as U+FFFD."""

@@ -21,6 +21,7 @@ from tests.crafted import kineto_trace
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # a 110 MB trace ingested by a fresh process while readers start beside it
 @pytest.mark.third_party
 @pytest.mark.skipif(not HAVE_SHARED, reason="needs the real traces in ../shared/traces")
 def test_an_ingest_is_not_starved_by_readers_that_start_every_second(tmp_path):

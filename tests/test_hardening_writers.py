@@ -70,7 +70,8 @@ def test_rays_folder_is_short_enough_for_its_sockets(monkeypatch):
     assert engines.local_temp_dir() is None
 
 
-@pytest.mark.parametrize("engine", ["in-process", pytest.param("ray", marks=pytest.mark.slow)])
+@pytest.mark.slow  # two ingests in processes of their own, at once
+@pytest.mark.parametrize("engine", ["in-process", "ray"])
 def test_two_ingests_of_one_job_name_at_once_one_is_refused(tmp_path, monkeypatch, request, engine):
     """The first runs here (in a thread, held at its first progress report until the second has
     answered); the second is the command line, in its own process."""
@@ -110,6 +111,7 @@ def test_two_ingests_of_one_job_name_at_once_one_is_refused(tmp_path, monkeypatc
     assert again.returncode == 1 and b"is already in the store" in again.stderr  # after: serialised, refused
 
 
+@pytest.mark.slow  # the ingest in a fresh process
 def test_a_killed_ingests_claim_is_taken_over(tmp_path):
     import socket
 

@@ -155,6 +155,7 @@ def test_samples_become_min_mean_max_and_throttle_reasons_in_nvmls_words():
     assert got["throttle_reasons"] == ["gpu_idle", "sw_power_cap"] and got["throttled"] and not got["clocks_locked"]
 
 
+@pytest.mark.slow  # a CPU capture by the command, in a process of its own
 def test_a_cpu_capture_writes_its_record_and_measures_no_ceiling(tmp_path):
     done = subprocess.run([sys.executable, "-m", "profiler", "capture", "--device", "cpu", "--no-cold", "--no-isolate",
                            "--variants", "naive", "--batch", "1", "--heads", "1", "--seq", "32", "--timing-calls", "1",

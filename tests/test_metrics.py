@@ -10,6 +10,7 @@ thread, annotations and collectives of any thread) and the verdict. The store mu
 """
 from __future__ import annotations
 
+import bisect
 import gzip
 import json
 from decimal import Decimal
@@ -18,13 +19,12 @@ from pathlib import Path
 import pytest
 
 from profiler.analysis import run_queries
-from profiler.storage.store import Store
-from tests.conftest import SAMPLES, real_traces, trace_params
+from tests.conftest import DEPTH_ONE_SAMPLES, SAMPLES, real_traces, trace_params
 
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"}
 API_CATS = {"cuda_runtime", "cuda_driver", "runtime"}
 CPU_CATS = {"cpu_op", "operator"}  # recorded CPU work: ops, not user annotations (labels)
-SAMPLE_TRACES = sorted(SAMPLES.glob("*/*.json.gz"))
+SAMPLE_TRACES = DEPTH_ONE_SAMPLES
 
 
 def _ns(value) -> int:
@@ -93,15 +93,35 @@ def _host(events, apis, threads, cat) -> list[tuple[str, int, int]]:
     return out
 
 
+def _by_kind(host) -> dict:
+    """{kind: (starts, (start, end) pairs sorted by start, the longest one's length)}: each gap then
+    looks only at the intervals that can reach it, not at every host interval."""
+    out = {}
+    for kind in KINDS:
+        spans = sorted((s, e) for k, s, e in host if k == kind)
+        out[kind] = ([s for s, _ in spans], spans, max((e - s for s, e in spans), default=0))
+    return out
+
+
+def _near(index, start: int, end: int) -> list[tuple[int, int]]:
+    """The intervals of one kind that start before `end` and no earlier than `start` less the
+    longest one (an interval starting earlier ends before `start`): a superset of those that meet
+    [start, end]."""
+    starts, spans, longest = index
+    return spans[bisect.bisect_left(starts, start - longest):bisect.bisect_right(starts, end)]
+
+
 def _idle_parts(gaps, host) -> dict:
     """Each gap's time to the first kind (KINDS order) the host was in, capped at what is left; a
     gap that opened while the host sat in a synchronize or copy call is all sync."""
     parts = dict.fromkeys((*KINDS, "unrecorded"), 0)
+    kinds = _by_kind(host)
     for start, length in gaps:
         end, left = start + length, length
-        opened_in_sync = any(k == "sync" and s <= start <= e for k, s, e in host)
+        opened_in_sync = any(s <= start <= e for s, e in _near(kinds["sync"], start, start))
         for kind in KINDS:
-            t = _merged_length((max(s, start), min(e, end)) for k, s, e in host if k == kind and s < end and e > start)
+            t = _merged_length((max(s, start), min(e, end)) for s, e in _near(kinds[kind], start, end)
+                               if s < end and e > start)
             t = length if kind == "sync" and opened_in_sync else t
             parts[kind] += min(t, left)
             left -= min(t, left)
@@ -171,10 +191,11 @@ def independent(path: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    """One store holding every real trace and every sample: {path: run id}, and the store."""
-    db = Store(tmp_path_factory.mktemp("metrics") / "store.duckdb")
-    ids = {p: db.ingest(p).run_id for p in [*real_traces(), *SAMPLE_TRACES]}
+def store(real_and_samples):
+    """One store holding every real trace and every sample of SAMPLE_TRACES (a copy of one built
+    once per test process, tests/conftest.py): the store, and {path: run id}."""
+    db, ids = real_and_samples
+    assert set(SAMPLE_TRACES) <= set(ids)
     return db, ids
 
 

@@ -34,15 +34,14 @@ def test_naive_sits_far_left_of_flash(sample_store):
 
 
 @pytest.mark.third_party
-def test_op_costs_of_real_traces_read_at_once_equal_each_read_alone(tmp_path):
+def test_op_costs_of_real_traces_read_at_once_equal_each_read_alone(real_and_samples):
     """Third-party traces (older Kineto: launches that the op with their External id does not
     enclose, so the model looks up each thread's ops): read for all runs at once, as alone."""
     from profiler.analysis import arrays, op_costs, op_pricing
-    from profiler.storage.store import Store
     from tests.conftest import real_traces
 
-    store = Store(tmp_path / "real.duckdb")
-    runs = [store.ingest(p, p.name).run_id for p in real_traces()]
+    store, ids = real_and_samples    # a copy of a store of every real trace (tests/conftest.py)
+    runs = [ids[p] for p in real_traces()]
     with store.session() as db:
         known = op_pricing.about(db, runs, work=True)
         together = op_costs.op_calls(db, runs)

@@ -13,16 +13,14 @@ import pandas as pd
 import pytest
 
 from profiler.analysis import repeats, run_queries, timings
-from profiler.capture.samples import SAMPLES_DIR, sample_files, seed_if_empty
+from profiler.capture.samples import SAMPLES_DIR, sample_files
 from profiler.present import charts, run_filters
-from profiler.storage.store import Store
 from tests import raw_trace
 
 
 @pytest.fixture(scope="module")
-def catalog(tmp_path_factory):
-    store = Store(tmp_path_factory.mktemp("finder") / "store.duckdb")
-    seed_if_empty(store, SAMPLES_DIR)
+def catalog(seeded_samples):
+    store = seeded_samples[0]    # every sample, seeded once per test process (tests/conftest.py)
     runs = timings.catalog_with_timings(store, run_queries.run_catalog(store))
     labels = charts.label_map(run_queries.run_labels(store, list(runs["run_id"])))
     return run_filters.finder_columns(runs, labels)

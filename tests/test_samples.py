@@ -12,11 +12,10 @@ from profiler.storage.store import Store
 from tests import raw_trace
 
 @pytest.fixture(scope="module")
-def seeded(tmp_path_factory) -> tuple[Store, int, list]:
-    store = Store(tmp_path_factory.mktemp("samples") / "store.duckdb")
-    reports = []
-    added = seed_if_empty(store, progress=lambda name, fraction, message: reports.append(fraction))
-    return store, added, reports
+def seeded(seeded_samples) -> tuple[Store, int, list]:
+    """An empty store seeded from every sample (tests/conftest.py: seeded once per test process,
+    copied per module): the store, how many were added, the progress fractions reported."""
+    return seeded_samples
 
 
 def _one(store: Store, sql: str, params=None):

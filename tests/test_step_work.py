@@ -12,7 +12,6 @@ import pytest
 
 from profiler.analysis import kernel_queries, run_queries, timings, verdict
 from profiler.cli.main import main
-from profiler.storage.store import Store
 from tests import raw_step_work as raw
 from tests.conftest import SAMPLES, SHARED_TRACES, real_traces
 
@@ -22,9 +21,11 @@ MI250 = SHARED_TRACES / "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json
 
 
 @pytest.fixture(scope="module")
-def stored(tmp_path_factory):
-    db = Store(tmp_path_factory.mktemp("step_work") / "store.duckdb")
-    return db, {p: db.ingest(p).run_id for p in [*real_traces(), *SAMPLE_TRACES]}
+def stored(real_and_samples):
+    """The real traces and SAMPLE_TRACES, in a copy of the store of every real trace and sample
+    (tests/conftest.py: built once per test process): the store, {path: run id} of these."""
+    db, ids = real_and_samples
+    return db, {p: ids[p] for p in [*real_traces(), *SAMPLE_TRACES]}
 
 
 def _cli(capsys, *argv) -> object:

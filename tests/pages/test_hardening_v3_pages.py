@@ -20,6 +20,7 @@ def upgraded(tmp_path, monkeypatch):
     return old
 
 
+@pytest.mark.slow  # the store is upgraded by fresh processes (v3_store_with_jobs)
 def test_the_pages_show_the_ranks_of_jobs_stored_before_and_after_the_upgrade(pages, upgraded):
     at = pages.open("runs")
     pages.assert_clean(at)

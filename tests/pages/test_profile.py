@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from profiler.analysis import run_queries
 from profiler.capture.variants import availability, default_device
 from profiler.capture.setting import Setting
@@ -28,6 +30,7 @@ def test_the_device_is_named_and_skipped_variants_say_why(pages, page_store):
     assert not set(offered.options) & set(skipped)
 
 
+@pytest.mark.slow  # a real torch capture from the page
 def test_capture_adds_selected_runs_with_a_live_bar_per_variant(pages, page_store):
     before = set(run_queries.run_catalog(page_store)["run_id"])
     at = pages.open("profile")
@@ -60,6 +63,7 @@ def test_no_sequence_length_disables_the_button(pages, page_store):
     assert "Choose at least one variant and one sequence length." in pages.texts(at)
 
 
+@pytest.mark.slow  # a real torch capture from the page
 def test_a_decode_capture_from_the_page_is_stored_with_its_mode_and_kv_cache(pages, page_store):
     before = set(run_queries.run_catalog(page_store)["run_id"])
     at = pages.open("profile")

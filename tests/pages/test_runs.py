@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from profiler.analysis import run_queries
 from profiler.capture.samples import sample_files
@@ -113,6 +114,7 @@ def test_empty_store_points_to_profile_and_upload(pages, empty_store):
     assert {p.label for p in at.get("page_link")} >= {"Profile attention variants", "Upload traces"}
 
 
+@pytest.mark.slow  # ingests every shipped sample (401 traces) behind the page
 def test_an_empty_store_is_seeded_from_the_shipped_samples(pages, empty_store, monkeypatch):
     monkeypatch.delenv("PROFILER_SEED")
     at = pages.open("runs")  # the first page comes at once; the samples load behind it
