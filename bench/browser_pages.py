@@ -8,7 +8,7 @@ until the page's title shows, no element is stale, the app is not running and ev
 drawn (a canvas or svg in each Vega embed) after the server said the page's script run finished
 (Streamlit's `script_finished` message on the websocket), held for 0.3 s (not counted). The tour runs
 `--repeat` times in one server: the first tour computes what the dashboard keeps per run
-(profiler/analysis/kept.py), the later ones read it. Target: every page <= 1 s.
+(profiler/analysis/reads/kept.py), the later ones read it. Target: every page <= 1 s.
 
 Before the tour, the samples are seeded alone (`seed_if_empty` into a fresh store in this process,
 as bench/out/samples.duckdb is built): the figure to hold the seeding inside the app against.
@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 from bench import first_page
 from bench.results import write_section
 
-from profiler.analysis import run_queries
+from profiler.analysis.reads import run_queries
 from profiler.capture.samples import seed_if_empty
 from profiler.present.sitemap import BY_PATH
 from profiler.storage.store import Store

@@ -26,7 +26,7 @@ from playwright import sync_api
 
 from bench import browser_pages, first_page
 from bench.results import write_section
-from profiler.analysis import run_queries
+from profiler.analysis.reads import run_queries
 from profiler.present.sitemap import BY_PATH
 from profiler.storage.store import Store
 

@@ -162,7 +162,7 @@ def loaded(samples: Path, work: Path) -> dict:
     idle, busy = pair[0][0], pair[1][0]
     found = {"records": {"idle": records(idle.parent)[idle.name], "loaded": records(busy.parent)[busy.name]}}
     try:
-        from profiler.analysis import conditions
+        from profiler.analysis.findings import conditions
         from profiler.storage.store import Store
     except ImportError as e:
         return {**found, "warnings": f"not computed: {e}"}

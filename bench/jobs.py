@@ -4,7 +4,7 @@ Rank files are made from real traces: the PARAM DLRM worker traces of ../shared/
 `--ranks` files with their distributedInfo rank and world size rewritten (so each is a distinct
 rank of one job), and optionally `--big-ranks` files of `--rank-mb` MB each (bench/make_large_trace.py's
 mix, ranks rewritten the same way) for throughput, and `--one-file-mb`: a job of one such file,
-which more than one worker parses in chunks (profiler/storage/chunks.py). Each worker count ingests
+which more than one worker parses in chunks (profiler/storage/jobs/chunks.py). Each worker count ingests
 the whole job into a fresh store; each engine is started once before the timings (its start is
 reported apart). Peak RSS per worker is each task's own peak (Linux VmHWM, reset when the task
 starts); for a file parsed in chunks, the largest of its chunk and assembly tasks. A task's growth
@@ -27,7 +27,7 @@ from bench.ingest import code_version, machine, uptime
 from bench.make_large_trace import SOURCES_DIR, make_large_trace
 from bench.results import run_report, write_section
 
-from profiler.storage import engines, job_ingest
+from profiler.storage.jobs import engines, job_ingest
 from profiler.storage.store import Store
 
 _RANK = re.compile(rb'("distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*)\d+')
@@ -123,7 +123,7 @@ def big_job(files: list[Path], workers: int, engine: str, late: int, missing: in
     import json
     import subprocess
 
-    from profiler.analysis import job_queries
+    from profiler.analysis.findings import job_queries
 
     with tempfile.TemporaryDirectory(prefix="bench-bigjob-") as tmp:
         db = Path(tmp) / "bench.duckdb"

@@ -62,7 +62,7 @@ fi
 $PY - "$TR" "$OUT/modes_timings.csv" <<'PYEOF' >> "$OUT/capture_log.txt" 2>&1
 import sys
 from pathlib import Path
-from profiler.analysis import timings
+from profiler.analysis.findings import timings
 from profiler.storage.store import Store
 folder, csv = Path(sys.argv[1]), sys.argv[2]
 store = Store("/tmp/modes_store.duckdb")

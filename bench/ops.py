@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 from bench.make_large_trace import make_large_trace
 from bench.results import write_section
 
-from profiler.analysis import op_costs
+from profiler.analysis.reads import op_costs
 from profiler.storage.store import Store
 
 OUT = ROOT / "bench" / "out"
@@ -37,7 +37,7 @@ LIMIT_S = 1.0
 # the last recorded numbers before the command stopped importing pandas / pyarrow (commit 3a25a24)
 BEFORE = ("1.31 s wall and 1.63 s CPU for the command, 0.60 s wall in process "
           "(2026-12-01 06:00 UTC, load average 5.48)")
-IMPORT = "import sys, profiler.cli.main, profiler.cli.ops, profiler.analysis.op_costs"
+IMPORT = "import sys, profiler.cli.main, profiler.cli.ops, profiler.analysis.reads.op_costs"
 
 
 def _children_cpu() -> float:

@@ -7,7 +7,7 @@ traces of tests/fixtures, one large trace written by bench/make_large_trace.py a
 H200 samples. Each page is opened the way a shared link opens it (app.py, ?runs=...), in a fresh
 AppTest session, after one warm-up run of the app so that module imports are not counted. The
 first of the repeats of a selection is the one that computes what the dashboard then keeps per
-run (profiler/analysis/kept.py): its time is the "first s" column. Every page of
+run (profiler/analysis/reads/kept.py): its time is the "first s" column. Every page of
 profiler.present.share.PAGES must be in the scenarios. Usage:
 
     python -m bench.pages [--mb 230] [--repeat 5] [--write-results]
@@ -27,11 +27,12 @@ ROOT = Path(__file__).resolve().parents[1]
 from bench.make_large_trace import make_large_trace
 from bench.results import write_section
 
-from profiler.analysis import job_queries, queries, run_queries, timeline_queries
+from profiler.analysis.findings import job_queries
+from profiler.analysis.reads import queries, run_queries, timeline_queries
 from profiler.capture.samples import seed_if_empty
 from profiler.present.share import PAGES as ALL_PAGES
 from profiler.present.ui import preload
-from profiler.storage import job_ingest
+from profiler.storage.jobs import job_ingest
 from profiler.storage.store import Store
 
 OUT = ROOT / "bench" / "out"
@@ -124,7 +125,7 @@ def report(rows: list[tuple], notes: list[str], events: int, repeat: int) -> str
              f"last rows use a second store of the shipped H200 samples. Each page opened as a shared "
              f"link in a fresh AppTest session, {repeat} times in one process, after one warm-up run "
              f"of the app (imports not counted). *first s*: the first of the repeats, which computes "
-             f"what the dashboard then keeps per run (profiler/analysis/kept.py); the other repeats "
+             f"what the dashboard then keeps per run (profiler/analysis/reads/kept.py); the other repeats "
              f"read it. Target: every script run < {LIMIT_S:.0f} s.", "",
              "| page | runs selected | median s | max s | first s | charts | met | problems |",
              "|---|---|---:|---:|---:|---:|---|---|"]

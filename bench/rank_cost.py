@@ -44,7 +44,8 @@ from bench.make_large_trace import SOURCES_DIR
 from bench.results import run_report, write_section
 
 from profiler.parse import trace
-from profiler.storage import jobs, metadata, metrics, rank_task
+from profiler.storage.jobs import jobs, rank_task
+from profiler.storage import metadata, metrics
 from profiler.storage.staging import Staging
 from profiler.storage.store import Store
 from profiler.storage.commit import Staged
@@ -121,7 +122,7 @@ def cost_table(files: list[Path], repeat: int) -> str:
 
 TASK = """import sys, tempfile, time
 root, files = sys.argv[1], sys.argv[2:]  # run in `root`: `python -c` imports from the working directory
-from profiler.storage import rank_task
+from profiler.storage.jobs import rank_task
 assert rank_task.__file__.startswith(root), rank_task.__file__
 with tempfile.TemporaryDirectory() as tmp:
     rank_task.parse_ranks(files[:4], tmp + "/warm", "w", sharing=2)
@@ -205,7 +206,7 @@ def main():
             for f in files:
                 f.unlink()
         if args.job_of:
-            from profiler.storage import engines
+            from profiler.storage.jobs import engines
 
             files = make_job(out, args.job_of, args.sources, 700, 20_000, 333)
             started = ""

@@ -69,7 +69,8 @@ def timed_process(ids: list[str], db: Path) -> tuple[float, dict]:
 
 
 def phases(ids: list[str], db: Path) -> dict:
-    from profiler.analysis import ranking, roofline
+    from profiler.analysis.findings import ranking
+    from profiler.analysis.reads import roofline
     from profiler.cli import run_args
 
     out = {}
@@ -96,7 +97,7 @@ def profile(ids: list[str], db: Path, top: int = 25) -> None:
     import cProfile
     import pstats
 
-    from profiler.analysis import ranking
+    from profiler.analysis.findings import ranking
 
     store = Store(db, read_only=True)
     with store.session() as s, cProfile.Profile() as prof:

@@ -43,7 +43,7 @@ def windows(extent: int) -> dict[str, tuple[bool, tuple[int, int] | None]]:
 
 
 def read_and_spec(db: Path, run: str, case, extent: int) -> tuple[float, dict]:
-    from profiler.analysis import timeline_queries as queries
+    from profiler.analysis.reads import timeline_queries as queries
     from profiler.present import narrative, timeline_view
     from profiler.storage.store import Store
 
@@ -118,7 +118,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--write-results", action="store_true")
     args = parser.parse_args()
-    from profiler.analysis import timeline_queries as queries
+    from profiler.analysis.reads import timeline_queries as queries
     from profiler.storage.store import Store
 
     before = os.getloadavg()

@@ -8,7 +8,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from profiler.analysis import timings
+from profiler.analysis.findings import timings
 from profiler.capture.recorder import capture, ingest_outcomes
 from profiler.capture.config import CaptureConfig
 from profiler.storage.store import Store

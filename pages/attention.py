@@ -2,7 +2,8 @@
 FLOPs, bytes and % of peak from the op-level cost model; the roofline of the selected runs."""
 import streamlit as st
 
-from profiler.analysis import op_costs, roofline, run_queries, unmodelled, why
+from profiler.analysis.reads import op_costs, roofline, run_queries, unmodelled
+from profiler.analysis.findings import why
 from profiler.present import charts, curve_charts, markup, ui
 
 Col = st.column_config

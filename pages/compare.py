@@ -3,7 +3,8 @@ baseline and one other run side by side — one iteration's kernel sequences ali
 of them launches, and how counts, GPU time and launch APIs change from run a to run b."""
 import streamlit as st
 
-from profiler.analysis import completeness, findings, memory, pair_queries, run_queries, timings
+from profiler.analysis.reads import completeness, pair_queries, run_queries
+from profiler.analysis.findings import findings, memory, timings
 from profiler.present import charts, markup, memory_charts, narrative, rank_view, ui
 
 Col = st.column_config

@@ -1,7 +1,7 @@
 """CPU cost: how much CPU each selected run spends to keep the GPU busy, per iteration, and why."""
 import streamlit as st
 
-from profiler.analysis import queries, run_queries
+from profiler.analysis.reads import queries, run_queries
 from profiler.present import charts, narrative, ui
 
 Col = st.column_config

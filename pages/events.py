@@ -3,7 +3,7 @@ Kernels and CPU cost pages sum them per name), longest first; a picked row opens
 that event with its flow drawn."""
 import streamlit as st
 
-from profiler.analysis import event_queries, run_queries
+from profiler.analysis.reads import event_queries, run_queries
 from profiler.present import charts, event_rows, markup, ui
 
 KINDS = {"kernels": "Kernel launches", "ops": "CPU ops"}

@@ -3,7 +3,7 @@
 the last rank; and two jobs compared."""
 import streamlit as st
 
-from profiler.analysis import job_queries
+from profiler.analysis.findings import job_queries
 from profiler.present import job_charts, markup, ui
 
 Col = st.column_config

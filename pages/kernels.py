@@ -1,7 +1,9 @@
 """Kernels: what ran on the GPU in each selected run, per iteration, side by side."""
 import streamlit as st
 
-from profiler.analysis import counters, kernel_queries, roofline, run_queries, unmodelled, verdict
+from profiler.analysis.model import counters
+from profiler.analysis.reads import kernel_queries, roofline, run_queries, unmodelled
+from profiler.analysis.findings import verdict
 from profiler.present import charts, curve_charts, markup, ui
 
 def breakdown_section(store, runs, labels) -> None:

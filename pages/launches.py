@@ -2,7 +2,7 @@
 long the GPU took to start the work (launch latency)."""
 import streamlit as st
 
-from profiler.analysis import queries, run_queries
+from profiler.analysis.reads import queries, run_queries
 from profiler.present import charts, ui
 
 Col = st.column_config

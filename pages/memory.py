@@ -2,7 +2,8 @@
 blocks live at each run's peak with the CPU op that made them (profile_memory traces)."""
 import streamlit as st
 
-from profiler.analysis import memory, run_queries
+from profiler.analysis.findings import memory
+from profiler.analysis.reads import run_queries
 from profiler.present import charts, markup, memory_charts, ui
 
 Col = st.column_config

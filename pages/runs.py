@@ -15,7 +15,8 @@ with ui.guard():
     if loading:  # the progress line is out: the samples start landing while the modules below load
         ui.seeding().page_drawn()
 
-from profiler.analysis import completeness, conditions, findings, repeats, run_queries, timings  # noqa: E402
+from profiler.analysis.reads import completeness, run_queries  # noqa: E402
+from profiler.analysis.findings import conditions, findings, repeats, timings  # noqa: E402
 from profiler.present import charts, run_filters  # noqa: E402
 from profiler.storage import catalog  # noqa: E402
 

@@ -5,9 +5,9 @@ its configuration locked (profiler/storage/console.py); a query a link carries i
 until the reader presses Run."""
 import streamlit as st
 
-from profiler.analysis import schema_browser
+from profiler.analysis.reads import schema_browser
 from profiler.present import ui
-from profiler.analysis.schema_browser import MAX_QUERY_CHARS, MAX_ROWS, TIME_LIMIT_S
+from profiler.analysis.reads.schema_browser import MAX_QUERY_CHARS, MAX_ROWS, TIME_LIMIT_S
 
 RESULT_KEY = "sql-result"   # (query text, ConsoleResult) of the last query run in this session
 SCHEMA_COLUMNS = {"name": st.column_config.TextColumn("name", width="medium"),

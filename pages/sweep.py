@@ -3,7 +3,8 @@ sweep varies (length, KV length, window, head dim or K/V heads), the crossovers 
 linked to its run's timeline."""
 import streamlit as st
 
-from profiler.analysis import memory, queries, run_queries, sweep_leads, sweep_roofs, sweeps
+from profiler.analysis.findings import memory, sweep_leads, sweeps
+from profiler.analysis.reads import queries, run_queries, sweep_roofs
 from profiler.present import curve_charts, markup, memory_charts, ui
 
 Col = st.column_config

@@ -9,7 +9,7 @@ events stay quick. The window (wheel zoom, pan, buttons) and the dragged range l
 """
 import streamlit as st
 
-from profiler.analysis import run_queries, timeline_queries, units
+from profiler.analysis.reads import run_queries, timeline_queries, units
 from profiler.present import (charts, markup, narrative, timeline_steps, timeline_view,
                               timeline_window, ui)
 

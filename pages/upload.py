@@ -1,7 +1,7 @@
 """Upload: add PyTorch profiler (Kineto) Chrome traces to the store; each file becomes a run."""
 import streamlit as st
 
-from profiler.analysis import job_queries
+from profiler.analysis.findings import job_queries
 from profiler.present import markup, sitemap, ui
 
 st.title("Upload traces")

@@ -105,7 +105,7 @@ def template_store(tmp_path_factory):
     `template_store(name, build, dest)` runs `build(path)` into a template the first time `name`
     is asked for, copies the template's file (where the build made one) to `dest` and returns what
     `build` returned. A store with jobs keeps their files in `<stem>-jobs/` beside it
-    (profiler.storage.jobs.job_root, with $PROFILER_JOBS unset): that folder is copied too, to
+    (profiler.storage.jobs.jobs.job_root, with $PROFILER_JOBS unset): that folder is copied too, to
     `<dest stem>-jobs/`."""
     import shutil
 
@@ -170,7 +170,7 @@ def tiny(db_path, template_store):
 def labels(tiny) -> dict[str, str]:
     """{run id: label} of the tiny store's runs."""
     from profiler.present import charts
-    from profiler.analysis import run_queries
+    from profiler.analysis.reads import run_queries
     from tests.tiny_store import RUNS
 
     return charts.label_map(run_queries.run_labels(tiny, RUNS))

@@ -14,7 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from profiler import errors
-from profiler.storage import jobs, metadata, rank_task
+from profiler.storage.jobs import jobs, rank_task
+from profiler.storage import metadata
 from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from playwright import sync_api
 
-from profiler.analysis import run_queries
+from profiler.analysis.reads import run_queries
 from profiler.present.share import PAGES, ViewState, parse_url, share_url
 from profiler.storage.store import Store
 from tests.conftest import ARTIFACTS, HAVE_SHARED, SAMPLES, SHARED_TRACES

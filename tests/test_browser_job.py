@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from profiler.analysis import job_queries
+from profiler.analysis.findings import job_queries
 from profiler.present.share import ViewState, share_url
 from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES

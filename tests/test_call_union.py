@@ -50,7 +50,7 @@ def test_unions_at_absurd_timestamps_are_exact_and_never_recurse():
     measured per group in exact integers: the same lengths as a brute-force union."""
     import numpy as np
 
-    from profiler.analysis.arrays import unions
+    from profiler.analysis.model.arrays import unions
     groups = np.array([0, 0, 0, 1, 1])
     starts = np.array([-2 ** 61, 0, 5, 2 ** 61, 2 ** 61 + 3])
     ends = np.array([-2 ** 61 + 7, 10, 12, 2 ** 61 + 4, 2 ** 61 + 9])

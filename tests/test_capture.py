@@ -244,7 +244,7 @@ def test_an_isolated_capture_runs_each_cold_shape_first_in_a_fresh_process_with_
 def test_captures_record_the_shapes_the_cost_model_reads(captured):
     import json
 
-    from profiler.analysis import costmodel
+    from profiler.analysis.model import costmodel
     _, _, store, _ = captured
     row = store.query("SELECT t.batch, t.heads, t.seq_len, t.head_dim, o.input_dims, o.input_types "
                       "FROM ops o JOIN traces t USING (run_id) WHERE t.variant = 'naive' AND NOT t.cold "

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import kernel_queries, pair_queries, queries as q, units
+from profiler.analysis.reads import kernel_queries, pair_queries, queries as q, units
 from profiler.present import charts, curve_charts, style
 from tests.tiny_store import RUNS
 

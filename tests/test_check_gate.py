@@ -73,7 +73,7 @@ def test_two_repeat_sets_of_the_same_variant_pass(store, tmp_path):
 
 
 def test_a_slowdown_above_the_bound_but_inside_the_noise_passes():
-    from profiler.analysis import gate, repeats
+    from profiler.analysis.findings import gate, repeats
 
     base, cand = repeats.figure([100.0, 103.0, 106.0]), repeats.figure([104.0, 107.0, 110.0])
     v = gate.Verdict(["a"], ["b"], base, cand, repeats.pair_noise(base, cand), 2.0, "GPU", ("w", "w"))

@@ -1,4 +1,4 @@
-"""A large trace ingested with several worker processes (profiler/storage/chunked_ingest.py) stores
+"""A large trace ingested with several worker processes (profiler/storage/jobs/chunked_ingest.py) stores
 exactly the rows of the file ingested whole, through `Store.ingest` and the `ingest` command; a
 file that cannot be cut, a broken one, and one already stored take the whole-file path."""
 from __future__ import annotations
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from profiler.storage import catalog, chunked_ingest, chunks
+from profiler.storage import catalog
+from profiler.storage.jobs import chunked_ingest, chunks
 from bench import make_stack_trace
 from profiler.storage.store import Store
 from tests.test_chunks import KEEP_ALL, _table
@@ -68,7 +69,7 @@ def test_a_truncated_file_fails_as_a_single_upload_does_and_stores_nothing(tmp_p
 def test_the_ingest_command_uses_worker_processes_for_a_large_file(tmp_path, monkeypatch, stack_trace):
     """Through the command line, with the size threshold lowered so that 3 MB counts as large."""
     db = tmp_path / "cli.duckdb"
-    code = ("import sys, runpy; from profiler.storage import chunked_ingest, chunks; "
+    code = ("import sys, runpy; from profiler.storage.jobs import chunked_ingest, chunks; "
             "chunked_ingest.MIN_BYTES = chunks.MIN_SPLIT_BYTES = chunks.MIN_CHUNK_BYTES = 1 << 20; "
             "sys.argv = ['profiler', 'ingest', sys.argv[1], '--db', sys.argv[2], '--workers', '2']; "
             "runpy.run_module('profiler', run_name='__main__')")

@@ -12,7 +12,8 @@ import pytest
 from tests.conftest import real_traces, trace_params
 from profiler import errors
 from profiler.parse import split
-from profiler.storage import catalog, chunks, job_ingest, jobs
+from profiler.storage import catalog
+from profiler.storage.jobs import chunks, job_ingest, jobs
 from profiler.storage.store import Store
 
 KEEP_ALL = ("stored_iteration_metrics",)  # beside catalog.RUN_TABLES: the metrics kept per run

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from profiler.analysis import run_queries
+from profiler.analysis.reads import run_queries
 from profiler.cli.main import main
 from profiler.cli.ops import COLUMNS
 
@@ -50,7 +50,7 @@ def test_ops_command_loads_neither_pandas_nor_pyarrow(sample_store):
     import sys
     from pathlib import Path
 
-    from profiler.analysis import op_costs
+    from profiler.analysis.reads import op_costs
 
     store, ids = sample_store
     code = ("import io, json, sys, contextlib; from profiler.cli.main import main; out = io.StringIO()\n"

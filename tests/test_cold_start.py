@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from profiler.analysis import findings, units
+from profiler.analysis.findings import findings
+from profiler.analysis.reads import units
 from profiler.capture.samples import SAMPLES_DIR
 from profiler.storage.store import Store
 

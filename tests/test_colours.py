@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from profiler.analysis import run_queries
+from profiler.analysis.reads import run_queries
 from profiler.capture.variants import VARIANTS
 from profiler.present import charts, style
 from profiler.storage.store import Store

@@ -1,4 +1,4 @@
-"""Issue 37, item 1: the completeness verdict (storage/sql/completeness.sql, analysis/completeness.py).
+"""Issue 37, item 1: the completeness verdict (storage/sql/completeness.sql, analysis/reads/completeness.py).
 Crafted damage of a real trace (the shared TraceLens Qwen H100 trace: 2 steps, 1,465 kernels):
 10 % of its kernel events dropped, every event of one step dropped, one kernel made 1 s long,
 shapes stripped; each is named with counts that a small script over the raw JSON (here) predicts.
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler.analysis import completeness
+from profiler.analysis.reads import completeness
 from profiler.cli.main import main
 from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES

@@ -8,7 +8,7 @@ import duckdb
 import pandas as pd
 import pytest
 
-from profiler.analysis import completeness
+from profiler.analysis.reads import completeness
 from profiler.errors import StoreOutdatedError
 from profiler.storage import catalog, completeness as stored
 from profiler.storage.store import Store

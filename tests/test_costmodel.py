@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from profiler.analysis import costmodel as cm, op_charges, op_costs
+from profiler.analysis.model import costmodel as cm
+from profiler.analysis.reads import op_charges, op_costs
 from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES
 
@@ -127,7 +128,7 @@ def test_qwen_gemms_are_priced_from_their_shapes(qwen):
 
 
 def test_samples_naive_moves_ten_times_the_bytes_of_flash(sample_store):
-    from profiler.analysis import roofline, run_queries
+    from profiler.analysis.reads import roofline, run_queries
     store, ids = sample_store
     calls = op_costs.op_calls(store, [ids["naive"], ids["sdpa_flash"]])
     totals = roofline.run_totals(calls, run_queries.run_iterations(store, list(ids.values()))).set_index("run_id")

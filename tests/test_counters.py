@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from profiler.analysis import findings, kernel_queries
+from profiler.analysis.findings import findings
+from profiler.analysis.reads import kernel_queries
 from profiler.cli.main import main
 from profiler.parse.ncu import METRICS, CountersFileError, read_report
 from profiler.storage import catalog

@@ -7,7 +7,7 @@ from functools import lru_cache
 import pandas as pd
 import pytest
 
-from profiler.analysis.diff import align, align_kernel_sequences, family_delta, kernel_family
+from profiler.analysis.model.diff import align, align_kernel_sequences, family_delta, kernel_family
 
 FLASH = ("void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, "
          "4, false, false, cutlass::bfloat16_t, pytorch_flash::Flash_kernel_traits<64, 128, 128, 4, "
@@ -116,7 +116,7 @@ def test_family_delta_sums_per_family():
 
 
 def test_a_copy_is_never_paired_with_a_compute_kernel():
-    from profiler.analysis.diff import align, substitution_cost
+    from profiler.analysis.model.diff import align, substitution_cost
 
     # naive (copy + elementwise) vs flash (one kernel): the copy is 'only in a', the kernels pair up
     assert align(["Memcpy DtoD", "elementwise_kernel"], ["flash_fwd_kernel"]) == [(0, None), (1, 0)]

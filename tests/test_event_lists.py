@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from profiler.analysis import event_queries, timeline_queries
+from profiler.analysis.reads import event_queries, timeline_queries
 from profiler.present import event_rows, share, timeline_view
 from profiler.storage.store import Store
 from tests import raw_trace

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from profiler.analysis import timings
+from profiler.analysis.findings import timings
 from profiler.cli.main import main
 from profiler.storage.store import Store
 from tests import raw_trace

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from profiler.analysis import kernel_queries
-from profiler.analysis.findings import MAX_FINDINGS, compare_findings, run_findings
+from profiler.analysis.reads import kernel_queries
+from profiler.analysis.findings.findings import MAX_FINDINGS, compare_findings, run_findings
 from profiler.errors import UnknownRunError
 from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES

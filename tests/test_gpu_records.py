@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler.analysis import conditions
+from profiler.analysis.findings import conditions
 from profiler.storage.store import Store
 
 DATA = Path(__file__).resolve().parents[1] / "data"

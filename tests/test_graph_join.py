@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from profiler.analysis import op_charges
+from profiler.analysis.reads import op_charges
 from profiler.cli.main import main
 from profiler.storage.store import Store
 from tests.test_graphs_described import G, PAIRS, raw_replay
@@ -82,7 +82,7 @@ def test_a_trace_that_is_no_capture_is_refused_with_its_name(tmp_path, capsys):
 
 @pytest.mark.parametrize("pair,gemm", [("sglang", "aten::mm"), ("vllm", "aten::addmm")])
 def test_the_replayed_gemms_are_priced_by_the_cost_model(tmp_path, pair, gemm, capsys):
-    """The captured op owns its replayed kernel (analysis/graph_owners.py), so the cost model prices
+    """The captured op owns its replayed kernel (analysis/model/graph_owners.py), so the cost model prices
     the replay's GEMMs from the captured shapes: as many calls as TraceLens counts, with FLOPs."""
     import json
 
@@ -99,7 +99,7 @@ def test_a_joined_replay_is_not_said_to_lack_ops(tmp_path, pair, capsys):
     """Joined, the replayed events have the captured ops: the completeness limit `graph_replayed`
     (events with no op) is gone and the graph sentence says how many were given ops, as many as
     the raw replay's replayed events; the replay alone keeps both."""
-    from profiler.analysis import completeness, graphs
+    from profiler.analysis.reads import completeness, graphs
 
     store, run_id = _joined(tmp_path, pair, capsys)
     replay, _ = PAIRS[pair]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler.analysis import op_charges
+from profiler.analysis.reads import op_charges
 from profiler.cli.main import main
 from profiler.storage.store import Store
 

@@ -9,7 +9,7 @@ from collections import defaultdict
 
 import pytest
 
-from profiler.analysis import completeness, graphs
+from profiler.analysis.reads import completeness, graphs
 from profiler.cli.main import main
 from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler.storage import jobs, unpack
+from profiler.storage.jobs import jobs, unpack
 from tests.crafted_jobs import rank_trace
 from tests.test_security_jobs import _one_line, cli, snapshot
 
@@ -105,7 +105,7 @@ def test_an_archive_larger_than_the_free_space_is_refused(tmp_path):
 
 
 def test_a_killed_ingests_unpack_folder_is_removed_by_the_next(tmp_path, private_tmp):
-    from profiler.storage import job_ingest
+    from profiler.storage.jobs import job_ingest
 
     dead = private_tmp / f"{job_ingest.UNPACK_PREFIX}999999999-abc"
     dead.mkdir()

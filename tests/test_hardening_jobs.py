@@ -17,8 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from profiler.analysis import job_queries
-from profiler.storage import job_ingest, jobs
+from profiler.analysis.findings import job_queries
+from profiler.storage.jobs import job_ingest, jobs
 from profiler.storage.store import Store
 from tests.crafted import kineto_trace
 from tests.crafted_jobs import rank_path, rank_trace, write_ranks

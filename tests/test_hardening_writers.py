@@ -41,7 +41,7 @@ def ray_cluster(tmp_path_factory):
     length cannot exceed 107 bytes')."""
     import ray
 
-    from profiler.storage import engines, jobs
+    from profiler.storage.jobs import engines, jobs
 
     long_tmp = str(tmp_path_factory.mktemp("t" * 60))
     saved = os.environ.get("TMPDIR")
@@ -59,7 +59,7 @@ def ray_cluster(tmp_path_factory):
 
 
 def test_rays_folder_is_short_enough_for_its_sockets(monkeypatch):
-    from profiler.storage import engines
+    from profiler.storage.jobs import engines
 
     monkeypatch.delenv("RAY_TMPDIR", raising=False)
     monkeypatch.setenv("TMPDIR", "/tmp")
@@ -77,7 +77,7 @@ def test_two_ingests_of_one_job_name_at_once_one_is_refused(tmp_path, monkeypatc
     answered); the second is the command line, in its own process."""
     if engine == "ray":
         request.getfixturevalue("ray_cluster")
-    from profiler.storage import job_ingest
+    from profiler.storage.jobs import job_ingest
     from profiler.storage.store import Store
 
     monkeypatch.delenv("PROFILER_JOBS", raising=False)

@@ -107,7 +107,7 @@ def test_pages_reach_the_store_only_through_queries_and_ui(page):
     imported = _imports(page)
     bad = {name for name in imported
            if any(name == f or name.startswith(f + ".") for f in PAGE_FORBIDDEN)}
-    assert not bad, f"{page.name} imports {sorted(bad)}; go through profiler.analysis.queries or ui"
+    assert not bad, f"{page.name} imports {sorted(bad)}; go through profiler.analysis.reads.queries or ui"
 
 
 @pytest.mark.slow  # a subprocess

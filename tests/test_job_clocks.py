@@ -12,9 +12,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from profiler.analysis import job_clocks, job_queries
+from profiler.analysis.findings import job_clocks, job_queries
 from profiler.cli.main import main
-from profiler.storage import job_ingest, jobs
+from profiler.storage.jobs import job_ingest, jobs
 from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES
 from tests.raw_clocks import raw_collectives, raw_offsets

@@ -1,4 +1,4 @@
-"""A job's summary (profiler/storage/job_summary.py): the job queries' rows kept at ingest, read
+"""A job's summary (profiler/storage/jobs/job_summary.py): the job queries' rows kept at ingest, read
 instead of every rank's Parquet. Checked against the queries run over the ranks' files and against
 an independent computation from the plain JSON (tests/test_truth_stragglers.raw_waits), on the
 shared DLRM ranks and on a generated job with shifted clocks, a late rank and a missing one; a job
@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from profiler.analysis import job_queries
-from profiler.storage import job_ingest, job_summary, jobs, tables
+from profiler.analysis.findings import job_queries
+from profiler.storage.jobs import job_ingest, job_summary, jobs
+from profiler.storage import tables
 from profiler.storage.store import Store
 from profiler.storage.migrations import SCHEMA_VERSION
 from tests.conftest import SHARED_TRACES

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from profiler.analysis import completeness as verdicts
-from profiler.storage import completeness, job_ingest, jobs
+from profiler.analysis.reads import completeness as verdicts
+from profiler.storage import completeness
+from profiler.storage.jobs import job_ingest, jobs
 from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES
 

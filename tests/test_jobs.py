@@ -18,8 +18,8 @@ import pytest
 
 from tests.conftest import ROOT, SHARED_TRACES, real_traces, trace_params
 from profiler import errors
-from profiler.analysis import job_queries
-from profiler.storage import engines, job_ingest, jobs
+from profiler.analysis.findings import job_queries
+from profiler.storage.jobs import engines, job_ingest, jobs
 from profiler.storage.store import Store
 
 DLRM = sorted(SHARED_TRACES.glob("param__dlrm_kineto__worker*.pt.trace.json")) if SHARED_TRACES.is_dir() else []
@@ -167,7 +167,7 @@ def test_job_figures_are_the_metrics_layers_even_when_computed_under_another_def
     """A rank's figures are the metrics layer's rows of that trace (one definition): the rows its
     worker kept, and the same macro's rows computed on read for a rank kept under another
     definition of metrics.sql. ns_resolution has GPU work carried into its iterations."""
-    from profiler.analysis import run_queries
+    from profiler.analysis.reads import run_queries
 
     single = job_store.ingest(NS_RESOLUTION)
     want = run_queries.iteration_metrics(job_store, [single.run_id]).drop(columns="run_id")

@@ -1,4 +1,4 @@
-"""Results kept between page runs (profiler/analysis/kept.py): the same rows as the queries give
+"""Results kept between page runs (profiler/analysis/reads/kept.py): the same rows as the queries give
 uncached, in the same order; a rename shows in kept findings; a deleted run is never served from
 what was kept; a session answers a repeated read once and forgets it after a write."""
 from __future__ import annotations
@@ -6,7 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from profiler.analysis import findings, kept, kernel_queries, query_files, run_queries
+from profiler.analysis.findings import findings
+from profiler.analysis.reads import kept, kernel_queries, query_files, run_queries
 from profiler.errors import UnknownRunError
 from profiler.storage import catalog
 
@@ -93,7 +94,7 @@ def test_a_run_ingested_again_with_other_rows_gets_fresh_op_costs(tmp_path):
     """Op costs are kept in the store's one per-run cache, keyed by run id and stamp: a run
     deleted and ingested again (here with its kernels then made twice as long, as other ingest
     options could) is modelled afresh, never served the first ingest's costs."""
-    from profiler.analysis import op_costs
+    from profiler.analysis.reads import op_costs
     from profiler.storage.store import Store
     from tests.conftest import SAMPLES
 

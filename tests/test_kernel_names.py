@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from profiler.analysis.kernel_names import parse
+from profiler.analysis.model.kernel_names import parse
 
 CUDNN = ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_"
          "cga1x1x1_kernel0_0")

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from profiler.analysis.conditions import l2_text
+from profiler.analysis.findings.conditions import l2_text
 from profiler.capture import l2check
 
 
@@ -84,7 +84,7 @@ def test_keep_writes_the_check_into_the_record(tmp_path):
 
 
 def test_a_cold_run_found_warm_warns_and_the_table_says_so(tmp_path):
-    from profiler.analysis import conditions
+    from profiler.analysis.findings import conditions
     from profiler.storage.store import Store
     from tests.test_measured import _with_record
 

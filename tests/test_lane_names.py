@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler.analysis import run_queries, timeline_queries
+from profiler.analysis.reads import run_queries, timeline_queries
 from profiler.storage.store import Store
 from tests.conftest import SAMPLES, SHARED_TRACES, real_traces, trace_params
 

@@ -76,7 +76,7 @@ def test_kept_per_gpu_and_stack_the_latest_stack_read_back(tmp_path):
 
 
 def test_rates_are_shown_against_the_measured_ceiling_too():
-    from profiler.analysis import rating
+    from profiler.analysis.model import rating
 
     frame = pd.DataFrame({"run_id": ["a", "b", "c"], "engine": ["tensor core", "CUDA core", "tensor core"],
                           "dtype": ["bf16", "fp32", "bf16"], "tflops": [559.0, 10.0, 900.0], "tbps": [2.0, 4.43, 1.0]})
@@ -89,7 +89,7 @@ def test_rates_are_shown_against_the_measured_ceiling_too():
 
 
 def test_the_roofline_draws_the_measured_ceiling(tmp_path):
-    from profiler.analysis import roofline
+    from profiler.analysis.reads import roofline
 
     store = Store(tmp_path / "s.duckdb")
     run = store.ingest(SAMPLE).run_id
@@ -206,7 +206,7 @@ def measured_runs(tmp_path, template_store):
 
 
 def test_runs_measured_differently_warn_each_reason(measured_runs):
-    from profiler.analysis import conditions
+    from profiler.analysis.findings import conditions
 
     store, ids = measured_runs
     said = conditions.warnings(store, [ids["fast"], ids["slow"]])
@@ -221,7 +221,7 @@ def test_runs_measured_differently_warn_each_reason(measured_runs):
 
 
 def test_the_record_table_and_the_timing_check(measured_runs):
-    from profiler.analysis import conditions, timings
+    from profiler.analysis.findings import conditions, timings
 
     store, ids = measured_runs
     table = conditions.record_table(store, [ids["slow"], ids["plain"]]).set_index("run_id")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler.analysis import memory, timings
+from profiler.analysis.findings import memory, timings
 from profiler.parse import trace
 from profiler.capture.samples import SAMPLES_DIR
 from profiler.storage.staging import Staging

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler.analysis import run_queries
+from profiler.analysis.reads import run_queries
 from tests.conftest import DEPTH_ONE_SAMPLES, SAMPLES, real_traces, trace_params
 
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"}

@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from profiler.analysis import findings
+from profiler.analysis.findings import findings
 from profiler.storage.store import Store
 from tests import raw_trace
 from tests.conftest import SAMPLES

@@ -15,7 +15,9 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.profiler import ProfilerActivity, profile
 
-from profiler.analysis import costmodel as cm, findings, modes, op_costs, roofline
+from profiler.analysis.model import costmodel as cm, modes
+from profiler.analysis.findings import findings
+from profiler.analysis.reads import op_costs, roofline
 from profiler.cli.main import main
 from profiler.storage.store import Store
 from tests.truth_traces import event, write
@@ -349,7 +351,7 @@ def test_gqa_cuts_key_value_bytes_by_the_group(recorded):
 
 
 def test_the_tile_comes_from_the_kernel_name_else_the_backend():
-    from profiler.analysis.op_pricing import tile
+    from profiler.analysis.reads.op_pricing import tile
 
     cudnn = "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0"
     assert tile("cudnn", cudnn) == (64, 128)            # rows x keys of the name's 64x128x64
@@ -362,8 +364,8 @@ def test_the_tile_comes_from_the_kernel_name_else_the_backend():
 def test_a_compiled_flex_backward_kernel_is_priced_as_the_backward():
     """flex's compiled kernels have no op: priced from the run's shape, the backward one (by its
     name) with the backward's 10 D FLOPs per pair, the forward with 4 D."""
-    from profiler.analysis import run_shape
-    from profiler.analysis.op_pricing import Call
+    from profiler.analysis.model import run_shape
+    from profiler.analysis.reads.op_pricing import Call
 
     shape = {"batch": 2, "heads": 4, "seq_len": 64, "head_dim": 16, "dtype": "bf16", "causal": True}
     calls = [Call(run_shape.FLEX_KERNEL, 0, "bf16", "triton_tem_fused_flex_attention_0"),

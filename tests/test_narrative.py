@@ -3,7 +3,7 @@ store of test_queries (a real DuckDB file); every number in them is checked by h
 from __future__ import annotations
 
 
-from profiler.analysis import pair_queries, queries as q, run_queries, timeline_queries
+from profiler.analysis.reads import pair_queries, queries as q, run_queries, timeline_queries
 from profiler.present import charts, narrative
 from tests.tiny_store import RUNS
 

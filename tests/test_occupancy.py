@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from profiler.analysis.gpus import builtin_device, device_from_trace, resolve_device
-from profiler.analysis.occupancy import Launch, kineto_estimate_pct, occupancy
+from profiler.analysis.model.gpus import builtin_device, device_from_trace, resolve_device
+from profiler.analysis.model.occupancy import Launch, kineto_estimate_pct, occupancy
 
 from tests.conftest import HAVE_SHARED, ROOT, SAMPLES, SHARED_TRACES, real_traces
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from profiler.analysis.gpus import builtin_device
+from profiler.analysis.model.gpus import builtin_device
 
 
 @pytest.mark.parametrize("name,tensor_bf16,vector_fp32,tbps", [

@@ -6,9 +6,9 @@ import json
 import pandas as pd
 import pytest
 
-from profiler.analysis import kernel_queries, pair_queries, queries as q, run_queries, timeline_queries
+from profiler.analysis.reads import kernel_queries, pair_queries, queries as q, run_queries, timeline_queries
 from profiler import errors
-from profiler.analysis.units import binary_size
+from profiler.analysis.reads.units import binary_size
 from profiler.errors import UnknownRunError
 from tests.tiny_store import RUNS
 

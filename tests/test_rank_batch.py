@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from profiler import errors
-from profiler.storage import jobs, rank_task
+from profiler.storage.jobs import jobs, rank_task
 from tests.conftest import SHARED_TRACES
 
 DLRM = sorted(SHARED_TRACES.glob("param__dlrm_kineto__worker*.pt.trace.json")) if SHARED_TRACES.is_dir() else []

@@ -3,8 +3,8 @@ a batch) follow. Expected values are read off the inputs by hand."""
 from __future__ import annotations
 
 from profiler.errors import TraceError
-from profiler.storage.rank_task import place
-from profiler.storage.jobs import MAX_RANKS
+from profiler.storage.jobs.rank_task import place
+from profiler.storage.jobs.jobs import MAX_RANKS
 
 
 def test_distributed_info_wins_over_the_file_name():

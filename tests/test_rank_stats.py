@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler.analysis import ranking, repeats, sweep_leads, sweeps
+from profiler.analysis.findings import ranking, repeats, sweep_leads, sweeps
 from profiler.capture import samples
 from profiler.cli.main import main
 from profiler.present import curve_charts

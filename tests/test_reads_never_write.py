@@ -7,7 +7,7 @@ import hashlib
 
 import duckdb
 
-from profiler.analysis import queries, run_queries
+from profiler.analysis.reads import queries, run_queries
 from profiler.storage.store import Store
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from profiler.analysis.gpus import builtin_device
-from profiler.analysis.roofline import ceilings, roofline_table
+from profiler.analysis.model.gpus import builtin_device
+from profiler.analysis.reads.roofline import ceilings, roofline_table
 
 FIXTURES = Path(__file__).parent / "fixtures" / "analysis"
 
@@ -37,7 +37,8 @@ def test_naive_sits_far_left_of_flash(sample_store):
 def test_op_costs_of_real_traces_read_at_once_equal_each_read_alone(real_and_samples):
     """Third-party traces (older Kineto: launches that the op with their External id does not
     enclose, so the model looks up each thread's ops): read for all runs at once, as alone."""
-    from profiler.analysis import arrays, op_costs, op_pricing
+    from profiler.analysis.model import arrays
+    from profiler.analysis.reads import op_costs, op_pricing
     from tests.conftest import real_traces
 
     store, ids = real_and_samples    # a copy of a store of every real trace (tests/conftest.py)
@@ -55,7 +56,8 @@ def test_op_costs_of_real_traces_read_at_once_equal_each_read_alone(real_and_sam
 def test_op_costs_read_for_many_runs_at_once_equal_each_run_read_alone(sample_store):
     """The model reads every run's ops, names and threads in one query each (`op_pricing.about`);
     the priced calls are the same as when each run is read by itself."""
-    from profiler.analysis import arrays, op_costs, op_pricing
+    from profiler.analysis.model import arrays
+    from profiler.analysis.reads import op_costs, op_pricing
 
     store, ids = sample_store
     runs = list(ids.values())

@@ -1,5 +1,5 @@
 """The run finder over the 401 shipped H200 runs (profiler/present/run_filters.py,
-profiler/analysis/repeats.py): the text search matches the words of the labels the app shows,
+profiler/analysis/findings/repeats.py): the text search matches the words of the labels the app shows,
 each filter keeps what its column says, "one run per variant" picks the median repeat, and sorting
 is stable. The expected runs are read from each sample file's own `attention_run` object and its
 raw events (tests/raw_trace.py), not from the store."""
@@ -12,7 +12,8 @@ import statistics
 import pandas as pd
 import pytest
 
-from profiler.analysis import repeats, run_queries, timings
+from profiler.analysis.findings import repeats, timings
+from profiler.analysis.reads import run_queries
 from profiler.capture.samples import SAMPLES_DIR, sample_files
 from profiler.present import charts, run_filters
 from tests import raw_trace

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from profiler import errors
-from profiler.analysis import kernel_queries, queries, run_queries
+from profiler.analysis.reads import kernel_queries, queries, run_queries
 from profiler.storage.store import Store
 from profiler.storage.migrations import SCHEMA_VERSION
 from tests.conftest import FIXTURES, SAMPLES

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from profiler.analysis import run_queries
+from profiler.analysis.reads import run_queries
 from profiler.storage.store import Store
 from tests.conftest import SAMPLES
 from tests.crafted import GOOD_KERNEL

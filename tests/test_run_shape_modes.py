@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from profiler.analysis import op_costs
+from profiler.analysis.reads import op_costs
 from profiler.cli.main import main
 from profiler.storage.store import Store
 from tests.conftest import SAMPLES

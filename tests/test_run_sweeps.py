@@ -11,7 +11,8 @@ import json
 import pandas as pd
 import pytest
 
-from profiler.analysis import queries, sweeps
+from profiler.analysis.reads import queries
+from profiler.analysis.findings import sweeps
 from profiler.storage.store import Store
 from tests.conftest import SAMPLES
 from tests.pages.conftest import pages, tables_with  # noqa: F401 (the page driver fixture)

@@ -243,7 +243,7 @@ def test_the_decode_sweep_repeats_each_point_three_times_and_reads_the_cache_und
     """data/samples/modes/decode_sweep: one sweep id over the KV length, 3 warm runs per point; the
     TB/s written out here (K and V of the cache read once, q read and the output written once, bf16)
     from the store's kernel time per call stays under the H200's 4.8 TB/s and grows with the cache."""
-    from profiler.analysis import timings
+    from profiler.analysis.findings import timings
 
     store = seeded[0]
     names = [sample_name(p) for p in sorted((SAMPLES_DIR / "modes" / "decode_sweep").glob("*.json.gz"))]
@@ -266,7 +266,8 @@ def test_a_page_over_every_sample_run_is_kept_whole_between_visits(seeded, monke
     """The Sweep page's points over every shipped run (about 5 kept entries a run) stay in the
     store's cache: a second visit prices no run's ops again. With room for 1,024 entries the first
     visit evicted its own entries, and every visit computed them again (3.3-4.6 s against 1.1 s)."""
-    from profiler.analysis import op_pricing, run_queries, sweeps
+    from profiler.analysis.reads import op_pricing, run_queries
+    from profiler.analysis.findings import sweeps
     from profiler.storage import run_cache
 
     store = seeded[0]
@@ -288,7 +289,7 @@ def test_the_train_sweep_repeats_each_point_three_times_and_names_its_crossover(
     computed here show (flex leads sdpa_flash at 512, sdpa_flash leads from 1024)."""
     import statistics
 
-    from profiler.analysis import sweeps
+    from profiler.analysis.findings import sweeps
 
     store = seeded[0]
     files = sorted((SAMPLES_DIR / "modes" / "train_sweep").glob("*.json.gz"))

@@ -23,9 +23,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from profiler.analysis import job_queries
+from profiler.analysis.findings import job_queries
 from profiler.cli.main import main
-from profiler.storage import job_ingest, jobs
+from profiler.storage.jobs import job_ingest, jobs
 from profiler.storage.store import Store
 from tests.crafted import kineto_trace
 from tests.crafted_jobs import (ABSURD_RANKS, ABSURD_TIMESTAMPS, COLLIDING_NAMES, MANIFEST_DAMAGE,
@@ -390,7 +390,7 @@ def test_a_damaged_job_costs_a_summary_little_time_and_memory(stored, tmp_path, 
 def test_on_a_remote_filesystem_a_jobs_file_checks_are_kept_a_while(stored, monkeypatch):
     """One request per rank file on every read would be slow on object storage: there a job's
     checks are kept REMOTE_RECHECK_S seconds (here an fsspec in-memory filesystem through pyarrow)."""
-    from profiler.storage import job_check
+    from profiler.storage.jobs import job_check
 
     _, root, _ = stored
     uri = f"fsspec+memory:///{root.parent.name}-jobs"

@@ -22,7 +22,8 @@ import pytest
 
 from profiler.cli import terminal
 from profiler.present import markup
-from profiler.storage import catalog, job_ingest, jobs
+from profiler.storage import catalog
+from profiler.storage.jobs import job_ingest, jobs
 from profiler.storage.store import Store
 from tests.crafted import kineto_trace
 from tests.crafted_markup import CONTROLS, formula_cells, hostile_ranks, hostile_trace, payload

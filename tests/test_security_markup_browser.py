@@ -13,7 +13,8 @@ import re
 import pytest
 
 from profiler.present.share import ViewState, share_url
-from profiler.storage import catalog, job_ingest, jobs
+from profiler.storage import catalog
+from profiler.storage.jobs import job_ingest, jobs
 from profiler.storage.store import Store
 from tests.crafted_markup import hostile_ranks, hostile_trace, payload
 from tests.test_browser import (

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from profiler.present.share import ViewState, share_url
-from profiler.storage import job_ingest, jobs
+from profiler.storage.jobs import job_ingest, jobs
 from profiler.storage.store import Store
 from tests.crafted_jobs import MANIFEST_DAMAGE, rank_trace, write_ranks
 from tests.crafted_slow import huge_lane_names, shared_correlation

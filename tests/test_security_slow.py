@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from profiler.storage import jobs, unpack
+from profiler.storage.jobs import jobs, unpack
 from profiler.storage.store import Store
 from tests import crafted_slow
 from tests.crafted import kineto_trace
@@ -68,7 +68,7 @@ def test_a_million_ops_at_one_timestamp_and_a_million_deep(tmp_path):
 
 def _walk_owners(parent, family, starts):
     """op_charges.owners as its doc reads, one op and one parent at a time."""
-    from profiler.analysis.op_charges import ATTENTION, DECOMPOSED, MODEL
+    from profiler.analysis.reads.op_charges import ATTENTION, DECOMPOSED, MODEL
     charged, backends = [], []
     for s in starts:
         nearest = inner = outer = -1
@@ -85,7 +85,7 @@ def _walk_owners(parent, family, starts):
 
 
 def test_op_owners_by_pointer_jumping_match_the_walk_up():
-    from profiler.analysis.op_charges import owners
+    from profiler.analysis.reads.op_charges import owners
     rng = np.random.default_rng(7)
     for _ in range(500):
         n = int(rng.integers(1, 30))
@@ -118,7 +118,7 @@ def test_launches_sharing_a_correlation_id_keep_one_and_say_so(tmp_path):
 
 
 def test_long_runs_of_one_kernel_align_by_their_common_ends():
-    from profiler.analysis.diff import MATCH_PAIRS, align
+    from profiler.analysis.model.diff import MATCH_PAIRS, align
     a, b = ["k"] * 3_000 + ["x"], ["k"] * 20_000 + ["x"]
     assert 3_000 * 20_000 > MATCH_PAIRS
     pairs = align(a, b)
@@ -221,7 +221,7 @@ def test_a_bom_before_an_object_or_an_array_is_accepted(tmp_path, top):
 
 
 def test_the_op_enclosing_a_launch_by_binary_lifting_matches_the_walk_up():
-    from profiler.analysis.op_charges import enclosing_ops
+    from profiler.analysis.reads.op_charges import enclosing_ops
     rng = np.random.default_rng(11)
     for _ in range(300):
         n = int(rng.integers(1, 40))

@@ -1,4 +1,4 @@
-"""Issue 37, item 3: attention priced from serving step annotations (profiler/analysis/serving_steps.py),
+"""Issue 37, item 3: attention priced from serving step annotations (profiler/analysis/reads/serving_steps.py),
 against TraceLens's reference CSVs of the shared MI300X pairs (GFLOPs and MB per call of the
 attention op), the annotation and the op's inputs read from the raw JSON here."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from profiler.analysis import serving_steps
+from profiler.analysis.reads import serving_steps
 from profiler.cli.main import main
 from tests.conftest import SHARED_TRACES
 
@@ -84,7 +84,7 @@ def test_a_joined_pair_prices_its_attention_calls_in_the_cost_rows(tmp_path, pai
     Attention page, `ops`, `summary --json` and the roofline read) priced as the reference prices one
     call, as many calls as the reference counts, shape_source 'step annotation' and the shape naming
     the annotation; none is left among the unmodelled ops."""
-    from profiler.analysis import op_costs, serving_costs, unmodelled
+    from profiler.analysis.reads import op_costs, serving_costs, unmodelled
     from tests.test_graph_join import _joined
 
     store, run_id = _joined(tmp_path, pair, capsys)
@@ -102,7 +102,7 @@ def test_a_joined_pair_prices_its_attention_calls_in_the_cost_rows(tmp_path, pai
     table = op_costs.ops_table(store, [run_id], "attention")
     assert table["calls"].sum() == int(ref["name_count"]) and (table["tflops"] > 0).all()
     # the roofline sums the same rows: the run's one step (its serving annotation) holds them all
-    from profiler.analysis import roofline
+    from profiler.analysis.reads import roofline
 
     (roof,) = roofline.roofline_table(store, [run_id]).itertuples()
     every = op_costs.op_calls(store, [run_id])

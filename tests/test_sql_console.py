@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from profiler.analysis import schema_browser
+from profiler.analysis.reads import schema_browser
 from profiler.cli.main import main
 from profiler.errors import QueryError
 from profiler.storage import console, sql_docs

@@ -10,7 +10,8 @@ import json
 
 import pytest
 
-from profiler.analysis import kernel_queries, run_queries, timings, verdict
+from profiler.analysis.reads import kernel_queries, run_queries
+from profiler.analysis.findings import timings, verdict
 from profiler.cli.main import main
 from tests import raw_step_work as raw
 from tests.conftest import SAMPLES, SHARED_TRACES, real_traces

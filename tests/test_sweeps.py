@@ -1,4 +1,4 @@
-"""Sweeps over any axis, per mode (`profiler.analysis.sweeps`): the axis found, the throughput per
+"""Sweeps over any axis, per mode (`profiler.analysis.findings.sweeps`): the axis found, the throughput per
 mode, the spread of the repeats and the crossovers named, checked against an independent
 computation on the real H200 samples and on CPU captures swept over each axis."""
 from __future__ import annotations
@@ -12,7 +12,8 @@ import sys
 import pandas as pd
 import pytest
 
-from profiler.analysis import findings, queries, run_queries, sweeps
+from profiler.analysis.findings import findings, sweeps
+from profiler.analysis.reads import queries, run_queries
 from profiler.present import curve_charts
 from profiler.storage.store import Store
 from tests import raw_trace

@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from profiler.analysis import tensor_cores
-from profiler.analysis.tensor_cores import (AMD, COMM, CUDA, MATRIX_AMD, NVIDIA, TENSOR, UNKNOWN, VECTOR_AMD,
+from profiler.analysis.model import tensor_cores
+from profiler.analysis.model.tensor_cores import (AMD, COMM, CUDA, MATRIX_AMD, NVIDIA, TENSOR, UNKNOWN, VECTOR_AMD,
                                    classify, classify_frame, vendor_of)
 from tests.conftest import HAVE_SHARED, SAMPLES, SHARED_TRACES
 
@@ -155,7 +155,7 @@ def test_sql_and_python_agree_on_communication(tmp_path):
     got = con.execute("SELECT n, regexp_matches(n, ?) FROM unnest(?::VARCHAR[]) t(n)", [sql, names]).fetchall()
     for name, in_sql in got:
         assert in_sql == (classify(name).engine == COMM), name
-    windows_sql = (Path(tensor_cores.__file__).parents[1] / "storage" / "sql" / "windows.sql").read_text()
+    windows_sql = (Path(tensor_cores.__file__).parents[2] / "storage" / "sql" / "windows.sql").read_text()
     assert f"'{sql}'" in windows_sql   # is_communication lives in the metrics layer's windows module
 
 
@@ -178,7 +178,7 @@ def test_classify_frame_adds_columns_per_row():
 def test_classify_frame_on_no_kernels_keeps_its_columns():
     import pandas as pd
 
-    from profiler.analysis.tensor_cores import classify_frame
+    from profiler.analysis.model.tensor_cores import classify_frame
 
     out = classify_frame(pd.DataFrame({"name": []}))
     assert out.empty and list(out.columns) == ["name", "tc_engine", "tc_precision", "tc_op", "tc_rule"]

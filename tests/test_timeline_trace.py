@@ -12,8 +12,8 @@ from decimal import Decimal
 
 import pytest
 
-from profiler.analysis import timeline_queries as q
-from profiler.analysis.timeline_queries import TIMELINE_WIDTH_PX
+from profiler.analysis.reads import timeline_queries as q
+from profiler.analysis.reads.timeline_queries import TIMELINE_WIDTH_PX
 from profiler.present import narrative
 from profiler.storage.store import Store
 from tests.conftest import HAVE_SHARED, SHARED_TRACES

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from profiler.analysis import timeline_queries, units
+from profiler.analysis.reads import timeline_queries, units
 from profiler.present import timeline_steps, timeline_view as tv, timeline_window as tw
 
 

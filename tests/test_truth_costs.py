@@ -11,9 +11,10 @@ import re
 
 import pytest
 
-from profiler.analysis import kernel_queries, op_costs, op_pricing, roofline, skus, unmodelled
-from profiler.analysis.kernel_names import parse
-from profiler.analysis.tensor_cores import classify
+from profiler.analysis.reads import kernel_queries, op_costs, op_pricing, roofline, unmodelled
+from profiler.analysis.model import skus
+from profiler.analysis.model.kernel_names import parse
+from profiler.analysis.model.tensor_cores import classify
 from profiler.cli import ops as ops_cli
 from profiler.storage.store import Store
 from tests.conftest import SAMPLES
@@ -58,7 +59,7 @@ def test_attention_kernels_without_an_op_get_a_row_and_a_point(samples, name):
 
 
 def test_flash_attn_func_is_priced_from_its_own_inputs():
-    from profiler.analysis import costmodel as cm
+    from profiler.analysis.model import costmodel as cm
     q = [2, 512, 16, 128]                                    # (batch, seq, heads, dim)
     dims, types = [q, q, q, *[[]] * 20], ["c10::BFloat16"] * 3 + [""] * 20
     concrete = [""] * 23
@@ -111,7 +112,7 @@ def test_an_attention_kernel_with_no_op_and_no_run_shape_says_so(tmp_path):
 
 # ── class 5: peaks per SKU, no share above 100 % ───────────────────────────────────────────────
 
-# The datasheets (GB/s), typed from the vendors' pages, independent of profiler/analysis/skus.py.
+# The datasheets (GB/s), typed from the vendors' pages, independent of profiler/analysis/model/skus.py.
 SHEET_GBPS = {("NVIDIA A100-SXM4-40GB", 42_505_273_344, 108): 1555, ("NVIDIA A100-SXM4-80GB", 85_198_045_184, 108): 2039,
               ("NVIDIA H100 PCIe", 85_017_755_648, 114): 2000, ("NVIDIA H100 80GB HBM3", 85_018_279_936, 132): 3350,
               ("NVIDIA H100 NVL", 99_989_127_168, 132): 3900, ("NVIDIA H200", 150_109_880_320, 132): 4800,
@@ -169,7 +170,7 @@ def test_a_share_above_100_percent_is_never_shown(tmp_path, device, blamed):
 
 
 def test_bytes_of_broadcast_and_in_place_adds():
-    from profiler.analysis import costmodel as cm
+    from profiler.analysis.model import costmodel as cm
     x, bias = [4096, 1024], [1024]
     got = cm.op_cost("aten::add_", [x, bias, []], ["float", "float", "Scalar"], [])
     assert got.bytes == (2 * 4096 * 1024 + 1024) * 4           # read self and the bias, write self

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from profiler.analysis import kernel_names, kernel_queries, op_costs, roofline
-from profiler.analysis.kernel_names import parse
-from profiler.analysis.tensor_cores import AMD, CUDA, NVIDIA, TENSOR, VECTOR_AMD, classify
+from profiler.analysis.model import kernel_names
+from profiler.analysis.reads import kernel_queries, op_costs, roofline
+from profiler.analysis.model.kernel_names import parse
+from profiler.analysis.model.tensor_cores import AMD, CUDA, NVIDIA, TENSOR, VECTOR_AMD, classify
 from profiler.cli import ops as ops_cli
 from tests.conftest import SAMPLES
 from tests.truth_traces import MI250, raw, real_store, sample_store

@@ -13,7 +13,8 @@ from decimal import Decimal
 
 import pytest
 
-from profiler.analysis import run_queries, verdict
+from profiler.analysis.reads import run_queries
+from profiler.analysis.findings import verdict
 from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES
 from tests.raw_step_work import union as _union  # the raw JSON's interval union, one for every truth test

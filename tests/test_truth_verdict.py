@@ -14,7 +14,8 @@ import json
 
 import pytest
 
-from profiler.analysis import findings, kernel_queries, op_costs, run_queries, verdict
+from profiler.analysis.findings import findings, verdict
+from profiler.analysis.reads import kernel_queries, op_costs, run_queries
 from profiler.parse import demangled
 from profiler.present import markup
 from profiler.storage.store import Store

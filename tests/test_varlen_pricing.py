@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from profiler.analysis import costmodel as cm, run_shape
+from profiler.analysis.model import costmodel as cm, run_shape
 from profiler.cli.main import main
 from profiler.storage.store import Store
 from profiler.vocab import attention

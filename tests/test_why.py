@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from profiler.analysis import findings, why
+from profiler.analysis.findings import findings, why
 from tests.conftest import SAMPLES
 
 B, H, N, D, BF16 = 8, 16, 1024, 64, 2
@@ -73,7 +73,7 @@ def test_cudnn_wgmma_sm90_against_flash_sm80(sample_store):
 @pytest.mark.third_party
 def test_a_model_trace_with_fused_attention_has_no_score_matrix(tmp_path):
     # Qwen's MLP also writes a tensor that a mul re-reads and a GEMM reads, but through 2-D weights
-    from profiler.analysis import op_costs
+    from profiler.analysis.reads import op_costs
     from profiler.storage.store import Store
     from tests.conftest import SHARED_TRACES
     store = Store(tmp_path / "q.duckdb")

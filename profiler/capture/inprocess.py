@@ -94,7 +94,7 @@ class _Capture:
         cuda = self.config.device == "cuda"
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
         # record_shapes: each op's input dims, dtypes and scalar values, which the op-level cost
-        # model (profiler/analysis/costmodel.py) prices
+        # model (profiler/analysis/model/costmodel.py) prices
         with warnings.catch_warnings(), profile(activities=activities, schedule=self.driver.schedule,
                                                 on_trace_ready=self.driver.on_trace_ready,
                                                 profile_memory=True, record_shapes=True) as prof:

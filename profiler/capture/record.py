@@ -5,7 +5,7 @@ sampled while the run was profiled and timed (`gpu`: a `nvml.Sampler` summary), 
 versions (driver, torch, CUDA, cuDNN, Python, the kernel packages), whether L2 was flushed (a cold
 run's, by `flush_l2`: see `L2`), the clock control, and the other compute processes on the GPU. The trace's timing
 self-check (kernel time in the trace against the event-timed loop and the graph replay) is computed
-from the stored run (profiler/analysis/conditions.py), not here. On the CPU the record says that
+from the stored run (profiler/analysis/findings/conditions.py), not here. On the CPU the record says that
 no GPU was sampled.
 """
 from __future__ import annotations

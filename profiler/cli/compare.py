@@ -25,7 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from profiler.analysis.units import json_value
+from profiler.analysis.reads.units import json_value
 from profiler.cli import conditions, terminal
 from profiler.cli.numbers import whole
 from profiler.errors import UnknownRunError
@@ -80,7 +80,7 @@ def resolve_run(store: StoreHandle, text: str) -> str:
 
 def damaged_run(store: StoreHandle, text: str) -> str | None:
     """Why run `text` cannot be read when it is a rank of a damaged job (its file and reason), else None."""
-    from profiler.storage import job_check, jobs
+    from profiler.storage.jobs import job_check, jobs
 
     root = jobs.job_root(store)
     if not text or not jobs.has_manifests(root):
@@ -93,7 +93,9 @@ def damaged_run(store: StoreHandle, text: str) -> str | None:
 
 def compare_report(store: StoreHandle, run_a: str, run_b: str, iteration: int = 0) -> dict:
     """Everything `compare` prints, as plain JSON-ready data."""
-    from profiler.analysis import diff, findings, kernel_queries, pair_queries, run_queries
+    from profiler.analysis.model import diff
+    from profiler.analysis.findings import findings
+    from profiler.analysis.reads import kernel_queries, pair_queries, run_queries
 
     found = findings.compare_findings(store, run_a, run_b)
     details = kernel_queries.kernel_details(store, [run_a, run_b])

@@ -32,8 +32,8 @@ def add_ingest_options(ingest: argparse.ArgumentParser) -> None:
 
 
 def ingest_job(args: argparse.Namespace) -> int:
-    from profiler.analysis import job_queries
-    from profiler.storage import jobs
+    from profiler.analysis.findings import job_queries
+    from profiler.storage.jobs import jobs
     from profiler.storage.store import Store
 
     store = Store(args.db)
@@ -64,13 +64,13 @@ def ingest_job(args: argparse.Namespace) -> int:
 
 
 def _job(args: argparse.Namespace) -> int:
-    from profiler.analysis import job_queries
-    from profiler.analysis.units import json_value
+    from profiler.analysis.findings import job_queries
+    from profiler.analysis.reads.units import json_value
     from profiler.storage.store import Store
 
     store = Store(args.db)
     if args.delete:
-        from profiler.storage import job_ingest
+        from profiler.storage.jobs import job_ingest
 
         job_ingest.delete_job(store, args.name)
         print(f"job {terminal.inert(args.name)} deleted")

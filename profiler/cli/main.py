@@ -24,7 +24,7 @@ def _ingest(args: argparse.Namespace) -> int:
     if args.job is not None:
         from profiler.cli import job as cli_job
         return cli_job.ingest_job(args)
-    from profiler.storage import chunked_ingest  # pyarrow loads only where a trace is ingested
+    from profiler.storage.jobs import chunked_ingest  # pyarrow loads only where a trace is ingested
 
     store = Store(args.db, lock_timeout_s=WRITE_WAIT_S)
     if args.capture is not None:
@@ -63,9 +63,10 @@ def _ingest(args: argparse.Namespace) -> int:
 
 
 def _summary(args: argparse.Namespace) -> int:
-    from profiler.analysis import queries  # pandas, only where a table is read back
+    from profiler.analysis.reads import queries  # pandas, only where a table is read back
 
-    from profiler.analysis import completeness, graphs, timings
+    from profiler.analysis.reads import completeness, graphs
+    from profiler.analysis.findings import timings
 
     store = Store(args.db, read_only=True)
     rows = queries.trace_summary(store)
@@ -107,7 +108,7 @@ def _bound(row: dict) -> str:
     return "graph capture" if graph.get("role") == "capture" else row["bound"] or "-"
 def _damaged_notes(store) -> None:
     """One line on stderr per damaged job: its ranks are left out of what is listed."""
-    from profiler.storage import job_check, jobs
+    from profiler.storage.jobs import job_check, jobs
 
     root = jobs.job_root(store)
     if jobs.has_manifests(root):

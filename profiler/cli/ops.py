@@ -1,7 +1,7 @@
 """`python -m profiler ops RUN [--json] [--kind attention|gemm|all]`: the op-level cost model.
 
 Under the table (kind all, or when nothing is modelled), the GPU time the model gives no FLOPs
-or bytes, per launching op, with the real reason (`profiler.analysis.unmodelled`).
+or bytes, per launching op, with the real reason (`profiler.analysis.reads.unmodelled`).
 
 One row per op and shape of the run (calls aggregated): op, backend, shape, dtype, calls,
 flops and bytes per call, kernel_us_mean (kernel time per call), tflops and tbps from that mean,
@@ -11,7 +11,7 @@ else pct_of_peak), intensity
 (FLOP / byte), bound (memory or compute, from the ridge point) and kernels (name [library, arch,
 instruction, tile]); the text table adds mode and waste% (the share of issued FLOPs the mask makes
 useless: `costmodel.wasted_pct`). The JSON rows add kind, mode (prefill, decode or train:
-`profiler.analysis.modes`), flops_useful (what the mask makes useful: flops) and flops_issued
+`profiler.analysis.model.modes`), flops_useful (what the mask makes useful: flops) and flops_issued
 (what the kernel's tiles compute), engine, the peaks and shape_source. RUN is a run id or a unique prefix of one (`python -m profiler summary`).
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 
 from profiler.cli import terminal
-from profiler.analysis.units import json_value
+from profiler.analysis.reads.units import json_value
 from profiler.errors import StoreOutdatedError
 from profiler.storage.store import Store, default_db_path
 from profiler.storage.session import StoreHandle
@@ -48,7 +48,7 @@ def register(subparsers) -> None:
 def rows(store: StoreHandle, run_id: str, kind: str) -> list[dict]:
     """The table as plain dicts (None for numbers the model has no peak or time for), each with
     the run's step GPU work (`RUN_FIGURE`)."""
-    from profiler.analysis import op_costs  # numpy and duckdb; no pandas
+    from profiler.analysis.reads import op_costs  # numpy and duckdb; no pandas
 
     table = op_costs.ops_columns(store, [run_id], kind)
     if not table:
@@ -61,14 +61,14 @@ def rows(store: StoreHandle, run_id: str, kind: str) -> list[dict]:
 
 def step_gpu_work_us(store: StoreHandle, run_id: str) -> float | None:
     """The run's GPU work per step, read from the metrics layer (no pandas)."""
-    from profiler.analysis import reads
+    from profiler.analysis.reads import reads
 
     got = store.arrays(reads.sql_text("run_metrics"), {"run_ids": [run_id]})[RUN_FIGURE]
     return json_value(got[0]) if len(got) else None
 
 
 def _lookup(store: Store, args: argparse.Namespace) -> tuple[str, list[dict], list[dict]]:
-    from profiler.analysis import unmodelled
+    from profiler.analysis.reads import unmodelled
     from profiler.cli.compare import resolve_run
 
     with store.session() as db:     # one connection for the lookup and the model
@@ -89,7 +89,7 @@ def _is_file(path: Path) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from profiler.analysis import unmodelled
+    from profiler.analysis.reads import unmodelled
 
     path = Path(args.db or default_db_path())
     try:  # read-only skips the schema upkeep of a read-write open (~0.15 s on the bench store)
@@ -123,7 +123,7 @@ def _pct_of_limit(r: dict):
 
 
 def format_table(table: list[dict]) -> str:
-    from profiler.analysis.costmodel import wasted_pct
+    from profiler.analysis.model.costmodel import wasted_pct
 
     head = (f"{'op':44s} {'backend':11s} {'shape':34s} {'dtype':5s} {'mode':7s} {'calls':>5s} {'GFLOP':>9s} "
             f"{'waste%':>6s} "

@@ -3,7 +3,7 @@
 `rank` groups the runs into repeats (one variant, workload, device and cold/warm state) and ranks
 the groups of each workload by their median time per call, with its interval (the repeats' least
 to most), ties, outliers and one sentence: who wins, by how much within what noise, and why
-(profiler/analysis/ranking.py). RUN is a run id or unique prefix, a variant name (all its runs), a
+(profiler/analysis/findings/ranking.py). RUN is a run id or unique prefix, a variant name (all its runs), a
 trace file or a folder of them (ingested into a temporary store), or a comma-separated list of
 these; repeated runs count once; filters (`--mode decode --kv-len 32768`, ...) keep the runs that
 match, and with no RUN they choose from the whole store. `--json`: {"runs": [...the first set's
@@ -70,7 +70,7 @@ def _percent(text: str) -> float:
 
 def chosen_runs(store: StoreHandle, texts, ingested, filters: dict) -> list[str]:
     """The run ids the arguments name (all runs when none), kept where every filter matches."""
-    from profiler.analysis import queries
+    from profiler.analysis.reads import queries
 
     runs = run_args.Runs(store)
     ids = runs.resolve(texts, ingested) if texts else list(runs.ids)
@@ -86,7 +86,7 @@ def chosen_runs(store: StoreHandle, texts, ingested, filters: dict) -> list[str]
 
 
 def run_rank(args: argparse.Namespace) -> int:
-    from profiler.analysis import ranking
+    from profiler.analysis.findings import ranking
 
     texts = run_args.split(args.runs)
     with run_args.opened(texts, args.db) as (store, ingested), store.session() as db:   # one cursor for every read
@@ -112,7 +112,7 @@ def run_rank(args: argparse.Namespace) -> int:
 
 def rank_json(ranked, alone) -> dict:
     """The JSON `rank --json` prints: the first set on top, every set under `sets` when several."""
-    from profiler.analysis.units import json_value
+    from profiler.analysis.reads.units import json_value
 
     out = [{"set": r.title, "runs": [{k: json_value(v) for k, v in row.items()} for row in r.table[SHOWN].to_dict("records")],
             "sentence": r.sentence, "evidence": json_value(r.evidence)} for r in ranked]
@@ -147,13 +147,13 @@ def _print_table(table, sentence: str) -> None:
 
 def _cold(us) -> str:
     """A cold run's first call in the unit that reads best ('2.24 s', '850 µs'); '-' without one."""
-    from profiler.analysis.units import duration
+    from profiler.analysis.reads.units import duration
 
     return "-" if us is None or us != us else duration(float(us))
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from profiler.analysis import gate
+    from profiler.analysis.findings import gate
 
     try:
         sides = [run_args.split([args.baseline]), run_args.split([args.candidate])]

@@ -36,7 +36,7 @@ ARG_COLUMNS: dict[str, tuple[str, ...]] = {
     "addr": ("Addr",),
     "total_allocated_bytes": ("Total Allocated",),
     "total_reserved_bytes": ("Total Reserved",),
-    # record_shapes: kept as the JSON text written (lists per input), read by profiler/analysis/costmodel.py
+    # record_shapes: kept as the JSON text written (lists per input), read by profiler/analysis/model/costmodel.py
     "input_dims": ("Input Dims",),
     "input_types": ("Input type",),
     "concrete_inputs": ("Concrete Inputs",),

@@ -13,7 +13,7 @@ only by blanks and a newline is outside every string; we take one whose line end
 next line starts with `{`. That does not prove the comma is between two events and not between two
 objects nested inside one (in an event's args, say). Parsing proves it: a chunk whose brackets do
 not balance, or that holds anything but a list of values, fails to parse as a bare array, and the
-caller then parses the file whole (profiler/storage/chunks.py). When every chunk parses, the
+caller then parses the file whole (profiler/storage/jobs/chunks.py). When every chunk parses, the
 chunks' events are exactly the file's, in order, and the last chunk's header is the file's.
 
 Traces without line breaks between events (minified) have no cut points: they are parsed whole.

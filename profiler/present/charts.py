@@ -13,7 +13,7 @@ import math
 import altair as alt
 import pandas as pd
 
-from profiler.analysis import units
+from profiler.analysis.reads import units
 from profiler.present import style
 from profiler.present.tooltips import tips
 

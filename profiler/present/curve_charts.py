@@ -10,7 +10,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from profiler.analysis import sweeps
+from profiler.analysis.findings import sweeps
 from profiler.present import share, style
 from profiler.present.tooltips import tips
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import units
+from profiler.analysis.reads import units
 from profiler.present import share
 
 

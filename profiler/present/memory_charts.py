@@ -1,4 +1,4 @@
-"""Memory DataFrames (profiler/analysis/memory.py) ▶ Altair charts: allocated bytes over time on a shared
+"""Memory DataFrames (profiler/analysis/findings/memory.py) ▶ Altair charts: allocated bytes over time on a shared
 axis with the iterations marked, and peak allocated bytes against sequence length."""
 from __future__ import annotations
 

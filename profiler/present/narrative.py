@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import units
-from profiler.analysis.queries import SHAPE_KEYS
+from profiler.analysis.reads import units
+from profiler.analysis.reads.queries import SHAPE_KEYS
 from profiler.parse import demangled
 from profiler.present.markup import code, md
 

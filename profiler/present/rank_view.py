@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import units
+from profiler.analysis.reads import units
 from profiler.storage.session import StoreHandle
 
 COLUMNS = ["rank", "label", "us_per_call", "interval", "repeats", "times_fastest", "versus", "run_id", "rate",
@@ -72,7 +72,8 @@ def against_baseline(store: StoreHandle, run_ids, baseline: str) -> pd.DataFrame
     """The metrics layer's row of each run (``run_queries.run_metrics``) with ``times_baseline``: its
     time per call (`ranking.per_call`, what the ranking sorts by) over the baseline's, for the runs
     of the baseline's workload, device and state only (missing for the others: not comparable)."""
-    from profiler.analysis import ranking, run_queries
+    from profiler.analysis.findings import ranking
+    from profiler.analysis.reads import run_queries
 
     ids = list(dict.fromkeys(run_ids))
     metrics = run_queries.run_metrics(store, ids)

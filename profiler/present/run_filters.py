@@ -22,7 +22,7 @@ from dataclasses import dataclass, fields
 
 import pandas as pd
 
-from profiler.analysis import sweeps
+from profiler.analysis.findings import sweeps
 
 # filter name (also the URL filter key) -> catalog column (finder_columns adds the last four)
 COLUMN = {"variant": "variant", "mode": "mode", "len": "seq_len", "kv": "kv_len", "kvh": "kv_heads",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import units
+from profiler.analysis.reads import units
 
 SCALE_HINT_RATIO = 100  # runs whose iterations differ more than this read better on their own scales
 STEP_BAND = {"type": "rect", "clip": True, "color": "#7f7f7f", "opacity": 0.09}

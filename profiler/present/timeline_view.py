@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from profiler.analysis import units
+from profiler.analysis.reads import units
 from profiler.present import style, timeline_steps
 
 EVENT_KINDS = ["op", "runtime", "driver", "kernel", "memcpy", "memset", "merged"]

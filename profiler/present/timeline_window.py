@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis import units
+from profiler.analysis.reads import units
 
 def zoom_window(window: tuple[int, int], extent: int, factor: float) -> tuple[int, int]:
     """``window`` scaled by ``factor`` about its centre (0.5: zoom in twice), kept in [0, extent]."""

@@ -14,7 +14,7 @@ SCHEMA_VERSION = 12
 # schema version -> what upgrades a store from the version before it (run in order on open):
 # SQL text, or a function of the connection
 MIGRATIONS: dict[int, Any] = {
-    # ops keep record_shapes' arguments (profiler/analysis/costmodel.py); traces ingested before have NULLs
+    # ops keep record_shapes' arguments (profiler/analysis/model/costmodel.py); traces ingested before have NULLs
     2: "ALTER TABLE ops ADD COLUMN IF NOT EXISTS input_dims VARCHAR; "
        "ALTER TABLE ops ADD COLUMN IF NOT EXISTS input_types VARCHAR; "
        "ALTER TABLE ops ADD COLUMN IF NOT EXISTS concrete_inputs VARCHAR;",

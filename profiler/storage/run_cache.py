@@ -1,6 +1,6 @@
 """Results kept between reads, per run: one cache per store handle (`Store.cache`), used by every
-per-run result (the kept query tables and findings of profiler/analysis/kept.py, the op costs of
-profiler/analysis/op_costs.py). Needs neither pandas nor pyarrow, so the `ops` command keeps its
+per-run result (the kept query tables and findings of profiler/analysis/reads/kept.py, the op costs of
+profiler/analysis/reads/op_costs.py). Needs neither pandas nor pyarrow, so the `ops` command keeps its
 quick start.
 
 A run id is a hash of the trace's bytes, so whatever is computed from a run's stored rows never

@@ -233,9 +233,9 @@ CREATE TABLE IF NOT EXISTS gpu_ceilings (
 );
 
 -- A job's summary (schema version 8): what `python -m profiler job NAME` and the job page show,
--- computed once when the job is ingested, by the same queries (profiler/analysis/sql/job_*.sql)
+-- computed once when the job is ingested, by the same queries (profiler/analysis/reads/sql/job_*.sql)
 -- over its ranks' Parquet files, so that reading a job of a thousand ranks does not scan them
--- again (profiler/storage/job_summary.py). job_summaries: one row per job whose summary is kept,
+-- again (profiler/storage/jobs/job_summary.py). job_summaries: one row per job whose summary is kept,
 -- with its stamp (a digest of the manifest and of the definitions; a summary of another stamp is
 -- out of date and never read). The other tables: the job's name, pos (the row's place in the
 -- query's order), then the query's own columns.

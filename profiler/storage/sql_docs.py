@@ -3,7 +3,7 @@
 metrics layer, `sql/metrics.sql`, and the modules of `sql/lib/`), read from the files' own
 comments (docs/architecture.md, "SQL files"). Names starting with `_` are a module's own and are
 not listed. Plain data, no DuckDB: the types of columns come from the store itself
-(`analysis/schema_browser.py`).
+(`analysis/reads/schema_browser.py`).
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ Every `.sql` file starts with a header of comment lines (docs/architecture.md, "
     -- params: $run_ids VARCHAR[], $limit INTEGER      (`none` when none)
 
 A module is `profiler/storage/sql/lib/<name>.sql` (the store's own SQL library, beside the
-metrics layer; the query files of `profiler/analysis/sql/` include them): TEMP macros, each documented with its `args:` and typed
+metrics layer; the query files of `profiler/analysis/reads/sql/` include them): TEMP macros, each documented with its `args:` and typed
 `outputs:`; names starting with `_` are the module's own. `metrics` (with `windows`, `step_work`
 and `idle_causes`, the metrics layer's other parts) is a module too, but the store loads it when
 it opens (profiler/storage/metrics.py): here it is only named, never run.

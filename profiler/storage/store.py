@@ -68,7 +68,7 @@ class Store:
         self.path = Path(path) if path is not None else default_db_path()
         self.threads = threads  # DuckDB threads (default: one per core); a job's worker takes its share
         # a scratch store held in memory, not in `path` (whose folder takes what DuckDB spills); it
-        # lives while a cursor on it is open: a job's batch of ranks (profiler/storage/rank_task.py)
+        # lives while a cursor on it is open: a job's batch of ranks (profiler/storage/jobs/rank_task.py)
         self.in_memory = in_memory
         self.lock_timeout_s = lock_timeout_s
         self.read_only = read_only
@@ -87,13 +87,13 @@ class Store:
     def connect(self, *, jobs: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
         """A short-lived cursor on the store (on a writing handle's first use the schema is created
         or migrated and the metrics layer kept up to date: `migrations.prepare`). With `jobs`, the
-        store's tables also hold the ranks of stored jobs (profiler/storage/job_views.py): reads."""
+        store's tables also hold the ranks of stored jobs (profiler/storage/jobs/job_views.py): reads."""
         with connection.cursor(self) as con:
             try:
                 if not self._ready:
                     self._prepare(con)
                 if jobs:
-                    from profiler.storage.job_views import attach_views
+                    from profiler.storage.jobs.job_views import attach_views
                     attach_views(con, self)
                 yield con
             except duckdb.Error as e:
@@ -166,7 +166,7 @@ class Store:
         missing is counted in `notes`. `keep_metrics=False` leaves the run's metrics rows to the
         caller (`metrics.store_runs` of many runs at once: a job's batch of ranks, rank_task.py).
         With `workers` > 1, a large plain-JSON file at a path is parsed in chunks by that many
-        processes (profiler/storage/chunked_ingest.py), with the same rows.
+        processes (profiler/storage/jobs/chunked_ingest.py), with the same rows.
         """
         if self.read_only:
             raise errors.StoreError(f"{self.label} was opened read-only.")
@@ -174,7 +174,7 @@ class Store:
 
         started = time.perf_counter()
         if workers > 1 and max_bytes is None and keep_metrics and isinstance(src, (str, os.PathLike)):
-            from profiler.storage import chunked_ingest
+            from profiler.storage.jobs import chunked_ingest
 
             done = chunked_ingest.ingest(self, src, workers, source=source, keep_python=keep_python,
                                          progress=progress)
@@ -220,7 +220,7 @@ class Store:
     def ingest_staged(self, summary: trace.TraceSummary, staging: Staging, *, source: str = "uploaded",
                       started: float | None = None, keep_metrics: bool = True) -> IngestResult:
         """The second half of `ingest`: a parsed trace's staged rows (its ops not yet nested) into
-        the store. Jobs call it with the rows of a file parsed in chunks (profiler/storage/chunks.py)."""
+        the store. Jobs call it with the rows of a file parsed in chunks (profiler/storage/jobs/chunks.py)."""
         staged = commit.prepare(summary, staging, source, time.perf_counter() if started is None else started)
         return staged.result(self._commit(staged, keep_metrics))
 

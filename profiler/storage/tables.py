@@ -17,8 +17,8 @@ The readers: `catalog.RUN_TABLES` (what deleting a run deletes), `jobs.TABLES` /
 a parsed one, its `insert_<name>.sql` (docs/architecture.md, "Adding a per-run table").
 
 Per-job tables (`JOB_SUMMARIES`) hold one job's summary, written at its ingest
-(profiler/storage/job_summary.py): each is the stored answer of one query file of
-profiler/analysis/sql, keyed by job name; deleting the job deletes its rows.
+(profiler/storage/jobs/job_summary.py): each is the stored answer of one query file of
+profiler/analysis/reads/sql, keyed by job name; deleting the job deletes its rows.
 
 Imports nothing (a leaf of the storage layer).
 """
@@ -66,7 +66,7 @@ INSERTED = tuple(sorted((t for t in TABLES if t.insert_step), key=lambda t: t.in
 @dataclass(frozen=True)
 class JobTable:
     name: str
-    query: str  # the query file (profiler/analysis/sql/<query>.sql) whose rows it keeps per job
+    query: str  # the query file (profiler/analysis/reads/sql/<query>.sql) whose rows it keeps per job
 
 
 JOB_SUMMARIES = (

@@ -112,7 +112,7 @@ LIBRARIES = (
 
 # Serving engines' attention ops (their names start with one of these; SGLang appends a number):
 # their Input Dims hold only the step's new tokens, so the cost model prices them from the serving
-# step annotation around them (profiler/analysis/serving_steps.py) -> the backend the rows name
+# step annotation around them (profiler/analysis/reads/serving_steps.py) -> the backend the rows name
 SERVING_OPS = {"vllm::unified_attention": "vllm", "sglang_profiler::attention_": "sglang"}
 # a serving engine's step annotation (vLLM's, SGLang's where it writes one), e.g.
 # `execute_8192_context_9(sq8155sk8430sqsq7475785sqsk7671310)_generation_37(sq37sk34489sqsq37sqsk34489)`:

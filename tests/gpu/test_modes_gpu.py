@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from profiler.analysis import skus, timings
+from profiler.analysis.model import skus
+from profiler.analysis.findings import timings
 from profiler.capture.recorder import capture, ingest_outcomes
 from profiler.capture.config import CaptureConfig
 from profiler.storage.store import Store

@@ -25,7 +25,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from profiler.present.sitemap import SITE
-from profiler.storage import job_ingest
+from profiler.storage.jobs import job_ingest
 from profiler.storage.store import Store
 from tests.conftest import HAVE_SHARED, SHARED_TRACES
 from tests.crafted_jobs import rank_trace, write_ranks

@@ -15,7 +15,7 @@ def test_alignment_marks_the_copy_only_the_naive_run_makes(pages, page_store, ru
                                       "Memcpy DtoD (Device -> Device)"}
     assert "Only in **a: naive" in pages.texts(at)
     findings = [m.value for m in at.markdown if m.value.startswith("- ")]
-    assert any("cudaMemcpyAsync" in f for f in findings)      # from profiler.analysis.findings
+    assert any("cudaMemcpyAsync" in f for f in findings)      # from profiler.analysis.findings.findings
     (delta,) = _table_with(at, "us_delta")
     delta = delta.set_index("kernel")
     assert delta.loc["Memcpy DtoD (Device -> Device)", ["calls_a", "calls_b", "presence"]].tolist() == [

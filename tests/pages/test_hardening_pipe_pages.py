@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from profiler.storage import jobs
+from profiler.storage.jobs import jobs
 from tests.pages.conftest import NAIVE
 
 

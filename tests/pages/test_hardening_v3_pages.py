@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from profiler.storage import jobs
+from profiler.storage.jobs import jobs
 from tests.test_hardening_jobs import v3_store_with_jobs
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from profiler.analysis import run_queries
+from profiler.analysis.reads import run_queries
 from profiler.capture.variants import availability, default_device
 from profiler.capture.setting import Setting
 from tests.pages.conftest import shown

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from profiler.analysis import run_queries
+from profiler.analysis.reads import run_queries
 from profiler.capture.samples import sample_files
 from profiler.storage import catalog
 from tests.pages.conftest import FLASH, NAIVE, ROCM

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from profiler.storage import job_ingest, jobs
+from profiler.storage.jobs import job_ingest, jobs
 from tests.crafted_jobs import ABSURD_TIMESTAMPS, MANIFEST_DAMAGE, RANK_FILE_DAMAGE, rank_trace, write_ranks
 from tests.pages.conftest import NAIVE, shown
 

@@ -16,7 +16,8 @@ import sqlite3
 import pytest
 
 from profiler.present.share import PAGES
-from profiler.storage import catalog, job_ingest, jobs
+from profiler.storage import catalog
+from profiler.storage.jobs import job_ingest, jobs
 from profiler.storage.store import Store
 from tests.crafted_markup import CONTROLS, hostile_ranks, hostile_trace, payload
 

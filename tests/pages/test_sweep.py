@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from profiler.analysis import sweeps
+from profiler.analysis.findings import sweeps
 from profiler.storage.store import Store
 from tests.pages.conftest import ROOT, tables_with
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-from profiler.analysis import run_queries
+from profiler.analysis.reads import run_queries
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "pages"
 

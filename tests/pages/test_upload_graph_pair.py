@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from profiler.analysis import run_queries
+from profiler.analysis.reads import run_queries
 from tests.test_graphs_described import G, PAIRS, raw_replay
 
 pytestmark = [pytest.mark.third_party, pytest.mark.skipif(not G.is_dir(), reason="needs the shared graph pairs")]

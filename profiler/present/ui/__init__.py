@@ -40,7 +40,7 @@ Tables, files, captures:
         ``st.dataframe`` pre-selected from ``selected``; the selected ids (selected ids that are
         not rows of ``df``, e.g. filtered out, stay selected).
     ``ranked_runs(store, run_ids, title)``  one ranked table per shape group, its sentence on top
-        (``profiler.analysis.ranking``); the runs page and compare show the same.
+        (``profiler.analysis.findings.ranking``); the runs page and compare show the same.
     ``table(df, **kw)``  ``st.dataframe`` with safe cells (no formula, no line break: its
         toolbar downloads them); pages show every table through it.
     ``csv_download(df, name, label=...)``  ``name.csv`` download button (cells made safe alike).

@@ -156,7 +156,7 @@ def _wait_until_quiet() -> None:
 def preload() -> threading.Thread:
     """Warm what the next pages read, on a helper thread once per server, after the first page:
     the chart modules (Altair and its schema: ~0.3 s), then the runs page's figures of every run
-    (kept per run, profiler/analysis/kept.py), so that its next visit reads them. Each step waits
+    (kept per run, profiler/analysis/reads/kept.py), so that its next visit reads them. Each step waits
     for the first page to be drawn, for the samples of a new store to be in, and then until no
     page has been drawn for `QUIET_S` seconds: run while pages were drawn, it took the cores and
     the interpreter's lock from them. Then the objects alive (the imported modules) are frozen out
@@ -166,7 +166,8 @@ def preload() -> threading.Thread:
     def load() -> None:
         seeding().wait_first_page()
         seeding().wait()  # a new store: its first runs come first (no chart page has runs before)
-        from profiler.analysis import run_queries, timings
+        from profiler.analysis.reads import run_queries
+        from profiler.analysis.findings import timings
         from profiler.present import charts, curve_charts, memory_charts, timeline_view  # noqa: F401
 
         _wait_until_quiet()

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 import pandas as pd
 import streamlit as st
 
-from profiler.analysis import kept
+from profiler.analysis.reads import kept
 from profiler.present import markup
 from profiler.storage.session import StoreHandle
 
@@ -166,7 +166,7 @@ def ranked_runs(store: StoreHandle, run_ids, title: str) -> None:
     state, under the heading `title` (how runs are grouped and ranked in its help): per workload
     its title, the sentence (winner, margin within the noise, or a tie; cause), the table; then
     the workloads where one variant was selected alone."""
-    from profiler.analysis import ranking
+    from profiler.analysis.findings import ranking
     from profiler.present import rank_view
 
     ranked, alone = ranking.rank_sets(store, run_ids)

@@ -95,7 +95,7 @@ def _known(runs: tuple[str, ...]) -> tuple[str, ...]:
     """``runs`` that are in the store; warns about the others (deleted, or another deployment)."""
     if not runs:
         return runs
-    from profiler.analysis import run_queries  # pandas: not before a page with runs needs it (first paint)
+    from profiler.analysis.reads import run_queries  # pandas: not before a page with runs needs it (first paint)
 
     try:
         known = set(run_queries.run_labels(get_store(), runs)["run_id"])

@@ -10,7 +10,8 @@ from dataclasses import replace
 
 import streamlit as st
 
-from profiler.analysis import job_queries, run_queries
+from profiler.analysis.findings import job_queries
+from profiler.analysis.reads import run_queries
 from profiler.errors import StoreError, TraceError
 from profiler.present import markup
 from profiler.present.ui.session import PROJECT_ERRORS, db_path, get_store, traces_dir
@@ -62,7 +63,8 @@ def ingest_graph_pair(files, asked: bool = True) -> tuple[bool, object]:
     files or a zip), and left to the other uploads otherwise. Returns (handled, the IngestResult or
     None): handled is False when the files were not taken as a pair; other files are named as left
     out, the join's counts shown as captions."""
-    from profiler.storage import graph_pair, jobs
+    from profiler.storage import graph_pair
+    from profiler.storage.jobs import jobs
 
     if not asked and len(files) < 2 and not any(f.name.endswith(".zip") for f in files):
         return False, None
@@ -91,7 +93,7 @@ def ingest_graph_pair(files, asked: bool = True) -> tuple[bool, object]:
 def ingest_job_upload(files, job: str, skip_bad: bool = False):
     """Store uploaded rank traces (several files, or zips of them) as one job, with one progress
     bar; parsed in this process. Returns the JobResult, or None after showing the error."""
-    from profiler.storage import jobs
+    from profiler.storage.jobs import jobs
 
     bar = st.progress(0.0, text=markup.fmt("job {}: reading {} file(s)…", job, len(files)))
     with tempfile.TemporaryDirectory(prefix="job-upload-") as folder:

@@ -40,7 +40,7 @@ WHERE t.run_id IN (SELECT unnest(ids)) AND t.start_ns IS NOT NULL
 -- run_iteration_counts: how many iterations each selected run has (at least 1) and whether it has
 -- no stored ones (the whole trace is its iteration, so events outside every iteration count too).
 -- Per-iteration tables divide by n_iter and keep events with an iteration, or all events when
--- whole (profiler/analysis/sql/lib/iteration_rows.sql).
+-- whole (profiler/analysis/reads/sql/lib/iteration_rows.sql).
 -- args: ids VARCHAR[]
 -- outputs: run_id VARCHAR, n_iter BIGINT, whole BOOLEAN
 CREATE OR REPLACE MACRO run_iteration_counts(ids) AS TABLE
