@@ -18,8 +18,19 @@ A `_name` is private to its module: no module of profiler/, no page, bench scrip
 one from another profiler module (`from m import _x`) or reaches one through a module (`m._x`);
 share it by making it public in its home. (Tests' own helpers, `tests.x._y`, are the tests' business.)
 
-KNOWN and KNOWN_PRIVATE list the violations the code still has, each with its reason; a test fails
-once one of them is gone, so the lists only shrink.
+Wings: inside a layer, folders ordered like the layers (WINGS); a module imports modules of its own
+wing and of wings before it, never one after it:
+
+    analysis:  model < reads < findings      (every analysis module sits in a wing)
+    storage:   the core (profiler/storage/*.py) < jobs
+
+model/ is the model (GPUs, SKUs, occupancy, tensor cores, kernel names, the cost model's formulas)
+and reads no store; reads/ holds the queries over the store and the rows they return enriched from
+the model (kernel details, op prices, roofline points); findings/ says things about runs. storage's
+jobs/ (rank files, the job views, chunks and parallel parsing) stands on the store core.
+
+KNOWN, KNOWN_PRIVATE and KNOWN_WINGS list the violations the code still has, each with its reason;
+a test fails once one of them is gone, so the lists only shrink.
 """
 from __future__ import annotations
 
@@ -36,6 +47,15 @@ NEVER_CAPTURE = {"parse", "storage", "analysis"}
 PAGE_LAYERS = {"present", "analysis", "errors"}
 PAGE_FORBIDDEN = {"duckdb", "pyarrow", "torch"}
 ONLY_IN = {"torch": {"capture"}, "streamlit": {"present"}}
+# layer -> its wings in order; None is the layer's core (its top folder); analysis has no core
+WINGS: dict[str, list[str | None]] = {"analysis": ["model", "reads", "findings"], "storage": [None, "jobs"]}
+# (importing module, imported module) -> why the core still reaches up into a wing
+KNOWN_WINGS: dict[tuple[str, str], str] = {
+    ("profiler.storage.store", "profiler.storage.jobs.job_views"):
+        "Store.connect(jobs=True) attaches the job views to a read's cursor (a lazy import)",
+    ("profiler.storage.store", "profiler.storage.jobs.chunked_ingest"):
+        "Store.ingest hands a large plain-JSON upload to chunked ingest's worker processes (a lazy import)",
+}
 
 # (importing file, imported module) -> why it is still there
 KNOWN: dict[tuple[str, str], str] = {
@@ -75,6 +95,26 @@ def layer_of(module: str) -> str | None:
     if parts[0] != "profiler" or len(parts) < 2:
         return None
     return parts[1] if parts[1] in ORDER else None
+
+
+def wing_of(module: str) -> str | None:
+    """'profiler.analysis.reads.queries' -> 'reads'; 'profiler.storage.store' -> None (the core)."""
+    parts = module.split(".")
+    layer = layer_of(module)
+    if layer in WINGS and len(parts) > 3 and parts[2] in WINGS[layer]:
+        return parts[2]
+    return None
+
+
+def wing_violations(path: Path, module: str) -> list[tuple[str, str]]:
+    """(module, imported module) for each import of a wing after the module's own, in its layer."""
+    here = layer_of(module)
+    if here not in WINGS or module.endswith(".__init__"):
+        return []
+    order = WINGS[here]
+    mine = order.index(wing_of(module))
+    return [(module, target) for target, _ in imports(path, module)
+            if layer_of(target) == here and order.index(wing_of(target)) > mine]
 
 
 def imports(path: Path, module: str) -> list[tuple[str, int]]:
@@ -218,6 +258,45 @@ def test_every_module_sits_in_a_layer():
 @pytest.mark.parametrize("path,module", modules(), ids=lambda x: x if isinstance(x, str) else "")
 def test_a_layer_imports_only_layers_before_it(path, module):
     assert layer_violations(path, module) == []
+
+
+def test_every_analysis_module_sits_in_a_wing():
+    flat = sorted(p.name for p in (PKG / "analysis").glob("*.py"))
+    assert flat == ["__init__.py"], f"analysis modules outside a wing: {flat}"
+    for layer, wings in WINGS.items():
+        folders = {p.name for p in (PKG / layer).iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+        assert folders == {w for w in wings if w}, f"{layer}: packages {sorted(folders)}, wings {wings}"
+
+
+@pytest.mark.parametrize("path,module", modules(), ids=lambda x: x if isinstance(x, str) else "")
+def test_a_wing_imports_only_its_own_and_wings_before_it(path, module):
+    bad = [v for v in wing_violations(path, module) if v not in KNOWN_WINGS]
+    assert not bad, f"{bad}: wings in order {WINGS}"
+
+
+def test_every_known_wing_violation_is_still_there():
+    current = {v for path, module in modules() for v in wing_violations(path, module)}
+    assert set(KNOWN_WINGS) <= current, f"fixed, remove from KNOWN_WINGS: {sorted(set(KNOWN_WINGS) - current)}"
+
+
+def test_the_wing_check_sees_an_import_of_a_later_wing(tmp_path, monkeypatch):
+    """A model module that imports a reads module (lazily), and a storage core module that imports
+    a jobs module, are caught; reads importing model and jobs importing the core are not."""
+    fake = tmp_path / "profiler"
+    for folder in ("analysis", "analysis/model", "analysis/reads", "storage", "storage/jobs"):
+        (fake / folder).mkdir(parents=True, exist_ok=True)
+        (fake / folder / "__init__.py").write_text("")
+    (fake / "analysis" / "model" / "gpus.py").write_text("def f():\n    from profiler.analysis.reads import queries\n")
+    (fake / "analysis" / "reads" / "queries.py").write_text("from profiler.analysis.model import gpus\n")
+    (fake / "storage" / "catalog.py").write_text("from profiler.storage.jobs import jobs\n")
+    (fake / "storage" / "jobs" / "jobs.py").write_text("from profiler.storage import catalog\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    check = {m: wing_violations(fake / f"{m.replace('.', '/').removeprefix('profiler/')}.py", f"profiler.{m}")
+             for m in ("analysis.model.gpus", "analysis.reads.queries", "storage.catalog", "storage.jobs.jobs")}
+    assert check == {"analysis.model.gpus": [("profiler.analysis.model.gpus", "profiler.analysis.reads.queries")],
+                     "analysis.reads.queries": [],
+                     "storage.catalog": [("profiler.storage.catalog", "profiler.storage.jobs.jobs")],
+                     "storage.jobs.jobs": []}
 
 
 @pytest.mark.parametrize("page", pages(), ids=lambda p: p.name)
