@@ -66,3 +66,38 @@ def test_an_unpaired_upload_is_refused_saying_what_is_missing(tmp_path):
         graph_pair.pair_of(graph_pair.classify([capture, twice, replay]))
     with pytest.raises(TraceError, match="nor a graph replay"):
         graph_pair.pair_of(graph_pair.classify([capture.parent / "execution_details.json"]))
+
+
+@pytest.mark.parametrize("name", ["sglang", "vllm"])
+def test_the_pairs_folder_is_ingested_as_one_joined_run_with_the_other_files_left_out(name, tmp_path, capsys):
+    """`ingest --graph-pair FOLDER`: the shared pair's folder as it is (the replay, capture/ with
+    its trace and execution_details.json, reference/ with CSVs): the traces say which is which, the
+    same run as `--capture` gives, the other JSON named as left out."""
+    from profiler.cli.main import main
+
+    replay, capture = PAIRS[name]
+    folder = replay.parent
+    assert (folder / "capture" / "execution_details.json").is_file()
+    db = str(tmp_path / "s.duckdb")
+    assert main(["ingest", "--graph-pair", str(folder), "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert f"left out: {folder / 'capture' / 'execution_details.json'}" in out
+    assert f"replay {replay}, capture {capture}" in out
+    _, replayed = raw_replay(replay)
+    assert f"{replayed} of {replayed} replayed GPU events matched" in out
+    run_id = out.split("\n")[2].split()[0]
+    other = str(tmp_path / "cli.duckdb")
+    assert main(["ingest", str(replay), "--capture", str(capture), "--db", other]) == 0
+    assert capsys.readouterr().out.split()[0] == run_id
+
+
+def test_a_folder_without_its_replay_is_refused_naming_what_is_missing(tmp_path, capsys):
+    from profiler.cli.main import main
+
+    replay, capture = PAIRS["sglang"]
+    db = tmp_path / "s.duckdb"
+    assert main(["ingest", "--graph-pair", str(capture.parent), "--db", str(db)]) == 1
+    assert f"FAILED  {capture.name}: a capture trace with no graph replay beside it" in capsys.readouterr().out
+    assert main(["ingest", "--graph-pair", str(tmp_path / "nowhere"), "--db", str(db)]) == 1
+    assert "no such file or folder" in capsys.readouterr().out
+    assert main(["ingest", "--graph-pair", str(replay), "--capture", str(capture), "--db", str(db)]) == 2

@@ -27,9 +27,9 @@ def _ingest(args: argparse.Namespace) -> int:
     from profiler.storage.jobs import chunked_ingest  # pyarrow loads only where a trace is ingested
 
     store = Store(args.db, lock_timeout_s=WRITE_WAIT_S)
-    if args.capture is not None:
+    if args.capture is not None or args.graph_pair:
         from profiler.cli import graph_ingest
-        return graph_ingest.ingest_joined(args, store)
+        return graph_ingest.ingest_pair(args, store) if args.graph_pair else graph_ingest.ingest_joined(args, store)
     failed = 0
     workers = 1 if args.in_process else args.workers or chunked_ingest.workers_default()
     for path in args.files:
@@ -158,6 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--capture", default=None, metavar="CAPTURE",
                         help="FILE is a CUDA/HIP graph replay trace and CAPTURE the trace recorded while its graphs "
                              "were captured: the replayed kernels are joined to the captured ops")
+    ingest.add_argument("--graph-pair", action="store_true",
+                        help="the FILEs (or the folders, searched for .json and .json.gz) hold one graph replay trace "
+                             "and its capture trace: the traces tell which is which, and they are joined")
     ingest.add_argument("--python-functions", action="store_true",
                         help="also keep python_function events (large; off by default)")
     ingest.set_defaults(func=_ingest)
