@@ -130,9 +130,9 @@ def log_axis(state: ViewState, key: str = "log", default: bool = False, label: s
     changed) and whether to draw a log axis."""
     stored = state.filter(key)
     now = default if stored not in ("0", "1") else stored == "1"
-    on = st.toggle(label, value=now, key=f"log-axis-{key}",
-                   help=help or "Bars on a logarithmic axis (labelled so): small values become visible, "
-                                "but lengths no longer compare. Linear by default.")
+    on = st.toggle(markup.md(label), value=now, key=f"log-axis-{key}",
+                   help=markup.md(help) if help else "Bars on a logarithmic axis (labelled so): small values "
+                   "become visible, but lengths no longer compare. Linear by default.")
     if on != now:
         state = update_view(state, filters=state.with_filter(key, None if on == default else str(int(on))).filters)
     return state, on
