@@ -87,10 +87,7 @@ def timeline_panels(store: StoreHandle, run_ids, iteration: int, window_ns: tupl
     bounds = iteration_bounds(store, run_ids, iteration)
     if bounds.empty:
         return []
-    lengths = [int(r.end_ns - r.start_ns) for r in bounds.itertuples()]
-    extent = max(max(lengths), 1)
-    windows = [window_ns if shared_scale else _share_of(window_ns, n / extent) for n in lengths]
-    per_panel = max(300, min(TIMELINE_MAX_MARKS, max_marks_total // len(bounds)))
+    lengths, windows, per_panel = _layout(bounds, window_ns, shared_scale, max_marks_total)
     marks = _panel_marks(store, [(r.run_id, int(r.start_ns), w, int(r.iteration))
                                  for r, w in zip(bounds.itertuples(), windows)],
                          TIMELINE_WIDTH_PX, 6, per_panel)
@@ -102,6 +99,16 @@ def timeline_panels(store: StoreHandle, run_ids, iteration: int, window_ns: tupl
         own = empty if own is None else own.drop(columns="run_id").reset_index(drop=True)
         panels.append(Panel(r.run_id, r.name, (w[0] / 1e3, w[1] / 1e3), own, n / 1e3))
     return panels
+
+
+def _layout(bounds: pd.DataFrame, window_ns: tuple[int, int], shared_scale: bool,
+            max_marks_total: int) -> tuple[list[int], list[tuple[int, int]], int]:
+    """(each run's length, its window, marks per panel) of panels over ``bounds`` (start_ns, end_ns
+    per run): ``window_ns`` as it is with ``shared_scale``, else the same share of each run's own."""
+    lengths = [int(r.end_ns - r.start_ns) for r in bounds.itertuples()]
+    extent = max(max(lengths), 1)
+    windows = [window_ns if shared_scale else _share_of(window_ns, n / extent) for n in lengths]
+    return lengths, windows, max(300, min(TIMELINE_MAX_MARKS, max_marks_total // len(bounds)))
 
 
 WHOLE_TRACE = "whole trace"  # the step name of a whole-trace panel
@@ -141,10 +148,7 @@ def trace_panels(store: StoreHandle, run_ids, window_ns: tuple[int, int], shared
     bounds = trace_bounds(store, run_ids)
     if bounds.empty:
         return []
-    lengths = [int(r.end_ns - r.start_ns) for r in bounds.itertuples()]
-    extent = max(max(lengths), 1)
-    windows = [window_ns if shared_scale else _share_of(window_ns, n / extent) for n in lengths]
-    per_panel = max(300, min(TIMELINE_MAX_MARKS, max_marks_total // len(bounds)))
+    lengths, windows, per_panel = _layout(bounds, window_ns, shared_scale, max_marks_total)
     marks = _panel_marks(store, [(r.run_id, int(r.start_ns), w, None)
                                  for r, w in zip(bounds.itertuples(), windows)],
                          TIMELINE_WIDTH_PX, 6, per_panel)
