@@ -17,7 +17,7 @@ with ui.guard():
 
 from profiler.analysis.reads import completeness, run_queries  # noqa: E402
 from profiler.analysis.findings import conditions, findings, repeats, timings  # noqa: E402
-from profiler.present import charts, run_filters  # noqa: E402
+from profiler.present import run_filters, style  # noqa: E402
 from profiler.storage import catalog  # noqa: E402
 
 # filter widgets whose label is not their URL key; the first row's filters, the rest folded
@@ -171,7 +171,7 @@ with ui.guard():
         if runs.empty:
             empty_store()
         runs = completeness.with_badge(store, timings.catalog_with_timings(store, runs))
-        labels = charts.label_map(run_queries.run_labels(store, list(runs["run_id"])))
+        labels = style.run_labels(run_queries.run_labels(store, list(runs["run_id"])))
         runs = run_filters.finder_columns(runs, labels)
         filtered, shown = filters(state, runs)
         one_per_variant(filtered, shown)

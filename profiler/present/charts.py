@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import math
 
-import altair as alt
 import pandas as pd
 
 from profiler.analysis.reads import units
 from profiler.present import style
 from profiler.present.tooltips import tips
+from profiler.present.style import altair
+
+alt = altair()
 
 PALETTE = "tableau10"
 FACET_WIDTH_PX = 900   # faceted charts cannot stretch to the container

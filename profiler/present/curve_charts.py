@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import math
 
-import altair as alt
 import numpy as np
 import pandas as pd
 
 from profiler.analysis.findings import sweeps
 from profiler.present import share, style
 from profiler.present.tooltips import tips
+from profiler.present.style import altair
+
+alt = altair()
 
 
 def roofline_usable(roof: pd.DataFrame) -> pd.DataFrame:

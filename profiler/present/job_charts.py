@@ -1,8 +1,11 @@
 """A job's ranks as a chart: where each rank's step time goes (DataFrame ▶ Altair)."""
 from __future__ import annotations
 
-import altair as alt
 import pandas as pd
+
+from profiler.present.style import altair
+
+alt = altair()
 
 PARTS = {"collective_us": "collective kernels", "other_busy_us": "other GPU work",
          "carried_us": "carried-in GPU work", "gpu_idle_us": "GPU idle"}

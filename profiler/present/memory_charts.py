@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 
-import altair as alt
 import pandas as pd
 
 from profiler.present import style
+from profiler.present.style import altair
+
+alt = altair()
 
 MIB = 2**20
 

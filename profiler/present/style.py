@@ -12,16 +12,26 @@ and tables.
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 
-import altair as alt
 import pandas as pd
 
 from profiler.parse import demangled
 
 # Altair validates a chart against the Vega-Lite schema when it is turned into a spec (once per
 # chart drawn); in its debug mode it also validated every layer, encoding and copy as it was
-# built, which cost pages 0.1-0.2 s of a ~1 s budget for the same check done again
-alt.utils.schemapi.disable_debug_mode()
+# built, which cost pages 0.1-0.2 s of a ~1 s budget for the same check done again. Altair itself
+# loads on first use: the runs page, the first a new server draws, has no chart (~0.26 s of import).
+if TYPE_CHECKING:
+    import altair as alt
+
+
+def altair():
+    """The altair module, its debug mode off (above). Every chart module takes Altair from here."""
+    import altair as alt
+
+    alt.utils.schemapi.disable_debug_mode()
+    return alt
 
 # variants: one strong hue each, every pair at least 25 CIELAB ΔE apart (tests/test_colours.py)
 VARIANT_COLOURS = {
@@ -124,7 +134,7 @@ def run_scale(labels: dict[str, str], present=None) -> alt.Scale:
              if keep is None or label in keep or run in keep]
     names = list(dict.fromkeys(label for label, _ in pairs))
     colour = dict(pairs)
-    return alt.Scale(domain=names, range=[colour[n] for n in names])
+    return altair().Scale(domain=names, range=[colour[n] for n in names])
 
 
 LEGEND_ROWS = 8  # entries one right-hand legend column holds beside a chart ~320 px tall
@@ -133,14 +143,14 @@ LEGEND_ROWS = 8  # entries one right-hand legend column holds beside a chart ~32
 def side_legend(entries: int, title: str | None = None) -> alt.Legend:
     """A legend right of the chart listing every entry in full, in as many columns as it takes
     to stay within the chart's height (a taller one is cut off by the chart's frame)."""
-    return alt.Legend(orient="right", title=title, labelLimit=420, symbolLimit=0,
+    return altair().Legend(orient="right", title=title, labelLimit=420, symbolLimit=0,
                       columns=max(1, -(-entries // LEGEND_ROWS)))
 
 
 def series_scale(series_variant: dict[str, str]) -> alt.Scale:
     """Colour scale of named series (a sweep's lines) each drawn in its variant's colour."""
     names = sorted(series_variant)
-    return alt.Scale(domain=names, range=[variant_colour(series_variant[n]) for n in names])
+    return altair().Scale(domain=names, range=[variant_colour(series_variant[n]) for n in names])
 
 
 def category_colours(values) -> dict:
@@ -151,7 +161,7 @@ def category_colours(values) -> dict:
 
 def category_scale(values) -> alt.Scale:
     """``category_colours`` as an Altair scale."""
-    return alt.Scale(**category_colours(values))
+    return altair().Scale(**category_colours(values))
 
 
 # Vega expression: units.duration's units for axis labels (the value is in µs)

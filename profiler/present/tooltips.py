@@ -1,8 +1,11 @@
 """Tooltips in words: typed Altair tooltip channels whose titles say what a column means."""
 from __future__ import annotations
 
-import altair as alt
 import pandas as pd
+
+from profiler.present.style import altair
+
+alt = altair()
 
 
 TIP_TITLES = {  # tooltip rows in words, not column names
