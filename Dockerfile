@@ -10,5 +10,5 @@ COPY --chown=user requirements.txt .
 RUN pip install --no-cache-dir --user -r requirements.txt
 COPY --chown=user . .
 EXPOSE 8501
-CMD ["streamlit", "run", "app.py", "--server.address", "0.0.0.0", "--server.port", "8501", \
+CMD ["python", "-m", "profiler", "app", "--server.address", "0.0.0.0", "--server.port", "8501", \
      "--server.headless", "true", "--server.fileWatcherType", "none"]

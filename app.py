@@ -1,4 +1,4 @@
-"""Attention trace dashboard: `streamlit run app.py`.
+"""Attention trace dashboard: `python -m profiler app` (or `streamlit run app.py`; profiler/present/ui/serve.py says the difference).
 
 Every page is listed once, in `profiler.present.sitemap.SITE` (URL path, title, script, icon,
 sidebar group); shared links use those paths. The first, the runs page, is the default (the root URL).

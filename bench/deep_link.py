@@ -1,10 +1,12 @@
 """A cold deep link: a shared URL opened as the first request to a freshly started server.
 
-Each run starts `streamlit run app.py` over a copy of bench/out/samples.duckdb (every shipped H200
-sample; seeding off), waits for its health check, then opens in headless Chromium at 1600×1000 the
-share URL of one analysis page with 4 runs of one shape selected (FlashAttention 4, naive, cuDNN,
-flash at B=8 H=16 L=1024 D=64). The time runs from `goto` until the server said the script run
-finished and the page shows its title with every chart drawn (bench/browser_pages.py's `drawn`).
+Each run starts `python -m profiler app` (`streamlit run app.py` for an older checkout) over a
+copy of bench/out/samples.duckdb (every shipped H200 sample; seeding off), waits for its health
+check, then opens in headless Chromium at 1600×1000 the share URL of one analysis page with 4 runs
+of one shape selected (FlashAttention 4, naive, cuDNN, flash at B=8 H=16 L=1024 D=64). The time
+runs from `goto` until the server said its last script run finished (a first link to a page under
+`streamlit run` runs twice) and the page shows its title with every chart drawn
+(bench/browser_pages.py's `drawn`).
 The 1-minute load average is read before each run and written beside it. Target: <= 2 s. Usage:
 
     python -m bench.deep_link [--pages timeline,kernels,compare] [--repeat 3] [--before DIR] [--write-results]

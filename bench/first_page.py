@@ -1,6 +1,6 @@
-"""First page on a fresh store: what a newcomer waits for after `streamlit run app.py`.
+"""First page on a fresh store: what a newcomer waits for after `python -m profiler app`.
 
-A fresh `streamlit run app.py` process on an empty store (seeding from data/samples/ on), opened
+A fresh `python -m profiler app` process (`streamlit run app.py` for an older checkout) on an empty store (seeding from data/samples/ on), opened
 in a headless Chromium. Times, from the moment the browser asks for the root URL:
   - first page: the runs page's title and its first content (a progress line or the table),
   - first runs: the runs table shows at least one run ("N runs in the store"),
@@ -47,6 +47,14 @@ def _port() -> int:
         return s.getsockname()[1]
 
 
+def app_command(app_dir: Path) -> list[str]:
+    """How the README starts the server (`python -m profiler app`); `streamlit run app.py` for a
+    checkout from before that command (`--before`, `--app-dir`) or a bare Streamlit app."""
+    if (app_dir / "profiler" / "present" / "ui" / "serve.py").is_file():
+        return [sys.executable, "-m", "profiler", "app"]
+    return [sys.executable, "-m", "streamlit", "run", "app.py"]
+
+
 def one_run(app_dir: Path, browser, all_samples: bool = True) -> dict:
     """Start a fresh server on a fresh store and time the first visit (`all_samples`: until every
     sample is stored, else until the first runs show)."""
@@ -56,7 +64,7 @@ def one_run(app_dir: Path, browser, all_samples: bool = True) -> dict:
         env.pop("PROFILER_SEED", None)
         t0 = time.monotonic()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+            [*app_command(Path(app_dir)), "--server.headless", "true",
              "--server.port", str(port), "--server.address", "127.0.0.1",
              "--server.fileWatcherType", "none"],
             cwd=app_dir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

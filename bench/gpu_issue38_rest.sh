@@ -21,6 +21,6 @@ $PY -m profiler.capture.ceilings --out "$OUT/ceilings_3.json"
 timeout 150 $PY -m profiler capture --counters --cold --repeats 1 --isolate --no-ingest --out-dir "$D/cold" \
     --variants sdpa_flash,sdpa_cudnn --batch 8 --heads 16 --seq 1024 --head-dim 64
 $PY -m profiler.capture.ceilings --out "$OUT/ceilings_4.json"
-timeout 120 $PY bench/gpu_issue38_check.py --plain "$S" "$OUT"
+timeout 120 $PY -m bench.gpu_issue38_check --plain "$S" "$OUT"
 } 2>&1 | tee "$OUT/log.txt"
 tar czf "$OUT/flushed.tgz" "$D"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import shutil
 import subprocess
 import sys
 import time
@@ -67,15 +68,20 @@ def _wait_healthy(url: str, proc: subprocess.Popen, deadline_s: float = 90) -> N
     raise AssertionError(f"streamlit did not answer on {url} within {deadline_s} s")
 
 
+# the two ways to start the server: the README's (`python -m profiler app`, pages loaded ahead)
+# and Streamlit's own, which serves the same app
+APP_COMMANDS = {"profiler app": ["-m", "profiler", "app"], "streamlit run": ["-m", "streamlit", "run", "app.py"]}
+
+
 @contextlib.contextmanager
-def streamlit_app(db: Path) -> Iterator[str]:
-    """`streamlit run app.py` on a free port over the store `db` (not seeded), until the block
-    ends; yields its URL. Its output goes to streamlit.log beside the store."""
+def streamlit_app(db: Path, command: str = "profiler app") -> Iterator[str]:
+    """The dashboard's server (`APP_COMMANDS[command]`) on a free port over the store `db` (not
+    seeded), until the block ends; yields its URL. Its output goes to streamlit.log beside the store."""
     port = _free_port()
     env = {**os.environ, "PROFILER_DB": str(db), "PROFILER_SEED": "0"}
     with open(db.parent / "streamlit.log", "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
+            [sys.executable, *APP_COMMANDS[command], "--server.address", "127.0.0.1",
              "--server.port", str(port), "--server.headless", "true",
              "--server.fileWatcherType", "none"],  # watching the checkout floods inotify here
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -150,9 +156,7 @@ def _open(browser, url: str, expect: str = "", width: int = 1400):
     return page
 
 
-def test_first_visit_after_a_restart_can_be_a_deep_link(server, browser):
-    """Runs first (file order) on a fresh server: a shared link, not the root, is its first page."""
-    url, _, ids = server
+def _first_deep_link(browser, url: str, ids: list[str], shot: str) -> None:
     page = _open(browser, share_url(ViewState(page="upload", runs=tuple(ids[:1])), base=url),
                  expect=PAGE_TEXT["upload"])
     try:
@@ -160,9 +164,25 @@ def test_first_visit_after_a_restart_can_be_a_deep_link(server, browser):
         assert "Analysis" in nav and "CPU cost" in nav, f"not app.py's navigation: {nav!r}"
         assert page.locator('[data-testid="stMain"]').bounding_box()["width"] > 1000, "not wide"
         _assert_no_exception(page, "first deep link")
-        page.screenshot(path=str(ARTIFACTS / "first-visit-upload.png"), full_page=True)
+        page.screenshot(path=str(ARTIFACTS / shot), full_page=True)
     finally:
         page.close()
+
+
+def test_first_visit_after_a_restart_can_be_a_deep_link(server, browser):
+    """Runs first (file order) on a fresh server: a shared link, not the root, is its first page."""
+    url, _, ids = server
+    _first_deep_link(browser, url, ids, "first-visit-upload.png")
+
+
+def test_streamlit_run_serves_a_first_deep_link_through_app_py(server, browser, tmp_path):
+    """The same on a server started by `streamlit run app.py`, which runs a first link to a page
+    as that file alone (`view._leave_pages_directory_mode` sends it through app.py)."""
+    _, store, ids = server
+    db = tmp_path / "store.duckdb"
+    shutil.copyfile(store.path, db)
+    with streamlit_app(db, "streamlit run") as url:
+        _first_deep_link(browser, url, ids, "first-visit-upload-streamlit-run.png")
 
 
 @pytest.mark.parametrize("name", PAGES)

@@ -123,6 +123,7 @@ def _num(value, spec: str) -> str:
 
 
 EXAMPLES = """examples:
+  python -m profiler app                                  the dashboard, on http://localhost:8501
   python -m profiler ingest trace.json.gz                 store a torch.profiler trace
   python -m profiler summary                              one line per stored run (run ids first)
   python -m profiler summary --json                       the same as JSON, every figure
@@ -170,6 +171,12 @@ def build_parser() -> argparse.ArgumentParser:
     summary.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     summary.set_defaults(func=_summary)
 
+    app = sub.add_parser("app", help="the dashboard's server (`streamlit run app.py`, first pages sooner)",
+                         description="Start the dashboard: `streamlit run app.py` with the pages' modules loaded "
+                                     "while the server starts. The store is $PROFILER_DB, else data/traces.duckdb.")
+    app.add_argument("options", nargs="*", metavar="OPTION",
+                     help="any option of `streamlit run` (`streamlit run --help` lists them), e.g. "
+                          "--server.address 127.0.0.1 --server.port 8502")
     for register in _extensions():
         register(sub)
     return parser
@@ -185,6 +192,10 @@ def _extensions() -> list:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["app"] and not {"-h", "--help"} & set(argv):  # every option after it is streamlit's
+        from profiler.present.ui import serve
+        return serve.main(argv[1:])
     args = build_parser().parse_args(argv)
     with terminal.printable_output():  # trace text never drives the terminal (cli/terminal.py)
         return _run(args)

@@ -3,7 +3,7 @@
 Its modules: ``session`` (the store, seeding, page runs, the preload), ``view`` (the URL's view,
 links, errors, the Timeline chart's moves), ``tables`` (tables, downloads, charts), ``columns``
 (the columns of the Kernels page's tables and the Timeline's range), ``work`` (uploads, jobs,
-captures).
+captures); ``serve`` starts the server (`python -m profiler app`), loading the pages' modules.
 
 Store: ``get_store() -> Store`` is the store at ``PROFILER_DB`` (default ``data/traces.duckdb``),
 cached per process, seeded from ``data/samples/`` on a background thread when empty (unless
@@ -73,6 +73,7 @@ _HOME = {
                      "trace_download", "upload_limit_mb"), "work"),
 }
 __all__ = sorted(_HOME)
+MODULES = tuple(dict.fromkeys(_HOME.values()))  # the glue's modules (`serve` loads them before a first page)
 
 
 def __getattr__(name: str):

@@ -32,6 +32,7 @@ TABLE_EVERY_S = 5.0  # while the samples land, the runs table is redrawn at most
 QUIET_S = 3.0  # the preload waits until no page has been drawn for this long (it would slow that page)
 _PAGES = {"running": 0, "last": time.monotonic()}  # page script runs in flight (page_run), and when one last began or ended
 _PAGES_LOCK = threading.Lock()
+PAGE_BEGUN = threading.Event()  # a page's script run has begun in this process (`serve`'s warm-up stops)
 
 
 @st.cache_resource(show_spinner="Opening the trace store…")
@@ -82,6 +83,7 @@ def page_run(page: str) -> Iterator[None]:
 
 
 def _page_started() -> None:
+    PAGE_BEGUN.set()
     with _PAGES_LOCK:
         _PAGES["running"] += 1
         _PAGES["last"] = time.monotonic()

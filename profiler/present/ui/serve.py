@@ -1,0 +1,74 @@
+"""`python -m profiler app [streamlit options]`: the dashboard's server, `streamlit run app.py`
+with the same options, started so that its first page is quick (part of the app glue,
+`profiler.present.ui`).
+
+Two things `streamlit run` cannot do before a first visitor arrives:
+  - load what the pages import (pandas, Altair, the analysis modules: ~0.7 s on 2 cores). Here a
+    thread imports them while the server starts and the browser loads the front end, so the first
+    page, or a shared link opened on a fresh server, finds them loaded;
+  - say that `pages/` is not an old-style pages folder. The app lists its pages itself
+    (`st.navigation` in app.py); `streamlit run` runs the first link to a page after a start as
+    that file alone, and app.py's `view_state` runs it again through app.py (`view`).
+Nothing here changes what a page shows: `streamlit run app.py` serves the same app, slower to
+its first page.
+"""
+from __future__ import annotations
+
+import ast
+import importlib
+import threading
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+APP = ROOT / "app.py"
+PAGES = ROOT / "pages"
+CAPTURE = "profiler.capture"
+
+
+def page_modules(pages: Path = PAGES) -> list[str]:
+    """The project's modules that the page scripts import, read from their source (not run):
+    ``from profiler.x import a, b`` names ``profiler.x.a`` and ``profiler.x.b`` where those are
+    modules (files of the package), else ``profiler.x``. Every module of the app glue (`ui`) too;
+    not the capture layer (`CAPTURE`): torch loads when someone captures, not before."""
+    from profiler.present import ui
+
+    names = [f"profiler.present.ui.{module}" for module in ui.MODULES]
+    for script in sorted(pages.glob("*.py")):
+        for node in ast.walk(ast.parse(script.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("profiler"):
+                folder = ROOT.joinpath(*node.module.split("."))
+                names.append(node.module)
+                names += [f"{node.module}.{a.name}" for a in node.names
+                          if (folder / f"{a.name}.py").is_file() or (folder / a.name / "__init__.py").is_file()]
+            elif isinstance(node, ast.Import):
+                names += [a.name for a in node.names if a.name.startswith("profiler")]
+    return [name for name in dict.fromkeys(names) if not name.startswith(CAPTURE)]
+
+
+def warm(modules: list[str], stop: threading.Event) -> None:
+    """Import each module until ``stop`` is set (a page has begun: it loads the rest itself, with
+    the interpreter to itself; both at once took a cold Compare from 2.5 to 3.5 s). A module that
+    fails to load is left to the page that imports it, which says what is wrong."""
+    for name in modules:
+        if stop.is_set():
+            return
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - a warm-up never stops the server
+            continue
+
+
+def main(argv: list[str]) -> int:
+    """Start the warm-up thread, then the server (returns when it stops)."""
+    from streamlit.runtime.pages_manager import PagesManager
+    from streamlit.web import cli
+
+    from profiler.present.ui import session
+
+    PagesManager.uses_pages_directory = False
+    threading.Thread(target=warm, args=(page_modules(), session.PAGE_BEGUN), name="warm-pages", daemon=True).start()
+    try:
+        cli.main(args=["run", str(APP), *argv], prog_name="streamlit")
+    except SystemExit as done:  # click ends the command by raising it
+        return done.code if isinstance(done.code, int) else 0
+    return 0
