@@ -3,9 +3,10 @@ with the same options, started so that its first page is quick (part of the app 
 `profiler.present.ui`).
 
 Two things `streamlit run` cannot do before a first visitor arrives:
-  - load what the pages import (pandas, Altair, the analysis modules: ~0.7 s on 2 cores). Here a
-    thread imports them while the server starts and the browser loads the front end, so the first
-    page, or a shared link opened on a fresh server, finds them loaded;
+  - load what the pages import (pandas, Altair, the analysis modules: ~1.4 s on 2 cores). Here a
+    thread imports them once the server is up, while the browser loads the front end, until a page
+    begins: the first page, or a shared link opened on a fresh server, finds most of them loaded
+    (not for a store not made yet: the runs page's title and seeding progress come first there);
   - say that `pages/` is not an old-style pages folder. The app lists its pages itself
     (`st.navigation` in app.py); `streamlit run` runs the first link to a page after a start as
     that file alone, and app.py's `view_state` runs it again through app.py (`view`).
@@ -17,6 +18,7 @@ from __future__ import annotations
 import ast
 import importlib
 import threading
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -45,10 +47,23 @@ def page_modules(pages: Path = PAGES) -> list[str]:
     return [name for name in dict.fromkeys(names) if not name.startswith(CAPTURE)]
 
 
-def warm(modules: list[str], stop: threading.Event) -> None:
-    """Import each module until ``stop`` is set (a page has begun: it loads the rest itself, with
-    the interpreter to itself; both at once took a cold Compare from 2.5 to 3.5 s). A module that
-    fails to load is left to the page that imports it, which says what is wrong."""
+def server_up() -> bool:
+    """Whether Streamlit's runtime has started (the server answers from about then)."""
+    from streamlit.runtime import Runtime
+    from streamlit.runtime.runtime import RuntimeState
+
+    return Runtime.exists() and Runtime.instance().state != RuntimeState.INITIAL
+
+
+def warm(modules: list[str], stop: threading.Event, ready=lambda: True, wait_s: float = 60.0) -> None:
+    """Once ``ready()`` (polled; at most ``wait_s``), import each module until ``stop`` is set.
+    Not before the server is up: on 2 cores the imports only delayed its start by as much. Not
+    after a page has begun: that page loads the rest itself with the interpreter to itself (both
+    at once took a cold Compare from 2.5 to 3.5 s). A module that fails to load is left to the
+    page that imports it, which says what is wrong."""
+    deadline = time.monotonic() + wait_s
+    while not ready() and time.monotonic() < deadline and not stop.is_set():
+        time.sleep(0.02)
     for name in modules:
         if stop.is_set():
             return
@@ -66,7 +81,9 @@ def main(argv: list[str]) -> int:
     from profiler.present.ui import session
 
     PagesManager.uses_pages_directory = False
-    threading.Thread(target=warm, args=(page_modules(), session.PAGE_BEGUN), name="warm-pages", daemon=True).start()
+    if Path(session.db_path()).exists():  # a new store's first page draws its title and progress line first
+        threading.Thread(target=warm, args=(page_modules(), session.PAGE_BEGUN, server_up), name="warm-pages",
+                         daemon=True).start()
     try:
         cli.main(args=["run", str(APP), *argv], prog_name="streamlit")
     except SystemExit as done:  # click ends the command by raising it
