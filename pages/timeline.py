@@ -41,7 +41,8 @@ def controls(store, state, runs):
     window = timeline_window.zoom_window(window, extent, 1.0) if window[1] > window[0] else (0, extent)
     window = window_buttons(window, extent, whole)
     full = window == (0, extent)
-    new = state.with_(iteration=None if whole else iteration, window_ns=None if full else window)
+    # the iteration stays in the URL with the whole trace: back to one step, it is the one shown before
+    new = state.with_(iteration=iteration if iteration or not whole else None, window_ns=None if full else window)
     new = new.with_filter("scale", None if scale == "shared" else scale).with_filter("find", found)
     new = new.with_filter("cpu", "one" if collapse else None).with_filter("span", "trace" if whole else None)
     if new != state:

@@ -127,3 +127,18 @@ def test_each_run_its_own_scale_shows_each_whole_trace(pages, page_store, run_id
     assert domains["naive"] == [0.0, naive]
     assert [d for k, d in domains.items() if k != "naive"] and all(
         d == pytest.approx([0.0, rocm]) for k, d in domains.items() if k != "naive")
+
+
+def test_the_iteration_stays_in_the_link_with_the_whole_trace_and_comes_back_with_one_step(pages, page_store, run_ids):
+    at = pages.open("timeline", runs=run_ids[NAIVE], iter="1", span="trace")
+    pages.assert_clean(at)
+    assert _span(at).value == "trace" and at.number_input[0].disabled
+    assert _param(at, "iter") == ["1"]                    # kept, not dropped, while the whole trace shows
+    _span(at).set_value("step").run()
+    pages.assert_clean(at)
+    assert at.number_input[0].value == 1 and _param(at, "iter") == ["1"]
+    gpu = _spec(at)["vconcat"][0]
+    assert gpu["layer"][0]["encoding"]["x"]["scale"]["domain"] == [0.0, 400.0]   # ProfilerStep#1's 400 µs
+    kernels = [r["start_us"] for r in _bars(gpu) if r["kind"] == "kernel"]
+    assert kernels == [60.0]
+    assert "ProfilerStep#1" in _spec(at)["vconcat"][1]["title"]["subtitle"]
