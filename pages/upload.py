@@ -14,8 +14,13 @@ st.markdown(
     "The rank traces of one distributed run (several files, or one `.zip`) become one job when "
     "you give it a name.")
 
+CHOOSE = {"files": "Files", "folder": "A folder"}
+choose = st.segmented_control("Choose", list(CHOOSE), format_func=CHOOSE.get, default="files", required=True,
+                              help="A folder: every .json, .json.gz and .zip in it and its subfolders (the "
+                                   "rank traces of one job, say), chosen at once.")
 with st.form("upload", clear_on_submit=True, border=False):
-    files = st.file_uploader("Trace files", type=["json", "gz", "zip"], accept_multiple_files=True,
+    files = st.file_uploader("Trace folder" if choose == "folder" else "Trace files", type=["json", "gz", "zip"],
+                             accept_multiple_files="directory" if choose == "folder" else True,
                              help=f"At most {limit:,} MB per file (server.maxUploadSize).")
     job = st.text_input("Job name (optional)", max_chars=120,
                         help="Store the files as the ranks of one job; ranks come from each trace's "

@@ -67,3 +67,20 @@ def test_a_bad_file_stops_the_job_unless_left_out(pages, empty_store, ranks):
     assert not at.exception and not at.error
     assert at.warning[0].value.startswith("Left out: rank5.json: is truncated")  # markup.md: nothing to escape
     assert job_queries.manifest(empty_store, "cut")["ranks_present"] == [0, 2, 3]
+
+
+def test_a_folder_of_rank_traces_can_be_chosen_and_becomes_one_job(pages, empty_store, ranks):
+    at = pages.open("upload")
+    (choose,) = [b for b in at.button_group if b.label == "Choose"]
+    assert not at.file_uploader[0].proto.accept_directory      # files by default
+    choose.set_value("folder").run()
+    pages.assert_clean(at)
+    uploader = at.file_uploader[0]
+    assert uploader.proto.accept_directory and uploader.proto.multiple_files and uploader.label == "Trace folder"
+    uploader.set_value(ranks)
+    at.text_input[0].input("dlrm-folder")
+    next(b for b in at.button if b.label == "Add to the store").click()
+    at.run()
+    pages.assert_clean(at)
+    assert "Job dlrm-folder: 3 of 8 ranks stored; missing ranks: 1, 4-7." in [s.value for s in at.success]
+    assert job_queries.job_list(empty_store)["job"].tolist() == ["dlrm-folder"]
