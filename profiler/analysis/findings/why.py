@@ -16,18 +16,14 @@ from __future__ import annotations
 import pandas as pd
 
 from profiler.analysis.reads import kept, op_costs, op_pricing, roofline, run_queries
+from profiler.analysis.reads.units import binary_size
 from profiler.analysis.model import kernel_names, rating
 from profiler.analysis.model.costmodel import PRECISION_BYTES
 from profiler.analysis.findings.finding import Finding
 from profiler.storage.session import StoreHandle
 
-GIB, MIB = 2**30, 2**20
 SAME_BYTES_RATIO = 1.5   # closer than this, bytes moved do not explain a difference
 MIN_COVERAGE_PCT = 50.0  # a byte total speaks for a run only where modelled ops cover this much of its kernel time
-
-
-def _size(n: float) -> str:
-    return f"{n / GIB:.2f} GiB" if n >= GIB else f"{n / MIB:.1f} MiB"
 
 
 def _iteration(calls: pd.DataFrame) -> pd.DataFrame:
@@ -88,13 +84,13 @@ def _bytes_finding(labels: dict, totals: pd.DataFrame, calls: pd.DataFrame, a: s
     big, small = rows.at[more, "bytes_per_iter"], rows.at[less, "bytes_per_iter"]
     if not small or big / small < SAME_BYTES_RATIO:
         return []
-    text = (f"{labels[more]} moves {_size(big)} per iteration, {labels[less]} {_size(small)}: "
+    text = (f"{labels[more]} moves {binary_size(big)} per iteration, {labels[less]} {binary_size(small)}: "
             f"{big / small:.1f}x more bytes through memory (modelled ops cover {covered[more]:.1f}% and "
             f"{covered[less]:.1f}% of their kernel time)")
     scores = score_matrix(calls[calls["run_id"] == more])
     if scores:
         text += (f". The {scores['shape'].replace('x', '×')} {scores['dtype']} score matrix "
-                 f"({_size(scores['bytes'])}) is written by the first GEMM, re-read and rewritten by "
+                 f"({binary_size(scores['bytes'])}) is written by the first GEMM, re-read and rewritten by "
                  f"{', '.join(dict.fromkeys(o.removeprefix('aten::') for o in scores['ops']))}, and "
                  f"read by the second GEMM")
     attention = calls[(calls["run_id"] == less) & (calls["kind"] == "attention")]

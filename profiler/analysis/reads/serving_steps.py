@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass
 
 from profiler.analysis.model.costmodel import PRECISION, OpCost
+from profiler.analysis.reads.units import binary_size
 from profiler.vocab import attention
 
 STEP = re.compile(attention.SERVING_STEP)
@@ -154,5 +155,5 @@ def price(step: StepBatch, dims_text: str | None, types_text: str | None) -> dic
     reason = (f"priced from the step annotation {step.annotation!r} ({step.kind}: "
               f"{step.context.sq + step.generation.sq:,} queries over {step.context.sk + step.generation.sk:,} "
               f"keys, {h.q_heads} Q / {h.kv_heads} K/V heads of {h.head_dim}): {f / 1e9:,.3f} GFLOP, "
-              f"{b / 2**20:,.1f} MiB; {UPPER_BOUND}")
+              f"{binary_size(b)}; {UPPER_BOUND}")
     return {"flops": f, "bytes": b, "kind": step.kind, "annotation": step.annotation, "reason": reason}
