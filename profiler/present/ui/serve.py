@@ -23,20 +23,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
 APP = ROOT / "app.py"
-PAGES = ROOT / "pages"
 CAPTURE = "profiler.capture"
 
 
-def page_modules(pages: Path = PAGES) -> list[str]:
+def page_modules() -> list[str]:
     """The project's modules that the page scripts import, read from their source (not run):
     ``from profiler.x import a, b`` names ``profiler.x.a`` and ``profiler.x.b`` where those are
     modules (files of the package), else ``profiler.x``. Every module of the app glue (`ui`) too;
     not the capture layer (`CAPTURE`): torch loads when someone captures, not before."""
-    from profiler.present import ui
+    from profiler.present import sitemap, ui
 
     names = [f"profiler.present.ui.{module}" for module in ui.MODULES]
-    for script in sorted(pages.glob("*.py")):
-        for node in ast.walk(ast.parse(script.read_text(encoding="utf-8"))):
+    for page in sitemap.SITE:  # the one list of pages
+        for node in ast.walk(ast.parse((ROOT / page.file).read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("profiler"):
                 folder = ROOT.joinpath(*node.module.split("."))
                 names.append(node.module)
