@@ -260,7 +260,7 @@ def test_a_worker_preloads_its_variants_modules_and_leaves_failures_to_the_build
 
     from profiler.capture import worker
     sys.modules.pop("colorsys", None)
-    assert worker._preload(["colorsys", "no_such_module_here", "json"]) == ["colorsys", "json"]
+    assert worker.preload_modules(["colorsys", "no_such_module_here", "json"]) == ["colorsys", "json"]
     assert "colorsys" in sys.modules
     assert VARIANTS["naive_compiled"].preload
     assert VARIANTS["flashinfer_fa3"].preload == VARIANTS["flash_attn_4"].preload == ()  # their imports initialise CUDA

@@ -38,7 +38,7 @@ def test_without_ncu_the_reason_names_what_to_install(monkeypatch, tmp_path):
 
 def test_why_a_run_under_ncu_left_no_report_is_one_line():
     def ran(stdout: str, stderr: str = "", code: int = 1) -> str:
-        return counters._failure(subprocess.CompletedProcess([], code, stdout, stderr))
+        return counters.ncu_failure(subprocess.CompletedProcess([], code, stdout, stderr))
     # ncu's own words on a machine that keeps the counters from users, and when nothing ran
     assert "does not let ncu read the GPU's performance counters" in ran(
         "==PROF== Connected to process 1\n==ERROR== ERR_NVGPUCTRPERM - The user does not have permission "

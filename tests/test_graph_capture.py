@@ -24,6 +24,6 @@ def test_the_flag_reaches_the_worker_and_the_capture_trace_sits_beside_the_repla
     from profiler.capture.config import CaptureConfig
 
     config = CaptureConfig(variants=("sdpa_math",), device="cpu", cuda_graph=True)
-    assert worker._from_json(worker._to_json(config)).cuda_graph is True
+    assert worker.config_from_json(worker.config_to_json(config)).cuda_graph is True
     replay = Path("/x/sdpa_flash_b8_warm_20260101T000000Z.json.gz")
     assert graphed.capture_path(replay).name == "sdpa_flash_b8_warm_20260101T000000Z.capture.json.gz"

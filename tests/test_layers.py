@@ -29,7 +29,7 @@ and reads no store; reads/ holds the queries over the store and the rows they re
 the model (kernel details, op prices, roofline points); findings/ says things about runs. storage's
 jobs/ (rank files, the job views, chunks and parallel parsing) stands on the store core.
 
-KNOWN, KNOWN_PRIVATE and KNOWN_WINGS list the violations the code still has, each with its reason;
+KNOWN and KNOWN_WINGS list the violations the code still has, each with its reason;
 a test fails once one of them is gone, so the lists only shrink.
 """
 from __future__ import annotations
@@ -67,25 +67,6 @@ KNOWN: dict[tuple[str, str], str] = {
         "the Profile page lists variants, dtypes and their availability; ui could pass them on",
     ("pages/runs.py", "profiler.storage.catalog"):
         "the Runs page renames and deletes runs through the catalog directly; ui could wrap it",
-}
-
-
-# (importing file, "module.name") -> why a private name still crosses modules
-KNOWN_PRIVATE: dict[tuple[str, str], str] = {
-    **{("profiler/capture/graphed.py", f"profiler.capture.measure.{n}"): "capture's timing helpers: public at "
-       "the capture owner's next change" for n in ("_attempt", "_sync")},
-    **{("profiler/capture/inprocess.py", f"profiler.capture.measure.{n}"): "capture's timing helpers: public at "
-       "the capture owner's next change" for n in ("_attempt", "_clear_cublas_workspaces", "_sync")},
-    ("profiler/capture/worker.py", "profiler.capture.inprocess._Capture"):
-        "the in-process capture class: public at the capture owner's next change",
-    ("profiler/capture/recorder.py", "profiler.capture.inprocess._Capture"):
-        "the in-process capture class: public at the capture owner's next change",
-    ("profiler/capture/l2check.py", "profiler.capture.counters._first_error"):
-        "ncu's first error line: public at the capture owner's next change",
-    ("tests/test_capture.py", "profiler.capture.worker._preload"): "capture's worker, tested from outside",
-    ("tests/test_graph_capture.py", "profiler.capture.worker._from_json"): "capture's worker, tested from outside",
-    ("tests/test_graph_capture.py", "profiler.capture.worker._to_json"): "capture's worker, tested from outside",
-    ("tests/test_counters_capture.py", "profiler.capture.counters._failure"): "capture's ncu runner, tested from outside",
 }
 
 
@@ -219,13 +200,8 @@ def private_violations() -> set[tuple[str, str]]:
 
 
 def test_no_private_name_is_taken_from_another_module():
-    bad = sorted(private_violations() - set(KNOWN_PRIVATE))
+    bad = sorted(private_violations())
     assert not bad, f"{bad}: make the name public in its home module (or move the code that needs it)"
-
-
-def test_every_known_private_import_is_still_there():
-    gone = sorted(set(KNOWN_PRIVATE) - private_violations())
-    assert not gone, f"fixed, remove from KNOWN_PRIVATE: {gone}"
 
 
 def test_the_private_check_sees_imports_and_attributes(tmp_path, monkeypatch):

@@ -101,12 +101,12 @@ def collect(request: dict, csv_path: Path, metrics: list[str], timeout_s: float 
                                  timeout=timeout_s, env=env, cwd=tmp)
         except subprocess.TimeoutExpired:
             return Counted(variant, None, time.perf_counter() - started, f"ncu ran past {timeout_s:.0f} s")
-        reason = _failure(run) if not report.is_file() else None
+        reason = ncu_failure(run) if not report.is_file() else None
         if reason is None:
             export = subprocess.run([ncu, "--import", str(report), "--csv", "--page", "raw", "--print-units", "base"],
                                     capture_output=True, text=True, timeout=timeout_s)
             if export.returncode != 0 or not export.stdout.strip():
-                reason = f"ncu could not export its report: {_first_error(export.stderr + export.stdout)}"
+                reason = f"ncu could not export its report: {ncu_error_line(export.stderr + export.stdout)}"
             else:
                 csv_path.parent.mkdir(parents=True, exist_ok=True)
                 csv_path.write_text(export.stdout, encoding="utf-8")
@@ -114,7 +114,7 @@ def collect(request: dict, csv_path: Path, metrics: list[str], timeout_s: float 
     return Counted(variant, None if reason else csv_path, seconds, reason)
 
 
-def _failure(run: subprocess.CompletedProcess) -> str:
+def ncu_failure(run: subprocess.CompletedProcess) -> str:
     """Why a run under ncu left no report, in one line: the counted call's own reason, ncu's
     first error (ERR_NVGPUCTRPERM: the machine does not let users read the counters), or the status."""
     for line in reversed(run.stdout.splitlines()):
@@ -127,10 +127,10 @@ def _failure(run: subprocess.CompletedProcess) -> str:
         return "this machine does not let ncu read the GPU's performance counters (ERR_NVGPUCTRPERM)"
     if "No kernels were profiled" in text:
         return "ncu counted no kernel in the call"
-    return _first_error(text) or f"ncu exited with status {run.returncode}"
+    return ncu_error_line(text) or f"ncu exited with status {run.returncode}"
 
 
-def _first_error(text: str) -> str:
+def ncu_error_line(text: str) -> str:
     for line in text.splitlines():
         if "==ERROR==" in line:
             return line.split("==ERROR==", 1)[1].strip()[:200]

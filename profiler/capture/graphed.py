@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 from torch.profiler import ProfilerAction, record_function
 
-from profiler.capture.measure import _attempt, _sync, label, time_calls, write_meta
+from profiler.capture.measure import attempt, sync, label, time_calls, write_meta
 
 CAPTURE_SUFFIX = ".capture.json.gz"
 
@@ -39,12 +39,12 @@ def _build(fn, inputs):
 
 
 def warm_graphed(run, prof, variant: str, fn, seq_len: int, inputs, repeat: int, error) -> str | None:
-    """One warm run of `variant` in graph mode (`run`: the process's `inprocess._Capture`, already
+    """One warm run of `variant` in graph mode (`run`: the process's `inprocess.InProcessCapture`, already
     warmed up); None when written, else why it could not run."""
     c = run.config
     if c.device != "cuda":
         return "graph mode needs a CUDA GPU"
-    graph, reason = _attempt(lambda: _build(fn, inputs))
+    graph, reason = attempt(lambda: _build(fn, inputs))
     if reason is not None:
         return reason
     replay_path = run.config.out_dir / f"{run.begin(variant, seq_len, False, repeat)}_{run.stamp}.json.gz"
@@ -57,7 +57,7 @@ def warm_graphed(run, prof, variant: str, fn, seq_len: int, inputs, repeat: int,
         with record_function(label(variant)), torch.cuda.graph(graph):
             fn(*inputs)
         torch.cuda.synchronize()
-    _, reason = _attempt(record_capture)
+    _, reason = attempt(record_capture)
     run.close(prof)
     if reason is not None:
         cap_path.unlink(missing_ok=True)
@@ -72,17 +72,17 @@ def warm_graphed(run, prof, variant: str, fn, seq_len: int, inputs, repeat: int,
             run.driver.enter(prof, action)
             with record_function(label(variant)):
                 graph.replay()
-            _sync(c.device)
-    _, reason = _attempt(replays)
+            sync(c.device)
+    _, reason = attempt(replays)
     run.close(prof)
     if reason is not None:
         replay_path.unlink(missing_ok=True)
         cap_path.unlink(missing_ok=True)
         return reason
-    eager, reason = _attempt(lambda: time_calls(fn, inputs, c.device, c.timing_calls))
+    eager, reason = attempt(lambda: time_calls(fn, inputs, c.device, c.timing_calls))
     if reason is not None:
         return reason
-    timed, reason = _attempt(lambda: time_calls(lambda: graph.replay(), (), c.device, c.timing_calls))
+    timed, reason = attempt(lambda: time_calls(lambda: graph.replay(), (), c.device, c.timing_calls))
     if reason is not None:
         return reason
     numbers = {"wall_us_per_call": eager[0], "wall_calls": c.timing_calls, "graph_us_per_call": timed[0],

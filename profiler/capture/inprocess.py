@@ -42,7 +42,7 @@ from torch.profiler import ProfilerAction, ProfilerActivity, profile, record_fun
 
 from profiler.capture import graphed, record as measurement
 from profiler.capture.config import MAX_WARMUP_CALLS, CaptureConfig, Progress, RunOutcome, run_name, runs_per_variant
-from profiler.capture.measure import (_attempt, _clear_cublas_workspaces, _sync, graph_time, label, run_meta,
+from profiler.capture.measure import (attempt, clear_cublas_workspaces, sync, graph_time, label, run_meta,
                                       time_calls, write_meta)
 from profiler.capture.variants import Variant, get_variant
 from profiler.capture.attention_fns import make_inputs, reference_attention, reference_train, relative_error, train_step
@@ -69,7 +69,7 @@ class _Driver:
         prof.step()
 
 
-class _Capture:
+class InProcessCapture:
     """Every asked-for variant and length in this process (a worker's share, or all of it)."""
 
     def __init__(self, config: CaptureConfig, progress: Progress | None, extra: Iterable[Variant],
@@ -108,7 +108,7 @@ class _Capture:
         c = self.config
         inputs = make_inputs(c.batch, c.heads, seq_len, c.head_dim, c.dtype, c.device, c.seed,
                              kv_heads=c.n_kv_heads, kv_len=c.kv_len_of(seq_len), train=c.mode == "train")
-        _sync(c.device)
+        sync(c.device)
         self.before, self.reference = [], None
         for variant in self.variants:
             reason = self.variant(prof, variant, seq_len, inputs)
@@ -134,7 +134,7 @@ class _Capture:
                 self.reference = (reference_attention(*inputs[:3], causal=self.config.causal, spec=spec).cpu(),)
             if self.config.device == "cuda":  # leave no reference-sized blocks or cuBLAS workspace behind
                 torch.cuda.synchronize()
-                _clear_cublas_workspaces()
+                clear_cublas_workspaces()
                 torch.cuda.empty_cache()
         if self.config.mode != "train":
             return relative_error(out, self.reference[0])
@@ -148,7 +148,7 @@ class _Capture:
         if reason is not None:
             return reason
         self.tell(variant.name, f"s{seq_len}: preparing")
-        fn, reason = _attempt(lambda: variant.build(self.config.setting()))
+        fn, reason = attempt(lambda: variant.build(self.config.setting()))
         if reason is None and self.config.mode == "train":
             fn = train_step(fn)
         if reason is None and self.config.cold:
@@ -202,7 +202,7 @@ class _Capture:
             with record_function(label(variant)):
                 return time_calls(fn, inputs, device, 1)
         sampler = measurement.sampler(device)
-        timed, reason = _attempt(call)
+        timed, reason = attempt(call)
         gpu = sampler.stop() if sampler else None
         path = self.close(prof)
         if reason is not None:
@@ -210,7 +210,7 @@ class _Capture:
                 path.unlink()
             return reason
         us, out = timed
-        error, reason = _attempt(lambda: self.check(out, inputs))
+        error, reason = attempt(lambda: self.check(out, inputs))
         if reason is not None:
             return reason
         numbers = {"wall_us_per_call": us, "wall_calls": 1, "graph_us_per_call": None, "graph_calls": 0,
@@ -229,14 +229,14 @@ class _Capture:
             error = self.check(out, inputs) if repeat == 0 else None
             for _ in range(max(0, c.warmup_calls - 1)):
                 fn(*inputs)
-            _sync(c.device)
+            sync(c.device)
             until, calls = time.perf_counter() + c.warmup_s, c.warmup_calls
             while time.perf_counter() < until and calls < MAX_WARMUP_CALLS:  # one call at a time: GPU time
                 fn(*inputs)
-                _sync(c.device)
+                sync(c.device)
                 calls += 1
             return error
-        error, reason = _attempt(warm_up)
+        error, reason = attempt(warm_up)
         if reason is not None:
             return reason
         if c.cuda_graph:  # captured into a CUDA graph, replayed under the profiler (graphed.py)
@@ -252,8 +252,8 @@ class _Capture:
                 self.driver.enter(prof, action)
                 with record_function(label(variant)):
                     fn(*inputs)
-                _sync(c.device)
-        _, reason = _attempt(profiled_steps)
+                sync(c.device)
+        _, reason = attempt(profiled_steps)
         path = self.close(prof)
         if reason is not None:
             if sampler:
@@ -262,7 +262,7 @@ class _Capture:
                 path.unlink()
             return reason
         self.tell(variant, f"s{seq_len}: timing{again}")
-        timed, reason = _attempt(lambda: time_calls(fn, inputs, c.device, c.timing_calls))
+        timed, reason = attempt(lambda: time_calls(fn, inputs, c.device, c.timing_calls))
         if reason is not None:
             if sampler:
                 sampler.stop()

@@ -105,7 +105,7 @@ def check(request: dict, timeout_s: float = TIMEOUT_S) -> dict:
         try:
             got[label] = first_kernel(run.stdout, f"ncu ({label})")
         except CheckError as e:
-            return {"cold": None, "said": f"not checked: {e}; {counters._first_error(run.stderr)}"}
+            return {"cold": None, "said": f"not checked: {e}; {counters.ncu_error_line(run.stderr)}"}
     return verdict(got["as_run"], got["flushed"])
 
 

@@ -15,7 +15,7 @@ from profiler.errors import ProfilerError
 from profiler.capture.config import METADATA_KEY, TOLERANCE, CaptureConfig
 
 
-def _attempt(thunk):
+def attempt(thunk):
     """(value, None) or (None, a one-line reason): a failing variant never stops the capture."""
     try:
         return thunk(), None
@@ -26,7 +26,7 @@ def _attempt(thunk):
         return None, f"{type(exc).__name__}: {lines[0][:200] if lines else 'no message'}"
 
 
-def _sync(device: str) -> None:
+def sync(device: str) -> None:
     if device == "cuda":
         torch.cuda.synchronize()
 
@@ -75,11 +75,11 @@ def graph_time(fn, inputs, device: str, calls: int) -> tuple[float | None, str |
     finally:
         graph = None  # the graph's memory goes before the cache is emptied
         torch.cuda.synchronize()
-        _clear_cublas_workspaces()  # the side stream got a cuBLAS workspace of its own
+        clear_cublas_workspaces()  # the side stream got a cuBLAS workspace of its own
         torch.cuda.empty_cache()
 
 
-def _clear_cublas_workspaces() -> None:
+def clear_cublas_workspaces() -> None:
     if hasattr(torch._C, "_cuda_clearCublasWorkspaces"):
         torch._C._cuda_clearCublasWorkspaces()
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from profiler.capture.config import CaptureConfig, Progress, RunOutcome, validate
-from profiler.capture.inprocess import _Capture
+from profiler.capture.inprocess import InProcessCapture
 from profiler.capture.variants import Variant
 from profiler.capture.worker import capture_isolated
 
@@ -29,7 +29,7 @@ def capture(config: CaptureConfig, progress: Progress | None = None,
     if config.isolate and not extra:
         outcomes = capture_isolated(config, progress)
     else:
-        outcomes = _Capture(config, progress, extra).run()
+        outcomes = InProcessCapture(config, progress, extra).run()
     if progress:
         profiled = sum(o.path is not None for o in outcomes)
         progress("", 1.0, f"{profiled} of {len(outcomes)} runs profiled")

@@ -5,7 +5,7 @@
 runs are asked for, so every cold call is the first of its process. Each worker gets an empty,
 private CUDA compute cache (``CUDA_CACHE_PATH``) and fresh compile caches (torch inductor,
 Triton, flashinfer) in a temporary folder, or the ones kept under ``config.compile_cache``. The
-worker reads its share of the config as JSON on stdin, runs it with ``capture._Capture``, and
+worker reads its share of the config as JSON on stdin, runs it with ``capture.InProcessCapture``, and
 writes JSON lines on stdout: ``{"progress": [variant, fraction, message]}`` and finally
 ``{"outcomes": [...]}``. The parent relays progress, and while a worker is quiet (a first-use
 compile) reports the seconds it has waited. The next workers are started while one measures, so
@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from profiler.capture import attention_fns, config as cap, variants
-from profiler.capture.inprocess import _Capture
+from profiler.capture.inprocess import InProcessCapture
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HEARTBEAT_S = 2.0
@@ -73,14 +73,14 @@ def _jobs(config: cap.CaptureConfig) -> list[cap.CaptureConfig]:
     return jobs
 
 
-def _to_json(config: cap.CaptureConfig) -> str:
+def config_to_json(config: cap.CaptureConfig) -> str:
     data = asdict(config)
     data["out_dir"] = str(config.out_dir)
     data["compile_cache"] = str(config.compile_cache) if config.compile_cache else None
     return json.dumps(data)
 
 
-def _from_json(text: str) -> cap.CaptureConfig:
+def config_from_json(text: str) -> cap.CaptureConfig:
     data = json.loads(text)
     for key in ("variants", "seq_lens"):
         data[key] = tuple(data[key])
@@ -138,7 +138,7 @@ class _Worker:
         """Send the request, relay progress, and return the worker's outcomes (or every run
         skipped with the worker's last words)."""
         try:
-            request = json.dumps({"config": json.loads(_to_json(self.job)), "caches": self.caches})
+            request = json.dumps({"config": json.loads(config_to_json(self.job)), "caches": self.caches})
             try:
                 self.proc.stdin.write(request.encode())
                 self.proc.stdin.close()
@@ -235,7 +235,7 @@ def capture_isolated(config: cap.CaptureConfig, progress: cap.Progress | None) -
     return outcomes
 
 
-def _preload(modules: list[str]) -> list[str]:
+def preload_modules(modules: list[str]) -> list[str]:
     """Import what the variant's build will import; a module that fails to import is left for
     the build to report in its own words."""
     loaded = []
@@ -250,10 +250,10 @@ def _preload(modules: list[str]) -> list[str]:
 
 def main() -> int:
     started = time.monotonic()
-    preloaded = _preload([m for m in (sys.argv[1] if len(sys.argv) > 1 else "").split(",") if m])
+    preloaded = preload_modules([m for m in (sys.argv[1] if len(sys.argv) > 1 else "").split(",") if m])
     imported_s = time.monotonic() - started
     request = json.loads(sys.stdin.read())  # torch, the capture code and the preloads are imported by now
-    config = _from_json(json.dumps(request["config"]))
+    config = config_from_json(json.dumps(request["config"]))
 
     def progress(variant: str, fraction: float, message: str) -> None:
         print(json.dumps({"progress": [variant, fraction, message]}), flush=True)
@@ -262,7 +262,7 @@ def main() -> int:
     process = {"pid": os.getpid(), "fresh": True, "caches": request["caches"], "preloaded": preloaded,
                "preload_s": round(imported_s, 2), "waited_s": round(time.monotonic() - started - imported_s, 2),
                "cuda_initialized_before_turn": torch.cuda.is_initialized()}
-    outcomes = _Capture(config, progress, (), process=process).run()
+    outcomes = InProcessCapture(config, progress, (), process=process).run()
     print(json.dumps({"outcomes": [_outcome_json(o) for o in outcomes]}), flush=True)
     # every trace is written and closed: skip the interpreter's teardown (compiler worker pools
     # take seconds to shut down)
