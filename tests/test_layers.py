@@ -53,8 +53,6 @@ WINGS: dict[str, list[str | None]] = {"analysis": ["model", "reads", "findings"]
 KNOWN_WINGS: dict[tuple[str, str], str] = {
     ("profiler.storage.store", "profiler.storage.jobs.job_views"):
         "Store.connect(jobs=True) attaches the job views to a read's cursor (a lazy import)",
-    ("profiler.storage.store", "profiler.storage.jobs.chunked_ingest"):
-        "Store.ingest hands a large plain-JSON upload to chunked ingest's worker processes (a lazy import)",
 }
 
 # (importing file, imported module) -> why it is still there

@@ -35,7 +35,8 @@ def _ingest(args: argparse.Namespace) -> int:
     for path in args.files:
         bar = ProgressBar(Path(path).name, delay_s=1.0)
         try:
-            result = store.ingest(path, progress=bar.update, keep_python=args.python_functions, workers=workers)
+            result = chunked_ingest.ingest_file(store, path, workers, progress=bar.update,
+                                                keep_python=args.python_functions)
         except (errors.StoreLockedError, errors.NotAStoreError):
             bar.close()
             raise  # the same for every file that follows

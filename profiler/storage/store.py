@@ -156,7 +156,7 @@ class Store:
 
     def ingest(self, src: trace.Source, name: str | None = None, *, source: str = "uploaded",
                progress: trace.Progress | None = None, keep_python: bool = False,
-               max_bytes: int | None = None, keep_metrics: bool = True, workers: int = 1) -> IngestResult:
+               max_bytes: int | None = None, keep_metrics: bool = True) -> IngestResult:
         """Ingest one trace (path, bytes or binary file-like; gzip or plain JSON), of at most
         `max_bytes` once decompressed (default `trace.DEFAULT_MAX_BYTES`).
 
@@ -165,21 +165,14 @@ class Store:
         (`duplicate`: only when that id really is in the store). What was skipped or stored as
         missing is counted in `notes`. `keep_metrics=False` leaves the run's metrics rows to the
         caller (`metrics.store_runs` of many runs at once: a job's batch of ranks, rank_task.py).
-        With `workers` > 1, a large plain-JSON file at a path is parsed in chunks by that many
-        processes (profiler/storage/jobs/chunked_ingest.py), with the same rows.
+        A large plain-JSON file parsed in chunks by several processes, with the same rows:
+        `chunked_ingest.ingest_file` (profiler/storage/jobs/).
         """
         if self.read_only:
             raise errors.StoreError(f"{self.label} was opened read-only.")
         from profiler.parse import trace
 
         started = time.perf_counter()
-        if workers > 1 and max_bytes is None and keep_metrics and isinstance(src, (str, os.PathLike)):
-            from profiler.storage.jobs import chunked_ingest
-
-            done = chunked_ingest.ingest(self, src, workers, source=source, keep_python=keep_python,
-                                         progress=progress)
-            if done is not None:
-                return done
         max_bytes = trace.DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
         summary, staging = commit.parse(src, name, max_bytes, keep_python, progress)
         return self.ingest_staged(summary, staging, source=source, started=started,

@@ -61,6 +61,15 @@ def _warm() -> int:
     return os.getpid()
 
 
+def ingest_file(store, path: str | os.PathLike, workers: int, *, source: str = "uploaded",
+                keep_python: bool = False, progress: Callable[[float], None] | None = None):
+    """`store.ingest(path)` with the same rows, parsed in chunks on `workers` processes where the
+    file is large plain JSON (`ingest`), whole otherwise."""
+    done = ingest(store, path, workers, source=source, keep_python=keep_python, progress=progress)
+    return done if done is not None else store.ingest(path, source=source, progress=progress,
+                                                       keep_python=keep_python)
+
+
 def ingest(store, path: str | os.PathLike, workers: int, *, source: str = "uploaded", keep_python: bool = False,
            progress: Callable[[float], None] | None = None, chunk_bytes: int | None = None):
     """The `IngestResult` of ingesting the plain-JSON file at `path` in chunks on `workers`
