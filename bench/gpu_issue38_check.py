@@ -2,6 +2,7 @@
 
     python -m bench.gpu_issue38_check SAMPLES_DIR WORK_DIR OUT_DIR
     python -m bench.gpu_issue38_check --plain SAMPLES_DIR OUT_DIR     # 3. alone, over committed samples
+    python -m bench.gpu_issue38_check --paired SAMPLES_DIR OUT_DIR    # 3. counted afresh, in turns
 
 1. Ceilings: WORK_DIR/ceilings_1.json against ceilings_2.json (two measurements minutes apart):
    each value's difference in %, ok within 3 %.
@@ -11,6 +12,11 @@
    --cache-control all`, the same settings as the capture's) of the same call as the capture
    counted, for one workload of every mode (`PLAIN`: prefill, decode at 8k twice, prefill with GQA,
    train, window, packed lengths): each metric's difference in points, ok within 1 pt. Both CSVs are read here with the csv module alone.
+   `--paired` counts each workload afresh on this GPU, the capture's way (`counters.collect`, the
+   metrics the tool reads) and the plain way in turns, ROUNDS times each, and compares the medians:
+   the committed counters may come from another machine of the same model, and a kernel of a few
+   microseconds reads differently from one ncu run to the next (the plain runs' own spread is
+   reported beside each difference).
 4. Records: every trace carries "record"; its sampler, sample count, mean SM clock, throttling.
 5. L2: each cold run's "l2_check" (its first kernel's DRAM reads as run and after a flush).
 6. Idle against loaded: default/'s sdpa_flash against loaded/'s (the same call captured while
@@ -138,6 +144,66 @@ def plain(samples: Path, out: Path) -> dict:
     return found
 
 
+ROUNDS = 3
+
+
+def _plain_cmd(ncu: str, request: dict) -> list[str]:
+    return [ncu, "--profile-from-start", "off", *counters.SETTINGS, "--section", "SpeedOfLight", "--section",
+            "Occupancy", "--csv", "--page", "raw", "--print-units", "base", sys.executable, "-m",
+            "profiler.capture.counted", json.dumps(request)]
+
+
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2
+
+
+def paired(samples: Path, out: Path) -> dict:
+    """Each PLAIN workload counted ROUNDS times the tool's way and the plain way, in turns."""
+    from profiler.parse.ncu import METRIC_RUNS
+
+    ncu = counters.find_ncu()
+    if ncu is None:
+        return {"error": "no ncu"}
+    found = {}
+    for part, stem in PLAIN:
+        traces = sorted((samples / part).glob(f"{stem}_*warm*.json.gz"))
+        if not traces:
+            found[stem] = {"error": "no trace"}
+            continue
+        request = {k: _meta(traces[0]).get(k) for k in counters.REQUEST_KEYS}
+        request["seed"] = 0
+        tool_runs, plain_runs = [], []
+        for i in range(ROUNDS):
+            path = out / f"paired_{stem}_tool{i}.csv"
+            got = counters.collect(request, path, METRIC_RUNS)
+            tool_runs.append(_rows(path.read_text()) if path.is_file() else [])
+            if not path.is_file():
+                found[stem] = {"error": f"tool: {got}"[:300]}
+                break
+            run = subprocess.run(_plain_cmd(ncu, request), capture_output=True, text=True, timeout=120, cwd=ROOT)
+            (out / f"paired_{stem}_plain{i}.csv").write_text(run.stdout)
+            plain_runs.append(_rows(run.stdout))
+        if stem in found:
+            continue
+        kernels = []
+        for k, a in enumerate(tool_runs[0]):
+            name = a.get("Kernel Name", "")
+            diffs, spread = {}, {}
+            for key, m in COMPARED.items():
+                ours = [_num(r[k].get(m)) for r in tool_runs if k < len(r) and r[k].get("Kernel Name") == name]
+                theirs = [_num(r[k].get(m)) for r in plain_runs if k < len(r) and r[k].get("Kernel Name") == name]
+                ours, theirs = [x for x in ours if x is not None], [x for x in theirs if x is not None]
+                if ours and theirs:
+                    diffs[key] = round(_median(ours) - _median(theirs), 2)
+                    spread[key] = round(max(theirs) - min(theirs), 2)
+            kernels.append({"kernel": name[:80], "tool_minus_plain_pt": diffs, "plain_spread_pt": spread,
+                            "ok": bool(diffs) and all(abs(d) <= 1.0 for d in diffs.values())})
+        found[stem] = {"rounds": ROUNDS, "kernels": kernels,
+                       "settings": " ".join(counters.SETTINGS) + " (both ways, in turns)"}
+    return found
+
+
 def records(samples: Path) -> dict:
     out = {}
     for trace in sorted(samples.rglob("*.json.gz")):
@@ -172,10 +238,10 @@ def loaded(samples: Path, work: Path) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    if argv[0] == "--plain":
+    if argv[0] in ("--plain", "--paired"):
         samples, out = Path(argv[1]), Path(argv[2])
-        found = plain(samples, out)
-        (out / "plain.json").write_text(json.dumps(found, indent=2))
+        found = (plain if argv[0] == "--plain" else paired)(samples, out)
+        (out / f"{argv[0][2:]}.json").write_text(json.dumps(found, indent=2))
         ok = [p.get("ok") for f in found.values() for p in f.get("kernels", [])]
         print(f"plain ncu: {sum(bool(o) for o in ok)} of {len(ok)} kernels within 1 pt over {len(found)} workloads")
         print(json.dumps(found)[:6000])

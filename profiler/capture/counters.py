@@ -1,9 +1,14 @@
 """Hardware counters for a capture: one warm call of each variant under Nsight Compute (`ncu`).
 
 `why_not(device)` says why counters cannot be read here (no CUDA device, no `ncu`), or None.
-`collect(request, csv_path, metrics)` runs `ncu` over a fresh process (profiler/capture/counted.py)
-that warms the variant up outside the profiler range and counts exactly one call, with the given
-metrics (the command line passes the fixed set `profiler.parse.ncu.METRICS` reads), then exports the report as the raw CSV that `python -m profiler counters` imports. The
+`collect(request, csv_path, runs)` runs `ncu` over a fresh process (profiler/capture/counted.py)
+that warms the variant up outside the profiler range and counts exactly one call, once per group
+of metrics in `runs` (the command line passes `profiler.parse.ncu.METRIC_RUNS`), then joins the
+exported reports, kernel by kernel, into the one raw CSV that `python -m profiler counters`
+imports. Occupancy and the SM and DRAM throughputs are counted in a run of their own: with the
+whole set in one run, ncu's passes spread them differently and a kernel of a few microseconds read
+1-2.5 pt less achieved occupancy than Nsight Compute's own Occupancy section shows (measured on an
+H100: bench/RESULTS.md, "Counters against a plain Nsight Compute run"). The
 seconds spent under ncu come back on their own (`Counted.seconds`) and never enter a run's timings:
 ncu replays each kernel once per counter pass, so a call under ncu takes many times longer.
 
@@ -17,7 +22,9 @@ the same cold L2).
 """
 from __future__ import annotations
 
+import csv
 import glob
+import io
 import json
 import os
 import shutil
@@ -86,32 +93,71 @@ def command(ncu: str, report: Path, request: dict, metrics: list[str]) -> list[s
             sys.executable, "-m", "profiler.capture.counted", json.dumps(request)]
 
 
-def collect(request: dict, csv_path: Path, metrics: list[str], timeout_s: float = TIMEOUT_S) -> Counted:
-    """Count one warm call of ``request["variant"]`` and write the raw CSV to ``csv_path``."""
+def collect(request: dict, csv_path: Path, runs: list[list[str]], timeout_s: float = TIMEOUT_S) -> Counted:
+    """Count one warm call of ``request["variant"]`` once per group of metrics in ``runs`` and
+    write the joined raw CSV to ``csv_path``."""
     started = time.perf_counter()
     variant = request["variant"]
     ncu = find_ncu()
     if ncu is None:
         return Counted(variant, None, 0.0, why_not("cuda"))
+    texts = []
+    for metrics in runs:
+        text, reason = _count(ncu, request, metrics, started + timeout_s - time.perf_counter())
+        if reason is None and texts:
+            text, reason = join_reports(texts[0], text)
+        if reason is not None:
+            return Counted(variant, None, time.perf_counter() - started, reason)
+        texts = [text]
+    csv_path.parent.mkdir(parents=True, exist_ok=True)
+    csv_path.write_text(texts[0], encoding="utf-8")
+    return Counted(variant, csv_path, time.perf_counter() - started, None)
+
+
+def _count(ncu: str, request: dict, metrics: list[str], timeout_s: float) -> tuple[str, str | None]:
+    """(the raw CSV of one ncu run over the counted call with ``metrics``, why there is none)."""
     with tempfile.TemporaryDirectory(prefix="ncu-") as tmp:
         report = Path(tmp) / "report.ncu-rep"
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
         try:
             run = subprocess.run(command(ncu, report, request, metrics), capture_output=True, text=True,
-                                 timeout=timeout_s, env=env, cwd=tmp)
+                                 timeout=max(timeout_s, 1.0), env=env, cwd=tmp)
         except subprocess.TimeoutExpired:
-            return Counted(variant, None, time.perf_counter() - started, f"ncu ran past {timeout_s:.0f} s")
-        reason = ncu_failure(run) if not report.is_file() else None
-        if reason is None:
-            export = subprocess.run([ncu, "--import", str(report), "--csv", "--page", "raw", "--print-units", "base"],
-                                    capture_output=True, text=True, timeout=timeout_s)
-            if export.returncode != 0 or not export.stdout.strip():
-                reason = f"ncu could not export its report: {ncu_error_line(export.stderr + export.stdout)}"
-            else:
-                csv_path.parent.mkdir(parents=True, exist_ok=True)
-                csv_path.write_text(export.stdout, encoding="utf-8")
-    seconds = time.perf_counter() - started
-    return Counted(variant, None if reason else csv_path, seconds, reason)
+            return "", f"ncu ran past {TIMEOUT_S:.0f} s"
+        if not report.is_file():
+            return "", ncu_failure(run)
+        export = subprocess.run([ncu, "--import", str(report), "--csv", "--page", "raw", "--print-units", "base"],
+                                capture_output=True, text=True, timeout=max(timeout_s, 60.0))
+        if export.returncode != 0 or not export.stdout.strip():
+            return "", f"ncu could not export its report: {ncu_error_line(export.stderr + export.stdout)}"
+        return export.stdout, None
+
+
+def join_reports(first: str, second: str) -> tuple[str, str | None]:
+    """One raw CSV from two exports of the same call counted with different metrics: the first's
+    columns, then the second's columns the first lacks, row by row (kernel by kernel, in launch
+    order). Lines before the header (ncu's own messages) are the first's. (text, why not)."""
+    (head, a), (_, b) = _table(first), _table(second)
+    if not a or not b:
+        return "", "ncu's export has no header row"
+    names = [r[a[0].index("Kernel Name")] if "Kernel Name" in a[0] else None for r in a[2:]]
+    if names != [r[b[0].index("Kernel Name")] if "Kernel Name" in b[0] else None for r in b[2:]]:
+        return "", "the two ncu runs over the same call counted different kernels"
+    extra = [i for i, name in enumerate(b[0]) if name not in a[0]]
+    out = io.StringIO()
+    writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    for row_a, row_b in zip(a, b):
+        writer.writerow([*row_a, *(row_b[i] if i < len(row_b) else "" for i in extra)])
+    return head + out.getvalue(), None
+
+
+def _table(text: str) -> tuple[str, list[list[str]]]:
+    """(the lines before the CSV header, the header, units and data rows)."""
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
+    if start is None:
+        return text, []
+    return "".join(lines[:start]), list(csv.reader(io.StringIO("".join(lines[start:]))))
 
 
 def ncu_failure(run: subprocess.CompletedProcess) -> str:

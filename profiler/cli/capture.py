@@ -286,7 +286,7 @@ def count_outcomes(config, outcomes) -> dict:
     """{trace path: Counted} for each variant's first warm run at each length, counted under ncu;
     one line per run, or one line saying why there are no counters here."""
     from profiler.capture import counters
-    from profiler.parse.ncu import METRICS
+    from profiler.parse.ncu import METRIC_RUNS
 
     reason = counters.why_not(config.device)
     if reason:
@@ -300,7 +300,7 @@ def count_outcomes(config, outcomes) -> dict:
             continue
         request = counters.request(config, o)
         print(f"counters  {o.name}: counting one warm call under ncu ...", end="", flush=True)
-        c = counters.collect(request, counters.csv_beside(o.path), list(METRICS.values()))
+        c = counters.collect(request, counters.csv_beside(o.path), METRIC_RUNS)
         print(f" {c.seconds:.1f} s under ncu (not in the run's timings)"
               + (f" -> {c.csv_path}" if c.csv_path else f"; no counters: {c.reason}"))
         if c.csv_path:
