@@ -70,15 +70,16 @@ def _summary(args: argparse.Namespace) -> int:
     from profiler.analysis.findings import timings
 
     store = Store(args.db, read_only=True)
-    rows = queries.trace_summary(store)
-    measured = timings.timing_records(store, [r["run_id"] for r in rows]) if rows else {}
-    whole = completeness.verdicts(store, [r["run_id"] for r in rows]) if rows else {}
-    graphed = graphs.describe(store, [r["run_id"] for r in rows])
+    with store.connect():  # one open database for the command's reads
+        rows = queries.trace_summary(store)
+        measured = timings.timing_records(store, [r["run_id"] for r in rows]) if rows else {}
+        whole = completeness.verdicts(store, [r["run_id"] for r in rows]) if rows else {}
+        graphed = graphs.describe(store, [r["run_id"] for r in rows])
+        _damaged_notes(store)
     for r in rows:
         r.update(measured.get(r["run_id"], {}))
         r["completeness"] = whole[r["run_id"]]
         r["graph"] = graphed.get(r["run_id"])
-    _damaged_notes(store)
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False, allow_nan=False))
         return 0
