@@ -21,6 +21,10 @@ from tests.crafted import kineto_trace
 ROOT = Path(__file__).resolve().parents[1]
 
 
+MAX_READERS = 60  # a reader a second, for a minute at most
+AFTER_S = 5.0     # readers go on starting this long after the ingest has committed
+
+
 @pytest.mark.slow  # a 110 MB trace ingested by a fresh process while readers start beside it
 @pytest.mark.third_party
 @pytest.mark.skipif(not HAVE_SHARED, reason="needs the real traces in ../shared/traces")
@@ -36,7 +40,7 @@ def test_an_ingest_is_not_starved_by_readers_that_start_every_second(tmp_path):
     stop = threading.Event()
 
     def start_readers() -> None:
-        while not stop.is_set() and len(readers) < 60:
+        while not stop.is_set() and len(readers) < MAX_READERS:
             readers.append(subprocess.Popen([sys.executable, "-m", "profiler", "summary", "--db", str(db)],
                                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
             stop.wait(1.0)
@@ -50,17 +54,18 @@ def test_an_ingest_is_not_starved_by_readers_that_start_every_second(tmp_path):
         done = subprocess.run([sys.executable, "-m", "profiler", "ingest", str(big), "--db", str(db)], cwd=ROOT,
                               capture_output=True, timeout=600, env={**os.environ})
         seconds = time.monotonic() - started
+        stop.wait(AFTER_S)  # and readers that come once it has committed
     finally:
-        starter.join(120)  # the minute of readers runs out
         stop.set()
+        starter.join(120)
     assert done.returncode == 0 and b" ingested " in done.stdout, (done.stdout, done.stderr, seconds)
     outcomes = [(r.wait(120), r.stderr.read().decode()) for r in readers]
-    assert len(readers) == 60
+    assert len(readers) >= min(MAX_READERS, 5 + int(seconds + AFTER_S) - 2)  # one a second all along
     for code, err in outcomes:
         assert "Traceback" not in err, err
         assert code == 0 or (code == 2 and len(err.splitlines()) == 1 and "being written by another process" in err), err
     # readers that came while the write held the store waited (up to 15 s) or were told so in one line;
-    # how many read depends on how long the write took on this machine (18 of 60 under a loaded run)
-    assert sum(code == 0 for code, _ in outcomes) >= 10, outcomes
+    # those before the ingest began and after it committed read
+    assert sum(code == 0 for code, _ in outcomes) >= 5, outcomes
     names = Store(db, read_only=True).query("SELECT name FROM traces ORDER BY name")["name"].tolist()
     assert names == ["big.json", "seed.json"]
