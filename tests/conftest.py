@@ -23,6 +23,12 @@ CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
+def ingest_all(store, paths, source: str = "uploaded") -> list[str]:
+    """The run ids of `paths`, in order, stored in one batch (`Store.ingest_many`: the same rows as
+    one ingest per file, tests/test_samples.py; ~20x faster for many small files)."""
+    return [r.run_id for r in store.ingest_many([(p, None) for p in paths], source=source)]
+
+
 def _third_party_dir() -> Path:
     named = os.environ.get(TRACES_ENV)
     return Path(named).expanduser().resolve() if named else ROOT.parent / "shared" / "traces"
@@ -188,7 +194,7 @@ def _real_and_samples(path: Path) -> dict[str, str]:
     from profiler.storage.store import Store
 
     store = Store(path)
-    ids = {str(p): store.ingest(p).run_id for p in real_traces()}
+    ids = dict(zip(map(str, real_traces()), ingest_all(store, real_traces())))
     for batch in samples.batches(DEPTH_ONE_SAMPLES + TRAIN_SAMPLES):
         ids.update((str(p), got.run_id) for p, got in zip(batch, store.ingest_many([(p, None) for p in batch])))
     return ids

@@ -24,7 +24,7 @@ from playwright import sync_api
 from profiler.analysis.reads import run_queries
 from profiler.present.share import PAGES, ViewState, parse_url, share_url
 from profiler.storage.store import Store
-from tests.conftest import ARTIFACTS, HAVE_SHARED, SAMPLES, SHARED_TRACES
+from tests.conftest import ARTIFACTS, HAVE_SHARED, SAMPLES, SHARED_TRACES, ingest_all
 
 pytestmark = pytest.mark.browser
 
@@ -99,7 +99,7 @@ def server(tmp_path_factory):
     """A streamlit server on a free port over a temp store seeded from the fixture traces."""
     db = tmp_path_factory.mktemp("browser") / "store.duckdb"
     store = Store(db)
-    ids = [store.ingest(p).run_id for p in SEED]
+    ids = ingest_all(store, SEED)
     with streamlit_app(db) as url:
         yield url, store, ids
 

@@ -17,6 +17,7 @@ from profiler.present.share import ViewState, share_url
 from profiler.storage.store import Store
 from tests.conftest import HAVE_SHARED, SAMPLES, SHARED_TRACES
 from tests.test_browser import ARTIFACTS, _assert_no_exception, _settle, settled, streamlit_app, until
+from tests.conftest import ingest_all
 
 pytestmark = pytest.mark.browser
 
@@ -102,8 +103,8 @@ def charts_server(tmp_path_factory):
     """A streamlit server over a store of the sample runs and the uploads."""
     db = tmp_path_factory.mktemp("browser-charts") / "store.duckdb"
     store = Store(db)
-    samples = tuple(store.ingest(p, source="captured").run_id for p in SAMPLE_RUNS)
-    uploads = {p.name.split("__")[0]: store.ingest(p).run_id for p in UPLOADS}
+    samples = tuple(ingest_all(store, SAMPLE_RUNS, source="captured"))
+    uploads = {p.name.split("__")[0]: r for p, r in zip(UPLOADS, ingest_all(store, UPLOADS))}
     with streamlit_app(db) as url:
         yield url, samples, uploads
 
@@ -294,7 +295,8 @@ def sweep_server(tmp_path_factory):
     """A streamlit server over the first capture of every variant and length of the H200 sweep."""
     db = tmp_path_factory.mktemp("browser-sweep") / "store.duckdb"
     store = Store(db)
-    runs = {p.name: store.ingest(p, source="captured").run_id for p in sorted(SWEEP.glob("*_r1.json.gz"))}
+    files = sorted(SWEEP.glob("*_r1.json.gz"))
+    runs = {p.name: r for p, r in zip(files, ingest_all(store, files, source="captured"))}
     with streamlit_app(db) as url:
         yield url, runs
 
@@ -348,7 +350,7 @@ def kv_sweep_server(tmp_path_factory):
     files = [*sorted(DECODE.glob("*.json.gz")),
              *(SWEEP / f"{v}_b8_h16_s{n}_d64_bf16_causal_warm_r{r}.json.gz"
                for v in ("flex", "sdpa_flash") for n in (512, 1024) for r in (1, 2, 3))]
-    runs = {p.name: store.ingest(p, source="captured").run_id for p in files}
+    runs = {p.name: r for p, r in zip(files, ingest_all(store, files, source="captured"))}
     with streamlit_app(db) as url:
         yield url, runs
 

@@ -18,7 +18,7 @@ import pytest
 
 from profiler.present.share import ViewState, share_url
 from profiler.storage.store import Store
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, ingest_all
 from tests.test_browser import (
     ARTIFACTS, _assert_no_exception, _settle, settled, streamlit_app)
 
@@ -66,7 +66,7 @@ def _fields(label: str) -> dict[str, str]:
 def timeline_server(tmp_path_factory):
     db = tmp_path_factory.mktemp("browser-timeline") / "store.duckdb"
     store = Store(db)
-    ids = tuple(store.ingest(p, source="captured").run_id for p in RUNS)
+    ids = tuple(ingest_all(store, RUNS, source="captured"))
     with streamlit_app(db) as url:
         yield url, store, ids
 

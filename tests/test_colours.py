@@ -17,7 +17,7 @@ from profiler.analysis.reads import run_queries
 from profiler.capture.variants import VARIANTS
 from profiler.present import charts, style
 from profiler.storage.store import Store
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, ingest_all
 
 
 def _lab(colour: str) -> tuple[float, float, float]:
@@ -74,7 +74,7 @@ def test_a_sample_run_keeps_its_colour_in_every_selection(tmp_path):
     files = [SAMPLES / "default" / f"{v}_b8_h16_s1024_d64_bf16_causal_{t}.json.gz"
              for v, t in (("sdpa_flash", "warm"), ("sdpa_cudnn", "warm"), ("sdpa_flash", "cold"),
                           ("naive", "warm"))]
-    ids = [store.ingest(f, source="captured").run_id for f in files]
+    ids = ingest_all(store, files, source="captured")
     seen: dict[str, set[str]] = {}
     for selection in (ids, ids[::-1], ids[1:2], [ids[3], ids[0]], ids[2:]):
         labels = charts.label_map(run_queries.run_labels(store, selection))

@@ -16,7 +16,7 @@ import pytest
 from profiler.analysis.reads import completeness
 from profiler.cli.main import main
 from profiler.storage.store import Store
-from tests.conftest import SHARED_TRACES
+from tests.conftest import SHARED_TRACES, ingest_all
 
 QWEN = SHARED_TRACES / "tracelens__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
 HTA = SHARED_TRACES / "hta__ns_resolution__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"   # V100, 5 steps
@@ -150,7 +150,8 @@ def _undamaged() -> list[Path]:
 @pytest.mark.skipif(not SHARED_TRACES.is_dir(), reason="needs the shared traces")
 def test_undamaged_traces_are_complete_with_only_expected_notes(tmp_path, capsys):
     store = Store(tmp_path / "s.duckdb")
-    ids = {store.ingest(p).run_id: p.name for p in _undamaged()}
+    files = list(_undamaged())
+    ids = {r: p.name for p, r in zip(files, ingest_all(store, files))}
     for run_id, v in completeness.verdicts(store, list(ids)).items():
         assert v["complete"] and v["damage"] == [] and v["steps"] == {}, (ids[run_id], v["damage"])
         assert {n["reason"] for n in v["notes"]} <= EXPECTED_NOTES, ids[run_id]

@@ -15,7 +15,7 @@ from profiler.analysis.findings import timings
 from profiler.cli.main import main
 from profiler.storage.store import Store
 from tests import raw_trace
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, ingest_all
 
 MODES = SAMPLES / "modes"
 FILES = {
@@ -53,7 +53,7 @@ def _kept_pairs(meta: dict) -> int:
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory):
     store = Store(tmp_path_factory.mktemp("fa4-samples") / "s.duckdb")
-    return store, {name: store.ingest(path, source="captured").run_id for name, path in FILES.items()}
+    return store, dict(zip(FILES, ingest_all(store, list(FILES.values()), source="captured")))
 
 
 def _attention_rows(store, run_id, capsys) -> list[dict]:

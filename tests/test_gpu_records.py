@@ -10,6 +10,7 @@ import pytest
 
 from profiler.analysis.findings import conditions
 from profiler.storage.store import Store
+from tests.conftest import ingest_all
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 # the H200's once bench/gpu_issue38.sh ran there; *_flushed: cold runs whose L2 was flushed first
@@ -97,7 +98,7 @@ def window(tmp_path_factory):
     efficient kernel's says nothing slowed it."""
     paths = sorted((DATA / "samples_h100" / "window").glob("*.json.gz"))
     store = Store(tmp_path_factory.mktemp("records") / "store.duckdb")
-    ids = {p: store.ingest(p, source="captured").run_id for p in paths}
+    ids = dict(zip(paths, ingest_all(store, paths, source="captured")))
     return store, ids
 
 

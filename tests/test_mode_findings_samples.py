@@ -13,7 +13,7 @@ import pytest
 from profiler.analysis.findings import findings
 from profiler.storage.store import Store
 from tests import raw_trace
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, ingest_all
 
 MODES = SAMPLES / "modes"
 H200_TBPS = 4.8
@@ -40,7 +40,7 @@ def _steps(trace: dict) -> int:
 @pytest.fixture(scope="module")
 def store_ids(tmp_path_factory):
     store = Store(tmp_path_factory.mktemp("mode-findings") / "s.duckdb")
-    return store, {k: store.ingest(p, source="captured").run_id for k, p in FILES.items()}
+    return store, dict(zip(FILES, ingest_all(store, list(FILES.values()), source="captured")))
 
 
 def _kind(found, kind):

@@ -11,7 +11,7 @@ import pytest
 from profiler.analysis.reads import op_costs
 from profiler.cli.main import main
 from profiler.storage.store import Store
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, ingest_all
 
 MODES = SAMPLES / "modes"
 
@@ -23,7 +23,7 @@ def flex_runs(tmp_path_factory):
              "train": MODES / "train" / "flex_train_b8_h16_s1024_d64_bf16_causal_warm.json.gz",
              "window": MODES / "window" / "flex_b4_h16_s4096_w1024_d64_bf16_causal_warm.json.gz",
              "gqa": MODES / "prefill_gqa" / "flex_b4_h32_kv8_s2048_d128_bf16_causal_warm.json.gz"}
-    ids = {k: store.ingest(p, source="captured").run_id for k, p in files.items()}
+    ids = dict(zip(files, ingest_all(store, list(files.values()), source="captured")))
     with store.session() as db:
         calls = op_costs.op_calls(db, list(ids.values()))
     return {k: calls[calls["run_id"] == r] for k, r in ids.items()}

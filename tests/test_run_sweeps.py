@@ -16,6 +16,7 @@ from profiler.analysis.findings import sweeps
 from profiler.storage.store import Store
 from tests.conftest import SAMPLES
 from tests.pages.conftest import pages, tables_with  # noqa: F401 (the page driver fixture)
+from tests.conftest import ingest_all
 
 DECODE = sorted((SAMPLES / "modes" / "decode_sweep").glob("flex_decode_*.json.gz"))      # 6 KV lengths x 3
 LENGTH = sorted((SAMPLES / "sweep").glob("sdpa_flash_b8_*.json.gz"))                     # 4 lengths x 3
@@ -41,7 +42,8 @@ def _varied(paths) -> dict[str, list[int]]:
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     store = Store(tmp_path_factory.mktemp("run-sweeps") / "s.duckdb")
-    ids = {p: store.ingest(p, source="captured").run_id for p in [*DECODE, *LENGTH, ONE_POINT]}
+    files = [*DECODE, *LENGTH, ONE_POINT]
+    ids = dict(zip(files, ingest_all(store, files, source="captured")))
     return store, ids
 
 

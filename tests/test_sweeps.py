@@ -17,7 +17,7 @@ from profiler.analysis.reads import queries, run_queries
 from profiler.present import curve_charts
 from profiler.storage.store import Store
 from tests import raw_trace
-from tests.conftest import ROOT, SAMPLES
+from tests.conftest import ROOT, SAMPLES, ingest_all
 
 SEQ_VARIANTS = ("flex", "sdpa_flash", "sdpa_cudnn", "sdpa_efficient", "flash_attn_4")
 DECODE = SAMPLES / "modes" / "decode"
@@ -30,7 +30,7 @@ def h200(tmp_path_factory):
     store = Store(tmp_path_factory.mktemp("sweeps") / "s.duckdb")
     files = [p for v in SEQ_VARIANTS for p in sorted((SAMPLES / "sweep").glob(f"{v}_b8_*.json.gz"))]
     files += sorted(DECODE.glob("*.json.gz"))
-    ids = {p: store.ingest(p, source="captured").run_id for p in files}
+    ids = dict(zip(files, ingest_all(store, files, source="captured")))
     with store.session() as db:
         points = sweeps.sweep_points(db, list(ids.values()))
     return store, ids, points
@@ -242,7 +242,7 @@ def test_the_decode_sweep_rates_the_faster_run_higher_naive_and_math_included(tm
     time is the shape's bytes, from the raw traces alone."""
     store = Store(tmp_path / "d.duckdb")
     files = sorted((SAMPLES / "modes" / "decode_sweep").glob("*.json.gz"))
-    ids = {store.ingest(p, source="captured").run_id: p for p in files}
+    ids = dict(zip(ingest_all(store, files, source="captured"), files))
     with store.session() as db:
         points = sweeps.sweep_points(db, list(ids))
     decode = points[points["axis"] == "kv_len"]

@@ -29,6 +29,7 @@ from profiler.storage.jobs import job_ingest
 from profiler.storage.store import Store
 from tests.conftest import HAVE_SHARED, SHARED_TRACES
 from tests.crafted_jobs import rank_trace, write_ranks
+from tests.conftest import ingest_all
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE_FIXTURES = ROOT / "tests" / "fixtures" / "pages"
@@ -61,7 +62,8 @@ def page_store_template(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     """A store file with every fixture trace, built once; returns (path, {file name: run id})."""
     path = tmp_path_factory.mktemp("page-store") / "template.duckdb"
     store = Store(path)
-    ids = {p.name: store.ingest(p).run_id for p in fixture_traces()}
+    files = list(fixture_traces())
+    ids = {p.name: r for p, r in zip(files, ingest_all(store, files))}
     return path, ids
 
 

@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from profiler.storage.store import Store
 from tests.pages.conftest import ROOT
+from tests.conftest import ingest_all
 
 DEFAULT = ROOT / "data" / "samples" / "default"
 FILES = [DEFAULT / f"{v}_b8_h16_s1024_d64_bf16_causal_warm.json.gz" for v in ("sdpa_flash", "sdpa_cudnn")]
@@ -30,7 +31,7 @@ def _raw_gpu_work_per_step(path) -> tuple[float, float, set[str]]:
 
 def _build(path):
     store = Store(path)
-    return [store.ingest(f, source="captured").run_id for f in FILES]
+    return ingest_all(store, FILES, source="captured")
 
 
 def test_single_kernel_variants_show_named_cells(pages, tmp_path, monkeypatch, template_store):

@@ -12,6 +12,7 @@ from profiler.cli.main import main
 from profiler.storage.store import Store
 from tests.conftest import SAMPLES
 from tests.pages.conftest import tables_with
+from tests.conftest import ingest_all
 
 SWEEP = [SAMPLES / "sweep" / f"{v}_b8_h16_s{n}_d64_bf16_causal_warm_r1.json.gz"
          for v in ("flex", "sdpa_flash") for n in (512, 1024)]
@@ -19,7 +20,7 @@ SWEEP = [SAMPLES / "sweep" / f"{v}_b8_h16_s{n}_d64_bf16_causal_warm_r1.json.gz"
 
 def _sweep(path) -> list[str]:
     store = Store(path)
-    return [store.ingest(p).run_id for p in SWEEP]
+    return ingest_all(store, SWEEP)
 
 
 @pytest.fixture
