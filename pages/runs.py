@@ -24,7 +24,6 @@ from profiler.storage import catalog  # noqa: E402
 LABELS = {"len": "query length", "kv": "KV length", "kvh": "K/V heads", "temp": "warm / cold", "dim": "head dim",
           "device": "GPU", "date": "captured"}
 FIRST = {"variant": 380, "mode": 150, "len": 140, "kv": 140, "kvh": 120, "temp": 130}
-FIRST_RUNS_WAIT_S = 1.0  # a new store's first runs: waited for within the first run of the page
 MAX_HIGHLIGHTED = 4  # runs whose findings are listed (each costs a few queries)
 ANALYSIS = ("timeline", "kernels", "events", "launches", "cpu-cost", "compare")  # titles: sitemap.SITE
 
@@ -166,12 +165,9 @@ def delete(state) -> None:
 with ui.guard():
     with ui.get_store().session() as store:  # one connection for the page's reads
         runs = run_queries.run_catalog(store)
-        if runs.empty and loading:  # the first batch lands while the modules above load: wait a little
-            if ui.seeding().wait_first_runs(FIRST_RUNS_WAIT_S):  # rather than draw again for it
-                ui.samples_shown(ui.seeding().done)  # (read before the table: no more than it shows)
-                runs = run_queries.run_catalog(store)
-            if runs.empty:
-                st.stop()
+        if runs.empty and loading:
+            ui.seeding().page_drawn()
+            st.stop()
         if runs.empty:
             empty_store()
         runs = completeness.with_badge(store, timings.catalog_with_timings(store, runs))

@@ -29,23 +29,3 @@ def test_a_new_store_file_is_made_by_the_seeding_thread(tmp_path):
     assert seeding.error is None and seeding.done == 6
     names = set(Store(db, read_only=True).query("SELECT name FROM traces")["name"])
     assert names == {samples.sample_name(p) for p in folder.iterdir()}
-
-
-def test_the_first_runs_can_be_waited_for_and_a_wait_ends_with_the_seeding(tmp_path):
-    folder = tmp_path / "samples"
-    folder.mkdir()
-    for path in samples.sample_files()[:6]:
-        shutil.copy(path, folder / path.name)
-    seeding = samples.seed_in_background(Store(tmp_path / "new.duckdb"), folder, new_file=True)
-    assert seeding.wait_first_runs(0.05) is False      # nothing lands before the first page is drawn
-    seeding.page_drawn()
-    assert seeding.wait_first_runs(300) is True and seeding.done >= 4   # the first batch: 4 runs
-    seeding.wait(300)
-    assert Store(tmp_path / "new.duckdb", read_only=True).query("SELECT count(*) AS n FROM traces")["n"][0] == 6
-
-    broken = tmp_path / "broken"
-    broken.mkdir()
-    (broken / "bad.json.gz").write_bytes(b"not gzip")
-    failing = samples.seed_in_background(Store(tmp_path / "other.duckdb"), broken, new_file=True)
-    failing.page_drawn()
-    assert failing.wait_first_runs(300) is False and failing.error    # ended without runs: no wait left

@@ -91,13 +91,6 @@ class Seeding:
     _thread: threading.Thread | None = field(default=None, repr=False)
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
     _go: threading.Event = field(default_factory=threading.Event, repr=False)
-    _landed: threading.Event = field(default_factory=threading.Event, repr=False)
-
-    def wait_first_runs(self, timeout: float) -> bool:
-        """Until the first batch is in the store or seeding has ended, `timeout` seconds at most;
-        True when runs landed."""
-        self._landed.wait(timeout)
-        return self.done > 0
 
     def page_drawn(self) -> None:
         """The first page is on screen: start ingesting (until then the page has the CPU)."""
@@ -146,11 +139,8 @@ def seed_in_background(store, samples_dir: Path = SAMPLES_DIR, new_file: bool = 
                         return
                     ingest_samples(store, batch)
                     seeding.done += len(batch)
-                    seeding._landed.set()
         except errors.ProfilerError as e:  # a damaged sample or store: said on the runs page
             seeding.error = str(e)
-        finally:
-            seeding._landed.set()
 
     seeding._thread = threading.Thread(target=run, name="seed-samples", daemon=True)
     seeding._thread.start()

@@ -63,7 +63,7 @@ _HOME = {
     **dict.fromkeys(("BREAKDOWN_COLUMNS", "KERNEL_COLUMNS", "KERNEL_EVENT_COLUMNS", "OP_EVENT_COLUMNS", "RANGE_COLUMNS",
                      "ROOF_COLUMNS"), "columns"),
     **dict.fromkeys(("PROJECT_ERRORS", "WRITING_PAGES", "db_path", "get_store", "page_run", "preload", "seeding",
-                     "samples_shown", "seeding_progress", "traces_dir"), "session"),
+                     "seeding_progress", "traces_dir"), "session"),
     **dict.fromkeys(("CATALOG_COLUMNS", "RUN_COLUMN_PX", "csv_download", "kept_chart", "pick_row", "pick_rows",
                      "ranked_runs", "run_column", "table"), "tables"),
     **dict.fromkeys(("PAGE_FILES", "PAGE_ICONS", "app_base", "chart_move", "copy_link", "entered_through_app", "guard",

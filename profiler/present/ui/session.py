@@ -29,7 +29,6 @@ WRITING_PAGES = ("profile", "upload")  # page_run leaves these pages' store call
 OWN_CALLS_PAGES = (*WRITING_PAGES, "sql")
 FIRST_RUNS_EVERY_S = 0.2  # an empty runs table looks for the first samples this often
 TABLE_EVERY_S = 5.0  # while the samples land, the runs table is redrawn at most this often
-SHOWN_KEY = "seeding-shown"  # (samples in the runs table as drawn, when it was drawn)
 QUIET_S = 3.0  # the preload waits until no page has been drawn for this long (it would slow that page)
 _PAGES = {"running": 0, "last": time.monotonic()}  # page script runs in flight (page_run), and when one last began or ended
 _PAGES_LOCK = threading.Lock()
@@ -110,24 +109,16 @@ def seeding_progress() -> bool:
         st.warning(markup.fmt("The shipped samples could not all be loaded: {}", samples.error))
     if not samples.running:
         return False
-    first = samples.done == 0
-    samples_shown(samples.done)
-    (_watch_first_runs if first else _watch_seeding)()
+    (_watch_first_runs if samples.done == 0 else _watch_seeding)(samples.done, time.monotonic())
     return True
 
 
-def samples_shown(count: int) -> None:
-    """The runs page shows `count` of the samples seeded so far (drawn now)."""
-    st.session_state[SHOWN_KEY] = (count, time.monotonic())
-
-
-def _progress() -> None:
+def _progress(shown: int, drawn_at: float) -> None:
     """The progress line (redrawn alone, cheap: the seeding thread keeps the CPU). The whole page
-    reruns, to show the runs that landed since it was drawn (`samples_shown`), only when seeding
-    has ended, when the first runs arrive in an empty table, or at most every `TABLE_EVERY_S`
-    seconds: a rerun every second took the CPU from the seeding."""
+    reruns, to show the runs that landed since it was drawn with `shown` of them at `drawn_at`,
+    only when seeding has ended, when the first runs arrive in an empty table, or at most every
+    `TABLE_EVERY_S` seconds: a rerun every second took the CPU from the seeding."""
     samples = seeding()
-    shown, drawn_at = st.session_state.get(SHOWN_KEY, (0, 0.0))
     landed = samples.done != shown
     if not samples.running or (landed and (shown == 0 or time.monotonic() - drawn_at >= TABLE_EVERY_S)):
         st.rerun(scope="app")
@@ -137,15 +128,15 @@ def _progress() -> None:
 
 
 @st.fragment(run_every=FIRST_RUNS_EVERY_S)
-def _watch_first_runs() -> None:
+def _watch_first_runs(shown: int, drawn_at: float) -> None:
     """Before the first runs: looked at often (the first batch is small), so they show at once."""
-    _progress()
+    _progress(shown, drawn_at)
 
 
 @st.fragment(run_every=1.0)
-def _watch_seeding() -> None:
+def _watch_seeding(shown: int, drawn_at: float) -> None:
     """Once the table has runs: every second."""
-    _progress()
+    _progress(shown, drawn_at)
 
 
 def traces_dir() -> Path:
