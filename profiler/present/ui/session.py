@@ -7,6 +7,7 @@ script run (app.py); ``preload()`` warms what later pages need once the server i
 """
 from __future__ import annotations
 
+import atexit
 import gc
 import os
 import threading
@@ -173,12 +174,25 @@ def preload() -> threading.Thread:
         from profiler.present import charts, curve_charts, memory_charts, timeline_view  # noqa: F401
 
         _wait_until_quiet()
-        try:  # the runs page's per-run figures, kept per run: its next visit reads them
-            timings.catalog_with_timings(get_store(), run_queries.run_catalog(get_store()))
-        except PROJECT_ERRORS:  # the page computes them again and says why
-            pass
+        with busy:  # the process does not end while the store is read here (see below)
+            if exiting.is_set():
+                return
+            try:  # the runs page's per-run figures, kept per run: its next visit reads them
+                timings.catalog_with_timings(get_store(), run_queries.run_catalog(get_store()))
+            except PROJECT_ERRORS:  # the page computes them again and says why
+                pass
         gc.freeze()
 
+    # A daemon thread still inside DuckDB when the interpreter ends is unwound through DuckDB's
+    # C++ frames, which aborts the process ("FATAL: exception not rethrown", exit -6, seen when a
+    # server stopped during the preload): at exit, the read in flight ends first, none begins.
+    busy, exiting = threading.Lock(), threading.Event()
+
+    def at_exit() -> None:
+        exiting.set()
+        busy.acquire(timeout=60)
+
+    atexit.register(at_exit)
     thread = threading.Thread(target=load, name="preload", daemon=True)
     thread.start()
     return thread
