@@ -18,7 +18,6 @@ with ui.guard():
 from profiler.analysis.reads import completeness, run_queries  # noqa: E402
 from profiler.analysis.findings import conditions, findings, repeats, timings  # noqa: E402
 from profiler.present import run_filters, style  # noqa: E402
-from profiler.storage import catalog  # noqa: E402
 
 # filter widgets whose label is not their URL key; the first row's filters, the rest folded
 LABELS = {"len": "query length", "kv": "KV length", "kvh": "K/V heads", "temp": "warm / cold", "dim": "head dim",
@@ -142,11 +141,11 @@ def rename(state) -> None:
         st.caption("Select exactly one run to rename it.")
         return
     with st.form("rename", border=False, clear_on_submit=True):
-        name = st.text_input(f"New name for run {markup.md(state.runs[0])}", max_chars=catalog.MAX_NAME_CHARS,
+        name = st.text_input(f"New name for run {markup.md(state.runs[0])}", max_chars=ui.RUN_NAME_MAX_CHARS,
                              key="rename_to")
         if st.form_submit_button("Rename", icon=":material/edit:"):
             with ui.guard():
-                catalog.rename_run(ui.get_store(), state.runs[0], name)
+                ui.rename_run(state.runs[0], name)
                 st.rerun()
 
 
@@ -156,7 +155,7 @@ def delete(state) -> None:
     sure = st.checkbox(f"Delete the {len(state.runs)} selected run(s) for everyone using this "
                        "store (cannot be undone)")
     if st.button("Delete", icon=":material/delete:", disabled=not sure):
-        deleted = catalog.delete_runs(ui.get_store(), state.runs, ui.traces_dir())
+        deleted = ui.delete_runs(state.runs)
         ui.select_runs(())
         st.toast(f"Deleted {deleted:,} run(s).")
         st.rerun()

@@ -63,8 +63,6 @@ KNOWN: dict[tuple[str, str], str] = {
         "the Profile page offers the dtypes and modes a Setting takes; ui could pass them on",
     ("pages/profile.py", "profiler.capture.variants"):
         "the Profile page lists variants, dtypes and their availability; ui could pass them on",
-    ("pages/runs.py", "profiler.storage.catalog"):
-        "the Runs page renames and deletes runs through the catalog directly; ui could wrap it",
 }
 
 

@@ -49,6 +49,8 @@ Tables, files, captures:
         capture (files chosen together or a zip; asked, or found among several files) stored as
         one joined run (``profiler.storage.graph_pair``).
     ``upload_limit_mb() -> int``  the server's per-file upload limit.
+    ``rename_run(run_id, name)``, ``delete_runs(run_ids) -> int``, ``RUN_NAME_MAX_CHARS``  the runs
+        page's changes to the store (``profiler.storage.catalog``), kept traces deleted with runs.
     ``trace_download(run_id)``  download the run's original ``.json.gz`` (for Perfetto).
     ``capture_layer() -> bool``  the profile page's door to torch: a "Set up a capture" button,
         then the capture layer loads under a progress message (True once loaded in this server).
@@ -69,8 +71,8 @@ _HOME = {
     **dict.fromkeys(("PAGE_FILES", "PAGE_ICONS", "app_base", "chart_move", "copy_link", "entered_through_app", "guard",
                      "guard_quietly", "link_to", "linked_event", "linked_range", "log_axis", "require_runs", "select_runs", "set_view", "show_error",
                      "update_view", "view_state"), "view"),
-    **dict.fromkeys(("capture_layer", "capture_runs", "ingest_files", "ingest_graph_pair", "ingest_job_upload",
-                     "trace_download", "upload_limit_mb"), "work"),
+    **dict.fromkeys(("RUN_NAME_MAX_CHARS", "capture_layer", "capture_runs", "delete_runs", "ingest_files",
+                     "ingest_graph_pair", "ingest_job_upload", "rename_run", "trace_download", "upload_limit_mb"), "work"),
 }
 __all__ = sorted(_HOME)
 MODULES = tuple(dict.fromkeys(_HOME.values()))  # the glue's modules (`serve` loads them before a first page)

@@ -22,6 +22,19 @@ from profiler.storage import catalog
 _CAPTURE_LOCK = threading.Lock()  # torch.profiler is process-wide, and timings need the GPU alone
 
 
+RUN_NAME_MAX_CHARS = catalog.MAX_NAME_CHARS  # the longest name a run can be given
+
+
+def rename_run(run_id: str, name: str) -> str:
+    """Rename a run of this server's store (`catalog.rename_run`: the name is checked there)."""
+    return catalog.rename_run(get_store(), run_id, name)
+
+
+def delete_runs(run_ids) -> int:
+    """Delete runs of this server's store, with their kept traces; how many were deleted."""
+    return catalog.delete_runs(get_store(), run_ids, traces_dir())
+
+
 def upload_limit_mb() -> int:
     """The server's per-file upload limit in MB (``server.maxUploadSize``)."""
     return int(st.get_option("server.maxUploadSize"))
