@@ -69,7 +69,7 @@ state = ui.view_state("job")
 with ui.guard(), ui.get_store().session() as store:
     listed = job_queries.job_list(store)
     for row in listed[listed["damaged"] != ""].itertuples():
-        st.warning(f"Job {markup.md(row.job)} cannot be read and is left out: {markup.md(row.damaged)}")
+        st.warning(markup.fmt("Job {} cannot be read and is left out: {}", row.job, row.damaged))
     listed = listed[listed["damaged"] == ""]
     if listed.empty:
         st.info("No job in the store yet. A job is the rank traces of one distributed run: upload "
