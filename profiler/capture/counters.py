@@ -103,7 +103,7 @@ def collect(request: dict, csv_path: Path, runs: list[list[str]], timeout_s: flo
         return Counted(variant, None, 0.0, why_not("cuda"))
     texts = []
     for metrics in runs:
-        text, reason = _count(ncu, request, metrics, started + timeout_s - time.perf_counter())
+        text, reason = _count(ncu, request, metrics, started + timeout_s - time.perf_counter(), timeout_s)
         if reason is None and texts:
             text, reason = join_reports(texts[0], text)
         if reason is not None:
@@ -114,20 +114,21 @@ def collect(request: dict, csv_path: Path, runs: list[list[str]], timeout_s: flo
     return Counted(variant, csv_path, time.perf_counter() - started, None)
 
 
-def _count(ncu: str, request: dict, metrics: list[str], timeout_s: float) -> tuple[str, str | None]:
-    """(the raw CSV of one ncu run over the counted call with ``metrics``, why there is none)."""
+def _count(ncu: str, request: dict, metrics: list[str], left_s: float, limit_s: float) -> tuple[str, str | None]:
+    """(the raw CSV of one ncu run over the counted call with ``metrics``, why there is none), in
+    the ``left_s`` seconds left of the count's ``limit_s``."""
     with tempfile.TemporaryDirectory(prefix="ncu-") as tmp:
         report = Path(tmp) / "report.ncu-rep"
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
         try:
             run = subprocess.run(command(ncu, report, request, metrics), capture_output=True, text=True,
-                                 timeout=max(timeout_s, 1.0), env=env, cwd=tmp)
+                                 timeout=max(left_s, 1.0), env=env, cwd=tmp)
         except subprocess.TimeoutExpired:
-            return "", f"ncu ran past {TIMEOUT_S:.0f} s"
+            return "", f"ncu ran past {limit_s:.0f} s"
         if not report.is_file():
             return "", ncu_failure(run)
         export = subprocess.run([ncu, "--import", str(report), "--csv", "--page", "raw", "--print-units", "base"],
-                                capture_output=True, text=True, timeout=max(timeout_s, 60.0))
+                                capture_output=True, text=True, timeout=max(left_s, 60.0))
         if export.returncode != 0 or not export.stdout.strip():
             return "", f"ncu could not export its report: {ncu_error_line(export.stderr + export.stdout)}"
         return export.stdout, None
