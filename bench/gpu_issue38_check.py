@@ -31,6 +31,7 @@ import csv
 import gzip
 import io
 import json
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -110,26 +111,36 @@ def counted(samples: Path) -> dict:
     return out
 
 
+def _workload(samples: Path, part: str, stem: str) -> tuple[Path | None, dict]:
+    """(the first warm trace of `stem` under samples/part, the counted call's request), or (None, {})."""
+    traces = sorted((samples / part).glob(f"{stem}_*warm*.json.gz"))
+    if not traces:
+        return None, {}
+    meta = _meta(traces[0])
+    return traces[0], {**{k: meta.get(k) for k in counters.REQUEST_KEYS}, "seed": 0}
+
+
+def _plain_cmd(ncu: str, request: dict) -> list[str]:
+    """ncu's own Occupancy and SpeedOfLight sections over the counted call, as a raw CSV."""
+    return [ncu, "--profile-from-start", "off", *counters.SETTINGS, "--section", "SpeedOfLight", "--section",
+            "Occupancy", "--csv", "--page", "raw", "--print-units", "base", sys.executable, "-m",
+            "profiler.capture.counted", json.dumps(request)]
+
+
 def plain(samples: Path, out: Path) -> dict:
     ncu = counters.find_ncu()
     if ncu is None:
         return {"error": "no ncu"}
     found = {}
     for part, stem in PLAIN:
-        traces = sorted((samples / part).glob(f"{stem}_*warm*.json.gz"))
-        if not traces:
+        trace, request = _workload(samples, part, stem)
+        if trace is None:
             found[stem] = {"error": "no trace"}
             continue
-        meta = _meta(traces[0])
-        request = {k: meta.get(k) for k in counters.REQUEST_KEYS}
-        request["seed"] = 0
-        cmd = [ncu, "--profile-from-start", "off", *counters.SETTINGS, "--section", "SpeedOfLight", "--section",
-               "Occupancy", "--csv", "--page", "raw", "--print-units", "base", sys.executable, "-m",
-               "profiler.capture.counted", json.dumps(request)]
-        run = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=ROOT)
+        run = subprocess.run(_plain_cmd(ncu, request), capture_output=True, text=True, timeout=120, cwd=ROOT)
         (out / f"plain_{stem}.csv").write_text(run.stdout)
         theirs = _rows(run.stdout)
-        ours = _rows(counters.csv_beside(traces[0]).read_text())
+        ours = _rows(counters.csv_beside(trace).read_text())
         pairs = []
         for a, b in zip(ours, theirs):
             if a.get("Kernel Name") != b.get("Kernel Name"):
@@ -147,17 +158,6 @@ def plain(samples: Path, out: Path) -> dict:
 ROUNDS = 3
 
 
-def _plain_cmd(ncu: str, request: dict) -> list[str]:
-    return [ncu, "--profile-from-start", "off", *counters.SETTINGS, "--section", "SpeedOfLight", "--section",
-            "Occupancy", "--csv", "--page", "raw", "--print-units", "base", sys.executable, "-m",
-            "profiler.capture.counted", json.dumps(request)]
-
-
-def _median(xs: list[float]) -> float:
-    xs = sorted(xs)
-    return (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2
-
-
 def paired(samples: Path, out: Path) -> dict:
     """Each PLAIN workload counted ROUNDS times the tool's way and the plain way, in turns."""
     from profiler.parse.ncu import METRIC_RUNS
@@ -167,12 +167,10 @@ def paired(samples: Path, out: Path) -> dict:
         return {"error": "no ncu"}
     found = {}
     for part, stem in PLAIN:
-        traces = sorted((samples / part).glob(f"{stem}_*warm*.json.gz"))
-        if not traces:
+        trace, request = _workload(samples, part, stem)
+        if trace is None:
             found[stem] = {"error": "no trace"}
             continue
-        request = {k: _meta(traces[0]).get(k) for k in counters.REQUEST_KEYS}
-        request["seed"] = 0
         tool_runs, plain_runs = [], []
         for i in range(ROUNDS):
             path = out / f"paired_{stem}_tool{i}.csv"
@@ -195,7 +193,7 @@ def paired(samples: Path, out: Path) -> dict:
                 theirs = [_num(r[k].get(m)) for r in plain_runs if k < len(r) and r[k].get("Kernel Name") == name]
                 ours, theirs = [x for x in ours if x is not None], [x for x in theirs if x is not None]
                 if ours and theirs:
-                    diffs[key] = round(_median(ours) - _median(theirs), 2)
+                    diffs[key] = round(statistics.median(ours) - statistics.median(theirs), 2)
                     spread[key] = round(max(theirs) - min(theirs), 2)
             kernels.append({"kernel": name[:80], "tool_minus_plain_pt": diffs, "plain_spread_pt": spread,
                             "ok": bool(diffs) and all(abs(d) <= 1.0 for d in diffs.values())})
