@@ -101,16 +101,16 @@ def collect(request: dict, csv_path: Path, runs: list[list[str]], timeout_s: flo
     ncu = find_ncu()
     if ncu is None:
         return Counted(variant, None, 0.0, why_not("cuda"))
-    texts = []
+    joined: str | None = None  # the runs so far, as one export
     for metrics in runs:
         text, reason = _count(ncu, request, metrics, started + timeout_s - time.perf_counter(), timeout_s)
-        if reason is None and texts:
-            text, reason = join_reports(texts[0], text)
+        if reason is None and joined is not None:
+            text, reason = join_reports(joined, text)
         if reason is not None:
             return Counted(variant, None, time.perf_counter() - started, reason)
-        texts = [text]
+        joined = text
     csv_path.parent.mkdir(parents=True, exist_ok=True)
-    csv_path.write_text(texts[0], encoding="utf-8")
+    csv_path.write_text(joined or "", encoding="utf-8")
     return Counted(variant, csv_path, time.perf_counter() - started, None)
 
 
