@@ -15,7 +15,7 @@ import pytest
 
 from profiler import errors
 from profiler.storage.jobs import jobs, rank_task
-from profiler.storage import metadata
+from profiler.storage import job_layout, metadata
 from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES
 
@@ -157,7 +157,7 @@ def test_a_job_batch_the_store_refuses_names_the_file_in_its_place(tmp_path, mon
     assert not list((tmp_path / "refused").rglob(f"{good[1].run_id}.parquet"))
     for n in (0, 2, 3):
         assert isinstance(got[n], jobs.RankResult) and got[n].run_id == good[n].run_id
-        for table in jobs.WRITTEN:
+        for table in job_layout.WRITTEN:
             a, b = pq.read_table(got[n].files[table]), pq.read_table(good[n].files[table])
             if table == "traces":
                 a, b = a.drop_columns(["added_at"]), b.drop_columns(["added_at"])

@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import real_traces, trace_params
 from profiler import errors
 from profiler.parse import split
-from profiler.storage import catalog
+from profiler.storage import catalog, job_layout
 from profiler.storage.jobs import chunks, job_ingest, jobs
 from profiler.storage.store import Store
 
@@ -59,7 +59,7 @@ def test_every_table_of_a_trace_parsed_in_chunks_equals_the_whole_file(tmp_path,
 @pytest.mark.parametrize("path", trace_params(real_traces()[:3]))
 def test_a_job_of_one_file_split_across_worker_processes(tmp_path, monkeypatch, path):
     """Through the job path and real worker processes; the rank's tables equal a single upload's."""
-    monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+    monkeypatch.delenv(job_layout.JOB_ROOT_ENV, raising=False)
     store = Store(tmp_path / "store.duckdb")
     src = tmp_path / f"rank0.{Path(path).name}"
     src.write_bytes(Path(path).read_bytes())
@@ -68,14 +68,14 @@ def test_a_job_of_one_file_split_across_worker_processes(tmp_path, monkeypatch, 
                              chunk_bytes=chunks.estimated_size(src) // 3)
     rank = result.ranks[0]
     assert rank.chunks >= 3 and rank.trace_id == single.run_id
-    for table in jobs.TABLES:
+    for table in job_layout.TABLES:
         exclude = "run_id, added_at, rank" if table == "traces" else "run_id"
         with store.connect(jobs=True) as con:
             rows = [con.execute(f"SELECT * EXCLUDE ({exclude}) FROM {table} WHERE run_id = ? ORDER BY ALL",
                                 [rid]).fetchall()
                     for rid in (single.run_id, rank.run_id)]
         assert rows[0] == rows[1], table
-    root = Path(jobs.job_root(store))
+    root = Path(job_layout.job_root(store))
     assert not (root / "chunks" / "job=split").exists()
 
 
@@ -109,7 +109,7 @@ def test_a_cut_inside_an_event_fails_to_parse_and_the_file_is_parsed_whole(tmp_p
         parts = [chunks.parse_chunk(fp, k, str(tmp_path / "job"), "key") for k in range(fp.plan.chunks)]
         assert chunks.usable(fp, parts) is ok, [str(p) for p in parts]
         chunks.discard(fp, str(tmp_path / "job"), "key")
-    monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+    monkeypatch.delenv(job_layout.JOB_ROOT_ENV, raising=False)
     store = Store(tmp_path / "store.duckdb")
     single = store.ingest(path)
     # cut every ~200 bytes: some targets find the nested `},` first; the job still gets the whole file's rows
@@ -154,7 +154,7 @@ def test_header_after_the_events_and_a_bare_array_come_through_chunks(tmp_path):
 def test_a_bad_file_split_in_chunks_names_itself_as_when_parsed_whole(tmp_path, monkeypatch):
     """A broken event in the middle: its chunk fails, the file is parsed whole, and the job's error
     is the single upload's; nothing lands."""
-    monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+    monkeypatch.delenv(job_layout.JOB_ROOT_ENV, raising=False)
     path = tmp_path / "rank0.bad.json"
     events = [_event(i) for i in range(30)]
     events[17] = events[17].replace('"dur": 5', '"dur": 5,,')
@@ -165,7 +165,7 @@ def test_a_bad_file_split_in_chunks_names_itself_as_when_parsed_whole(tmp_path, 
     with pytest.raises(jobs.JobError) as job:
         job_ingest.ingest_job(store, [path], "bad", engine="in-process", chunk_bytes=500)
     assert str(whole.value) in str(job.value)
-    root = Path(jobs.job_root(store))
+    root = Path(job_layout.job_root(store))
     assert not root.exists() or [p for p in root.rglob("*") if p.is_file()] == []
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from profiler.storage import job_layout
 from profiler.storage.jobs import jobs, unpack
 from tests.crafted_jobs import rank_trace
 from tests.test_security_jobs import _one_line, cli, snapshot
@@ -48,7 +49,7 @@ def private_tmp(tmp_path, monkeypatch) -> Path:
     folder = tmp_path / "tmp"
     folder.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(folder))
-    monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+    monkeypatch.delenv(job_layout.JOB_ROOT_ENV, raising=False)
     return folder
 
 

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from profiler.storage import job_layout
 from profiler.analysis.findings import job_queries
 from profiler.storage.jobs import job_ingest, jobs
 from profiler.storage.store import Store
@@ -68,7 +69,7 @@ def _ingest_kept(store: Store, folder: Path, job: str, world: int) -> None:
 
 @pytest.fixture(autouse=True)
 def _default_job_root(monkeypatch):
-    monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+    monkeypatch.delenv(job_layout.JOB_ROOT_ENV, raising=False)
 
 
 @pytest.fixture(scope="module")

@@ -12,9 +12,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from profiler.storage import job_layout
 from profiler.analysis.findings import job_clocks, job_queries
 from profiler.cli.main import main
-from profiler.storage.jobs import job_ingest, jobs
+from profiler.storage.jobs import job_ingest
 from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES
 from tests.raw_clocks import raw_collectives, raw_offsets
@@ -27,7 +28,7 @@ pytestmark = pytest.mark.third_party
 
 @pytest.fixture
 def job_store(tmp_path, monkeypatch):
-    monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+    monkeypatch.delenv(job_layout.JOB_ROOT_ENV, raising=False)
     return Store(tmp_path / "store.duckdb")
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from profiler.analysis.findings import job_queries
 from profiler.storage.jobs import job_ingest, job_summary, jobs
-from profiler.storage import tables
+from profiler.storage import job_layout, tables
 from profiler.storage.store import Store
 from profiler.storage.migrations import SCHEMA_VERSION
 from tests.conftest import SHARED_TRACES
@@ -28,7 +28,7 @@ _INFO = re.compile(rb'("distributedInfo"\s*:\s*\{)[^{}]*\}')
 
 @pytest.fixture
 def job_store(tmp_path, monkeypatch):
-    monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+    monkeypatch.delenv(job_layout.JOB_ROOT_ENV, raising=False)
     return Store(tmp_path / "store.duckdb")
 
 
@@ -143,7 +143,7 @@ def test_a_summary_is_not_read_once_a_rank_file_is_gone(job_store):
     job_ingest.ingest_job(job_store, DLRM, "dlrm", engine="in-process")
     job_queries.keep_summary(job_store, "dlrm")
     m = job_queries.manifest(job_store, "dlrm")
-    (Path(jobs.job_root(job_store)) / m["ranks"][2]["files"]["kernels"]).unlink()
+    (Path(job_layout.job_root(job_store)) / m["ranks"][2]["files"]["kernels"]).unlink()
     with pytest.raises(jobs.JobError, match="cannot be read"):
         job_queries.job_report(job_store, "dlrm")
 

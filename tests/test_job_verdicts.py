@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from profiler.analysis.reads import completeness as verdicts
-from profiler.storage import completeness
-from profiler.storage.jobs import job_ingest, jobs
+from profiler.storage import completeness, job_layout
+from profiler.storage.jobs import job_ingest
 from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES
 
@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.third_party, pytest.mark.skipif(len(DLRM) < 2, reason=
 
 @pytest.fixture
 def job_store(tmp_path, monkeypatch):
-    monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+    monkeypatch.delenv(job_layout.JOB_ROOT_ENV, raising=False)
     return Store(tmp_path / "store.duckdb")
 
 
@@ -42,8 +42,8 @@ def test_ranks_keep_their_verdict_from_ingest(job_store):
     singles = [job_store.ingest(p).run_id for p in paths]
     result = job_ingest.ingest_job(job_store, paths, "dlrm2", engine="in-process")
     ranks = {Path(r.file).name: r for r in result.ranks}
-    doc = json.loads((Path(jobs.job_root(job_store)) / "manifests" / "dlrm2.json").read_text())
-    assert all(jobs.VERDICT_TABLE in r["files"] for r in doc["ranks"])
+    doc = json.loads((Path(job_layout.job_root(job_store)) / "manifests" / "dlrm2.json").read_text())
+    assert all(job_layout.VERDICT_TABLE in r["files"] for r in doc["ranks"])
     assert {r["completeness_digest"] for r in doc["ranks"]} == {completeness.definition_digest()}
     assert "job_parquet_verdicts" in _views_sql(job_store)
     for path, single in zip(paths, singles):
@@ -63,7 +63,7 @@ def test_a_rank_checked_under_another_definition_is_checked_when_read(job_store)
     result = job_ingest.ingest_job(job_store, DLRM[:2], "dlrm2", engine="in-process")
     ids = sorted(r.run_id for r in result.ranks)
     before = _rows(job_store, ids)
-    manifest = Path(jobs.job_root(job_store)) / "manifests" / "dlrm2.json"
+    manifest = Path(job_layout.job_root(job_store)) / "manifests" / "dlrm2.json"
     doc = json.loads(manifest.read_text())
     for r in doc["ranks"]:
         r["completeness_digest"] = "an older one"

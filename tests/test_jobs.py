@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, SHARED_TRACES, real_traces, trace_params
+from profiler.storage import job_layout
 from profiler import errors
 from profiler.analysis.findings import job_queries
 from profiler.storage.jobs import engines, job_ingest, jobs
@@ -41,7 +42,7 @@ def ray_cluster():
 
 @pytest.fixture
 def job_store(tmp_path, monkeypatch):
-    monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+    monkeypatch.delenv(job_layout.JOB_ROOT_ENV, raising=False)
     return Store(tmp_path / "store.duckdb")
 
 
@@ -53,7 +54,7 @@ def _rows(store: Store, table: str, run_id: str, drop=()) -> list[tuple]:
 
 
 def _job_files(store: Store) -> list[str]:
-    root = Path(jobs.job_root(store))
+    root = Path(job_layout.job_root(store))
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()) if root.exists() else []
 
 
@@ -185,7 +186,7 @@ def test_job_figures_are_the_metrics_layers_even_when_computed_under_another_def
         assert kept.equals(want)
 
     check()
-    manifest = Path(jobs.job_root(job_store)) / "manifests" / "ns.json"
+    manifest = Path(job_layout.job_root(job_store)) / "manifests" / "ns.json"
     doc = json.loads(manifest.read_text())
     doc["ranks"][0]["metrics_digest"] = "an older one"
     manifest.write_text(json.dumps(doc))
@@ -274,7 +275,7 @@ def test_ray_in_process_and_single_upload_give_identical_tables(ray_cluster, job
     on_ray = job_ingest.ingest_job(job_store, [src], "on-ray", engine="ray", workers=2).ranks[0]
     here = job_ingest.ingest_job(job_store, [src], "here", engine="in-process").ranks[0]
     assert on_ray.trace_id == here.trace_id == single.run_id
-    for table in jobs.TABLES:
+    for table in job_layout.TABLES:
         drop = ("added_at", "rank") if table == "traces" else ()
         want = _rows(job_store, table, single.run_id, drop)
         assert want or table in ("memops", "memory_events"), table  # few traces copy memory or record allocations
@@ -323,7 +324,7 @@ def test_process_pool_engine_gives_the_same_tables(job_store):
     here = job_ingest.ingest_job(job_store, [str(p) for p in DLRM[:2]], "here", engine="in-process")
     assert pooled.ranks_present == here.ranks_present == [0, 2] and pooled.workers == 2
     for a, b in zip(pooled.ranks, here.ranks):
-        for table in jobs.TABLES:
+        for table in job_layout.TABLES:
             drop = ("added_at",) if table == "traces" else ()
             assert _rows(job_store, table, a.run_id, drop) == _rows(job_store, table, b.run_id, drop), table
 
@@ -332,7 +333,7 @@ def test_process_pool_engine_gives_the_same_tables(job_store):
 @needs_dlrm
 def test_a_broken_manifest_leaves_its_job_out(job_store):
     job_ingest.ingest_job(job_store, [str(DLRM[0])], "gone", engine="in-process")
-    manifest = Path(jobs.job_root(job_store)) / "manifests" / "gone.json"
+    manifest = Path(job_layout.job_root(job_store)) / "manifests" / "gone.json"
     manifest.write_text("{not json")
     assert job_store.query("SELECT count(*) AS n FROM kernels")["n"][0] == 0  # the damaged job is left out
     listed = job_queries.job_list(job_store)
@@ -466,7 +467,7 @@ def test_a_killed_pool_worker_is_named_with_its_cause_and_stores_nothing(job_sto
 @needs_dlrm
 def test_two_stores_share_one_job_directory(tmp_path, monkeypatch):
     shared = tmp_path / "team-jobs"
-    monkeypatch.setenv(jobs.JOB_ROOT_ENV, str(shared))
+    monkeypatch.setenv(job_layout.JOB_ROOT_ENV, str(shared))
     first, second = Store(tmp_path / "a" / "store.duckdb"), Store(tmp_path / "b" / "store.duckdb")
     second.ingest(DLRM[0])  # a run of its own, beside the shared job
     job_ingest.ingest_job(first, [str(p) for p in DLRM[:3]], "shared", engine="in-process")
@@ -483,7 +484,7 @@ def test_two_stores_share_one_job_directory(tmp_path, monkeypatch):
 @pytest.mark.third_party
 @needs_dlrm
 def test_job_directory_as_a_filesystem_uri(tmp_path, monkeypatch):
-    monkeypatch.setenv(jobs.JOB_ROOT_ENV, (tmp_path / "by-uri").as_uri())  # file:///..., read through pyarrow
+    monkeypatch.setenv(job_layout.JOB_ROOT_ENV, (tmp_path / "by-uri").as_uri())  # file:///..., read through pyarrow
     store = Store(tmp_path / "store.duckdb")
     job_ingest.ingest_job(store, [str(p) for p in DLRM[:2]], "uri", engine="in-process")
     assert sorted(p.name for p in (tmp_path / "by-uri" / "kernels" / "job=uri").iterdir()) == ["rank=0", "rank=2"]
@@ -523,7 +524,7 @@ def test_rank_from_file_names():
 def test_cli_job_json(tmp_path):
     db = tmp_path / "cli.duckdb"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop(jobs.JOB_ROOT_ENV, None)
+    env.pop(job_layout.JOB_ROOT_ENV, None)
     run = lambda *a: subprocess.run([sys.executable, "-m", "profiler", *a, "--db", str(db)],  # noqa: E731
                                     capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
     ingest = run("ingest", str(DLRM[0].parent), "--job", "dlrm", "--in-process")

@@ -50,10 +50,7 @@ ONLY_IN = {"torch": {"capture"}, "streamlit": {"present"}}
 # layer -> its wings in order; None is the layer's core (its top folder); analysis has no core
 WINGS: dict[str, list[str | None]] = {"analysis": ["model", "reads", "findings"], "storage": [None, "jobs"]}
 # (importing module, imported module) -> why the core still reaches up into a wing
-KNOWN_WINGS: dict[tuple[str, str], str] = {
-    ("profiler.storage.store", "profiler.storage.jobs.job_views"):
-        "Store.connect(jobs=True) attaches the job views to a read's cursor (a lazy import)",
-}
+KNOWN_WINGS: dict[tuple[str, str], str] = {}
 
 # (importing file, imported module) -> why it is still there
 KNOWN: dict[tuple[str, str], str] = {

@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from profiler.storage import job_layout
 from profiler import errors
 from profiler.storage.jobs import jobs, rank_task
 from tests.conftest import SHARED_TRACES
@@ -59,8 +60,8 @@ def test_a_batch_writes_the_files_a_rank_alone_writes(batch):
     for b, a in good:
         assert (b.run_id, b.trace_id, b.world_size, b.events, b.kernels, b.notes, b.backend) == \
                (a.run_id, a.trace_id, a.world_size, a.events, a.kernels, a.notes, a.backend)
-        assert sorted(b.files) == sorted(a.files) == sorted(jobs.WRITTEN)
-        for table in jobs.WRITTEN:
+        assert sorted(b.files) == sorted(a.files) == sorted(job_layout.WRITTEN)
+        for table in job_layout.WRITTEN:
             assert Path(b.files[table]).name == Path(a.files[table]).name == f"{b.run_id}.parquet"
             got, want = pq.read_table(b.files[table]), pq.read_table(a.files[table])
             assert got.schema == want.schema, table
@@ -91,7 +92,7 @@ def test_each_rank_brings_back_the_rows_the_summary_reads(batch):
                sorted(c for c in launches["correlation"].to_pylist() if c in correlations)
         ops = pq.read_table(r.files["ops"])
         assert _sorted(rows["ops"]).equals(_sorted(ops.filter(pc.is_valid(ops["in_msg_nelems"]))))
-        for table in ("traces", jobs.METRICS_TABLE):
+        for table in ("traces", job_layout.METRICS_TABLE):
             assert _sorted(rows[table]).equals(_sorted(pq.read_table(r.files[table]))), table
         if r.rank in (0, 2, 3, 4):  # the DLRM ranks run collectives
             assert rows["kernels"].num_rows > 0 and rows["ops"].num_rows > 0

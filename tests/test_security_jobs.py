@@ -23,6 +23,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from profiler.storage import job_layout
 from profiler.analysis.findings import job_queries
 from profiler.cli.main import main
 from profiler.storage.jobs import job_ingest, jobs
@@ -71,7 +72,7 @@ def _one_line(text: str, tmp: Path) -> str:
 
 @pytest.fixture(autouse=True)
 def _default_job_root(monkeypatch):
-    monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+    monkeypatch.delenv(job_layout.JOB_ROOT_ENV, raising=False)
     TIMES.clear()
 
 
@@ -180,7 +181,7 @@ def test_a_job_stored_under_an_old_key_is_neither_shadowed_nor_deleted_by_anothe
     monkeypatch.setattr(jobs, "job_key", _old_job_key)
     job_ingest.ingest_job(Store(db), files, "team/a", engine="in-process")  # as the program before stored it
     monkeypatch.undo()
-    monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+    monkeypatch.delenv(job_layout.JOB_ROOT_ENV, raising=False)
     assert (tmp_path / "s-jobs" / "manifests" / "team_a.json").is_file()
     before = snapshot(tmp_path / "s-jobs", db)
     code, _, err, _ = cli("ingest", *map(str, files), "--job", "team_a", "--in-process", "--db", str(db))
@@ -198,10 +199,10 @@ def as_schema_v3(root: Path) -> int:
     column called trace_id; the metrics rows kept run_id). Returns how many files changed."""
     changed = 0
     for path in root.rglob("*.parquet"):
-        if path.parts[-4] in (jobs.METRICS_TABLE, jobs.VERDICT_TABLE):   # neither was written then
+        if path.parts[-4] in (job_layout.METRICS_TABLE, job_layout.VERDICT_TABLE):   # neither was written then
             continue
         table = pq.read_table(path)
-        pq.write_table(table.rename_columns([jobs.OLD_RUN_ID if n == "run_id" else n for n in table.column_names]),
+        pq.write_table(table.rename_columns([job_layout.OLD_RUN_ID if n == "run_id" else n for n in table.column_names]),
                        path)
         changed += 1
     return changed
@@ -210,7 +211,7 @@ def as_schema_v3(root: Path) -> int:
 def test_rank_files_written_before_schema_version_4_read_as_before(stored):
     db, root, _ = stored
     want = job_queries.job_report(Store(db), "good")
-    assert as_schema_v3(root) == 2 * 2 * len(jobs.TABLES)
+    assert as_schema_v3(root) == 2 * 2 * len(job_layout.TABLES)
     got = job_queries.job_report(Store(db), "good")
     assert got == want and len(got["iterations"]) == 2
     runs = Store(db).query("SELECT name, run_id FROM traces ORDER BY name")
@@ -285,7 +286,7 @@ def test_a_vast_world_is_bounded_in_time_memory_and_text(stored, tmp_path, world
     files = write_ranks(tmp_path / "in", {"rank0.json": rank_trace(0, world), "rank7.json": rank_trace(7, world)})
     done, seconds, peak_mb = _probe("ingest", *map(str, files), "--job", "vast", "--in-process", "--db", str(db))
     assert "Traceback" not in done.stderr and seconds < HANG_S and peak_mb < 1024, (done.stderr, seconds, peak_mb)
-    if world > jobs.MAX_RANKS:
+    if world > job_layout.MAX_RANKS:
         assert done.returncode == 1 and "says its world size is 2000000000" in done.stderr
         return
     assert done.returncode == 0 and f"missing: 1-6, 8-{world - 1};" in done.stdout
@@ -392,11 +393,11 @@ def test_a_damaged_job_costs_a_summary_little_time_and_memory(stored, tmp_path, 
 def test_on_a_remote_filesystem_a_jobs_file_checks_are_kept_a_while(stored, monkeypatch):
     """One request per rank file on every read would be slow on object storage: there a job's
     checks are kept REMOTE_RECHECK_S seconds (here an fsspec in-memory filesystem through pyarrow)."""
-    from profiler.storage.jobs import job_check
+    from profiler.storage import job_check
 
     _, root, _ = stored
     uri = f"fsspec+memory:///{root.parent.name}-jobs"
-    fs, base = jobs.filesystem(uri)
+    fs, base = job_layout.filesystem(uri)
     for path in root.rglob("*"):
         if path.is_file():
             fs.create_dir(f"{base}/{path.parent.relative_to(root)}", recursive=True)

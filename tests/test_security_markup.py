@@ -22,8 +22,8 @@ import pytest
 
 from profiler.cli import terminal
 from profiler.present import markup
-from profiler.storage import catalog
-from profiler.storage.jobs import job_ingest, jobs
+from profiler.storage import catalog, job_layout
+from profiler.storage.jobs import job_ingest
 from profiler.storage.store import Store
 from tests.crafted import kineto_trace
 from tests.crafted_markup import CONTROLS, formula_cells, hostile_ranks, hostile_trace, payload
@@ -183,7 +183,7 @@ def hostile_store(tmp_path_factory):
     """A store with two hostile runs (control characters and markup in every text) and a job."""
     folder = tmp_path_factory.mktemp("hostile-cli")
     with pytest.MonkeyPatch.context() as patch:  # jobs beside the store, for the commands run below too
-        patch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+        patch.delenv(job_layout.JOB_ROOT_ENV, raising=False)
         yield _hostile_store(folder)
 
 

@@ -13,8 +13,8 @@ import re
 import pytest
 
 from profiler.present.share import ViewState, share_url
-from profiler.storage import catalog
-from profiler.storage.jobs import job_ingest, jobs
+from profiler.storage import catalog, job_layout
+from profiler.storage.jobs import job_ingest
 from profiler.storage.store import Store
 from tests.crafted_markup import hostile_ranks, hostile_trace, payload
 from tests.test_browser import (
@@ -32,7 +32,7 @@ TABLE_PAGES = ("runs", "kernels", "launches", "cpu-cost", "compare", "memory", "
 def hostile_server(tmp_path_factory):
     folder = tmp_path_factory.mktemp("hostile-markup-browser")
     with pytest.MonkeyPatch.context() as patch:
-        patch.delenv(jobs.JOB_ROOT_ENV, raising=False)  # jobs beside the store, for the server too
+        patch.delenv(job_layout.JOB_ROOT_ENV, raising=False)  # jobs beside the store, for the server too
         store = Store(folder / "store.duckdb")
         a = store.ingest(hostile_trace("A"), f"{payload('file')}.json".replace("/", "_")).run_id
         b = store.ingest(hostile_trace("B"), "b.json").run_id

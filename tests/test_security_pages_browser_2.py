@@ -9,8 +9,9 @@ import time
 
 import pytest
 
+from profiler.storage import job_layout
 from profiler.present.share import ViewState, share_url
-from profiler.storage.jobs import job_ingest, jobs
+from profiler.storage.jobs import job_ingest
 from profiler.storage.store import Store
 from tests.crafted_jobs import MANIFEST_DAMAGE, rank_trace, write_ranks
 from tests.crafted_slow import huge_lane_names, shared_correlation
@@ -28,7 +29,7 @@ PAGE_BYTES = 5 * 2**20     # the rendered page's HTML (the 10 MB names must not 
 def server(tmp_path_factory):
     folder = tmp_path_factory.mktemp("slow-jobs-browser")
     with pytest.MonkeyPatch.context() as patch:
-        patch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+        patch.delenv(job_layout.JOB_ROOT_ENV, raising=False)
         store = Store(folder / "store.duckdb")
         lanes = store.ingest(huge_lane_names(10), "lanes.json").run_id
         shared = store.ingest(shared_correlation(folder / "shared.json.gz", 3000), "shared.json.gz").run_id

@@ -94,7 +94,7 @@ def test_module_macros_are_documented_and_private_names_stay_inside(module):
             assert not others, f"private {name} used outside {module}: {others}"
 
 
-# the view a store with jobs has (profiler/storage/jobs/job_views.py), here empty
+# the view a store with jobs has (profiler/storage/job_views.py), here empty
 JOB_RANKS = ("CREATE TEMP TABLE job_ranks (job VARCHAR, world_size INTEGER, backend VARCHAR, rank INTEGER, "
              "run_id VARCHAR, file VARCHAR, size_bytes BIGINT)")
 

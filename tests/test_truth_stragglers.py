@@ -14,8 +14,9 @@ from decimal import Decimal
 
 import pytest
 
+from profiler.storage import job_layout
 from profiler.analysis.findings import job_queries
-from profiler.storage.jobs import job_ingest, jobs
+from profiler.storage.jobs import job_ingest
 from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES
 from tests.timelines import Timeline
@@ -26,7 +27,7 @@ COMM = ("nccl", "rccl")
 
 @pytest.fixture
 def job_store(tmp_path, monkeypatch):
-    monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+    monkeypatch.delenv(job_layout.JOB_ROOT_ENV, raising=False)
     return Store(tmp_path / "store.duckdb")
 
 

@@ -12,11 +12,12 @@ import json
 
 import pytest
 
+from profiler.storage import job_layout
 from profiler.analysis.findings import job_queries, verdict
 from profiler.analysis.reads import run_queries
 from profiler.cli import ops
 from profiler.cli.main import main as cli_main
-from profiler.storage.jobs import job_ingest, jobs
+from profiler.storage.jobs import job_ingest
 from profiler.storage.store import Store
 from tests.conftest import SAMPLES, SHARED_TRACES
 from tests.test_truth_stragglers import DLRM, raw_waits
@@ -27,7 +28,7 @@ FA4_TRAIN = SAMPLES / "modes" / "train" / "flash_attn_4_train_b8_h16_s1024_d64_b
 
 @pytest.fixture
 def db(tmp_path, monkeypatch):
-    monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+    monkeypatch.delenv(job_layout.JOB_ROOT_ENV, raising=False)
     return Store(tmp_path / "store.duckdb")
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from profiler.storage import job_layout
 from profiler.analysis.reads.units import json_value
 from profiler.cli import conditions, terminal
 from profiler.cli.numbers import whole
@@ -81,10 +82,10 @@ def resolve_run(store: StoreHandle, text: str) -> str:
 
 def damaged_run(store: StoreHandle, text: str) -> str | None:
     """Why run `text` cannot be read when it is a rank of a damaged job (its file and reason), else None."""
-    from profiler.storage.jobs import job_check, jobs
+    from profiler.storage import job_check
 
-    root = jobs.job_root(store)
-    if not text or not jobs.has_manifests(root):
+    root = job_layout.job_root(store)
+    if not text or not job_layout.has_manifests(root):
         return None
     for d in job_check.read_jobs(root).damaged:
         if any(rid.startswith(text) for rid in d.run_ids):

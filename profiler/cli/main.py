@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from profiler.storage import job_layout
 from profiler import errors
 from profiler.cli import terminal
 from profiler.present.progress import ProgressBar
@@ -110,10 +111,10 @@ def _bound(row: dict) -> str:
     return "graph capture" if graph.get("role") == "capture" else row["bound"] or "-"
 def _damaged_notes(store) -> None:
     """One line on stderr per damaged job: its ranks are left out of what is listed."""
-    from profiler.storage.jobs import job_check, jobs
+    from profiler.storage import job_check
 
-    root = jobs.job_root(store)
-    if jobs.has_manifests(root):
+    root = job_layout.job_root(store)
+    if job_layout.has_manifests(root):
         for d in job_check.read_jobs(root).damaged:
             print(terminal.inert(f"note: {d}; its ranks are left out (`job NAME --delete` removes it)"),
                   file=sys.stderr)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from profiler import errors
-from profiler.storage import commit, completeness, connection, metrics, migrations
+from profiler.storage import commit, completeness, connection, job_views, metrics, migrations
 # re-exported: callers name them from here
 from profiler.storage.commit import IngestResult, Staged
 from profiler.storage.connection import LOCK_TIMEOUT_S, one_line
@@ -87,14 +87,13 @@ class Store:
     def connect(self, *, jobs: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
         """A short-lived cursor on the store (on a writing handle's first use the schema is created
         or migrated and the metrics layer kept up to date: `migrations.prepare`). With `jobs`, the
-        store's tables also hold the ranks of stored jobs (profiler/storage/jobs/job_views.py): reads."""
+        store's tables also hold the ranks of stored jobs (profiler/storage/job_views.py): reads."""
         with connection.cursor(self) as con:
             try:
                 if not self._ready:
                     self._prepare(con)
                 if jobs:
-                    from profiler.storage.jobs.job_views import attach_views
-                    attach_views(con, self)
+                    job_views.attach_views(con, self)
                 yield con
             except duckdb.Error as e:
                 raise errors.StoreError(f"{self.label} could not answer: {one_line(e)}.") from e

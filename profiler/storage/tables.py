@@ -11,7 +11,7 @@ A per-run table holds rows of many runs, each with its `run_id`. Four kinds:
   checked again when read).
 * COUNTERS: attached later by `python -m profiler counters` (counters.py); never in a job.
 
-The readers: `catalog.RUN_TABLES` (what deleting a run deletes), `jobs.TABLES` / `jobs.WRITTEN`
+The readers: `catalog.RUN_TABLES` (what deleting a run deletes), `job_layout.TABLES` / `job_layout.WRITTEN`
 (a rank's files), `manifest_check.REQUIRED` (files every manifest has) and the ingest transaction
 (`INSERTED`). Adding a per-run table is one line here, its `CREATE TABLE` in schema.sql and, for
 a parsed one, its `insert_<name>.sql` (docs/architecture.md, "Adding a per-run table").

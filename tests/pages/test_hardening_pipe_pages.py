@@ -9,13 +9,13 @@ import shutil
 
 import pytest
 
-from profiler.storage.jobs import jobs
+from profiler.storage import job_layout
 from tests.pages.conftest import NAIVE
 
 
 @pytest.fixture(params=["manifest", "rank_file"])
 def piped(with_jobs, tmp_path, monkeypatch, request):  # with_jobs: tests/pages/conftest.py
-    monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+    monkeypatch.delenv(job_layout.JOB_ROOT_ENV, raising=False)
     monkeypatch.setenv("PROFILER_SEED", "0")
     shutil.copyfile(with_jobs / "store.duckdb", tmp_path / "store.duckdb")
     shutil.copytree(with_jobs / "store-jobs", tmp_path / "store-jobs")

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from profiler.storage.jobs import jobs
+from profiler.storage import job_layout
 from tests.test_hardening_jobs import v3_store_with_jobs
 
 
 @pytest.fixture
 def upgraded(tmp_path, monkeypatch):
-    monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+    monkeypatch.delenv(job_layout.JOB_ROOT_ENV, raising=False)
     monkeypatch.setenv("PROFILER_SEED", "0")
     old, _ = v3_store_with_jobs(tmp_path)
     monkeypatch.setenv("PROFILER_DB", str(old))

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import pytest
 
+from profiler.storage import job_layout
 from profiler.analysis.findings import job_queries
-from profiler.storage.jobs import job_ingest, jobs
+from profiler.storage.jobs import job_ingest
 from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES
 
@@ -22,7 +23,7 @@ def job_store(tmp_path, monkeypatch, template_store):
     """A copy (store file and job files) of a store holding the job 'dlrm' (the 7 ranks) and
     'dlrm first three', ingested once per test process."""
     assert len(DLRM) == 7, f"the 7 DLRM rank traces are not all in {SHARED_TRACES}"  # users of this fixture are marked third_party
-    monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+    monkeypatch.delenv(job_layout.JOB_ROOT_ENV, raising=False)
     monkeypatch.setenv("PROFILER_SEED", "0")
     path = tmp_path / "jobs.duckdb"
     template_store("dlrm-jobs", _two_jobs, path)

@@ -6,8 +6,9 @@ from decimal import Decimal
 
 import pytest
 
+from profiler.storage import job_layout
 from profiler.analysis.findings import job_queries
-from profiler.storage.jobs import job_ingest, jobs
+from profiler.storage.jobs import job_ingest
 from profiler.storage.store import Store
 from tests.test_job_clocks import DLRM, _shifted
 
@@ -28,7 +29,7 @@ def _clock_jobs(path) -> None:
 def clock_store(tmp_path, monkeypatch, template_store):
     """A copy (store file and job files) of a store holding the jobs 'shifted' and 'jump', ingested
     once per test process; PROFILER_DB points at it."""
-    monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+    monkeypatch.delenv(job_layout.JOB_ROOT_ENV, raising=False)
     path = tmp_path / "jobs.duckdb"
     template_store("dlrm-clock-jobs", _clock_jobs, path)
     monkeypatch.setenv("PROFILER_DB", str(path))

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from profiler.storage.jobs import job_ingest, jobs
+from profiler.storage import job_layout
+from profiler.storage.jobs import job_ingest
 from tests.crafted_jobs import ABSURD_TIMESTAMPS, MANIFEST_DAMAGE, RANK_FILE_DAMAGE, rank_trace, write_ranks
 from tests.pages.conftest import NAIVE, shown
 
@@ -21,7 +22,7 @@ SOME = ("manifest-not_json", "manifest-files_a_number", "manifest-null", "file-w
 @pytest.fixture
 def damaged(with_jobs, tmp_path, monkeypatch, request):
     """A private copy with job 'bad' damaged as `request.param` says; (job directory, reason)."""
-    monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+    monkeypatch.delenv(job_layout.JOB_ROOT_ENV, raising=False)
     monkeypatch.setenv("PROFILER_SEED", "0")
     shutil.copyfile(with_jobs / "store.duckdb", tmp_path / "store.duckdb")
     shutil.copytree(with_jobs / "store-jobs", tmp_path / "store-jobs")
@@ -57,7 +58,7 @@ def test_pages_of_unrelated_runs_work_beside_a_damaged_job(pages, damaged, run_i
 
 
 def test_a_vast_world_shows_its_missing_ranks_as_ranges(pages, empty_store, tmp_path, monkeypatch):
-    monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+    monkeypatch.delenv(job_layout.JOB_ROOT_ENV, raising=False)
     files = write_ranks(tmp_path / "in", {"rank0.json": rank_trace(0, 1_000_000), "rank9.json": rank_trace(9, 1_000_000)})
     job_ingest.ingest_job(empty_store, files, "vast", engine="in-process")
     at = pages.open("job", job="vast")
@@ -69,7 +70,7 @@ def test_a_vast_world_shows_its_missing_ranks_as_ranges(pages, empty_store, tmp_
 def test_absurd_timestamps_in_an_uploaded_job_are_skipped_and_said(pages, empty_store, monkeypatch):
     """A timestamp that overflowed Decimal was a traceback on the upload page (and took 27 s with a
     million-digit exponent): now each such event is skipped, and the job stored."""
-    monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+    monkeypatch.delenv(job_layout.JOB_ROOT_ENV, raising=False)
     files = [("rank0.json", rank_trace(0, 4), "application/json")]
     files += [(name, data, "application/json") for name, (data, _) in ABSURD_TIMESTAMPS.items()]
     at = pages.open("upload")

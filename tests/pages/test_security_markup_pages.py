@@ -16,8 +16,8 @@ import sqlite3
 import pytest
 
 from profiler.present.share import PAGES
-from profiler.storage import catalog
-from profiler.storage.jobs import job_ingest, jobs
+from profiler.storage import catalog, job_layout
+from profiler.storage.jobs import job_ingest
 from profiler.storage.store import Store
 from tests.crafted_markup import CONTROLS, hostile_ranks, hostile_trace, payload
 
@@ -95,7 +95,7 @@ def assert_cells_safe(at, where: str) -> int:
 def hostile_template(tmp_path_factory):
     folder = tmp_path_factory.mktemp("hostile-markup")
     with pytest.MonkeyPatch.context() as patch:
-        patch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+        patch.delenv(job_layout.JOB_ROOT_ENV, raising=False)
         store = Store(folder / "template.duckdb")
         a = store.ingest(hostile_trace("A"), f"{payload('file')}.json".replace("/", "_")).run_id
         b = store.ingest(hostile_trace("B"), "b.json").run_id
@@ -115,7 +115,7 @@ def hostile(hostile_template, tmp_path, monkeypatch):
     shutil.copytree(folder / "template-jobs", tmp_path / "store-jobs")
     monkeypatch.setenv("PROFILER_DB", str(tmp_path / "store.duckdb"))
     monkeypatch.setenv("PROFILER_SEED", "0")
-    monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+    monkeypatch.delenv(job_layout.JOB_ROOT_ENV, raising=False)
     return runs, job
 
 
@@ -146,7 +146,7 @@ def test_the_three_paths_of_the_issue_show_the_payload_escaped(pages, hostile):
 
 
 def test_a_job_uploaded_under_a_hostile_name_shows_it_escaped(pages, empty_store, monkeypatch, tmp_path):
-    monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+    monkeypatch.delenv(job_layout.JOB_ROOT_ENV, raising=False)
     at = pages.open("upload")
     at.file_uploader[0].set_value([(n, data, "application/json") for n, data in hostile_ranks("U")])
     name = f"up {payload('N')}"[:110]

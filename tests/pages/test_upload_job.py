@@ -7,8 +7,8 @@ import zipfile
 
 import pytest
 
+from profiler.storage import job_layout
 from profiler.analysis.findings import job_queries
-from profiler.storage.jobs import jobs
 from tests.conftest import SHARED_TRACES
 
 DLRM = sorted(SHARED_TRACES.glob("param__dlrm_kineto__worker*.pt.trace.json")) if SHARED_TRACES.is_dir() else []
@@ -23,7 +23,7 @@ def ranks():
 
 @pytest.fixture(autouse=True)
 def _default_job_root(monkeypatch):
-    monkeypatch.delenv(jobs.JOB_ROOT_ENV, raising=False)
+    monkeypatch.delenv(job_layout.JOB_ROOT_ENV, raising=False)
 
 
 def _upload(pages, files, job="", skip_bad=False):

@@ -18,7 +18,8 @@ import pandas as pd
 from profiler.analysis.findings import job_clocks, verdict
 from profiler.analysis.reads.reads import sql_text
 from profiler.analysis.reads.units import json_value
-from profiler.storage.jobs import job_check, job_summary, jobs
+from profiler.storage import job_check, job_layout
+from profiler.storage.jobs import job_summary, jobs
 from profiler.storage import tables
 from profiler.storage.session import StoreHandle
 
@@ -35,7 +36,7 @@ def job_list(store: StoreHandle) -> pd.DataFrame:
     """One row per stored job: job, world_size, backend, ranks_present, ranks_missing (as ranges,
     '3-7'), added_at, damaged (why the job cannot be read, naming its file; empty when it reads)."""
     store.query("SELECT 1")  # jobs are read beside the store: a store that cannot be opened says why
-    found = job_check.read_jobs(jobs.job_root(store))
+    found = job_check.read_jobs(job_layout.job_root(store))
     rows = [{"job": m["job"], "world_size": m["world_size"], "backend": m["backend"],
              "ranks_present": len(m["ranks_present"]), "ranks_missing": jobs.ranges_text(m["ranks_missing"]),
              "added_at": m["added_at"], "damaged": ""} for m in found.ok]
@@ -50,7 +51,7 @@ def missing_text(ranges) -> str:
 
 def manifest(store: StoreHandle, job: str) -> dict:
     """Job `job`'s manifest (checked); a `JobError` when it is not stored or cannot be read."""
-    root = jobs.job_root(store)
+    root = job_layout.job_root(store)
     found = job_check.read_jobs(root)
     for m in found.ok:
         if m["job"] == job:
@@ -72,7 +73,7 @@ def summary_stamp(m: dict) -> str:
 def kept_manifest(store: StoreHandle, job: str) -> dict | None:
     """Job `job`'s manifest, read without opening its rank files (their presence is checked), or
     None when it does not read that way (`manifest` then says why, or the job is damaged)."""
-    root = jobs.job_root(store)
+    root = job_layout.job_root(store)
     for m in job_check.read_jobs(root, files=False).ok:
         if m["job"] == job:
             seen = job_check.files_seen(root, m)  # None: a file is missing or not a regular file

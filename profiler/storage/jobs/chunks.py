@@ -30,9 +30,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from profiler.storage import job_layout
 from profiler import errors
 from profiler.parse import split, trace
-from profiler.storage.jobs import jobs
 from profiler.storage.rss import peak_rss, reset_peak_rss
 from profiler.storage.staging import Staging
 
@@ -173,7 +173,7 @@ def parse_chunk(fp: FilePlan, k: int, base: str, key: str, keep_python: bool = F
 
     started, start_rss = time.perf_counter(), reset_peak_rss()
     folder = f"{chunk_folder(base, key, fp.run_id)}/{k}"
-    fs, _ = jobs.filesystem(base)
+    fs, _ = job_layout.filesystem(base)
     try:
         with split.chunk_stream(fp.plan, k) as stream:
             reader = trace.TraceReader(stream, Path(fp.file).name, keep_python=keep_python, hashed=False)
@@ -215,7 +215,7 @@ def usable(fp: FilePlan, results: list) -> bool:
 
 def load(fp: FilePlan, results: list[ChunkResult], base: str) -> tuple[trace.TraceSummary, Staging]:
     """The chunks' rows as one staged trace, as if the file had been parsed whole."""
-    fs, _ = jobs.filesystem(base)
+    fs, _ = job_layout.filesystem(base)
     staging = Staging()
     ops_before = 0
     for r in sorted(results, key=lambda r: r.k):
@@ -248,7 +248,7 @@ def load(fp: FilePlan, results: list[ChunkResult], base: str) -> tuple[trace.Tra
 
 def remove_folder(base: str, key: str) -> None:
     """Remove the job's folder of chunk files (empty once each file is assembled)."""
-    fs, _ = jobs.filesystem(base)
+    fs, _ = job_layout.filesystem(base)
     try:
         fs.delete_dir(f"{base}/chunks/job={key}")
     except (OSError, FileNotFoundError):
@@ -257,7 +257,7 @@ def remove_folder(base: str, key: str) -> None:
 
 def discard(fp: FilePlan, base: str, key: str) -> None:
     """Remove a planned file's chunk files and its unpacked copy (if any)."""
-    fs, _ = jobs.filesystem(base)
+    fs, _ = job_layout.filesystem(base)
     folder = chunk_folder(base, key, fp.run_id)
     try:
         fs.delete_dir(folder)

@@ -23,7 +23,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from profiler.parse.source import utf8_text
-from profiler.storage.jobs import job_check, jobs
+from profiler.storage import job_check, job_layout
+from profiler.storage.jobs import jobs
 
 _STAGING = ".{name}.staging-"
 
@@ -38,8 +39,8 @@ def refuse_taken(root: str, job: str, key: str) -> None:
             raise jobs.JobError(f"job {job!r} cannot be stored: the job directory's {d.file}: {d.reason}")
     if any(m["job"] == job for m in read.ok) or any(d.job == job for d in read.damaged):
         raise jobs.JobError(f"job {job!r} is already in the store (delete it first, or choose another name)")
-    fs, base = jobs.filesystem(root)
-    if fs.get_file_info(jobs.manifest_path(base, key)).type != pafs.FileType.NotFound:
+    fs, base = job_layout.filesystem(root)
+    if fs.get_file_info(job_layout.manifest_path(base, key)).type != pafs.FileType.NotFound:
         raise jobs.JobError(f"job {job!r}: its folder name {key!r} is taken by another job's (choose another name)")
 
 
@@ -50,7 +51,7 @@ def staged(root: str, key: str) -> Iterator[str]:
     if "://" in root:
         jobs.remove_job_files(root, key)  # leftovers of an ingest that was killed before its commit
         try:
-            yield jobs.filesystem(root)[1]
+            yield job_layout.filesystem(root)[1]
         except BaseException:
             jobs.remove_job_files(root, key)
             raise
@@ -150,7 +151,7 @@ def commit(root: str, under: str, result: jobs.JobResult) -> None:
     try:
         _move_in(root, under, result, moved)
     except OSError as e:  # a full disk, a folder in the way: one line; what was moved in goes again
-        fs = jobs.filesystem(root)[0]
+        fs = job_layout.filesystem(root)[0]
         for path in moved:
             with contextlib.suppress(OSError):
                 fs.delete_dir(path)
@@ -160,10 +161,10 @@ def commit(root: str, under: str, result: jobs.JobResult) -> None:
 def _move_in(root: str, under: str, result: jobs.JobResult, moved: list[str]) -> None:
     import pyarrow.fs as pafs
 
-    fs, base = jobs.filesystem(root)
+    fs, base = job_layout.filesystem(root)
     doc = manifest_doc(result, under)
     if under != base:
-        for table in jobs.WRITTEN:
+        for table in job_layout.WRITTEN:
             src, dst = f"{under}/{table}/job={result.key}", f"{base}/{table}/job={result.key}"
             if fs.get_file_info(src).type != pafs.FileType.Directory:
                 continue
@@ -195,9 +196,9 @@ def write_manifest(root: str, key: str, doc: dict) -> None:
     object visible whole."""
     import pyarrow.fs as pafs
 
-    fs, base = jobs.filesystem(root)
+    fs, base = job_layout.filesystem(root)
     fs.create_dir(f"{base}/manifests", recursive=True)
-    final = jobs.manifest_path(base, key)
+    final = job_layout.manifest_path(base, key)
     data = json.dumps(doc, indent=1).encode()
     if isinstance(fs, pafs.LocalFileSystem):
         partial = f"{base}/manifests/.{key}.{os.getpid()}.part"
@@ -213,13 +214,13 @@ def delete(root: str, name: str) -> None:
     """Remove the job called exactly `name`, found by its manifest's own name (whole or damaged)."""
     import pyarrow.fs as pafs
 
-    fs, base = jobs.filesystem(root)
+    fs, base = job_layout.filesystem(root)
     read = job_check.read_jobs(root, files=False)
     keys = [m["key"] for m in read.ok if m["job"] == name] + [d.key for d in read.damaged if d.job == name and d.key]
     if not keys:
         raise jobs.JobError(f"job {name!r} is not in the store")
     for key in keys:
-        manifest = jobs.manifest_path(base, key)
+        manifest = job_layout.manifest_path(base, key)
         if fs.get_file_info(manifest).type == pafs.FileType.Directory:
             fs.delete_dir(manifest)  # a damaged job's "manifest" can be a folder
         else:

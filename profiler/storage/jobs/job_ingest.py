@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from profiler.storage import job_layout
 from profiler.errors import JobError
 from profiler.storage.jobs import job_files, job_summary, jobs, parallel
 
@@ -17,7 +18,7 @@ from profiler.storage.jobs import job_files, job_summary, jobs, parallel
 def delete_job(store, name: str) -> None:
     """Remove the job called exactly `name` (whole or damaged): its manifest first (readers stop
     seeing it at once), then its files, then its summary. No other job is touched."""
-    job_files.delete(jobs.job_root(store), name)
+    job_files.delete(job_layout.job_root(store), name)
     job_summary.forget(store, name)
 
 
@@ -36,7 +37,7 @@ def ingest_job(store, paths: Iterable[str | os.PathLike], job: str, *, skip_bad:
     """
     started = time.perf_counter()
     key = jobs.job_key(job)
-    root = jobs.job_root(store)
+    root = job_layout.job_root(store)
     with job_files.claimed(root, job, key):  # one ingest of a name at a time: a second is refused
         job_files.refuse_taken(root, job, key)
         _clear_stale_unpacks()
@@ -94,4 +95,4 @@ def _assemble(job: str, key: str, outcomes: list, skip_bad: bool) -> jobs.JobRes
     world = max(sizes | {max(by_rank) + 1})  # each at most MAX_RANKS (check_rank)
     backends = {r.backend for r in ranks if r.backend}
     return jobs.JobResult(job, key, world, min(backends) if backends else None, sorted(ranks, key=lambda r: r.rank),
-                     jobs.missing_ranges(by_rank, world), [str(e) for e in bad])
+                     job_layout.missing_ranges(by_rank, world), [str(e) for e in bad])

@@ -46,7 +46,7 @@ def from_rows(manifest: dict, ranks: list) -> Iterator:
     the ranks' files (rows of a run not in the manifest are never joined)."""
     import pyarrow as pa
 
-    from profiler.storage.jobs.job_views import job_ranks_table
+    from profiler.storage.job_views import job_ranks_table
     from profiler.storage.session import Session
     from profiler.storage.store import Store
 

@@ -10,8 +10,8 @@ directory (`job_root()`), partitioned by job and rank:
 The rank files are written aside and moved in whole, and the manifest is written last: the job's
 commit (`profiler/storage/jobs/job_files.py`), so a job lands whole or not at all and a failed or killed
 ingest leaves the job directory as it was. Readers check manifests and rank files against a schema
-(`profiler/storage/jobs/job_check.py`) and put the Parquet rows of every job that reads whole beside the
-store's own tables (`profiler/storage/jobs/job_views.py`), through temporary views of the same names, so
+(`profiler/storage/job_check.py`) and put the Parquet rows of every job that reads whole beside the
+store's own tables (`profiler/storage/job_views.py`), through temporary views of the same names, so
 every query and page reads a rank like any other run; a damaged job is left out and listed.
 
 The root can be any path pyarrow opens (a local directory, a network mount, `s3://...`), so
@@ -27,55 +27,19 @@ import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from profiler import errors
 from profiler.errors import JobError
-from profiler.storage import tables
-from profiler.storage.session import StoreHandle
+from profiler.storage import job_layout
 
-if TYPE_CHECKING:  # pyarrow loads only where job files are read or written
-    import pyarrow.fs as pafs
-
-JOB_ROOT_ENV = "PROFILER_JOBS"
-TABLES = tables.PARSED_TABLES  # a rank's tables from its trace (tables.py)
-# the metrics layer's per-iteration rows of each rank (sql/metrics.sql), computed at ingest like a
-# single upload's; a rank computed under another definition is recomputed when read (job_views.py)
-METRICS_TABLE = tables.METRICS_TABLE
-# the completeness verdict's rows of each rank (storage/sql/completeness.sql), checked at ingest like
-# a single upload's; a rank checked under another definition (or before ranks kept them) is checked
-# again when read (completeness.read finds no `checked` row for it)
-VERDICT_TABLE = tables.VERDICT_TABLE
-WRITTEN = TABLES + (METRICS_TABLE, VERDICT_TABLE)
 TRACE_SUFFIXES = (".json", ".json.gz")
 _RANK_IN_NAME = re.compile(r"(?:rank|worker)[-_]?(\d+)", re.IGNORECASE)
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,119}")
 _HASHED_KEY = re.compile(r".*--[0-9a-f]{16}")
-MAX_NAME_CHARS = 200
-MAX_RANKS = 1 << 20  # a rank or world size at or beyond this is not believed (a file saying so is refused)
-OLD_RUN_ID = "trace_id"  # the run id column's name in rank files written before schema version 4
 _BACKEND = re.compile(rb'"distributedInfo"\s*:\s*\{[^{}]*?"backend"\s*:\s*"([^"\\]{1,40})"')
 
 
 # --- where jobs live -----------------------------------------------------------------------------
-
-def job_root(store: StoreHandle) -> str:
-    """$PROFILER_JOBS if set, else `<store file stem>-jobs/` beside the store file."""
-    named = os.environ.get(JOB_ROOT_ENV)
-    if named:
-        return named
-    path = Path(store.path)
-    return str(path.with_name(f"{path.stem}-jobs").resolve())
-
-
-def filesystem(root: str) -> tuple[pafs.FileSystem, str]:
-    """The pyarrow filesystem of `root` and the root's path within it (plain paths are local)."""
-    import pyarrow.fs as pafs  # pyarrow loads only where job files are read or written
-
-    if "://" in root:
-        return pafs.FileSystem.from_uri(root)
-    return pafs.LocalFileSystem(), os.path.abspath(root)
-
 
 def job_key(name: str) -> str:
     """A job name as a directory name, a different one for every name: a name of letters, digits,
@@ -83,8 +47,8 @@ def job_key(name: str) -> str:
     characters of it, then '--' and 16 hex digits of its SHA-256 (a plain name never ends so)."""
     if not isinstance(name, str) or not name.strip():
         raise JobError("A job name cannot be empty.")
-    if len(name) > MAX_NAME_CHARS:
-        raise JobError(f"A job name has at most {MAX_NAME_CHARS} characters.")
+    if len(name) > job_layout.MAX_NAME_CHARS:
+        raise JobError(f"A job name has at most {job_layout.MAX_NAME_CHARS} characters.")
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:  # bytes from the command line that are not UTF-8 (kept as surrogates)
@@ -101,10 +65,6 @@ def run_id(key: str, trace_id: str) -> str:
     return hashlib.sha256(f"{key}/{trace_id}".encode()).hexdigest()[:16]
 
 
-def rank_file(root: str, table: str, key: str, rank: int, rid: str) -> str:
-    return f"{root}/{table}/job={key}/rank={rank}/{rid}.parquet"
-
-
 # --- ranks ---------------------------------------------------------------------------------------
 
 def rank_from_name(name: str) -> int | None:
@@ -115,18 +75,6 @@ def rank_from_name(name: str) -> int | None:
     return int(found[-1]) if len(found[-1]) <= 18 else 10**18  # more digits: as absurd, without a huge int
 
 
-def missing_ranges(present: Iterable[int], world: int) -> list[list[int]]:
-    """The ranks below `world` not in `present`, as [first, last] ranges (never one entry per rank)."""
-    out, expected = [], 0
-    for rank in sorted(set(present)):
-        if rank > expected:
-            out.append([expected, rank - 1])
-        expected = rank + 1
-    if expected < world:
-        out.append([expected, world - 1])
-    return out
-
-
 def ranges_text(ranges: Iterable) -> str:
     """[[1, 1], [3, 7]] -> '1, 3-7'; no range -> 'none'."""
     return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges) or "none"
@@ -134,10 +82,10 @@ def ranges_text(ranges: Iterable) -> str:
 
 def check_rank(name: str, rank: int, world: int | None) -> errors.TraceError | None:
     """Why a file's rank and world size cannot be believed, or None."""
-    if not 0 <= rank < MAX_RANKS:
-        return errors.TraceError(name, f"says it is rank {rank}: a job's ranks are 0 to {MAX_RANKS - 1:,}")
-    if world is not None and not 1 <= world <= MAX_RANKS:
-        return errors.TraceError(name, f"says its world size is {world}: at most {MAX_RANKS:,} ranks")
+    if not 0 <= rank < job_layout.MAX_RANKS:
+        return errors.TraceError(name, f"says it is rank {rank}: a job's ranks are 0 to {job_layout.MAX_RANKS - 1:,}")
+    if world is not None and not 1 <= world <= job_layout.MAX_RANKS:
+        return errors.TraceError(name, f"says its world size is {world}: at most {job_layout.MAX_RANKS:,} ranks")
     if world is not None and rank >= world:
         return errors.TraceError(name, f"says it is rank {rank} of a world of {world}")
     return None
@@ -265,7 +213,7 @@ class RankResult:
 # computed over all (tests/test_job_summary.py checks it).
 SUMMARY_INPUTS = {
     "traces": "true",
-    METRICS_TABLE: "true",
+    job_layout.METRICS_TABLE: "true",
     "kernels": "t.iteration IS NOT NULL AND is_communication(t.name)",
     "launches": "EXISTS (SELECT 1 FROM kernels k WHERE k.run_id = t.run_id AND k.correlation = t.correlation "
                 "AND k.iteration IS NOT NULL AND is_communication(k.name))",
@@ -291,28 +239,12 @@ class JobResult:
         return sorted(r.rank for r in self.ranks)
 
 
-def manifest_path(root: str, key: str) -> str:
-    return f"{root}/manifests/{key}.json"
-
-
-def has_manifests(root: str) -> bool:
-    """False when `root` is a local directory without a committed job (nothing to read; no pyarrow)."""
-    if "://" in root:
-        return True
-    try:
-        return any(n.endswith(".json") for n in os.listdir(os.path.join(os.path.abspath(root), "manifests")))
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    except OSError:
-        return True  # job_check.read_jobs says what is wrong
-
-
 def remove_job_files(root: str, key: str) -> None:
     """Delete every Parquet partition of job `key` (uncommitted leftovers or a deleted job)."""
     import pyarrow.fs as pafs  # pyarrow loads only where job files are read or written
 
-    fs, base = filesystem(root)
-    for table in (*WRITTEN, "chunks"):  # chunks: a large file's pieces, while it is parsed
+    fs, base = job_layout.filesystem(root)
+    for table in (*job_layout.WRITTEN, "chunks"):  # chunks: a large file's pieces, while it is parsed
         path = f"{base}/{table}/job={key}"
         if fs.get_file_info(path).type == pafs.FileType.Directory:
             fs.delete_dir(path)

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from profiler import errors
 from profiler.storage.jobs import chunks, jobs
-from profiler.storage import completeness, metrics
+from profiler.storage import completeness, job_layout, metrics
 from profiler.storage.rss import peak_rss, reset_peak_rss
 
 RANK_TASK_THREADS = 4
@@ -112,7 +112,7 @@ def write_batch(con, files: list[str], ingested: list, base: str,
     `_rank_task` writes them: one query per table for the whole batch (`_by_rank`). The ranks'
     results share one dict of the batch's rows that the job's summary reads (`_summary_rows`)."""
     start_rss = reset_peak_rss()
-    fs, _ = jobs.filesystem(base)
+    fs, _ = job_layout.filesystem(base)
     outcomes: list = [None] * len(files)
     placed = []  # (file index, trace id, job run id, rank, rank_from, world)
     ids = [got.run_id for got in ingested if not isinstance(got, BaseException)]
@@ -134,10 +134,10 @@ def write_batch(con, files: list[str], ingested: list, base: str,
     written: list[str] = []
     files_of: list[dict] = [{} for _ in placed]
     try:
-        for table in jobs.WRITTEN:
+        for table in job_layout.WRITTEN:
             for n, rows in enumerate(_by_rank(con, table, "true")):
                 _, _, rid, rank, _, _ = placed[n]
-                path = jobs.rank_file(base, table, key, rank, rid)
+                path = job_layout.rank_file(base, table, key, rank, rid)
                 fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
                 written.append(path)
                 with fs.open_output_stream(path) as sink:
@@ -241,7 +241,7 @@ def _rank_task(file: str, base: str, key: str, ingest: Callable,
     start_rss = reset_peak_rss()
     scratch = tempfile.mkdtemp(prefix="rank-")
     written: list[str] = []
-    fs, _ = jobs.filesystem(base)
+    fs, _ = job_layout.filesystem(base)
     try:
         store = Store(Path(scratch) / "rank.duckdb", threads=task_threads(sharing))
         result = ingest(store)
@@ -254,8 +254,8 @@ def _rank_task(file: str, base: str, key: str, ingest: Callable,
             rank, rank_from = where
             rid = jobs.run_id(key, result.run_id)
             files = {}
-            for table in jobs.WRITTEN:
-                path = jobs.rank_file(base, table, key, rank, rid)
+            for table in job_layout.WRITTEN:
+                path = job_layout.rank_file(base, table, key, rank, rid)
                 fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
                 select = (f"SELECT * REPLACE ($rid AS run_id{', $rank AS rank' if table == 'traces' else ''}) "
                           f"FROM {table} WHERE run_id = $own")

@@ -1,7 +1,7 @@
 """A job's manifest checked field by field when read: its types, counts and file paths.
 
 A manifest must be an object with the fields `manifest` checks; its file paths must be exactly
-where `jobs.rank_file` puts them (so nothing outside the job directory is read). A problem is a
+where `job_layout.rank_file` puts them (so nothing outside the job directory is read). A problem is a
 `Damage` naming the manifest and the field; `job_check.read_jobs` lists the job as damaged.
 """
 from __future__ import annotations
@@ -10,8 +10,7 @@ import re
 from typing import Any
 
 from profiler.errors import Damage
-from profiler.storage.jobs import jobs
-from profiler.storage import tables
+from profiler.storage import job_layout, tables
 
 # tables every manifest has (those of the first jobs); later tables may be missing from older jobs
 REQUIRED = tables.IN_FIRST_JOBS
@@ -45,12 +44,12 @@ def manifest(doc: Any, stem: str, rel: str) -> dict:
     if not isinstance(doc, dict):
         raise Damage(rel, f"is {_kind(doc)}, not an object")
     job = _field(doc, "job", str, rel)
-    if not job.strip() or len(job) > jobs.MAX_NAME_CHARS:
-        raise Damage(rel, f"'job' is empty or longer than {jobs.MAX_NAME_CHARS} characters")
+    if not job.strip() or len(job) > job_layout.MAX_NAME_CHARS:
+        raise Damage(rel, f"'job' is empty or longer than {job_layout.MAX_NAME_CHARS} characters")
     key = _field(doc, "key", str, rel)
     if key != stem:
         raise Damage(rel, "its key does not match its file name")
-    world = _count(doc, "world_size", rel, low=1, high=jobs.MAX_RANKS)
+    world = _count(doc, "world_size", rel, low=1, high=job_layout.MAX_RANKS)
     backend = doc.get("backend")
     if backend is not None and not isinstance(backend, str):
         raise Damage(rel, f"'backend' is {_kind(backend)}")
@@ -67,7 +66,7 @@ def manifest(doc: Any, stem: str, rel: str) -> dict:
         raise Damage(rel, "'skipped' is not a list of text")
     added = doc.get("added_at")
     return {"job": job, "key": key, "world_size": world, "backend": backend, "ranks": ranks,
-            "ranks_present": present, "ranks_missing": jobs.missing_ranges(present, world),
+            "ranks_present": present, "ranks_missing": job_layout.missing_ranges(present, world),
             "skipped": skipped, "added_at": added if isinstance(added, str) else None}
 
 
@@ -84,9 +83,9 @@ def _rank(r: Any, key: str, world: int, rel: str) -> dict:
         if table not in files:
             raise Damage(rel, f"{where}files have no {table!r}")
     for table, path in files.items():
-        if table not in jobs.WRITTEN:
+        if table not in job_layout.WRITTEN:
             raise Damage(rel, f"{where}files name an unknown table")
-        if path != jobs.rank_file("", table, key, rank, rid)[1:]:
+        if path != job_layout.rank_file("", table, key, rank, rid)[1:]:
             raise Damage(rel, f"{where}{table} file is not where this job's files are")
     digest, checked = r.get("metrics_digest", ""), r.get("completeness_digest", "")
     name = r.get("file", "")

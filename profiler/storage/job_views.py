@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from profiler.storage import completeness, metrics
-from profiler.storage.jobs import job_check, jobs
+from profiler.errors import JobError
+from profiler.storage import completeness, job_check, job_layout, metrics
 from profiler.storage.session import StoreHandle
 
 if TYPE_CHECKING:  # pyarrow loads only when the store has jobs
@@ -27,24 +27,24 @@ def attach_views(con: duckdb.DuckDBPyConnection, store: StoreHandle) -> None:
     plus the Parquet rows of every committed job that reads whole, and add `job_ranks` (one row per
     rank of such a job). Damaged jobs are left out (`job_check.read_jobs` says which and why). Nothing is
     done when there is no job, so a store without jobs is read exactly as before."""
-    root = jobs.job_root(store)
-    if not jobs.has_manifests(root):
+    root = job_layout.job_root(store)
+    if not job_layout.has_manifests(root):
         return
     import pyarrow as pa
 
     try:
         _attach(con, root, job_check.read_jobs(root, con=con))
     except (OSError, ValueError, KeyError, pa.ArrowException) as e:
-        raise jobs.JobError(f"the job directory cannot be read: {job_check.plain_reason(e)}") from e
+        raise JobError(f"the job directory cannot be read: {job_check.plain_reason(e)}") from e
 
 
 def _attach(con: duckdb.DuckDBPyConnection, root: str, found: job_check.JobsRead) -> None:
     manifests = found.ok
     if not manifests:
         return
-    fs, base = jobs.filesystem(root)
+    fs, base = job_layout.filesystem(root)
     db = con.execute("SELECT current_database()").fetchall()[0][0]
-    for table in jobs.TABLES:
+    for table in job_layout.TABLES:
         # a table added after a job was ingested (lane_names) has no file for that job's ranks
         schema = _schema(con, db, table)
         parts = [f'SELECT {_columns(schema)} FROM "{db}".main.{table}']
@@ -80,7 +80,7 @@ def _dataset(con, name: str, files: list[str], schema: pa.Schema, fs, layout: st
 
     columns = _columns(schema, old=layout == "old")
     if layout == "old":
-        schema = _renamed(schema, "run_id", jobs.OLD_RUN_ID)
+        schema = _renamed(schema, "run_id", job_layout.OLD_RUN_ID)
     con.register(name, pads.dataset(files, schema=schema, format="parquet", filesystem=fs))
     return f"SELECT {columns} FROM {name}"
 
@@ -90,7 +90,7 @@ def _columns(schema: pa.Schema, old: bool = False) -> str:
     migrated from an older version orders its columns otherwise than a rank file (or a fresh store)."""
     def one(name: str) -> str:
         quoted = '"' + name.replace('"', '""') + '"'
-        return f'"{jobs.OLD_RUN_ID}" AS run_id' if old and name == "run_id" else quoted
+        return f'"{job_layout.OLD_RUN_ID}" AS run_id' if old and name == "run_id" else quoted
     return ", ".join(one(n) for n in schema.names)
 
 
@@ -105,7 +105,7 @@ def _attach_metrics(con: duckdb.DuckDBPyConnection, db: str, manifests: list[dic
     the same macro's rows computed now from the rank's tables (the views above)."""
     import pyarrow.dataset as pads
 
-    table = jobs.METRICS_TABLE
+    table = job_layout.METRICS_TABLE
     current = metrics.definition_digest()
     ranks = [r for m in manifests for r in m["ranks"]]
     fresh = [r for r in ranks if r.get("metrics_digest") == current and layouts.get(r["files"].get(table)) == "current"]
@@ -130,7 +130,7 @@ def _attach_verdicts(con: duckdb.DuckDBPyConnection, db: str, manifests: list[di
     ranks kept them) has no row, so `completeness.read` checks it when read."""
     import pyarrow.dataset as pads
 
-    table = jobs.VERDICT_TABLE
+    table = job_layout.VERDICT_TABLE
     current = completeness.definition_digest()
     kept = [f"{base}/{r['files'][table]}" for m in manifests for r in m["ranks"]
             if r.get("completeness_digest") == current and layouts.get(r["files"].get(table)) == "current"]

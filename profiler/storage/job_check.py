@@ -3,11 +3,11 @@
 The job directory is shared and lives longer than any one program: a manifest may be cut short,
 hand-edited or copied, a Parquet file deleted or replaced. `read_jobs` returns the jobs that read
 whole and, apart, each damaged job with the file at fault and why; readers attach only the whole
-ones (profiler/storage/jobs/job_views.py), so one damaged job never hides the others or the store's
+ones (profiler/storage/job_views.py), so one damaged job never hides the others or the store's
 own runs. Reasons name the job and a path inside the job directory, never a server path.
 
 A manifest must be an object with the fields `manifest_check.py` checks; its file paths must be exactly
-where `jobs.rank_file` puts them (so nothing outside the job directory is read). A rank file must
+where `job_layout.rank_file` puts them (so nothing outside the job directory is read). A rank file must
 exist, be Parquet, have its table's columns and types (Parquet of schema version 3 and before,
 whose run id column was called `trace_id`, reads as `old`), hold only its own run's rows, and its
 kernels file as many rows as the manifest says. File checks are cached per path, size and mtime;
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from profiler.errors import Damage
-from profiler.storage.jobs import jobs, manifest_check
+from profiler.storage import job_layout, manifest_check
 
 MAX_MANIFEST_BYTES = 64 << 20
 _CACHE: dict[tuple, str] = {}  # (file, size, mtime, run id, rows) -> layout
@@ -64,7 +64,7 @@ def table_schemas(con=None) -> dict:
 
 def _read_schemas(con) -> dict:
     db = con.execute("SELECT current_database()").fetchall()[0][0]
-    return {t: con.sql(f'SELECT * FROM "{db}".main.{t} LIMIT 0').to_arrow_table().schema for t in jobs.WRITTEN}
+    return {t: con.sql(f'SELECT * FROM "{db}".main.{t} LIMIT 0').to_arrow_table().schema for t in job_layout.WRITTEN}
 
 
 def _memory_schemas() -> dict:
@@ -91,7 +91,7 @@ def read_jobs(root: str, files: bool = True, con=None) -> JobsRead:
     schemas = table_schemas(con) if files else None
     out = JobsRead()
     try:
-        fs, base = jobs.filesystem(root)
+        fs, base = job_layout.filesystem(root)
         entries = fs.get_file_info(pafs.FileSelector(f"{base}/manifests", allow_not_found=True))
     except (OSError, ValueError, pa.ArrowException) as e:
         out.damaged.append(Damaged("(every job)", "manifests", f"cannot be listed ({plain_reason(e)})"))
@@ -133,7 +133,7 @@ def files_seen(root: str, m: dict) -> str | None:
 
     import pyarrow.fs as pafs
 
-    fs, base = jobs.filesystem(root)
+    fs, base = job_layout.filesystem(root)
     paths = [path for r in m["ranks"] for path in r["files"].values()]
     h = hashlib.sha256()
     if isinstance(fs, pafs.LocalFileSystem):  # lstat: a link is not what the ingest wrote
@@ -261,13 +261,13 @@ def _layout(fs, full: str, path: str, schema, rid: str, rows: int | None) -> str
     names = got.names
     if len(names) == len(set(names)) and set(names) == set(schema.names):
         layout = "current"
-    elif set(names) == {jobs.OLD_RUN_ID if n == "run_id" else n for n in schema.names} and len(names) == len(schema):
+    elif set(names) == {job_layout.OLD_RUN_ID if n == "run_id" else n for n in schema.names} and len(names) == len(schema):
         layout = "old"
     else:
         raise Damage(path, f"does not have the columns of its table "
                      f"({len(names)} columns, {len(schema.names)} expected)")
     for want in schema:  # by name: a store migrated from an older version orders its columns otherwise
-        have = got.field(jobs.OLD_RUN_ID if layout == "old" and want.name == "run_id" else want.name)
+        have = got.field(job_layout.OLD_RUN_ID if layout == "old" and want.name == "run_id" else want.name)
         if not _same_type(have.type, want.type):
             raise Damage(path, f"column {want.name} is {have.type}, not {want.type}")
     if any(bound != rid for bound in stats):
@@ -280,8 +280,8 @@ def _layout(fs, full: str, path: str, schema, rid: str, rows: int | None) -> str
 def _id_bounds(meta, schema) -> list:
     """The run id column's min and max in every row group (as far as the file keeps statistics)."""
     names = schema.names
-    column = names.index("run_id") if "run_id" in names else names.index(jobs.OLD_RUN_ID) \
-        if jobs.OLD_RUN_ID in names else None
+    column = names.index("run_id") if "run_id" in names else names.index(job_layout.OLD_RUN_ID) \
+        if job_layout.OLD_RUN_ID in names else None
     if column is None:
         return []
     bounds = []
