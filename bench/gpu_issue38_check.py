@@ -2,7 +2,8 @@
 
     python -m bench.gpu_issue38_check SAMPLES_DIR WORK_DIR OUT_DIR
     python -m bench.gpu_issue38_check --plain SAMPLES_DIR OUT_DIR     # 3. alone, over committed samples
-    python -m bench.gpu_issue38_check --paired SAMPLES_DIR OUT_DIR    # 3. counted afresh, in turns
+    python -m bench.gpu_issue38_check --paired SAMPLES_DIR OUT_DIR [--rounds N] [--only STEM,...]
+                                                                      # 3. counted afresh, in turns
 
 1. Ceilings: WORK_DIR/ceilings_1.json against ceilings_2.json (two measurements minutes apart):
    each value's difference in %, ok within 3 %.
@@ -34,6 +35,7 @@ import json
 import statistics
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 from profiler.capture import counters
@@ -158,8 +160,9 @@ def plain(samples: Path, out: Path) -> dict:
 ROUNDS = 3
 
 
-def paired(samples: Path, out: Path) -> dict:
-    """Each PLAIN workload counted ROUNDS times the tool's way and the plain way, in turns."""
+def paired(samples: Path, out: Path, rounds: int = ROUNDS, only: set[str] | None = None) -> dict:
+    """Each PLAIN workload (those named in `only`, if given) counted `rounds` times the tool's way
+    and the plain way, in turns; the raw exports packed into OUT/paired_csv.tgz (one file)."""
     from profiler.parse.ncu import METRIC_RUNS
 
     ncu = counters.find_ncu()
@@ -167,12 +170,14 @@ def paired(samples: Path, out: Path) -> dict:
         return {"error": "no ncu"}
     found = {}
     for part, stem in PLAIN:
+        if only and stem not in only:
+            continue
         trace, request = _workload(samples, part, stem)
         if trace is None:
             found[stem] = {"error": "no trace"}
             continue
         tool_runs, plain_runs = [], []
-        for i in range(ROUNDS):
+        for i in range(rounds):
             path = out / f"paired_{stem}_tool{i}.csv"
             got = counters.collect(request, path, METRIC_RUNS)
             tool_runs.append(_rows(path.read_text()) if path.is_file() else [])
@@ -197,8 +202,11 @@ def paired(samples: Path, out: Path) -> dict:
                     spread[key] = round(max(theirs) - min(theirs), 2)
             kernels.append({"kernel": name[:80], "tool_minus_plain_pt": diffs, "plain_spread_pt": spread,
                             "ok": bool(diffs) and all(abs(d) <= 1.0 for d in diffs.values())})
-        found[stem] = {"rounds": ROUNDS, "kernels": kernels,
+        found[stem] = {"rounds": rounds, "kernels": kernels,
                        "settings": " ".join(counters.SETTINGS) + " (both ways, in turns)"}
+    with tarfile.open(out / "paired_csv.tgz", "w:gz") as tar:
+        for path in sorted(out.glob("paired_*.csv")):
+            tar.add(path, arcname=path.name)
     return found
 
 
@@ -238,7 +246,9 @@ def loaded(samples: Path, work: Path) -> dict:
 def main(argv: list[str]) -> int:
     if argv[0] in ("--plain", "--paired"):
         samples, out = Path(argv[1]), Path(argv[2])
-        found = (plain if argv[0] == "--plain" else paired)(samples, out)
+        opts = dict(zip(argv[3::2], argv[4::2]))  # --paired only: --rounds N, --only STEM[,STEM]
+        found = plain(samples, out) if argv[0] == "--plain" else paired(
+            samples, out, int(opts.get("--rounds", ROUNDS)), set(filter(None, opts.get("--only", "").split(","))))
         (out / f"{argv[0][2:]}.json").write_text(json.dumps(found, indent=2))
         ok = [p.get("ok") for f in found.values() for p in f.get("kernels", [])]
         print(f"plain ncu: {sum(bool(o) for o in ok)} of {len(ok)} kernels within 1 pt over {len(found)} workloads")
