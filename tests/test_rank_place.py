@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from profiler.errors import TraceError
 from profiler.storage.jobs.rank_task import place
-from profiler.storage.jobs.jobs import MAX_RANKS
+from profiler.storage.job_layout import MAX_RANKS
 
 
 def test_distributed_info_wins_over_the_file_name():
