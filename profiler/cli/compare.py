@@ -56,10 +56,10 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the comparison; 0 on success (errors of this project propagate to the CLI's edge)."""
     store = Store(args.db, read_only=True)
-    with store.connect():  # one open database for the command's reads (each opened it again: ~25 ms)
-        run_a, run_b = resolve_run(store, args.run_a), resolve_run(store, args.run_b)
-        conditions.warn(store, [run_a, run_b])
-        report = compare_report(store, run_a, run_b, args.iteration)
+    with store.session() as db:  # one cursor for the command's reads (each read opened its own: ~30 ms with jobs)
+        run_a, run_b = resolve_run(db, args.run_a), resolve_run(db, args.run_b)
+        conditions.warn(db, [run_a, run_b])
+        report = compare_report(db, run_a, run_b, args.iteration)
     text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False, default=_json_default)
     print(text if args.json else format_report(terminal.inert(report)))
     return 0

@@ -76,13 +76,15 @@ def _job(args: argparse.Namespace) -> int:
         print(f"job {terminal.inert(args.name)} deleted")
         return 0
     if args.compare:
-        table = job_queries.compare(store, args.name, args.compare)
+        with store.session() as db:  # one cursor for the command's reads
+            table = job_queries.compare(db, args.name, args.compare)
         if args.json:
             print(json.dumps(json_value(table.to_dict("records")), indent=2, allow_nan=False))
         else:
             print(terminal.inert(table).to_string(index=False, float_format=lambda v: f"{v:,.1f}"))
         return 0
-    report = job_queries.job_report(store, args.name)
+    with store.session() as db:
+        report = job_queries.job_report(db, args.name)
     if args.json:
         print(json.dumps(report, indent=2))
         return 0

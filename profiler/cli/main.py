@@ -71,12 +71,12 @@ def _summary(args: argparse.Namespace) -> int:
     from profiler.analysis.findings import timings
 
     store = Store(args.db, read_only=True)
-    with store.connect():  # one open database for the command's reads
-        rows = queries.trace_summary(store)
-        measured = timings.timing_records(store, [r["run_id"] for r in rows]) if rows else {}
-        whole = completeness.verdicts(store, [r["run_id"] for r in rows]) if rows else {}
-        graphed = graphs.describe(store, [r["run_id"] for r in rows])
-        _damaged_notes(store)
+    with store.session() as db:  # one cursor for the command's reads
+        rows = queries.trace_summary(db)
+        measured = timings.timing_records(db, [r["run_id"] for r in rows]) if rows else {}
+        whole = completeness.verdicts(db, [r["run_id"] for r in rows]) if rows else {}
+        graphed = graphs.describe(db, [r["run_id"] for r in rows])
+        _damaged_notes(db)
     for r in rows:
         r.update(measured.get(r["run_id"], {}))
         r["completeness"] = whole[r["run_id"]]
