@@ -55,9 +55,48 @@ def trace_params(paths: list, ids=lambda p: Path(p).name[:40]) -> list:
     return [pytest.param(None, id="no-third-party-traces", marks=pytest.mark.third_party)]
 
 
+SLOW_LIST = Path(__file__).with_name("slow_tests.txt")
+SLOW_S = 0.5  # a test that takes this long or longer (setup, call and teardown) is in the full tier only
+SEPARATOR = "\n# ---\n"  # in slow_tests.txt: above, files listed whole (by hand); below, recorded tests
+SLOW_FIXTURES = {"seeded_samples", "real_and_samples"}  # stores of every shipped sample: 10-20 s to build
+
+
+def slow_list() -> set[str]:
+    """The test ids `tests/slow_tests.txt` names (comment lines aside)."""
+    if not SLOW_LIST.is_file():
+        return set()
+    lines = SLOW_LIST.read_text(encoding="utf-8").splitlines()
+    return {line for line in lines if line.strip() and not line.startswith("#")}
+
+
 def pytest_addoption(parser):
     parser.addoption("--require-traces", action="store_true",
                      help=f"fail instead of skipping when ${TRACES_ENV} (or ../shared/traces) is missing")
+    parser.addoption("--record-slow", action="store_true",
+                     help=f"after the run, update {SLOW_LIST.name}: each test that ran is listed when it took "
+                          f"{SLOW_S} s or more, and unlisted when it took less")
+
+
+_durations: dict[str, float] = {}  # test id -> seconds (setup, call, teardown), for --record-slow
+
+
+def pytest_runtest_logreport(report):
+    _durations[report.nodeid] = _durations.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """--record-slow: the tests that ran update the recorded part of the slow list (below its
+    `# ---` line), in the process that reports, not in each xdist worker; a test that did not run
+    keeps its line, and the lines above (the files listed whole) stay as they are."""
+    config = session.config
+    if not config.getoption("--record-slow") or hasattr(config, "workerinput") or not _durations:
+        return
+    text = SLOW_LIST.read_text(encoding="utf-8") if SLOW_LIST.is_file() else ""
+    head, _, recorded = text.partition(SEPARATOR)
+    listed = {line for line in recorded.splitlines() if line.strip()}
+    listed -= {test for test, seconds in _durations.items() if seconds < SLOW_S}
+    listed |= {test for test, seconds in _durations.items() if seconds >= SLOW_S}
+    SLOW_LIST.write_text(head + SEPARATOR + "".join(f"{t}\n" for t in sorted(listed)), encoding="utf-8")
 
 
 def pytest_configure(config):
@@ -70,20 +109,28 @@ def pytest_collection_modifyitems(config, items):
     """Tests of third-party traces skip with a reason when the traces are missing. GPU tests need
     CUDA; on a machine without it they are deselected, not silently passed. Browser tests and
     tests on the local Ray cluster are `slow` whether or not they say so (the quick tier,
-    `-m "not slow"`, leaves them out); a test that takes the `browser` fixture is a browser test."""
+    `-m "not slow"`, leaves them out), and so is every test `tests/slow_tests.txt` lists (those
+    that took 0.5 s or more: `./run-tests --record-slow` keeps the list; a file named there has
+    every test of it listed) or that takes a store of every sample (`SLOW_FIXTURES`); a test that
+    takes the `browser` fixture is a browser test."""
+    listed = slow_list()
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         if "browser" in fixtures and "browser" not in item.keywords:
             item.add_marker(pytest.mark.browser)
-        if "browser" in item.keywords or "ray_cluster" in fixtures:
+        if ("browser" in item.keywords or "ray_cluster" in fixtures or SLOW_FIXTURES & set(fixtures)
+                or item.nodeid in listed or item.nodeid.split("::")[0] in listed):
             item.add_marker(pytest.mark.slow)
     if not HAVE_SHARED:
         skip = pytest.mark.skip(reason=MISSING_REASON)
         for item in items:
             if "third_party" in item.keywords:
                 item.add_marker(skip)
+    dropped = [item for item in items if "gpu" in item.keywords]
+    if not dropped:
+        return
     try:
-        import torch
+        import torch  # 2-3 s: only when GPU tests were collected
 
         has_cuda = torch.cuda.is_available()
     except ImportError:  # pragma: no cover - torch is a requirement
@@ -91,7 +138,6 @@ def pytest_collection_modifyitems(config, items):
     if has_cuda:
         return
     keep = [item for item in items if "gpu" not in item.keywords]
-    dropped = [item for item in items if "gpu" in item.keywords]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
@@ -248,9 +294,33 @@ def sample_store(tmp_path_factory):
     return store, ids
 
 
+class SharedContextBrowser:
+    """A Chromium whose plain pages share one browser context, so the app's front end (hashed
+    files the server marks immutable) is fetched and compiled once per test process, not once per
+    page; each page is still its own tab and its own app session. A page asked for with context
+    options (a colour scheme, ...) gets a context of its own, as does `new_context`."""
+
+    def __init__(self, browser):
+        self._browser, self._context = browser, None
+
+    def new_page(self, viewport: dict | None = None, **options):
+        if options:
+            return self._browser.new_page(viewport=viewport, **options)
+        if self._context is None:
+            self._context = self._browser.new_context()
+        page = self._context.new_page()
+        if viewport:
+            page.set_viewport_size(viewport)
+        return page
+
+    def __getattr__(self, name):  # new_context, close, version, ...: the browser's own
+        return getattr(self._browser, name)
+
+
 @pytest.fixture(scope="session")
 def browser():
-    """One headless Chromium per test process (per xdist worker); each test opens its own pages."""
+    """One headless Chromium per test process (per xdist worker); each test opens its own pages
+    (in one shared context: `SharedContextBrowser`)."""
     import shutil
 
     from playwright import sync_api
@@ -261,5 +331,5 @@ def browser():
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
+        yield SharedContextBrowser(b)
         b.close()
