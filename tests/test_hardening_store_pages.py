@@ -19,6 +19,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.crafted import kineto_trace
+from tests.pages.conftest import scan_installed_components_once
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,6 +55,7 @@ def test_the_runs_page_over_a_file_that_is_not_a_store_says_one_sentence(tmp_pat
     before = _digest(path)
     monkeypatch.setenv("PROFILER_DB", str(path))
     monkeypatch.setenv("PROFILER_SEED", "1")  # as deployed: seeding is what opened the file unguarded
+    scan_installed_components_once()
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
     assert not at.exception, [e.value for e in at.exception]
     errors = [e.value for e in at.error]
