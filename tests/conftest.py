@@ -313,6 +313,12 @@ class SharedContextBrowser:
             page.set_viewport_size(viewport)
         return page
 
+    @property
+    def fresh(self):
+        """The browser itself: its `new_page` opens a page in a context of its own, as a new
+        browser would (a share link opened where nothing of the first visit is kept)."""
+        return self._browser
+
     def __getattr__(self, name):  # new_context, close, version, ...: the browser's own
         return getattr(self._browser, name)
 

@@ -250,7 +250,7 @@ def test_zoom_pan_and_range_come_back_from_the_share_url(timeline_server, browse
         assert all(len(r) == 1 for r in _ranges(page)), "zooming dropped the range's highlight"
     finally:
         page.close()
-    again = _open(browser, shared, 4)
+    again = _open(browser.fresh, shared, 4)  # as another browser opens the link
     try:
         _assert_no_exception(again, "shared timeline")
         assert _window(again.url) == panned

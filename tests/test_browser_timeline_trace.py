@@ -72,7 +72,7 @@ def test_zooming_the_whole_trace_keeps_the_page_height(trace_server, browser):
         shared = page.url
     finally:
         page.close()
-    again = _open(browser, shared)
+    again = _open(browser.fresh, shared)  # as another browser opens the link
     try:
         _assert_no_exception(again, "shared whole trace")
         assert _window(again.url) == window and "span=trace" in again.url
