@@ -326,3 +326,37 @@ def _mib(text: str) -> float:
     """DuckDB's memory setting as it prints it ('244.1 MiB', '1.9 GiB'), in MiB."""
     number, unit = text.split()
     return float(number) * {"MiB": 1, "GiB": 1024, "KiB": 1 / 1024}[unit]
+
+
+
+def test_a_writing_handle_loads_the_metrics_macros_again_only_when_they_are_missing(tmp_path, monkeypatch):
+    """A store keeps the metrics layer's macros: a writing handle opening a store whose macros were
+    loaded under the current definition does not load them again; one whose macros are gone loads
+    them, and the kept metrics read the same."""
+    from profiler.storage import metrics
+
+    class Counted:  # a part of the metrics layer whose reads are counted
+        def __init__(self, path):
+            self.path = path
+
+        def read_text(self, **kwargs):
+            reads.append(self.path.name)
+            return self.path.read_text(**kwargs)
+
+    path = tmp_path / "s.duckdb"
+    run = Store(path).ingest(FIXTURES / "tiny_naive.json").run_id
+    before = Store(path, read_only=True).query("SELECT * FROM run_metrics([$r])", {"r": run})
+    reads: list[str] = []
+    monkeypatch.setattr(metrics, "PARTS", tuple(Counted(p) for p in metrics.PARTS))
+    with Store(path).connect():
+        pass
+    digests = len(reads)                             # the definitions' digests only: nothing loaded
+    assert digests % len(metrics.PARTS) == 0
+    with duckdb.connect(str(path)) as con:
+        con.execute("DROP MACRO TABLE run_metrics")
+    reads.clear()
+    with Store(path).connect():
+        pass
+    assert len(reads) == digests + len(metrics.PARTS)  # the digests, then every part loaded
+    after = Store(path, read_only=True).query("SELECT * FROM run_metrics([$r])", {"r": run})
+    assert before.equals(after)

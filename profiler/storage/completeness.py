@@ -68,10 +68,12 @@ def install(con) -> None:
     """Check every run again if the definition changed, else the runs not checked yet."""
     digest = definition_digest()
     row = con.execute("SELECT value FROM store_meta WHERE key = ?", [VERSION_KEY]).fetchone()
-    if row is None or row[0] != digest:
+    current = row is not None and row[0] == digest
+    if not current:
         con.execute(f"DELETE FROM {TABLE}")
     store_runs(con, [r[0] for r in con.execute(MISSING_SQL).fetchall()])
-    con.execute("INSERT OR REPLACE INTO store_meta VALUES (?, ?)", [VERSION_KEY, digest])
+    if not current:
+        con.execute("INSERT OR REPLACE INTO store_meta VALUES (?, ?)", [VERSION_KEY, digest])
 
 
 def read(db, run_ids: list[str]):

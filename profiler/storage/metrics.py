@@ -27,16 +27,30 @@ def definition_digest() -> str:
 
 def install(con) -> None:
     """Load the macros; recompute every run's metrics if their definition changed, else fill in
-    the runs that have none."""
+    the runs that have none. A store whose macros and table were loaded under this definition
+    (the digest it keeps, and they are there) is not written again: the macros live in the file."""
     digest = definition_digest()
     row = con.execute("SELECT value FROM store_meta WHERE key = ?", [VERSION_KEY]).fetchone()
-    if row is None or row[0] != digest:
+    current = row is not None and row[0] == digest
+    if not current:
         con.execute("DROP TABLE IF EXISTS stored_iteration_metrics")
-    for part in PARTS:
-        con.execute(part.read_text(encoding="utf-8"))
+    if not current or not _loaded(con):
+        for part in PARTS:
+            con.execute(part.read_text(encoding="utf-8"))
     missing = [r[0] for r in con.execute(MISSING_SQL, {"ids": None}).fetchall()]
     store_runs(con, missing)
-    con.execute("INSERT OR REPLACE INTO store_meta VALUES (?, ?)", [VERSION_KEY, digest])
+    if not current:
+        con.execute("INSERT OR REPLACE INTO store_meta VALUES (?, ?)", [VERSION_KEY, digest])
+
+
+# metrics.sql's last macro and its table: loaded together with everything before them
+LOADED_SQL = ("SELECT (SELECT count(*) FROM duckdb_functions() WHERE function_name = 'run_metrics' "
+              "AND database_name = current_database()) > 0 AND (SELECT count(*) FROM duckdb_tables() "
+              "WHERE table_name = 'stored_iteration_metrics' AND database_name = current_database()) > 0")
+
+
+def _loaded(con) -> bool:
+    return bool(con.execute(LOADED_SQL).fetchone()[0])
 
 
 # runs (of $ids, or all when NULL) whose metrics are not kept yet
