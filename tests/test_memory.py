@@ -16,7 +16,7 @@ from profiler.parse import trace
 from profiler.capture.samples import SAMPLES_DIR
 from profiler.storage.staging import Staging
 from profiler.storage.store import Store
-from tests.conftest import SAMPLES, SHARED_TRACES
+from tests.conftest import SAMPLES, SHARED_TRACES, ingest_all
 
 FIXTURE = Path(__file__).parent / "fixtures" / "memory_small.json"
 QWEN = SHARED_TRACES / "tracelens__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
@@ -209,14 +209,18 @@ MEMORY_TRACES = [pytest.param(p, id=p.name) for p in (FIXTURE, *sorted(SAMPLES.g
 
 
 @pytest.fixture(scope="module")
-def makers_store(tmp_path_factory):
-    return Store(tmp_path_factory.mktemp("makers") / "store.duckdb")
+def makers_store(tmp_path_factory) -> tuple[Store, dict[Path, str]]:
+    """Every trace of MEMORY_TRACES that is here, stored in one batch (`ingest_all`: the same rows
+    as one ingest per file, tests/test_samples.py); {path: run id}."""
+    store = Store(tmp_path_factory.mktemp("makers") / "store.duckdb")
+    paths = [p.values[0] for p in MEMORY_TRACES if p.values[0].is_file()]
+    return store, dict(zip(paths, ingest_all(store, paths)))
 
 
 @pytest.mark.parametrize("path", MEMORY_TRACES)
 def test_each_memory_event_is_credited_to_the_innermost_op_holding_it(makers_store, path):
-    run = makers_store.ingest(path).run_id
-    rows = makers_store.query("SELECT event_idx, coalesce(op_id, -1) AS op_id FROM memory_events WHERE run_id = ?",
-                              [run])
+    store, runs = makers_store
+    rows = store.query("SELECT event_idx, coalesce(op_id, -1) AS op_id FROM memory_events WHERE run_id = ?",
+                       [runs[path]])
     stored = {int(i): (None if o < 0 else int(o)) for i, o in zip(rows["event_idx"], rows["op_id"])}
     assert stored == _makers_by_hand(path)
