@@ -17,8 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from profiler.storage import job_layout
 from profiler.analysis.findings import job_queries
+from profiler.storage import job_layout
 from profiler.storage.jobs import job_ingest, jobs
 from profiler.storage.store import Store
 from tests.crafted import kineto_trace

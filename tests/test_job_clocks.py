@@ -12,9 +12,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from profiler.storage import job_layout
 from profiler.analysis.findings import job_clocks, job_queries
 from profiler.cli.main import main
+from profiler.storage import job_layout
 from profiler.storage.jobs import job_ingest
 from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES

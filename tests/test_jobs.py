@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, SHARED_TRACES, real_traces, trace_params
-from profiler.storage import job_layout
 from profiler import errors
 from profiler.analysis.findings import job_queries
+from profiler.storage import job_layout
 from profiler.storage.jobs import engines, job_ingest, jobs
 from profiler.storage.store import Store
 

@@ -16,8 +16,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from profiler.storage import job_layout
 from profiler import errors
+from profiler.storage import job_layout
 from profiler.storage.jobs import jobs, rank_task
 from tests.conftest import SHARED_TRACES
 

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from profiler.storage import job_layout
 from profiler.present.share import ViewState, share_url
+from profiler.storage import job_layout
 from profiler.storage.jobs import job_ingest
 from profiler.storage.store import Store
 from tests.crafted_jobs import MANIFEST_DAMAGE, rank_trace, write_ranks

@@ -14,8 +14,8 @@ from decimal import Decimal
 
 import pytest
 
-from profiler.storage import job_layout
 from profiler.analysis.findings import job_queries
+from profiler.storage import job_layout
 from profiler.storage.jobs import job_ingest
 from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES

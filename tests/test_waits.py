@@ -12,11 +12,11 @@ import json
 
 import pytest
 
-from profiler.storage import job_layout
 from profiler.analysis.findings import job_queries, verdict
 from profiler.analysis.reads import run_queries
 from profiler.cli import ops
 from profiler.cli.main import main as cli_main
+from profiler.storage import job_layout
 from profiler.storage.jobs import job_ingest
 from profiler.storage.store import Store
 from tests.conftest import SAMPLES, SHARED_TRACES

@@ -25,12 +25,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from profiler.storage import job_layout
 from profiler.analysis.reads.units import json_value
 from profiler.cli import conditions, terminal
 from profiler.cli.numbers import whole
 from profiler.errors import UnknownRunError
 from profiler.parse import demangled
+from profiler.storage import job_layout
 
 # Nsight Compute's counters each kernel carries per run (counters.COUNTER_COLUMNS but the mean time under ncu)
 COUNTERS_SHOWN = ("occupancy_achieved_pct", "occupancy_theoretical_ncu_pct", "sm_throughput_pct",

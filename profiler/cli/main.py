@@ -12,10 +12,10 @@ import sys
 import time
 from pathlib import Path
 
-from profiler.storage import job_layout
 from profiler import errors
 from profiler.cli import terminal
 from profiler.present.progress import ProgressBar
+from profiler.storage import job_layout
 from profiler.storage.connection import WRITE_WAIT_S
 from profiler.storage.store import Store, default_db_path
 

@@ -6,8 +6,8 @@ from decimal import Decimal
 
 import pytest
 
-from profiler.storage import job_layout
 from profiler.analysis.findings import job_queries
+from profiler.storage import job_layout
 from profiler.storage.jobs import job_ingest
 from profiler.storage.store import Store
 from tests.test_job_clocks import DLRM, _shifted

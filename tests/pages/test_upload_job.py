@@ -7,8 +7,8 @@ import zipfile
 
 import pytest
 
-from profiler.storage import job_layout
 from profiler.analysis.findings import job_queries
+from profiler.storage import job_layout
 from tests.conftest import SHARED_TRACES
 
 DLRM = sorted(SHARED_TRACES.glob("param__dlrm_kineto__worker*.pt.trace.json")) if SHARED_TRACES.is_dir() else []

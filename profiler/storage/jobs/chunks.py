@@ -30,9 +30,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from profiler.storage import job_layout
 from profiler import errors
 from profiler.parse import split, trace
+from profiler.storage import job_layout
 from profiler.storage.rss import peak_rss, reset_peak_rss
 from profiler.storage.staging import Staging
 

@@ -10,8 +10,8 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from profiler.storage import job_layout
 from profiler.errors import JobError
+from profiler.storage import job_layout
 from profiler.storage.jobs import job_files, job_summary, jobs, parallel
 
 
