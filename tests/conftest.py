@@ -278,6 +278,19 @@ def seeded_samples(tmp_path_factory, template_store):
     return Store(path), added, list(reports)
 
 
+@pytest.fixture(scope="module")
+def shipped_samples(tmp_path_factory):
+    """A new store as the app makes one, per test module: every shipped sample, already ingested
+    (data/samples.duckdb.gz unpacked, ~0.1 s; tests/test_shipped_store.py holds it to what seeding
+    the samples stores)."""
+    from profiler.capture.samples import unpack_shipped
+    from profiler.storage.store import Store
+
+    path = tmp_path_factory.mktemp("shipped") / "store.duckdb"
+    assert unpack_shipped(path), "data/samples.duckdb.gz does not match data/samples/: python -m profiler.cli.samples"
+    return Store(path)
+
+
 SAMPLE_VARIANTS = ("naive", "sdpa_flash", "sdpa_math", "sdpa_cudnn", "sdpa_efficient", "flex")
 
 

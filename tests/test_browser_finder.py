@@ -1,5 +1,6 @@
 """Finding runs and events as a new user does, in Chromium at 1600×1000 over all 401 shipped H200
-runs (issue 40): `streamlit run app.py` on a store seeded from data/samples, driven by Playwright.
+runs (issue 40): the app over a fresh store (the shipped samples, already ingested, as a new store
+holds them), driven by Playwright.
 
 * the default-shape winner in at most 4 actions (type label words, one click: one run per variant);
 * the decode KV=32768 GQA 32/8 winner by typing the app's own label words;
@@ -25,7 +26,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from profiler.capture.samples import SAMPLES_DIR, sample_files, seed_if_empty
+from profiler.capture.samples import SAMPLES_DIR, sample_files, unpack_shipped
 from profiler.cli.main import main
 from profiler.present.sitemap import BY_PATH, SITE
 from profiler.present.style import HIGHLIGHT
@@ -54,8 +55,9 @@ HEIGHT = "() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight"
 @pytest.fixture(scope="module")
 def finder_server(tmp_path_factory):
     db = tmp_path_factory.mktemp("browser-finder") / "store.duckdb"
+    assert unpack_shipped(db)  # a fresh store, as the app makes one: every shipped sample
     store = Store(db)
-    assert seed_if_empty(store, SAMPLES_DIR) == len(sample_files(SAMPLES_DIR))
+    assert len(store.query("SELECT run_id FROM traces")) == len(sample_files(SAMPLES_DIR))
     ids = dict(store.query("SELECT name, run_id FROM traces").itertuples(index=False))
     with streamlit_app(db) as url:
         yield url, db, ids

@@ -20,8 +20,8 @@ from tests import raw_trace
 
 
 @pytest.fixture(scope="module")
-def catalog(seeded_samples):
-    store = seeded_samples[0]    # every sample, seeded once per test process (tests/conftest.py)
+def catalog(shipped_samples):
+    store = shipped_samples    # every sample, as a new store holds them (tests/conftest.py)
     runs = timings.catalog_with_timings(store, run_queries.run_catalog(store))
     labels = charts.label_map(run_queries.run_labels(store, list(runs["run_id"])))
     return run_filters.finder_columns(runs, labels)

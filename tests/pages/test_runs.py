@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from profiler.analysis.reads import run_queries
+from profiler.capture import samples
 from profiler.capture.samples import sample_files
 from profiler.storage import catalog
 from tests.pages.conftest import FLASH, NAIVE, ROCM
@@ -114,9 +115,23 @@ def test_empty_store_points_to_profile_and_upload(pages, empty_store):
     assert {p.label for p in at.get("page_link")} >= {"Profile attention variants", "Upload traces"}
 
 
-@pytest.mark.slow  # ingests every shipped sample (401 traces) behind the page
-def test_an_empty_store_is_seeded_from_the_shipped_samples(pages, empty_store, monkeypatch):
+def test_a_new_store_opens_with_every_shipped_sample_at_once(pages, empty_store, monkeypatch):
+    """A store not made yet is the shipped samples' store unpacked (data/samples.duckdb.gz): the
+    first page lists every sample, with no seeding behind it."""
     monkeypatch.delenv("PROFILER_SEED")
+    assert not empty_store.path.exists()
+    at = pages.open("runs")
+    pages.assert_clean(at)
+    assert not at.get("progress")
+    table = _catalog(at)
+    assert len(table) == len(sample_files()) > 0
+    assert set(table["source"]) == {"captured"} and set(table["gpu_name"]) == {"NVIDIA H200"}
+
+
+@pytest.mark.slow  # ingests every shipped sample (401 traces) behind the page
+def test_without_a_matching_shipped_store_the_samples_are_seeded(pages, empty_store, monkeypatch):
+    monkeypatch.delenv("PROFILER_SEED")
+    monkeypatch.setattr(samples, "SHIPPED", empty_store.path.with_name("absent.duckdb.gz"))
     at = pages.open("runs")  # the first page comes at once; the samples load behind it
     pages.assert_clean(at)
     assert "Loading the shipped H200 sample runs" in str([p.proto.text for p in at.get("progress")])

@@ -1,9 +1,11 @@
 """The app's store and the work around page runs (part of the app glue, `profiler.present.ui`).
 
 ``get_store()`` is the store at ``db_path()`` (``PROFILER_DB``, default ``data/traces.duckdb``),
-cached per process and seeded from ``data/samples/`` on a background thread when empty (unless
-``PROFILER_SEED=0``; ``seeding()`` tells how far it got). ``page_run(page)`` wraps one page's
-script run (app.py); ``preload()`` warms what later pages need once the server is quiet.
+cached per process. A store not made yet starts as the shipped samples, already ingested
+(``unpack_samples``), or, when those do not match data/samples/, is seeded from there on a
+background thread (neither with ``PROFILER_SEED=0``; ``seeding()`` tells how far it got).
+``page_run(page)`` wraps one page's script run (app.py); ``preload()`` warms what later pages
+need once the server is quiet.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from profiler.capture.samples import Seeding, seed_in_background
+from profiler.capture.samples import Seeding, seed_in_background, unpack_shipped
 from profiler.errors import ProfilerError
 from profiler.present import markup
 from profiler.present.share import ShareError
@@ -36,12 +38,23 @@ _PAGES_LOCK = threading.Lock()
 PAGE_BEGUN = threading.Event()  # a page's script run has begun in this process (`serve`'s warm-up stops)
 
 
+def seeding_on() -> bool:
+    return os.environ.get("PROFILER_SEED", "1") != "0"
+
+
+def unpack_samples(path: str) -> bool:
+    """A store file not made yet at ``path`` made a copy of the shipped samples' store (~0.1 s;
+    `samples.unpack_shipped`), when seeding is on; True when this call made it."""
+    return seeding_on() and not Path(path).exists() and unpack_shipped(Path(path))
+
+
 @st.cache_resource(show_spinner="Opening the trace store…")
 def _store_at(path: str) -> tuple[Store, Seeding]:
     store = Store(path)  # opens nothing yet
-    if os.environ.get("PROFILER_SEED", "1") == "0":
+    if not seeding_on():
         return store, Seeding()
-    try:  # a store file not made yet is made by the seeding thread, after the first page's title
+    unpack_samples(path)  # (or the server's warm-up did it already: serve.warm_up)
+    try:  # a store file still not made is made by the seeding thread, after the first page's title
         return store, seed_in_background(store, new_file=not Path(path).exists())
     except ProfilerError:  # not a store (a SQLite file, a folder): each page says so in one sentence
         return store, Seeding()
