@@ -1,7 +1,8 @@
 """Runs: every captured and uploaded run in the store; pick the runs to compare, rename, delete.
 
-The first page a new server draws: its title, and on a new store the samples' progress line, go
-out before the modules of its table (pandas, Altair: ~1 s of imports) are loaded below them.
+The first page a new server draws: its title, and the samples' progress line while they are
+seeded or else how many runs the store holds (a session's first visit), go out before the modules
+of its table (pandas, Altair: ~1 s of imports) are loaded below them.
 """
 import streamlit as st
 
@@ -10,10 +11,15 @@ from profiler.present import markup, sitemap, ui  # light: ui loads each of its 
 st.title("Runs")
 state = ui.view_state("runs")
 loading = False
+early = st.empty()  # a session's first visit: what the store holds, said before the table's modules load
 with ui.guard():
     loading = ui.seeding_progress()
     if loading:  # the progress line is out: the samples start landing while the modules below load
         ui.seeding().page_drawn()
+if not loading and "runs-table-drawn" not in st.session_state:
+    with ui.guard_quietly():  # a store that cannot be read is said once, by the table below
+        if count := ui.get_store().run_count():
+            early.caption(markup.fmt("{} runs in the store; their table is on its way…", f"{count:,}"))
 
 from profiler.analysis.reads import completeness, run_queries  # noqa: E402
 from profiler.analysis.findings import conditions, findings, repeats, timings  # noqa: E402
@@ -172,6 +178,8 @@ with ui.guard():
         runs = completeness.with_badge(store, timings.catalog_with_timings(store, runs))
         labels = style.run_labels(run_queries.run_labels(store, list(runs["run_id"])))
         runs = run_filters.finder_columns(runs, labels)
+        early.empty()
+        st.session_state["runs-table-drawn"] = True
         filtered, shown = filters(state, runs)
         one_per_variant(filtered, shown)
         st.caption(f"{len(shown)} of {len(runs)} runs in the store shown. Per-iteration numbers divide by "

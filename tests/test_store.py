@@ -32,6 +32,13 @@ def test_schema_version_is_recorded(db_path):
     assert Store(db_path).schema_version() == SCHEMA_VERSION
 
 
+def test_run_count_counts_the_stored_runs(naive, db_path):
+    store, _ = naive
+    assert store.run_count() == 1 == len(rows(store, "SELECT run_id FROM traces"))
+    store.ingest(FIXTURES / "tiny_inplace.json")
+    assert Store(db_path).run_count() == 2
+
+
 def test_default_path_follows_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("PROFILER_DB", str(tmp_path / "x.duckdb"))
     assert default_db_path() == tmp_path / "x.duckdb"

@@ -149,6 +149,11 @@ class Store:
 
     # --- ingest -----------------------------------------------------------------------------
 
+    def run_count(self) -> int:
+        """How many runs the store holds (one light query: no pandas)."""
+        with self.connect() as con:
+            return con.execute("SELECT count(*) FROM traces").fetchone()[0]
+
     def has_run(self, run_id: str) -> bool:
         with self.connect() as con:
             return con.execute("SELECT 1 FROM traces WHERE run_id = ?", [run_id]).fetchone() is not None

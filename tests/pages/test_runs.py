@@ -34,6 +34,8 @@ def test_catalog_lists_every_run_with_its_metadata(pages, page_store, run_ids):
         rocm = table.loc[run_ids[ROCM]]
         assert rocm["source"] == "uploaded" and pd.isna(rocm["variant"])
     assert f"{len(run_ids)} runs in the store" in pages.texts(at)
+    # the line a first visit shows before the table's modules load is gone once the table is drawn
+    assert "their table is on its way" not in pages.texts(at)
 
 
 def test_selection_comes_from_the_url_and_offers_the_analysis_pages(pages, page_store, run_ids):

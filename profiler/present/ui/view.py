@@ -160,8 +160,9 @@ def guard() -> Iterator[None]:
 
 @contextmanager
 def guard_quietly() -> Iterator[None]:
-    """Run a block off the page (a helper thread); the project's errors are dropped: the page that
-    needs the result computes it again and shows the error there."""
+    """Run a block whose result the page can do without (off the page, on a helper thread, or a
+    line drawn early); the project's errors are dropped: the code that needs the result computes
+    it again and shows the error there."""
     try:
         yield
     except PROJECT_ERRORS:
