@@ -14,6 +14,7 @@ import pytest
 
 from profiler.present import style
 from profiler.present.share import ViewState, share_url
+from profiler.present.sitemap import BY_PATH
 from profiler.storage.store import Store
 from tests.conftest import HAVE_SHARED, SAMPLES, SHARED_TRACES
 from tests.test_browser import ARTIFACTS, _assert_no_exception, _settle, settled, streamlit_app, until
@@ -131,53 +132,67 @@ def _selections(charts_server) -> dict[str, tuple[str, ...]]:
     return runs
 
 
+SELECTIONS = ["samples", "samples-4", *(p.name.split("__")[0] for p in UPLOADS)]
 MAX_HEIGHT_PX = 3 * SCREEN  # every page, every selection: at most three screens at 1600 x 1000
 
 
-@pytest.mark.parametrize("page_name", PAGES)
-def test_every_page_reads_well_at_1600_px(charts_server, browser, page_name):
-    """One page (a test each, so that xdist spreads them) over every selection: axis labels of
-    11 px or more, legends inside their charts, bars beside their labels and labelled, at most
-    three screens tall, and each run drawn in the one colour `style.variant_colour` gives it."""
+def _go(page, page_name: str) -> None:
+    """To ``page_name`` by its sidebar link, as a user moves between pages (the selection kept),
+    at 1600 x 1000, until its title shows and it is at rest (and its first chart drawn where it
+    always has one)."""
+    page.set_viewport_size({"width": WIDTH, "height": SCREEN})
+    page.locator(f'[data-testid="stSidebarNav"] a[href$="/{page_name}"]').first.click()
+    page.wait_for_function("(title) => (document.querySelector('h1') || {}).innerText?.startsWith(title)",
+                           arg=BY_PATH[page_name].title, timeout=90_000)
+    _settle(page)
+    if page_name in ALWAYS_DRAWN:  # charts in a collapsed expander are drawn but hidden
+        page.wait_for_selector(".vega-embed svg", timeout=90_000, state="attached")
+        settled(page)
+
+
+@pytest.mark.parametrize("selection", SELECTIONS)
+def test_every_page_reads_well_at_1600_px(charts_server, browser, selection):
+    """One selection (a test each, so that xdist spreads them), opened by its share URL on the
+    first page and taken through every other page by the sidebar: axis labels of 11 px or more,
+    legends inside their charts, bars beside their labels and labelled, at most three screens
+    tall, and each run drawn in one colour on a page, a sample run in the one `style.variant_colour`
+    gives it (so the same on every page and in every selection)."""
+    runs = _selections(charts_server)[selection]
+    pages = [p for p in PAGES if p != "compare" or len(runs) >= 2]
     url, _, _ = charts_server
-    problems, bars_checked, fills, heights = [], 0, {}, {}
-    for name, runs in _selections(charts_server).items():
-        if page_name == "compare" and len(runs) < 2:
-            continue
-        page = _open(browser, share_url(ViewState(page=page_name, runs=runs), base=url),
-                     ".vega-embed svg" if page_name in ALWAYS_DRAWN else "")
-        where = f"{page_name} ({name})"
-        try:
+    problems, heights = [], {}
+    page = _open(browser, share_url(ViewState(page=pages[0], runs=runs), base=url), ".vega-embed svg")
+    try:
+        for page_name in pages:
+            if page_name != pages[0]:
+                _go(page, page_name)
+            where = f"{page_name} ({selection})"
             _assert_no_exception(page, where)
-            heights[name] = height = page.evaluate(PAGE_HEIGHT)
+            assert f"runs={runs[0]}" in page.url.replace("%2C", ","), f"{where}: the selection was not kept"
+            heights[page_name] = height = page.evaluate(PAGE_HEIGHT)
             page.set_viewport_size({"width": WIDTH, "height": min(height, 4 * SCREEN)})
             settled(page)  # the charts laid out again for the taller window
-            page.screenshot(path=str(ARTIFACTS / f"charts-{name}-{page_name}.png"))
+            page.screenshot(path=str(ARTIFACTS / f"charts-{selection}-{page_name}.png"))
             problems += _chart_problems(page, where)
-            gaps = page.evaluate(LABEL_BAR_GAPS)
-            bars_checked += len(gaps) if page_name != "timeline" else 0
+            if page_name in BAR_PAGES and not page.evaluate(LABEL_BAR_GAPS):
+                problems.append(f"{where}: the bar charts were not found in the SVG")
             if height > MAX_HEIGHT_PX:
                 problems.append(f"{where}: {height} px tall, more than {MAX_HEIGHT_PX} px")
+            fills: dict[str, set[str]] = {}
             for run, fill in page.evaluate(RUN_FILLS):
-                fills.setdefault(run, {}).setdefault(fill, []).append(where)
-        finally:
-            page.close()
-    samples_drawn = sum('L=1024' in run for run in fills)
-    print(f"{page_name} heights (px): {heights}; bars {bars_checked}; sample runs drawn {samples_drawn}")
+                fills.setdefault(run, set()).add(fill)
+            # a run keeps one colour on a page; a sample run the colour of its variant, a tint when cold
+            problems += [f"{where}: {run} drawn in several colours {sorted(f)}" for run, f in fills.items() if len(f) > 1]
+            samples_drawn = {run: next(iter(f)) for run, f in fills.items() if "L=1024" in run}
+            if page_name in RUN_COLOURED and selection.startswith("samples"):
+                assert len(samples_drawn) == len(runs), f"{where}: not every sample run was found: {sorted(fills)}"
+            assert len(set(samples_drawn.values())) == len(samples_drawn), f"{where}: two runs share a colour"
+            for run, fill in samples_drawn.items():
+                assert fill == style.variant_colour(run.split()[0], cold="(cold)" in run), (where, run, fill)
+    finally:
+        page.close()
+    print(f"{selection} heights (px): {heights}")
     assert not problems, "\n".join(problems)
-    if page_name in BAR_PAGES:
-        assert bars_checked > 5, "the bar charts were not found in the SVG"
-    # a run keeps one colour in every selection (2 and 4 sample runs, alone)...
-    mixed = {run: {f: sorted(set(w)) for f, w in by.items()} for run, by in fills.items() if len(by) > 1}
-    assert not mixed, f"runs drawn in several colours: {mixed}"
-    # ...and on every page the colour of its variant, a tint when cold (so the same on all pages)
-    sample_fills = {run: next(iter(by)) for run, by in fills.items() if "L=1024" in run}
-    if page_name in RUN_COLOURED:
-        assert len(sample_fills) == 4, f"the four sample runs were not all found: {sorted(fills)}"
-    assert len(set(sample_fills.values())) == len(sample_fills), f"two runs share a colour: {sample_fills}"
-    for run, fill in sample_fills.items():
-        variant = run.split()[0]
-        assert fill == style.variant_colour(variant, cold="(cold)" in run), (run, fill)
 
 
 def _chart_problems(page, where: str) -> list[str]:
