@@ -227,4 +227,3 @@ def seed_in_background(store, samples_dir: Path = SAMPLES_DIR, new_file: bool = 
     seeding._thread.start()
     atexit.register(seeding.stop, 60)
     return seeding
-
