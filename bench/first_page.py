@@ -158,8 +158,9 @@ def main() -> None:
     intro = (f"## {section}\n\n`python -m bench.first_page --write-results` (targets on an idle 2-core "
              "machine: first page under 2 s, all samples under 15 s). A fresh `streamlit run app.py` on an empty store, opened "
              "in headless Chromium; times from the browser's request: *first page* = title plus a "
-             "progress line or the table, *first runs* = the table shows runs, *all samples* = every "
-             "shipped sample stored. Server start is apart. The machine is shared: read the load.\n")
+             "progress line or a caption (since the shipped store: how many runs it holds, before the table), "
+             "*first runs* = the table shows runs (its caption), *all samples* = every "
+             "shipped sample in the table. Server start is apart. The machine is shared: read the load.\n")
     write_section(section, intro + ("\n" + kept + "\n" if kept else "") + "\n" + "\n".join(lines))
 
 

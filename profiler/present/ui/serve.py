@@ -6,8 +6,8 @@ Two things `streamlit run` cannot do before a first visitor arrives:
   - load what the pages import (pandas, Altair, the analysis modules: ~1.4 s on 2 cores). Here a
     thread imports them once the server is up, while the browser loads the front end, until a page
     begins: the first page, or a shared link opened on a fresh server, finds most of them loaded
-    (a store not made yet is first unpacked from the shipped samples, `session.unpack_samples`;
-    where it cannot be, the runs page's title and seeding progress come first);
+    (not on a new store, the shipped samples unpacked or seeded: there the runs page's title and
+    what the store holds come first);
   - say that `pages/` is not an old-style pages folder. The app lists its pages itself
     (`st.navigation` in app.py); `streamlit run` runs the first link to a page after a start as
     that file alone, and app.py's `view_state` runs it again through app.py (`view`).
@@ -70,17 +70,19 @@ def warm(modules: list[str], stop: threading.Event) -> None:
 
 def warm_up(wait_s: float = 60.0) -> None:
     """The warm-up thread: once the server is up (polled; at most ``wait_s``), a store not made
-    yet made from the shipped samples (`session.unpack_samples`), and over a store that exists,
-    the pages' modules until a page begins (`warm`). Nothing before the server is up: on 2 cores
+    yet made from the shipped samples (`session.unpack_samples`); over a store that existed, the
+    pages' modules until a page begins (`warm`). Not over a new store: its first visit is the runs
+    page, which draws its title and what the store holds before it loads its table's modules; the
+    imports, while the browser loaded the front end, put that 0.4 s later and the table no sooner
+    (bench/RESULTS.md, "First page on a fresh store"). Nothing before the server is up: on 2 cores
     the imports only delayed its start by as much (0.8 -> 1.45 s)."""
     deadline = time.monotonic() + wait_s
     while not server_up() and time.monotonic() < deadline:
         time.sleep(0.02)
     from profiler.present.ui import session
 
-    session.unpack_samples(session.db_path())  # a new store: the shipped samples, already ingested
-    if not Path(session.db_path()).exists():  # the first page draws its title and progress line first
-        return
+    if session.unpack_samples(session.db_path()) or not Path(session.db_path()).exists():
+        return  # a new store (the shipped samples or their seeding): the runs page's title comes first
     warm(page_modules(), session.PAGE_BEGUN)
 
 
