@@ -3,11 +3,14 @@ while it starts, and never the capture layer. Its pages are checked through it i
 (tests/test_browser.py's `streamlit_app` starts the server this way)."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
+from profiler.capture.samples import sample_files
 from profiler.cli.main import build_parser
 from profiler.present.ui import serve
+from profiler.storage.store import Store
 from tests.conftest import ROOT
 
 
@@ -37,6 +40,27 @@ def test_warming_stops_once_a_page_has_begun():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False"]
+
+
+def _warm_up(db, seed: str = "1") -> list[str]:
+    """In a fresh process: the warm-up over the store at `db` (no server to wait for); whether the
+    store exists then and whether a chart page's module was loaded."""
+    code = ("import os, sys; from pathlib import Path; from profiler.present.ui import serve; serve.warm_up(wait_s=0); "
+            "print(Path(os.environ['PROFILER_DB']).exists(), 'profiler.present.timeline_view' in sys.modules)")
+    env = {**os.environ, "PROFILER_DB": str(db), "PROFILER_SEED": seed}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split()
+
+
+def test_a_new_store_is_unpacked_and_its_first_page_not_raced_by_imports(tmp_path):
+    """A new store: the shipped samples unpacked, and nothing imported (the runs page's title and
+    run count first); the store existing, the pages' modules; seeding off, nothing made."""
+    db = tmp_path / "new" / "store.duckdb"
+    assert _warm_up(db) == ["True", "False"]
+    assert Store(db).run_count() == len(sample_files()) > 0
+    assert _warm_up(db) == ["True", "True"]
+    assert _warm_up(tmp_path / "off.duckdb", seed="0") == ["False", "False"]
 
 
 def test_the_command_line_lists_app_with_an_example():
