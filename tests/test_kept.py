@@ -135,3 +135,30 @@ def test_a_kept_chart_is_built_once_and_again_after_a_rename(fixture_store):
     again = kept.value(store, ("chart", "test"), runs, build)
     assert len(built) == 2 and any(label.startswith("renamed run") for label in again.data["label"])
     assert kept.frame_size(again) == len(again.data) * len(again.data.columns) * kept.CELL_BYTES > 0
+
+
+def _joined_pieces(frame: pd.DataFrame, ordered: list[str]) -> pd.DataFrame:
+    """What per_run returned before it kept the rows computed together whole: each run's rows by a
+    groupby, reset, joined in order (an empty frame when no run has rows)."""
+    parts = dict(tuple(frame.groupby("run_id", sort=False))) if len(frame) else {}
+    pieces = [parts.get(r, frame.iloc[0:0]).reset_index(drop=True) for r in ordered]
+    return pd.concat([p for p in pieces if len(p)] or [pieces[0]], ignore_index=True)
+
+
+@pytest.mark.parametrize("order", ["given", "run_id"])
+def test_rows_computed_together_come_back_as_the_kept_pieces_do(fixture_store, order):
+    store, ids = fixture_store
+    runs = sorted(ids.values())
+
+    def compute(asked):  # rows of the runs interleaved, none for runs[1]; a number, a float and a text column
+        rows = [(asked[i % len(asked)], i, i / 3, f"k{i}") for i in range(11) if asked[i % len(asked)] != runs[1]]
+        return pd.DataFrame(rows, columns=["run_id", "n", "x", "name"])
+
+    for case, selection in enumerate((runs, runs[::-1], [runs[2], runs[0]], [runs[1]])):
+        name = ("interleaved", order, case)
+        want = _joined_pieces(compute(selection), sorted(selection) if order == "run_id" else selection)
+        cold = kept.per_run(store, name, selection, compute, order)   # computed together, not joined again
+        warm = kept.per_run(store, name, selection, compute, order)   # the kept pieces, joined
+        pd.testing.assert_frame_equal(cold, want)
+        pd.testing.assert_frame_equal(warm, want)
+    assert len(kept.per_run(store, ("interleaved", order, 3), [runs[1]], compute, order)) == 0

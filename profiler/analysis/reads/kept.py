@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 
+import numpy as np
 import pandas as pd
 from profiler.storage.session import StoreHandle
 
@@ -59,16 +60,31 @@ def per_run(store: StoreHandle, name: Hashable, run_ids, compute: Callable[[list
     ids = list(dict.fromkeys(str(r) for r in run_ids))
     if not ids or len(ids) > BULK:   # thousands of runs at once: one read, not kept (see BULK)
         return compute(ids)
+    computed = {}
 
     def split(missing: list[str]) -> dict:
-        fresh = compute(missing)
-        parts = dict(tuple(fresh.groupby("run_id", sort=False))) if len(fresh) else {}
-        empty = fresh.iloc[0:0]
-        return {r: parts.get(r, empty).reset_index(drop=True) for r in missing}
+        fresh = computed["all"] = compute(missing)
+        if len(missing) < len(ids):
+            del computed["all"]
+        rows, bounds = _grouped(fresh, missing)
+        return {r: rows.iloc[bounds[i]:bounds[i + 1]].reset_index(drop=True) for i, r in enumerate(missing)}
     parts = store.cache.per_run(store, ("table", name), ids, split, frame_size)
     ordered = sorted(parts) if order == "run_id" else ids
+    if "all" in computed:  # every run computed just now: its rows in that order, not pieces joined again
+        return _grouped(computed["all"], ordered)[0]
     frames = [parts[r] for r in ordered if len(parts[r])] or [parts[ordered[0]]]
     return pd.concat(frames, ignore_index=True)
+
+
+def _grouped(frame: pd.DataFrame, run_ids: list[str]) -> tuple[pd.DataFrame, np.ndarray]:
+    """The rows of ``run_ids`` (unique), run after run in that order and each run's in its own
+    order, with a fresh index; and where each run's rows begin and end (``bounds[i]:bounds[i+1]``).
+    One sort and one take: a groupby's pieces, reset and joined again cost ~0.3 s over 400 runs."""
+    codes = pd.Index(run_ids).get_indexer(frame["run_id"]) if len(frame) else np.empty(0, dtype=np.intp)
+    order = np.argsort(codes, kind="stable")
+    order = order[codes[order] >= 0]  # rows of no run asked for (none, from a `compute`) left out
+    rows = frame.take(order).reset_index(drop=True)
+    return rows, np.searchsorted(codes[order], np.arange(len(run_ids) + 1))
 
 
 def value(store: StoreHandle, key: tuple, run_ids, compute: Callable[[], object]):
