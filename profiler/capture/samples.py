@@ -138,8 +138,7 @@ def build_shipped(store, samples_dir: Path = SAMPLES_DIR, shipped: Path | None =
 
 
 def store_is_empty(store) -> bool:
-    with store.connect() as con:
-        return con.execute("SELECT count(*) FROM traces").fetchone()[0] == 0
+    return store.run_count() == 0
 
 
 def seed_if_empty(store, samples_dir: Path = SAMPLES_DIR, progress: Progress | None = None) -> int:

@@ -63,9 +63,9 @@ def per_run(store: StoreHandle, name: Hashable, run_ids, compute: Callable[[list
     computed = {}
 
     def split(missing: list[str]) -> dict:
-        fresh = computed["all"] = compute(missing)
-        if len(missing) < len(ids):
-            del computed["all"]
+        fresh = compute(missing)
+        if len(missing) == len(ids):
+            computed["all"] = fresh
         rows, bounds = _grouped(fresh, missing)
         return {r: rows.iloc[bounds[i]:bounds[i + 1]].reset_index(drop=True) for i, r in enumerate(missing)}
     parts = store.cache.per_run(store, ("table", name), ids, split, frame_size)

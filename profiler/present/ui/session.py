@@ -45,7 +45,7 @@ def seeding_on() -> bool:
 def unpack_samples(path: str) -> bool:
     """A store file not made yet at ``path`` made a copy of the shipped samples' store (~0.1 s;
     `samples.unpack_shipped`), when seeding is on; True when this call made it."""
-    return seeding_on() and not Path(path).exists() and unpack_shipped(Path(path))
+    return seeding_on() and unpack_shipped(Path(path))  # (which never writes over a file)
 
 
 @st.cache_resource(show_spinner="Opening the trace store…")
@@ -53,7 +53,7 @@ def _store_at(path: str) -> tuple[Store, Seeding]:
     store = Store(path)  # opens nothing yet
     if not seeding_on():
         return store, Seeding()
-    unpack_samples(path)  # (or the server's warm-up did it already: serve.warm_up)
+    unpack_shipped(Path(path))  # (or the server's warm-up did it already: serve.warm_up)
     try:  # a store file still not made is made by the seeding thread, after the first page's title
         return store, seed_in_background(store, new_file=not Path(path).exists())
     except ProfilerError:  # not a store (a SQLite file, a folder): each page says so in one sentence
