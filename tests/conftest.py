@@ -151,22 +151,51 @@ def db_path(tmp_path: Path) -> Path:
 FIXTURE_TRACES = ("tiny_naive.json", "tiny_inplace.json", "tiny_old_format.json")
 
 
+def shared_folder(tmp_path_factory) -> Path:
+    """A folder every test process of this run sees: the run's base temporary folder, which the
+    pytest-xdist workers' own folders (`popen-gwN`) sit in; without workers, this process's."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def built_once(folder: Path, build):
+    """`build(folder / "template.duckdb")`, run by one test process of the run: the first to take
+    `folder`'s lock builds it and keeps what `build` returned (pickled) beside the store; the
+    others wait on the lock and read it. A build that raised leaves nothing kept, so the next
+    process to ask builds it again (and fails the same way)."""
+    import fcntl
+    import pickle
+
+    folder.mkdir(parents=True, exist_ok=True)
+    kept = folder / "built.pickle"
+    with open(folder / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if kept.exists():
+            return pickle.loads(kept.read_bytes())
+        extra = build(folder / "template.duckdb")
+        partial = folder / "built.pickle.partial"
+        partial.write_bytes(pickle.dumps(extra))
+        partial.replace(kept)
+        return extra
+
+
 @pytest.fixture(scope="session")
 def template_store(tmp_path_factory):
-    """Stores built once per test process (one per xdist worker) and copied for each test:
-    `template_store(name, build, dest)` runs `build(path)` into a template the first time `name`
-    is asked for, copies the template's file (where the build made one) to `dest` and returns what
-    `build` returned. A store with jobs keeps their files in `<stem>-jobs/` beside it
-    (profiler.storage.jobs.jobs.job_root, with $PROFILER_JOBS unset): that folder is copied too, to
-    `<dest stem>-jobs/`."""
+    """Stores built once per test run (by whichever pytest-xdist worker asks first, while the
+    others wait: `built_once`) and copied for each test: `template_store(name, build, dest)` runs
+    `build(path)` into a template the first time `name` is asked for, copies the template's file
+    (where the build made one) to `dest` and returns what `build` returned (kept pickled, so it must
+    be plain data: ids, paths, numbers). A store with jobs keeps their files in `<stem>-jobs/`
+    beside it (profiler.storage.jobs.jobs.job_root, with $PROFILER_JOBS unset): that folder is
+    copied too, to `<dest stem>-jobs/`."""
     import shutil
 
+    root = shared_folder(tmp_path_factory) / "templates"
     built: dict[str, tuple[Path, object]] = {}
 
     def copy(name: str, build, dest: Path):
         if name not in built:
-            path = tmp_path_factory.mktemp(f"template-{name}") / "template.duckdb"
-            built[name] = (path, build(path))
+            built[name] = (root / name / "template.duckdb", built_once(root / name, build))
         path, extra = built[name]
         if path.exists():  # a build that only wrote job files may not have made the store file yet
             shutil.copyfile(path, dest)

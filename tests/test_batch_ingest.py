@@ -16,6 +16,7 @@ import pytest
 from profiler import errors
 from profiler.storage.jobs import jobs, rank_task
 from profiler.storage import job_layout, metadata
+from profiler.storage.session import StoreHandle
 from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES
 
@@ -54,13 +55,13 @@ def _files(tmp: Path) -> list[Path]:
     return [*DLRM[:4], tmp / "annotated.json", RESNET, *DLRM[4:], tmp / "bare.json"]
 
 
-def _run_tables(store: Store) -> list[str]:
+def _run_tables(store: StoreHandle) -> list[str]:
     names = store.query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' "
                         "AND table_type = 'BASE TABLE'")["table_name"]
     return [t for t in names if "run_id" in store.query(f"SELECT * FROM {t} LIMIT 0").columns]
 
 
-def _rows(store: Store, table: str, run_id: str) -> list[str]:
+def _rows(store: StoreHandle, table: str, run_id: str) -> list[str]:
     """Every row of `table` for one run, sorted (added_at aside: a clock, not data)."""
     cols = [c for c in store.query(f"SELECT * FROM {table} LIMIT 0").columns if c != "added_at"]
     quoted = ", ".join(f'"{c}"' for c in cols)
@@ -71,11 +72,12 @@ def _rows(store: Store, table: str, run_id: str) -> list[str]:
 def _same_runs(got: Store, want: Store, run_ids: list[str]) -> int:
     """Assert every table holds the same rows for every run in both stores; how many held rows."""
     with_rows = 0
-    for table in _run_tables(want):
-        for run_id in run_ids:
-            rows = _rows(got, table, run_id)
-            assert rows == _rows(want, table, run_id), (table, run_id)
-            with_rows += bool(rows)
+    with got.session() as got_db, want.session() as want_db:  # one open file each for every read
+        for table in _run_tables(want_db):
+            for run_id in run_ids:
+                rows = _rows(got_db, table, run_id)
+                assert rows == _rows(want_db, table, run_id), (table, run_id)
+                with_rows += bool(rows)
     return with_rows
 
 

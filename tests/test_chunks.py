@@ -19,10 +19,10 @@ from profiler.storage.store import Store
 KEEP_ALL = ("stored_iteration_metrics",)  # beside catalog.RUN_TABLES: the metrics kept per run
 
 
-def _table(store: Store, table: str, run_id: str) -> list[tuple]:
+def _table(con, table: str, run_id: str) -> list[tuple]:
+    """Every row of `table` for one run, sorted, read on `con` (a store's cursor)."""
     drop = " EXCLUDE (added_at)" if table == "traces" else ""
-    with store.connect() as con:
-        rows = con.execute(f"SELECT *{drop} FROM {table} WHERE run_id = ? ORDER BY ALL", [run_id]).fetchall()
+    rows = con.execute(f"SELECT *{drop} FROM {table} WHERE run_id = ? ORDER BY ALL", [run_id]).fetchall()
     return [tuple("NaN" if isinstance(v, float) and v != v else v for v in row) for row in rows]
 
 
@@ -49,8 +49,9 @@ def test_every_table_of_a_trace_parsed_in_chunks_equals_the_whole_file(tmp_path,
     fp, got = _ingest_in_chunks(split_store, path, chunks.estimated_size(path) // 4, tmp_path)
     assert fp.plan.chunks >= 3
     assert (got.run_id, got.events, got.kernels, got.notes) == (want.run_id, want.events, want.kernels, want.notes)
-    for table in catalog.RUN_TABLES + KEEP_ALL:
-        assert _table(split_store, table, got.run_id) == _table(whole, table, want.run_id), table
+    with split_store.connect() as split_con, whole.connect() as whole_con:
+        for table in catalog.RUN_TABLES + KEEP_ALL:
+            assert _table(split_con, table, got.run_id) == _table(whole_con, table, want.run_id), table
     assert list((tmp_path / "scratch").iterdir()) == []  # a gzipped trace's unpacked copy is removed
 
 
@@ -147,8 +148,9 @@ def test_header_after_the_events_and_a_bare_array_come_through_chunks(tmp_path):
         want = store_a.ingest(path)
         fp, got = _ingest_in_chunks(store_b, path, 600, tmp_path)
         assert fp.plan.chunks >= 3 and got.run_id == want.run_id
-        for table in catalog.RUN_TABLES:
-            assert _table(store_b, table, got.run_id) == _table(store_a, table, want.run_id), (name, table)
+        with store_b.connect() as con_b, store_a.connect() as con_a:
+            for table in catalog.RUN_TABLES:
+                assert _table(con_b, table, got.run_id) == _table(con_a, table, want.run_id), (name, table)
 
 
 def test_a_bad_file_split_in_chunks_names_itself_as_when_parsed_whole(tmp_path, monkeypatch):

@@ -46,10 +46,11 @@ def job_store(tmp_path, monkeypatch):
     return Store(tmp_path / "store.duckdb")
 
 
-def _rows(store: Store, table: str, run_id: str, drop=()) -> list[tuple]:
-    with store.connect(jobs=True) as con:
-        rows = con.execute(f"SELECT * EXCLUDE (run_id{''.join(', ' + c for c in drop)}) FROM {table} "
-                           f"WHERE run_id = ? ORDER BY {TABLE_ORDER[table]}", [run_id]).fetchall()
+def _rows(con, table: str, run_id: str, drop=()) -> list[tuple]:
+    """Every row of `table` for one run, in order, read on `con` (a store's cursor, its jobs' ranks
+    attached: `Store.connect(jobs=True)`)."""
+    rows = con.execute(f"SELECT * EXCLUDE (run_id{''.join(', ' + c for c in drop)}) FROM {table} "
+                       f"WHERE run_id = ? ORDER BY {TABLE_ORDER[table]}", [run_id]).fetchall()
     return [tuple("NaN" if isinstance(v, float) and v != v else v for v in row) for row in rows]
 
 
@@ -275,12 +276,13 @@ def test_ray_in_process_and_single_upload_give_identical_tables(ray_cluster, job
     on_ray = job_ingest.ingest_job(job_store, [src], "on-ray", engine="ray", workers=2).ranks[0]
     here = job_ingest.ingest_job(job_store, [src], "here", engine="in-process").ranks[0]
     assert on_ray.trace_id == here.trace_id == single.run_id
-    for table in job_layout.TABLES:
-        drop = ("added_at", "rank") if table == "traces" else ()
-        want = _rows(job_store, table, single.run_id, drop)
-        assert want or table in ("memops", "memory_events"), table  # few traces copy memory or record allocations
-        assert _rows(job_store, table, on_ray.run_id, drop) == want, table
-        assert _rows(job_store, table, here.run_id, drop) == want, table
+    with job_store.connect(jobs=True) as con:
+        for table in job_layout.TABLES:
+            drop = ("added_at", "rank") if table == "traces" else ()
+            want = _rows(con, table, single.run_id, drop)
+            assert want or table in ("memops", "memory_events"), table  # few traces copy memory or record allocations
+            assert _rows(con, table, on_ray.run_id, drop) == want, table
+            assert _rows(con, table, here.run_id, drop) == want, table
 
 
 # --- all or nothing -------------------------------------------------------------------------------
@@ -323,10 +325,11 @@ def test_process_pool_engine_gives_the_same_tables(job_store):
     pooled = job_ingest.ingest_job(job_store, [str(p) for p in DLRM[:2]], "pool", engine="processes", workers=2)
     here = job_ingest.ingest_job(job_store, [str(p) for p in DLRM[:2]], "here", engine="in-process")
     assert pooled.ranks_present == here.ranks_present == [0, 2] and pooled.workers == 2
-    for a, b in zip(pooled.ranks, here.ranks):
-        for table in job_layout.TABLES:
-            drop = ("added_at",) if table == "traces" else ()
-            assert _rows(job_store, table, a.run_id, drop) == _rows(job_store, table, b.run_id, drop), table
+    with job_store.connect(jobs=True) as con:
+        for a, b in zip(pooled.ranks, here.ranks):
+            for table in job_layout.TABLES:
+                drop = ("added_at",) if table == "traces" else ()
+                assert _rows(con, table, a.run_id, drop) == _rows(con, table, b.run_id, drop), table
 
 
 @pytest.mark.third_party

@@ -8,6 +8,7 @@ import pytest
 
 from profiler import errors
 from profiler.capture.samples import SAMPLES_DIR, sample_files, sample_name, seed_if_empty
+from profiler.storage.session import StoreHandle
 from profiler.storage.store import Store
 from tests import raw_trace
 
@@ -188,7 +189,7 @@ def test_a_decode_sample_has_one_query_against_its_kv_cache_and_train_samples_ru
     assert len(backward) == 8 and (backward["n"] > 0).all(), backward  # 7 PyTorch variants and FlashAttention 4
 
 
-def _rows(store: Store, table: str, run_id: str) -> list:
+def _rows(store: StoreHandle, table: str, run_id: str) -> list:
     """Every row of `table` for one run, sorted (added_at aside: a clock, not data)."""
     cols = [c for c in store.query(f"SELECT * FROM {table} LIMIT 0").columns if c != "added_at"]
     quoted = ", ".join(f'"{c}"' for c in cols)
@@ -209,13 +210,14 @@ def test_a_batch_stores_exactly_what_one_ingest_per_file_stores(tmp_path):
                        "AND table_type = 'BASE TABLE' AND table_name NOT LIKE 'store_%' "
                        "AND table_name NOT LIKE 'counter%'")["table_name"]
     with_rows = 0
-    for table in tables:
-        if "run_id" not in one.query(f"SELECT * FROM {table} LIMIT 0").columns:
-            continue
-        for r in singles:
-            got = _rows(many, table, r.run_id)
-            assert got == _rows(one, table, r.run_id), (table, r.name)
-            with_rows += bool(got)
+    with many.session() as many_db, one.session() as one_db:  # one open file each for every read
+        for table in tables:
+            if "run_id" not in one_db.query(f"SELECT * FROM {table} LIMIT 0").columns:
+                continue
+            for r in singles:
+                got = _rows(many_db, table, r.run_id)
+                assert got == _rows(one_db, table, r.run_id), (table, r.name)
+                with_rows += bool(got)
     assert with_rows >= 6 * 5  # traces, ops, kernels, launches, metrics at least, for every run
 
 

@@ -15,7 +15,7 @@ import duckdb
 import pandas as pd
 
 from profiler.capture import samples
-from profiler.storage import completeness, metrics
+from profiler.storage import completeness, metrics, migrations
 from profiler.storage.migrations import SCHEMA_VERSION
 from profiler.storage.store import Store
 
@@ -68,7 +68,8 @@ def test_a_store_opened_from_it_needs_no_upgrade(tmp_path):
     con = duckdb.connect(str(_unpacked(tmp_path)), read_only=True)
     meta = dict(con.execute("SELECT key, value FROM store_meta").fetchall())
     con.close()
-    assert meta == {"schema_version": str(SCHEMA_VERSION), metrics.VERSION_KEY: metrics.definition_digest(),
+    assert meta == {"schema_version": str(SCHEMA_VERSION), migrations.SCHEMA_KEY: migrations.schema_digest(),
+                    metrics.VERSION_KEY: metrics.definition_digest(),
                     completeness.VERSION_KEY: completeness.definition_digest()}
 
 

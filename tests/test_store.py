@@ -367,3 +367,44 @@ def test_a_writing_handle_loads_the_metrics_macros_again_only_when_they_are_miss
     assert len(reads) == digests + len(metrics.PARTS)  # the digests, then every part loaded
     after = Store(path, read_only=True).query("SELECT * FROM run_metrics([$r])", {"r": run})
     assert before.equals(after)
+
+
+def test_a_writing_handle_runs_the_schema_again_only_for_a_store_made_from_another(tmp_path, monkeypatch):
+    """A store at this schema version whose tables were made from this schema.sql (its digest in
+    store_meta) is not written when a writing handle opens it; one made from another schema.sql
+    (a table added without a version, here one dropped and the digest changed) gets it run again."""
+    from profiler.storage import migrations
+
+    path = tmp_path / "s.duckdb"
+    run = Store(path).ingest(FIXTURES / "tiny_naive.json").run_id
+    ran: list[str] = []
+
+    class Counted:  # schema.sql, its runs counted
+        def __init__(self, real):
+            self.real = real
+
+        def read_text(self, **kwargs):
+            ran.append("schema")
+            return self.real.read_text(**kwargs)
+
+        def read_bytes(self):
+            return self.real.read_bytes()
+
+    monkeypatch.setattr(migrations, "SCHEMA_SQL", Counted(migrations.SCHEMA_SQL))
+    with duckdb.connect(str(path), read_only=True) as con:
+        kept = dict(con.execute("SELECT key, value FROM store_meta").fetchall())
+    assert kept[migrations.SCHEMA_KEY] == migrations.schema_digest()
+    with Store(path).connect():
+        pass
+    assert ran == []
+    with duckdb.connect(str(path)) as con:
+        con.execute("DROP VIEW launch_targets")
+        con.execute("UPDATE store_meta SET value = 'another' WHERE key = ?", [migrations.SCHEMA_KEY])
+    with Store(path).connect():
+        pass
+    assert ran == ["schema"]
+    with duckdb.connect(str(path), read_only=True) as con:
+        assert con.execute("SELECT value FROM store_meta WHERE key = ?",
+                           [migrations.SCHEMA_KEY]).fetchone()[0] == migrations.schema_digest()
+        assert con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = 'launch_targets'").fetchone()[0] == 1
+    assert Store(path, read_only=True).query("SELECT run_id FROM traces")["run_id"].tolist() == [run]

@@ -4,6 +4,7 @@ checks the version: it never creates, migrates or writes anything.
 """
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from profiler import errors
@@ -11,6 +12,8 @@ from profiler.storage import completeness, metrics
 from profiler.storage.schema import SCHEMA_SQL
 
 SCHEMA_VERSION = 12
+# store_meta's key for the digest of the schema.sql a store's tables were last made from
+SCHEMA_KEY = "schema_sql_sha256"
 # schema version -> what upgrades a store from the version before it (run in order on open):
 # SQL text, or a function of the connection
 MIGRATIONS: dict[int, Any] = {
@@ -93,8 +96,9 @@ def prepare(con, label: str, read_only: bool) -> None:
     migrates an older store, creates what is missing, and keeps the metrics layer up to date:
     every run's metrics recomputed when metrics.sql changed, and those of runs that lack them
     (stores written by older versions, rows written other than by ingest) computed now, so that
-    no read ever has to write them (`upkeep`)."""
-    version = stored_version(con, label)
+    no read ever has to write them (`upkeep`). A store already at this version whose tables were
+    made from this schema.sql (its digest, kept in `store_meta`) is not written again."""
+    version, schema = _kept(con, label)
     if version > SCHEMA_VERSION:
         raise errors.StoreError(
             f"{label} has schema version {version}, newer than this program "
@@ -109,9 +113,19 @@ def prepare(con, label: str, read_only: bool) -> None:
             MIGRATIONS[target](con)
         else:
             con.execute(MIGRATIONS[target])
-    con.execute(SCHEMA_SQL.read_text())
+    digest = schema_digest()
+    current = version == SCHEMA_VERSION and schema == digest
+    if not current:
+        con.execute(SCHEMA_SQL.read_text())
     upkeep(con)
-    con.execute("INSERT OR REPLACE INTO store_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+    if not current:
+        con.execute("INSERT OR REPLACE INTO store_meta VALUES ('schema_version', ?), (?, ?)",
+                    [str(SCHEMA_VERSION), SCHEMA_KEY, digest])
+
+
+def schema_digest() -> str:
+    """A short hash of schema.sql: a store whose tables were made from another one runs it again."""
+    return hashlib.sha256(SCHEMA_SQL.read_bytes()).hexdigest()[:16]
 
 
 def upkeep(con) -> None:
@@ -124,14 +138,22 @@ def upkeep(con) -> None:
 
 def stored_version(con, label: str) -> int:
     """The store's schema version; a new, empty file counts as the current one."""
-    found = con.execute("SELECT count(*) FROM information_schema.tables "
-                        "WHERE table_name = 'store_meta'").fetchone()[0]
-    row = con.execute("SELECT value FROM store_meta WHERE key = 'schema_version'").fetchone() if found else None
-    if not row:
-        return SCHEMA_VERSION
+    return _kept(con, label)[0]
+
+
+def _kept(con, label: str) -> tuple[int, str | None]:
+    """(the store's schema version, the digest of the schema.sql its tables were made from, or
+    None); a new, empty file counts as the current version, made from no schema.sql yet."""
+    found = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'store_meta' "
+                        "AND database_name = current_database()").fetchone()[0]
+    rows = dict(con.execute("SELECT key, value FROM store_meta WHERE key IN ('schema_version', ?)",
+                            [SCHEMA_KEY]).fetchall()) if found else {}
+    schema = rows.get(SCHEMA_KEY)
+    if "schema_version" not in rows:
+        return SCHEMA_VERSION, None
     try:
-        return int(row[0])
+        return int(rows["schema_version"]), schema
     except (TypeError, ValueError):
         raise errors.StoreError(
-            f"{label} is damaged: its schema version reads {str(row[0])[:40]!r}, not a "
+            f"{label} is damaged: its schema version reads {str(rows['schema_version'])[:40]!r}, not a "
             "number.") from None
