@@ -37,8 +37,9 @@ def test_a_file_parsed_by_two_processes_stores_the_rows_of_the_whole_file(tmp_pa
     assert (got.run_id, got.events, got.kernels, got.notes, got.duplicate) == \
         (want.run_id, want.events, want.kernels, want.notes, False)
     assert want.chunks == 0 and got.chunks >= 3
-    for table in catalog.RUN_TABLES + KEEP_ALL:
-        assert _table(split, table, got.run_id) == _table(whole, table, want.run_id), table
+    with split.connect() as split_con, whole.connect() as whole_con:
+        for table in catalog.RUN_TABLES + KEEP_ALL:
+            assert _table(split_con, table, got.run_id) == _table(whole_con, table, want.run_id), table
     assert fractions == sorted(fractions) and fractions[-1] == 1.0 and len(fractions) >= 3
 
 
@@ -80,8 +81,9 @@ def test_the_ingest_command_uses_worker_processes_for_a_large_file(tmp_path, mon
     want = whole.ingest(stack_trace)
     assert f"{want.run_id}  ingested" in out.stdout and "chunks on 2 processes" in out.stdout, out.stdout
     stored = Store(db)
-    for table in catalog.RUN_TABLES + KEEP_ALL:
-        assert _table(stored, table, want.run_id) == _table(whole, table, want.run_id), table
+    with stored.connect() as stored_con, whole.connect() as whole_con:
+        for table in catalog.RUN_TABLES + KEEP_ALL:
+            assert _table(stored_con, table, want.run_id) == _table(whole_con, table, want.run_id), table
 
 
 def test_a_file_is_parsed_whole_by_default_on_one_core(monkeypatch):
