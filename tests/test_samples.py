@@ -8,9 +8,9 @@ import pytest
 
 from profiler import errors
 from profiler.capture.samples import SAMPLES_DIR, sample_files, sample_name, seed_if_empty
-from profiler.storage.session import StoreHandle
 from profiler.storage.store import Store
 from tests import raw_trace
+from tests.test_batch_ingest import _rows
 
 @pytest.fixture(scope="module")
 def seeded(seeded_samples) -> tuple[Store, int, list]:
@@ -187,14 +187,6 @@ def test_a_decode_sample_has_one_query_against_its_kv_cache_and_train_samples_ru
     backward = store.query("SELECT t.variant, count(o.name) AS n FROM traces t LEFT JOIN ops o ON o.run_id = t.run_id "
                            "AND o.name LIKE '%Backward%' WHERE t.mode = 'train' GROUP BY t.variant")
     assert len(backward) == 8 and (backward["n"] > 0).all(), backward  # 7 PyTorch variants and FlashAttention 4
-
-
-def _rows(store: StoreHandle, table: str, run_id: str) -> list:
-    """Every row of `table` for one run, sorted (added_at aside: a clock, not data)."""
-    cols = [c for c in store.query(f"SELECT * FROM {table} LIMIT 0").columns if c != "added_at"]
-    quoted = ", ".join(f'"{c}"' for c in cols)
-    return sorted(map(str, store.query(f"SELECT {quoted} FROM {table} WHERE run_id = ?", [run_id]).itertuples(
-        index=False)))
 
 
 def test_a_batch_stores_exactly_what_one_ingest_per_file_stores(tmp_path):
