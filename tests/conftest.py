@@ -8,6 +8,7 @@ error instead (our CI uses it so that every one of them runs).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -283,7 +284,20 @@ def real_and_samples(tmp_path_factory, template_store):
 
     path = tmp_path_factory.mktemp("real-and-samples") / "store.duckdb"
     ids = template_store("real-and-samples", _real_and_samples, path)
-    return Store(path), {Path(k): v for k, v in ids.items()}
+    store = Store(path)
+    with held_open(store):
+        yield store, {Path(k): v for k, v in ids.items()}
+
+
+@contextlib.contextmanager
+def held_open(store):
+    """`store`'s database kept open in this process while the block runs, so that the reads of a
+    module's tests share it (profiler/storage/connection.py) instead of opening the file for each
+    (~20 ms a time, hundreds of times a module). No other process can open the file meanwhile: for
+    a module's own copy of a store, which its tests read in this process (the command line called
+    through `main`, pages through AppTest)."""
+    with store.connect():
+        yield store
 
 
 def _seeded(path: Path) -> tuple[int, list[float]]:

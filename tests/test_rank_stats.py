@@ -16,7 +16,7 @@ from profiler.cli.main import main
 from profiler.present import curve_charts
 from profiler.storage.store import Store
 from tests import raw_trace
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, held_open
 
 FOLDERS = ("default", "sweep", "modes/decode", "modes/decode_sweep")
 
@@ -30,7 +30,8 @@ def store(tmp_path_factory):
     for batch in samples.batches(files):
         for path, got in zip(batch, samples.ingest_samples(store, batch)):
             ids[got.run_id] = path
-    return store, ids
+    with held_open(store):  # the module's reads share one open database
+        yield store, ids
 
 
 def _raw(path: Path) -> tuple[dict, float]:

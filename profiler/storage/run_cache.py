@@ -88,16 +88,17 @@ class RunCache:
         others (each run's part independent of the other runs); parts of runs in the store kept
         under ``name`` and their stamps (read through ``handle``, a `Store` or a `Session`)."""
         ids = list(dict.fromkeys(str(r) for r in run_ids))
-        present = handle.stamps(ids)
-        keys = {r: (name, r, present[r]) for r in ids if r in present}
-        parts = {r: self.get(k) for r, k in keys.items()}
-        missing = [r for r in ids if parts.get(r, MISSING) is MISSING]
-        if missing:
-            fresh = compute(missing)
-            for r in missing:
-                parts[r] = fresh[r]
-                if r in keys:
-                    self.put(keys[r], fresh[r], size(fresh[r]))
+        with handle.session() as db:  # one cursor for the stamps and what `compute` reads on the store
+            present = db.stamps(ids)
+            keys = {r: (name, r, present[r]) for r in ids if r in present}
+            parts = {r: self.get(k) for r, k in keys.items()}
+            missing = [r for r in ids if parts.get(r, MISSING) is MISSING]
+            if missing:
+                fresh = compute(missing)
+                for r in missing:
+                    parts[r] = fresh[r]
+                    if r in keys:
+                        self.put(keys[r], fresh[r], size(fresh[r]))
         return {r: parts[r] for r in ids}
 
     def value(self, handle, key: tuple, run_ids, compute: Callable[[], object],
@@ -105,12 +106,13 @@ class RunCache:
         """``compute()``, kept under ``key`` and the stamps of ``run_ids`` (computed afresh, and
         not kept, when one of them is not in the store)."""
         ids = [str(r) for r in run_ids]
-        present = handle.stamps(ids)
-        if not set(ids) <= set(present):
-            return compute()
-        full = (*key, tuple((r, present[r]) for r in ids))
-        found = self.get(full)
-        if found is MISSING:
-            found = compute()
-            self.put(full, found, size(found))
+        with handle.session() as db:  # one cursor for the stamps and what `compute` reads on the store
+            present = db.stamps(ids)
+            if not set(ids) <= set(present):
+                return compute()
+            full = (*key, tuple((r, present[r]) for r in ids))
+            found = self.get(full)
+            if found is MISSING:
+                found = compute()
+                self.put(full, found, size(found))
         return found
