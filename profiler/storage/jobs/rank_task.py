@@ -244,8 +244,8 @@ def _rank_task(file: str, base: str, key: str, ingest: Callable,
     fs, _ = job_layout.filesystem(base)
     try:
         store = Store(Path(scratch) / "rank.duckdb", threads=task_threads(sharing))
-        result = ingest(store)
-        with store.connect() as con:
+        with store.connect() as con:  # held open: the ingest and the reads below share one database
+            result = ingest(store)
             rank, world = con.execute("SELECT rank, world_size FROM traces WHERE run_id = ?",
                                       [result.run_id]).fetchall()[0]
             where = place(file, rank, world)
