@@ -16,9 +16,10 @@ for every page on a real server.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 import re
-
 import shutil
 from pathlib import Path
 
@@ -27,7 +28,9 @@ from streamlit.testing.v1 import AppTest
 
 from streamlit.components.v2 import manifest_scanner
 
+from profiler.errors import ProfilerError
 from profiler.present.sitemap import SITE
+from profiler.present.ui.session import OWN_CALLS_PAGES
 from profiler.storage.jobs import job_ingest
 from profiler.storage.store import Store
 from tests.conftest import HAVE_SHARED, SHARED_TRACES
@@ -120,18 +123,37 @@ def empty_store(tmp_path, monkeypatch) -> Store:
     return Store(path)
 
 
+@contextlib.contextmanager
+def held_as_served(page: str):
+    """The store at $PROFILER_DB held open while the block runs, where app.py's `page_run` holds
+    it: not on the pages that make their own calls (`OWN_CALLS_PAGES`), and only for a store file
+    that exists (a test's missing file stays missing) and opens at once (a locked or damaged one is
+    left to the page, which says why)."""
+    path = os.environ.get("PROFILER_DB")
+    with contextlib.ExitStack() as stack:
+        if path and page not in OWN_CALLS_PAGES and Path(path).is_file():
+            try:
+                stack.enter_context(Store(path, lock_timeout_s=0).connect())
+            except ProfilerError:
+                pass
+        yield
+
+
 class PageDriver:
     """Open pages of the real app with AppTest and check what they show."""
 
     @staticmethod
     def open(page: str, **params: str) -> AppTest:
-        """Open `page` (a url path such as "kernels") with these query parameters."""
+        """Open `page` (a url path such as "kernels") with these query parameters; its first
+        script run reads over one open database, as app.py's `page_run` holds it on a server
+        (`held_as_served`: AppTest runs a page other than the runs page without app.py)."""
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT_S)
         for key, value in params.items():
             at.query_params[key] = value
         if page != "runs":
             at.switch_page(PAGE_FILE[page])
-        return at.run()
+        with held_as_served(page):
+            return at.run()
 
     @staticmethod
     def assert_clean(at: AppTest) -> None:
