@@ -344,8 +344,11 @@ def test_kill_9_mid_job_ingest_leaves_store_and_job_folder_as_they_were(stored, 
         0.9: None,
     }
     landed, leftovers = 0, []
+    scratch = db.parent / "tmp"  # what a killed ingest leaves in its temporary folder stays in the test's
+    scratch.mkdir()
     for when, ready in triggers.items():
-        child = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        child = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 env={**os.environ, "TMPDIR": str(scratch)})
         deadline = time.monotonic() + 120
         if ready is None:
             time.sleep(when * full)
