@@ -33,7 +33,7 @@ from profiler.present.sitemap import SITE
 from profiler.present.ui.session import OWN_CALLS_PAGES
 from profiler.storage.jobs import job_ingest
 from profiler.storage.store import Store
-from tests.conftest import HAVE_SHARED, SHARED_TRACES
+from tests.conftest import HAVE_SHARED, SHARED_TRACES, held_open
 from tests.crafted_jobs import rank_trace, write_ranks
 from tests.conftest import ingest_all
 
@@ -133,7 +133,7 @@ def held_as_served(page: str):
     with contextlib.ExitStack() as stack:
         if path and page not in OWN_CALLS_PAGES and Path(path).is_file():
             try:
-                stack.enter_context(Store(path, lock_timeout_s=0).connect())
+                stack.enter_context(held_open(Store(path, lock_timeout_s=0)))
             except ProfilerError:
                 pass
         yield
