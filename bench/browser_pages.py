@@ -40,7 +40,7 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 ROOT = Path(__file__).resolve().parents[1]
 from bench import first_page
-from bench.results import write_section
+from bench.results import commit_of, write_section
 
 from profiler.analysis.reads import run_queries
 from profiler.capture.samples import seed_if_empty
@@ -199,8 +199,7 @@ def pages_bench(repeat: int, pages: tuple[str, ...] = TOUR) -> tuple[dict, float
 
 def pages_section(times: dict, landing: float, repeat: int, load: tuple, seeded: tuple[float, int]) -> str:
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip()
+    commit = commit_of()
     lines = ["## Pages in Chromium, 4 runs selected", "",
              f"`python -m bench.browser_pages --write-results`, {when}, commit {commit}. Machine: "
              f"{os.cpu_count()} CPUs, Python {platform.python_version()}, load average before "

@@ -30,6 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.results import commit_of
+
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "Ingest: the cost of issue 39's checks"
 CHECKS_LINE = "checks timed: "
@@ -140,8 +142,7 @@ def report(runs: dict, size: int, load: tuple[float, float], args: argparse.Name
     pairs = list(zip(runs["on"], runs["off"]))
     ratios = {what: [on[k] / off[k] for on, off in pairs] for k, what in enumerate(("wall time", "CPU time"))}
     medians = {side: [statistics.median(r[k] for r in runs[side]) for k in (0, 1)] for side in runs}
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
+    commit = commit_of()
     return (f"## {SECTION} ({args.mb} MB)\n\n"
             f"`python -m bench.checks_cost --mb {args.mb} --pairs {args.pairs}`, "
             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, code at {commit}: `ingest` of "

@@ -15,13 +15,12 @@ import gzip
 import io
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench.results import run_report, write_section
+from bench.results import commit_of, run_report, write_section
 from profiler.cli.main import main
 from profiler.parse.ncu import ALIASES, DEVICE_COLUMNS, METRICS, REQUIRED, read_report
 from profiler.storage.store import Store
@@ -63,7 +62,7 @@ def main_(argv: list[str]) -> int:
     parser.add_argument("--write-results", action="store_true")
     args = parser.parse_args(argv)
     load = os.getloadavg()
-    code = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    code = commit_of()
     with tempfile.TemporaryDirectory() as tmp:
         trace, export, db = Path(tmp) / "many.json.gz", Path(tmp) / "many.ncu.csv", Path(tmp) / "s.duckdb"
         make_trace(trace, args.rows)

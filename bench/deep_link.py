@@ -18,7 +18,6 @@ import os
 import platform
 import shutil
 import statistics
-import subprocess
 import tempfile
 import time
 from datetime import datetime, timezone
@@ -27,7 +26,7 @@ from pathlib import Path
 from playwright import sync_api
 
 from bench import browser_pages, first_page
-from bench.results import write_section
+from bench.results import commit_of, write_section
 from profiler.analysis.reads import run_queries
 from profiler.present.sitemap import BY_PATH
 from profiler.storage.store import Store
@@ -60,8 +59,7 @@ def one_link(db: Path, path: str, browser, app_dir: Path = browser_pages.ROOT) -
 
 def section(rows: list[tuple[str, float, float]]) -> str:
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=browser_pages.ROOT,
-                            capture_output=True, text=True).stdout.strip()
+    commit = commit_of(browser_pages.ROOT)
     lines = [f"## {SECTION}", "",
              f"`python -m bench.deep_link --write-results`, {when}, commit {commit}. Machine: "
              f"{os.cpu_count()} CPUs ({platform.processor() or platform.machine()}), Python "

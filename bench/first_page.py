@@ -32,7 +32,7 @@ from pathlib import Path
 from playwright import sync_api
 
 ROOT = Path(__file__).resolve().parents[1]
-from bench.results import write_section
+from bench.results import commit_of, write_section
 
 CHROMIUM = os.environ.get("PROFILER_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
@@ -132,8 +132,7 @@ def main() -> None:
     print("median:", {k: round(v, 2) for k, v in med.items()})
     if not opts.write_results:
         return
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT if baseline else opts.app_dir,
-                            capture_output=True, text=True).stdout.strip()
+    commit = commit_of(ROOT if baseline else opts.app_dir)
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     label = opts.label or commit
     lines = [f"### {label} (commit {commit}), {when}", "",

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from bench.make_large_trace import make_large_trace
-from bench.results import write_section
+from bench.results import commit_of, write_section
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_TRACE = ROOT / "bench" / "out" / "large.trace.json"
@@ -143,7 +143,7 @@ def uptime() -> str:
 def code_version() -> str:
     """The commit measured, and whether profiler/ had uncommitted changes (others edit it live)."""
     git = ["git", "-C", str(ROOT)]
-    head = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    head = commit_of()
     dirty = subprocess.run(git + ["status", "--porcelain", "profiler"], capture_output=True, text=True).stdout
     return f"commit {head}" + (" plus uncommitted changes in profiler/" if dirty.strip() else "")
 

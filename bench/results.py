@@ -3,10 +3,18 @@ from __future__ import annotations
 
 import datetime
 import resource
+import subprocess
 import sys
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+ROOT = RESULTS.parents[1]
+
+
+def commit_of(checkout: Path = ROOT) -> str:
+    """The short hash of the commit checked out at `checkout` (this repository by default)."""
+    return subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()
 
 
 def write_section(name: str, text: str, path: Path = RESULTS) -> None:

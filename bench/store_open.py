@@ -22,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.results import run_report, write_section
+from bench.results import commit_of, run_report, write_section
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "Opening a store"
@@ -98,11 +98,6 @@ def measure(checkout: Path, repeat: int) -> dict[str, float]:
     if done.returncode:
         raise SystemExit(f"{checkout}: the measurement failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def commit_of(checkout: Path) -> str:
-    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=checkout, capture_output=True,
-                          text=True).stdout.strip() or "?"
 
 
 def main() -> None:
