@@ -8,6 +8,7 @@ from contextlib import contextmanager
 
 import streamlit as st
 from streamlit import config as st_config
+from streamlit import delta_generator
 from streamlit.runtime.pages_manager import PagesManager
 
 from profiler.errors import StoreError
@@ -28,8 +29,15 @@ _ENTRY = threading.local()  # set by app.py in each script run that goes through
 
 
 def entered_through_app() -> None:
-    """Called by app.py before ``st.navigation``: this script run is the real app."""
+    """Called by app.py before ``st.navigation``: this script run is the real app, served.
+
+    So Streamlit need not ask, at the first element a server process draws, whether it runs in a
+    Python REPL (to print a hint there): it asks by reading the source file of every frame on the
+    stack (`inspect.stack()`), 0.14-0.15 s of a fresh server's first script run on 2 cores
+    (bench/RESULTS.md, "Cold deep link: a fresh server's first script run"). The question is
+    marked as asked (a Streamlit without that flag just carries one attribute more)."""
     _ENTRY.app = True
+    delta_generator._use_warning_has_been_displayed = True
 
 
 def _leave_pages_directory_mode() -> None:
