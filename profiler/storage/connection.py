@@ -8,15 +8,19 @@ as a database of its own: a new database builds DuckDB's catalog of built-in fun
 default database is the file (`USE`), so queries read it as if it were opened alone; detaching
 it checkpoints a written file and frees its lock, as closing it did. What does not fit in the
 memory limit spills to a folder of this process under the system's temporary directory
-(`spill_folder`), made when first needed and removed when the process ends.
+(`spill_folder`), made when first needed and removed when the process ends; the folder of a
+process killed outright is removed by the next process that makes one (`_sweep_spill_folders`).
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import itertools
 import os
 import re
+import secrets
+import shutil
 import tempfile
 import threading
 import time
@@ -27,6 +31,11 @@ import duckdb
 
 from profiler import errors
 from profiler.storage import turns
+
+try:
+    import fcntl
+except ImportError:  # not a POSIX system: no claims, and no folder of another process removed
+    fcntl = None
 
 LOCK_TIMEOUT_S = 15.0
 # an ingest (command line or upload) waits its turn behind another ingest already writing the
@@ -197,9 +206,81 @@ _instances: dict[tuple, duckdb.DuckDBPyConnection] = {}
 _aliases = itertools.count()
 
 
+SPILL_PREFIX = "profiler-duckdb-"
+CLAIM = ".held"  # beside a spill folder: its process's claim, locked while that process lives
+_spill: dict[int, str] = {}  # process id -> its spill folder (a forked child claims its own)
+_claims: list = []  # the claims' open files: the system frees their locks when the process ends
+
+
 def spill_folder() -> str:
-    """Where this process's DuckDB writes what does not fit in its memory limit."""
-    return os.path.join(tempfile.gettempdir(), f"profiler-duckdb-{os.getpid()}")
+    """Where this process's DuckDB writes what does not fit in its memory limit:
+    `$TMPDIR/profiler-duckdb-<pid>-<random>`, claimed by a lock on `<folder>.held` for as long as
+    the process lives. DuckDB makes the folder when it first spills and removes it when it closes;
+    a process killed outright (SIGKILL, the out-of-memory killer) leaves it behind, spill files and
+    all, and the next process to claim a folder removes those whose claim no process holds. The
+    random part keeps two processes of one pid apart (containers sharing a /tmp)."""
+    pid = os.getpid()
+    if pid not in _spill:
+        _spill[pid] = _claim_spill_folder()
+    return _spill[pid]
+
+
+def _claim_spill_folder() -> str:
+    root = tempfile.gettempdir()
+    while True:
+        folder = os.path.join(root, f"{SPILL_PREFIX}{os.getpid()}-{secrets.token_hex(4)}")
+        try:
+            fd = os.open(folder + CLAIM, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            continue
+        except OSError:  # a temporary directory we cannot write: DuckDB says so if it ever spills
+            return folder
+        try:
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except OSError:  # another process's sweep took it in the instant between: it removes it
+            os.close(fd)
+    _claims.append(fd)
+    atexit.register(_release_claim, os.getpid(), folder)
+    _sweep_spill_folders(root)
+    return folder
+
+
+def _release_claim(pid: int, folder: str) -> None:
+    """At a clean exit (DuckDB has removed the folder itself): the claim file. Not in a forked
+    child, which runs its parent's exit handlers."""
+    if os.getpid() == pid:
+        with contextlib.suppress(OSError):
+            os.unlink(folder + CLAIM)
+
+
+def _sweep_spill_folders(root: str) -> None:
+    """Remove the spill folders (and claims) in `root` of processes that are gone: those whose
+    claim's lock can be taken. A folder without a claim is left alone."""
+    if fcntl is None:
+        return
+    try:
+        names = [e.name for e in os.scandir(root) if e.name.startswith(SPILL_PREFIX) and e.name.endswith(CLAIM)]
+    except OSError:
+        return
+    for name in names:
+        claim = os.path.join(root, name)
+        try:
+            fd = os.open(claim, os.O_RDWR)
+        except OSError:  # gone meanwhile, or another user's
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # its process lives
+            os.close(fd)
+            continue
+        try:
+            shutil.rmtree(claim.removesuffix(CLAIM), ignore_errors=True)
+            with contextlib.suppress(OSError):
+                os.unlink(claim)
+        finally:
+            os.close(fd)
 
 
 def _attach(path: Path, read_only: bool, config: dict) -> Attached:
