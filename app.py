@@ -9,9 +9,8 @@ from profiler.present.sitemap import DEFAULT_PAGE, groups
 from profiler.present.ui import entered_through_app, page_run, preload
 
 entered_through_app()  # first: before any element is drawn
-# a Material icon, as the pages' (nothing fetched; an emoji loads Streamlit's emoji table, 0.04-0.12 s
-# of a fresh server's first page)
-st.set_page_config(page_title="Attention trace dashboard", page_icon=":material/timer:", layout="wide")
+# an emoji: nothing fetched (a Material icon as the favicon is fetched from fonts.gstatic.com)
+st.set_page_config(page_title="Attention trace dashboard", page_icon="⏱️", layout="wide")
 # long names without spaces (kernels, ops) wrap by CSS, never by invisible characters in the text,
 # which a reader would copy along with it; the main column keeps 4 rem above (the header's height)
 # and 2 rem below instead of Streamlit's 6 and 10 (pages stay within three screens at 1600 x 1000)

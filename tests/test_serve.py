@@ -69,17 +69,16 @@ def test_the_command_line_lists_app_with_an_example():
     assert "app" in parser.format_help()
 
 
-def test_a_fresh_servers_first_page_reads_no_stack_and_no_emoji_table(tmp_path):
-    """Two costs of a fresh server's first script run that no page asks for (bench/RESULTS.md, "A
+def test_a_fresh_servers_first_page_reads_no_stack(tmp_path):
+    """A cost of a fresh server's first script run that no page asks for (bench/RESULTS.md, "A
     fresh server's first script run"): Streamlit's REPL probe (`inspect.stack()`, the source file of
-    every frame) and its emoji table (loaded for an emoji favicon). A fresh process: either is paid
-    once per process, so an earlier test's would hide it."""
-    code = ("import inspect, sys; calls = []; stack = inspect.stack\n"
+    every frame). A fresh process: it is paid once per process, so an earlier test's would hide it."""
+    code = ("import inspect; calls = []; stack = inspect.stack\n"
             "inspect.stack = lambda *a, **k: calls.append(1) or stack(*a, **k)\n"
             "from streamlit.testing.v1 import AppTest\n"
             f"at = AppTest.from_file({str(ROOT / 'app.py')!r}, default_timeout=60).run()\n"
-            "print(len(calls), 'streamlit.emojis' in sys.modules, len(at.exception), *(t.value for t in at.title))")
+            "print(len(calls), len(at.exception), *(t.value for t in at.title))")
     env = {**os.environ, "PROFILER_DB": str(tmp_path / "store.duckdb"), "PROFILER_SEED": "0"}
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["0", "False", "0", "Runs"]  # the runs page drawn, neither cost paid
+    assert out.stdout.split() == ["0", "0", "Runs"]  # the runs page drawn, the stack never read
