@@ -34,7 +34,7 @@ def entered_through_app() -> None:
     So Streamlit need not ask, at the first element a server process draws, whether it runs in a
     Python REPL (to print a hint there): it asks by reading the source file of every frame on the
     stack (`inspect.stack()`), 0.14-0.15 s of a fresh server's first script run on 2 cores
-    (bench/RESULTS.md, "Cold deep link: a fresh server's first script run"). The question is
+    (bench/RESULTS.md, "A fresh server's first script run"). The question is
     marked as asked (a Streamlit without that flag just carries one attribute more)."""
     _ENTRY.app = True
     delta_generator._use_warning_has_been_displayed = True
