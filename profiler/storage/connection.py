@@ -238,9 +238,12 @@ def _claim_spill_folder() -> str:
         try:
             if fcntl is not None:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
-        except OSError:  # another process's sweep took it in the instant between: it removes it
+        except BlockingIOError:  # another process's sweep took it in the instant between: it removes it
             os.close(fd)
+            continue
+        except OSError:  # a file system without locks: a sweep cannot take it either, so never removes it
+            pass
+        break
     _claims.append(fd)
     atexit.register(_release_claim, os.getpid(), folder)
     _sweep_spill_folders(root)
