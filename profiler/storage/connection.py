@@ -251,9 +251,11 @@ def _claim_spill_folder() -> str:
 
 
 def _release_claim(pid: int, folder: str) -> None:
-    """At a clean exit (DuckDB has removed the folder itself): the claim file. Not in a forked
-    child, which runs its parent's exit handlers."""
-    if os.getpid() == pid:
+    """At a clean exit, the claim file, where DuckDB never made the folder (most processes never
+    spill). Where it did, DuckDB removes the folder later, as the interpreter ends; the claim
+    stays until the next process's sweep, in case that end is not clean. Not in a forked child,
+    which runs its parent's exit handlers."""
+    if os.getpid() == pid and not os.path.exists(folder):
         with contextlib.suppress(OSError):
             os.unlink(folder + CLAIM)
 
