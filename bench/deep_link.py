@@ -59,7 +59,7 @@ def one_link(db: Path, path: str, browser, app_dir: Path = browser_pages.ROOT) -
 
 def section(rows: list[tuple[str, float, float]]) -> str:
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    commit = commit_of(browser_pages.ROOT)
+    commit = commit_of()
     lines = [f"## {SECTION}", "",
              f"`python -m bench.deep_link --write-results`, {when}, commit {commit}. Machine: "
              f"{os.cpu_count()} CPUs ({platform.processor() or platform.machine()}), Python "

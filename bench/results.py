@@ -12,9 +12,10 @@ ROOT = RESULTS.parents[1]
 
 
 def commit_of(checkout: Path = ROOT) -> str:
-    """The short hash of the commit checked out at `checkout` (this repository by default)."""
+    """The short hash of the commit checked out at `checkout` (this repository by default); "?" for
+    a folder that is not a git checkout."""
     return subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True,
-                          text=True).stdout.strip()
+                          text=True).stdout.strip() or "?"
 
 
 def write_section(name: str, text: str, path: Path = RESULTS) -> None:
