@@ -209,7 +209,6 @@ _aliases = itertools.count()
 SPILL_PREFIX = "profiler-duckdb-"
 CLAIM = ".held"  # beside a spill folder: its process's claim, locked while that process lives
 _spill: dict[int, str] = {}  # process id -> its spill folder (a forked child claims its own)
-_claims: list = []  # the claims' open files: the system frees their locks when the process ends
 
 
 def spill_folder() -> str:
@@ -243,8 +242,7 @@ def _claim_spill_folder() -> str:
             continue
         except OSError:  # a file system without locks: a sweep cannot take it either, so never removes it
             pass
-        break
-    _claims.append(fd)
+        break  # `fd` is never closed: its lock is held until the process ends, however it ends
     atexit.register(_release_claim, os.getpid(), folder)
     _sweep_spill_folders(root)
     return folder
