@@ -3,9 +3,15 @@
     python -m bench.tests [--tier full,quick,slow] [--workers N] [--write-results]
 
 Each tier is one `python -m pytest` run as `./run-tests` makes it (one pytest-xdist worker per core,
-`--dist worksteal`, the third-party traces required), with `--durations=0`. Prints, and with
+`--dist worksteal`, the third-party traces required), with `--durations=0`.
+
+CPU: the run's own (pytest and every process it waited for, from `getrusage`) and the machine's busy
+time over the run (/proc/stat: user, nice, system, irq, softirq on every core). The second also
+holds what no test process waits for (Chromium's processes, Ray's daemons) and anything else the
+machine ran meanwhile; divided by the cores, it is the shortest wall time this much work could take
+there. Prints, and with
 `--write-results` writes to bench/RESULTS.md ('## Tests'), each tier's wall time, its counts (the
-summary line), the load average before and after, the ten slowest tests and the ten test files
+summary line), the load average before and after, the CPU it took (see below), the ten slowest tests and the ten test files
 (groups) that took longest, each file's setup, call and teardown time summed over its tests (time
 on a worker: the wall time is about their sum over the workers). Targets on 2 cores: the full
 suite under 10 minutes, the quick tier (`-m "not slow"`) under 2; `slow` (`-m slow`, the rest of
@@ -17,6 +23,7 @@ import argparse
 import datetime
 import os
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -32,6 +39,22 @@ PHASE = re.compile(r"^([\d.]+)s (call|setup|teardown)\s+(\S+)$", re.M)
 SUMMARY = re.compile(r"^=*\s*(\d[\d,]* (passed|failed).*) in ([\d.]+)s", re.M)
 
 
+def busy_cpu_s() -> float | None:
+    """Seconds the machine's cores have been busy since boot (None where /proc/stat is missing)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()[1:]
+    except OSError:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in fields[:7])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_s() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def run_tier(tier: str, workers: int) -> dict:
     args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--require-traces",
             "--durations=0", *MARKERS[tier]]
@@ -40,9 +63,12 @@ def run_tier(tier: str, workers: int) -> dict:
     env = {**os.environ, "PROFILER_TEST_TRACES": os.environ.get(
         "PROFILER_TEST_TRACES", str(ROOT.parent / "shared" / "traces"))}
     before = uptime()
+    busy, own = busy_cpu_s(), children_cpu_s()
     started = time.perf_counter()
     done = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - started
+    busy = None if busy is None else busy_cpu_s() - busy
+    own = children_cpu_s() - own
     out = done.stdout + done.stderr
     summary = SUMMARY.search(out)
     phases = PHASE.findall(out)  # slowest first, as pytest lists them
@@ -52,7 +78,7 @@ def run_tier(tier: str, workers: int) -> dict:
     return {"tier": tier, "command": " ".join(["python -m pytest", *args[3:]]), "wall_s": wall,
             "exit": done.returncode, "summary": summary.group(1) if summary else out.strip().splitlines()[-1],
             "slowest": phases[:10], "groups": sorted(groups.items(), key=lambda kv: -kv[1])[:10],
-            "before": before, "after": uptime()}
+            "before": before, "after": uptime(), "own_cpu_s": own, "busy_cpu_s": busy}
 
 
 def section(results: list[dict], workers: int) -> str:
@@ -60,14 +86,17 @@ def section(results: list[dict], workers: int) -> str:
     lines = [f"## Tests\n\n`python -m bench.tests {' '.join(sys.argv[1:])}`, {now}, code at {code_version()}. "
              f"Machine: {machine()}; {workers} pytest-xdist worker(s). (Shared with other engineers: read "
              "the load averages beside the times.)\n",
-             "| tier | wall s | target s | met | exit | counts | load before | load after |",
-             "|---|---:|---:|---|---:|---|---|---|"]
+             "| tier | wall s | target s | met | exit | counts | its CPU s | machine busy s | busy / cores s "
+             "| load before | load after |",
+             "|---|---:|---:|---|---:|---|---:|---:|---:|---|---|"]
     for r in results:
         load = [u.rsplit("load average:", 1)[-1].strip() for u in (r["before"], r["after"])]
         target = TARGET_S[r["tier"]]
         met = "—" if target is None else ("yes" if r["wall_s"] <= target else "no")
+        busy = "—" if r["busy_cpu_s"] is None else f"{r['busy_cpu_s']:.0f}"
+        floor = "—" if r["busy_cpu_s"] is None else f"{r['busy_cpu_s'] / os.cpu_count():.0f}"
         lines.append(f"| {r['tier']} | {r['wall_s']:.0f} | {target or '—'} | {met} | {r['exit']} | {r['summary']} | "
-                     f"{load[0]} | {load[1]} |")
+                     f"{r['own_cpu_s']:.0f} | {busy} | {floor} | {load[0]} | {load[1]} |")
     for r in results:
         lines += ["", f"Ten slowest of the {r['tier']} tier (`{r['command']}`):", "",
                   "| s | phase | test |", "|---:|---|---|"]
@@ -88,7 +117,9 @@ def main() -> None:
     for tier in args.tier.split(","):
         results.append(run_tier(tier, args.workers))
         r = results[-1]
-        print(f"{tier}: {r['wall_s']:.0f} s, exit {r['exit']}, {r['summary']}", flush=True)
+        busy = "" if r["busy_cpu_s"] is None else f", the machine busy {r['busy_cpu_s']:.0f} CPU s"
+        print(f"{tier}: {r['wall_s']:.0f} s, exit {r['exit']}, {r['summary']}; its CPU {r['own_cpu_s']:.0f} s{busy}",
+              flush=True)
     text = section(results, args.workers)
     print(text)
     if args.write_results:
