@@ -81,10 +81,10 @@ def run_tier(tier: str, workers: int) -> dict:
             "before": before, "after": uptime(), "own_cpu_s": own, "busy_cpu_s": busy}
 
 
-def section(results: list[dict], workers: int) -> str:
+def section(results: list[dict], workers: int, before: str) -> str:
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [f"## Tests\n\n`python -m bench.tests {' '.join(sys.argv[1:])}`, {now}, code at {code_version()}. "
-             f"Machine: {machine()}; {workers} pytest-xdist worker(s). (Shared with other engineers: read "
+             f"Machine: {before}; {workers} pytest-xdist worker(s). (Shared with other engineers: read "
              "the load averages beside the times.)\n",
              "| tier | wall s | target s | met | exit | counts | its CPU s | machine busy s | busy / cores s "
              "| load before | load after |",
@@ -113,14 +113,14 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--write-results", action="store_true")
     args = ap.parse_args()
-    results = []
+    results, before = [], machine()  # its uptime: before the first tier
     for tier in args.tier.split(","):
         results.append(run_tier(tier, args.workers))
         r = results[-1]
         busy = "" if r["busy_cpu_s"] is None else f", the machine busy {r['busy_cpu_s']:.0f} CPU s"
         print(f"{tier}: {r['wall_s']:.0f} s, exit {r['exit']}, {r['summary']}; its CPU {r['own_cpu_s']:.0f} s{busy}",
               flush=True)
-    text = section(results, args.workers)
+    text = section(results, args.workers, before)
     print(text)
     if args.write_results:
         write_section("Tests", text)
