@@ -3,19 +3,19 @@
     python -m bench.tests [--tier full,quick,slow] [--workers N] [--write-results]
 
 Each tier is one `python -m pytest` run as `./run-tests` makes it (one pytest-xdist worker per core,
-`--dist worksteal`, the third-party traces required), with `--durations=0`.
-
-CPU: the run's own (pytest and every process it waited for, from `getrusage`) and the machine's busy
-time over the run (/proc/stat: user, nice, system, irq, softirq on every core). The second also
-holds what no test process waits for (Chromium's processes, Ray's daemons) and anything else the
-machine ran meanwhile; divided by the cores, it is the shortest wall time this much work could take
-there. Prints, and with
+`--dist worksteal`, the third-party traces required), with `--durations=0`. Prints, and with
 `--write-results` writes to bench/RESULTS.md ('## Tests'), each tier's wall time, its counts (the
-summary line), the load average before and after, the CPU it took (see below), the ten slowest tests and the ten test files
-(groups) that took longest, each file's setup, call and teardown time summed over its tests (time
-on a worker: the wall time is about their sum over the workers). Targets on 2 cores: the full
-suite under 10 minutes, the quick tier (`-m "not slow"`) under 2; `slow` (`-m slow`, the rest of
-the full suite) has none of its own.
+summary line), the load average before and after, the CPU it took, the ten slowest tests and the
+ten test files (groups) that took longest, each file's setup, call and teardown time summed over its
+tests (time on a worker: the wall time is about their sum over the workers). Targets on 2 cores:
+the full suite under 10 minutes, the quick tier (`-m "not slow"`) under 2; `slow` (`-m slow`, the
+rest of the full suite) has none of its own.
+
+The CPU is counted twice: the run's own (pytest and every process it waited for, `getrusage`) and
+the machine's busy time over the run (/proc/stat: user, nice, system, irq and softirq time of every
+core). The second also holds what no test process waits for (Chromium's processes, Ray's daemons)
+and whatever else the machine ran meanwhile; divided by the cores, it is the shortest wall time this
+much work could take there.
 """
 from __future__ import annotations
 
