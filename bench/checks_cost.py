@@ -22,7 +22,6 @@ import json
 import os
 import random
 import re
-import resource
 import statistics
 import subprocess
 import sys
@@ -30,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.results import commit_of
+from bench.results import children_cpu_s, commit_of
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "Ingest: the cost of issue 39's checks"
@@ -86,13 +85,12 @@ def checks_timed() -> dict:
 
 def _ingest(side: str, trace: Path, db: Path) -> tuple[float, float, dict | None]:
     """(wall s, CPU s, the checks' own time or None) of one ingest in a fresh process, on `side`."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = children_cpu_s()
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "bench.checks_cost", "--side", side, "--", "ingest", str(trace),
                            "--db", str(db)], cwd=ROOT, check=True, capture_output=True, text=True)
     wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    cpu = children_cpu_s() - before
     checks = [line[len(CHECKS_LINE):] for line in done.stderr.splitlines() if line.startswith(CHECKS_LINE)]
     return wall, cpu, json.loads(checks[-1]) if checks else None
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
@@ -26,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 from bench.make_large_trace import make_large_trace
-from bench.results import write_section
+from bench.results import children_cpu_s, write_section
 
 from profiler.analysis.reads import op_costs
 from profiler.storage.store import Store
@@ -40,25 +39,20 @@ BEFORE = ("1.31 s wall and 1.63 s CPU for the command, 0.60 s wall in process "
 IMPORT = "import sys, profiler.cli.main, profiler.cli.ops, profiler.analysis.reads.op_costs"
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def _import_cpu() -> tuple[float, str]:
     """(CPU s of the `ops` command's imports in a fresh process, which of the heavy libraries it loads)."""
-    before = _children_cpu()
+    before = children_cpu_s()
     code = IMPORT + "; print(' '.join(m for m in ('numpy', 'duckdb', 'pandas', 'pyarrow') if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True, text=True)
-    return _children_cpu() - before, done.stdout.strip()
+    return children_cpu_s() - before, done.stdout.strip()
 
 
 def _contention() -> float:
     """Wall over CPU time of a single-threaded busy loop in a fresh process: 1.0 on an idle machine,
     about 2 when another busy process shares its core."""
-    before, started = _children_cpu(), time.perf_counter()
+    before, started = children_cpu_s(), time.perf_counter()
     subprocess.run([sys.executable, "-c", "x = 0\nfor i in range(10_000_000): x += i"], check=True)
-    return (time.perf_counter() - started) / max(_children_cpu() - before, 1e-9)
+    return (time.perf_counter() - started) / max(children_cpu_s() - before, 1e-9)
 
 
 def main() -> None:
@@ -78,11 +72,11 @@ def main() -> None:
     cli, cli_cpu, model, model_cpu, rows = [], [], [], [], 0
     load_before, slow_before = os.getloadavg(), _contention()
     for _ in range(args.repeat):
-        before, started = _children_cpu(), time.perf_counter()
+        before, started = children_cpu_s(), time.perf_counter()
         done = subprocess.run([sys.executable, "-m", "profiler", "ops", result.run_id], cwd=ROOT, env=env,
                               capture_output=True, text=True, check=True)
         cli.append(time.perf_counter() - started)
-        cli_cpu.append(_children_cpu() - before)
+        cli_cpu.append(children_cpu_s() - before)
         rows = len(done.stdout.splitlines()) - 1
         reader = Store(db, read_only=True)  # a new handle, an empty cache: time the model, not the cache
         cpu, started = time.process_time(), time.perf_counter()

@@ -18,6 +18,13 @@ def commit_of(checkout: Path = ROOT) -> str:
                           text=True).stdout.strip() or "?"
 
 
+def children_cpu_s() -> float:
+    """CPU seconds (user + system) of every child process this one has waited for so far: the
+    difference over a `subprocess.run` is that command's (and its own waited-for children's)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def write_section(name: str, text: str, path: Path = RESULTS) -> None:
     """Replace the '## <name>' section (up to the next '## ' heading) with `text`, or append it."""
     old = path.read_text() if path.exists() else "# Benchmark results\n"

@@ -23,14 +23,13 @@ import argparse
 import datetime
 import os
 import re
-import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from bench.ingest import code_version, machine, uptime
-from bench.results import write_section
+from bench.results import children_cpu_s, write_section
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_S = {"full": 600, "quick": 120, "slow": None}
@@ -48,11 +47,6 @@ def busy_cpu_s() -> float | None:
         return None
     user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in fields[:7])
     return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
-
-
-def children_cpu_s() -> float:
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return used.ru_utime + used.ru_stime
 
 
 def run_tier(tier: str, workers: int) -> dict:
