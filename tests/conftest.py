@@ -20,8 +20,15 @@ SAMPLES = ROOT / "data" / "samples"
 TRACES_ENV = "PROFILER_TEST_TRACES"
 ARTIFACTS = ROOT / "test-artifacts"  # screenshots of the browser tests (look at them)
 CHROMIUM = os.environ.get("PROFILER_CHROMIUM", "/usr/bin/chromium")
+# --process-per-site: the pages of one site (every test server is http://127.0.0.1:PORT) share one
+# renderer process, kept alive by `SharedContextBrowser`'s keeper page, so the app's front end is
+# compiled once per test process, not once per page (a page load's Chromium CPU about halved,
+# bench/RESULTS.md "Tests: where the CPU goes")
 CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--process-per-site"]
+# where the keeper page stands: the test servers' site (a port nothing listens on; the page's
+# one request is answered by the browser itself)
+KEEPER_URL = "http://127.0.0.1:9/keeper"
 
 
 def ingest_all(store, paths, source: str = "uploaded") -> list[str]:
@@ -352,9 +359,11 @@ def sample_store(tmp_path_factory):
 
 class SharedContextBrowser:
     """A Chromium whose plain pages share one browser context, so the app's front end (hashed
-    files the server marks immutable) is fetched and compiled once per test process, not once per
-    page; each page is still its own tab and its own app session. A page asked for with context
-    options (a colour scheme, ...) gets a context of its own, as does `new_context`."""
+    files the server marks immutable) is fetched once per test process, not once per page, and
+    one renderer process (`CHROMIUM_ARGS`' --process-per-site), which a keeper page in the
+    context keeps alive between tests, so it is compiled once too; each page is still its own
+    tab and its own app session. A page asked for with context options (a colour scheme, ...)
+    gets a context of its own, as does `new_context`."""
 
     def __init__(self, browser):
         self._browser, self._context = browser, None
@@ -364,6 +373,9 @@ class SharedContextBrowser:
             return self._browser.new_page(viewport=viewport, **options)
         if self._context is None:
             self._context = self._browser.new_context()
+            keeper = self._context.new_page()
+            keeper.route(KEEPER_URL, lambda route: route.fulfill(body="<title>keeper</title>", content_type="text/html"))
+            keeper.goto(KEEPER_URL)
         page = self._context.new_page()
         if viewport:
             page.set_viewport_size(viewport)
