@@ -357,6 +357,15 @@ def sample_store(tmp_path_factory):
     return store, ids
 
 
+def keep_renderer(context):
+    """`context`, with a keeper page at the test servers' site open in it for as long as it lives:
+    the site's renderer process (`CHROMIUM_ARGS`' --process-per-site) outlives each test's pages."""
+    keeper = context.new_page()
+    keeper.route(KEEPER_URL, lambda route: route.fulfill(body="<title>keeper</title>", content_type="text/html"))
+    keeper.goto(KEEPER_URL)
+    return context
+
+
 class SharedContextBrowser:
     """A Chromium whose plain pages share one browser context, so the app's front end (hashed
     files the server marks immutable) is fetched once per test process, not once per page, and
@@ -372,10 +381,7 @@ class SharedContextBrowser:
         if options:
             return self._browser.new_page(viewport=viewport, **options)
         if self._context is None:
-            self._context = self._browser.new_context()
-            keeper = self._context.new_page()
-            keeper.route(KEEPER_URL, lambda route: route.fulfill(body="<title>keeper</title>", content_type="text/html"))
-            keeper.goto(KEEPER_URL)
+            self._context = keep_renderer(self._browser.new_context())
         page = self._context.new_page()
         if viewport:
             page.set_viewport_size(viewport)

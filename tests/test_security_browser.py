@@ -9,6 +9,7 @@ go through the upload page at once: each gets its own outcome and nothing raises
 """
 from __future__ import annotations
 
+import functools
 from urllib.parse import urlsplit
 
 import pytest
@@ -17,6 +18,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from profiler.present.share import PAGES, ViewState, share_url
 from profiler.storage import catalog
 from profiler.storage.store import Store
+from tests.conftest import keep_renderer
 from tests.crafted import CRAFTED, huge_name_trace, whitespace_gzip
 from tests.pages.test_security_pages import FLASH, NAIVE, odd_trace, payload, payload_trace
 from tests.test_browser import (
@@ -39,22 +41,36 @@ def hostile_server(tmp_path_factory):
         yield url, store, (a, b, odd)
 
 
-def _guarded_page(browser, url: str):
-    """A page whose requests to any host but the app are aborted and recorded."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    app_host = urlsplit(url).netloc
-    foreign: list[str] = []
+class _Guard:
+    """The guarded pages' browser context, one per test process (the app's front end fetched and
+    compiled once, `keep_renderer`): every request to a host other than the app of the page opened
+    last is aborted and recorded in that page's list."""
 
-    def route(r) -> None:
+    def __init__(self, browser):
+        self.context = keep_renderer(browser.new_context(viewport={"width": 1400, "height": 1000}))
+        self.app_host, self.foreign = "", []
+        self.context.route("**/*", self._route)
+
+    def _route(self, r) -> None:
         target = r.request.url
-        if target.startswith(("data:", "blob:")) or urlsplit(target).netloc == app_host:
+        if target.startswith(("data:", "blob:")) or urlsplit(target).netloc == self.app_host:
             r.continue_()
         else:
-            foreign.append(target)
+            self.foreign.append(target)
             r.abort()
 
-    context.route("**/*", route)
-    return context, context.new_page(), foreign
+
+@functools.cache
+def _guard(browser) -> _Guard:
+    return _Guard(browser)
+
+
+def _guarded_page(browser, url: str):
+    """(page, foreign): a page whose requests to any host but the app at `url` are aborted and
+    recorded in `foreign`; close the page when done."""
+    guard = _guard(browser)
+    guard.app_host, guard.foreign = urlsplit(url).netloc, []
+    return guard.context.new_page(), guard.foreign
 
 
 def _assert_nothing_built_from_payloads(page, where: str) -> None:
@@ -73,7 +89,7 @@ def _assert_nothing_built_from_payloads(page, where: str) -> None:
 def test_payloads_on_every_page_stay_text_and_fetch_nothing(hostile_server, browser, name):
     url, _, (a, b, odd) = hostile_server
     runs = (a, b) if name == "compare" else (a, b, odd)
-    context, page, foreign = _guarded_page(browser, url)
+    page, foreign = _guarded_page(browser, url)
     try:
         page.goto(share_url(ViewState(page=name, runs=runs), base=url), timeout=WAIT_MS)
         if PAGE_TEXT.get(name):
@@ -97,7 +113,7 @@ def test_payloads_on_every_page_stay_text_and_fetch_nothing(hostile_server, brow
         page.screenshot(path=str(ARTIFACTS / f"hostile-{name}.png"), full_page=True)
         assert foreign == [], f"{name}: the browser asked another host for {foreign}"
     finally:
-        context.close()
+        page.close()
 
 
 def test_every_crafted_upload_gets_its_own_outcome(hostile_server, browser, tmp_path):
@@ -110,7 +126,7 @@ def test_every_crafted_upload_gets_its_own_outcome(hostile_server, browser, tmp_
     (tmp_path / "huge_name.json").write_bytes(huge_name_trace())
     files.append(tmp_path / "huge_name.json")
     failing = {n for n, (_, e) in CRAFTED.items() if e.startswith("error")} | {"spaces.json.gz"}
-    context, page, foreign = _guarded_page(browser, url)
+    page, foreign = _guarded_page(browser, url)
     try:
         page.goto(f"{url}/upload", timeout=WAIT_MS)
         page.get_by_text(PAGE_TEXT["upload"]).first.wait_for(timeout=WAIT_MS)
@@ -132,4 +148,4 @@ def test_every_crafted_upload_gets_its_own_outcome(hostile_server, browser, tmp_
         assert {f.name for f in files} - failing <= names and not failing & names
         assert foreign == []
     finally:
-        context.close()
+        page.close()

@@ -57,14 +57,14 @@ def _assert_nothing_built_from_payloads(page, where: str, own_links: bool = Fals
 
 def _visit(browser, url: str, name: str, runs, job: str, wait_for: str):
     """The page `name` over the hostile runs (and job), once `wait_for` (a selector) has drawn."""
-    context, page, foreign = _guarded_page(browser, url)
-    context.add_init_script(NO_FILE_PICKER)
+    page, foreign = _guarded_page(browser, url)
+    page.add_init_script(NO_FILE_PICKER)
     state = ViewState(page=name, runs=runs, filters=(("job", job),) if name == "job" else ())
     page.goto(share_url(state, base=url), timeout=WAIT_MS)
     page.wait_for_selector(wait_for, timeout=WAIT_MS)
     _settle(page)
     _assert_no_exception(page, name)
-    return context, page, foreign
+    return page, foreign
 
 
 def _main_text(page) -> str:
@@ -74,7 +74,7 @@ def _main_text(page) -> str:
 def test_memory_and_job_pages_show_the_payload_as_text(hostile_server, browser):
     url, runs, job, _ = hostile_server
     for name, wait_for in (("memory", '[data-testid="stExpander"]'), ("job", '[data-testid="stMetric"]')):
-        context, page, foreign = _visit(browser, url, name, runs, job, wait_for)
+        page, foreign = _visit(browser, url, name, runs, job, wait_for)
         try:
             _assert_nothing_built_from_payloads(page, name)
             text = _main_text(page)
@@ -89,7 +89,7 @@ def test_memory_and_job_pages_show_the_payload_as_text(hostile_server, browser):
             page.screenshot(path=str(ARTIFACTS / f"hostile-markup-{name}.png"), full_page=True)
             assert foreign == [], f"{name}: the browser asked another host for {foreign}"
         finally:
-            context.close()
+            page.close()
 
 
 def test_a_job_uploaded_under_a_hostile_name_shows_it_as_text(hostile_server, browser, tmp_path):
@@ -99,7 +99,7 @@ def test_a_job_uploaded_under_a_hostile_name_shows_it_as_text(hostile_server, br
         (tmp_path / name).write_bytes(data)
         files.append(str(tmp_path / name))
     job = f"up {payload('N')}"[:110]
-    context, page, foreign = _guarded_page(browser, url)
+    page, foreign = _guarded_page(browser, url)
     try:
         page.goto(f"{url}/upload", timeout=WAIT_MS)
         _settle(page)
@@ -117,7 +117,7 @@ def test_a_job_uploaded_under_a_hostile_name_shows_it_as_text(hostile_server, br
         page.screenshot(path=str(ARTIFACTS / "hostile-markup-upload-job.png"), full_page=True)
         assert foreign == []
     finally:
-        context.close()
+        page.close()
 
 
 def _toolbar_csv(page, table) -> str:
@@ -133,7 +133,7 @@ def _toolbar_csv(page, table) -> str:
 @pytest.mark.parametrize("name", TABLE_PAGES)
 def test_the_table_toolbar_exports_no_formula_and_no_split_row(hostile_server, browser, name):
     url, runs, job, _ = hostile_server
-    context, page, foreign = _visit(browser, url, name, runs, job, '[data-testid="stDataFrame"]')
+    page, foreign = _visit(browser, url, name, runs, job, '[data-testid="stDataFrame"]')
     try:
         tables = [t for t in page.locator('[data-testid="stDataFrame"]').all() if t.is_visible()]
         assert tables, f"{name}: no table"
@@ -159,4 +159,4 @@ def test_the_table_toolbar_exports_no_formula_and_no_split_row(hostile_server, b
         page.screenshot(path=str(ARTIFACTS / f"hostile-markup-table-{name}.png"), full_page=True)
         assert foreign == []
     finally:
-        context.close()
+        page.close()

@@ -50,7 +50,7 @@ CHART, TABLE = '[data-testid="stVegaLiteChart"]', '[data-testid="stDataFrame"]'
                                               ("timeline", "shared", CHART), ("job", None, CHART)])
 def test_each_page_draws_in_bounded_time_and_size(server, browser, name, run, drawn):
     url, runs, reason = server
-    context, page, foreign = _guarded_page(browser, url)
+    page, foreign = _guarded_page(browser, url)
     state = ViewState(page=name, runs=(runs[run],) if run else (), filters=(("job", "good"),) if name == "job" else ())
     started = time.perf_counter()
     try:
@@ -67,4 +67,4 @@ def test_each_page_draws_in_bounded_time_and_size(server, browser, name, run, dr
         page.screenshot(path=str(ARTIFACTS / f"slow-{name}-{run}.png"), full_page=False)
         assert foreign == [], foreign
     finally:
-        context.close()
+        page.close()
