@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from profiler import errors
-from profiler.storage import commit, completeness, connection, job_views, metrics, migrations
+from profiler.storage import blank, commit, completeness, connection, job_views, metrics, migrations
 # re-exported: callers name them from here
 from profiler.storage.commit import IngestResult, Staged
 from profiler.storage.connection import LOCK_TIMEOUT_S, one_line
@@ -88,6 +88,8 @@ class Store:
         """A short-lived cursor on the store (on a writing handle's first use the schema is created
         or migrated and the metrics layer kept up to date: `migrations.prepare`). With `jobs`, the
         store's tables also hold the ranks of stored jobs (profiler/storage/job_views.py): reads."""
+        if not (self._ready or self.read_only or self.in_memory):
+            blank.create(self)  # a new file: a copy of this process's prepared new store
         with connection.cursor(self) as con:
             try:
                 if not self._ready:
