@@ -22,8 +22,8 @@ ARTIFACTS = ROOT / "test-artifacts"  # screenshots of the browser tests (look at
 CHROMIUM = os.environ.get("PROFILER_CHROMIUM", "/usr/bin/chromium")
 # --process-per-site: the pages of one site (every test server is http://127.0.0.1:PORT) share one
 # renderer process, kept alive by `SharedContextBrowser`'s keeper page, so the app's front end is
-# compiled once per test process, not once per page (a page load's Chromium CPU about halved,
-# bench/RESULTS.md "Tests: where the CPU goes")
+# compiled once per test process, not once per page (a page load's Chromium CPU about halved:
+# bench/RESULTS.md, "Tests: one renderer per test process, new stores copied")
 CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run", "--process-per-site"]
 # where the keeper page stands: the test servers' site (a port nothing listens on; the page's
