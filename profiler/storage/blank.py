@@ -1,7 +1,7 @@
 """A new store file, made as a copy of the one new store this process prepared.
 
 A writing handle's first open of a file that does not exist writes the schema and the metrics
-layer's macros into it (`migrations.prepare`: ~60 ms on 2 cores, for an 0.8 MB file that is
+layer's macros into it (`migrations.prepare`: ~60 ms on 2 cores, for a 0.8 MB file that is
 mostly zeros). The first time this process makes a store, that is done once in a folder of its
 own and the file's bytes are kept (`prepared`); every new store after it is those bytes, put in
 place whole, and the open's `prepare` finds them current (~10 ms). `prepare` still checks what it
