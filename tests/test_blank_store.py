@@ -7,7 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import pytest
 
+from profiler import errors
 from profiler.storage import blank, metrics, migrations
 from profiler.storage.store import Store
 from tests.conftest import FIXTURES
@@ -85,3 +87,11 @@ def test_a_copy_made_under_other_metrics_definitions_is_brought_up_to_date(tmp_p
     reopened = Store(tmp_path / "old.duckdb")
     reopened.query("SELECT 1")
     assert reopened.query("SELECT count(*) AS n FROM stored_iteration_metrics WHERE run_id = ?", [run])["n"][0] > 0
+
+
+def test_a_name_the_system_refuses_is_left_to_the_open_and_its_one_line_error(tmp_path):
+    path = tmp_path / ("s" * 300 + ".duckdb")
+    blank.create(Store(path))
+    with pytest.raises(errors.StoreError, match="cannot be opened: File name too long"):
+        Store(path).query("SELECT 1")
+    assert list(tmp_path.iterdir()) == []

@@ -161,7 +161,10 @@ def open_file(store) -> Attached | duckdb.DuckDBPyConnection:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise errors.StoreError(f"{label} cannot be created: {e.strerror or e}.") from e
-    problem = not_a_store(path) if path.exists() else None
+    try:
+        problem = not_a_store(path) if path.exists() else None
+    except OSError as e:  # a path the system refuses (a name over 255 bytes), as `_must_exist` says
+        raise errors.StoreError(f"{label} cannot be opened: {e.strerror or e}.") from e
     if problem:
         raise errors.NotAStoreError(f"{label} {problem}; give the path of a store file (or a new one).")
     deadline = time.monotonic() + store.lock_timeout_s
