@@ -19,40 +19,40 @@ from types import SimpleNamespace
 from profiler.storage import connection, migrations
 
 _lock = threading.Lock()
-_blank: dict[str, bytes] = {}  # "file": a prepared new store's bytes, once this process made one
+_blank: bytes | None = None  # a prepared new store's bytes, once this process made one
 
 
 def create(store) -> None:
     """Make `store`'s file (a writing `Store` whose path does not exist) as a copy of this
     process's prepared new store. Leaves the file to the open wherever it cannot: the open then
-    makes it, or says what is wrong with the path."""
+    makes it, or says what is wrong with the path. (The shipped samples' store is put in place the
+    same way: `profiler.capture.samples.unpack_shipped`.)"""
     path = Path(store.path)
+    part = path.with_name(f".{path.name}.{secrets.token_hex(4)}.new")
     try:
-        if path.exists() or not path.parent.is_dir():
+        if path.exists() or not path.parent.is_dir():  # (a name the system refuses raises here)
             return
         data = prepared(store)
-        part = path.with_name(f".{path.name}.{secrets.token_hex(4)}.new")
-        part.write_bytes(data)
         try:
+            part.write_bytes(data)
             os.link(part, path)  # the whole file appears at once, and never replaces one made meanwhile
-        except FileExistsError:
-            pass
         finally:
-            part.unlink()
-    except OSError:  # no hard links or no room here: the open makes the file itself
+            part.unlink(missing_ok=True)
+    except OSError:  # made meanwhile, no hard links or no room here: the open makes or opens it
         return
 
 
 def prepared(store) -> bytes:
     """The bytes of this process's prepared new store (made on the first call, with `store`'s
     DuckDB settings)."""
+    global _blank
     with _lock:
-        if "file" not in _blank:
+        if _blank is None:
             with tempfile.TemporaryDirectory(prefix="profiler-new-store-") as folder:
                 new = SimpleNamespace(path=Path(folder) / "new.duckdb", read_only=False, in_memory=False,
                                       threads=store.threads, lock_timeout_s=store.lock_timeout_s,
                                       label="a new store")
                 with connection.cursor(new) as con:
                     migrations.prepare(con, new.label, read_only=False)
-                _blank["file"] = new.path.read_bytes()  # closed above: checkpointed, no log beside it
-        return _blank["file"]
+                _blank = new.path.read_bytes()  # closed above: checkpointed, no log beside it
+        return _blank
