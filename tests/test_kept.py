@@ -15,7 +15,7 @@ from profiler.storage import catalog
 def uncached(monkeypatch, call):
     """``call()`` with nothing kept (every read goes to the store)."""
     with monkeypatch.context() as m:
-        m.setattr(kept, "per_run", lambda store, name, run_ids, compute, order="given":
+        m.setattr(kept, "per_run", lambda store, name, run_ids, compute, order="given", bulk=None:
                   compute(list(dict.fromkeys(map(str, run_ids)))))
         m.setattr(kept, "value", lambda store, key, run_ids, compute: compute())
         return call()
@@ -31,6 +31,20 @@ def test_kept_rows_equal_the_query(fixture_store, monkeypatch, name):
         for _ in range(2):  # computed, then kept
             got = query_files.run(store, name, run_ids=selection)
             pd.testing.assert_frame_equal(got, want.reset_index(drop=True), check_dtype=False)
+
+
+def test_a_query_over_more_runs_than_sql_bulk_is_read_straight_and_keeps_nothing(fixture_store, monkeypatch):
+    store, ids = fixture_store
+    runs = list(ids.values())
+    assert len(runs) == 3
+    monkeypatch.setattr(kept, "SQL_BULK", 2)
+    for name in ("run_metrics", "kernel_table"):
+        want = uncached(monkeypatch, lambda: query_files.run(store, name, run_ids=runs))
+        held = len(store.cache)
+        pd.testing.assert_frame_equal(query_files.run(store, name, run_ids=runs), want)
+        assert len(store.cache) == held, "three runs, over SQL_BULK: nothing kept"
+        query_files.run(store, name, run_ids=runs[:2])
+        assert len(store.cache) == held + 2, "two runs: one kept piece each"
 
 
 def test_kernel_details_kept_per_run(fixture_store, monkeypatch):

@@ -31,7 +31,8 @@ def work(store: StoreHandle, run_ids) -> pd.DataFrame:
     """run_id, name, calls_per_iter, us_per_iter of each run's GPU work inside its iterations (kept
     per run: `ranking.rank_table` reads every group's run once, the sets and sentences reuse them)."""
     return kept.per_run(store, ("gpu_work_names",), list(dict.fromkeys(run_ids)),
-                        lambda ids: query_files.read(store, "gpu_work_names", run_ids=ids), "run_id")
+                        lambda ids: query_files.read(store, "gpu_work_names", run_ids=ids), "run_id",
+                        bulk=kept.SQL_BULK)
 
 
 def signature(rows: pd.DataFrame) -> tuple:

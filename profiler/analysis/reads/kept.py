@@ -51,14 +51,22 @@ def _copy(result):
 # into a kept piece apiece and joining them again cost more than the read (10,000 runs: ~40 s of a
 # `rank` over 10,000 ids on 2 busy cores), and would push the cache's 32,768 entries out.
 BULK = 2_048
+# A query over more runs than this is read straight by the callers that only run SQL (a query file,
+# `query_files.run`): one query of the 401 shipped runs took ~11 ms, cutting its rows into a kept
+# piece per run ~25 ms more and joining the pieces on the next visit ~20 ms (the runs page's first
+# visit 0.46-0.50 -> 0.26-0.38 s, its later ones no slower: bench/RESULTS.md, "Kept per run: many
+# runs read straight"); a few runs' query costs its fixed ~5-10 ms, which keeping them saves.
+# What computes more than a query (the cost model's kernel details) keeps up to BULK runs.
+SQL_BULK = 64
 
 
 def per_run(store: StoreHandle, name: Hashable, run_ids, compute: Callable[[list[str]], pd.DataFrame],
-            order: str = "given") -> pd.DataFrame:
+            order: str = "given", bulk: int | None = None) -> pd.DataFrame:
     """``compute(run_ids)`` (a frame with a ``run_id`` column, each run's rows independent of the
-    other runs) with each run's rows kept under ``name``; see the module docstring."""
+    other runs) with each run's rows kept under ``name``; more than ``bulk`` runs at once (default
+    BULK) are computed and not kept; see the module docstring."""
     ids = list(dict.fromkeys(str(r) for r in run_ids))
-    if not ids or len(ids) > BULK:   # thousands of runs at once: one read, not kept (see BULK)
+    if not ids or len(ids) > (BULK if bulk is None else bulk):   # many runs at once: one read, not kept (see BULK)
         return compute(ids)
     computed = {}
 
