@@ -172,7 +172,8 @@ def _wait_until_quiet() -> None:
 def preload() -> threading.Thread:
     """Warm what the next pages read, on a helper thread once per server, after the first page:
     the chart modules (Altair and its schema: ~0.3 s), then the runs page's figures of every run
-    (kept per run, profiler/analysis/reads/kept.py), so that its next visit reads them. Each step waits
+    (kept per run, profiler/analysis/reads/kept.py, in a store of at most `kept.SQL_BULK` runs, so
+    that its next visit reads them; a larger store's are read afresh, which costs less). Each step waits
     for the first page to be drawn, for the samples of a new store to be in, and then until no
     page has been drawn for `QUIET_S` seconds: run while pages were drawn, it took the cores and
     the interpreter's lock from them. Then the objects alive (the imported modules) are frozen out
@@ -190,7 +191,7 @@ def preload() -> threading.Thread:
         with busy:  # the process does not end while the store is read here (see below)
             if exiting.is_set():
                 return
-            try:  # the runs page's per-run figures, kept per run: its next visit reads them
+            try:  # the runs page's per-run figures, kept per run (up to kept.SQL_BULK runs)
                 timings.catalog_with_timings(get_store(), run_queries.run_catalog(get_store()))
             except PROJECT_ERRORS:  # the page computes them again and says why
                 pass
