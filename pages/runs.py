@@ -25,7 +25,7 @@ if not loading and "runs-table-drawn" not in st.session_state:
                 # an empty table now: the browser loads its grid while the modules below load, so
                 # the rows are drawn as they arrive (0.3-0.5 s sooner on 2 cores; bench/RESULTS.md,
                 # "Kept per run: many runs read straight")
-                st.dataframe({"run": []}, height=80, hide_index=True)
+                ui.table({"run": []}, height=80, hide_index=True)
 
 from profiler.analysis.reads import completeness, run_queries  # noqa: E402
 from profiler.analysis.findings import conditions, findings, repeats, timings  # noqa: E402
