@@ -54,8 +54,8 @@ BULK = 2_048
 # A query over more runs than this is read straight by the callers that only run SQL (a query file,
 # `query_files.run`): one query of the 401 shipped runs took ~11 ms, cutting its rows into a kept
 # piece per run ~25 ms more and joining the pieces on the next visit ~20 ms (the runs page's first
-# visit 0.46-0.50 -> 0.26-0.38 s, its later ones no slower: bench/RESULTS.md, "Kept per run: many
-# runs read straight"); a few runs' query costs its fixed ~5-10 ms, which keeping them saves.
+# script run 0.51-0.72 -> 0.30-0.38 s in AppTest, its later ones no slower: bench/RESULTS.md, "Kept
+# per run: many runs read straight"); a few runs' query costs its fixed ~5-10 ms, which keeping saves.
 # What computes more than a query (the cost model's kernel details) keeps up to BULK runs.
 SQL_BULK = 64
 
