@@ -28,7 +28,7 @@ if not loading and "runs-table-drawn" not in st.session_state:
                 ui.table({"run": []}, height=80, hide_index=True)
 
 from profiler.analysis.reads import completeness, run_queries  # noqa: E402
-from profiler.analysis.findings import conditions, findings, repeats, timings  # noqa: E402
+from profiler.analysis.findings import conditions, repeats, timings  # noqa: E402
 from profiler.present import run_filters, style  # noqa: E402
 
 # filter widgets whose label is not their URL key; the first row's filters, the rest folded
@@ -118,6 +118,8 @@ def highlights(state, store) -> None:
 
 
 def findings_of(state, store) -> None:
+    from profiler.analysis.findings import findings  # asked for by a toggle: not before the table (~60 ms)
+
     for run in state.runs[:MAX_HIGHLIGHTED]:
         for finding in findings.run_findings(store, run):
             st.markdown(f"- {markup.md(finding.text)}")
