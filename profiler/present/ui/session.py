@@ -172,8 +172,9 @@ def _wait_until_quiet() -> None:
 def preload() -> threading.Thread:
     """Warm what the next pages read, on a helper thread once per server, after the first page:
     the chart modules (Altair and its schema: ~0.3 s), then the runs page's figures of every run
-    (kept per run, profiler/analysis/reads/kept.py, in a store of at most `kept.SQL_BULK` runs, so
-    that its next visit reads them; a larger store's are read afresh, which costs less). Each step waits
+    (kept per run, profiler/analysis/reads/kept.py), so that its next visit reads them: in a store
+    of at most `kept.SQL_BULK` runs (a larger store's are read afresh, which costs less than keeping
+    them, so the preload leaves them). Each step waits
     for the first page to be drawn, for the samples of a new store to be in, and then until no
     page has been drawn for `QUIET_S` seconds: run while pages were drawn, it took the cores and
     the interpreter's lock from them. Then the objects alive (the imported modules) are frozen out
@@ -183,7 +184,7 @@ def preload() -> threading.Thread:
     def load() -> None:
         seeding().wait_first_page()
         seeding().wait()  # a new store: its first runs come first (no chart page has runs before)
-        from profiler.analysis.reads import run_queries
+        from profiler.analysis.reads import kept, run_queries
         from profiler.analysis.findings import timings
         from profiler.present import charts, curve_charts, memory_charts, timeline_view  # noqa: F401
 
@@ -191,8 +192,10 @@ def preload() -> threading.Thread:
         with busy:  # the process does not end while the store is read here (see below)
             if exiting.is_set():
                 return
-            try:  # the runs page's per-run figures, kept per run (up to kept.SQL_BULK runs)
-                timings.catalog_with_timings(get_store(), run_queries.run_catalog(get_store()))
+            try:  # the runs page's per-run figures, kept per run; a larger store's would not be kept
+                store = get_store()
+                if store.run_count() <= kept.SQL_BULK:
+                    timings.catalog_with_timings(store, run_queries.run_catalog(store))
             except PROJECT_ERRORS:  # the page computes them again and says why
                 pass
         gc.freeze()
