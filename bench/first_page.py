@@ -38,10 +38,11 @@ from bench.results import commit_of, write_section
 CHROMIUM = os.environ.get("PROFILER_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
-RUNS_TEXT = "runs in the store shown"
+RUNS_TEXT = "runs in the store shown"  # the table's caption (a first visit's earlier line says "runs in the store;")
 # the runs table's grid painted: a data frame's canvas with a size (the caption above arrives with
-# its rows, the grid is drawn 0.5-0.9 s later on 2 busy cores: bench/RESULTS.md, "Kept per run: many runs read straight")
-GRID_DRAWN = "() => [...document.querySelectorAll('[data-testid=stDataFrame] canvas')].some(c => c.width > 0)"  # the table's caption (a first visit's earlier line says "runs in the store;")
+# its rows; the grid was drawn 0.5-1.0 s later on 2 busy cores: bench/RESULTS.md, "Kept per run:
+# many runs read straight")
+GRID_DRAWN = "() => [...document.querySelectorAll('[data-testid=stDataFrame] canvas')].some(c => c.width > 0)"
 WAIT_MS = 600_000  # a loaded shared machine seeds the samples in minutes
 
 
@@ -122,7 +123,7 @@ def main() -> None:
             f'import streamlit as st\nst.title("Runs")\nst.caption("0 {RUNS_TEXT}")\n'
             'st.dataframe({"run": ["a"]})\n')
         opts.app_dir = Path(baseline.name)
-        opts.label = opts.label or "baseline: a one-title Streamlit app"
+        opts.label = opts.label or "baseline: a Streamlit app of a title, a caption and a one-row table"
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         for i in range(opts.repeat):
