@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis.reads import kept, op_pricing, query_files
+from profiler.analysis.reads import op_pricing, query_files
 from profiler.analysis.model import kernel_names
 from profiler.analysis.findings import why
 from profiler.vocab.attention import SDPA_BACKENDS
@@ -30,9 +30,7 @@ SAME_KERNEL_SHARE = 0.1   # a shared kernel explains a gap when its change is at
 def work(store: StoreHandle, run_ids) -> pd.DataFrame:
     """run_id, name, calls_per_iter, us_per_iter of each run's GPU work inside its iterations (kept
     per run: `ranking.rank_table` reads every group's run once, the sets and sentences reuse them)."""
-    return kept.per_run(store, ("gpu_work_names",), list(dict.fromkeys(run_ids)),
-                        lambda ids: query_files.read(store, "gpu_work_names", run_ids=ids), "run_id",
-                        bulk=kept.SQL_BULK)
+    return query_files.run(store, "gpu_work_names", run_ids=list(dict.fromkeys(run_ids)))
 
 
 def signature(rows: pd.DataFrame) -> tuple:

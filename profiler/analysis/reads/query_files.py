@@ -20,7 +20,7 @@ PER_RUN = {name: "given" for name in ("run_metrics", "iteration_metrics", "run_s
                                 "iteration_cpu_gpu", "memory_timeline", "memory_iteration_peaks",
                                 "launch_api_table", "launch_targets_table", "launch_latency_histogram",
                                 "launch_latency_stats", "op_self_time", "cudnn_op_time", "kernel_counters",
-                                "timeline_trace_bounds")}
+                                "timeline_trace_bounds", "gpu_work_names")}
 # queries of one run or a pair, kept whole: the parameters that name runs
 PAIRS = {"kernel_delta": ("run_a", "run_b"), "launch_api_delta": ("run_a", "run_b"),
          "cpu_op_delta": ("run_a", "run_b"), "kernel_sequence": ("run_id",),
