@@ -72,6 +72,25 @@ def test_a_rename_shows_in_kept_findings(fixture_store):
     assert "renamed-run" in after and "renamed-run" not in before
 
 
+def test_a_rename_shows_in_the_kept_labels_and_the_other_runs_keep_theirs(fixture_store):
+    store, ids = fixture_store
+    upload, other = ids["tiny_old_format.json"], ids["tiny_naive.json"]
+    before = run_queries.run_labels(store, [other, upload]).set_index("run_id")["label"]
+    catalog.rename_run(store, upload, "renamed-run")
+    after = run_queries.run_labels(store, [upload, other])
+    assert after["run_id"].tolist() == [upload, other]      # in the order asked, kept or not
+    labels = after.set_index("run_id")["label"]
+    assert labels[upload].startswith("renamed-run") and not before[upload].startswith("renamed-run")
+    assert labels[other] == before[other]
+    with store.session() as fresh:   # what was kept reads as a read of the stored rows does
+        fresh.cache.clear()
+        read = run_queries.run_labels(fresh, [upload, other])
+    pd.testing.assert_frame_equal(read, after, check_dtype=False)
+    # the upload's GPU is not recorded: kept apart and joined, it is missing the way a read says it
+    assert after["gpu_name"].isna().tolist() == [True, False]
+    assert after["gpu_name"].astype(str).tolist() == read["gpu_name"].astype(str).tolist()
+
+
 def test_a_deleted_run_is_not_served_from_what_was_kept(fixture_store):
     store, ids = fixture_store
     run = ids["tiny_naive.json"]

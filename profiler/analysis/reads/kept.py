@@ -81,7 +81,23 @@ def per_run(store: StoreHandle, name: Hashable, run_ids, compute: Callable[[list
     if "all" in computed:  # every run computed just now: its rows in that order, not pieces joined again
         return _grouped(computed["all"], ordered)[0]
     frames = [parts[r] for r in ordered if len(parts[r])] or [parts[ordered[0]]]
-    return pd.concat(frames, ignore_index=True)
+    return _joined(frames) if len(frames) > 1 else frames[0].copy(deep=False)
+
+
+def _joined(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """The parts one after another, each column typed as one read of all their runs types it: a
+    part read alone whose text or number column is all missing comes as object (DuckDB's NULLs as
+    None), which joined with typed parts made the whole column object, None beside NaN (and
+    `astype(str)` then spells one missing value two ways: 'None' and 'nan')."""
+    joined = pd.concat(frames, ignore_index=True)
+    for column in joined.columns[joined.dtypes.eq(object)]:
+        typed = {f[column].dtype for f in frames if f[column].dtype != object}
+        if len(typed) != 1 or not all(f[column].isna().all() for f in frames if f[column].dtype == object):
+            continue
+        dtype = typed.pop()
+        if dtype.kind == "f" or isinstance(dtype, pd.StringDtype):   # (a bool or int column has no missing value)
+            joined[column] = joined[column].astype(dtype)
+    return joined
 
 
 def _grouped(frame: pd.DataFrame, run_ids: list[str]) -> tuple[pd.DataFrame, np.ndarray]:

@@ -14,8 +14,8 @@ from profiler.storage.session import StoreHandle
 
 # queries whose rows for a run depend only on that run's stored rows: kept per run between page
 # runs (profiler/analysis/reads/kept.py), with the order of their ORDER BY ("given": $run_ids' order)
-PER_RUN = {name: "given" for name in ("run_metrics", "iteration_metrics", "run_shapes", "run_devices",
-                                      "run_timings", "memory_summary")} | {
+PER_RUN = {name: "given" for name in ("run_labels", "run_metrics", "iteration_metrics", "run_shapes",
+                                      "run_devices", "run_timings", "memory_summary")} | {
     name: "run_id" for name in ("run_iterations", "kernel_table", "kernel_configs", "memop_table",
                                 "iteration_cpu_gpu", "memory_timeline", "memory_iteration_peaks",
                                 "launch_api_table", "launch_targets_table", "launch_latency_histogram",
