@@ -42,12 +42,14 @@ def test_warming_stops_once_a_page_has_begun():
     assert out.stdout.split() == ["False"]
 
 
-def _warm_up(db, seed: str = "1") -> list[str]:
-    """In a fresh process: the warm-up over the store at `db` (no server to wait for); whether the
-    store exists then, whether a chart page's module was loaded, and the favicon's emoji table."""
-    code = ("import os, sys; from pathlib import Path; from profiler.present.ui import serve; serve.warm_up(wait_s=0); "
+def _warm_up(db, seed: str = "1", page_begun: bool = False) -> list[str]:
+    """In a fresh process: the warm-up over the store at `db` (no server to wait for; `page_begun`:
+    a page began before it); whether the store exists then, whether a chart page's module was
+    loaded, the favicon's emoji table, and whether what was loaded was frozen out of the collector."""
+    code = ("import gc, os, sys; from pathlib import Path; from profiler.present.ui import serve, session; "
+            f"{'session.PAGE_BEGUN.set(); ' if page_begun else ''}serve.warm_up(wait_s=0); "
             "print(Path(os.environ['PROFILER_DB']).exists(), 'profiler.present.timeline_view' in sys.modules, "
-            "serve.EMOJI_TABLE in sys.modules)")
+            "serve.EMOJI_TABLE in sys.modules, gc.get_freeze_count() > 0)")
     env = {**os.environ, "PROFILER_DB": str(db), "PROFILER_SEED": seed}
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr
@@ -59,10 +61,11 @@ def test_a_new_store_is_unpacked_and_its_first_page_not_raced_by_imports(tmp_pat
     (the runs page's title and run count first); the store existing, the pages' modules; seeding
     off, nothing made."""
     db = tmp_path / "new" / "store.duckdb"
-    assert _warm_up(db) == ["True", "False", "True"]
+    assert _warm_up(db) == ["True", "False", "True", "False"]
     assert Store(db).run_count() == len(sample_files()) > 0
-    assert _warm_up(db) == ["True", "True", "True"]
-    assert _warm_up(tmp_path / "off.duckdb", seed="0") == ["False", "False", "True"]
+    assert _warm_up(db) == ["True", "True", "True", "True"]   # the modules loaded, then frozen
+    assert _warm_up(db, page_begun=True) == ["True", "False", "True", "False"]   # a page's objects are never frozen
+    assert _warm_up(tmp_path / "off.duckdb", seed="0") == ["False", "False", "True", "False"]
 
 
 def test_the_command_line_lists_app_with_an_example():
