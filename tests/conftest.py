@@ -9,6 +9,7 @@ error instead (our CI uses it so that every one of them runs).
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 from pathlib import Path
 
@@ -105,6 +106,18 @@ def pytest_sessionfinish(session, exitstatus):
     listed -= {test for test, seconds in _durations.items() if seconds < SLOW_S}
     listed |= {test for test, seconds in _durations.items() if seconds >= SLOW_S}
     SLOW_LIST.write_text(head + SEPARATOR + "".join(f"{t}\n" for t in sorted(listed)), encoding="utf-8")
+
+
+def pytest_collection_finish(session):
+    """What collection loaded (the project, pandas, DuckDB, Streamlit, Altair, the test modules) is
+    frozen out of the garbage collector, and its youngest generation is collected every 10,000 new
+    objects instead of 700: in the full suite the two workers spent ~50 s in collections (43 s of
+    them full ones walking those objects again), and the tests' own readers of raw JSON traces
+    spent up to half of each parse in young ones (bench/RESULTS.md, "Tests: the garbage
+    collector"). Nothing a test checks depends on when a collection runs."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)
 
 
 def pytest_configure(config):
