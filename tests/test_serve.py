@@ -64,7 +64,7 @@ def test_a_new_store_is_unpacked_and_its_first_page_not_raced_by_imports(tmp_pat
     assert _warm_up(db) == ["True", "False", "True", "False"]
     assert Store(db).run_count() == len(sample_files()) > 0
     assert _warm_up(db) == ["True", "True", "True", "True"]   # the modules loaded, then frozen
-    assert _warm_up(db, page_begun=True) == ["True", "False", "True", "False"]   # a page's objects are never frozen
+    assert _warm_up(db, page_begun=True) == ["True", "False", "True", "True"]   # a page began: no imports, still frozen
     assert _warm_up(tmp_path / "off.duckdb", seed="0") == ["False", "False", "True", "False"]
 
 

@@ -81,9 +81,10 @@ def warm_up(wait_s: float = 60.0) -> None:
     imports, while the browser loaded the front end, put that 0.4 s later and the table no sooner
     (bench/RESULTS.md, "First page on a fresh store"). Over either, first, the favicon's emoji
     table (`EMOJI_TABLE`). Nothing before the server is up: on 2 cores the imports only delayed its
-    start by as much (0.8 -> 1.45 s). When the imports ended before a page began, what they made is
-    frozen out of the garbage collector (`gc.freeze`), as the preload does after the first pages:
-    a full collection walked it all, ~60 ms, once or twice in a first page's script run."""
+    start by as much (0.8 -> 1.45 s). Then what the imports made is frozen out of the garbage
+    collector (`gc.freeze`), as the preload does after the first pages: a full collection walked it
+    all, ~60 ms, once or twice in a first page's script run (a page that had just begun has made
+    little yet: at worst its cyclic garbage of that moment is never collected)."""
     deadline = time.monotonic() + wait_s
     while not server_up() and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -93,8 +94,7 @@ def warm_up(wait_s: float = 60.0) -> None:
     if session.unpack_samples(session.db_path()) or not Path(session.db_path()).exists():
         return  # a new store (the shipped samples or their seeding): the runs page's title comes first
     warm(page_modules(), session.PAGE_BEGUN)
-    if not session.PAGE_BEGUN.is_set():  # every module loaded before a page began: out of the collector's way
-        gc.freeze()
+    gc.freeze()  # what the imports made, out of the collector's way
 
 
 def main(argv: list[str]) -> int:
