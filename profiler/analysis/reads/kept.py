@@ -85,17 +85,16 @@ def per_run(store: StoreHandle, name: Hashable, run_ids, compute: Callable[[list
 
 
 def _joined(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    """The parts one after another, each column typed as one read of all their runs types it: a
-    part read alone whose text or number column is all missing comes as object (DuckDB's NULLs as
-    None), which joined with typed parts made the whole column object, None beside NaN (and
-    `astype(str)` then spells one missing value two ways: 'None' and 'nan')."""
+    """The parts one after another, each column typed as one read of all their runs types it: DuckDB
+    gives a text column whose values are all missing as object (None), not as text as it does when
+    some are there (numbers and booleans come typed either way), so a part read alone with such a
+    column made the joined column object, None beside NaN (and `astype(str)` then spelt one missing
+    value two ways: 'None' and 'nan')."""
     joined = pd.concat(frames, ignore_index=True)
     for column in joined.columns[joined.dtypes.eq(object)]:
         typed = {f[column].dtype for f in frames if f[column].dtype != object}
-        if len(typed) != 1 or not all(f[column].isna().all() for f in frames if f[column].dtype == object):
-            continue
-        dtype = typed.pop()
-        if dtype.kind == "f" or isinstance(dtype, pd.StringDtype):   # (a bool or int column has no missing value)
+        if (len(typed) == 1 and isinstance(dtype := typed.pop(), pd.StringDtype)
+                and all(f[column].isna().all() for f in frames if f[column].dtype == object)):
             joined[column] = joined[column].astype(dtype)
     return joined
 
