@@ -113,8 +113,8 @@ def pytest_collection_finish(session):
     frozen out of the garbage collector, and its youngest generation is collected every 10,000 new
     objects instead of 700: in the full suite the two workers spent ~50 s in collections (43 s of
     them full ones walking those objects again), and the tests' own readers of raw JSON traces
-    spent up to half of each parse in young ones (bench/RESULTS.md, "Tests: the garbage
-    collector"). Nothing a test checks depends on when a collection runs."""
+    spent up to half of each parse in young ones (bench/RESULTS.md, "Tests and first pages: the
+    garbage collector"). Nothing a test checks depends on when a collection runs."""
     gc.collect()
     gc.freeze()
     gc.set_threshold(10_000, 10, 10)

@@ -81,7 +81,7 @@ def per_run(store: StoreHandle, name: Hashable, run_ids, compute: Callable[[list
     if "all" in computed:  # every run computed just now: its rows in that order, not pieces joined again
         return _grouped(computed["all"], ordered)[0]
     frames = [parts[r] for r in ordered if len(parts[r])] or [parts[ordered[0]]]
-    return _joined(frames) if len(frames) > 1 else frames[0].copy(deep=False)
+    return _joined(frames) if len(frames) > 1 else _copy(frames[0])
 
 
 def _joined(frames: list[pd.DataFrame]) -> pd.DataFrame:
