@@ -12,6 +12,8 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
+import types
 from pathlib import Path
 
 import pytest
@@ -440,6 +442,11 @@ def _pool_worker_pids() -> list[int]:
     return _pids(lambda ppid, cmd: ppid == os.getpid() and b"spawn_main" in cmd)
 
 
+def _stack(thread: threading.Thread) -> str:
+    frame = sys._current_frames().get(thread.ident)
+    return "".join(traceback.format_stack(frame)) if frame else "(ended)"
+
+
 @pytest.mark.third_party
 @needs_dlrm
 @pytest.mark.slow
@@ -450,19 +457,45 @@ def test_a_killed_pool_worker_is_named_with_its_cause_and_stores_nothing(job_sto
 
     big = tmp_path / "rank3.trace.json"
     make_large_trace(big, 40_000_000, SHARED_TRACES)
+    others = set(_pool_worker_pids())  # spawned before the job: not its workers
     thread, outcome = _in_thread(lambda: job_ingest.ingest_job(job_store, [str(DLRM[0]), str(big)], "killed", engine="processes", workers=2))
-    deadline, killed = time.monotonic() + 120, False
+    deadline, killed = time.monotonic() + 120, None
     while time.monotonic() < deadline and thread.is_alive() and not killed:
-        for pid in _pool_worker_pids()[:1]:
+        for pid in [p for p in _pool_worker_pids() if p not in others][:1]:
             os.kill(pid, signal.SIGKILL)
-            killed = True
+            killed = pid
         time.sleep(0.02)
     thread.join(timeout=120)
     assert killed, "no pool worker was seen running the job"
-    assert isinstance(outcome.get("error"), jobs.JobError)
+    assert not thread.is_alive(), f"the job did not end within 120 s of its worker's death; it waits in:\n{_stack(thread)}"
+    assert isinstance(outcome.get("error"), jobs.JobError), f"the job ended with {outcome.get('error')!r} after worker {killed} was killed"
     assert "killed by signal 9: out of memory?" in str(outcome["error"])
     assert _job_files(job_store) == []
     assert job_store.query("SELECT * FROM traces ORDER BY run_id").equals(traces_before)
+
+
+def test_a_worker_death_the_pool_misses_still_ends_the_job(monkeypatch):
+    """The pool's own notice of a dead worker is not all a job relies on: a worker found dead for
+    DEAD_WORKER_GRACE_S while its task never ends stops the job, naming how the worker ended."""
+    import multiprocessing
+    from concurrent.futures import Future
+
+    monkeypatch.setattr(engines, "DEAD_WORKER_GRACE_S", 0.3)
+    monkeypatch.setattr(engines, "WAIT_STEP_S", 0.05)
+    dead = multiprocessing.get_context("spawn").Process(target=os._exit, args=(3,))
+    dead.start()
+    dead.join()
+    pool = engines.Processes(workers=1)
+    try:
+        real = pool._pool
+        pool._pool = types.SimpleNamespace(_processes={dead.pid: dead}, shutdown=real.shutdown)  # a death it missed
+        pool._futures[Future()] = ("file", 0, None)  # a task that never ends
+        started = time.monotonic()
+        with pytest.raises(jobs.JobError, match=r"stopped while parsing.*\(exit status 3\)"):
+            pool.next_done(str)
+        assert time.monotonic() - started < 5
+    finally:
+        pool.close()
 
 # --- the job directory: anywhere, and shared --------------------------------------------------------
 

@@ -26,6 +26,10 @@ RAY_CONNECT_ATTEMPTS = 3
 # bytes past its folder (a 7-digit pid); an AF_UNIX socket's path holds at most 107 bytes
 RAY_SOCKET_SUFFIX_BYTES = 64
 AF_UNIX_PATH_BYTES = 107
+# the process pool's watch: how often a job waiting on its workers looks for a dead one, and how
+# long one may lie dead before the job stops without waiting for the pool to notice
+WAIT_STEP_S = 0.5
+DEAD_WORKER_GRACE_S = 5.0
 _ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -59,6 +63,7 @@ class Processes:
         # spawned, not forked: the caller may hold threads (Streamlit, a Ray client) that a fork would copy
         self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
         self._futures: dict = {}
+        self._failed = False
 
     def submit(self, tag, fn, *args) -> None:
         self._futures[self._pool.submit(fn, *args)] = tag
@@ -67,17 +72,35 @@ class Processes:
         return bool(self._futures)
 
     def next_done(self, name_of):
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            future = min(self._wait(), key=lambda f: self._futures[f][1])
+            tag = self._futures.pop(future)
+            return tag, future.result()
+        except BrokenProcessPool:
+            self._failed = True
+            raise jobs.JobError(f"a worker process stopped while parsing the job's files{self._why()}; "
+                                "nothing of the job was stored") from None
+
+    def _wait(self) -> set:
+        """The futures done, or BrokenProcessPool: the pool's own when it saw a worker die, else
+        ours once a worker has been dead DEAD_WORKER_GRACE_S without the pool saying so (a job
+        never waits forever on a pool that missed a death)."""
         from concurrent.futures import FIRST_COMPLETED, wait
         from concurrent.futures.process import BrokenProcessPool
 
-        done, _ = wait(self._futures, return_when=FIRST_COMPLETED)
-        future = min(done, key=lambda f: self._futures[f][1])
-        tag = self._futures.pop(future)
-        try:
-            return tag, future.result()
-        except BrokenProcessPool:
-            raise jobs.JobError(f"a worker process stopped while parsing the job's files{self._why()}; "
-                                "nothing of the job was stored") from None
+        dead_since = None
+        while True:
+            done, _ = wait(self._futures, timeout=WAIT_STEP_S, return_when=FIRST_COMPLETED)
+            if done:
+                return done
+            if not any(p.exitcode is not None for p in list((self._pool._processes or {}).values())):
+                dead_since = None
+            elif dead_since is None:
+                dead_since = time.monotonic()
+            elif time.monotonic() - dead_since > DEAD_WORKER_GRACE_S:
+                raise BrokenProcessPool("a worker died and the pool did not say so")
 
     def _why(self) -> str:
         """How a dead worker ended, e.g. ' (killed by signal 9: out of memory?)'; the SIGTERM the
@@ -95,7 +118,10 @@ class Processes:
         return f" (killed by signal {-codes[0]}{': out of memory?' * (codes[0] == -signal.SIGKILL)})"
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._failed:  # the workers left are stopped, not waited for: one may never end its task
+            for process in list((self._pool._processes or {}).values()):
+                process.kill()
+        self._pool.shutdown(wait=not self._failed, cancel_futures=True)
 
 
 def start_ray(workers: int | None = None, address: str | None = None):
