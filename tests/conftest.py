@@ -24,9 +24,13 @@ CHROMIUM = os.environ.get("PROFILER_CHROMIUM", "/usr/bin/chromium")
 # --process-per-site: the pages of one site (every test server is http://127.0.0.1:PORT) share one
 # renderer process, kept alive by `SharedContextBrowser`'s keeper page, so the app's front end is
 # compiled once per test process, not once per page (a page load's Chromium CPU about halved:
-# bench/RESULTS.md, "Tests: one renderer per test process, new stores copied")
+# bench/RESULTS.md, "Tests: one renderer per test process, new stores copied").
+# --js-flags=--no-opt --no-maglev: JavaScript runs in V8's interpreter and baseline compiler only; the
+# optimizing compilers' work does not pay back within a test's page (its Chromium CPU -16 %:
+# bench/RESULTS.md, "Tests: Chromium's share"). What the page does is the same; only how fast.
 CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--process-per-site"]
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--process-per-site",
+                 "--js-flags=--no-opt --no-maglev"]
 # where the keeper page stands: the test servers' site (a port nothing listens on; the page's
 # one request is answered by the browser itself)
 KEEPER_URL = "http://127.0.0.1:9/keeper"
