@@ -61,11 +61,12 @@ def _strip(text: str) -> str:
 
 
 def outputs(db: Path, files: list[Path]) -> dict[str, str]:
-    """{output file name: text} for a fresh store at `db` holding `files` (ingested in order)."""
+    """{output file name: text} for a fresh store at `db` holding `files` (stored in one batch)."""
     from profiler.storage.store import Store
 
-    store = Store(db)
-    ids = {p.name.removesuffix(".gz").removesuffix(".json"): store.ingest(p).run_id for p in files}
+    store = Store(db)  # one batch (`ingest_many`: the same rows as one ingest per file, tests/test_samples.py)
+    results = store.ingest_many([(p, None) for p in files])
+    ids = {p.name.removesuffix(".gz").removesuffix(".json"): r.run_id for p, r in zip(files, results)}
     found = {"summary.json": _strip(_cli(["summary", "--json", "--db", str(db)]))}
     for name, run in ids.items():
         found[f"ops__{name}.json"] = _strip(_cli(["ops", run, "--json", "--db", str(db)]))
