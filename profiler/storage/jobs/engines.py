@@ -95,17 +95,21 @@ class Processes:
             done, _ = wait(self._futures, timeout=WAIT_STEP_S, return_when=FIRST_COMPLETED)
             if done:
                 return done
-            if not any(p.exitcode is not None for p in list((self._pool._processes or {}).values())):
+            if not any(p.exitcode is not None for p in self._workers()):
                 dead_since = None
             elif dead_since is None:
                 dead_since = time.monotonic()
             elif time.monotonic() - dead_since > DEAD_WORKER_GRACE_S:
                 raise BrokenProcessPool("a worker died and the pool did not say so")
 
+    def _workers(self) -> list:
+        """The pool's worker processes now (none once it has shut down)."""
+        return list((self._pool._processes or {}).values())
+
     def _why(self) -> str:
         """How a dead worker ended, e.g. ' (killed by signal 9: out of memory?)'; the SIGTERM the
         pool sends the others once one has died is not the cause."""
-        processes = list((self._pool._processes or {}).values())
+        processes = self._workers()
         for _ in range(40):  # the pool stops the others and reaps them all on its own thread: wait for that
             if all(p.exitcode is not None for p in processes):
                 break
@@ -119,7 +123,7 @@ class Processes:
 
     def close(self) -> None:
         if self._failed:  # the workers left are stopped, not waited for: one may never end its task
-            for process in list((self._pool._processes or {}).values()):
+            for process in self._workers():
                 process.kill()
         self._pool.shutdown(wait=not self._failed, cancel_futures=True)
 
