@@ -18,7 +18,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from profiler.present.share import PAGES, ViewState, share_url
 from profiler.storage import catalog
 from profiler.storage.store import Store
-from tests.conftest import keep_renderer
+from tests.conftest import Tabs, keep_renderer
 from tests.crafted import CRAFTED, huge_name_trace, whitespace_gzip
 from tests.pages.test_security_pages import FLASH, NAIVE, odd_trace, payload, payload_trace
 from tests.test_browser import (
@@ -48,6 +48,7 @@ class _Guard:
 
     def __init__(self, browser):
         self.context = keep_renderer(browser.new_context(viewport={"width": 1400, "height": 1000}))
+        self.tabs = Tabs(self.context, {"width": 1400, "height": 1000})
         self.app_host, self.foreign = "", []
         self.context.route("**/*", self._route)
 
@@ -70,7 +71,7 @@ def _guarded_page(browser, url: str):
     recorded in `foreign`; close the page when done."""
     guard = _guard(browser)
     guard.app_host, guard.foreign = urlsplit(url).netloc, []
-    return guard.context.new_page(), guard.foreign
+    return guard.tabs.new_page(), guard.foreign
 
 
 def _assert_nothing_built_from_payloads(page, where: str) -> None:
