@@ -8,8 +8,6 @@ import contextlib
 import io
 import json
 import statistics
-import subprocess
-import sys
 
 import pytest
 
@@ -17,7 +15,8 @@ from profiler.analysis.findings import repeats
 from profiler.cli.main import main
 from profiler.storage.store import Store
 from tests import raw_trace
-from tests.conftest import ROOT, SAMPLES
+from tests.cli_run import cli
+from tests.conftest import SAMPLES
 
 SWEEP = SAMPLES / "sweep"
 DECODE = SAMPLES / "modes" / "decode_sweep"
@@ -142,14 +141,12 @@ def test_no_time_and_unknown_runs_are_a_clear_refusal(store, tmp_path):
     assert code == 2 and json.loads(out)["status"] == "refused" and "no-such-run" in err
 
 
-@pytest.mark.slow  # a CPU capture by the command, in a process of its own
+@pytest.mark.slow  # a CPU capture by the command (in this process: tests/cli_run.py)
 def test_cpu_runs_rank_and_check_by_the_attention_calls_cpu_time(tmp_path):
     db = tmp_path / "cpu.duckdb"
-    done = subprocess.run([sys.executable, "-m", "profiler", "capture", "--device", "cpu", "--variants",
-                           "naive,sdpa_flash", "--batch", "1", "--heads", "4", "--seq", "256", "--head-dim", "32",
-                           "--dtype", "fp32", "--no-cold", "--no-isolate", "--timing-calls", "1", "--repeats", "3",
-                           "--out-dir", str(tmp_path), "--db", str(db)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=600)
+    done = cli("capture", "--device", "cpu", "--variants", "naive,sdpa_flash", "--batch", "1", "--heads", "4",
+               "--seq", "256", "--head-dim", "32", "--dtype", "fp32", "--no-cold", "--no-isolate", "--timing-calls",
+               "1", "--repeats", "3", "--out-dir", str(tmp_path), "--db", str(db))
     assert done.returncode == 0, done.stderr[-2000:]
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

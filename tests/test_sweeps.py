@@ -6,8 +6,6 @@ from __future__ import annotations
 import itertools
 import json
 import statistics
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
@@ -17,7 +15,8 @@ from profiler.analysis.reads import queries, run_queries
 from profiler.present import curve_charts
 from profiler.storage.store import Store
 from tests import raw_trace
-from tests.conftest import ROOT, SAMPLES, ingest_all
+from tests.cli_run import cli
+from tests.conftest import SAMPLES, ingest_all
 
 SEQ_VARIANTS = ("flex", "sdpa_flash", "sdpa_cudnn", "sdpa_efficient", "flash_attn_4")
 DECODE = SAMPLES / "modes" / "decode"
@@ -200,16 +199,16 @@ AXIS_CAPTURES = {   # axis -> the capture flags of a small CPU sweep over it
 }
 
 
-@pytest.mark.slow  # a subprocess
+@pytest.mark.slow  # 12 CPU captures (the command line in this process: tests/cli_run.py)
 @pytest.mark.parametrize("axis", list(AXIS_CAPTURES))
 def test_a_cpu_capture_swept_over_an_axis_is_found_on_that_axis(axis, tmp_path):
     db = tmp_path / "cpu.duckdb"
-    command = [sys.executable, "-m", "profiler", "capture", "--device", "cpu", "--variants", "naive,sdpa_math",
-               "--batch", "1", "--heads", "4", "--dtype", "fp32", "--no-cold", "--no-isolate", "--timing-calls", "1",
-               "--repeats", "3", "--out-dir", str(tmp_path), "--db", str(db), *AXIS_CAPTURES[axis]]
+    args = ["capture", "--device", "cpu", "--variants", "naive,sdpa_math", "--batch", "1", "--heads", "4",
+            "--dtype", "fp32", "--no-cold", "--no-isolate", "--timing-calls", "1", "--repeats", "3",
+            "--out-dir", str(tmp_path), "--db", str(db), *AXIS_CAPTURES[axis]]
     if axis != "head_dim":
-        command += ["--head-dim", "8"]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+        args += ["--head-dim", "8"]
+    done = cli(*args)
     assert done.returncode == 0, done.stderr[-2000:]
     store = Store(db)
     with store.session() as s:
