@@ -4,8 +4,8 @@ The browser tests open each page as a test would: a tab in one shared browser co
 front end fetched and compiled once, tests/conftest.py `SharedContextBrowser`) goes to a share URL
 and waits until the page is at rest. Two ways to get that tab are timed in turns over the same
 server: `new` opens a tab per page and closes it after; `kept` takes one tab to about:blank after
-each page (the app session ends as at a close) and opens the next page in it (tests/conftest.py
-`Tabs`). Each round visits every page of the share links (upload and profile left out) with two
+each page (the app session ends as at a close) and opens the next page in it: the tests' own
+`Tabs` (tests/conftest.py). Each round visits every page of the share links (upload and profile left out) with two
 default-shape samples selected; the browser's CPU is read from /proc for its processes (browser,
 renderer, GPU, utility), the server's the same way. Chromium runs with the tests' CHROMIUM_ARGS.
 A `python -m profiler app` over bench/out/samples.duckdb (every shipped sample; seeding off). Usage:
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 import statistics
 import time
@@ -25,10 +24,11 @@ from pathlib import Path
 from playwright import sync_api
 
 from bench.browser_pages import sample_store, start
+from bench.ingest import machine
 from bench.results import commit_of, write_section
 from profiler.present.share import PAGES, ViewState, share_url
 from profiler.storage.store import Store
-from tests.conftest import CHROMIUM, CHROMIUM_ARGS, keep_renderer
+from tests.conftest import CHROMIUM, CHROMIUM_ARGS, Tabs, keep_renderer
 from tests.test_browser import _settle
 
 SECTION = "Tests: a closed tab kept for the next test"
@@ -52,26 +52,22 @@ def cpu_s(pid_word: bytes) -> float:
     return total
 
 
-def visit(page, url: str) -> None:
-    page.set_viewport_size({"width": 1400, "height": 1000})
-    page.goto(url)
-    _settle(page)
+VIEWPORT = {"width": 1400, "height": 1000}
 
 
 def one_round(context, links: dict[str, str], way: str) -> tuple[float, float, float]:
     """(wall s, browser CPU s, server CPU s) of visiting every link one way."""
     chromium, server, t0 = cpu_s(b"chromium"), cpu_s(b"profiler\x00app"), time.monotonic()
-    kept = context.new_page() if way == "kept" else None
+    tabs = Tabs(context, VIEWPORT) if way == "kept" else None
     for url in links.values():
-        page = kept or context.new_page()
-        visit(page, url)
-        if kept:
-            page.goto("about:blank")
-            page.mouse.move(0, 0)
+        if tabs:
+            page = tabs.new_page()
         else:
-            page.close()
-    if kept:
-        kept.close()
+            page = context.new_page()
+            page.set_viewport_size(VIEWPORT)
+        page.goto(url)
+        _settle(page)
+        page.close()
     return time.monotonic() - t0, cpu_s(b"chromium") - chromium, cpu_s(b"profiler\x00app") - server
 
 
@@ -112,7 +108,7 @@ def main() -> None:
                     f"{statistics.median(s for _, _, s in runs) / len(VISITED):.2f} |")
     text = (f"## {SECTION}\n\n`python -m bench.browser_tabs {' '.join(sys.argv[1:])}`, "
             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, code at {commit_of()}. Machine: "
-            f"{os.cpu_count()} CPUs ({platform.machine()}), load average {min(load):.1f}-{max(load):.1f}. "
+            f"{machine()}; load average {min(load):.1f}-{max(load):.1f} over the rounds. "
             f"{args.rounds} rounds of {len(VISITED)} page visits each way, in turns (per visit):\n\n"
             "| tab | browser CPU s (median) | spread | wall s | server CPU s |\n|---|---:|---:|---:|---:|\n"
             + "\n".join(rows) + "\n")

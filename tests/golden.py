@@ -64,9 +64,10 @@ def outputs(db: Path, files: list[Path]) -> dict[str, str]:
     """{output file name: text} for a fresh store at `db` holding `files` (stored in one batch)."""
     from profiler.storage.store import Store
 
-    store = Store(db)  # one batch (`ingest_many`: the same rows as one ingest per file, tests/test_samples.py)
-    results = store.ingest_many([(p, None) for p in files])
-    ids = {p.name.removesuffix(".gz").removesuffix(".json"): r.run_id for p, r in zip(files, results)}
+    from tests.conftest import ingest_all
+
+    store = Store(db)
+    ids = {p.name.removesuffix(".gz").removesuffix(".json"): run for p, run in zip(files, ingest_all(store, files))}
     found = {"summary.json": _strip(_cli(["summary", "--json", "--db", str(db)]))}
     for name, run in ids.items():
         found[f"ops__{name}.json"] = _strip(_cli(["ops", run, "--json", "--db", str(db)]))

@@ -47,8 +47,9 @@ class _Guard:
     last is aborted and recorded in that page's list."""
 
     def __init__(self, browser):
-        self.context = keep_renderer(browser.new_context(viewport={"width": 1400, "height": 1000}))
-        self.tabs = Tabs(self.context, {"width": 1400, "height": 1000})
+        viewport = {"width": 1400, "height": 1000}
+        self.context = keep_renderer(browser.new_context(viewport=viewport))
+        self.tabs = Tabs(self.context, viewport)
         self.app_host, self.foreign = "", []
         self.context.route("**/*", self._route)
 

@@ -138,8 +138,9 @@ def _some_samples(folder: Path, every: int = 10) -> Path:
     for path in sample_files()[::every]:
         for part in (path, samples.counters_file(path)):
             if part.is_file():
-                (folder / part.relative_to(samples.SAMPLES_DIR)).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(part, folder / part.relative_to(samples.SAMPLES_DIR))
+                dest = folder / part.relative_to(samples.SAMPLES_DIR)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(part, dest)
     return folder
 
 
