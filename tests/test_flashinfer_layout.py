@@ -116,7 +116,7 @@ def test_variants_json_gives_flashinfer_decode_per_mode_reasons(capsys):
 def test_runs_of_several_commands_join_one_sweep_by_its_id(tmp_path, capsys):
     args = ["capture", "--device", "cpu", "--dtype", "fp32", "--variants", "naive", "--mode", "decode",
             "--heads", "2", "--kv-heads", "1", "--head-dim", "8", "--batch", "1", "--timing-calls", "1",
-            "--no-cold", "--no-ingest", "--out-dir", str(tmp_path)]
+            "--no-cold", "--no-isolate", "--no-ingest", "--out-dir", str(tmp_path)]  # the id, not the worker
     assert main(args + ["--kv-len", "16", "--sweep", "kv_sweep-1"]) == 0
     assert main(args + ["--kv-len", "32,48", "--repeats", "1", "--sweep", "kv_sweep-1"]) == 0
     import gzip
@@ -125,3 +125,15 @@ def test_runs_of_several_commands_join_one_sweep_by_its_id(tmp_path, capsys):
     capsys.readouterr()
     assert main(args + ["--kv-len", "16", "--sweep", "no spaces"]) == 2
     assert "a sweep id is 1 to 64 letters" in capsys.readouterr().err
+
+
+def test_an_isolated_worker_is_handed_the_sweep_id_with_the_rest_of_the_config(tmp_path):
+    """The worker process reads its config as JSON: every field comes back as it was, the sweep
+    id among them (the test above captures in this process)."""
+    from profiler.capture import worker
+    from profiler.capture.config import CaptureConfig
+
+    config = CaptureConfig(variants=("naive", "flex"), mode="decode", kv_len=48, kv_heads=1, seq_lens=(1,),
+                           varlen=(4, 12), window=3, sweep="kv_sweep-1", out_dir=tmp_path,
+                           compile_cache=tmp_path / "cache")
+    assert worker.config_from_json(worker.config_to_json(config)) == config
