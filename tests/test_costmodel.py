@@ -8,7 +8,7 @@ import json
 import pytest
 
 from profiler.analysis.model import costmodel as cm
-from profiler.analysis.reads import op_charges, op_costs
+from profiler.analysis.reads import op_costs, op_tree
 from profiler.storage.store import Store
 from tests.conftest import SHARED_TRACES
 
@@ -156,9 +156,9 @@ def test_owners_walk_up_the_op_tree():
     # 0 sdpa -> 1 _sdpa_flash -> 2 _flash_fwd (launches); 3 sdpa -> 4 math -> 5 matmul -> 6 bmm
     # (launches); 7 clone -> 8 copy_ (launches); 9 relu (launches, not modelled)
     parent = np.array([-1, 0, 1, -1, 3, 4, 5, -1, 7, -1])
-    A, M, X = op_charges.ATTENTION, op_charges.MODEL, op_charges.DECOMPOSED
+    A, M, X = op_tree.ATTENTION, op_tree.MODEL, op_tree.DECOMPOSED
     family = np.array([A, A, A, A, X, M, M, M, M, 0])
-    owner, backend = op_charges.owners(parent, family, np.array([2, 6, 8, 9, -1]))
+    owner, backend = op_tree.owners(parent, family, np.array([2, 6, 8, 9, -1]))
     assert owner.tolist() == [0, 6, 8, -1, -1]          # SDPA owns flash; math's bmm owns itself
     assert backend.tolist() == [2, -1, -1, -1, -1]      # the innermost attention op: _flash_fwd
 

@@ -67,8 +67,8 @@ def test_a_million_ops_at_one_timestamp_and_a_million_deep(tmp_path):
 
 
 def _walk_owners(parent, family, starts):
-    """op_charges.owners as its doc reads, one op and one parent at a time."""
-    from profiler.analysis.reads.op_charges import ATTENTION, DECOMPOSED, MODEL
+    """op_tree.owners as its doc reads, one op and one parent at a time."""
+    from profiler.analysis.reads.op_tree import ATTENTION, DECOMPOSED, MODEL
     charged, backends = [], []
     for s in starts:
         nearest = inner = outer = -1
@@ -85,7 +85,7 @@ def _walk_owners(parent, family, starts):
 
 
 def test_op_owners_by_pointer_jumping_match_the_walk_up():
-    from profiler.analysis.reads.op_charges import owners
+    from profiler.analysis.reads.op_tree import owners
     rng = np.random.default_rng(7)
     for _ in range(500):
         n = int(rng.integers(1, 30))
@@ -221,7 +221,7 @@ def test_a_bom_before_an_object_or_an_array_is_accepted(tmp_path, top):
 
 
 def test_the_op_enclosing_a_launch_by_binary_lifting_matches_the_walk_up():
-    from profiler.analysis.reads.op_charges import enclosing_ops
+    from profiler.analysis.reads.op_tree import enclosing_ops
     rng = np.random.default_rng(11)
     for _ in range(300):
         n = int(rng.integers(1, 40))

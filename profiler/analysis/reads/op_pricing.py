@@ -21,7 +21,8 @@ from profiler.analysis.reads import reads, serving_costs, serving_steps
 from profiler.analysis.model.device import Device
 from profiler.analysis.model.costmodel import OpCost
 from profiler.analysis.reads.op_charges import (ATTENTION_KERNEL, charged_calls, charged_kernels, kernel_name_map,
-                                          kernel_name_maps, launched_work, op_inputs, op_trees, thread_ops)
+                                                kernel_name_maps, launched_work, op_inputs)
+from profiler.analysis.reads.op_tree import op_trees, thread_ops
 from profiler.analysis.model.rating import rated
 from profiler.vocab import attention
 from profiler.storage.session import StoreHandle

@@ -52,3 +52,12 @@ def run_shape_records(store: StoreHandle, run_ids) -> dict[str, dict]:
     got = store.arrays(sql_text("run_shapes"), {"run_ids": [str(r) for r in run_ids]})
     cols = {k: column(v).tolist() for k, v in got.items()}
     return {r: {k: cols[k][i] for k in cols} for i, r in enumerate(cols.get("run_id", []))}
+
+
+def by_run(got: dict, run_ids) -> dict[str, dict]:
+    """A read of many runs ({column: array} with run_id) split by run: {run_id: its other columns,
+    its rows in the read's order}, every one of ``run_ids`` (empty columns for a run with no row)."""
+    from profiler.analysis.model import arrays
+
+    at = arrays.rows_of_each(column(got["run_id"]), [str(r) for r in run_ids])
+    return {r: {k: v[rows] for k, v in got.items() if k != "run_id"} for r, rows in at.items()}

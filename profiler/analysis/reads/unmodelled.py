@@ -1,7 +1,7 @@
 """The GPU time the cost model gives no FLOPs or bytes, with the true reason, per op.
 
 `op_costs` prices the op calls it can; every other kernel and copy is listed here by the CPU op
-that launched it (the innermost op enclosing its launch call, `op_charges.launching_ops`), with
+that launched it (the innermost op enclosing its launch call, `op_tree.launching_ops`), with
 one reason (`reason`), so no output claims a cause that is not the real one:
 
 * **op not modelled**: the op is none of `costmodel.MODELLED` (e.g. vLLM's
@@ -28,7 +28,7 @@ import json
 import numpy as np
 
 from profiler.analysis.model import arrays, costmodel as cm
-from profiler.analysis.reads import op_charges, op_costs, reads, serving_costs, serving_steps
+from profiler.analysis.reads import op_charges, op_costs, op_tree, reads, serving_costs, serving_steps
 from profiler.storage.session import StoreHandle
 
 OP_NOT_MODELLED, DIMS_MISSING, DTYPE_UNKNOWN = "op not modelled", "dims missing", "dtype unknown"
@@ -108,11 +108,10 @@ def _dropped(db, run_id: str, charged: dict, done: set) -> list[tuple]:
 def _unowned(db, run_id: str, work: dict, charged: dict, done: set) -> list[tuple]:
     """Kernels and copies no modelled op owns (flex and attention kernels priced by themselves
     aside), by their launching op."""
-    tree = op_charges.op_tree(db, run_id)
-    need = ~op_charges.launch_in_op(tree, work) & (work["launch_ts_ns"] >= 0)
-    work["before_op_id"] = op_charges.ops_before(db, run_id, work, need)
-    launching = op_charges.launching_ops(tree, work)
-    owner, _ = op_charges.owners(np.asarray(tree["parent_id"]), np.asarray(tree["family"]), launching)
+    tree = op_tree.op_tree(db, run_id)
+    work["before_op_id"] = op_tree.ops_before(db, run_id, work, op_tree.needs_thread_ops(tree, work))
+    launching = op_tree.launching_ops(tree, work)
+    owner, _ = op_tree.owners(np.asarray(tree["parent_id"]), np.asarray(tree["family"]), launching)
     rest = (owner < 0) & ~_alone(work, charged, done)
     ids = sorted({int(i) for i in launching[rest] if i >= 0})
     got = db.arrays("SELECT op_id, name FROM ops WHERE run_id = $run_id AND op_id IN (SELECT unnest($ids))",
