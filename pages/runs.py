@@ -28,13 +28,9 @@ if not loading and "runs-table-drawn" not in st.session_state:
                 ui.table({"run": []}, height=80, hide_index=True)
 
 from profiler.analysis.reads import completeness, run_queries  # noqa: E402
-from profiler.analysis.findings import conditions, repeats, timings  # noqa: E402
+from profiler.analysis.findings import conditions, timings  # noqa: E402
 from profiler.present import run_filters, style  # noqa: E402
 
-# filter widgets whose label is not their URL key; the first row's filters, the rest folded
-LABELS = {"len": "query length", "kv": "KV length", "kvh": "K/V heads", "temp": "warm / cold", "dim": "head dim",
-          "device": "GPU", "date": "captured"}
-FIRST = {"variant": 380, "mode": 150, "len": 140, "kv": 140, "kvh": 120, "temp": 130}
 MAX_HIGHLIGHTED = 4  # runs whose findings are listed (each costs a few queries)
 ANALYSIS = ("timeline", "kernels", "events", "launches", "cpu-cost", "compare")  # titles: sitemap.SITE
 
@@ -58,44 +54,6 @@ def open_selection(state) -> None:
         ui.copy_link(state)
     if len(state.runs) == 1:
         ui.trace_download(state.runs[0])
-
-
-def pick(name, now, offered, width):
-    return tuple(st.multiselect(markup.md(LABELS.get(name, name)), offered[name], placeholder="all", width=width,
-                                default=[v for v in getattr(now, name) if v in offered[name]]))
-
-
-def filters(state, runs):
-    """The filter widgets (values from the share URL) ▶ (the state with them, the rows they keep)."""
-    now, offered = run_filters.from_params(state.filter), run_filters.choices(runs)
-    with st.container(horizontal=True, gap="small"):
-        picked = {name: pick(name, now, offered, width) for name, width in FIRST.items()}
-        text = st.text_input("search words (as labels read)", value=now.text, max_chars=200, width=300,
-                             placeholder="e.g. decode KV=32768 GQA 32/8")
-        asked = state.filter("sort", "newest")
-        order = st.selectbox("sort", list(run_filters.SORTS), format_func=run_filters.SORTS.get, width=230,
-                             index=list(run_filters.SORTS).index(asked) if asked in run_filters.SORTS else 0)
-        sweeps = st.toggle("group sweeps", value=state.filter("sweeps") == "1")
-    more = [n for n in run_filters.COLUMN if n not in FIRST]
-    with st.expander("More filters: batch, heads, head dim, window, packed, repeat, dtype, GPU, captured, source"):
-        with st.container(horizontal=True, gap="small"):
-            picked |= {name: pick(name, now, offered, 170) for name in more}
-    chosen = run_filters.RunFilter(**picked, text=text)
-    new = state.with_filter("sweeps", "1" if sweeps else None).with_filter("sort", None if order == "newest" else order)
-    for key, value in run_filters.to_params(chosen).items():
-        new = new.with_filter(key, value)
-    shown = run_filters.sort_rows(run_filters.apply(runs, chosen), order)
-    return new, run_filters.with_sweeps(shown) if sweeps else shown
-
-
-def one_per_variant(state, shown):
-    """Select, among the rows shown, one run per variant and shape: the median repeat."""
-    if st.button("Select one run per variant (the median repeat)", icon=":material/done_all:",
-                 help="Among the runs shown: per variant and shape (warm or cold, per GPU), the repeat whose "
-                      "GPU time per call is nearest their median. Replaces the selection."):
-        st.session_state["catalog-generation"] = st.session_state.get("catalog-generation", 0) + 1
-        ui.update_view(state, runs=tuple(repeats.median_repeats(shown)))
-        st.rerun()
 
 
 def ranking(state, store) -> None:
@@ -136,18 +94,10 @@ def measured(state, store) -> None:
         labels = run_queries.run_labels(store, list(state.runs)).set_index("run_id")["label"].to_dict()
         for sentence in conditions.warnings(store, state.runs) + completeness.warnings(store, state.runs, labels):
             st.warning(markup.md(sentence))
-        ui.table(conditions.record_table(store, state.runs), hide_index=True, column_config=RECORD_COLUMNS)
+        ui.table(conditions.record_table(store, state.runs), hide_index=True, column_config=ui.RECORD_COLUMNS)
         st.caption("Clocks, power and temperature are means over the samples taken while the run was profiled "
                    "and timed. Timing check: the trace's kernel time per call against the event-timed loop and "
                    "the CUDA-graph replay (a launch-bound loop shows a large negative value against the loop).")
-
-
-RECORD_COLUMNS = {"run_id": None, "label": "run", "sampled": "sampled", "sm_clock_mhz": "SM MHz",
-                  "mem_clock_mhz": "memory MHz", "power_w": "power W", "temp_c": "°C", "throttled": "throttled",
-                  "throttle_reasons": "throttle reasons", "clocks_locked": "clocks locked", "l2_flushed": "L2 flushed",
-                  "l2_cold_check": "cold run's first kernel",
-                  "other_processes": "other GPU processes", "versions": "versions",
-                  "kernel_vs_wall_pct": "kernel vs loop %", "kernel_vs_graph_pct": "kernel vs graph %"}
 
 
 def rename(state) -> None:
@@ -188,13 +138,12 @@ with ui.guard():
         runs = run_filters.finder_columns(runs, labels)
         early.empty()
         st.session_state["runs-table-drawn"] = True
-        filtered, shown = filters(state, runs)
-        one_per_variant(filtered, shown)
+        filtered, shown = ui.run_finder(state, runs)
+        ui.one_per_variant(filtered, shown)
         st.caption(f"{len(shown)} of {len(runs)} runs in the store shown. Per-iteration numbers divide by "
                    "the run's ProfilerStep count. Tick runs (left column) to rank and compare them; "
                    "filtered-out runs stay selected.")
-        generation = st.session_state.get("catalog-generation", 0)   # a new one after the button picks
-        picked = ui.pick_rows(shown, f"catalog-{generation}", state.runs, column_config=ui.CATALOG_COLUMNS,
+        picked = ui.pick_rows(shown, ui.catalog_key(), state.runs, column_config=ui.CATALOG_COLUMNS,
                               column_order=[c for c in ui.CATALOG_COLUMNS if c not in ("sweep", "swept") or c in shown],
                               row_height=40,
                               hide_index=True, placeholder="—")

@@ -2,8 +2,9 @@
 
 Its modules: ``session`` (the store, seeding, page runs, the preload), ``view`` (the URL's view,
 links, errors, the Timeline chart's moves), ``tables`` (tables, downloads, charts), ``columns``
-(the columns of the Kernels page's tables and the Timeline's range), ``work`` (uploads, jobs,
-captures); ``serve`` starts the server (`python -m profiler app`), loading the pages' modules.
+(the columns of the Kernels page's tables, the Timeline's range, how runs were measured),
+``finder`` (the runs page's filters), ``work`` (uploads, jobs, captures); ``serve`` starts the
+server (`python -m profiler app`), loading the pages' modules.
 
 Store: ``get_store() -> Store`` is the store at ``PROFILER_DB`` (default ``data/traces.duckdb``),
 cached per process, seeded from ``data/samples/`` on a background thread when empty (unless
@@ -34,6 +35,11 @@ Tables, files, captures:
         ``KERNEL_COLUMNS``, ``BREAKDOWN_COLUMNS``, ``ROOF_COLUMNS`` the Kernels page's,
         ``RANGE_COLUMNS`` the Timeline's selected range, ``KERNEL_EVENT_COLUMNS`` and
         ``OP_EVENT_COLUMNS`` the Events page's.
+    ``RECORD_COLUMNS``  the runs page's "how the selected runs were measured" table.
+    ``run_finder(state, runs) -> (state, rows)``  the runs page's filter widgets (values from and to
+        the share URL) and the catalog rows they keep (``profiler.present.run_filters``);
+        ``one_per_variant(state, rows)`` its button that selects the median repeat per variant;
+        ``catalog_key()`` the runs table's widget key (new after that pick).
     ``pick_row(df, key, **kw) -> int | None``  a table whose rows are picked one at a time (the
         Events page); the picked row's position.
     ``pick_rows(df, key, selected, id_col="run_id", **kw) -> tuple[str, ...]``  row-selectable
@@ -63,7 +69,8 @@ import importlib
 # modules it reads, and the first page's title draws before pandas and Altair are loaded
 _HOME = {
     **dict.fromkeys(("BREAKDOWN_COLUMNS", "KERNEL_COLUMNS", "KERNEL_EVENT_COLUMNS", "OP_EVENT_COLUMNS", "RANGE_COLUMNS",
-                     "ROOF_COLUMNS"), "columns"),
+                     "RECORD_COLUMNS", "ROOF_COLUMNS"), "columns"),
+    **dict.fromkeys(("catalog_key", "one_per_variant", "run_finder"), "finder"),
     **dict.fromkeys(("PROJECT_ERRORS", "WRITING_PAGES", "db_path", "get_store", "page_run", "preload", "seeding",
                      "seeding_progress", "traces_dir"), "session"),
     **dict.fromkeys(("CATALOG_COLUMNS", "RUN_COLUMN_PX", "csv_download", "kept_chart", "pick_row", "pick_rows",

@@ -1,5 +1,5 @@
 """The columns (labels, units, help), in display order, of the Kernels page's tables, the
-Timeline's selected range and the Events page's two lists."""
+Timeline's selected range, the Events page's two lists and the runs page's measurement records."""
 from __future__ import annotations
 
 import streamlit as st
@@ -138,4 +138,11 @@ OP_EVENT_COLUMNS = {  # the Events page: one CPU op call a row
     "thread": Col.TextColumn("pid/tid"),
     "cat": Col.TextColumn("category"),
     "input_dims": Col.TextColumn("input dims", width="medium"),
+}
+RECORD_COLUMNS = {  # the runs page: how each selected run was measured (conditions.record_table)
+    "run_id": None, "label": "run", "sampled": "sampled", "sm_clock_mhz": "SM MHz", "mem_clock_mhz": "memory MHz",
+    "power_w": "power W", "temp_c": "°C", "throttled": "throttled", "throttle_reasons": "throttle reasons",
+    "clocks_locked": "clocks locked", "l2_flushed": "L2 flushed", "l2_cold_check": "cold run's first kernel",
+    "other_processes": "other GPU processes", "versions": "versions", "kernel_vs_wall_pct": "kernel vs loop %",
+    "kernel_vs_graph_pct": "kernel vs graph %",
 }
