@@ -44,6 +44,23 @@ def test_kernel_table_per_iteration(tiny):
     assert k["gpu_time_share_pct"].tolist() == [100.0, 100.0]
 
 
+def test_a_kernels_launch_configuration_is_one_the_most_calls_used(tiny):
+    """Grid, block, registers and shared memory come from the same launches: the configuration
+    most calls used (3 of 7 here), not each field's own most common value, which would read
+    grid 2×1×1, block 128×1×1 and 64 registers (a mix that 2 launches used)."""
+    launches = [((4, 1, 1), (128, 1, 1), 32, 0)] * 3 + [((2, 1, 1), (256, 1, 1), 64, 1024)] * 2 \
+        + [((2, 1, 1), (128, 1, 1), 64, 1024)] * 2
+    with tiny.connect() as con:
+        con.executemany("INSERT INTO kernels (run_id, name, device, stream, ts_ns, dur_ns, grid_x, grid_y, grid_z,"
+                        " block_x, block_y, block_z, registers_per_thread, shared_mem_bytes, iteration)"
+                        " VALUES ('runa', 'mixed', 0, 7, ?, 1000, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
+                        [(100_000 + i * 2000, *grid, *block, regs, smem)
+                         for i, (grid, block, regs, smem) in enumerate(launches)])
+    k = kernel_queries.kernel_table(tiny, ["runa"]).set_index("kernel").loc["mixed"]
+    assert (k["grid"], k["block"], k["registers_per_thread"], k["shared_mem_bytes"]) == ("4×1×1", "128×1×1", 32, 0)
+    assert (k["threads_per_block"], k["grid_blocks"], k["calls"]) == (128, 4, 7)
+
+
 H200 = {"id": 0, "name": "NVIDIA H200", "computeMajor": 9, "computeMinor": 0, "numSms": 132,
         "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 65536,
         "regsPerMultiprocessor": 65536, "warpSize": 32, "sharedMemPerBlock": 49152,

@@ -48,7 +48,8 @@ KERNEL_COLUMNS = {  # what a kernel engineer reads first (time, math engine, occ
         "local-memory instr. (ncu)", format="%d",
         help="Local-memory load and store instructions (warp level) of the counted launch: register "
              "spills, or arrays the compiler placed in local memory. 0 means no spills."),
-    "grid": Col.TextColumn("grid"),
+    "grid": Col.TextColumn("grid", help="Grid, block, registers and shared memory: the launch configuration "
+                                        "most calls used (all four from the same launches)."),
     "block": Col.TextColumn("block"),
     "registers_per_thread": Col.NumberColumn("regs / thread"),
     "shared_mem_kib": Col.NumberColumn("shared mem (KiB)", format="%.1f"),
@@ -119,7 +120,8 @@ KERNEL_EVENT_COLUMNS = {  # the Events page: one kernel launch a row; what launc
     "start_in_step_us": Col.NumberColumn("start µs in step", format="%.1f"),
     "start_ms": Col.NumberColumn("start ms in trace", format="%.3f"),
     "stream": Col.NumberColumn("stream"),
-    "grid": Col.TextColumn("grid"),
+    "grid": Col.TextColumn("grid", help="Grid, block, registers and shared memory: the launch configuration "
+                                        "most calls used (all four from the same launches)."),
     "block": Col.TextColumn("block"),
     "device": Col.NumberColumn("device"),
     "correlation": Col.NumberColumn("correlation"),

@@ -1,28 +1,37 @@
 -- Kernels of each selected run grouped by name: per-iteration counts and time, share of the
--- run's summed GPU kernel time, the launch configuration most calls used (mode) and the reported
+-- run's summed GPU kernel time, the launch configuration most calls used (grid, block, registers
+-- and shared memory of the same launches: one mode over the whole configuration) and the reported
 -- occupancy, time-weighted over the launches (queries.kernel_details adds the rest).
 -- Only kernels inside an iteration count when the run has iterations.
 -- includes: iteration_rows
 -- params: $run_ids VARCHAR[]
 WITH k AS (
     SELECT * FROM iteration_rows('kernels', $run_ids::VARCHAR[])
+), per_name AS (
+    SELECT run_id, name AS kernel,
+           count(*) / any_value(n_iter) AS calls_per_iter,
+           count(*) AS calls,
+           sum(dur_ns) / 1e3 AS total_us,
+           sum(dur_ns) / 1e3 / any_value(n_iter) AS us_per_iter,
+           avg(dur_ns) / 1e3 AS mean_us,
+           100.0 * sum(dur_ns) / sum(sum(dur_ns)) OVER (PARTITION BY run_id) AS gpu_time_share_pct,
+           -- one mode() of the configuration, not one per field: fields of one launch, and each
+           -- mode() costs a query ~2-3 ms (seven of them were two thirds of its time)
+           mode({'gx': grid_x, 'gy': grid_y, 'gz': grid_z, 'bx': block_x, 'by': block_y, 'bz': block_z,
+                 'regs': registers_per_thread, 'smem': shared_mem_bytes}) AS cfg,
+           coalesce(sum(est_occupancy_pct * dur_ns) / nullif(sum(dur_ns) FILTER (WHERE est_occupancy_pct IS NOT NULL), 0),
+                    avg(est_occupancy_pct)) AS est_occupancy_pct,   -- time-weighted over launches
+           mode(device) AS device
+    FROM k
+    GROUP BY run_id, name
 )
-SELECT run_id, name AS kernel,
-       count(*) / any_value(n_iter) AS calls_per_iter,
-       count(*) AS calls,
-       sum(dur_ns) / 1e3 AS total_us,
-       sum(dur_ns) / 1e3 / any_value(n_iter) AS us_per_iter,
-       avg(dur_ns) / 1e3 AS mean_us,
-       100.0 * sum(dur_ns) / sum(sum(dur_ns)) OVER (PARTITION BY run_id) AS gpu_time_share_pct,
-       mode(grid_x || '×' || grid_y || '×' || grid_z) AS grid,
-       mode(block_x || '×' || block_y || '×' || block_z) AS block,
-       mode(registers_per_thread) AS registers_per_thread,
-       mode(shared_mem_bytes) AS shared_mem_bytes,
-       coalesce(sum(est_occupancy_pct * dur_ns) / nullif(sum(dur_ns) FILTER (WHERE est_occupancy_pct IS NOT NULL), 0),
-                avg(est_occupancy_pct)) AS est_occupancy_pct,   -- time-weighted over launches
-       mode(device) AS device,
-       mode(block_x * block_y * block_z) AS threads_per_block,
-       mode(grid_x * grid_y * grid_z) AS grid_blocks
-FROM k
-GROUP BY run_id, name
+SELECT run_id, kernel, calls_per_iter, calls, total_us, us_per_iter, mean_us, gpu_time_share_pct,
+       cfg.gx || '×' || cfg.gy || '×' || cfg.gz AS grid,
+       cfg.bx || '×' || cfg.by || '×' || cfg.bz AS block,
+       cfg.regs AS registers_per_thread,
+       cfg.smem AS shared_mem_bytes,
+       est_occupancy_pct, device,
+       cfg.bx * cfg.by * cfg.bz AS threads_per_block,
+       cfg.gx * cfg.gy * cfg.gz AS grid_blocks
+FROM per_name
 ORDER BY run_id, total_us DESC, kernel;
