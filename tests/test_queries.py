@@ -47,18 +47,22 @@ def test_kernel_table_per_iteration(tiny):
 def test_a_kernels_launch_configuration_is_one_the_most_calls_used(tiny):
     """Grid, block, registers and shared memory come from the same launches: the configuration
     most calls used (3 of 7 here), not each field's own most common value, which would read
-    grid 2×1×1, block 128×1×1 and 64 registers (a mix that 2 launches used)."""
-    launches = [((4, 1, 1), (128, 1, 1), 32, 0)] * 3 + [((2, 1, 1), (256, 1, 1), 64, 1024)] * 2 \
-        + [((2, 1, 1), (128, 1, 1), 64, 1024)] * 2
+    grid 2×1×1, block 128×1×1 and 64 registers (a mix that 2 launches used). Of configurations
+    used as often, the one with the most GPU time (one answer, whatever order the rows come in)."""
+    mixed = [((4, 1, 1), (128, 1, 1), 32, 0, 1000)] * 3 + [((2, 1, 1), (256, 1, 1), 64, 1024, 1000)] * 2 \
+        + [((2, 1, 1), (128, 1, 1), 64, 1024, 1000)] * 2
+    tied = [((8, 1, 1), (64, 1, 1), 40, 0, 1000)] * 2 + [((16, 1, 1), (32, 1, 1), 48, 0, 3000)] * 2
     with tiny.connect() as con:
         con.executemany("INSERT INTO kernels (run_id, name, device, stream, ts_ns, dur_ns, grid_x, grid_y, grid_z,"
                         " block_x, block_y, block_z, registers_per_thread, shared_mem_bytes, iteration)"
-                        " VALUES ('runa', 'mixed', 0, 7, ?, 1000, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
-                        [(100_000 + i * 2000, *grid, *block, regs, smem)
-                         for i, (grid, block, regs, smem) in enumerate(launches)])
-    k = kernel_queries.kernel_table(tiny, ["runa"]).set_index("kernel").loc["mixed"]
-    assert (k["grid"], k["block"], k["registers_per_thread"], k["shared_mem_bytes"]) == ("4×1×1", "128×1×1", 32, 0)
-    assert (k["threads_per_block"], k["grid_blocks"], k["calls"]) == (128, 4, 7)
+                        " VALUES ('runa', ?, 0, 7, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
+                        [(name, 100_000 + i * 5000, dur, *grid, *block, regs, smem)
+                         for name, launches in (("mixed", mixed), ("tied", tied))
+                         for i, (grid, block, regs, smem, dur) in enumerate(launches)])
+    k = kernel_queries.kernel_table(tiny, ["runa"]).set_index("kernel")
+    got = k.loc[["mixed", "tied"], ["grid", "block", "registers_per_thread", "shared_mem_bytes"]]
+    assert got.values.tolist() == [["4×1×1", "128×1×1", 32, 0], ["16×1×1", "32×1×1", 48, 0]]
+    assert (k.loc["mixed", "threads_per_block"], k.loc["mixed", "grid_blocks"], k.loc["mixed", "calls"]) == (128, 4, 7)
 
 
 H200 = {"id": 0, "name": "NVIDIA H200", "computeMajor": 9, "computeMinor": 0, "numSms": 132,
