@@ -120,8 +120,7 @@ KERNEL_EVENT_COLUMNS = {  # the Events page: one kernel launch a row; what launc
     "start_in_step_us": Col.NumberColumn("start µs in step", format="%.1f"),
     "start_ms": Col.NumberColumn("start ms in trace", format="%.3f"),
     "stream": Col.NumberColumn("stream"),
-    "grid": Col.TextColumn("grid", help="Grid, block, registers and shared memory: the launch configuration "
-                                        "most calls used (all four from the same launches)."),
+    "grid": Col.TextColumn("grid"),
     "block": Col.TextColumn("block"),
     "device": Col.NumberColumn("device"),
     "correlation": Col.NumberColumn("correlation"),
