@@ -19,13 +19,10 @@ from profiler.cli.main import main as cli_main
 from profiler.storage import job_layout
 from profiler.storage.jobs import job_ingest
 from profiler.storage.store import Store
-from tests.conftest import SAMPLES, SHARED_TRACES
+from tests.conftest import SAMPLES, SHARED_TRACES, trace_params
 from tests.test_truth_stragglers import DLRM, raw_waits
 
 CAPTURES = sorted((SHARED_TRACES / "graphs").glob("*/capture/*.json.gz")) if SHARED_TRACES.is_dir() else []
-# without the serving runs' capture traces, one case skipped with the reason (not an empty parameter set)
-CAPTURE_CASES = CAPTURES or [pytest.param(None, id="no-capture-traces", marks=pytest.mark.skip(
-    reason=f"needs the serving runs' graph capture traces in {SHARED_TRACES / 'graphs'}"))]
 FA4_TRAIN = SAMPLES / "modes" / "train" / "flash_attn_4_train_b8_h16_s1024_d64_bf16_causal_warm.json.gz"
 
 
@@ -67,7 +64,7 @@ def test_dlrm_ranks_wait_in_collectives_for_rank_7(db):
 
 
 @pytest.mark.third_party
-@pytest.mark.parametrize("path", CAPTURE_CASES, ids=lambda p: p.parent.parent.name)
+@pytest.mark.parametrize("path", trace_params(CAPTURES, ids=lambda p: p.parent.parent.name))
 def test_a_capture_trace_is_described_as_a_capture(db, path):
     captures = sum(1 for e in _events(path) if "begincapture" in str(e.get("name", "")).lower())
     assert captures > 0
