@@ -19,12 +19,15 @@ def breakdown_section(store, runs, labels) -> None:
 
 def roofline_section(store, runs, labels) -> None:
     """The roofline of the Attention page (the same chart), folded: detail below the kernels."""
-    roof = curve_charts.roofline_usable(roofline.roofline_table(store, runs))
-    if roof.empty:
-        st.info("No roofline: no modelled op of the selected runs launched GPU work. "
-                + markup.md(" ".join(f"{labels.get(r, r)}: {unmodelled.sentence(store, r)}" for r in runs)))
-        return
-    with st.expander("Roofline: achieved TFLOP/s under the GPU's roofs", expanded=len(runs) <= 1):
+    with ui.folded("Roofline: achieved TFLOP/s under the GPU's roofs", "kernels-roofline",
+                   expanded=len(runs) <= 1) as open_:
+        if not open_:
+            return
+        roof = curve_charts.roofline_usable(roofline.roofline_table(store, runs))
+        if roof.empty:
+            st.info("No roofline: no modelled op of the selected runs launched GPU work. "
+                    + markup.md(" ".join(f"{labels.get(r, r)}: {unmodelled.sentence(store, r)}" for r in runs)))
+            return
         st.caption("FLOPs and bytes moved per iteration by the attention, GEMM and memory-bound ops "
                    "(from their recorded shapes), over their kernel time, under the GPU's datasheet "
                    "roofs: the memory slope and one ceiling per engine. Per op: the Attention page.")
@@ -64,10 +67,11 @@ with ui.guard(), ui.get_store().session() as store:
                                   "ncu is not in any timing) for {} of these kernels: columns marked (ncu).",
                                   counted))
         shown = [c for c in ui.KERNEL_COLUMNS if counted or c not in counters.SHOWN_ON_KERNELS]
-        with st.expander(f"Kernel table (rows: {len(rows)}): occupancy, launch shapes, full names",
-                         expanded=len(runs) <= 1):
-            ui.table(rows, column_config=ui.KERNEL_COLUMNS, column_order=shown, hide_index=True,
-                     width="stretch", height=min(36 + 35 * len(rows), 420), placeholder="—")
-            ui.csv_download(rows, "kernels")
+        with ui.folded(f"Kernel table (rows: {len(rows)}): occupancy, launch shapes, full names",
+                       "kernels-table", expanded=len(runs) <= 1) as open_:
+            if open_:
+                ui.table(rows, column_config=ui.KERNEL_COLUMNS, column_order=shown, hide_index=True,
+                         width="stretch", height=min(36 + 35 * len(rows), 420), placeholder="—")
+                ui.csv_download(rows, "kernels")
     roofline_section(store, runs, labels)
     ui.copy_link(state)

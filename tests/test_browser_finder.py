@@ -32,7 +32,7 @@ from profiler.present.sitemap import BY_PATH, SITE
 from profiler.present.style import HIGHLIGHT
 from profiler.storage.store import Store
 from tests import raw_trace
-from tests.test_browser import ARTIFACTS, _assert_no_exception, _settle, settled, streamlit_app
+from tests.test_browser import ARTIFACTS, _assert_no_exception, _settle, open_every_expander, streamlit_app
 
 pytestmark = pytest.mark.browser
 
@@ -239,9 +239,7 @@ def test_no_text_cut_and_pages_within_three_screens(finder_server, browser, path
         page.wait_for_selector(".vega-embed svg", timeout=WAIT_MS, state="attached")
         _settle(page)
     height = page.evaluate(HEIGHT)
-    page.evaluate("() => document.querySelectorAll('[data-testid=\"stExpander\"] details')"
-                  ".forEach(d => { d.open = true; })")
-    settled(page)  # the opened expanders drawn: DOM size and height the same at two polls in a row
+    open_every_expander(page)  # each drawn and the page at rest before the text is measured
     name = re.sub(r"[^a-z]+", "-", path) or "runs"
     page.screenshot(path=str(ARTIFACTS / f"finder-cut-{name}.png"), full_page=True)
     assert not page.evaluate(CUT), page.evaluate(CUT)

@@ -143,13 +143,16 @@ class PageDriver:
     """Open pages of the real app with AppTest and check what they show."""
 
     @staticmethod
-    def open(page: str, **params: str) -> AppTest:
-        """Open `page` (a url path such as "kernels") with these query parameters; its first
+    def open(page: str, opened: tuple[str, ...] = (), **params: str) -> AppTest:
+        """Open `page` (a url path such as "kernels") with these query parameters and the folded
+        sections (`ui.folded`) keyed `opened` open, as a user who unfolded them sees it; its first
         script run reads over one open database, as app.py's `page_run` holds it on a server
         (`held_as_served`: AppTest runs a page other than the runs page without app.py)."""
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT_S)
         for key, value in params.items():
             at.query_params[key] = value
+        for key in opened:
+            at.session_state[key] = True
         if page != "runs":
             at.switch_page(PAGE_FILE[page])
         with held_as_served(page):

@@ -50,6 +50,8 @@ Tables, files, captures:
     ``table(df, **kw)``  ``st.dataframe`` with safe cells (no formula, no line break: its
         toolbar downloads them); pages show every table through it.
     ``csv_download(df, name, label=...)``  ``name.csv`` download button (cells made safe alike).
+    ``with folded(label, key, expanded=False) as open_:``  an expander whose block is told whether
+        it is open, so a closed one reads and sends nothing (opening it runs the page again).
     ``ingest_files(files) -> list[IngestResult]``  one progress bar per upload, errors per file.
     ``ingest_graph_pair(files, asked) -> (handled, IngestResult | None)``  a graph replay and its
         capture (files chosen together or a zip; asked, or found among several files) stored as
@@ -73,7 +75,7 @@ _HOME = {
     **dict.fromkeys(("catalog_key", "one_per_variant", "run_finder"), "finder"),
     **dict.fromkeys(("PROJECT_ERRORS", "WRITING_PAGES", "db_path", "get_store", "page_run", "preload", "seeding",
                      "seeding_progress", "traces_dir"), "session"),
-    **dict.fromkeys(("CATALOG_COLUMNS", "RUN_COLUMN_PX", "csv_download", "kept_chart", "pick_row", "pick_rows",
+    **dict.fromkeys(("CATALOG_COLUMNS", "RUN_COLUMN_PX", "csv_download", "folded", "kept_chart", "pick_row", "pick_rows",
                      "ranked_runs", "run_column", "table"), "tables"),
     **dict.fromkeys(("PAGE_FILES", "PAGE_ICONS", "app_base", "chart_move", "copy_link", "entered_through_app", "guard",
                      "guard_quietly", "link_to", "linked_event", "linked_range", "log_axis", "require_runs", "select_runs", "set_view", "show_error",

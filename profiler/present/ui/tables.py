@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 import pandas as pd
 import streamlit as st
@@ -179,6 +180,18 @@ def ranked_runs(store: StoreHandle, run_ids, title: str) -> None:
     note = rank_view.alone_note(alone)
     if note:
         st.caption(markup.md(note))
+
+
+@contextmanager
+def folded(label: str, key: str, expanded: bool = False, **kwargs) -> Iterator[bool]:
+    """A section folded under ``label`` (``st.expander``) whose block runs inside it and is told
+    whether it is open: the page computes and sends what it holds only then (a closed Roofline or
+    kernel table cost a cold Kernels page 0.1-0.2 s of its script and the browser drawing it
+    hidden). Opening or closing it runs the page again (its reads kept). ``key`` names it (its state
+    lasts while its label stays the same; a label shows as Markdown: text from a trace goes through
+    ``markup.fmt``); ``kwargs`` go to ``st.expander`` (icon, ...)."""
+    with st.expander(label, expanded=expanded, key=key, on_change="rerun", **kwargs) as box:
+        yield bool(box.open)
 
 
 def kept_chart(store: StoreHandle, key: tuple, run_ids: Iterable[str], build, **kwargs) -> None:
