@@ -67,7 +67,7 @@ with ui.guard(), ui.get_store().session() as store:
                                   "ncu is not in any timing) for {} of these kernels: columns marked (ncu).",
                                   counted))
         shown = [c for c in ui.KERNEL_COLUMNS if counted or c not in counters.SHOWN_ON_KERNELS]
-        with ui.folded(f"Kernel table (rows: {len(rows)}): occupancy, launch shapes, full names",
+        with ui.folded("Kernel table: occupancy, launch shapes, full names",
                        "kernels-table", expanded=len(runs) <= 1) as open_:
             if open_:
                 ui.table(rows, column_config=ui.KERNEL_COLUMNS, column_order=shown, hide_index=True,

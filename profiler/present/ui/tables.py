@@ -187,9 +187,10 @@ def folded(label: str, key: str, expanded: bool = False, **kwargs) -> Iterator[b
     """A section folded under ``label`` (``st.expander``) whose block runs inside it and is told
     whether it is open: the page computes and sends what it holds only then (a closed Roofline or
     kernel table cost a cold Kernels page 0.1-0.2 s of its script and the browser drawing it
-    hidden). Opening or closing it runs the page again (its reads kept). ``key`` names it (its state
-    lasts while its label stays the same; a label shows as Markdown: text from a trace goes through
-    ``markup.fmt``); ``kwargs`` go to ``st.expander`` (icon, ...)."""
+    hidden). Opening or closing it runs the page again (its reads kept). ``key`` names it; its
+    state lasts while its label stays the same, so a label holds no count that a filter changes
+    (a label shows as Markdown: text from a trace goes through ``markup.fmt``); ``kwargs`` go to
+    ``st.expander`` (icon, ...)."""
     with st.expander(label, expanded=expanded, key=key, on_change="rerun", **kwargs) as box:
         yield bool(box.open)
 
