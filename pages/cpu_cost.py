@@ -67,8 +67,9 @@ with ui.guard(), ui.get_store().session() as store:
         st.subheader("The cuDNN story", divider="gray")
         for paragraph in story:
             st.markdown(paragraph)
-    with st.expander("CPU vs GPU time of every iteration", expanded=len(runs) <= 2):
-        ui.kept_chart(store, ("cpu_gpu",), runs, lambda: charts.cpu_gpu_chart(per_iter, labels))
+    with ui.folded("CPU vs GPU time of every iteration", "cpu-cost-iterations", expanded=len(runs) <= 2) as open_:
+        if open_:
+            ui.kept_chart(store, ("cpu_gpu",), runs, lambda: charts.cpu_gpu_chart(per_iter, labels))
     st.subheader("Cold vs warm", divider="gray")
     state, log = ui.log_axis(state)
     if not summary.empty:
@@ -88,9 +89,10 @@ with ui.guard(), ui.get_store().session() as store:
     else:
         ui.kept_chart(store, ("op_self_time", log), runs, lambda: charts.op_self_time_chart(ops, labels, log=log),
                         width="stretch")
-        with st.expander("Op table"):
-            rows = charts.with_runs(ops, labels)
-            ui.table(rows, column_config=OP_COLUMNS, column_order=list(OP_COLUMNS),
-                         hide_index=True, width="stretch", height=min(36 + 35 * len(rows), 420), placeholder="—")
-            ui.csv_download(rows, "cpu-ops")
+        with ui.folded("Op table", "cpu-cost-ops") as open_:
+            if open_:
+                rows = charts.with_runs(ops, labels)
+                ui.table(rows, column_config=OP_COLUMNS, column_order=list(OP_COLUMNS), hide_index=True,
+                         width="stretch", height=min(36 + 35 * len(rows), 420), placeholder="—")
+                ui.csv_download(rows, "cpu-ops")
     ui.copy_link(state)

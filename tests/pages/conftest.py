@@ -143,9 +143,10 @@ class PageDriver:
     """Open pages of the real app with AppTest and check what they show."""
 
     @staticmethod
-    def open(page: str, opened: tuple[str, ...] = (), **params: str) -> AppTest:
+    def open(page: str, opened: tuple[str, ...] = (), closed: tuple[str, ...] = (), **params: str) -> AppTest:
         """Open `page` (a url path such as "kernels") with these query parameters and the folded
-        sections (`ui.folded`) keyed `opened` open, as a user who unfolded them sees it; its first
+        sections (`ui.folded`) keyed `opened` open and `closed` closed, as a user who unfolded or
+        folded them sees it; its first
         script run reads over one open database, as app.py's `page_run` holds it on a server
         (`held_as_served`: AppTest runs a page other than the runs page without app.py)."""
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT_S)
@@ -153,6 +154,8 @@ class PageDriver:
             at.query_params[key] = value
         for key in opened:
             at.session_state[key] = True
+        for key in closed:
+            at.session_state[key] = False
         if page != "runs":
             at.switch_page(PAGE_FILE[page])
         with held_as_served(page):
