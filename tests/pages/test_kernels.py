@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.pages.conftest import FLASH, NAIVE, ROCM, param as _param
+from tests.pages.conftest import FLASH, NAIVE, ROCM, param as _param, shown
 
 FOLDS = ("kernels-table", "kernels-roofline")  # the page's folded sections, closed over 2 runs or more
 
@@ -37,7 +37,7 @@ def test_folded_sections_are_read_and_sent_only_when_opened(pages, page_store, r
     runs = f"{run_ids[FLASH]},{run_ids[NAIVE]}"
     at = pages.open("kernels", runs=runs)
     pages.assert_clean(at)
-    assert [e.label.split(" (")[0].split(":")[0] for e in at.expander] == ["Kernel table", "Roofline"]
+    assert [shown(e.label).split(":")[0] for e in at.expander] == ["Kernel table", "Roofline"]
     assert not [df for df in at.dataframe if "kernel" in df.value.columns or "roof_tflops" in df.value.columns]
     assert len(at.get("vega_lite_chart")) == 1 and not at.get("download_button")   # the kernel time chart only
     at.session_state["kernels-table"] = True   # the user unfolds the kernel table: the page runs again
