@@ -81,10 +81,11 @@ def warm_up(wait_s: float = 60.0) -> None:
     imports, while the browser loaded the front end, put that 0.4 s later and the table no sooner
     (bench/RESULTS.md, "First page on a fresh store"). Over either, first, the favicon's emoji
     table (`EMOJI_TABLE`). Nothing before the server is up: on 2 cores the imports only delayed its
-    start by as much (0.8 -> 1.45 s). Then what the imports made is frozen out of the garbage
-    collector (`gc.freeze`), as the preload does after the first pages: a full collection walked it
-    all, ~60 ms, once or twice in a first page's script run (a page that had just begun has made
-    little yet: at worst its cyclic garbage of that moment is never collected)."""
+    start by as much (0.8 -> 1.45 s). Then what the imports made (over a new store: the server's own
+    start-up) is frozen out of the garbage collector (`gc.freeze`), as the preload does after the
+    first pages: a full collection walked it all, ~60 ms, once or twice in a first page's script run
+    (~12 ms after; a page that had just begun has made little yet: at worst its cyclic garbage of
+    that moment is never collected)."""
     deadline = time.monotonic() + wait_s
     while not server_up() and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -92,6 +93,7 @@ def warm_up(wait_s: float = 60.0) -> None:
     from profiler.present.ui import session
 
     if session.unpack_samples(session.db_path()) or not Path(session.db_path()).exists():
+        gc.freeze()  # the server's own start-up out of the collector's way (a full collection: ~60 ms)
         return  # a new store (the shipped samples or their seeding): the runs page's title comes first
     warm(page_modules(), session.PAGE_BEGUN)
     gc.freeze()  # what the imports made, out of the collector's way
