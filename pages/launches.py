@@ -60,15 +60,19 @@ with ui.guard(), ui.get_store().session() as store:
         state, log = ui.log_axis(state)
         ui.kept_chart(store, ("launch_api", log), runs, lambda: charts.launch_api_chart(apis, labels, log=log),
                         width="stretch")
-        hist = queries.launch_latency_histogram(store, runs)
-        if not hist.empty:
-            with st.expander("Launch latency distribution", expanded=len(runs) <= 2):
+        with ui.folded("Launch latency distribution", "launches-latency-histogram", expanded=len(runs) <= 2) as open_:
+            hist = queries.launch_latency_histogram(store, runs) if open_ else None
+            if hist is not None and hist.empty:
+                st.caption("No launch call of the selected runs is linked to a kernel (by correlation id).")
+            elif hist is not None:
                 ui.kept_chart(store, ("latency_histogram",), runs, lambda: charts.latency_histogram_chart(hist, labels))
         table(charts.with_runs(apis, labels), API_COLUMNS, "launch-apis")
-        with st.expander("Which kernels each API launched (linked by correlation id)"):
-            table(charts.with_runs(queries.launch_targets_table(store, runs), labels),
-                  TARGET_COLUMNS, "launch-targets")
-        with st.expander("Launch latency percentiles (API call start → kernel start)"):
-            table(charts.with_runs(queries.launch_latency_stats(store, runs), labels),
-                  LATENCY_COLUMNS, "launch-latency")
+        with ui.folded("Which kernels each API launched (linked by correlation id)", "launches-targets") as open_:
+            if open_:
+                table(charts.with_runs(queries.launch_targets_table(store, runs), labels),
+                      TARGET_COLUMNS, "launch-targets")
+        with ui.folded("Launch latency percentiles (API call start → kernel start)", "launches-latency") as open_:
+            if open_:
+                table(charts.with_runs(queries.launch_latency_stats(store, runs), labels),
+                      LATENCY_COLUMNS, "launch-latency")
     ui.copy_link(state)

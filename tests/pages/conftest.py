@@ -16,6 +16,7 @@ for every page on a real server.
 """
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
 import os
@@ -44,6 +45,23 @@ PAGE_FILE = {page.url_path: page.file for page in SITE}
 TIMEOUT_S = 60
 FLASH, NAIVE = "sdpa_flash_small.json", "naive_small.json"  # fixture runs in tests/fixtures/pages
 ROCM = ROCM_TRACE.name
+
+
+def folded_keys() -> tuple[str, ...]:
+    """The key of every folded section (`ui.folded(label, key, ...)`) of the pages, read from their
+    source: page tests open them all unless a test says otherwise, so that every page test reads
+    and checks what a folded section shows, as a user who opens it sees it."""
+    keys = []
+    for page in SITE:
+        for node in ast.walk(ast.parse((ROOT / page.file).read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "folded":
+                key = node.args[1] if len(node.args) > 1 else next(k.value for k in node.keywords if k.arg == "key")
+                assert isinstance(key, ast.Constant), f"{page.file}:{node.lineno}: a folded section's key must be a literal"
+                keys.append(key.value)
+    return tuple(keys)
+
+
+FOLDS = folded_keys()
 
 
 def scan_installed_components_once() -> None:
@@ -143,9 +161,10 @@ class PageDriver:
     """Open pages of the real app with AppTest and check what they show."""
 
     @staticmethod
-    def open(page: str, opened: tuple[str, ...] = (), closed: tuple[str, ...] = (), **params: str) -> AppTest:
+    def open(page: str, opened: tuple[str, ...] = FOLDS, closed: tuple[str, ...] = (), **params: str) -> AppTest:
         """Open `page` (a url path such as "kernels") with these query parameters and the folded
-        sections (`ui.folded`) keyed `opened` open and `closed` closed, as a user who unfolded or
+        sections (`ui.folded`) keyed `opened` open (by default every one: `FOLDS`; `opened=()`
+        leaves each as the page first shows it) and `closed` closed, as a user who unfolded or
         folded them sees it; its first
         script run reads over one open database, as app.py's `page_run` holds it on a server
         (`held_as_served`: AppTest runs a page other than the runs page without app.py)."""

@@ -7,7 +7,7 @@ from tests.pages.conftest import FLASH, NAIVE, ROCM, tables_with as _table_with
 
 
 def test_summary_ops_and_charts(pages, page_store, run_ids):
-    at = pages.open("cpu-cost", runs=f"{run_ids[NAIVE]},{run_ids[FLASH]}", opened=("cpu-cost-ops",))
+    at = pages.open("cpu-cost", runs=f"{run_ids[NAIVE]},{run_ids[FLASH]}")
     pages.assert_clean(at)
     (summary,) = _table_with(at, "bound")
     naive = summary.set_index("run_id").loc[run_ids[NAIVE]]
@@ -28,7 +28,7 @@ def test_folded_sections_are_sent_only_when_opened(pages, page_store, run_ids):
     """The op table is folded (and the per-iteration chart over 3 runs or more): closed, the page
     sends neither; opened, each is there."""
     runs = f"{run_ids[NAIVE]},{run_ids[FLASH]}"
-    at = pages.open("cpu-cost", runs=runs)   # 2 runs: the per-iteration chart open, the op table closed
+    at = pages.open("cpu-cost", runs=runs, opened=())   # 2 runs: the per-iteration chart open, the op table closed
     pages.assert_clean(at)
     assert [e.label for e in at.expander] == ["CPU vs GPU time of every iteration", "Op table"]
     assert len(at.get("vega_lite_chart")) == 3 and not _table_with(at, "self_us_per_iter")

@@ -5,7 +5,6 @@ import pytest
 
 from tests.pages.conftest import FLASH, NAIVE, ROCM, param as _param, shown
 
-FOLDS = ("kernels-table", "kernels-roofline")  # the page's folded sections, closed over 2 runs or more
 
 
 def _tables(at):
@@ -15,7 +14,7 @@ def _tables(at):
 
 
 def test_one_table_per_run_with_per_iteration_numbers(pages, page_store, run_ids):
-    at = pages.open("kernels", runs=f"{run_ids[FLASH]},{run_ids[NAIVE]}", opened=FOLDS)
+    at = pages.open("kernels", runs=f"{run_ids[FLASH]},{run_ids[NAIVE]}")
     pages.assert_clean(at)
     flash, naive = _tables(at)
     row = flash.iloc[0]
@@ -35,7 +34,7 @@ def test_folded_sections_are_read_and_sent_only_when_opened(pages, page_store, r
     """Over 2 runs the kernel table and the roofline are folded: closed, the page sends neither
     opened, each is there, and one run opens both."""
     runs = f"{run_ids[FLASH]},{run_ids[NAIVE]}"
-    at = pages.open("kernels", runs=runs)
+    at = pages.open("kernels", runs=runs, opened=())
     pages.assert_clean(at)
     assert [shown(e.label).split(":")[0] for e in at.expander] == ["Kernel table", "Roofline"]
     assert not [df for df in at.dataframe if "kernel" in df.value.columns or "roof_tflops" in df.value.columns]
@@ -45,12 +44,12 @@ def test_folded_sections_are_read_and_sent_only_when_opened(pages, page_store, r
     pages.assert_clean(at)
     assert len(_tables(at)) == 2 and len(at.get("download_button")) == 1
     assert len(at.get("vega_lite_chart")) == 1                  # the roofline still folded
-    one = pages.open("kernels", runs=run_ids[FLASH])
+    one = pages.open("kernels", runs=run_ids[FLASH], opened=())
     assert len(one.get("vega_lite_chart")) == 2 and len(_tables(one)) == 1
 
 
 def test_search_filters_tables_and_is_kept_in_the_url(pages, page_store, run_ids):
-    at = pages.open("kernels", runs=f"{run_ids[FLASH]},{run_ids[NAIVE]}", opened=FOLDS)
+    at = pages.open("kernels", runs=f"{run_ids[FLASH]},{run_ids[NAIVE]}")
     at.text_input[0].input("FLASH").run()
     pages.assert_clean(at)
     flash, naive = _tables(at)
@@ -91,7 +90,7 @@ def test_no_runs_selected_shows_the_empty_state(pages, empty_store):
 
 @pytest.mark.third_party
 def test_roofline_for_captured_runs_and_uploads_with_shapes(pages, page_store, run_ids):
-    at = pages.open("kernels", runs=f"{run_ids[FLASH]},{run_ids[ROCM]}", opened=FOLDS)
+    at = pages.open("kernels", runs=f"{run_ids[FLASH]},{run_ids[ROCM]}")
     pages.assert_clean(at)
     (roof,) = [df.value for df in at.dataframe if "roof_tflops" in df.value.columns]
     roof = roof.set_index("run_id")

@@ -52,7 +52,7 @@ def _kernel_table(at):
 
 def test_achieved_occupancy_beside_reported_and_theoretical(pages, counted_store):
     store, ids = counted_store
-    at = pages.open("kernels", runs=f"{ids['sdpa_flash']},{ids['sdpa_cudnn']}", opened=("kernels-table",))
+    at = pages.open("kernels", runs=f"{ids['sdpa_flash']},{ids['sdpa_cudnn']}")
     pages.assert_clean(at)
     table = _kernel_table(at).set_index("run_id")
     for variant in ("sdpa_flash", "sdpa_cudnn"):

@@ -25,6 +25,20 @@ def test_api_table_targets_and_latency_per_run(pages, page_store, run_ids):
     assert len(at.get("download_button")) == 3          # APIs, targets, latency
 
 
+def test_folded_sections_are_sent_only_when_opened(pages, page_store, run_ids):
+    """The targets and percentiles tables are folded (the histogram too over 3 runs or more):
+    closed, the page sends neither; opened, each is there."""
+    runs = f"{run_ids[NAIVE]},{run_ids[FLASH]}"
+    at = pages.open("launches", runs=runs, opened=())
+    pages.assert_clean(at)
+    assert len(at.expander) == 3 and not _table_with(at, "target_name") and not _table_with(at, "p50_us")
+    assert len(at.get("vega_lite_chart")) == 2 and len(at.get("download_button")) == 1   # the API table's
+    at = pages.open("launches", runs=runs, opened=("launches-latency",), closed=("launches-latency-histogram",))
+    pages.assert_clean(at)
+    assert len(_table_with(at, "p50_us")) == 1 and not _table_with(at, "target_name")
+    assert len(at.get("vega_lite_chart")) == 1                                            # calls per API
+
+
 @pytest.mark.third_party
 def test_rocm_hip_launch_apis(pages, page_store, run_ids):
     at = pages.open("launches", runs=run_ids[ROCM])
