@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from profiler.analysis.findings import findings
+from profiler.analysis.findings import findings, rank_why
 from profiler.analysis.reads import kept, kernel_queries, query_files, run_queries
 from profiler.errors import UnknownRunError
 from profiler.storage import catalog
@@ -45,6 +45,20 @@ def test_a_query_over_more_runs_than_sql_bulk_is_read_straight_and_keeps_nothing
         assert len(store.cache) == held, "three runs, over SQL_BULK: nothing kept"
         query_files.run(store, name, run_ids=runs[:2])
         assert len(store.cache) == held + 2, "two runs: one kept piece each"
+
+
+def test_gpu_work_of_more_runs_than_sql_bulk_is_kept_for_the_reads_that_follow(fixture_store, monkeypatch):
+    """A ranking or a sweep reads every run's GPU work in one query before its sets and points
+    each read theirs: kept per run however many (up to `kept.BULK`), so those reads query nothing."""
+    store, ids = fixture_store
+    runs = list(ids.values())
+    monkeypatch.setattr(kept, "SQL_BULK", 2)
+    want = uncached(monkeypatch, lambda: rank_why.work(store, runs))
+    held = len(store.cache)
+    pd.testing.assert_frame_equal(rank_why.work(store, runs), want)
+    assert len(store.cache) == held + 3
+    monkeypatch.setattr(query_files, "read", lambda *a, **k: pytest.fail("a kept run read again"))
+    pd.testing.assert_frame_equal(rank_why.work(store, runs[1:]), want[want["run_id"].isin(runs[1:])].reset_index(drop=True))
 
 
 def test_kernel_details_kept_per_run(fixture_store, monkeypatch):

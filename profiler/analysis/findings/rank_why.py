@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis.reads import op_pricing, query_files
+from profiler.analysis.reads import kept, op_pricing, query_files
 from profiler.analysis.model import kernel_names
 from profiler.analysis.findings import why
 from profiler.vocab.attention import SDPA_BACKENDS
@@ -29,8 +29,9 @@ SAME_KERNEL_SHARE = 0.1   # a shared kernel explains a gap when its change is at
 
 def work(store: StoreHandle, run_ids) -> pd.DataFrame:
     """run_id, name, calls_per_iter, us_per_iter of each run's GPU work inside its iterations (kept
-    per run: `ranking.rank_table` reads every group's run once, the sets and sentences reuse them)."""
-    return query_files.run(store, "gpu_work_names", run_ids=list(dict.fromkeys(run_ids)))
+    per run, up to `kept.BULK` runs at once: `ranking.rank_table` and `sweep_leads.ranked_curves`
+    read every group's run in one query, the sets, points and sentences reuse them)."""
+    return query_files.run(store, "gpu_work_names", bulk=kept.BULK, run_ids=list(dict.fromkeys(run_ids)))
 
 
 def signature(rows: pd.DataFrame) -> tuple:

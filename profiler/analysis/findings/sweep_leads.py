@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from profiler.analysis.findings import ranking, repeats
+from profiler.analysis.findings import rank_why, ranking, repeats
 from profiler.analysis.findings.sweeps import AXIS_NAMES, amount
 from profiler.storage.session import StoreHandle
 
@@ -26,6 +26,7 @@ def ranked_curves(store: StoreHandle, curves: pd.DataFrame, points: pd.DataFrame
     if curves.empty:
         return curves.assign(rank=pd.array([], dtype="Int64"), tied_with=None, same_kernels_as=None)
     timed = points.drop_duplicates("run_id").set_index("run_id")["timed_on"]
+    rank_why.work(store, curves["run_id"])   # every point's runs in one query (kept), not one per point
     parts = []
     for (sweep, x), part in curves.groupby(["sweep", "x"], sort=False):
         groups = part.assign(set=sweep, timed_on=part["run_id"].map(timed), figure=[

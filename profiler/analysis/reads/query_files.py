@@ -27,14 +27,14 @@ PAIRS = {"kernel_delta": ("run_a", "run_b"), "launch_api_delta": ("run_a", "run_
          "cold_extra_cpu": ("cold", "warm")}
 
 
-def run(store: StoreHandle, name: str, **params) -> pd.DataFrame:
-    """The rows of ``sql/<name>.sql``; those of the PER_RUN (up to `kept.SQL_BULK` runs at once) and
-    PAIRS queries are kept."""
+def run(store: StoreHandle, name: str, bulk: int | None = None, **params) -> pd.DataFrame:
+    """The rows of ``sql/<name>.sql``; those of the PER_RUN (up to ``bulk`` runs at once, by default
+    `kept.SQL_BULK`) and PAIRS queries are kept."""
     if name in PER_RUN:
         rest = tuple(sorted((k, v) for k, v in params.items() if k != "run_ids"))
         return kept.per_run(store, (name, rest), params["run_ids"],
                             lambda ids: read(store, name, run_ids=ids, **dict(rest)), PER_RUN[name],
-                            bulk=kept.SQL_BULK)
+                            bulk=kept.SQL_BULK if bulk is None else bulk)
     if name in PAIRS:
         return kept.value(store, (name, tuple(sorted(params.items()))), [params[k] for k in PAIRS[name]],
                           lambda: read(store, name, **params))
