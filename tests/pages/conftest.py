@@ -165,9 +165,9 @@ class PageDriver:
         """Open `page` (a url path such as "kernels") with these query parameters and the folded
         sections (`ui.folded`) keyed `opened` open (by default every one: `FOLDS`; `opened=()`
         leaves each as the page first shows it) and `closed` closed, as a user who unfolded or
-        folded them sees it; its first
-        script run reads over one open database, as app.py's `page_run` holds it on a server
-        (`held_as_served`: AppTest runs a page other than the runs page without app.py)."""
+        folded them sees it; its first script run reads over one open database, as app.py's
+        `page_run` holds it on a server (`held_as_served`: AppTest runs a page other than the runs
+        page without app.py)."""
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT_S)
         for key, value in params.items():
             at.query_params[key] = value

@@ -6,7 +6,6 @@ import pytest
 from tests.pages.conftest import FLASH, NAIVE, ROCM, param as _param, shown
 
 
-
 def _tables(at):
     """The kernel table split per run, in the selected order (not the roofline table)."""
     (table,) = [df.value for df in at.dataframe if "kernel" in df.value.columns]
@@ -31,7 +30,7 @@ def test_one_table_per_run_with_per_iteration_numbers(pages, page_store, run_ids
 
 
 def test_folded_sections_are_read_and_sent_only_when_opened(pages, page_store, run_ids):
-    """Over 2 runs the kernel table and the roofline are folded: closed, the page sends neither
+    """Over 2 runs the kernel table and the roofline are folded: closed, the page sends neither;
     opened, each is there, and one run opens both."""
     runs = f"{run_ids[FLASH]},{run_ids[NAIVE]}"
     at = pages.open("kernels", runs=runs, opened=())

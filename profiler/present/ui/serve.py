@@ -92,11 +92,10 @@ def warm_up(wait_s: float = 60.0) -> None:
     warm([EMOJI_TABLE], threading.Event())
     from profiler.present.ui import session
 
-    if session.unpack_samples(session.db_path()) or not Path(session.db_path()).exists():
-        gc.freeze()  # the server's own start-up out of the collector's way (a full collection: ~60 ms)
-        return  # a new store (the shipped samples or their seeding): the runs page's title comes first
-    warm(page_modules(), session.PAGE_BEGUN)
-    gc.freeze()  # what the imports made, out of the collector's way
+    # a new store (the shipped samples or their seeding): the runs page's title comes first, no imports
+    if not session.unpack_samples(session.db_path()) and Path(session.db_path()).exists():
+        warm(page_modules(), session.PAGE_BEGUN)
+    gc.freeze()  # what the start-up and the imports made, out of the collector's way
 
 
 def main(argv: list[str]) -> int:
