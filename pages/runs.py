@@ -7,7 +7,7 @@ the browser loads its table grid meanwhile.
 """
 import streamlit as st
 
-from profiler.present import markup, sitemap, ui  # light: ui loads each of its modules when first read
+from profiler.present import markup, ui  # light: ui loads each of its modules when first read
 
 st.title("Runs")
 state = ui.view_state("runs")
@@ -28,32 +28,10 @@ if not loading and "runs-table-drawn" not in st.session_state:
                 ui.table({"run": []}, height=80, hide_index=True)
 
 from profiler.analysis.reads import completeness, run_queries  # noqa: E402
-from profiler.analysis.findings import conditions, timings  # noqa: E402
+from profiler.analysis.findings import timings  # noqa: E402
 from profiler.present import run_filters, style  # noqa: E402
 
 MAX_HIGHLIGHTED = 4  # runs whose findings are listed (each costs a few queries)
-ANALYSIS = ("timeline", "kernels", "events", "launches", "cpu-cost", "compare")  # titles: sitemap.SITE
-
-
-def empty_store() -> None:
-    st.info("The store has no runs yet. Capture some on the profile page, or upload a "
-            "PyTorch profiler trace.")
-    st.page_link(ui.PAGE_FILES["profile"], label="Profile attention variants", icon=ui.PAGE_ICONS["profile"])
-    st.page_link(ui.PAGE_FILES["upload"], label="Upload traces", icon=ui.PAGE_ICONS["upload"])
-    st.stop()
-
-
-def open_selection(state) -> None:
-    st.markdown(f"**{len(state.runs)} selected.** Open them in:" if state.runs else
-                "Select rows (the checkbox column on the left) to compare runs.")
-    if not state.runs:
-        return
-    with st.container(horizontal=True, vertical_alignment="center", gap="medium"):
-        for page in ANALYSIS:
-            ui.link_to(page, state.with_(page=page), label=sitemap.BY_PATH[page].title)
-        ui.copy_link(state)
-    if len(state.runs) == 1:
-        ui.trace_download(state.runs[0])
 
 
 def ranking(state, store) -> None:
@@ -86,45 +64,6 @@ def findings_of(state, store) -> None:
                    "compare page.")
 
 
-def measured(state, store) -> None:
-    """How each selected run was measured: clocks, power, throttling, versions, the timing check."""
-    if not state.runs:
-        return
-    with st.expander("How the selected runs were measured", icon=":material/speed:"):
-        labels = run_queries.run_labels(store, list(state.runs)).set_index("run_id")["label"].to_dict()
-        for sentence in conditions.warnings(store, state.runs) + completeness.warnings(store, state.runs, labels):
-            st.warning(markup.md(sentence))
-        ui.table(conditions.record_table(store, state.runs), hide_index=True, column_config=ui.RECORD_COLUMNS)
-        st.caption("Clocks, power and temperature are means over the samples taken while the run was profiled "
-                   "and timed. Timing check: the trace's kernel time per call against the event-timed loop and "
-                   "the CUDA-graph replay (a launch-bound loop shows a large negative value against the loop).")
-
-
-def rename(state) -> None:
-    if len(state.runs) != 1:
-        st.caption("Select exactly one run to rename it.")
-        return
-    with st.form("rename", border=False, clear_on_submit=True):
-        name = st.text_input(f"New name for run {markup.md(state.runs[0])}", max_chars=ui.RUN_NAME_MAX_CHARS,
-                             key="rename_to")
-        if st.form_submit_button("Rename", icon=":material/edit:"):
-            with ui.guard():
-                ui.rename_run(state.runs[0], name)
-                st.rerun()
-
-
-def delete(state) -> None:
-    if not state.runs:
-        return
-    sure = st.checkbox(f"Delete the {len(state.runs)} selected run(s) for everyone using this "
-                       "store (cannot be undone)")
-    if st.button("Delete", icon=":material/delete:", disabled=not sure):
-        deleted = ui.delete_runs(state.runs)
-        ui.select_runs(())
-        st.toast(f"Deleted {deleted:,} run(s).")
-        st.rerun()
-
-
 with ui.guard():
     with ui.get_store().session() as store:  # one connection for the page's reads
         runs = run_queries.run_catalog(store)
@@ -132,7 +71,7 @@ with ui.guard():
             ui.seeding().page_drawn()
             st.stop()
         if runs.empty:
-            empty_store()
+            ui.empty_store()
         runs = completeness.with_badge(store, timings.catalog_with_timings(store, runs))
         labels = style.run_labels(run_queries.run_labels(store, list(runs["run_id"])))
         runs = run_filters.finder_columns(runs, labels)
@@ -149,12 +88,10 @@ with ui.guard():
                               hide_index=True, placeholder="—")
         if picked != state.runs or filtered != state:
             state = ui.update_view(filtered, runs=picked)
-        open_selection(state)
+        ui.open_selection(state)
         ranking(state, store)
         highlights(state, store)
-        measured(state, store)
+        ui.how_measured(state, store)
     ui.csv_download(runs, "runs", label="Download the catalog as CSV")
-    with st.expander("Rename or delete the selected runs", icon=":material/settings:"):
-        rename(state)
-        delete(state)
+    ui.rename_or_delete(state)
 ui.seeding().page_drawn()

@@ -3,7 +3,8 @@
 Its modules: ``session`` (the store, seeding, page runs, the preload), ``view`` (the URL's view,
 links, errors, the Timeline chart's moves), ``tables`` (tables, downloads, charts), ``columns``
 (the columns of the Kernels page's tables, the Timeline's range, how runs were measured),
-``finder`` (the runs page's filters), ``work`` (uploads, jobs, captures); ``serve`` starts the
+``finder`` (the runs page's filters), ``selection`` (the runs page's actions on the selected
+runs), ``work`` (uploads, jobs, captures); ``serve`` starts the
 server (`python -m profiler app`), loading the pages' modules.
 
 Store: ``get_store() -> Store`` is the store at ``PROFILER_DB`` (default ``data/traces.duckdb``),
@@ -40,6 +41,9 @@ Tables, files, captures:
         the share URL) and the catalog rows they keep (``profiler.present.run_filters``);
         ``one_per_variant(state, rows)`` its button that selects the median repeat per variant;
         ``catalog_key()`` the runs table's widget key (new after that pick).
+    ``empty_store()``, ``open_selection(state)``, ``how_measured(state, store)``,
+        ``rename_or_delete(state)``  the runs page's empty state (then ``st.stop()``), the links that
+        open the selected runs, how they were measured, and their rename and delete.
     ``pick_row(df, key, **kw) -> int | None``  a table whose rows are picked one at a time (the
         Events page); the picked row's position.
     ``pick_rows(df, key, selected, id_col="run_id", **kw) -> tuple[str, ...]``  row-selectable
@@ -73,6 +77,7 @@ _HOME = {
     **dict.fromkeys(("BREAKDOWN_COLUMNS", "KERNEL_COLUMNS", "KERNEL_EVENT_COLUMNS", "OP_EVENT_COLUMNS", "RANGE_COLUMNS",
                      "RECORD_COLUMNS", "ROOF_COLUMNS"), "columns"),
     **dict.fromkeys(("catalog_key", "one_per_variant", "run_finder"), "finder"),
+    **dict.fromkeys(("empty_store", "how_measured", "open_selection", "rename_or_delete"), "selection"),
     **dict.fromkeys(("PROJECT_ERRORS", "WRITING_PAGES", "db_path", "get_store", "page_run", "preload", "seeding",
                      "seeding_progress", "traces_dir"), "session"),
     **dict.fromkeys(("CATALOG_COLUMNS", "RUN_COLUMN_PX", "csv_download", "folded", "kept_chart", "pick_row", "pick_rows",
