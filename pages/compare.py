@@ -7,50 +7,6 @@ from profiler.analysis.reads import completeness, pair_queries, run_queries
 from profiler.analysis.findings import findings, memory, timings
 from profiler.present import charts, markup, memory_charts, narrative, rank_view, ui
 
-Col = st.column_config
-ALIGN_COLUMNS = {
-    "status": Col.TextColumn("status"),
-    "name_a": Col.TextColumn("kernel in a", width="large"),
-    "dur_us_a": Col.NumberColumn("µs (a)", format="%.2f"),
-    "name_b": Col.TextColumn("kernel in b", width="large"),
-    "dur_us_b": Col.NumberColumn("µs (b)", format="%.2f"),
-    "family": Col.TextColumn("job (kernel family)"),
-}
-DELTA_COLUMNS = {
-    "kernel": Col.TextColumn("kernel / copy", width="large"),
-    "presence": Col.TextColumn("in"),
-    "calls_a": Col.NumberColumn("calls / iter (a)", format="%.1f"),
-    "calls_b": Col.NumberColumn("calls / iter (b)", format="%.1f"),
-    "calls_delta": Col.NumberColumn("Δ calls", format="%+.1f"),
-    "us_a": Col.NumberColumn("µs / iter (a)", format="%.1f"),
-    "us_b": Col.NumberColumn("µs / iter (b)", format="%.1f"),
-    "us_delta": Col.NumberColumn("Δ µs", format="%+.1f"),
-}
-METRIC_COLUMNS = {  # the metrics layer's per-iteration figures, as on the runs and kernels pages
-    "side": ui.run_column(),
-    "times_baseline": Col.NumberColumn("µs / call × baseline", format="%.2f", help="Time per call over the "
-                                       "baseline's (runs of the baseline's shape only)."),
-    "gpu_work_us_per_iter": Col.NumberColumn("GPU work µs / iter", format="%.1f",
-                                             help="The GPU work one iteration launched, wherever it ran."),
-    "gpu_busy_us_per_iter": Col.NumberColumn("GPU own busy µs / iter", format="%.1f"),
-    "gpu_busy_pct": Col.NumberColumn("own busy % of iteration", format="%.1f"),
-    "carried_pct": Col.NumberColumn("carried % of iteration", format="%.1f",
-                                    help="GPU work launched before the iteration began (earlier, or before profiling)."),
-    "gpu_idle_pct": Col.NumberColumn("idle % of iteration", format="%.1f"),
-    "kernel_us_per_iter": Col.NumberColumn("kernels µs / iter", format="%.1f"),
-    "cpu_busy_us_per_iter": Col.NumberColumn("CPU µs / iter", format="%.1f"),
-    "sync_us_per_iter": Col.NumberColumn("sync µs / iter", format="%.1f"),
-    "bound": Col.TextColumn("bound"),
-}
-API_COLUMNS = {
-    "api": Col.TextColumn("API"), "api_kind": Col.TextColumn("kind"),
-    "presence": Col.TextColumn("in"),
-    "calls_a": Col.NumberColumn("calls / iter (a)", format="%.1f"),
-    "calls_b": Col.NumberColumn("calls / iter (b)", format="%.1f"),
-    "calls_delta": Col.NumberColumn("Δ calls", format="%+.1f"),
-    "cpu_us_delta": Col.NumberColumn("Δ CPU µs / iter", format="%+.1f"),
-}
-
 
 def pick_pair(store, state, runs, labels):
     """The baseline, run a, and the run compared with it in detail, b (URL filters ``a`` / ``b``; by
@@ -89,8 +45,8 @@ with ui.guard(), ui.get_store().session() as store:
     label_a, label_b = f"a: {labels.get(a, a)}", f"b: {labels.get(b, b)}"
     metrics = rank_view.against_baseline(store, runs, a)
     sides = {r: f"{'a' if r == a else 'b' if r == b else '·'}: {labels.get(r, r)}" for r in metrics["run_id"]}
-    ui.table(metrics.assign(side=metrics["run_id"].map(sides)), column_config=METRIC_COLUMNS,
-             column_order=list(METRIC_COLUMNS), hide_index=True, placeholder="—")
+    ui.table(metrics.assign(side=metrics["run_id"].map(sides)), column_config=ui.BASELINE_COLUMNS,
+             column_order=list(ui.BASELINE_COLUMNS), hide_index=True, placeholder="—")
     st.subheader("Findings, b against a", divider="gray")
     found = findings.compare_findings(store, a, b)
     if found:  # one list: the findings read as one block
@@ -104,7 +60,7 @@ with ui.guard(), ui.get_store().session() as store:
         ui.kept_chart(store, ("alignment", a, b, iteration), runs,
                         lambda: charts.alignment_chart(aligned, label_a, label_b), width="stretch")
         with st.expander("Aligned sequence, slot by slot"):
-            ui.table(aligned, column_config=ALIGN_COLUMNS, column_order=list(ALIGN_COLUMNS),
+            ui.table(aligned, column_config=ui.ALIGN_COLUMNS, column_order=list(ui.ALIGN_COLUMNS),
                          hide_index=True, placeholder="—")
             ui.csv_download(aligned, f"aligned-{a}-{b}")
     st.subheader("Kernels per iteration, b − a", divider="gray")
@@ -112,12 +68,12 @@ with ui.guard(), ui.get_store().session() as store:
     if not delta.empty:
         ui.kept_chart(store, ("kernel_delta", a, b), runs, lambda: charts.delta_chart(delta), width="stretch")
     with st.expander(f"Kernel table, b − a (kernels: {len(delta)})", expanded=delta.empty):
-        ui.table(delta, column_config=DELTA_COLUMNS, column_order=list(DELTA_COLUMNS),
+        ui.table(delta, column_config=ui.DELTA_COLUMNS, column_order=list(ui.DELTA_COLUMNS),
                  hide_index=True, placeholder="—")
         ui.csv_download(delta, f"kernel-delta-{a}-{b}")
     api_delta = pair_queries.launch_api_delta(store, a, b)
     with st.expander(f"Launch APIs per iteration, b − a (APIs: {len(api_delta)})"):
-        ui.table(api_delta, column_config=API_COLUMNS, column_order=list(API_COLUMNS),
+        ui.table(api_delta, column_config=ui.API_DELTA_COLUMNS, column_order=list(ui.API_DELTA_COLUMNS),
                  hide_index=True, placeholder="—")
         ui.csv_download(api_delta, f"api-delta-{a}-{b}")
     st.subheader("Memory", divider="gray")

@@ -2,7 +2,7 @@
 
 Its modules: ``session`` (the store, seeding, page runs, the preload), ``view`` (the URL's view,
 links, errors, the Timeline chart's moves), ``tables`` (tables, downloads, charts), ``columns``
-(the columns of the Kernels page's tables, the Timeline's range, how runs were measured),
+(the columns of the Kernels page's tables, the Timeline's range, how runs were measured, Compare's tables),
 ``finder`` (the runs page's filters), ``selection`` (the runs page's actions on the selected
 runs), ``work`` (uploads, jobs, captures); ``serve`` starts the
 server (`python -m profiler app`), loading the pages' modules.
@@ -35,7 +35,8 @@ Tables, files, captures:
     ``CATALOG_COLUMNS``  the runs table's columns (labels, units, help), in display order;
         ``KERNEL_COLUMNS``, ``BREAKDOWN_COLUMNS``, ``ROOF_COLUMNS`` the Kernels page's,
         ``RANGE_COLUMNS`` the Timeline's selected range, ``KERNEL_EVENT_COLUMNS`` and
-        ``OP_EVENT_COLUMNS`` the Events page's.
+        ``OP_EVENT_COLUMNS`` the Events page's, ``BASELINE_COLUMNS``, ``ALIGN_COLUMNS``,
+        ``DELTA_COLUMNS`` and ``API_DELTA_COLUMNS`` Compare's.
     ``RECORD_COLUMNS``  the runs page's "how the selected runs were measured" table.
     ``run_finder(state, runs) -> (state, rows)``  the runs page's filter widgets (values from and to
         the share URL) and the catalog rows they keep (``profiler.present.run_filters``);
@@ -74,7 +75,7 @@ import importlib
 # each name ▶ the module that defines it, imported on first use (PEP 562): a page pays only for the
 # modules it reads, and the first page's title draws before pandas and Altair are loaded
 _HOME = {
-    **dict.fromkeys(("BREAKDOWN_COLUMNS", "KERNEL_COLUMNS", "KERNEL_EVENT_COLUMNS", "OP_EVENT_COLUMNS", "RANGE_COLUMNS",
+    **dict.fromkeys(("ALIGN_COLUMNS", "API_DELTA_COLUMNS", "BASELINE_COLUMNS", "BREAKDOWN_COLUMNS", "DELTA_COLUMNS", "KERNEL_COLUMNS", "KERNEL_EVENT_COLUMNS", "OP_EVENT_COLUMNS", "RANGE_COLUMNS",
                      "RECORD_COLUMNS", "ROOF_COLUMNS"), "columns"),
     **dict.fromkeys(("catalog_key", "one_per_variant", "run_finder"), "finder"),
     **dict.fromkeys(("empty_store", "how_measured", "open_selection", "rename_or_delete"), "selection"),

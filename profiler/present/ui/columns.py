@@ -1,5 +1,5 @@
 """The columns (labels, units, help), in display order, of the Kernels page's tables, the
-Timeline's selected range, the Events page's two lists and the runs page's measurement records."""
+Timeline's selected range, the Events page's two lists, the runs page's measurement records and Compare's tables."""
 from __future__ import annotations
 
 import streamlit as st
@@ -146,4 +146,46 @@ RECORD_COLUMNS = {  # the runs page: how each selected run was measured (conditi
     "clocks_locked": "clocks locked", "l2_flushed": "L2 flushed", "l2_cold_check": "cold run's first kernel",
     "other_processes": "other GPU processes", "versions": "versions", "kernel_vs_wall_pct": "kernel vs loop %",
     "kernel_vs_graph_pct": "kernel vs graph %",
+}
+ALIGN_COLUMNS = {  # Compare: one iteration's kernel sequences of runs a and b, slot by slot
+    "status": Col.TextColumn("status"),
+    "name_a": Col.TextColumn("kernel in a", width="large"),
+    "dur_us_a": Col.NumberColumn("µs (a)", format="%.2f"),
+    "name_b": Col.TextColumn("kernel in b", width="large"),
+    "dur_us_b": Col.NumberColumn("µs (b)", format="%.2f"),
+    "family": Col.TextColumn("job (kernel family)"),
+}
+DELTA_COLUMNS = {  # Compare: each kernel's calls and time per iteration, b - a
+    "kernel": Col.TextColumn("kernel / copy", width="large"),
+    "presence": Col.TextColumn("in"),
+    "calls_a": Col.NumberColumn("calls / iter (a)", format="%.1f"),
+    "calls_b": Col.NumberColumn("calls / iter (b)", format="%.1f"),
+    "calls_delta": Col.NumberColumn("Δ calls", format="%+.1f"),
+    "us_a": Col.NumberColumn("µs / iter (a)", format="%.1f"),
+    "us_b": Col.NumberColumn("µs / iter (b)", format="%.1f"),
+    "us_delta": Col.NumberColumn("Δ µs", format="%+.1f"),
+}
+BASELINE_COLUMNS = {  # Compare: the metrics layer's per-iteration figures against the baseline, as on the runs and kernels pages
+    "side": run_column(),
+    "times_baseline": Col.NumberColumn("µs / call × baseline", format="%.2f", help="Time per call over the "
+                                       "baseline's (runs of the baseline's shape only)."),
+    "gpu_work_us_per_iter": Col.NumberColumn("GPU work µs / iter", format="%.1f",
+                                             help="The GPU work one iteration launched, wherever it ran."),
+    "gpu_busy_us_per_iter": Col.NumberColumn("GPU own busy µs / iter", format="%.1f"),
+    "gpu_busy_pct": Col.NumberColumn("own busy % of iteration", format="%.1f"),
+    "carried_pct": Col.NumberColumn("carried % of iteration", format="%.1f",
+                                    help="GPU work launched before the iteration began (earlier, or before profiling)."),
+    "gpu_idle_pct": Col.NumberColumn("idle % of iteration", format="%.1f"),
+    "kernel_us_per_iter": Col.NumberColumn("kernels µs / iter", format="%.1f"),
+    "cpu_busy_us_per_iter": Col.NumberColumn("CPU µs / iter", format="%.1f"),
+    "sync_us_per_iter": Col.NumberColumn("sync µs / iter", format="%.1f"),
+    "bound": Col.TextColumn("bound"),
+}
+API_DELTA_COLUMNS = {  # Compare: each launch API's calls and CPU time per iteration, b - a
+    "api": Col.TextColumn("API"), "api_kind": Col.TextColumn("kind"),
+    "presence": Col.TextColumn("in"),
+    "calls_a": Col.NumberColumn("calls / iter (a)", format="%.1f"),
+    "calls_b": Col.NumberColumn("calls / iter (b)", format="%.1f"),
+    "calls_delta": Col.NumberColumn("Δ calls", format="%+.1f"),
+    "cpu_us_delta": Col.NumberColumn("Δ CPU µs / iter", format="%+.1f"),
 }
