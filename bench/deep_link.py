@@ -10,10 +10,13 @@ runs from `goto` until the server said its last script run finished (a first lin
 The 1-minute load average is read before each run and written beside it. Target: <= 2 s.
 `--idle-s N` opens the link N seconds after the health check instead of at once: a server that has
 been up a while (its warm-up done) but has served no page yet, as a link shared with a team's
-running server finds it; printed, not written. Usage:
+running server finds it; printed, not written. `--baseline` opens the same URLs on a bare Streamlit
+app instead (`streamlit run`: one page of that path and title drawing a Vega-Lite bar chart and a
+table of the linked runs, nothing imported: no pandas, no Altair): the floor that Streamlit itself
+(server, front end, a chart drawn by the browser) sets for a cold deep link on this machine. Usage:
 
-    python -m bench.deep_link [--pages timeline,kernels,compare] [--repeat 3] [--before DIR] [--idle-s N]
-                              [--write-results]
+    python -m bench.deep_link [--pages timeline,kernels,compare] [--repeat 3] [--before DIR | --baseline]
+                              [--idle-s N] [--write-results]
 """
 from __future__ import annotations
 
@@ -65,6 +68,30 @@ def one_link(db: Path, path: str, browser, app_dir: Path = browser_pages.ROOT,
     return took, load
 
 
+# the bare app of `--baseline`: the page of the link's path and title, a chart and a table of its runs,
+# with nothing imported (a spec of inline values, a table of a dict)
+BASELINE_APP = """import streamlit as st
+
+
+def page():
+    st.title({title!r})
+    runs = st.query_params.get("runs", "").split(",")
+    st.vega_lite_chart(spec={{"data": {{"values": [{{"run": r, "us": i + 1}} for i, r in enumerate(runs)]}},
+                             "mark": "bar", "encoding": {{"x": {{"field": "us", "type": "quantitative"}},
+                                                         "y": {{"field": "run", "type": "nominal"}}}}}})
+    st.dataframe({{"run": runs}})
+
+
+st.navigation([st.Page(page, title={title!r}, url_path={path!r}, default=True)]).run()
+"""
+
+
+def baseline_app(folder: Path, path: str) -> Path:
+    """A bare Streamlit app in ``folder`` whose one page is ``path`` (`BASELINE_APP`)."""
+    (folder / "app.py").write_text(BASELINE_APP.format(title=BY_PATH[path].title, path=path), encoding="utf-8")
+    return folder
+
+
 def section(rows: list[tuple[str, float, float]]) -> str:
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     commit = commit_of()
@@ -91,6 +118,8 @@ def main() -> None:
     ap.add_argument("--write-results", action="store_true")
     ap.add_argument("--idle-s", type=float, default=0.0,
                     help="open each link this many seconds after the server answered (printed, not written)")
+    ap.add_argument("--baseline", action="store_true",
+                    help="open the same links on a bare Streamlit app of a chart and a table (printed, not written)")
     ap.add_argument("--before", type=Path, default=None,
                     help="another checkout of the app (an older commit): each run is paired with one of it, "
                          "printed (not written) beside, the same page just before")
@@ -103,18 +132,22 @@ def main() -> None:
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=first_page.CHROMIUM, args=first_page.ARGS)
         for path in pages:
+            bare = tempfile.TemporaryDirectory() if opts.baseline else None
+            app_dir = baseline_app(Path(bare.name), path) if bare else browser_pages.ROOT
             for _ in range(opts.repeat):
                 if opts.before:
                     was, load = one_link(db, path, browser, opts.before.resolve(), opts.idle_s)
                     print(f"{path:10s} {was:.2f} s before (load {load:.2f})", flush=True)
-                took, load = one_link(db, path, browser, idle_s=opts.idle_s)
+                took, load = one_link(db, path, browser, app_dir, idle_s=opts.idle_s)
                 rows.append((path, took, load))
-                print(f"{path:10s} {took:.2f} s (load {load:.2f})", flush=True)
+                print(f"{path:10s} {took:.2f} s (load {load:.2f}){' bare Streamlit' if bare else ''}", flush=True)
+            if bare:
+                bare.cleanup()
         browser.close()
-    if opts.write_results and not opts.idle_s:
+    if opts.write_results and not (opts.idle_s or opts.baseline):
         write_section(SECTION, section(rows))
     elif opts.write_results:
-        print("not written: --idle-s measures another case than the section's")
+        print("not written: --idle-s and --baseline measure another case than the section's")
 
 
 if __name__ == "__main__":
