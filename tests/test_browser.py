@@ -162,7 +162,10 @@ def open_every_expander(page) -> None:
 
 def _assert_no_exception(page, where: str) -> None:
     assert page.locator('[data-testid="stException"]').count() == 0, f"{where}: exception shown"
-    assert "Traceback" not in page.inner_text("body"), f"{where}: traceback shown"
+    body = page.inner_text("body")
+    assert "Traceback" not in body, f"{where}: traceback shown"
+    # Streamlit's dialog for a path that is no page of the app (it then runs the runs page)
+    assert "Page not found" not in body, f"{where}: opened at a path that is no page of the app"
 
 
 def _open(browser, url: str, expect: str = "", width: int = 1400):

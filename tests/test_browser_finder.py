@@ -28,7 +28,7 @@ import pytest
 
 from profiler.capture.samples import SAMPLES_DIR, sample_files, unpack_shipped
 from profiler.cli.main import main
-from profiler.present.sitemap import BY_PATH, SITE
+from profiler.present.sitemap import BY_PATH, DEFAULT_PAGE, SITE
 from profiler.present.style import HIGHLIGHT
 from profiler.storage.store import Store
 from tests import raw_trace
@@ -230,7 +230,8 @@ def test_no_text_cut_and_pages_within_three_screens(finder_server, browser, path
     opens at 1600 x 1000, and no element's text cut with every expander open."""
     url, _, ids = finder_server
     runs = ",".join(ids[n] for n in sorted(ids)[:4])
-    target = f"{url}/sweep" if path == "sweep (unfiltered)" else f"{url}/{path}{'&' if '?' in path else '?'}runs={runs}"
+    at = "" if path == DEFAULT_PAGE else path  # the runs page is the app's root URL, as its share links say
+    target = f"{url}/sweep" if path == "sweep (unfiltered)" else f"{url}/{at}{'&' if '?' in at else '?'}runs={runs}"
     page = _page(browser, target)
     page.locator("h1", has_text=BY_PATH[path.split("?")[0].split(" ")[0] or "runs"].title).first.wait_for(timeout=WAIT_MS)
     _settle(page)

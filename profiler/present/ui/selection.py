@@ -49,7 +49,8 @@ def how_measured(state, store) -> None:
         labels = run_queries.run_labels(store, list(state.runs)).set_index("run_id")["label"].to_dict()
         for sentence in conditions.warnings(store, state.runs) + completeness.warnings(store, state.runs, labels):
             st.warning(markup.md(sentence))
-        table(conditions.record_table(store, state.runs), hide_index=True, column_config=RECORD_COLUMNS)
+        table(conditions.record_table(store, state.runs), hide_index=True, column_config=RECORD_COLUMNS,
+              placeholder="—")
         st.caption("Clocks, power and temperature are means over the samples taken while the run was profiled "
                    "and timed. Timing check: the trace's kernel time per call against the event-timed loop and "
                    "the CUDA-graph replay (a launch-bound loop shows a large negative value against the loop).")
