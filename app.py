@@ -5,7 +5,7 @@ sidebar group); shared links use those paths. The first, the runs page, is the d
 """
 import streamlit as st
 
-from profiler.present.sitemap import DEFAULT_PAGE, groups
+from profiler.present.sitemap import BY_PATH, DEFAULT_PAGE, groups
 from profiler.present.ui import entered_through_app, page_run, preload
 
 entered_through_app()  # first: before any element is drawn
@@ -19,10 +19,20 @@ st.html("<style>[data-testid='stMarkdownContainer'], [data-testid='stText'], "
         "[data-testid='stMainBlockContainer'] {padding-top: 4rem; padding-bottom: 2rem;}</style>")
 
 preload()
-page = st.navigation({
-    group: [st.Page(p.file, title=p.title, icon=p.icon, url_path=p.url_path, default=p.url_path == DEFAULT_PAGE)
-            for p in pages]
-    for group, pages in groups().items()
-})
+# the runs page is served at the root URL; /runs, as its title reads in the sidebar, takes there
+# with its query (Streamlit keys a page by its URL path, so the default page's key is another)
+ROOT_KEY = "app-root"
+
+
+def to_root() -> None:
+    st.switch_page(BY_PATH[DEFAULT_PAGE].file, query_params=st.query_params.to_dict())
+
+
+pages = {group: [st.Page(p.file, title=p.title, icon=p.icon, default=p.url_path == DEFAULT_PAGE,
+                         url_path=ROOT_KEY if p.url_path == DEFAULT_PAGE else p.url_path) for p in group_pages]
+         for group, group_pages in groups().items()}
+pages[BY_PATH[DEFAULT_PAGE].group].append(
+    st.Page(to_root, title=BY_PATH[DEFAULT_PAGE].title, url_path=DEFAULT_PAGE, visibility="hidden"))
+page = st.navigation(pages)
 with page_run(page.url_path):  # counted as a page being drawn; its reads share one open database
     page.run()

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from urllib.parse import urlparse
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -219,6 +220,23 @@ def test_every_page_renders_from_a_share_url(server, browser, name):
             assert "No runs selected" not in body, f"{name} lost the runs of {link}"
         assert parse_url(page.url).runs == tuple(ids[:2]), "the URL still holds the shared view"
         page.screenshot(path=str(ARTIFACTS / f"page-{name}.png"), full_page=True)
+    finally:
+        page.close()
+
+
+def test_the_runs_page_by_its_name_takes_to_the_root_with_its_query(server, browser):
+    """/runs, as the sidebar names the page, opens the runs page at the app's root URL with the
+    link's query kept, and no "Page not found" dialog; a path that is no page still gets one."""
+    url, _, ids = server
+    page = _open(browser, f"{url}/runs?runs={ids[0]},{ids[1]}", expect=PAGE_TEXT["runs"])
+    try:
+        page.wait_for_url(lambda u: urlparse(u).path in ("", "/"), timeout=WAIT_MS)
+        _settle(page)
+        _assert_no_exception(page, "/runs")
+        assert parse_url(page.url).runs == tuple(ids[:2]), page.url
+        assert page.locator("h1").first.inner_text().startswith("Runs")
+        page.goto(f"{url}/no-such-page", timeout=WAIT_MS)
+        page.get_by_text("Page not found").first.wait_for(timeout=WAIT_MS)
     finally:
         page.close()
 
