@@ -28,9 +28,13 @@ def to_root() -> None:
     st.switch_page(BY_PATH[DEFAULT_PAGE].file, query_params=st.query_params.to_dict())
 
 
-pages = {group: [st.Page(p.file, title=p.title, icon=p.icon, default=p.url_path == DEFAULT_PAGE,
-                         url_path=ROOT_KEY if p.url_path == DEFAULT_PAGE else p.url_path) for p in group_pages]
-         for group, group_pages in groups().items()}
+def nav_page(p) -> st.Page:
+    """A page of the site in the navigation (the default one at the root URL, keyed `ROOT_KEY`)."""
+    default = p.url_path == DEFAULT_PAGE
+    return st.Page(p.file, title=p.title, icon=p.icon, default=default, url_path=ROOT_KEY if default else p.url_path)
+
+
+pages = {group: [nav_page(p) for p in group_pages] for group, group_pages in groups().items()}
 pages[BY_PATH[DEFAULT_PAGE].group].append(
     st.Page(to_root, title=BY_PATH[DEFAULT_PAGE].title, url_path=DEFAULT_PAGE, visibility="hidden"))
 page = st.navigation(pages)

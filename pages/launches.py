@@ -61,11 +61,13 @@ with ui.guard(), ui.get_store().session() as store:
         ui.kept_chart(store, ("launch_api", log), runs, lambda: charts.launch_api_chart(apis, labels, log=log),
                         width="stretch")
         with ui.folded("Launch latency distribution", "launches-latency-histogram", expanded=len(runs) <= 2) as open_:
-            hist = queries.launch_latency_histogram(store, runs) if open_ else None
-            if open_ and hist.empty:
-                st.caption("No launch call of the selected runs is linked to a kernel (by correlation id).")
-            elif open_:
-                ui.kept_chart(store, ("latency_histogram",), runs, lambda: charts.latency_histogram_chart(hist, labels))
+            if open_:
+                hist = queries.launch_latency_histogram(store, runs)
+                if hist.empty:
+                    st.caption("No launch call of the selected runs is linked to a kernel (by correlation id).")
+                else:
+                    ui.kept_chart(store, ("latency_histogram",), runs,
+                                  lambda: charts.latency_histogram_chart(hist, labels))
         table(charts.with_runs(apis, labels), API_COLUMNS, "launch-apis")
         with ui.folded("Which kernels each API launched (linked by correlation id)", "launches-targets") as open_:
             if open_:

@@ -186,9 +186,10 @@ def ranked_runs(store: StoreHandle, run_ids, title: str) -> None:
 def folded(label: str, key: str, expanded: bool = False, **kwargs) -> Iterator[bool]:
     """A section folded under ``label`` (``st.expander``) whose block runs inside it and is told
     whether it is open: the page computes and sends what it holds only then (a closed Roofline and
-    kernel table had cost a cold Kernels page's script 0.1-0.2 s). Opening or closing it runs the page again (its reads kept). ``key`` names it; its
-    state lasts while its label stays the same, so a label holds no count that a filter changes.
-    The label is text, shown as written (`markup.md`); ``kwargs`` go to ``st.expander`` (icon, ...)."""
+    kernel table had cost a cold Kernels page's script 0.1-0.2 s). Opening or closing it runs the
+    page again (its reads kept). ``key`` names it; its state lasts while its label stays the same,
+    so a label holds no count that a filter changes. The label is text, shown as written
+    (`markup.md`); ``kwargs`` go to ``st.expander`` (icon, ...)."""
     with st.expander(markup.md(label), expanded=expanded, key=key, on_change="rerun", **kwargs) as box:
         yield bool(box.open)
 
